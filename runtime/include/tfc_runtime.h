@@ -1,0 +1,59 @@
+/* The tfc runtime: the one header generated code includes. Header-only parts are static inline. */
+#ifndef TFC_RUNTIME_H
+#define TFC_RUNTIME_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tfc_platform.h"
+
+/* Status codes: the values of TensorFlow's error codes, so Python maps them to tf.errors. */
+enum {
+    TFC_OK = 0,
+    TFC_ERR_CANCELLED = 1,
+    TFC_ERR_UNKNOWN = 2,
+    TFC_ERR_INVALID_ARGUMENT = 3,
+    TFC_ERR_NOT_FOUND = 5,
+    TFC_ERR_RESOURCE_EXHAUSTED = 8,
+    TFC_ERR_FAILED_PRECONDITION = 9,
+    TFC_ERR_OUT_OF_RANGE = 11,
+    TFC_ERR_UNIMPLEMENTED = 12,
+    TFC_ERR_INTERNAL = 13,
+    TFC_ERR_DATA_LOSS = 15
+};
+
+/* Where a failing run reports: a caller-owned message buffer, and the failing graph node. */
+typedef struct {
+    char *msg;
+    int64_t cap;
+    const char *node;
+} tfc_error;
+
+static inline int tfc_fail_at(tfc_error *err, int code, const char *node) {
+    if (err != NULL) err->node = node;
+    return code;
+}
+
+static inline int tfc_error_set(tfc_error *err, int code, const char *msg) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s", msg);
+    }
+    return code;
+}
+
+static inline int tfc_error_index(tfc_error *err, const char *what, int64_t pos, int64_t value,
+                                  int64_t limit) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s[%lld] = %lld is not in [0, %lld)", what,
+                     (long long)pos, (long long)value, (long long)limit);
+    }
+    return TFC_ERR_INVALID_ARGUMENT;
+}
+
+#include "tfc_math.h"
+#include "tfc_philox.h"
+#include "tfc_gemm.h"
+
+#endif /* TFC_RUNTIME_H */

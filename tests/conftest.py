@@ -1,0 +1,17 @@
+"""Test set-up: verify graph invariants after every pass; keep compiled programs in a cache."""
+
+import os
+
+os.environ.setdefault("TFC_VERIFY", "1")
+
+import pytest  # noqa: E402
+
+import tfc  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh_default_graph():
+    """Each test starts with an empty default graph, as TF1 users get in a new process."""
+    tfc.reset_default_graph()
+    yield
+    tfc.reset_default_graph()

@@ -1,0 +1,43 @@
+"""tfc: TensorFlow-1-style graphs compiled ahead of time to C.
+
+`import tfc as tf` gives the TF1 graph API: build a graph with tf.placeholder, tf.Variable,
+tf.matmul, ...; tf.Session().run() compiles what the fetches need to native code and runs it.
+"""
+
+__version__ = "0.1.0"
+
+# ruff: noqa: E402, F401, F403, I001  (the public namespace is assembled in dependency order)
+from tfc import dtypes, errors
+from tfc.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
+from tfc.dtypes import double, float
+from tfc.graph import (
+    Graph,
+    GraphKeys,
+    Operation,
+    Tensor,
+    add_to_collection,
+    colocate_with,
+    control_dependencies,
+    device,
+    get_collection,
+    get_collection_ref,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+)
+from tfc.tensor_shape import Dimension, TensorShape
+from tfc.ops.constant import constant, convert_to_tensor, placeholder, placeholder_with_default
+from tfc.ops.math import *
+from tfc.ops.array import *
+from tfc.ops.reduce import *
+from tfc.ops.linalg import *
+from tfc.ops.random import *
+from tfc.ops.control import group, no_op
+from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.variables import *
+from tfc import nn
+from tfc.session import InteractiveSession, Session, get_default_session
+from tfc.ops.operators import install_operators as _install_operators
+
+_install_operators()
+newaxis = None

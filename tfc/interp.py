@@ -1,0 +1,121 @@
+"""The reference interpreter: runs a graph with the ops' NumPy references.
+
+It is the living definition of every op and the oracle of the tests. It takes the same path
+as compilation up to the schedule (prune, specialize, schedule), then evaluates each node with
+its `reference`. Variables behave as in generated code: one buffer per variable, updated in
+place, so values read through aliases (W/read) are the same in both; fetched values are
+copied when their node runs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from tfc import errors
+from tfc.graph import Graph, get_default_graph
+from tfc.ops.registry import OpContext, as_output_list, get_opdef
+from tfc.passes import run_passes
+from tfc.signature import RunRequest, make_program_graph
+
+INTERP_PIPELINE = ["prune", "specialize", "prune", "schedule"]
+
+
+class InterpState:
+    """Variables and random streams of an interpreter session."""
+
+    def __init__(self) -> None:
+        self.vars: dict[str, np.ndarray] = {}
+        self.rng: dict[str, np.ndarray] = {}
+
+    def variable(self, name: str) -> np.ndarray | None:
+        return self.vars.get(name)
+
+    def assign(self, name: str, value: np.ndarray) -> np.ndarray:
+        """Write `value` into the variable's buffer in place (made on first assignment)."""
+        buf = self.vars.get(name)
+        if buf is None or buf.shape != value.shape or buf.dtype != value.dtype:
+            buf = self.vars[name] = np.array(value, copy=True)
+        else:
+            buf[...] = value
+        return buf
+
+    def rng_state(self, name: str, attrs: dict) -> np.ndarray:
+        state = self.rng.get(name)
+        if state is None:
+            seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
+            if seed == 0 and seed2 == 0:
+                seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+            state = self.rng[name] = np.array([seed, seed2, 0], dtype=np.uint64)
+        return state
+
+
+class Interpreter:
+    """A session-like object that evaluates graphs with NumPy instead of compiled code."""
+
+    def __init__(self, graph: Graph | None = None) -> None:
+        self.graph = graph or get_default_graph()
+        self.state = InterpState()
+
+    def run(self, fetches: Any, feed_dict: Any = None) -> Any:
+        request = RunRequest(self.graph, fetches, feed_dict)
+        program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
+        program = run_passes(program, INTERP_PIPELINE)
+        return request.results(evaluate(program, request.feed_values, self.state))
+
+
+def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) -> list[np.ndarray]:
+    """Evaluate a scheduled program graph; returns one array per fetch."""
+    fetch_slots: dict[tuple[str, int], list[int]] = {}
+    for j, tensor in enumerate(program.graph_attrs["fetches"]):
+        fetch_slots.setdefault(tuple(tensor), []).append(j)
+    results: list[Any] = [None] * len(program.graph_attrs["fetches"])
+    values: dict[tuple[str, int], Any] = {}
+    for name in program.graph_attrs["schedule"]:
+        node = program.node(name)
+        opdef = get_opdef(node["op"])
+        inputs = program.input_edges(name)
+        args = [values[src] for src in inputs]
+        for i, arg in enumerate(args):
+            if arg is None and (i not in opdef.ref_inputs or opdef.reads_ref):
+                raise errors.FailedPreconditionError(
+                    None, None, f"Attempting to use uninitialized value {inputs[i][0]}"
+                )
+        if node["op"] == "Feed":
+            outs = [feed_values[node["attrs"]["index"]]]
+        else:
+            if opdef.reference is None:
+                raise NotImplementedError(f"Op '{node['op']}' has no NumPy reference")
+            ctx = OpContext(
+                name=name,
+                type=node["op"],
+                attrs=node["attrs"],
+                in_dtypes=[program.node(s)["dtypes"][i] for s, i in inputs],
+                in_shapes=[tuple(program.node(s)["shapes"][i]) for s, i in inputs],
+                out_dtypes=list(node["dtypes"]),
+                out_shapes=[tuple(s) for s in node["shapes"]],
+                graph=program,
+                inputs=inputs,
+                state=state,
+                ref_names=[inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)],
+            )
+            outs = as_output_list(opdef.reference(ctx, *args))
+        for i, value in enumerate(outs):
+            if value is not None:
+                value = np.asarray(value)
+                expected = (node["dtypes"][i].np, tuple(node["shapes"][i]))
+                if (value.dtype, value.shape) != expected:
+                    raise AssertionError(
+                        f"reference of {node['op']} '{name}' returned {value.dtype}{value.shape}, "
+                        f"expected {expected[0]}{expected[1]}"
+                    )
+            values[(name, i)] = value
+            for j in fetch_slots.get((name, i), []):
+                if value is None:
+                    raise errors.FailedPreconditionError(
+                        None, None, f"Attempting to use uninitialized value {name}"
+                    )
+                results[j] = np.array(value, copy=True)
+    return results

@@ -1,0 +1,241 @@
+"""Lowering: a scheduled, memory-planned program graph becomes plain data for the templates.
+
+The result, a `LoweredProgram`, holds ready C strings and integers: each step's kernels with the
+pointer expressions of their arguments, the constants to embed, the state slots (variables
+and random-number streams) the caller binds, and the copies that deliver fetched values which
+live in someone else's buffer (a variable, a feed, a constant, an alias).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Graph
+from tfc.kernels import Kernel, c_initializer
+from tfc.ops.registry import OpContext, get_opdef
+from tfc.passes.memory import root_tensor
+from tfc.signature import FeedSpec
+from tfc.tensor_shape import num_elements, shape_str
+
+_BUF = re.compile(r"(in|out)(\d+)")
+EMBED_LIMIT_BYTES = 64 * 1024  # larger constants are passed in by the caller, not compiled in
+
+
+@dataclass
+class BoundKernel:
+    kernel: Kernel
+    args: list[str]  # one C pointer expression per kernel param
+
+
+@dataclass
+class Step:
+    node: str
+    op: str
+    comment: str
+    kernels: list[BoundKernel]
+    copies: list[str]  # C statements copying fetched values out
+
+
+@dataclass
+class ConstArray:
+    name: str
+    ctype: str
+    count: int
+    init: str
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A state pointer the caller passes: a variable's buffer or a random op's stream state."""
+
+    kind: str  # "var" or "rng"
+    name: str  # the variable's or the random op's node name
+    dtype: _dt.DType
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FetchSpec:
+    tensor: tuple[str, int]
+    dtype: _dt.DType
+    shape: tuple[int, ...]
+
+
+@dataclass
+class LoweredProgram:
+    name: str
+    prefix: str
+    feeds: list[FeedSpec]
+    fetches: list[FetchSpec]
+    slots: list[Slot]
+    consts: list[ConstArray]
+    external_consts: list[np.ndarray]
+    steps: list[Step]
+    arena_bytes: int
+    vars_read_first: list[str] = field(default_factory=list)  # must be initialized on entry
+    vars_written: list[str] = field(default_factory=list)
+
+
+def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> LoweredProgram:
+    attrs = graph.graph_attrs
+    schedule = attrs["schedule"]
+    storage = {(n, i): s for n in schedule for i, s in enumerate(graph.node(n)["storage"])}
+
+    slots: list[Slot] = []
+    slot_index: dict[tuple[str, str], int] = {}
+    for n in schedule:
+        node = graph.node(n)
+        if node["op"] == "VariableV2":
+            slot_index[("var", n)] = len(slots)
+            slots.append(Slot("var", n, node["dtypes"][0], tuple(node["shapes"][0])))
+        elif get_opdef(node["op"]).random:
+            slot_index[("rng", n)] = len(slots)
+            slots.append(Slot("rng", n, _dt.int64, (3,)))
+
+    consts, external, const_ptr = _lower_constants(graph, schedule)
+
+    def pointer(tensor: tuple[str, int], dtype: _dt.DType) -> str:
+        kind, value = storage[root_tensor(storage, tensor)]
+        t = dtype.c_type
+        if kind == "arena":
+            return f"({t} *)(arena + {value})"
+        if kind == "output":
+            return f"({t} *)outputs[{value}]"
+        if kind == "feed":
+            return f"(const {t} *)inputs[{value}]"
+        if kind == "var":
+            return f"({t} *)state[{slot_index[('var', value)]}]"
+        return const_ptr[value]
+
+    fetch_slots = {tuple(t): j for j, t in enumerate(attrs["fetches"])}
+    steps = []
+    for n in schedule:
+        node = graph.node(n)
+        inputs = graph.input_edges(n)
+        ctx = _context(graph, n, inputs)
+        opdef = get_opdef(node["op"])
+        if opdef.lower is None:
+            raise NotImplementedError(f"Op '{node['op']}' (node '{n}') has no C kernel in tfc")
+        bound = []
+        for kernel in opdef.lower(ctx):
+            args = []
+            for p in kernel.params:
+                if p.buf == "state":
+                    expr = f"(uint64_t *)state[{slot_index[('rng', n)]}]"
+                else:
+                    m = _BUF.fullmatch(p.buf)
+                    if m is None:
+                        raise ValueError(f"kernel of '{n}' names unknown buffer '{p.buf}'")
+                    index = int(m.group(2))
+                    tensor = inputs[index] if m.group(1) == "in" else (n, index)
+                    dtype = graph.node(tensor[0])["dtypes"][tensor[1]]
+                    expr = pointer(tensor, dtype)
+                args.append(f"{expr} + {p.offset}" if p.offset else expr)
+            bound.append(BoundKernel(kernel, args))
+        copies = []
+        for out, dtype in enumerate(node["dtypes"]):
+            j = fetch_slots.get((n, out))
+            if j is not None and storage[(n, out)] != ("output", j):
+                nbytes = num_elements(node["shapes"][out]) * dtype.size
+                if nbytes:
+                    src = pointer((n, out), dtype)
+                    copies.append(f"memcpy(outputs[{j}], {src}, {nbytes});")
+        steps.append(Step(n, node["op"], _comment(graph, n, inputs), bound, copies))
+
+    read_first, written = _variable_effects(graph, schedule, storage, fetch_slots)
+    fetches = [
+        FetchSpec(
+            tuple(t), graph.node(t[0])["dtypes"][t[1]], tuple(graph.node(t[0])["shapes"][t[1]])
+        )
+        for t in attrs["fetches"]
+    ]
+    return LoweredProgram(
+        name=name,
+        prefix=prefix,
+        feeds=list(attrs["feeds"]),
+        fetches=fetches,
+        slots=slots,
+        consts=consts,
+        external_consts=external,
+        steps=steps,
+        arena_bytes=attrs["arena_bytes"],
+        vars_read_first=read_first,
+        vars_written=written,
+    )
+
+
+def _context(graph: Graph, name: str, inputs: list) -> OpContext:
+    node = graph.node(name)
+    return OpContext(
+        name=name,
+        type=node["op"],
+        attrs=node["attrs"],
+        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
+        in_shapes=[tuple(graph.node(s)["shapes"][i]) for s, i in inputs],
+        out_dtypes=list(node["dtypes"]),
+        out_shapes=[tuple(s) for s in node["shapes"]],
+        graph=graph,
+        inputs=inputs,
+    )
+
+
+def _lower_constants(graph: Graph, schedule: list[str]) -> tuple[list, list, dict]:
+    """Small constants become static arrays in the source; large ones are passed by the caller."""
+    consts, external, pointers = [], [], {}
+    for n in schedule:
+        node = graph.node(n)
+        if node["op"] != "Const":
+            continue
+        value = node["attrs"]["value"]
+        dtype = node["dtypes"][0]
+        if value.size == 0:
+            pointers[n] = "NULL"
+        elif value.nbytes <= EMBED_LIMIT_BYTES:
+            cname = f"c{len(consts)}"
+            consts.append(ConstArray(cname, dtype.c_type, value.size, c_initializer(value, dtype)))
+            pointers[n] = f"(const {dtype.c_type} *){cname}"
+        else:
+            pointers[n] = f"(const {dtype.c_type} *)consts[{len(external)}]"
+            external.append(np.ascontiguousarray(value, dtype=dtype.np))
+    return consts, external, pointers
+
+
+def _variable_effects(graph, schedule, storage, fetch_slots) -> tuple[list[str], list[str]]:
+    """Variables read before this program writes them (they must be initialized on entry), and
+    variables it writes (initialized after it runs)."""
+    written: list[str] = []
+    read_first: list[str] = []
+
+    def var_of(tensor):
+        kind, value = storage[root_tensor(storage, tensor)]
+        return value if kind == "var" else None
+
+    for n in schedule:
+        opdef = get_opdef(graph.op_type(n))
+        for i, src in enumerate(graph.input_edges(n)):
+            var = var_of(src)
+            if var is None:
+                continue
+            is_ref = i in opdef.ref_inputs
+            if (not is_ref or opdef.reads_ref) and var not in written and var not in read_first:
+                read_first.append(var)
+            if is_ref and var not in written:
+                written.append(var)
+        for out in range(len(graph.node(n)["dtypes"])):
+            var = var_of((n, out))
+            if (n, out) in fetch_slots and var is not None:
+                if var not in written and var not in read_first:
+                    read_first.append(var)
+    return read_first, written
+
+
+def _comment(graph: Graph, name: str, inputs: list) -> str:
+    node = graph.node(name)
+    ins = ", ".join(f"{s}:{i} {shape_str(graph.node(s)['shapes'][i])}" for s, i in inputs)
+    outs = ", ".join(f"{d.name}{shape_str(s)}" for d, s in zip(node["dtypes"], node["shapes"]))
+    text = f"{name} ({node['op']}): ({ins}) -> {outs}"
+    return text.replace("*/", "* /")

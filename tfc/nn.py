@@ -1,0 +1,3 @@
+"""`tf.nn`: neural-network ops."""
+
+from tfc.ops.nn import *  # noqa: F401,F403

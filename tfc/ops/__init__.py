@@ -1,0 +1,14 @@
+"""Op families; importing this package registers every op type."""
+
+from tfc.ops import (  # noqa: F401
+    array,
+    constant,
+    control,
+    linalg,
+    math,
+    nn,
+    random,
+    reduce,
+    registry,
+    state,
+)

@@ -1,0 +1,3 @@
+"""(being written) tfc.ops.array"""
+
+__all__: list[str] = []

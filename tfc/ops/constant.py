@@ -1,0 +1,196 @@
+"""Sources of values: Const, Placeholder, PlaceholderWithDefault, and converting Python values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Tensor
+from tfc.ops.registry import OpDef, apply_op, register
+from tfc.tensor_shape import TensorShape, merge_shapes, shape_str
+
+# -- Const ---------------------------------------------------------------------------------------
+register(
+    OpDef(
+        "Const",
+        infer=lambda ctx: [(ctx.attrs["dtype"], tuple(ctx.attrs["value"].shape))],
+        reference=lambda ctx: ctx.attrs["value"],
+        lower=lambda ctx: [],  # constants live in the generated source or are passed in
+        differentiable=False,
+    )
+)
+
+
+def _python_values_fit(value: Any, dtype: _dt.DType) -> Any:
+    """The first element of a Python value that TF refuses to convert to `dtype`, else None."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            bad = _python_values_fit(v, dtype)
+            if bad is not None:
+                return bad
+        return None
+    if isinstance(value, bool) or isinstance(value, (np.ndarray, np.generic)):
+        return None
+    if isinstance(value, float) and not dtype.is_floating:
+        return value
+    if isinstance(value, int) and dtype.is_integer:
+        info = np.iinfo(dtype.np)
+        return value if not info.min <= value <= info.max else None
+    if isinstance(value, (int, float)):
+        return None
+    return value
+
+
+def _to_numpy(value: Any, dtype: _dt.DType | None) -> np.ndarray:
+    if dtype is None:
+        dtype = _dt.infer_dtype(value)
+    else:
+        bad = _python_values_fit(value, dtype)
+        if bad is not None:
+            raise TypeError(
+                f"Expected {dtype.name}, got {bad!r} of type '{type(bad).__name__}' instead."
+            )
+    try:
+        with np.errstate(all="ignore"):
+            return np.array(value, dtype=dtype.np)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"Cannot convert {value!r} to a tensor of dtype {dtype.name}: {e}"
+        ) from None
+
+
+def constant(
+    value: Any,
+    dtype: Any = None,
+    shape: Any = None,
+    name: str = "Const",
+    verify_shape: bool = False,
+) -> Tensor:
+    """`tf.constant`: a tensor holding `value` (broadcast to `shape` when it is a scalar)."""
+    dtype = None if dtype is None else _dt.as_dtype(dtype)
+    array = _to_numpy(value, dtype)
+    if shape is not None:
+        shape = tuple(TensorShape(shape).as_list())
+        if array.shape != shape:
+            if verify_shape:
+                raise TypeError(f"Expected Tensor's shape: {shape}, got {array.shape}.")
+            if array.size == 1:
+                array = np.full(shape, array.reshape(()), dtype=array.dtype)
+            elif array.size == int(np.prod(shape)):
+                array = array.reshape(shape)
+            else:
+                raise ValueError(
+                    f"Too many elements provided. Needed at most {int(np.prod(shape))}, "
+                    f"but received {array.size}"
+                )
+    array = np.asarray(array, order="C")
+    array.setflags(write=False)
+    op = apply_op("Const", [], {"value": array, "dtype": _dt.as_dtype(array.dtype)}, name=name)
+    return op.outputs[0]
+
+
+def is_tensor_like(value: Any) -> bool:
+    return isinstance(value, Tensor) or hasattr(value, "_as_tensor")
+
+
+def convert_to_tensor(
+    value: Any, dtype: Any = None, name: str | None = None, preferred_dtype: Any = None
+) -> Tensor:
+    """`tf.convert_to_tensor`: Tensors pass, Variables are read, Python values become Const."""
+    dtype = None if dtype is None else _dt.as_dtype(dtype)
+    if hasattr(value, "_as_tensor"):
+        value = value._as_tensor(dtype)
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != dtype:
+            raise ValueError(
+                f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype "
+                f"{value.dtype.name}: {value!r}"
+            )
+        return value
+    if isinstance(value, (list, tuple)) and any(is_tensor_like(v) for v in _flatten(value)):
+        from tfc.ops.array import stack  # a list mixing tensors and numbers is packed
+
+        return stack([convert_to_tensor(v, dtype) for v in value], name=name or "packed")
+    if dtype is None and preferred_dtype is not None:
+        try:
+            return constant(value, dtype=preferred_dtype, name=name or "Const")
+        except (TypeError, ValueError):
+            pass
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _flatten(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+# -- Placeholder --------------------------------------------------------------------------------
+def _placeholder_infer(ctx):
+    return [(ctx.attrs["dtype"], ctx.attrs["shape"])]
+
+
+# stateful: two placeholders with equal attributes are different inputs, never merged
+register(OpDef("Placeholder", infer=_placeholder_infer, differentiable=False, stateful=True))
+
+
+def missing_feed_message(name: str, dtype: _dt.DType, shape: Any) -> str:
+    """TF's error for a placeholder nobody fed."""
+    message = f"You must feed a value for placeholder tensor '{name}' with dtype {dtype.tf_name}"
+    if shape is not None:
+        message += f" and shape {shape_str(shape)}"
+    return message
+
+
+def placeholder(dtype: Any = _dt.float32, shape: Any = None, name: str | None = None) -> Tensor:
+    """`tf.placeholder`: a value to be fed at run time; `None` dimensions are known at run time.
+
+    TF1 requires `dtype`; tfc defaults it to float32 so the whitepaper's
+    `tf.placeholder(name="x")` runs as written.
+    """
+    dtype = _dt.as_dtype(dtype)
+    shape = TensorShape(shape).as_tuple()
+    return apply_op("Placeholder", [], {"dtype": dtype, "shape": shape}, name=name).outputs[0]
+
+
+def _placeholder_with_default_infer(ctx):
+    merged = merge_shapes(ctx.in_shapes[0], ctx.attrs["shape"])
+    if merged is False:
+        raise ctx.error(
+            f"The default value's shape {shape_str(ctx.in_shapes[0])} is not compatible "
+            f"with the placeholder's shape {shape_str(ctx.attrs['shape'])}"
+        )
+    return [(ctx.in_dtypes[0], ctx.attrs["shape"])]
+
+
+register(
+    OpDef(
+        "PlaceholderWithDefault",
+        infer=_placeholder_with_default_infer,
+        reference=lambda ctx, x: x,
+        lower=lambda ctx: [],
+        alias=0,
+        differentiable=False,
+    )
+)
+
+
+def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
+    """A placeholder that passes `input` through when it is not fed."""
+    value = convert_to_tensor(input)
+    shape = TensorShape(shape).as_tuple()
+    return apply_op("PlaceholderWithDefault", [value], {"shape": shape}, name=name).outputs[0]
+
+
+# -- Feed: a fed tensor inside a compiled program (made by the prune pass, never by users) ------
+register(
+    OpDef(
+        "Feed",
+        infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
+        lower=lambda ctx: [],
+        differentiable=False,
+        stateful=True,
+    )
+)

@@ -1,0 +1,3 @@
+"""(being written) tfc.ops.linalg"""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) tfc.ops.nn"""
+
+__all__: list[str] = []

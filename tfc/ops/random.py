@@ -1,0 +1,3 @@
+"""(being written) tfc.ops.random"""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) tfc.ops.reduce"""
+
+__all__: list[str] = []

@@ -1,0 +1,294 @@
+"""The op registry: every op type declared once: shape rule, NumPy reference, C lowering.
+
+An `OpDef` is the single source of truth for one op type (its TF name, e.g. "MatMul"):
+    infer(ctx)           -> [(dtype, shape)] per output; raises ctx.error(...) on bad inputs
+    reference(ctx, *xs)  -> NumPy outputs (the interpreter, constant folding and the tests' oracle)
+    lower(ctx)           -> [Kernel] for the C backend ([] when the output aliases an input)
+    grad(op, *dys)       -> one gradient per input (None where not differentiable)
+plus flags: stateful/random ops are never merged, folded or pruned while their effects are wanted;
+`const_inputs` are inputs whose *values* must be known when compiling (shapes, axes, perms);
+`ref_inputs` are inputs that name a variable to update; `alias` is the input whose buffer the
+output shares (reshape, identity): no kernel, no copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.kernels import ExprTable
+from tfc.tensor_shape import Shape, is_fully_defined, num_elements, shape_str
+
+
+@dataclass
+class OpDef:
+    type: str
+    infer: Callable[[OpContext], list]
+    reference: Callable[..., Any] | None = None
+    lower: Callable[[OpContext], list] | None = None
+    grad: Callable[..., Any] | None = None
+    differentiable: bool = True
+    stateful: bool = False
+    random: bool = False
+    const_inputs: tuple[int, ...] = ()
+    ref_inputs: tuple[int, ...] = ()
+    reads_ref: bool = False  # AssignAdd reads the variable it updates; Assign does not
+    alias: int | None = None
+    input_names: tuple[str, ...] = ()
+    expr: ExprTable | None = None  # element-wise ops: the C expression table (kernels.py)
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    if opdef.type in REGISTRY:
+        raise ValueError(f"Op type '{opdef.type}' is registered twice")
+    REGISTRY[opdef.type] = opdef
+    return opdef
+
+
+def get_opdef(op_type: str) -> OpDef:
+    try:
+        return REGISTRY[op_type]
+    except KeyError:
+        raise NotImplementedError(f"No op named '{op_type}' is registered in tfc") from None
+
+
+@dataclass
+class OpContext:
+    """What an op's rules see of one node: inputs, attributes, outputs, and compile-time values."""
+
+    name: str
+    type: str
+    attrs: dict
+    in_dtypes: list
+    in_shapes: list
+    out_dtypes: list = field(default_factory=list)
+    out_shapes: list = field(default_factory=list)
+    graph: Graph | None = None
+    inputs: Sequence[tuple[str, int]] = ()
+    state: Any = None  # the interpreter's variable/RNG store
+    ref_names: Sequence[str] = ()
+
+    def const(self, i: int) -> np.ndarray | None:
+        """The value of input `i` when it is known at compile time, else None."""
+        if self.graph is None or i >= len(self.inputs):
+            return None
+        return constant_value(self.graph, self.inputs[i])
+
+    def require_const(self, i: int, what: str) -> np.ndarray:
+        value = self.const(i)
+        if value is None:
+            src = f"{self.inputs[i][0]}:{self.inputs[i][1]}" if i < len(self.inputs) else "?"
+            raise ValueError(
+                f"The {what} of '{self.name}' (op: '{self.type}') must be known when the graph "
+                f"is compiled, but it is computed by '{src}' from run-time values. tfc compiles "
+                "ahead of time: pass a Python value, or a tensor that depends only on constants "
+                "and static shapes."
+            )
+        return value
+
+    def error(self, message: str) -> ValueError:
+        shapes = ", ".join(shape_str(s) for s in self.in_shapes)
+        return ValueError(
+            f"{message} for '{self.name}' (op: '{self.type}') with input shapes: {shapes}."
+        )
+
+    def type_error(self, message: str) -> TypeError:
+        return TypeError(f"{message} (op '{self.name}' of type {self.type})")
+
+
+def infer_outputs(graph: Graph, name: str) -> list:
+    """Run the shape rule of node `name` on its current inputs; returns [(dtype, shape)]."""
+    node = graph.node(name)
+    inputs = graph.input_edges(name)
+    ctx = OpContext(
+        name=name,
+        type=node["op"],
+        attrs=node["attrs"],
+        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
+        in_shapes=[graph.node(s)["shapes"][i] for s, i in inputs],
+        graph=graph,
+        inputs=inputs,
+    )
+    return get_opdef(node["op"]).infer(ctx)
+
+
+def apply_op(
+    op_type: str,
+    inputs: Sequence[Tensor],
+    attrs: dict | None = None,
+    name: str | None = None,
+    graph: Graph | None = None,
+) -> Operation:
+    """Create one node of type `op_type` in the graph of its inputs, running its shape rule."""
+    opdef = get_opdef(op_type)
+    graph = graph or _graph_of_inputs(inputs)
+    if name and name.endswith("/"):
+        node_name = name[:-1]
+    else:
+        node_name = graph.unique_name(name or op_type)
+    edges = [(t.op.name, t.value_index) for t in inputs]
+    attrs = dict(attrs or {})
+    ctx = OpContext(
+        name=node_name,
+        type=op_type,
+        attrs=attrs,
+        in_dtypes=[t.dtype for t in inputs],
+        in_shapes=[t._shape_tuple for t in inputs],
+        graph=graph,
+        inputs=edges,
+    )
+    outputs = opdef.infer(ctx)
+    data_sources = {src for src, _ in edges}
+    control = [c for c in graph.current_control_inputs() if c not in data_sources]
+    if graph._colocation_stack:
+        attrs["_class"] = [f"loc:@{graph._colocation_stack[-1]}"]
+    graph.add_node(
+        node_name,
+        op_type,
+        edges,
+        attrs,
+        [d for d, _ in outputs],
+        [s for _, s in outputs],
+        control_inputs=control,
+    )
+    graph.node(node_name)["device"] = graph.current_device(node_name)
+    return graph.get_operation_by_name(node_name)
+
+
+def _graph_of_inputs(inputs: Sequence[Tensor]) -> Graph:
+    graph = None
+    first = None
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Op inputs must be Tensors, got {t!r}")
+        if graph is None:
+            graph, first = t.graph, t
+        elif t.graph is not graph:
+            raise ValueError(f"{t} must be from the same graph as {first}.")
+    return graph or get_default_graph()
+
+
+# -- values known at compile time ---------------------------------------------------------------
+_CONST_EVAL_LIMIT = 1 << 16  # elements; larger intermediate values are not evaluated eagerly
+
+
+def constant_value(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
+    """The value of `tensor` if it follows from constants and static shapes alone, else None.
+
+    Evaluates small pure subgraphs with the ops' references (TF's `constant_value`): Const,
+    Shape/Size/Rank of statically known shapes, and anything pure computed from those.
+    """
+    if graph._const_memo_version != graph.version:
+        graph._const_memo = {}
+        graph._const_memo_version = graph.version
+    if tensor not in graph._const_memo:
+        graph._const_memo[tensor] = _evaluate_constant(graph, tensor)
+    return graph._const_memo[tensor]
+
+
+def _evaluate_constant(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
+    name, index = tensor
+    node = graph.node(name)
+    op_type = node["op"]
+    if op_type == "Const":
+        return node["attrs"]["value"]
+    opdef = REGISTRY.get(op_type)
+    if opdef is None or opdef.stateful or opdef.random or opdef.reference is None:
+        return None
+    out_shape = node["shapes"][index]
+    if not is_fully_defined(out_shape) or num_elements(out_shape) > _CONST_EVAL_LIMIT:
+        return None
+    inputs = graph.input_edges(name)
+    in_shapes = [graph.node(s)["shapes"][i] for s, i in inputs]
+    if op_type in ("Shape", "Size", "Rank", "ShapeN"):
+        values = [None] * len(inputs)  # these need only the static shapes of their inputs
+        if not all(is_fully_defined(s) for s in in_shapes):
+            return None
+    else:
+        values = []
+        for src in inputs:
+            v = constant_value(graph, src)
+            if v is None:
+                return None
+            values.append(v)
+    ctx = OpContext(
+        name=name,
+        type=op_type,
+        attrs=node["attrs"],
+        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
+        in_shapes=in_shapes,
+        out_dtypes=node["dtypes"],
+        out_shapes=node["shapes"],
+        graph=graph,
+        inputs=inputs,
+    )
+    outs = as_output_list(opdef.reference(ctx, *values))
+    return np.asarray(outs[index], dtype=node["dtypes"][index].np)
+
+
+def as_output_list(result: Any) -> list:
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+# -- small shared rules -------------------------------------------------------------------------
+def same_as_input(ctx: OpContext, i: int = 0) -> list:
+    return [(ctx.in_dtypes[i], ctx.in_shapes[i])]
+
+
+def check_dtype(ctx: OpContext, i: int, allowed: Sequence[_dt.DType], what: str = "x") -> None:
+    dtype = ctx.in_dtypes[i]
+    if dtype not in allowed:
+        names = ", ".join(d.name for d in allowed)
+        raise TypeError(
+            f"Value passed to parameter '{what}' has DataType {dtype.name} not in list of "
+            f"allowed values: {names} (op '{ctx.name}' of type {ctx.type})"
+        )
+
+
+def check_same_dtypes(ctx: OpContext, names: Sequence[str] = ("x", "y")) -> None:
+    first = ctx.in_dtypes[0]
+    for i, dtype in enumerate(ctx.in_dtypes[1:], start=1):
+        if dtype != first:
+            arg = names[i] if i < len(names) else f"input {i}"
+            raise TypeError(
+                f"Input '{arg}' of '{ctx.type}' Op has type {dtype.name} that does not match "
+                f"type {first.name} of argument '{names[0]}'."
+            )
+
+
+def broadcast_shape(ctx: OpContext, a: Shape, b: Shape) -> Shape:
+    """NumPy broadcasting of two partial shapes; raises TF's error when they cannot broadcast."""
+    if a is None or b is None:
+        return None
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None:
+            out.append(y)
+        elif y is None or x == y:
+            out.append(x)
+        else:
+            raise ctx.error(f"Dimensions must be equal, but are {x} and {y}")
+    return tuple(out)
+
+
+def normalize_axis(ctx: OpContext, axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [0, rank); TF's negative axes count from the end."""
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise ctx.error(f"{what} {axis} is out of range [{-rank}, {rank})")
+    return axis + rank if axis < 0 else axis

@@ -1,0 +1,148 @@
+"""Variables' ops: VariableV2 (a buffer that outlives runs) and the Assign family that writes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfc.graph import Tensor
+from tfc.kernels import format_expr, loop_kernel, view
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.registry import OpContext, OpDef, apply_op, register
+from tfc.tensor_shape import merge_shapes, shape_str
+
+__all__ = ["assign", "assign_add", "assign_sub"]
+
+# -- VariableV2 ----------------------------------------------------------------------------------
+register(
+    OpDef(
+        "VariableV2",
+        infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
+        reference=lambda ctx: ctx.state.variable(ctx.name),  # None until first assigned
+        lower=lambda ctx: [],  # its output is the session-owned buffer itself
+        stateful=True,
+        differentiable=False,
+    )
+)
+
+
+# -- Assign, AssignAdd, AssignSub ---------------------------------------------------------------
+def _assign_infer(ctx: OpContext) -> list:
+    ref_dtype, value_dtype = ctx.in_dtypes
+    if ref_dtype != value_dtype:
+        raise TypeError(
+            f"Input 'value' of '{ctx.type}' Op has type {value_dtype.name} that does not match "
+            f"type {ref_dtype.name} of argument 'ref'."
+        )
+    ref_shape, value_shape = ctx.in_shapes
+    if ctx.attrs.get("validate_shape", True) and merge_shapes(ref_shape, value_shape) is False:
+        raise ctx.error(
+            f"Shapes must be equal: the variable has shape {shape_str(ref_shape)} and the "
+            f"value {shape_str(value_shape)}"
+        )
+    return [(ref_dtype, ref_shape)]
+
+
+def _assign_lower(expr: str | None):
+    """Lowering of Assign (expr None: copy) or an in-place update `{out} op {0}`."""
+
+    def lower(ctx: OpContext) -> list:
+        dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
+        if tuple(ctx.in_shapes[1]) != tuple(shape):
+            raise ValueError(
+                f"'{ctx.name}' ({ctx.type}) writes a value of shape {shape_str(ctx.in_shapes[1])} "
+                f"into a variable of shape {shape_str(shape)}; tfc variables keep the shape "
+                "they were created with"
+            )
+        body = "{0}" if expr is None else format_expr(expr[dtype.kind], dtype, "{0}")
+        return loop_kernel(shape, view("out0", dtype, shape), [view("in1", dtype, shape)], body)
+
+    return lower
+
+
+def _assign_reference(ctx: OpContext, ref: Any, value: np.ndarray) -> np.ndarray:
+    return ctx.state.assign(ctx.ref_names[0], value)
+
+
+def _update_reference(fn):
+    def reference(ctx: OpContext, ref: np.ndarray, value: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return ctx.state.assign(ctx.ref_names[0], fn(ref, value).astype(ref.dtype))
+
+    return reference
+
+
+_STATE = dict(stateful=True, ref_inputs=(0,), alias=0, differentiable=False)
+register(
+    OpDef(
+        "Assign",
+        infer=_assign_infer,
+        reference=_assign_reference,
+        lower=_assign_lower(None),
+        **_STATE,
+    )
+)
+register(
+    OpDef(
+        "AssignAdd",
+        infer=_assign_infer,
+        reference=_update_reference(np.add),
+        lower=_assign_lower({"f": "{out} + {0}", "i": "tfc_add_{tag}({out}, {0})"}),
+        reads_ref=True,
+        **_STATE,
+    )
+)
+register(
+    OpDef(
+        "AssignSub",
+        infer=_assign_infer,
+        reference=_update_reference(np.subtract),
+        lower=_assign_lower({"f": "{out} - {0}", "i": "tfc_sub_{tag}({out}, {0})"}),
+        reads_ref=True,
+        **_STATE,
+    )
+)
+
+
+def variable_ref(ref: Any, op_type: str) -> Tensor:
+    """The VariableV2 output an assignment writes: from a Variable or that tensor itself."""
+    tensor = getattr(ref, "_variable", ref)
+    if not isinstance(tensor, Tensor) or tensor.op.type != "VariableV2":
+        raise TypeError(
+            f"{op_type} needs a variable to update (a tf.Variable, or the output of a VariableV2 "
+            f"op), got {ref!r}"
+        )
+    return tensor
+
+
+def _assign_op(op_type: str, ref: Any, value: Any, name: str | None, attrs: dict) -> Tensor:
+    var = variable_ref(ref, op_type)
+    value = convert_to_tensor(value, dtype=var.dtype)
+    return apply_op(op_type, [var, value], attrs, name=name or op_type).outputs[0]
+
+
+def assign(
+    ref: Any,
+    value: Any,
+    validate_shape: bool | None = None,
+    use_locking: bool | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.assign`: write `value` into the variable; the result is the variable's new value."""
+    attrs = {"validate_shape": True if validate_shape is None else bool(validate_shape)}
+    return _assign_op("Assign", ref, value, name, attrs)
+
+
+def assign_add(
+    ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None
+) -> Tensor:
+    """`tf.assign_add`: ref += value, in place."""
+    return _assign_op("AssignAdd", ref, value, name, {})
+
+
+def assign_sub(
+    ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None
+) -> Tensor:
+    """`tf.assign_sub`: ref -= value, in place."""
+    return _assign_op("AssignSub", ref, value, name, {})

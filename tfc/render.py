@@ -1,0 +1,91 @@
+"""Rendering: a LoweredProgram becomes C source through the Jinja templates in tfc/templates/.
+
+Python prepares every string; templates only interpolate. Identical kernels (same template
+and data) are emitted once and shared by every step that needs them. The output is a pure
+function of the program: the same graph gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from tfc import __version__
+from tfc.kernels import Kernel, c_string
+from tfc.lower import LoweredProgram
+from tfc.targets import C, Target
+
+TEMPLATES = Path(__file__).parent / "templates"
+_KERNEL_NAME = "@KERNEL@"
+
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+)
+
+
+def render_kernel(kernel: Kernel, target: Target = C, name: str = _KERNEL_NAME) -> str:
+    params = [
+        f"{'const ' if p.const else ''}{p.ctype} *{target.restrict} {p.name}" for p in kernel.params
+    ]
+    if kernel.can_fail:
+        params.append("tfc_error *err")
+    template = _env.get_template(f"{target.template_dir}/kernels/{kernel.template}.c.j2")
+    return template.render(
+        name=name,
+        qualifier=target.kernel_qualifier,
+        ret="int" if kernel.can_fail else "void",
+        params=", ".join(params) or "void",
+        can_fail=kernel.can_fail,
+        **kernel.data,
+    )
+
+
+def render_program(program: LoweredProgram, target: Target = C) -> str:
+    names: dict[str, str] = {}
+    steps = []
+    for step in program.steps:
+        lines = []
+        for bound in step.kernels:
+            text = render_kernel(bound.kernel, target)
+            name = names.setdefault(text, f"k{len(names)}")
+            args = ", ".join(bound.args + (["err"] if bound.kernel.can_fail else []))
+            if bound.kernel.can_fail:
+                lines.append(
+                    f"if ((rc = {name}({args})) != TFC_OK) "
+                    f"return tfc_fail_at(err, rc, {c_string(step.node)});"
+                )
+            else:
+                lines.append(f"{name}({args});")
+        lines.extend(step.copies)
+        steps.append({"comment": step.comment, "lines": lines})
+    kernels = [text.replace(_KERNEL_NAME, name) for text, name in names.items()]
+    header = {
+        "feeds": [
+            f"{i}: {f.name} {f.dtype.name}{list(f.shape)}" for i, f in enumerate(program.feeds)
+        ],
+        "fetches": [
+            f"{j}: {t.tensor[0]}:{t.tensor[1]} {t.dtype.name}{list(t.shape)}"
+            for j, t in enumerate(program.fetches)
+        ],
+        "slots": [
+            f"{i}: {s.kind} {s.name} {s.dtype.name}{list(s.shape)}"
+            for i, s in enumerate(program.slots)
+        ],
+    }
+    template = _env.get_template(f"{target.template_dir}/program.c.j2")
+    return template.render(
+        version=__version__,
+        name=program.name,
+        prefix=program.prefix,
+        arena_bytes=program.arena_bytes,
+        consts=program.consts,
+        kernels=kernels,
+        steps=steps,
+        **header,
+    )

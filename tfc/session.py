@@ -1,0 +1,261 @@
+"""Session: compiles each (fetches, feeds, feed shapes) signature to native code and runs it.
+
+The session owns the state that outlives one run: variable buffers, their initialized flags,
+and the streams of random ops. Every compiled program of the session binds the same buffers,
+so `sess.run(init)` and `sess.run(train_op)` see one set of variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from tfc import errors
+from tfc.backend_c import build_shared_library, load_library
+from tfc.graph import Graph, get_default_graph
+from tfc.lower import LoweredProgram, lower_program
+from tfc.passes import PIPELINE, run_passes
+from tfc.render import render_program
+from tfc.signature import RunRequest, make_program_graph
+
+_ALIGN = 64
+
+
+def aligned_zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A zeroed array whose data starts on a 64-byte boundary (what the kernels assume)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % _ALIGN
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
+
+
+class CompiledProgram:
+    """One signature's native program, with its arena and the pointer tables it is called with."""
+
+    def __init__(self, session: Session, lowered: LoweredProgram, source: str) -> None:
+        self.lowered = lowered
+        self.source = source
+        path = build_shared_library(source, name=lowered.name)
+        self.ffi, self.lib = load_library(path, lowered.prefix)
+        self._run = getattr(self.lib, f"{lowered.prefix}run")
+        ffi = self.ffi
+        self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
+        self._keep = [session._slot_buffer(slot) for slot in lowered.slots] + list(
+            lowered.external_consts
+        )
+        self.state = ffi.new(
+            "void *[]", [ffi.from_buffer(b) for b in self._keep[: len(lowered.slots)]] or 1
+        )
+        self.consts = ffi.new(
+            "void *[]", [ffi.from_buffer(c) for c in lowered.external_consts] or 1
+        )
+        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
+        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        self.errbuf = ffi.new("char[]", 1024)
+        self.err = ffi.new("tfc_error *")
+        self.err.msg = self.errbuf
+        self.err.cap = 1024
+        self.arena_ptr = ffi.from_buffer(self.arena)
+
+    def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+        ffi = self.ffi
+        held = []
+        for i, value in enumerate(feeds):
+            buf = ffi.from_buffer(value)
+            held.append(buf)
+            self.inputs[i] = buf
+        results = [np.empty(f.shape, dtype=f.dtype.np) for f in self.lowered.fetches]
+        for j, value in enumerate(results):
+            buf = ffi.from_buffer(value)
+            held.append(buf)
+            self.outputs[j] = buf
+        self.err.node = ffi.NULL
+        rc = self._run(self.state, self.inputs, self.outputs, self.consts, self.arena_ptr, self.err)
+        return rc, results
+
+    def error(self, rc: int, graph: Graph) -> errors.OpError:
+        message = self.ffi.string(self.errbuf).decode(errors="replace")
+        node = self.ffi.string(self.err.node).decode() if self.err.node != self.ffi.NULL else None
+        op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+        return errors.error_for_code(rc)(None, op, message)
+
+
+class Session:
+    """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
+        if target not in ("", None):
+            raise ValueError(
+                f"Session target {target!r}: tfc runs distributed training as compiled "
+                "executables (tfc compile --cluster), not through a remote session"
+            )
+        self.graph = graph or get_default_graph()
+        self.config = config
+        self._closed = False
+        self._lock = threading.RLock()
+        self._programs: dict[tuple, CompiledProgram] = {}
+        self._vars: dict[str, np.ndarray] = {}
+        self._rng: dict[str, np.ndarray] = {}
+        self._initialized: set[str] = set()
+        self._verify = bool(os.environ.get("TFC_VERIFY"))
+        self._default_cm: Any = None
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(
+        self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
+    ) -> Any:
+        """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        request = RunRequest(self.graph, fetches, feed_dict)
+        with self._lock:
+            program = self._program(request)
+            self._check_initialized(program.lowered)
+            rc, results = program(request.feed_values)
+            if rc != 0:
+                raise program.error(rc, self.graph)
+            self._initialized.update(program.lowered.vars_written)
+        return request.results(results)
+
+    def source(self, fetches: Any, feed_dict: Any = None) -> str:
+        """The generated C source of the program that `run(fetches, feed_dict)` executes."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        with self._lock:
+            return self._program(RunRequest(self.graph, fetches, feed_dict)).source
+
+    def _program(self, request: RunRequest) -> CompiledProgram:
+        key = (request.signature(), self.graph.version)
+        program = self._programs.get(key)
+        if program is None:
+            fetches, targets = request.fetch_keys, request.targets
+            graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            graph = run_passes(graph, PIPELINE, verify=self._verify)
+            name = _program_name(fetches, targets)
+            lowered = lower_program(graph, name=name)
+            program = CompiledProgram(self, lowered, render_program(lowered))
+            self._programs[key] = program
+        return program
+
+    def _check_initialized(self, lowered: LoweredProgram) -> None:
+        for var in lowered.vars_read_first:
+            if var not in self._initialized:
+                op = self.graph.get_operation_by_name(var) if var in self.graph.nx else None
+                raise errors.FailedPreconditionError(
+                    None, op, f"Attempting to use uninitialized value {var}"
+                )
+
+    def _slot_buffer(self, slot: Any) -> np.ndarray:
+        """The session's buffer for a variable or a random op's stream, made on first use."""
+        if slot.kind == "var":
+            buf = self._vars.get(slot.name)
+            if buf is None:
+                buf = self._vars[slot.name] = aligned_zeros(slot.shape, slot.dtype.np)
+            return buf
+        state = self._rng.get(slot.name)
+        if state is None:
+            attrs = self.graph.node(slot.name)["attrs"]
+            seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
+            if seed == 0 and seed2 == 0:  # unseeded: fresh numbers every session, as in TF
+                seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+            state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)
+        return state
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the native state: variables, random streams and compiled programs' arenas."""
+        with self._lock:
+            self._closed = True
+            self._programs.clear()
+            self._vars.clear()
+            self._rng.clear()
+            self._initialized.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def as_default(self) -> Any:
+        return _default_session(self)
+
+    def __enter__(self) -> Session:
+        self._default_cm = self.as_default()
+        self._default_cm.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._default_cm.__exit__(*exc)
+        self._default_cm = None
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+class InteractiveSession(Session):
+    """A session that installs itself as the default on construction (for shells, notebooks)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
+        super().__init__(target, graph, config)
+        self._interactive_cm = self.as_default()
+        self._interactive_cm.__enter__()
+
+    def close(self) -> None:
+        super().close()
+        cm, self._interactive_cm = getattr(self, "_interactive_cm", None), None
+        if cm is not None:
+            with contextlib.suppress(Exception):
+                cm.__exit__(None, None, None)
+
+
+# -- the default session ------------------------------------------------------------------------
+_local = threading.local()
+
+
+def _session_stack() -> list[Session]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+@contextlib.contextmanager
+def _default_session(session: Session) -> Iterator[Session]:
+    _session_stack().append(session)
+    try:
+        with session.graph.as_default():
+            yield session
+    finally:
+        stack = _session_stack()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is session:
+                del stack[i]
+                break
+
+
+def get_default_session() -> Session | None:
+    stack = _session_stack()
+    return stack[-1] if stack else None
+
+
+def get_default_session_or_raise(what: str) -> Session:
+    session = get_default_session()
+    if session is None:
+        raise ValueError(
+            f"Cannot {what} using `eval()`/`run()`: No default session is registered. Use "
+            "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`"
+        )
+    return session
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _program_name(fetches: list, targets: list) -> str:
+    names = [f"{n}_{i}" for n, i in fetches] + list(targets)
+    text = "+".join(names) or "empty"
+    return (text[:60] + "...") if len(text) > 63 else text

@@ -1,0 +1,408 @@
+"""tf.Variable, tf.get_variable and variable scopes, as TF1 builds them.
+
+A Variable named W is four nodes: W (VariableV2, the buffer), W/initial_value (when given a
+Python value), W/Assign (its initializer) and W/read (the value other ops consume).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from tfc import dtypes as _dt
+from tfc.graph import (
+    Graph,
+    GraphKeys,
+    Operation,
+    Tensor,
+    colocate_with,
+    get_default_graph,
+    name_scope,
+)
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.control import group, no_op
+from tfc.ops.registry import apply_op
+from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.tensor_shape import TensorShape
+
+__all__ = [
+    "Variable",
+    "global_variables",
+    "trainable_variables",
+    "local_variables",
+    "all_variables",
+    "variables_initializer",
+    "global_variables_initializer",
+    "local_variables_initializer",
+    "initialize_all_variables",
+    "get_variable",
+    "variable_scope",
+    "get_variable_scope",
+    "VariableScope",
+    "AUTO_REUSE",
+]
+
+
+class Variable:
+    """`tf.Variable`: state that persists across `Session.run` calls."""
+
+    def __init__(
+        self,
+        initial_value: Any = None,
+        trainable: bool = True,
+        collections: Any = None,
+        validate_shape: bool = True,
+        caching_device: Any = None,
+        name: str | None = None,
+        variable_def: Any = None,
+        dtype: Any = None,
+        expected_shape: Any = None,
+        import_scope: Any = None,
+        constraint: Any = None,
+        use_resource: Any = None,
+    ) -> None:
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        dtype = None if dtype is None else _dt.as_dtype(dtype)
+        from_fn = callable(initial_value)
+        with name_scope(name, "Variable", [] if from_fn else [initial_value]) as scope:
+            if from_fn:
+                with name_scope("Initializer"):
+                    initial_value = initial_value()
+            self._initial_value = convert_to_tensor(
+                initial_value, name="initial_value", dtype=dtype
+            )
+            shape = self._initial_value._shape_tuple
+            if validate_shape and not TensorShape(shape).is_fully_defined():
+                raise ValueError(
+                    f"initial_value must have a shape specified: {self._initial_value}"
+                )
+            attrs = {"shape": shape, "dtype": self._initial_value.dtype}
+            self._variable = apply_op("VariableV2", [], attrs, name=scope).outputs[0]
+            with colocate_with(self._variable.op):
+                self._initializer_op = assign(
+                    self._variable,
+                    self._initial_value,
+                    validate_shape=validate_shape,
+                    name="Assign",
+                ).op
+                self._snapshot = apply_op("Identity", [self._variable], name="read").outputs[0]
+        self._trainable = trainable
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES]
+        collections = list(collections)
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        self.graph.add_to_collections(collections, self)
+
+    # -- what TF1 code reads off a Variable ------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._variable.name
+
+    @property
+    def op(self) -> Operation:
+        return self._variable.op
+
+    @property
+    def graph(self) -> Graph:
+        return self._variable.graph
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return self._variable.dtype
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._variable.shape
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    @property
+    def device(self) -> str:
+        return self._variable.device
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def initializer(self) -> Operation:
+        return self._initializer_op
+
+    @property
+    def initial_value(self) -> Tensor:
+        return self._initial_value
+
+    def initialized_value(self) -> Tensor:
+        """The value this variable is initialized with (to initialize another one from it)."""
+        return self._initial_value
+
+    def value(self) -> Tensor:
+        return self._snapshot
+
+    def read_value(self) -> Tensor:
+        """A fresh read: ordered after any control dependencies active where it is created."""
+        with name_scope(self.op.name + "/"):
+            return apply_op("Identity", [self._variable], name="read").outputs[0]
+
+    def assign(
+        self,
+        value: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Any:
+        result = assign(self._variable, value, name=name)
+        return result if read_value else result.op
+
+    def assign_add(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Any:
+        result = assign_add(self._variable, delta, name=name)
+        return result if read_value else result.op
+
+    def assign_sub(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Any:
+        result = assign_sub(self._variable, delta, name=name)
+        return result if read_value else result.op
+
+    def eval(self, session: Any = None) -> Any:
+        return self._variable.eval(session=session)
+
+    def load(self, value: Any, session: Any = None) -> None:
+        """Write `value` into the variable (through a fed assignment)."""
+        from tfc.session import get_default_session_or_raise
+
+        session = session or get_default_session_or_raise("load a Variable")
+        if not hasattr(self, "_load_placeholder"):
+            from tfc.ops.constant import placeholder
+
+            with name_scope(self.op.name + "/"):
+                self._load_placeholder = placeholder(self.dtype, self.shape, name="load_value")
+                self._load_op = assign(self._variable, self._load_placeholder, name="load").op
+        session.run(self._load_op, {self._load_placeholder: value})
+
+    def _as_graph_element(self) -> Tensor:
+        return self._variable
+
+    def _as_tensor(self, dtype: Any = None) -> Tensor:
+        if dtype is not None and _dt.as_dtype(dtype) != self.dtype:
+            raise ValueError(
+                f"Incompatible type conversion requested to type '{_dt.as_dtype(dtype).name}' "
+                f"for variable of type '{self.dtype.name}'"
+            )
+        return self._snapshot
+
+    def __repr__(self) -> str:
+        return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}_ref>"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other
+
+
+# -- collections and initializers ---------------------------------------------------------------
+def global_variables(scope: str | None = None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+all_variables = global_variables
+
+
+def trainable_variables(scope: str | None = None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope: str | None = None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def variables_initializer(var_list: Any, name: str = "init") -> Operation:
+    """An op that runs the initializers of `var_list`."""
+    if var_list:
+        return group(*[v.initializer for v in var_list], name=name)
+    return no_op(name=name)
+
+
+def global_variables_initializer() -> Operation:
+    return variables_initializer(global_variables(), name="init")
+
+
+def local_variables_initializer() -> Operation:
+    return variables_initializer(local_variables(), name="init")
+
+
+initialize_all_variables = global_variables_initializer
+
+
+# -- get_variable and variable scopes -----------------------------------------------------------
+class _AutoReuse:
+    def __repr__(self) -> str:
+        return "AUTO_REUSE"
+
+
+AUTO_REUSE = _AutoReuse()
+
+
+class VariableScope:
+    def __init__(
+        self, name: str, reuse: Any = None, initializer: Any = None, dtype: Any = None
+    ) -> None:
+        self.name = name
+        self.reuse = reuse
+        self.initializer = initializer
+        self.dtype = dtype
+        self.original_name_scope = name + "/" if name else ""
+
+    def reuse_variables(self) -> None:
+        self.reuse = True
+
+
+def _scope_stack(graph: Graph) -> list[VariableScope]:
+    if not hasattr(graph, "_variable_scopes"):
+        graph._variable_scopes = [VariableScope("")]
+        graph._variable_store = {}
+        graph._variable_scope_counts = {}
+    return graph._variable_scopes
+
+
+def get_variable_scope() -> VariableScope:
+    return _scope_stack(get_default_graph())[-1]
+
+
+@contextlib.contextmanager
+def variable_scope(
+    name_or_scope: Any,
+    default_name: str | None = None,
+    values: Any = None,
+    initializer: Any = None,
+    reuse: Any = None,
+    dtype: Any = None,
+    **unused: Any,
+) -> Iterator[VariableScope]:
+    """`tf.variable_scope`: prefixes get_variable names (and op names) with the scope name."""
+    graph = get_default_graph()
+    stack = _scope_stack(graph)
+    outer = stack[-1]
+    if isinstance(name_or_scope, VariableScope):
+        full = name_or_scope.name
+    else:
+        base = name_or_scope if name_or_scope is not None else default_name
+        if base is None:
+            raise ValueError("variable_scope needs a name or a default_name")
+        full = f"{outer.name}/{base}" if outer.name else base
+        if name_or_scope is None:  # default names are made unique, as TF does
+            count = graph._variable_scope_counts.get(full, 0)
+            graph._variable_scope_counts[full] = count + 1
+            if count:
+                full = f"{full}_{count}"
+    inherited_reuse = True if outer.reuse is True else reuse
+    scope = VariableScope(
+        full,
+        reuse=inherited_reuse,
+        initializer=initializer if initializer is not None else outer.initializer,
+        dtype=dtype if dtype is not None else outer.dtype,
+    )
+    stack.append(scope)
+    try:
+        with name_scope(full.rsplit("/", 1)[-1]):
+            yield scope
+    finally:
+        stack.pop()
+
+
+def get_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool = True,
+    collections: Any = None,
+    **unused: Any,
+) -> Variable:
+    """`tf.get_variable`: create, or with reuse return, the variable named scope/name."""
+    graph = get_default_graph()
+    scope = _scope_stack(graph)[-1]
+    full = f"{scope.name}/{name}" if scope.name else name
+    store = graph._variable_store
+    reuse = scope.reuse
+    if full in store:
+        if reuse is True or reuse is AUTO_REUSE:
+            found = store[full]
+            if shape is not None and not found.shape.is_compatible_with(shape):
+                raise ValueError(
+                    f"Trying to share variable {full}, but specified shape {TensorShape(shape)} "
+                    f"and found shape {found.shape}."
+                )
+            return found
+        raise ValueError(
+            f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
+            "reuse=tf.AUTO_REUSE in VarScope?"
+        )
+    if reuse is True:
+        raise ValueError(
+            f"Variable {full} does not exist, or was not created with tf.get_variable(). Did "
+            "you mean to set reuse=tf.AUTO_REUSE in VarScope?"
+        )
+    dtype = _dt.as_dtype(dtype or scope.dtype or _dt.float32)
+    initializer = initializer if initializer is not None else scope.initializer
+    if (
+        isinstance(initializer, (Tensor, Variable))
+        or not callable(initializer)
+        and initializer is not None
+    ):
+        init_value: Any = initializer
+        if shape is not None and isinstance(initializer, Tensor):
+            if not initializer.shape.is_compatible_with(shape):
+                raise ValueError(
+                    f"The initializer's shape {initializer.shape} does not match {shape}"
+                )
+    else:
+        if shape is None:
+            raise ValueError(
+                f"Shape of a new variable ({full}) must be fully defined, but is None."
+            )
+        shape = TensorShape(shape)
+        if not shape.is_fully_defined():
+            raise ValueError(
+                f"Shape of a new variable ({full}) must be fully defined, but is {shape}."
+            )
+        if initializer is None:
+            from tfc import init_ops
+
+            initializer = (
+                init_ops.glorot_uniform_initializer()
+                if dtype.is_floating
+                else init_ops.zeros_initializer()
+            )
+
+        def init_value() -> Tensor:
+            return initializer(shape.as_list(), dtype=dtype)
+
+    # the variable is named with its full scope path, whatever the current name scope is
+    with name_scope(None):
+        variable = Variable(
+            init_value, trainable=trainable, collections=collections, name=full, dtype=dtype
+        )
+    store[full] = variable
+    if regularizer is not None:
+        with name_scope(None), name_scope(full + "/Regularizer/"):
+            loss = regularizer(variable.value())
+        if loss is not None:
+            graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+    return variable
