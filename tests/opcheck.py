@@ -43,6 +43,7 @@ class CaseBatch:
         self.cases: dict[str, tuple] = {}
         self.feed_dict: dict = {}
         self._results: tuple | None = None
+        self._error: Exception | None = None  # a failed compile fails every case, once
 
     def feed(self, value: np.ndarray, shape: Any = "same") -> tfc.Tensor:
         """A placeholder fed with `value` (shape given, or `None` dims to test specialization)."""
@@ -66,12 +67,18 @@ class CaseBatch:
         return list(self.cases)
 
     def results(self) -> tuple[dict, dict]:
+        if self._error is not None:
+            raise self._error
         if self._results is None:
             keys = list(self.cases)
             tensors = [self.cases[k][0] for k in keys]
-            with tfc.Session(graph=self.graph) as sess:
-                compiled = sess.run(tensors, feed_dict=self.feed_dict)
-            reference = Interpreter(self.graph).run(tensors, feed_dict=self.feed_dict)
+            try:
+                with tfc.Session(graph=self.graph) as sess:
+                    compiled = sess.run(tensors, feed_dict=self.feed_dict)
+                reference = Interpreter(self.graph).run(tensors, feed_dict=self.feed_dict)
+            except Exception as e:
+                self._error = e
+                raise
             self._results = (dict(zip(keys, compiled)), dict(zip(keys, reference)))
         return self._results
 

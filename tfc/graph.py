@@ -108,8 +108,11 @@ class Graph:
 
     def input_edges(self, name: str) -> list[tuple[str, int]]:
         """The (producer, output index) of each data input of `name`, in input order."""
-        edges = [(k, u, d["out"]) for u, _, k, d in self.nx.in_edges(name, keys=True, data=True)]
-        edges = sorted(e for e in edges if e[0] != CONTROL)
+        edges = sorted(
+            (k, u, d["out"])
+            for u, _, k, d in self.nx.in_edges(name, keys=True, data=True)
+            if k != CONTROL
+        )
         return [(u, out) for _, u, out in edges]
 
     def control_input_names(self, name: str) -> list[str]:

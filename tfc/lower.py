@@ -96,7 +96,7 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
             slot_index[("rng", n)] = len(slots)
             slots.append(Slot("rng", n, _dt.int64, (3,)))
 
-    consts, external, const_ptr = _lower_constants(graph, schedule)
+    constants = _Constants(graph)
 
     def pointer(tensor: tuple[str, int], dtype: _dt.DType) -> str:
         kind, value = storage[root_tensor(storage, tensor)]
@@ -109,7 +109,7 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
             return f"(const {t} *)inputs[{value}]"
         if kind == "var":
             return f"({t} *)state[{slot_index[('var', value)]}]"
-        return const_ptr[value]
+        return constants.pointer(value)
 
     fetch_slots = {tuple(t): j for j, t in enumerate(attrs["fetches"])}
     steps = []
@@ -159,8 +159,8 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
         feeds=list(attrs["feeds"]),
         fetches=fetches,
         slots=slots,
-        consts=consts,
-        external_consts=external,
+        consts=constants.arrays,
+        external_consts=constants.external,
         steps=steps,
         arena_bytes=attrs["arena_bytes"],
         vars_read_first=read_first,
@@ -183,25 +183,32 @@ def _context(graph: Graph, name: str, inputs: list) -> OpContext:
     )
 
 
-def _lower_constants(graph: Graph, schedule: list[str]) -> tuple[list, list, dict]:
-    """Small constants become static arrays in the source; large ones are passed by the caller."""
-    consts, external, pointers = [], [], {}
-    for n in schedule:
-        node = graph.node(n)
-        if node["op"] != "Const":
-            continue
-        value = node["attrs"]["value"]
-        dtype = node["dtypes"][0]
-        if value.size == 0:
-            pointers[n] = "NULL"
-        elif value.nbytes <= EMBED_LIMIT_BYTES:
-            cname = f"c{len(consts)}"
-            consts.append(ConstArray(cname, dtype.c_type, value.size, c_initializer(value, dtype)))
-            pointers[n] = f"(const {dtype.c_type} *){cname}"
-        else:
-            pointers[n] = f"(const {dtype.c_type} *)consts[{len(external)}]"
-            external.append(np.ascontiguousarray(value, dtype=dtype.np))
-    return consts, external, pointers
+class _Constants:
+    """Constants as the kernels reference them: small ones become static arrays in the source,
+    large ones are passed in by the caller. Only constants something reads are emitted."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.arrays: list[ConstArray] = []
+        self.external: list[np.ndarray] = []
+        self._pointers: dict[str, str] = {}
+
+    def pointer(self, node_name: str) -> str:
+        if node_name not in self._pointers:
+            node = self.graph.node(node_name)
+            value, dtype = node["attrs"]["value"], node["dtypes"][0]
+            if value.size == 0:
+                ptr = "NULL"
+            elif value.nbytes <= EMBED_LIMIT_BYTES:
+                cname = f"c{len(self.arrays)}"
+                init = c_initializer(value, dtype)
+                self.arrays.append(ConstArray(cname, dtype.c_type, value.size, init))
+                ptr = f"(const {dtype.c_type} *){cname}"
+            else:
+                ptr = f"(const {dtype.c_type} *)consts[{len(self.external)}]"
+                self.external.append(np.ascontiguousarray(value, dtype=dtype.np))
+            self._pointers[node_name] = ptr
+        return self._pointers[node_name]
 
 
 def _variable_effects(graph, schedule, storage, fetch_slots) -> tuple[list[str], list[str]]:

@@ -43,7 +43,7 @@ def reserve(state: np.ndarray, n: int) -> tuple[int, tuple[int, int]]:
     return base, key
 
 
-def _blocks_from(base: int, steps: np.ndarray, key: tuple[int, int]) -> np.ndarray:
+def blocks_from(base: int, steps: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     """Blocks at counters base + steps, in the 128-bit arithmetic of PhiloxRandom::Skip."""
     base_lo = np.uint64(base & _MASK64)
     lo = base_lo + steps.astype(np.uint64)
@@ -85,9 +85,9 @@ def uniform(state: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
     """n uniforms in [0, 1), as TensorFlow's RandomUniform draws them."""
     base, key = reserve(state, n)
     if np.dtype(dtype) == np.float32:
-        blocks = _blocks_from(base, np.arange((n + 3) // 4), key)
+        blocks = blocks_from(base, np.arange((n + 3) // 4), key)
         return u32_to_f32(blocks.ravel())[:n]
-    blocks = _blocks_from(base, np.arange((n + 1) // 2), key)
+    blocks = blocks_from(base, np.arange((n + 1) // 2), key)
     pairs = np.stack(
         [u64_to_f64(blocks[:, 0], blocks[:, 1]), u64_to_f64(blocks[:, 2], blocks[:, 3])], 1
     )
@@ -98,11 +98,11 @@ def normal(state: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
     """n standard normals (Box-Muller), as TensorFlow's RandomStandardNormal draws them."""
     base, key = reserve(state, n)
     if np.dtype(dtype) == np.float32:
-        b = _blocks_from(base, np.arange((n + 3) // 4), key)
+        b = blocks_from(base, np.arange((n + 3) // 4), key)
         f0, f1 = box_muller_f32(b[:, 0], b[:, 1])
         f2, f3 = box_muller_f32(b[:, 2], b[:, 3])
         return np.stack([f0, f1, f2, f3], 1).ravel()[:n]
-    b = _blocks_from(base, np.arange((n + 1) // 2), key)
+    b = blocks_from(base, np.arange((n + 1) // 2), key)
     d0, d1 = box_muller_f64(b[:, 0], b[:, 1], b[:, 2], b[:, 3])
     return np.stack([d0, d1], 1).ravel()[:n]
 
@@ -110,13 +110,15 @@ def normal(state: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
 def truncated_normal(state: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
     """n normals within (-2, 2) by rejection; each group of outputs has its own sub-stream."""
     base, key = reserve(state, n)
+    if n == 0:
+        return np.zeros(0, dtype)
     is_f32 = np.dtype(dtype) == np.float32
     group = 4 if is_f32 else 2
     groups = (n + group - 1) // group
     starts = np.arange(groups, dtype=np.uint64) * np.uint64(group * SAMPLES_PER_OUTPUT // 4)
     first = 4  # blocks drawn per group up front: enough for all but ~1e-9 of groups
     steps = (starts[:, None] + np.arange(first, dtype=np.uint64)[None, :]).ravel()
-    words = _blocks_from(base, steps, key).reshape(groups, first * 4)
+    words = blocks_from(base, steps, key).reshape(groups, first * 4)
     cand = _normal_candidates(words, is_f32)
     accepted = np.abs(cand) < 2.0
     order = np.argsort(~accepted, axis=1, kind="stable")[:, :group]
@@ -139,7 +141,7 @@ def _truncated_group_slowly(base, start, key, is_f32, group) -> list:
     accepted: list = []
     block = 0
     while len(accepted) < group:
-        words = _blocks_from(base, np.array([start + block], dtype=np.uint64), key)
+        words = blocks_from(base, np.array([start + block], dtype=np.uint64), key)
         block += 1
         for c in _normal_candidates(words, is_f32)[0]:
             if abs(c) < 2.0 and len(accepted) < group:

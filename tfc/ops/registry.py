@@ -6,7 +6,8 @@ An `OpDef` is the single source of truth for one op type (its TF name, e.g. "Mat
     lower(ctx)           -> [Kernel] for the C backend ([] when the output aliases an input)
     grad(op, *dys)       -> one gradient per input (None where not differentiable)
 plus flags: stateful/random ops are never merged, folded or pruned while their effects are wanted;
-`const_inputs` are inputs whose *values* must be known when compiling (shapes, axes, perms);
+`const_inputs` are inputs whose *values* must be known when compiling (shapes, axes, perms;
+negative indices count from the last input);
 `ref_inputs` are inputs that name a variable to update; `alias` is the input whose buffer the
 output shares (reshape, identity): no kernel, no copy.
 """

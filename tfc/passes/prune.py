@@ -2,7 +2,8 @@
 
 Guarantees: every remaining node is an ancestor (by data or control edge) of a fetch or a
 target; no Placeholder remains (an unfed one that is needed raises TF's missing-feed error);
-the producers of fed tensors run only if something else needs them.
+the producers of fed tensors run only if something else needs them; an unfed
+PlaceholderWithDefault becomes an Identity of its default (so it takes the default's shape).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def prune_graph(graph: Graph) -> Graph:
         graph.remove_node(name)
     for name in graph.node_names():
         node = graph.node(name)
+        if node["op"] == "PlaceholderWithDefault":
+            node.update(op="Identity", attrs={})
+            graph.version += 1
         if node["op"] == "Placeholder":
             dtype, shape = node["attrs"]["dtype"], node["attrs"]["shape"]
             raise errors.InvalidArgumentError(None, None, missing_feed_message(name, dtype, shape))

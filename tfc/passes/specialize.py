@@ -50,7 +50,9 @@ def _fix_const_inputs(graph: Graph, name: str) -> None:
     opdef = get_opdef(node["op"])
     inputs = graph.input_edges(name)
     for i in opdef.const_inputs:
-        if i >= len(inputs):
+        if i < 0:
+            i += len(inputs)  # counted from the end: ConcatV2's axis follows its N values
+        if not 0 <= i < len(inputs):
             continue
         src, out = inputs[i]
         if graph.node(src)["op"] == "Const":
