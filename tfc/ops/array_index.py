@@ -1,0 +1,368 @@
+"""Array ops that take a block by index: Slice, StridedSlice and `t[...]` (slice_helper)."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Tensor, name_scope
+from tfc.kernels import Operand, contiguous_strides
+from tfc.ops.array_common import (
+    INDEX_DTYPES,
+    check_rank,
+    contiguous,
+    index_tensor,
+    int_list,
+    strided_copy,
+)
+from tfc.ops.array_fill import ones_like
+from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.tensor_shape import Dimension, shape_str
+
+
+# -- Slice ---------------------------------------------------------------------------------------
+def _slice_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "begin")
+    check_dtype(ctx, 2, INDEX_DTYPES, "size")
+    check_rank(ctx, 1, 1)
+    check_rank(ctx, 2, 1)
+    in_shape = ctx.in_shapes[0]
+    n = next((s[0] for s in ctx.in_shapes[1:] if s is not None and s[0] is not None), None)
+    if in_shape is not None and n is not None and n != len(in_shape):
+        raise ctx.error(f"Shape must be rank {n} but is rank {len(in_shape)}")
+    rank = len(in_shape) if in_shape is not None else n
+    begin, size = ctx.const(1), ctx.const(2)
+    if rank is None:
+        return [(ctx.in_dtypes[0], None)]
+    if size is None:
+        return [(ctx.in_dtypes[0], (None,) * rank)]
+    dims = in_shape if in_shape is not None else (None,) * rank
+    begin = int_list(begin) if begin is not None else [None] * rank
+    out = []
+    for k, (d, b, s) in enumerate(zip(dims, begin, int_list(size))):
+        if s < -1:
+            raise ctx.error(f"Expected size[{k}] to be >= -1 (-1 means to the end), but got {s}")
+        if d is not None and b is not None:
+            if not 0 <= b <= d:
+                raise ctx.error(f"Expected begin[{k}] in [0, {d}], but got {b}")
+            if s == -1:
+                s = d - b
+            elif s > d - b:
+                raise ctx.error(f"Expected size[{k}] in [0, {d - b}], but got {s}")
+        out.append(None if s == -1 else s)
+    return [(ctx.in_dtypes[0], tuple(out))]
+
+
+def _slice_bounds(in_shape: tuple, begin: Any, size: Any) -> list[tuple[int, int]]:
+    return [
+        (b, d - b if s == -1 else s) for d, b, s in zip(in_shape, int_list(begin), int_list(size))
+    ]
+
+
+def _slice_reference(ctx: OpContext, x: np.ndarray, begin: Any, size: Any) -> np.ndarray:
+    bounds = _slice_bounds(x.shape, begin, size)
+    return np.array(x[tuple(builtins.slice(b, b + s) for b, s in bounds)])
+
+
+def _slice_lower(ctx: OpContext) -> list:
+    in_shape, dtype = ctx.in_shapes[0], ctx.in_dtypes[0]
+    bounds = _slice_bounds(in_shape, ctx.require_const(1, "begin"), ctx.require_const(2, "size"))
+    strides = contiguous_strides(in_shape)
+    offset = sum(b * s for (b, _), s in zip(bounds, strides))
+    out_shape = ctx.out_shapes[0]
+    src = Operand("in0", dtype, strides, offset)
+    return strided_copy(out_shape, contiguous("out0", dtype, out_shape), src)
+
+
+register(
+    OpDef(
+        "Slice",
+        infer=_slice_infer,
+        reference=_slice_reference,
+        lower=_slice_lower,
+        const_inputs=(1, 2),
+    )
+)
+
+
+def slice(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:  # noqa: A001
+    """`tf.slice`: the block of `size` starting at `begin`; a size of -1 runs to the end."""
+    with name_scope(name, "Slice", [input_]) as scope:
+        x = convert_to_tensor(input_)
+        begin_t, size_t = index_tensor(begin, "begin"), index_tensor(size, "size")
+        return apply_op("Slice", [x, begin_t, size_t], name=scope).outputs[0]
+
+
+# -- StridedSlice --------------------------------------------------------------------------------
+_NEW_AXIS, _SHRINK = -1, -2
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _dense_spec(ctx: OpContext, rank: int, n: int) -> tuple[list, list]:
+    """TF's BuildDenseSpec: for each input dim, (sparse index or None inside the ellipsis,
+    begin masked, end masked, shrink); and where each output dim comes from."""
+    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask = (
+        int(ctx.attrs.get(m, 0)) for m in _MASKS
+    )
+    if ellipsis_mask & (ellipsis_mask - 1):
+        raise ctx.error("Multiple ellipses in slice spec not allowed")
+    seen, new_after = False, 0
+    for i in range(n):
+        if seen and new_axis_mask >> i & 1:
+            new_after += 1
+        if ellipsis_mask >> i & 1:
+            seen = True
+    sparse_dims = n
+    if not seen:  # an implicit ellipsis at the end keeps the remaining dims whole
+        ellipsis_mask |= 1 << n
+        sparse_dims += 1
+    dense: list = [None] * rank
+    gather: list[int] = []
+    full = 0
+    for i in range(sparse_dims):
+        if ellipsis_mask >> i & 1:
+            stop = min(rank - (sparse_dims - i) + 1 + new_after, rank)
+            while full < stop:
+                dense[full] = (None, True, True, False)
+                gather.append(full)
+                full += 1
+        elif new_axis_mask >> i & 1:
+            gather.append(_NEW_AXIS)
+        else:
+            if full == rank:
+                raise ctx.error(
+                    f"Index out of range using input dim {full}; input has only {rank} dims"
+                )
+            shrink = bool(shrink_mask >> i & 1)
+            dense[full] = (i, bool(begin_mask >> i & 1), bool(end_mask >> i & 1), shrink)
+            gather.append(_SHRINK if shrink else full)
+            full += 1
+    return dense, gather
+
+
+def _canonical(x: int, masked: bool, is_end: bool, dim: int, stride: int) -> int:
+    """A begin or end bound in [0, dim] (stride > 0) or [-1, dim - 1] (stride < 0): masked
+    bounds take the far end in the direction of travel, others are clamped."""
+    low, high = (0, dim) if stride > 0 else (-1, dim - 1)
+    if masked:
+        return high if (stride > 0) == is_end else low
+    x = x + dim if x < 0 else x
+    return min(max(x, low), high)
+
+
+def _strided_slice_plan(
+    ctx: OpContext, in_shape: tuple, begin: list | None, end: list | None, strides: list
+) -> tuple[tuple, list]:
+    """TF's ValidateStridedSliceOp: the output shape, and per input dim (begin, size, stride)
+    with begin None where unknown. Out-of-range bounds are clamped; indices are not."""
+    n = len(strides)
+    dense, gather = _dense_spec(ctx, len(in_shape), n)
+    known = begin is not None and end is not None
+    processing, plan = [], []
+    for k, (i, begin_masked, end_masked, shrink) in enumerate(dense):
+        b, e, s = (
+            (0, 0, 1)
+            if i is None
+            else (begin[i] if known else 0, end[i] if known else 0, strides[i])
+        )
+        dim = in_shape[k]
+        if s == 0:
+            raise ctx.error(f"strides[{k}] must be non-zero")
+        if dim is None:
+            processing.append(1 if shrink else None)
+            plan.append((None, processing[-1], s))
+            continue
+        if shrink and s <= 0:
+            raise ctx.error("only stride 1 allowed on non-range indexing.")
+        length = None
+        if known and shrink:
+            fwd = b + dim if b < 0 else b
+            if not 0 <= fwd < dim:
+                raise ctx.error(f"slice index {fwd} of dimension {k} out of bounds.")
+            b, length = fwd, 1
+        elif known:
+            b = _canonical(b, begin_masked, False, dim, s)
+            length = _canonical(e, end_masked, True, dim, s) - b
+        elif shrink:
+            length = 1
+        elif begin_masked and end_masked:
+            length = -dim if s < 0 else dim
+        if length is None:
+            processing.append(None)
+            plan.append((None, None, s))
+            continue
+        size = 0 if length == 0 or (length < 0) != (s < 0) else -(-abs(length) // abs(s))
+        processing.append(size)
+        plan.append((b, size, s))
+    final = tuple(1 if g == _NEW_AXIS else processing[g] for g in gather if g != _SHRINK)
+    return final, plan
+
+
+def _strided_slice_infer(ctx: OpContext) -> list:
+    for i, what in ((1, "begin"), (2, "end"), (3, "strides")):
+        check_dtype(ctx, i, INDEX_DTYPES, what)
+        check_rank(ctx, i, 1)
+    lengths = [s[0] if s is not None else None for s in ctx.in_shapes[1:]]
+    if None not in lengths and len(set(lengths)) != 1:
+        a, b, c = (shape_str(s) for s in ctx.in_shapes[1:])
+        raise ctx.error(
+            "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+            f"{a}, {b}, and {c} instead."
+        )
+    in_shape, strides = ctx.in_shapes[0], ctx.const(3)
+    if in_shape is None or strides is None:
+        return [(ctx.in_dtypes[0], None)]
+    begin, end = ctx.const(1), ctx.const(2)
+    final, _ = _strided_slice_plan(
+        ctx,
+        tuple(in_shape),
+        None if begin is None else int_list(begin),
+        None if end is None else int_list(end),
+        int_list(strides),
+    )
+    return [(ctx.in_dtypes[0], final)]
+
+
+def _concrete_plan(ctx: OpContext, in_shape: tuple, begin: Any, end: Any, strides: Any) -> tuple:
+    return _strided_slice_plan(ctx, in_shape, int_list(begin), int_list(end), int_list(strides))
+
+
+def _strided_slice_reference(ctx, x, begin, end, strides) -> np.ndarray:
+    final, plan = _concrete_plan(ctx, x.shape, begin, end, strides)
+    index = np.ix_(*[b + s * np.arange(size) for b, size, s in plan])
+    return np.array(x[index].reshape(final))
+
+
+def _strided_slice_lower(ctx: OpContext) -> list:
+    in_shape, dtype = ctx.in_shapes[0], ctx.in_dtypes[0]
+    values = [ctx.require_const(i, what) for i, what in ((1, "begin"), (2, "end"), (3, "strides"))]
+    _, plan = _concrete_plan(ctx, in_shape, *values)
+    in_strides = contiguous_strides(in_shape)
+    sizes = [size for _, size, _ in plan]
+    src = Operand(
+        "in0",
+        dtype,
+        tuple(s * st for (_, _, s), st in zip(plan, in_strides)),
+        sum(b * st for (b, _, _), st in zip(plan, in_strides)),
+    )
+    # the output holds the elements in the order the loop visits them: new and shrunk axes
+    # are size-1 dims, which do not change that order
+    return strided_copy(sizes, contiguous("out0", dtype, sizes), src)
+
+
+register(
+    OpDef(
+        "StridedSlice",
+        infer=_strided_slice_infer,
+        reference=_strided_slice_reference,
+        lower=_strided_slice_lower,
+        const_inputs=(1, 2, 3),
+    )
+)
+
+
+def strided_slice(
+    input_: Any,
+    begin: Any,
+    end: Any,
+    strides: Any = None,
+    begin_mask: int = 0,
+    end_mask: int = 0,
+    ellipsis_mask: int = 0,
+    new_axis_mask: int = 0,
+    shrink_axis_mask: int = 0,
+    var: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.strided_slice`, with TensorFlow's masks, negative strides and clamping of bounds."""
+    with name_scope(name, "StridedSlice", [input_]) as scope:
+        x = convert_to_tensor(input_)
+        if strides is None:
+            if is_tensor_like(begin):
+                strides = ones_like(begin)
+            else:
+                strides = [1] * len(begin)
+        ints = [
+            index_tensor(v, what)
+            for v, what in ((begin, "begin"), (end, "end"), (strides, "strides"))
+        ]
+        masks = (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)
+        attrs = {m: int(v) for m, v in zip(_MASKS, masks)}
+        return apply_op("StridedSlice", [x, *ints], attrs, name=scope).outputs[0]
+
+
+def _check_index(index: Any) -> None:
+    if isinstance(index, (int, np.integer, Dimension)):
+        return
+    if is_tensor_like(index):
+        dtype = convert_to_tensor(index).dtype
+        if dtype in INDEX_DTYPES:
+            return
+    raise TypeError(
+        "Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and scalar "
+        f"tf.int32/tf.int64 tensors are valid indices, got {index!r}"
+    )
+
+
+def _bound(value: Any) -> Any:
+    """A slice bound as TF1 reads it: Python spells `a[:]` with sys.maxsize on some paths."""
+    if value is None or (not is_tensor_like(value) and value == sys.maxsize):
+        return None
+    _check_index(value)
+    return value
+
+
+def slice_helper(tensor: Any, key: Any) -> Tensor:
+    """`tensor[key]`: NumPy basic indexing as one StridedSlice op named "strided_slice", as TF1.
+
+    Ints (negative from the end), slices with any step, `...` and `tf.newaxis` (None); a scalar
+    int tensor index works when its value is known when compiling.
+    """
+    tensor = convert_to_tensor(tensor)
+    spec = key if isinstance(key, tuple) else (key,)
+    begin, end, strides = [], [], []
+    masks = dict.fromkeys(_MASKS, 0)
+    for index, s in enumerate(spec):
+        bit = 1 << index
+        if isinstance(s, builtins.slice):
+            start, stop, step = _bound(s.start), _bound(s.stop), s.step
+            begin.append(0 if start is None else start)
+            end.append(0 if stop is None else stop)
+            masks["begin_mask"] |= bit if start is None else 0
+            masks["end_mask"] |= bit if stop is None else 0
+            if step is not None:
+                _check_index(step)
+            strides.append(1 if step is None else step)
+        elif s is Ellipsis or s is None:
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+            masks["ellipsis_mask" if s is Ellipsis else "new_axis_mask"] |= bit
+        else:
+            _check_index(s)
+            begin.append(s)
+            end.append(s + 1)
+            strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+    with name_scope(None, "strided_slice", [tensor]) as scope:
+        if begin:
+            packed = [_pack_indices(v) for v in (begin, end, strides)]
+        else:
+            packed = [constant([], dtype=_dt.int32)] * 3
+        if any(p.dtype == _dt.int64 for p in packed):
+            from tfc.ops.math import cast  # math builds on array ops; cast lives there
+
+            packed = [cast(p, _dt.int64) for p in packed]
+        return apply_op("StridedSlice", [tensor, *packed], masks, name=scope).outputs[0]
+
+
+def _pack_indices(values: list) -> Tensor:
+    values = [int(v) if isinstance(v, (np.integer, Dimension)) else v for v in values]
+    if any(is_tensor_like(v) for v in values):
+        return convert_to_tensor(values, name="stack")
+    return index_tensor(values, "stack")

@@ -1,0 +1,307 @@
+"""Shape and view array ops: Identity, Reshape, Shape/Size/Rank, ExpandDims, Squeeze, Transpose."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Tensor, name_scope
+from tfc.kernels import Operand, contiguous_strides
+from tfc.ops.array_common import (
+    INDEX_DTYPES,
+    check_rank,
+    contiguous,
+    index_tensor,
+    int_list,
+    shape_value,
+    strided_copy,
+)
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.registry import (
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    register,
+    same_as_input,
+)
+from tfc.tensor_shape import is_fully_defined, num_elements, shape_str
+
+
+def _view_reference(ctx: OpContext, x: np.ndarray, *_: Any) -> np.ndarray:
+    """Ops whose output shares the input's buffer: the same elements, in the output's shape."""
+    return x.reshape(ctx.out_shapes[0])
+
+
+def _view_op(op_type: str, **kwargs: Any) -> None:
+    register(OpDef(op_type, reference=_view_reference, lower=lambda ctx: [], alias=0, **kwargs))
+
+
+# -- Identity, StopGradient ----------------------------------------------------------------------
+register(
+    OpDef(
+        "Identity", infer=same_as_input, reference=lambda ctx, x: x, lower=lambda ctx: [], alias=0
+    )
+)
+register(
+    OpDef(
+        "StopGradient",
+        infer=same_as_input,
+        reference=lambda ctx, x: x,
+        lower=lambda ctx: [],
+        alias=0,
+        differentiable=False,
+    )
+)
+
+
+def identity(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """`tf.identity`: the same value as a new tensor (no copy: it shares the input's buffer)."""
+    return apply_op("Identity", [convert_to_tensor(input)], name=name or "Identity").outputs[0]
+
+
+def stop_gradient(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """`tf.stop_gradient`: the input's value, through which no gradient flows."""
+    x = convert_to_tensor(input)
+    return apply_op("StopGradient", [x], name=name or "StopGradient").outputs[0]
+
+
+# -- Reshape -------------------------------------------------------------------------------------
+def _reshape_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "shape")
+    check_rank(ctx, 1, 1)
+    dtype, in_shape = ctx.in_dtypes[0], ctx.in_shapes[0]
+    target = shape_value(ctx, 1)
+    if target is None:
+        return [(dtype, None)]
+    for k, d in enumerate(target):
+        if d is not None and d < -1:
+            raise ctx.error(f"Size {k} must be non-negative, not {d}")
+    unknown = [k for k, d in enumerate(target) if d == -1]
+    if len(unknown) > 1:
+        raise ctx.error(f"Only one input size may be -1, not both {unknown[0]} and {unknown[1]}")
+    out = [None if d == -1 else d for d in target]
+    known = [d for d in target if d != -1]
+    if None in known or not is_fully_defined(in_shape):
+        return [(dtype, tuple(out))]
+    count, product = num_elements(in_shape), math.prod(known)
+    if not unknown:
+        if product != count:
+            raise ctx.error(
+                f"Cannot reshape a tensor with {count} elements to shape {shape_str(target)} "
+                f"({product} elements)"
+            )
+    elif product == 0:
+        raise ctx.error(
+            "Reshape cannot infer the missing input size for an empty tensor unless all "
+            "specified input sizes are non-zero"
+        )
+    elif count % product:
+        raise ctx.error(f"Dimension size must be evenly divisible by {product} but is {count}")
+    else:
+        out[unknown[0]] = count // product
+    return [(dtype, tuple(out))]
+
+
+_view_op("Reshape", infer=_reshape_infer, const_inputs=(1,))
+
+
+def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
+    """`tf.reshape`: the same elements in a new shape; one dimension may be -1 (inferred)."""
+    with name_scope(name, "Reshape", [tensor]) as scope:
+        x = convert_to_tensor(tensor)
+        return apply_op("Reshape", [x, index_tensor(shape, "shape")], name=scope).outputs[0]
+
+
+# -- Shape, Size, Rank (the specialize pass turns them into constants) ---------------------------
+def _shape_op(op_type: str, infer: Any, value: Any) -> None:
+    register(
+        OpDef(
+            op_type,
+            infer=infer,
+            reference=lambda ctx, *_: np.asarray(value(ctx.in_shapes[0]), ctx.attrs["out_type"].np),
+            differentiable=False,
+        )
+    )
+
+
+def _check_out_type(ctx: OpContext) -> _dt.DType:
+    out_type = ctx.attrs["out_type"]
+    if out_type not in INDEX_DTYPES:
+        raise TypeError(f"out_type must be int32 or int64, got {out_type.name} for '{ctx.name}'")
+    return out_type
+
+
+_shape_op(
+    "Shape",
+    lambda ctx: [
+        (_check_out_type(ctx), (None if ctx.in_shapes[0] is None else len(ctx.in_shapes[0]),))
+    ],
+    lambda s: s,
+)
+_shape_op("Size", lambda ctx: [(_check_out_type(ctx), ())], num_elements)
+_shape_op("Rank", lambda ctx: [(_check_out_type(ctx), ())], len)
+
+
+def shape(input: Any, name: str | None = None, out_type: Any = _dt.int32) -> Tensor:  # noqa: A002
+    """`tf.shape`: the shape as a 1-D tensor; known when compiling, even for None dims."""
+    attrs = {"out_type": _dt.as_dtype(out_type)}
+    return apply_op("Shape", [convert_to_tensor(input)], attrs, name=name or "Shape").outputs[0]
+
+
+def size(input: Any, name: str | None = None, out_type: Any = _dt.int32) -> Tensor:  # noqa: A002
+    """`tf.size`: the number of elements as a scalar."""
+    attrs = {"out_type": _dt.as_dtype(out_type)}
+    return apply_op("Size", [convert_to_tensor(input)], attrs, name=name or "Size").outputs[0]
+
+
+def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """`tf.rank`: the number of dimensions as an int32 scalar."""
+    attrs = {"out_type": _dt.int32}
+    return apply_op("Rank", [convert_to_tensor(input)], attrs, name=name or "Rank").outputs[0]
+
+
+# -- ExpandDims, Squeeze -------------------------------------------------------------------------
+def _expand_dims_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "dim")
+    dtype, in_shape, axis = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
+    if axis is not None and axis.size != 1:
+        raise ctx.error("'dim' input must be a tensor with a single value")
+    if in_shape is None:
+        return [(dtype, None)]
+    r = len(in_shape)
+    if axis is None:
+        return [(dtype, (None,) * (r + 1))]
+    a = int(axis.ravel()[0])
+    if not -r - 1 <= a <= r:
+        raise ctx.error(f"Tried to expand dim index {a} for tensor with {r} dimensions.")
+    a = a + r + 1 if a < 0 else a
+    return [(dtype, tuple(in_shape[:a]) + (1,) + tuple(in_shape[a:]))]
+
+
+_view_op("ExpandDims", infer=_expand_dims_infer, const_inputs=(1,))
+
+
+def expand_dims(
+    input: Any,  # noqa: A002
+    axis: Any = None,
+    name: str | None = None,
+    dim: Any = None,
+) -> Tensor:
+    """`tf.expand_dims`: a size-1 dimension inserted at `axis` (negative counts from the end)."""
+    if axis is None:
+        axis = dim
+    elif dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    if axis is None:
+        raise ValueError("Must specify an axis argument to tf.expand_dims()")
+    with name_scope(name, "ExpandDims", [input]) as scope:
+        x = convert_to_tensor(input)
+        return apply_op("ExpandDims", [x, index_tensor(axis, "dim")], name=scope).outputs[0]
+
+
+def _squeeze_infer(ctx: OpContext) -> list:
+    dtype, in_shape = ctx.in_dtypes[0], ctx.in_shapes[0]
+    dims = ctx.attrs["squeeze_dims"]
+    if in_shape is None:
+        return [(dtype, None)]
+    r = len(in_shape)
+    if not dims:
+        if None in in_shape:  # a None dim might be 1: which dims go is unknown
+            return [(dtype, None)]
+        return [(dtype, tuple(d for d in in_shape if d != 1))]
+    drop = set()
+    for a in dims:
+        if not -r <= a < r:
+            raise ctx.error(f"Tried to squeeze dim index {a} for tensor with {r} dimensions.")
+        a = a + r if a < 0 else a
+        if in_shape[a] is not None and in_shape[a] != 1:
+            raise ctx.error(
+                f"Can not squeeze dim[{a}], expected a dimension of 1, got {in_shape[a]}"
+            )
+        drop.add(a)
+    return [(dtype, tuple(d for k, d in enumerate(in_shape) if k not in drop))]
+
+
+_view_op("Squeeze", infer=_squeeze_infer)
+
+
+def squeeze(
+    input: Any,  # noqa: A002
+    axis: Any = None,
+    name: str | None = None,
+    squeeze_dims: Any = None,
+) -> Tensor:
+    """`tf.squeeze`: size-1 dimensions removed (all of them, or those listed in `axis`)."""
+    if axis is None:
+        axis = squeeze_dims
+    elif squeeze_dims is not None:
+        raise ValueError("Cannot specify both 'axis' and 'squeeze_dims'")
+    if axis is None:
+        axis = []
+    elif np.isscalar(axis):
+        axis = [axis]
+    attrs = {"squeeze_dims": [int(a) for a in axis]}
+    return apply_op("Squeeze", [convert_to_tensor(input)], attrs, name=name or "Squeeze").outputs[0]
+
+
+# -- Transpose -----------------------------------------------------------------------------------
+def _transpose_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "perm")
+    check_rank(ctx, 1, 1)
+    dtype, in_shape, perm = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
+    n = ctx.in_shapes[1][0] if ctx.in_shapes[1] is not None else None
+    if in_shape is not None and n is not None and n != len(in_shape):
+        raise ctx.error(f"Dimension must be {len(in_shape)} but is {n}")
+    r = len(in_shape) if in_shape is not None else n
+    if r is None:
+        return [(dtype, None)]
+    if perm is None:
+        return [(dtype, (None,) * r)]
+    perm = int_list(perm)
+    for p in perm:
+        if not 0 <= p < r:
+            raise ctx.error(f"perm dim {p} is out of range of input rank {r}")
+    missing = sorted(set(range(r)) - set(perm))
+    if missing:
+        raise ctx.error(f"{missing[0]} is missing from {{{','.join(map(str, perm))}}}")
+    dims = in_shape if in_shape is not None else (None,) * r
+    return [(dtype, tuple(dims[p] for p in perm))]
+
+
+def _transpose_lower(ctx: OpContext) -> list:
+    in_shape, dtype = ctx.in_shapes[0], ctx.in_dtypes[0]
+    perm = int_list(ctx.require_const(1, "perm"))
+    strides = contiguous_strides(in_shape)
+    out_shape = ctx.out_shapes[0]
+    src = Operand("in0", dtype, tuple(strides[p] for p in perm))
+    return strided_copy(out_shape, contiguous("out0", dtype, out_shape), src)
+
+
+register(
+    OpDef(
+        "Transpose",
+        infer=_transpose_infer,
+        reference=lambda ctx, x, perm: np.array(np.transpose(x, int_list(perm))),
+        lower=_transpose_lower,
+        const_inputs=(1,),
+    )
+)
+
+
+def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
+    """`tf.transpose`: dimensions permuted by `perm` (reversed when perm is None)."""
+    with name_scope(name, "transpose", [a]) as scope:
+        x = convert_to_tensor(a)
+        if perm is None:
+            dims = x._shape_tuple
+            if dims is None:
+                raise ValueError(
+                    f"tf.transpose of {x.name} with perm=None needs its rank, which is unknown; "
+                    "pass perm explicitly"
+                )
+            perm = list(range(len(dims) - 1, -1, -1))
+        return apply_op("Transpose", [x, index_tensor(perm, "perm")], name=scope).outputs[0]
