@@ -28,6 +28,7 @@ from tfc.graph import (
 from tfc.tensor_shape import Dimension, TensorShape
 from tfc.ops.constant import constant, convert_to_tensor, placeholder, placeholder_with_default
 from tfc.ops.math import *
+from tfc.ops.logic import *
 from tfc.ops.array import *
 from tfc.ops.reduce import *
 from tfc.ops.linalg import *

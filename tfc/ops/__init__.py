@@ -5,6 +5,7 @@ from tfc.ops import (  # noqa: F401
     constant,
     control,
     linalg,
+    logic,
     math,
     nn,
     random,

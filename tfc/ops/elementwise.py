@@ -122,3 +122,25 @@ def apply_elementwise(
 ) -> Tensor:
     tensors = convert_operands(*values)
     return apply_op(op_type, tensors, attrs, name=name).outputs[0]
+
+
+def binary_frontend(op_type: str, default_name: str) -> Callable[..., Tensor]:
+    """The TF1 function of a binary element-wise op, e.g. `tf.add(x, y, name=None)`."""
+
+    def fn(x: Any, y: Any, name: str | None = None) -> Tensor:
+        return apply_elementwise(op_type, x, y, name=name or default_name)
+
+    fn.__name__ = default_name
+    fn.__doc__ = f"Element-wise {op_type} with NumPy broadcasting."
+    return fn
+
+
+def unary_frontend(op_type: str) -> Callable[..., Tensor]:
+    """The TF1 function of a unary element-wise op, e.g. `tf.exp(x, name=None)`."""
+
+    def fn(x: Any, name: str | None = None) -> Tensor:
+        return apply_elementwise(op_type, x, name=name or op_type)
+
+    fn.__name__ = op_type.lower()
+    fn.__doc__ = f"Element-wise {op_type}."
+    return fn

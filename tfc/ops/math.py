@@ -12,15 +12,15 @@ from tfc.graph import Tensor, name_scope
 from tfc.kernels import format_expr, loop_kernel, view
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.elementwise import (
-    apply_elementwise,
+    binary_frontend,
     convert_operands,
     integer_division_check,
     register_elementwise,
+    unary_frontend,
 )
 from tfc.ops.registry import (
     OpDef,
     apply_op,
-    broadcast_shape,
     check_same_dtypes,
     register,
 )
@@ -30,7 +30,6 @@ __all__ = [
     "to_float",
     "to_int32",
     "to_int64",
-    "where",
     "add_n",
     "add",
     "subtract",
@@ -42,15 +41,6 @@ __all__ = [
     "maximum",
     "minimum",
     "squared_difference",
-    "greater",
-    "greater_equal",
-    "less",
-    "less_equal",
-    "equal",
-    "not_equal",
-    "logical_and",
-    "logical_or",
-    "logical_not",
     "negative",
     "neg",
     "abs",
@@ -77,8 +67,6 @@ __all__ = [
     "scalar_mul",
     "clip_by_value",
 ]
-
-_CMP = _dt.bool_
 
 
 def _checked(fn, check):
@@ -141,28 +129,6 @@ register_elementwise(
     lambda x, y: np.square(x - y),
     {"f": "({0} - {1}) * ({0} - {1})", "i": "tfc_square_{tag}(tfc_sub_{tag}({0}, {1}))"},
 )
-
-# -- comparisons and logic -----------------------------------------------------------------------
-for _type, _fn, _sym in [
-    ("Greater", np.greater, ">"),
-    ("GreaterEqual", np.greater_equal, ">="),
-    ("Less", np.less, "<"),
-    ("LessEqual", np.less_equal, "<="),
-]:
-    register_elementwise(
-        _type,
-        _fn,
-        {"f": f"{{0}} {_sym} {{1}}", "i": f"{{0}} {_sym} {{1}}"},
-        out=_CMP,
-        differentiable=False,
-    )
-for _type, _fn, _sym in [("Equal", np.equal, "=="), ("NotEqual", np.not_equal, "!=")]:
-    register_elementwise(
-        _type, _fn, {k: f"{{0}} {_sym} {{1}}" for k in "fib"}, out=_CMP, differentiable=False
-    )
-register_elementwise("LogicalAnd", np.logical_and, {"b": "{0} && {1}"}, differentiable=False)
-register_elementwise("LogicalOr", np.logical_or, {"b": "{0} || {1}"}, differentiable=False)
-register_elementwise("LogicalNot", np.logical_not, {"b": "!{0}"}, differentiable=False)
 
 # -- unary functions -----------------------------------------------------------------------------
 register_elementwise("Neg", np.negative, {"f": "-{0}", "i": "tfc_neg_{tag}({0})"})
@@ -246,62 +212,6 @@ def to_int64(x: Any, name: str = "ToInt64") -> Tensor:
     return cast(x, _dt.int64, name=name)
 
 
-# -- Select (where) -----------------------------------------------------------------------------
-def _select_infer(ctx):
-    if ctx.in_dtypes[0] != _dt.bool_:
-        raise TypeError(
-            f"Input 'condition' of 'SelectV2' Op has type {ctx.in_dtypes[0].name} that does "
-            "not match expected type of bool."
-        )
-    if ctx.in_dtypes[1] != ctx.in_dtypes[2]:
-        raise TypeError(
-            f"Input 'e' of 'SelectV2' Op has type {ctx.in_dtypes[2].name} that does not match "
-            f"type {ctx.in_dtypes[1].name} of argument 't'."
-        )
-    shape = broadcast_shape(ctx, ctx.in_shapes[0], ctx.in_shapes[1])
-    return [(ctx.in_dtypes[1], broadcast_shape(ctx, shape, ctx.in_shapes[2]))]
-
-
-def _select_lower(ctx):
-    shape = ctx.out_shapes[0]
-    ins = [view(f"in{i}", ctx.in_dtypes[i], ctx.in_shapes[i], shape) for i in range(3)]
-    return loop_kernel(shape, view("out0", ctx.out_dtypes[0], shape), ins, "{0} ? {1} : {2}")
-
-
-register(
-    OpDef(
-        "SelectV2",
-        infer=_select_infer,
-        reference=lambda ctx, c, x, y: np.where(c, x, y),
-        lower=_select_lower,
-    )
-)
-
-
-def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """`tf.where(cond, x, y)`: elements of x where cond holds, else of y (broadcasting).
-
-    TF1's form with a vector condition selecting rows of x and y is supported. The one-argument
-    form (coordinates of true elements) has a data-dependent shape, which an ahead-of-time
-    compiled program cannot have.
-    """
-    if x is None and y is None:
-        raise NotImplementedError(
-            "tf.where(condition) returns a tensor whose shape depends on the data; tfc compiles "
-            "static shapes ahead of time. Use tf.where(condition, x, y) instead."
-        )
-    if x is None or y is None:
-        raise ValueError("x and y must both be non-None or both be None.")
-    cond = convert_to_tensor(condition)
-    x, y = convert_operands(x, y)
-    cond_shape, x_shape = cond._shape_tuple, x._shape_tuple
-    if cond_shape is not None and x_shape is not None and len(cond_shape) == 1 < len(x_shape):
-        from tfc.ops.array import reshape
-
-        cond = reshape(cond, [-1] + [1] * (len(x_shape) - 1))
-    return apply_op("SelectV2", [cond, x, y], name=name or "Select").outputs[0]
-
-
 # -- AddN ---------------------------------------------------------------------------------------
 def _add_n_infer(ctx):
     check_same_dtypes(ctx, [f"inputs[{i}]" for i in range(len(ctx.in_dtypes))])
@@ -351,61 +261,34 @@ def add_n(inputs: Any, name: str | None = None) -> Tensor:
 
 
 # -- frontends ----------------------------------------------------------------------------------
-def _binary(op_type: str, default_name: str):
-    def fn(x: Any, y: Any, name: str | None = None) -> Tensor:
-        return apply_elementwise(op_type, x, y, name=name or default_name)
-
-    fn.__name__ = default_name
-    fn.__doc__ = f"Element-wise {op_type} with NumPy broadcasting."
-    return fn
-
-
-def _unary(op_type: str):
-    def fn(x: Any, name: str | None = None) -> Tensor:
-        return apply_elementwise(op_type, x, name=name or op_type)
-
-    fn.__name__ = op_type.lower()
-    fn.__doc__ = f"Element-wise {op_type}."
-    return fn
-
-
-add = _binary("Add", "Add")
-subtract = _binary("Sub", "Sub")
-multiply = _binary("Mul", "Mul")
-floordiv = _binary("FloorDiv", "floordiv")
-floormod = mod = _binary("FloorMod", "FloorMod")
-pow = _binary("Pow", "Pow")  # noqa: A001  tf.pow
-maximum = _binary("Maximum", "Maximum")
-minimum = _binary("Minimum", "Minimum")
-squared_difference = _binary("SquaredDifference", "SquaredDifference")
-greater = _binary("Greater", "Greater")
-greater_equal = _binary("GreaterEqual", "GreaterEqual")
-less = _binary("Less", "Less")
-less_equal = _binary("LessEqual", "LessEqual")
-equal = _binary("Equal", "Equal")
-not_equal = _binary("NotEqual", "NotEqual")
-logical_and = _binary("LogicalAnd", "LogicalAnd")
-logical_or = _binary("LogicalOr", "LogicalOr")
-logical_not = _unary("LogicalNot")
-negative = neg = _unary("Neg")
-abs = _unary("Abs")  # noqa: A001  tf.abs
-sign = _unary("Sign")
-square = _unary("Square")
-reciprocal = _unary("Reciprocal")
-rsqrt = _unary("Rsqrt")
-sigmoid = _unary("Sigmoid")
-round = _unary("Round")  # noqa: A001  tf.round
-floor = _unary("Floor")
-ceil = _unary("Ceil")
-exp = _unary("Exp")
-expm1 = _unary("Expm1")
-log = _unary("Log")
-log1p = _unary("Log1p")
-sqrt = _unary("Sqrt")
-sin = _unary("Sin")
-cos = _unary("Cos")
-tan = _unary("Tan")
-tanh = _unary("Tanh")
+add = binary_frontend("Add", "Add")
+subtract = binary_frontend("Sub", "Sub")
+multiply = binary_frontend("Mul", "Mul")
+floordiv = binary_frontend("FloorDiv", "floordiv")
+floormod = mod = binary_frontend("FloorMod", "FloorMod")
+pow = binary_frontend("Pow", "Pow")  # noqa: A001  tf.pow
+maximum = binary_frontend("Maximum", "Maximum")
+minimum = binary_frontend("Minimum", "Minimum")
+squared_difference = binary_frontend("SquaredDifference", "SquaredDifference")
+negative = neg = unary_frontend("Neg")
+abs = unary_frontend("Abs")  # noqa: A001  tf.abs
+sign = unary_frontend("Sign")
+square = unary_frontend("Square")
+reciprocal = unary_frontend("Reciprocal")
+rsqrt = unary_frontend("Rsqrt")
+sigmoid = unary_frontend("Sigmoid")
+round = unary_frontend("Round")  # noqa: A001  tf.round
+floor = unary_frontend("Floor")
+ceil = unary_frontend("Ceil")
+exp = unary_frontend("Exp")
+expm1 = unary_frontend("Expm1")
+log = unary_frontend("Log")
+log1p = unary_frontend("Log1p")
+sqrt = unary_frontend("Sqrt")
+sin = unary_frontend("Sin")
+cos = unary_frontend("Cos")
+tan = unary_frontend("Tan")
+tanh = unary_frontend("Tanh")
 
 _TRUEDIV_FLOAT = {_dt.int32: _dt.float64, _dt.int64: _dt.float64}
 

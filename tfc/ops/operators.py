@@ -7,6 +7,7 @@ from typing import Any
 from tfc.graph import Tensor
 from tfc.ops import array as _array
 from tfc.ops import linalg as _linalg
+from tfc.ops import logic as _logic
 from tfc.ops import math as _math
 
 _BINARY = {
@@ -19,15 +20,15 @@ _BINARY = {
     "mod": (lambda x, y, name: _math.floormod(x, y, name=name), "mod"),
     "pow": (lambda x, y, name: _math.pow(x, y, name=name), "pow"),
     "matmul": (lambda x, y, name: _linalg.matmul(x, y, name=name), "matmul"),
-    "and": (lambda x, y, name: _math.logical_and(x, y, name=name), "and"),
-    "or": (lambda x, y, name: _math.logical_or(x, y, name=name), "or"),
-    "xor": (lambda x, y, name: _math.not_equal(x, y, name=name), "xor"),
+    "and": (lambda x, y, name: _logic.logical_and(x, y, name=name), "and"),
+    "or": (lambda x, y, name: _logic.logical_or(x, y, name=name), "or"),
+    "xor": (lambda x, y, name: _logic.not_equal(x, y, name=name), "xor"),
 }
 _COMPARE = {
-    "lt": _math.less,
-    "le": _math.less_equal,
-    "gt": _math.greater,
-    "ge": _math.greater_equal,
+    "lt": _logic.less,
+    "le": _logic.less_equal,
+    "gt": _logic.greater,
+    "ge": _logic.greater_equal,
 }
 
 
@@ -53,7 +54,7 @@ def _install(cls: type) -> None:
         setattr(cls, f"__{dunder}__", lambda self, other, fn=fn: fn(self, other))
     cls.__neg__ = lambda self: _math.negative(self)
     cls.__abs__ = lambda self: _math.abs(self)
-    cls.__invert__ = lambda self: _math.logical_not(self)
+    cls.__invert__ = lambda self: _logic.logical_not(self)
     cls.__getitem__ = lambda self, key: _array.slice_helper(self, key)
     cls.__array_ufunc__ = None  # NumPy defers `ndarray + tensor` to Tensor.__radd__
 

@@ -1,0 +1,299 @@
+"""Element-wise math ops: compiled C vs the NumPy reference vs an independent NumPy formula."""
+
+import numpy as np
+import pytest
+from opcheck import CaseBatch
+
+import tfc as tf
+
+RNG = np.random.default_rng(1234)
+
+F = ["float32", "float64"]
+I = ["int32", "int64"]  # noqa: E741
+
+# op function, independent NumPy formula, dtypes, input domain
+BINARY = {
+    "add": (tf.add, np.add, F + I, "any"),
+    "subtract": (tf.subtract, np.subtract, F + I, "any"),
+    "multiply": (tf.multiply, np.multiply, F + I, "any"),
+    "floordiv": (
+        tf.floordiv,
+        lambda x, y: np.floor_divide(x, y) if x.dtype.kind == "i" else np.floor(x / y),
+        F + I,
+        "nonzero_y",
+    ),
+    "floormod": (tf.floormod, np.mod, F + I, "nonzero_y"),
+    "pow": (tf.pow, np.power, F + I, "pow"),
+    "maximum": (tf.maximum, np.maximum, F + I, "any"),
+    "minimum": (tf.minimum, np.minimum, F + I, "any"),
+    "squared_difference": (tf.squared_difference, lambda x, y: (x - y) * (x - y), F + I, "any"),
+    "greater": (tf.greater, np.greater, F + I, "any"),
+    "greater_equal": (tf.greater_equal, np.greater_equal, F + I, "ties"),
+    "less": (tf.less, np.less, F + I, "any"),
+    "less_equal": (tf.less_equal, np.less_equal, F + I, "ties"),
+    "equal": (tf.equal, np.equal, F + I + ["bool"], "ties"),
+    "not_equal": (tf.not_equal, np.not_equal, F + I + ["bool"], "ties"),
+    "logical_and": (tf.logical_and, np.logical_and, ["bool"], "any"),
+    "logical_or": (tf.logical_or, np.logical_or, ["bool"], "any"),
+}
+
+
+def _f64(fn):
+    """Evaluate a float formula in float64 and round once, like a correctly rounded libm."""
+    return lambda x: fn(x.astype(np.float64)).astype(x.dtype) if x.dtype.kind == "f" else fn(x)
+
+
+UNARY = {
+    "negative": (tf.negative, np.negative, F + I, "any"),
+    "abs": (tf.abs, np.abs, F + I, "any"),
+    "sign": (tf.sign, np.sign, F + I, "any"),
+    "square": (tf.square, np.square, F + I, "any"),
+    "reciprocal": (tf.reciprocal, _f64(lambda x: 1 / x), F, "nonzero"),
+    "rsqrt": (tf.rsqrt, _f64(lambda x: 1 / np.sqrt(x)), F, "positive"),
+    "sigmoid": (tf.sigmoid, _f64(lambda x: 1 / (1 + np.exp(-x))), F, "wide"),
+    "round": (tf.round, np.rint, F, "halves"),
+    "floor": (tf.floor, np.floor, F, "any"),
+    "ceil": (tf.ceil, np.ceil, F, "any"),
+    "exp": (tf.exp, _f64(np.exp), F, "any"),
+    "expm1": (tf.expm1, _f64(np.expm1), F, "any"),
+    "log": (tf.log, _f64(np.log), F, "positive"),
+    "log1p": (tf.log1p, _f64(np.log1p), F, "positive"),
+    "sqrt": (tf.sqrt, _f64(np.sqrt), F, "positive"),
+    "sin": (tf.sin, _f64(np.sin), F, "any"),
+    "cos": (tf.cos, _f64(np.cos), F, "any"),
+    "tan": (tf.tan, _f64(np.tan), F, "small"),
+    "tanh": (tf.tanh, _f64(np.tanh), F, "wide"),
+    "logical_not": (tf.logical_not, np.logical_not, ["bool"], "any"),
+}
+
+BINARY_SHAPES = [
+    ((), ()),
+    ((7,), (7,)),
+    ((3, 4), (4,)),
+    ((3, 1), (1, 5)),
+    ((2, 3, 4), (3, 1)),
+    ((0, 3), (3,)),
+    ((1,), (6,)),
+]
+UNARY_SHAPES = [(), (5,), (2, 3, 4), (0,)]
+
+
+def sample(dtype: str, shape: tuple, domain: str) -> np.ndarray:
+    if dtype == "bool":
+        return RNG.random(shape) < 0.5
+    if dtype in I:
+        x = RNG.integers(-20, 21, shape)
+        if domain in ("nonzero", "nonzero_y"):
+            x[x == 0] = 3
+        if domain == "pow":
+            x = RNG.integers(0, 6, shape)
+        if domain == "ties":
+            x = RNG.integers(-2, 3, shape)
+        return x.astype(dtype)
+    low, high = {
+        "positive": (0.05, 9.0),
+        "small": (-1.2, 1.2),
+        "wide": (-30.0, 30.0),
+        "pow": (0.1, 3.0),
+    }.get(domain, (-4.0, 4.0))
+    x = RNG.uniform(low, high, shape)
+    if domain in ("nonzero", "nonzero_y"):
+        x[np.abs(x) < 0.1] = 0.5
+    if domain == "halves":
+        x = np.round(x * 2) / 2  # exact .5 ties: round half to even must hold
+    if domain == "ties":
+        x = np.round(x)
+    return x.astype(dtype)
+
+
+def build_binary(dtypes: list[str]) -> CaseBatch:
+    batch = CaseBatch()
+    with batch.graph.as_default():
+        for name, (fn, ref, allowed, domain) in BINARY.items():
+            for dtype in [d for d in allowed if d in dtypes]:
+                for k, (sa, sb) in enumerate(BINARY_SHAPES):
+                    x = sample(dtype, sa, "pow" if domain == "pow" else "any")
+                    y = sample(dtype, sb, domain if domain != "pow" else "pow")
+                    if domain == "nonzero_y":
+                        y = sample(dtype, sb, "nonzero_y")
+                    if k % 2:  # half the cases read fed buffers, half compiled-in constants
+                        tx, ty = batch.feed(x), batch.feed(y, [None] * len(sb))
+                    else:
+                        tx, ty = tf.constant(x), tf.constant(y)
+                    with np.errstate(all="ignore"):
+                        expected = ref(x, y)
+                    batch.add(f"{name}-{dtype}-{sa}x{sb}", fn(tx, ty), expected)
+    return batch
+
+
+def build_unary() -> CaseBatch:
+    batch = CaseBatch()
+    with batch.graph.as_default():
+        for name, (fn, ref, allowed, domain) in UNARY.items():
+            for dtype in allowed:
+                for k, shape in enumerate(UNARY_SHAPES):
+                    x = sample(dtype, shape, domain)
+                    t = batch.feed(x) if k % 2 else tf.constant(x)
+                    with np.errstate(all="ignore"):
+                        batch.add(f"{name}-{dtype}-{shape}", fn(t), ref(x))
+    return batch
+
+
+FLOAT_BINARY = build_binary(F)
+INT_BINARY = build_binary(I + ["bool"])
+UNARY_BATCH = build_unary()
+
+
+@pytest.mark.parametrize("case", FLOAT_BINARY.ids())
+def test_binary_float(case):
+    FLOAT_BINARY.check(case)
+
+
+@pytest.mark.parametrize("case", INT_BINARY.ids())
+def test_binary_int_bool(case):
+    INT_BINARY.check(case)
+
+
+@pytest.mark.parametrize("case", UNARY_BATCH.ids())
+def test_unary(case):
+    UNARY_BATCH.check(case)
+
+
+def _misc_batch() -> CaseBatch:
+    """Cast, where, add_n, clip_by_value, division flavours, operators, integer edge values."""
+    b = CaseBatch()
+    with b.graph.as_default():
+        f = sample("float32", (4, 5), "any") * 1e3
+        f[0, :3] = [np.nan, 3e9, -3e9]  # out of int32 range: x86's INT_MIN, as NumPy gives
+        tf_f = b.feed(f)
+        for dtype in ["int32", "int64", "float64", "bool"]:
+            with np.errstate(all="ignore"):
+                want = (
+                    f.astype(dtype)
+                    if dtype != "int32"
+                    else np.where(
+                        np.isfinite(f) & (np.abs(f) < 2**31), np.trunc(np.nan_to_num(f)), -(2**31)
+                    ).astype(np.int32)
+                )
+            if dtype == "int64":
+                want = np.where(np.isnan(f), np.iinfo(np.int64).min, np.trunc(np.nan_to_num(f)))
+                want = want.astype(np.int64)
+            b.add(f"cast-f32-{dtype}", tf.cast(tf_f, dtype), want)
+        big = np.array([2**40 + 7, -(2**40) - 3, 5], dtype=np.int64)
+        b.add("cast-i64-i32-wraps", tf.cast(tf.constant(big), tf.int32), big.astype(np.int32))
+        bools = np.array([True, False, True])
+        b.add("cast-bool-f32", tf.cast(tf.constant(bools), tf.float32), bools.astype(np.float32))
+
+        cond = RNG.random((3, 4)) < 0.5
+        x, y = sample("float64", (3, 4), "any"), sample("float64", (4,), "any")
+        b.add("where-broadcast", tf.where(cond, x, y), np.where(cond, x, y))
+        rows = np.array([True, False, True])
+        b.add("where-tf1-vector-cond", tf.where(rows, x, -x), np.where(rows[:, None], x, -x))
+
+        xs = [sample("float32", (2, 3), "any") for _ in range(4)]
+        b.add("add_n-4", tf.add_n([tf.constant(v) for v in xs]), np.sum(xs, axis=0), rtol=1e-6)
+        ints = [RNG.integers(-(2**31), 2**31 - 1, 5).astype(np.int32) for _ in range(3)]
+        b.add("add_n-int-wraps", tf.add_n(ints), ints[0] + ints[1] + ints[2])
+
+        v = sample("float32", (10,), "any")
+        b.add("clip_by_value", tf.clip_by_value(v, -1.0, 2.0), np.clip(v, -1.0, 2.0))
+
+        a = np.array([7, -7, 7, -7, 0], dtype=np.int32)
+        d = np.array([2, 2, -2, -2, 3], dtype=np.int32)
+        b.add("truediv-int32-to-f64", tf.truediv(a, d), a / d)
+        b.add("divide-int32", tf.divide(a, d), a / d)
+        b.add("div-int-floors", tf.div(a, d), np.floor_divide(a, d))
+        b.add(
+            "div-float",
+            tf.div(a.astype(np.float32), d.astype(np.float32)),
+            (a / d).astype(np.float32),
+        )
+        lim = np.array([-(2**31), 2**31 - 1, -5], dtype=np.int32)
+        with np.errstate(all="ignore"):
+            b.add("int-neg-wraps", -tf.constant(lim), -lim)
+            b.add("int-abs-wraps", tf.abs(lim), np.abs(lim))
+            b.add("int-floordiv-min-by-minus1", tf.constant(lim) // -1, lim // -1)
+            b.add("int-mul-wraps", tf.constant(lim) * 3, lim * 3)
+
+        p = b.feed(sample("float32", (2, 3), "positive"), [None, 3])
+        q = sample("float32", (3,), "positive")
+        pv = b.feed_dict[p]
+        b.add("op-add", p + q, pv + q)
+        b.add("op-radd", q + p, q + pv)
+        b.add("op-rsub-scalar", 1 - p, 1 - pv)
+        b.add("op-rdiv-scalar", 2.0 / p, (2.0 / pv).astype(np.float32))
+        b.add("op-mul-pow-neg", -((p * p) ** 2), -((pv * pv) ** 2))
+        b.add(
+            "op-floordiv-mod",
+            p // 0.3 + p % 0.3,
+            np.floor(pv / np.float32(0.3)) + np.mod(pv, np.float32(0.3)),
+        )
+        b.add(
+            "op-compare",
+            (p > 1.0) & (p <= 5.0) | ~(p < 2.0),
+            (pv > 1.0) & (pv <= 5.0) | ~(pv < 2.0),
+        )
+        b.add("op-abs", abs(p - 2.0), np.abs(pv - 2.0))
+        b.add("op-ndarray-left", q * p, q * pv)
+    return b
+
+
+MISC = _misc_batch()
+
+
+@pytest.mark.parametrize("case", MISC.ids())
+def test_misc(case):
+    MISC.check(case)
+
+
+def test_python_values_infer_tf1_dtypes():
+    assert tf.add(3, 5).dtype == tf.int32
+    assert tf.add(3.0, 5).dtype == tf.float32
+    assert tf.constant([1, 2.5]).dtype == tf.float32
+    assert tf.constant(2**40).dtype == tf.int64
+    assert tf.constant(np.float64(1.0)).dtype == tf.float64
+    x = tf.placeholder(tf.float64)
+    assert (x + 1).dtype == tf.float64  # Python values take the tensor's dtype
+    assert (np.float32(2) * x).dtype == tf.float64
+
+
+def test_dtype_mismatch_is_a_type_error():
+    x = tf.placeholder(tf.float32, name="x")
+    y = tf.placeholder(tf.int32, name="y")
+    with pytest.raises(
+        TypeError,
+        match="Input 'y' of 'Add' Op has type int32 that does not "
+        "match type float32 of argument 'x'",
+    ):
+        tf.add(x, y)
+    with pytest.raises(TypeError, match="Expected int32, got 2.5"):
+        tf.add(tf.constant(1), 2.5)
+    with pytest.raises(TypeError, match="not in list of allowed values: float32, float64"):
+        tf.exp(tf.constant([1, 2]))
+
+
+def test_broadcast_error_names_op_and_shapes():
+    a = tf.placeholder(tf.float32, [2, 3])
+    b = tf.placeholder(tf.float32, [4])
+    with pytest.raises(
+        ValueError,
+        match=r"Dimensions must be equal, but are 3 and 4 for 'Add' "
+        r"\(op: 'Add'\) with input shapes: \[2,3\], \[4\]\.",
+    ):
+        tf.add(a, b)
+
+
+def test_integer_division_by_zero_fails_the_run():
+    x = tf.placeholder(tf.int32, [None])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
+            sess.run(x // 0, {x: [1, 2]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="negative integer powers"):
+            sess.run(tf.pow(x, -1), {x: [1, 2]})
+        # the same session keeps working after a failed run
+        assert sess.run(x // 2, {x: [5, -5]}).tolist() == [2, -3]
+
+
+def test_where_one_argument_is_refused_clearly():
+    with pytest.raises(NotImplementedError, match="depends on the data"):
+        tf.where(tf.constant([True, False]))

@@ -1,0 +1,123 @@
+"""Comparisons, logical ops and Select (`tf.where`): element-wise ops on or giving booleans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Tensor
+from tfc.kernels import loop_kernel, view
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.elementwise import (
+    binary_frontend,
+    convert_operands,
+    register_elementwise,
+    unary_frontend,
+)
+from tfc.ops.registry import OpDef, apply_op, broadcast_shape, register
+
+__all__ = [
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "equal",
+    "not_equal",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "where",
+]
+
+_CMP = _dt.bool_
+
+# -- comparisons and logic -----------------------------------------------------------------------
+for _type, _fn, _sym in [
+    ("Greater", np.greater, ">"),
+    ("GreaterEqual", np.greater_equal, ">="),
+    ("Less", np.less, "<"),
+    ("LessEqual", np.less_equal, "<="),
+]:
+    register_elementwise(
+        _type,
+        _fn,
+        {"f": f"{{0}} {_sym} {{1}}", "i": f"{{0}} {_sym} {{1}}"},
+        out=_CMP,
+        differentiable=False,
+    )
+for _type, _fn, _sym in [("Equal", np.equal, "=="), ("NotEqual", np.not_equal, "!=")]:
+    register_elementwise(
+        _type, _fn, {k: f"{{0}} {_sym} {{1}}" for k in "fib"}, out=_CMP, differentiable=False
+    )
+register_elementwise("LogicalAnd", np.logical_and, {"b": "{0} && {1}"}, differentiable=False)
+register_elementwise("LogicalOr", np.logical_or, {"b": "{0} || {1}"}, differentiable=False)
+register_elementwise("LogicalNot", np.logical_not, {"b": "!{0}"}, differentiable=False)
+
+
+greater = binary_frontend("Greater", "Greater")
+greater_equal = binary_frontend("GreaterEqual", "GreaterEqual")
+less = binary_frontend("Less", "Less")
+less_equal = binary_frontend("LessEqual", "LessEqual")
+equal = binary_frontend("Equal", "Equal")
+not_equal = binary_frontend("NotEqual", "NotEqual")
+logical_and = binary_frontend("LogicalAnd", "LogicalAnd")
+logical_or = binary_frontend("LogicalOr", "LogicalOr")
+logical_not = unary_frontend("LogicalNot")
+
+
+# -- Select (where) -----------------------------------------------------------------------------
+def _select_infer(ctx):
+    if ctx.in_dtypes[0] != _dt.bool_:
+        raise TypeError(
+            f"Input 'condition' of 'SelectV2' Op has type {ctx.in_dtypes[0].name} that does "
+            "not match expected type of bool."
+        )
+    if ctx.in_dtypes[1] != ctx.in_dtypes[2]:
+        raise TypeError(
+            f"Input 'e' of 'SelectV2' Op has type {ctx.in_dtypes[2].name} that does not match "
+            f"type {ctx.in_dtypes[1].name} of argument 't'."
+        )
+    shape = broadcast_shape(ctx, ctx.in_shapes[0], ctx.in_shapes[1])
+    return [(ctx.in_dtypes[1], broadcast_shape(ctx, shape, ctx.in_shapes[2]))]
+
+
+def _select_lower(ctx):
+    shape = ctx.out_shapes[0]
+    ins = [view(f"in{i}", ctx.in_dtypes[i], ctx.in_shapes[i], shape) for i in range(3)]
+    return loop_kernel(shape, view("out0", ctx.out_dtypes[0], shape), ins, "{0} ? {1} : {2}")
+
+
+register(
+    OpDef(
+        "SelectV2",
+        infer=_select_infer,
+        reference=lambda ctx, c, x, y: np.where(c, x, y),
+        lower=_select_lower,
+    )
+)
+
+
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """`tf.where(cond, x, y)`: elements of x where cond holds, else of y (broadcasting).
+
+    TF1's form with a vector condition selecting rows of x and y is supported. The one-argument
+    form (coordinates of true elements) has a data-dependent shape, which an ahead-of-time
+    compiled program cannot have.
+    """
+    if x is None and y is None:
+        raise NotImplementedError(
+            "tf.where(condition) returns a tensor whose shape depends on the data; tfc compiles "
+            "static shapes ahead of time. Use tf.where(condition, x, y) instead."
+        )
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    cond = convert_to_tensor(condition)
+    x, y = convert_operands(x, y)
+    cond_shape, x_shape = cond._shape_tuple, x._shape_tuple
+    if cond_shape is not None and x_shape is not None and len(cond_shape) == 1 < len(x_shape):
+        from tfc.ops.array import reshape
+
+        cond = reshape(cond, [-1] + [1] * (len(x_shape) - 1))
+    return apply_op("SelectV2", [cond, x, y], name=name or "Select").outputs[0]
