@@ -31,6 +31,7 @@ from tfc.ops.math import *
 from tfc.ops.logic import *
 from tfc.ops.array import *
 from tfc.ops.reduce import *
+from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op

@@ -1,6 +1,7 @@
 """Op families; importing this package registers every op type."""
 
 from tfc.ops import (  # noqa: F401
+    argminmax,
     array,
     constant,
     control,

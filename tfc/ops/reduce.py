@@ -1,3 +1,347 @@
-"""(being written) tfc.ops.reduce"""
+"""Reductions over compile-time axes: Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Tensor, name_scope
+from tfc.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
+from tfc.ops import logic as _logic
+from tfc.ops import math as _math
+from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+
+__all__ = [
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_all",
+    "reduce_any",
+    "count_nonzero",
+]
+
+_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_INDEX = (_dt.int32, _dt.int64)
+
+
+# -- shape rule shared by every reduction -------------------------------------------------------
+def reduction_axes(ctx: OpContext, value: np.ndarray, rank: int) -> list[int]:
+    """The axes of `value` in [0, rank), in the order given; TF's errors for bad ones."""
+    axes = []
+    for raw in np.asarray(value).reshape(-1).tolist():
+        if not -rank <= raw < rank:
+            raise ctx.error(f"Invalid reduction dimension {raw} for input with {rank} dimensions.")
+        axis = raw + rank if raw < 0 else raw
+        if axis in axes:
+            raise ctx.error(
+                f"Invalid reduction arguments: Axes contains duplicate dimension: {axis}"
+            )
+        axes.append(axis)
+    return axes
+
+
+def _reduce_infer(allowed: tuple[_dt.DType, ...]) -> Callable[[OpContext], list]:
+    def infer(ctx: OpContext) -> list:
+        check_dtype(ctx, 0, allowed, "input")
+        check_dtype(ctx, 1, _INDEX, "reduction_indices")
+        dtype, shape = ctx.in_dtypes[0], ctx.in_shapes[0]
+        axes_shape = ctx.in_shapes[1]
+        if axes_shape is not None and len(axes_shape) > 1:
+            raise ctx.error(f"Shape must be at most rank 1 but is rank {len(axes_shape)}")
+        keep = ctx.attrs.get("keep_dims", False)
+        value = ctx.const(1)
+        if value is None:
+            if axes_shape == (0,):
+                return [(dtype, shape)]  # no axes: the identity, whatever they turn out to be
+            if keep and shape is not None:
+                return [(dtype, (None,) * len(shape))]
+            return [(dtype, None)]
+        if shape is None:
+            return [(dtype, None)]
+        axes = reduction_axes(ctx, value, len(shape))
+        if keep:
+            return [(dtype, tuple(1 if k in axes else d for k, d in enumerate(shape)))]
+        return [(dtype, tuple(d for k, d in enumerate(shape) if k not in axes))]
+
+    return infer
+
+
+def _axes_of(ctx: OpContext) -> list[int]:
+    value = ctx.require_const(1, "reduction axes")
+    return reduction_axes(ctx, value, len(ctx.in_shapes[0]))
+
+
+def _reduced_count(ctx: OpContext, axes: list[int]) -> int:
+    return math.prod(ctx.in_shapes[0][k] for k in axes)
+
+
+# -- the reductions as data: C combine/init/finalize and the NumPy definition --------------------
+@dataclass(frozen=True)
+class Reduction:
+    """One reduction: its C accumulation per dtype kind and its NumPy reference.
+
+    `combine` maps a dtype kind to a format_expr template of {a} (accumulator) and {b} (element);
+    `identity(dtype)` is the value of an empty reduction before `finalize`.
+    """
+
+    combine: dict
+    identity: Callable[[_dt.DType], Any]
+    numpy: Callable[[np.ndarray, tuple, bool], np.ndarray]
+    allowed: tuple[_dt.DType, ...] = _NUMERIC
+    wide_float32: bool = False  # float32 sums accumulate in double when the loop allows it
+    empty: Callable[[_dt.DType], Any] | None = None  # an empty reduction, when not the identity
+
+
+def _lowest(dtype: _dt.DType) -> Any:
+    return -np.inf if dtype.is_floating else dtype.min
+
+
+def _highest(dtype: _dt.DType) -> Any:
+    return np.inf if dtype.is_floating else dtype.max
+
+
+def _np_sum(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
+    # float32 is summed in double, the precision the kernel's accumulator has; ints wrap
+    acc = np.float64 if x.dtype == np.float32 else x.dtype
+    return np.sum(x, axis=axes, dtype=acc, keepdims=keep).astype(x.dtype)
+
+
+def _np_mean(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
+    count = math.prod(x.shape[k] for k in axes)
+    if x.dtype.kind == "f":
+        acc = np.float64 if x.dtype == np.float32 else x.dtype
+        total = np.sum(x, axis=axes, dtype=acc, keepdims=keep)
+        return (total / count if count else np.full_like(total, np.nan)).astype(x.dtype)
+    total = _np_sum(x, axes, keep)
+    if count == 0:
+        return np.zeros_like(total)  # TF's identity of an empty integer mean
+    # C division truncates toward zero; floor division then a step back up for negatives
+    floor = total // count
+    return np.where((floor * count != total) & (total < 0), floor + 1, floor).astype(x.dtype)
+
+
+def _np_extreme(fn: Callable, identity: Callable) -> Callable:
+    def reference(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
+        if math.prod(x.shape[k] for k in axes) == 0:
+            shape = tuple(1 if k in axes else d for k, d in enumerate(x.shape))
+            full = np.full(shape, identity(_dt.as_dtype(x.dtype)), dtype=x.dtype)
+            return (
+                full if keep else full.reshape([d for k, d in enumerate(x.shape) if k not in axes])
+            )
+        return fn(x, axis=axes, keepdims=keep)
+
+    return reference
+
+
+_ADD = {"f": "{a} + {b}", "i": "tfc_add_{tag}({a}, {b})"}
+REDUCTIONS = {
+    "Sum": Reduction(_ADD, lambda d: 0, _np_sum, wide_float32=True),
+    # a mean of nothing is 0/0: NaN for floats; TF gives 0 for integers
+    "Mean": Reduction(
+        _ADD,
+        lambda d: 0,
+        _np_mean,
+        wide_float32=True,
+        empty=lambda d: np.nan if d.is_floating else 0,
+    ),
+    "Prod": Reduction(
+        {"f": "{a} * {b}", "i": "tfc_mul_{tag}({a}, {b})"},
+        lambda d: 1,
+        lambda x, axes, keep: np.prod(x, axis=axes, dtype=x.dtype, keepdims=keep),
+    ),
+    # float max/min propagate NaN, as NumPy and tfc's Maximum/Minimum do
+    "Max": Reduction(
+        {"f": "tfc_max_{tag}({a}, {b})", "i": "({a} > {b} ? {a} : {b})"},
+        _lowest,
+        _np_extreme(np.max, _lowest),
+    ),
+    "Min": Reduction(
+        {"f": "tfc_min_{tag}({a}, {b})", "i": "({a} < {b} ? {a} : {b})"},
+        _highest,
+        _np_extreme(np.min, _highest),
+    ),
+    "All": Reduction(
+        {"b": "({a} && {b})"},
+        lambda d: True,
+        lambda x, axes, keep: np.all(x, axis=axes, keepdims=keep),
+        allowed=(_dt.bool_,),
+    ),
+    "Any": Reduction(
+        {"b": "({a} || {b})"},
+        lambda d: False,
+        lambda x, axes, keep: np.any(x, axis=axes, keepdims=keep),
+        allowed=(_dt.bool_,),
+    ),
+}
+
+
+def _reduce_reference(ctx: OpContext, x: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    axes_tuple = tuple(reduction_axes(ctx, axes, x.ndim))
+    keep = ctx.attrs.get("keep_dims", False)
+    with np.errstate(all="ignore"):
+        result = REDUCTIONS[ctx.type].numpy(x, axes_tuple, keep)
+    return np.asarray(result, dtype=x.dtype)
+
+
+def _mean_finalize(dtype: _dt.DType, count: int) -> str | None:
+    if count == 1:
+        return None
+    if dtype.is_floating:
+        return f"{{a}} / {c_literal(count, dtype)}"
+    return f"({dtype.c_type})({{a}} / {c_literal(count, dtype)})"  # count > 0: cannot overflow
+
+
+def _reduce_lower(ctx: OpContext) -> list[Kernel]:
+    spec = REDUCTIONS[ctx.type]
+    dtype, shape = ctx.in_dtypes[0], ctx.in_shapes[0]
+    axes = _axes_of(ctx)
+    out = view("out0", dtype, ctx.out_shapes[0])
+    count = _reduced_count(ctx, axes)
+    if count == 0:
+        # nothing to read (the input may be an empty, NULL buffer): every output is the identity
+        value = spec.empty(dtype) if spec.empty else spec.identity(dtype)
+        return loop_kernel(ctx.out_shapes[0], out, [], c_literal(value, dtype))
+    combine = format_expr(spec.combine[dtype.kind], dtype, a="{a}", b="{b}")
+    finalize = _mean_finalize(dtype, count) if ctx.type == "Mean" else None
+    acc_ctype = "double" if spec.wide_float32 and dtype is _dt.float32 else None
+    return reduce_kernel(
+        shape,
+        axes,
+        view("in0", dtype, shape),
+        out,
+        combine,
+        c_literal(spec.identity(dtype), dtype),
+        finalize,
+        acc_ctype,
+    )
+
+
+for _type, _spec in REDUCTIONS.items():
+    register(
+        OpDef(
+            _type,
+            infer=_reduce_infer(_spec.allowed),
+            reference=_reduce_reference,
+            lower=_reduce_lower,
+            const_inputs=(1,),
+            input_names=("input", "reduction_indices"),
+            differentiable=_spec.allowed != (_dt.bool_,),
+        )
+    )
+
+
+# -- frontends ----------------------------------------------------------------------------------
+def pick_argument(new: Any, new_name: str, old: Any, old_name: str) -> Any:
+    """TF1's deprecated-argument lookup: one of two spellings of an argument, not both."""
+    if new is not None and old is not None:
+        raise ValueError(f"Cannot specify both '{new_name}' and '{old_name}'.")
+    return new if new is not None else old
+
+
+def axis_tensor(axis: Any) -> Tensor:
+    if is_tensor_like(axis):
+        return convert_to_tensor(axis)
+    if isinstance(axis, (np.ndarray, np.generic)) and axis.dtype == np.int64:
+        return constant(axis)
+    return convert_to_tensor(axis, dtype=_dt.int32)  # TF's default Tidx, also for []
+
+
+def _reduce(
+    op_type: str,
+    input_tensor: Any,
+    axis: Any,
+    keepdims: Any,
+    name: str | None,
+    reduction_indices: Any,
+    keep_dims: Any,
+) -> Tensor:
+    axis = pick_argument(axis, "axis", reduction_indices, "reduction_indices")
+    keep = bool(pick_argument(keepdims, "keepdims", keep_dims, "keep_dims") or False)
+    x = convert_to_tensor(input_tensor)
+    if axis is None and x._shape_tuple is None:
+        return _reduce_unknown_rank(op_type, x, keep, name)
+    if axis is None:
+        axes = constant(np.arange(len(x._shape_tuple), dtype=np.int32))
+    else:
+        axes = axis_tensor(axis)
+    return apply_op(op_type, [x, axes], {"keep_dims": keep}, name=name or op_type).outputs[0]
+
+
+def _reduce_unknown_rank(op_type: str, x: Tensor, keep: bool, name: str | None) -> Tensor:
+    """axis=None on a tensor whose rank is not known yet. TF1 reduces over range(rank(x));
+    reducing the flattened tensor over its one axis visits the same elements in the same
+    order, and needs no Range op. keepdims restores rank(x) ones once the rank is known."""
+    from tfc.ops import array
+
+    flat = array.reshape(x, [-1])
+    axes = constant(np.zeros(1, dtype=np.int32))
+    attrs = {"keep_dims": False}
+    if not keep:
+        return apply_op(op_type, [flat, axes], attrs, name=name or op_type).outputs[0]
+    total = apply_op(op_type, [flat, axes], attrs).outputs[0]
+    return array.reshape(total, array.ones_like(array.shape(x)), name=name)
+
+
+def _reduction_frontend(op_type: str, fn_name: str, what: str) -> Callable[..., Tensor]:
+    def fn(
+        input_tensor: Any,
+        axis: Any = None,
+        keepdims: bool | None = None,
+        name: str | None = None,
+        reduction_indices: Any = None,
+        keep_dims: bool | None = None,
+    ) -> Tensor:
+        return _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+    fn.__name__ = fn.__qualname__ = fn_name
+    fn.__doc__ = (
+        f"`tf.{fn_name}`: the {what} of the elements along `axis` (all axes when None); "
+        "the reduced dims are dropped, or kept with size 1 when `keepdims`."
+    )
+    return fn
+
+
+reduce_sum = _reduction_frontend("Sum", "reduce_sum", "sum (integers wrap)")
+reduce_mean = _reduction_frontend(
+    "Mean", "reduce_mean", "mean (integers: the sum divided by the count, truncated toward zero)"
+)
+reduce_max = _reduction_frontend("Max", "reduce_max", "maximum (-inf or the lowest when empty)")
+reduce_min = _reduction_frontend("Min", "reduce_min", "minimum (+inf or the highest when empty)")
+reduce_prod = _reduction_frontend("Prod", "reduce_prod", "product (integers wrap)")
+reduce_all = _reduction_frontend("All", "reduce_all", "logical and")
+reduce_any = _reduction_frontend("Any", "reduce_any", "logical or")
+
+
+def count_nonzero(
+    input_tensor: Any = None,
+    axis: Any = None,
+    keepdims: bool | None = None,
+    dtype: Any = _dt.int64,
+    name: str | None = None,
+    reduction_indices: Any = None,
+    keep_dims: bool | None = None,
+    input: Any = None,  # noqa: A002  (TF1 later renamed input_tensor to input)
+) -> Tensor:
+    """`tf.count_nonzero`: how many elements along `axis` are not zero (not False)."""
+    input_tensor = pick_argument(input_tensor, "input_tensor", input, "input")
+    with name_scope(name, "count_nonzero"):
+        x = convert_to_tensor(input_tensor)
+        nonzero = _logic.not_equal(x, constant(0, dtype=x.dtype))
+        counts = _reduce(
+            "Sum",
+            _math.cast(nonzero, _dt.int64),
+            axis,
+            keepdims,
+            None,
+            reduction_indices,
+            keep_dims,
+        )
+        return _math.cast(counts, dtype)
