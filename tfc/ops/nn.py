@@ -1,3 +1,363 @@
-"""(being written) tfc.ops.nn"""
+"""`tf.nn` ops: activations, Softmax/LogSoftmax (one fused kernel), BiasAdd, and dropout."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc import errors
+from tfc.graph import Tensor, name_scope
+from tfc.kernels import Kernel, Operand, Param, c_literal, format_expr, loop_kernel, view
+from tfc.ops import array as _array
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.elementwise import apply_elementwise, register_elementwise
+from tfc.ops.math import divide, floor, sigmoid, tanh, to_float
+from tfc.ops.random import random_uniform
+from tfc.ops.registry import (
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    check_same_dtypes,
+    constant_value,
+    register,
+)
+from tfc.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
+
+__all__ = [
+    "relu",
+    "relu6",
+    "elu",
+    "leaky_relu",
+    "softplus",
+    "sigmoid",
+    "tanh",
+    "softmax",
+    "log_softmax",
+    "bias_add",
+    "dropout",
+]
+
+_FLOATS = (_dt.float32, _dt.float64)
+_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+
+
+# -- element-wise activations -------------------------------------------------------------------
+def _softplus(x: np.ndarray) -> np.ndarray:
+    # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+# NaN passes through every activation, as Eigen's max/min/select give it in TensorFlow
+register_elementwise("Relu", lambda x: np.where(x < 0, 0, x), {"f": "({0} < 0 ? ({T})0 : {0})"})
+register_elementwise(
+    "Relu6",
+    lambda x: np.where(x < 0, 0, np.where(x > 6, 6, x)),
+    {"f": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))"},
+)
+register_elementwise(
+    "Elu", lambda x: np.where(x < 0, np.expm1(x), x), {"f": "({0} < 0 ? expm1{sfx}({0}) : {0})"}
+)
+register_elementwise(
+    "LeakyRelu",
+    lambda attrs, x: np.where(x > 0, x, x * x.dtype.type(attrs["alpha"])),
+    {"f": "({0} > 0 ? {0} : {0} * ({alpha}))"},
+    params=lambda attrs, dtype: {"alpha": c_literal(attrs["alpha"], dtype)},
+)
+register_elementwise("Softplus", _softplus, {"f": "tfc_softplus_{tag}({0})"})
+
+
+def relu(features: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.relu`: max(features, 0)."""
+    return apply_elementwise("Relu", features, name=name or "Relu")
+
+
+def relu6(features: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.relu6`: min(max(features, 0), 6)."""
+    with name_scope(name, "Relu6", [features]) as scope:
+        features = convert_to_tensor(features, name="features")
+        return apply_op("Relu6", [features], name=scope).outputs[0]
+
+
+def elu(features: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.elu`: features if > 0, else exp(features) - 1."""
+    return apply_elementwise("Elu", features, name=name or "Elu")
+
+
+def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    """`tf.nn.leaky_relu`: features if > 0, else alpha * features (integers become float32)."""
+    with name_scope(name, "LeakyRelu", [features, alpha]) as scope:
+        features = convert_to_tensor(features, name="features")
+        if features.dtype.is_integer:
+            features = to_float(features)
+        if isinstance(alpha, np.ndarray):
+            alpha = alpha.item()
+        return apply_op("LeakyRelu", [features], {"alpha": float(alpha)}, name=scope).outputs[0]
+
+
+def softplus(features: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.softplus`: log(exp(features) + 1), computed without overflow."""
+    return apply_elementwise("Softplus", features, name=name or "Softplus")
+
+
+# -- Softmax, LogSoftmax --------------------------------------------------------------------------
+def _softmax_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, _FLOATS, "logits")
+    shape = ctx.in_shapes[0]
+    if shape is not None and len(shape) < 1:
+        raise ctx.error("Shape must be at least rank 1 but is rank 0")
+    return [(ctx.in_dtypes[0], shape)]
+
+
+def _softmax_reference(log: bool):
+    def reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+        if x.shape[-1] == 0:
+            return x.copy()
+        with np.errstate(all="ignore"):
+            shifted = x - x.max(axis=-1, keepdims=True)
+            total = np.exp(shifted).sum(axis=-1, keepdims=True)
+            return shifted - np.log(total) if log else np.exp(shifted) / total
+
+    return reference
+
+
+def _softmax_lower(log: bool):
+    """One pass per row over the last axis: max, then sum of exp(x - max), then normalize."""
+
+    def lower(ctx: OpContext) -> list:
+        dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
+        if num_elements(shape) == 0:
+            return []
+        if log:
+            accumulate = ["s += exp{sfx}(xr[j] - m);"]
+            prelude = ["const {T} log_s = log{sfx}(s);"]
+            finish = "(xr[j] - m) - log_s"
+        else:
+            accumulate = ["yr[j] = exp{sfx}(xr[j] - m);", "s += yr[j];"]
+            prelude = []
+            finish = "yr[j] / s"
+        params = [
+            Param("y", dtype.c_type, False, "out0"),
+            Param("x0", dtype.c_type, True, "in0"),
+        ]
+        data = {
+            "ctype": dtype.c_type,
+            "rows": c_literal(num_elements(shape[:-1]), _dt.int64),
+            "cols": c_literal(shape[-1], _dt.int64),
+            # NaN-propagating max, so a row holding NaN gives NaN everywhere as in NumPy
+            "max": format_expr("tfc_max_{tag}(m, xr[j])", dtype),
+            "accumulate": [format_expr(line, dtype) for line in accumulate],
+            "prelude": [format_expr(line, dtype) for line in prelude],
+            "finish": finish,
+        }
+        return [Kernel("softmax", params, data)]
+
+    return lower
+
+
+for _type, _log in [("Softmax", False), ("LogSoftmax", True)]:
+    register(
+        OpDef(
+            _type,
+            infer=_softmax_infer,
+            reference=_softmax_reference(_log),
+            lower=_softmax_lower(_log),
+            input_names=("logits",),
+        )
+    )
+
+
+def _softmax_axis(axis: int | None, dim: int | None) -> int:
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'.")
+    axis = dim if axis is None else axis
+    return -1 if axis is None else int(axis)
+
+
+def _softmax(logits: Any, op_type: str, axis: int, name: str | None) -> Tensor:
+    """The op on the last axis; another axis is swapped with the last one and back, as TF does."""
+    logits = convert_to_tensor(logits)
+    shape = logits._shape_tuple
+    if axis == -1 or (shape is not None and axis == len(shape) - 1):
+        return apply_op(op_type, [logits], name=name or op_type).outputs[0]
+    if shape is None:
+        raise ValueError(
+            f"{op_type} over axis {axis} needs the rank of logits to be known when the graph "
+            "is built"
+        )
+    rank = len(shape)
+    if not -rank <= axis < rank:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Dimension ({axis}) must be in the range [{-rank}, {rank}) where {rank} is the "
+            "number of dimensions in the input.",
+        )
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    swapped = apply_op(op_type, [_array.transpose(logits, perm)], name=op_type).outputs[0]
+    output = _array.transpose(swapped, perm, name=name)
+    output.set_shape(shape)
+    return output
+
+
+def softmax(
+    logits: Any, axis: int | None = None, name: str | None = None, dim: int | None = None
+) -> Tensor:
+    """`tf.nn.softmax`: exp(logits) / sum(exp(logits), axis), stable for large logits."""
+    return _softmax(logits, "Softmax", _softmax_axis(axis, dim), name)
+
+
+def log_softmax(
+    logits: Any, axis: int | None = None, name: str | None = None, dim: int | None = None
+) -> Tensor:
+    """`tf.nn.log_softmax`: logits - log(sum(exp(logits), axis)), stable for large logits."""
+    return _softmax(logits, "LogSoftmax", _softmax_axis(axis, dim), name)
+
+
+# -- BiasAdd ------------------------------------------------------------------------------------
+def _bias_axis(data_format: str, rank: int) -> int:
+    return 1 if data_format == "NCHW" else rank - 1
+
+
+def _bias_add_infer(ctx: OpContext) -> list:
+    check_same_dtypes(ctx, ("value", "bias"))
+    check_dtype(ctx, 0, _NUMERIC, "value")
+    value, bias = ctx.in_shapes
+    data_format = ctx.attrs.get("data_format", "NHWC")
+    least = 3 if data_format == "NCHW" else 2
+    if value is not None and len(value) < least:
+        raise ctx.error(f"Shape must be at least rank {least} but is rank {len(value)}")
+    if bias is not None and len(bias) != 1:
+        raise ctx.error(f"Shape must be rank 1 but is rank {len(bias)}")
+    if value is None:
+        return [(ctx.in_dtypes[0], None)]
+    axis = _bias_axis(data_format, len(value))
+    channels = merge_shapes((value[axis],), (None,) if bias is None else bias)
+    if channels is False:
+        raise ctx.error(f"Dimensions must be equal, but are {value[axis]} and {bias[0]}")
+    out = list(value)
+    out[axis] = channels[0]
+    return [(ctx.in_dtypes[0], tuple(out))]
+
+
+def _bias_add_reference(ctx: OpContext, value: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    axis = _bias_axis(ctx.attrs.get("data_format", "NHWC"), value.ndim)
+    shape = [1] * value.ndim
+    shape[axis] = bias.shape[0]
+    with np.errstate(all="ignore"):
+        return (value + bias.reshape(shape)).astype(value.dtype)
+
+
+def _bias_add_lower(ctx: OpContext) -> list:
+    dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
+    axis = _bias_axis(ctx.attrs.get("data_format", "NHWC"), len(shape))
+    bias_strides = tuple(1 if k == axis else 0 for k in range(len(shape)))
+    add = "{0} + {1}" if dtype.is_floating else "tfc_add_{tag}({0}, {1})"
+    expr = format_expr(add, dtype, "{0}", "{1}")
+    return loop_kernel(
+        shape,
+        view("out0", dtype, shape),
+        [view("in0", dtype, shape), Operand("in1", dtype, bias_strides)],
+        expr,
+    )
+
+
+register(
+    OpDef(
+        "BiasAdd",
+        infer=_bias_add_infer,
+        reference=_bias_add_reference,
+        lower=_bias_add_lower,
+        input_names=("value", "bias"),
+    )
+)
+
+
+def bias_add(
+    value: Any, bias: Any, data_format: str | None = None, name: str | None = None
+) -> Tensor:
+    """`tf.nn.bias_add`: adds the 1-D `bias` along the channel dim (last, or 1 for NC...)."""
+    with name_scope(name, "BiasAdd", [value, bias]) as scope:
+        if data_format is not None:
+            if data_format.startswith("NC"):
+                data_format = "NCHW"
+            elif data_format.startswith("N") and data_format.endswith("C"):
+                data_format = "NHWC"
+            else:
+                raise ValueError("data_format must be of the form `N...C` or `NC...`")
+        value = convert_to_tensor(value, name="input")
+        bias = convert_to_tensor(bias, dtype=value.dtype, name="bias")
+        attrs = {"data_format": data_format or "NHWC"}
+        return apply_op("BiasAdd", [value, bias], attrs, name=scope).outputs[0]
+
+
+# -- dropout --------------------------------------------------------------------------------------
+def _noise_shape(x: Tensor, noise_shape: Any) -> Any:
+    """noise_shape with its unknown dims taken from x's static shape (TF's _get_noise_shape)."""
+    if noise_shape is None:
+        return _array.shape(x)
+    try:
+        dims = TensorShape(noise_shape).as_tuple()
+    except (TypeError, ValueError):
+        return noise_shape  # a tensor: the random op checks it
+    x_dims = x._shape_tuple
+    if x_dims is not None and dims is not None and len(x_dims) == len(dims):
+        return TensorShape([n if n is not None else d for n, d in zip(dims, x_dims)])
+    return noise_shape
+
+
+def dropout(
+    x: Any,
+    keep_prob: Any = None,
+    noise_shape: Any = None,
+    seed: int | None = None,
+    name: str | None = None,
+    rate: Any = None,
+) -> Tensor:
+    """`tf.nn.dropout`: each entry kept with probability keep_prob (= 1 - rate) and scaled by
+    1 / keep_prob, else zeroed; entries sharing a noise_shape cell are kept or dropped together.
+    """
+    try:
+        keep = 1.0 - keep_prob if keep_prob is not None else None
+    except TypeError:
+        raise ValueError(
+            f"keep_prob must be a floating point number or Tensor (got {keep_prob!r})"
+        ) from None
+    if rate is not None and keep is not None:
+        raise ValueError("Cannot specify both 'rate' and 'keep_prob'.")
+    rate = keep if rate is None else rate
+    if rate is None:
+        raise ValueError("You must provide a rate to dropout.")
+    with name_scope(name, "dropout", [x]):  # the result is "dropout/mul", as in TF
+        x = convert_to_tensor(x, name="x")
+        if not x.dtype.is_floating:
+            raise ValueError(
+                "x has to be a floating point tensor since it's going to be scaled. Got a "
+                f"{x.dtype.name} tensor instead."
+            )
+        if isinstance(rate, numbers.Real):
+            if not 0 <= rate < 1:
+                raise ValueError(
+                    f"rate must be a scalar tensor or a float in the range [0, 1), got {rate:g}"
+                )
+            if rate == 0:
+                return x
+        rate = convert_to_tensor(rate, dtype=x.dtype, name="rate")
+        if rate._shape_tuple not in (None, ()):
+            raise ValueError(f"rate must be a scalar, got shape {shape_str(rate._shape_tuple)}")
+        known = constant_value(rate.graph, (rate.op.name, rate.value_index))
+        if known is not None and float(known) == 0:
+            return x
+        keep_prob = 1 - rate
+        # uniform in [keep_prob, 1 + keep_prob): its floor is 1 with probability keep_prob
+        random_tensor = keep_prob + random_uniform(
+            _noise_shape(x, noise_shape), seed=seed, dtype=x.dtype
+        )
+        binary_tensor = floor(random_tensor)
+        ret = divide(x, keep_prob) * binary_tensor
+        ret.set_shape(x.get_shape())
+        return ret
