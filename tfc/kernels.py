@@ -94,7 +94,8 @@ def collapse(shape: Sequence[int], operands: Sequence[Sequence[int]]) -> tuple[l
     return new_shape, new_strides
 
 
-def _index(strides: Sequence[int], loop_vars: Sequence[str]) -> str:
+def index_expr(strides: Sequence[int], loop_vars: Sequence[str]) -> str:
+    """The C expression of sum(loop_var * stride) ("0" when every stride is 0)."""
     terms = []
     for s, v in zip(strides, loop_vars):
         if s == 0:
@@ -103,7 +104,7 @@ def _index(strides: Sequence[int], loop_vars: Sequence[str]) -> str:
     return " + ".join(terms) if terms else "0"
 
 
-def _loop_lines(bounds: Sequence[int], loop_vars: Sequence[str], base_indent: int = 1) -> tuple:
+def loop_lines(bounds: Sequence[int], loop_vars: Sequence[str], base_indent: int = 1) -> tuple:
     """Opening lines of a loop nest, the indent of its body, and its closing braces."""
     opens = [
         "    " * (base_indent + k) + f"for (int64_t {v} = 0; {v} < {b}; ++{v}) {{"
@@ -131,10 +132,10 @@ def loop_kernel(
     operands = [out, *ins]
     new_shape, strides = collapse(shape, [o.strides for o in operands])
     loop_vars = [f"i{k}" for k in range(len(new_shape))]
-    out_idx = _index(strides[0], loop_vars)
-    loads = [f"x{k}[{_index(strides[k + 1], loop_vars)}]" for k in range(len(ins))]
+    out_idx = index_expr(strides[0], loop_vars)
+    loads = [f"x{k}[{index_expr(strides[k + 1], loop_vars)}]" for k in range(len(ins))]
     statement = f"y[{out_idx}] = " + expr.format(*loads, out=f"y[{out_idx}]") + ";"
-    opens, indent, closes = _loop_lines(new_shape, loop_vars)
+    opens, indent, closes = loop_lines(new_shape, loop_vars)
     params = [Param("y", out.dtype.c_type, False, out.buf, out.offset)] + [
         Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)
     ]
@@ -192,11 +193,11 @@ def reduce_kernel(
     outer, inner = merged[: len(merged) - suffix], merged[len(merged) - suffix :]
     ov = [f"i{k}" for k in range(len(outer))]
     iv = [f"j{k}" for k in range(len(inner))]
-    out_idx = _index([m[2] for m in outer], ov)
-    x_idx = _index([m[1] for m in outer] + [m[1] for m in inner], ov + iv)
-    opens, indent, closes = _loop_lines([m[0] for m in outer], ov)
+    out_idx = index_expr([m[2] for m in outer], ov)
+    x_idx = index_expr([m[1] for m in outer] + [m[1] for m in inner], ov + iv)
+    opens, indent, closes = loop_lines([m[0] for m in outer], ov)
     if inner:
-        inner_opens, inner_indent, inner_closes = _loop_lines(
+        inner_opens, inner_indent, inner_closes = loop_lines(
             [m[0] for m in inner], iv, base_indent=len(outer) + 1
         )
         acc_update = "acc = " + combine.format(a="acc", b=f"x0[{x_idx}]") + ";"

@@ -10,7 +10,7 @@ from tfc import dtypes as _dt
 from tfc.graph import Tensor
 from tfc.kernels import Kernel, Operand, contiguous_strides, loop_kernel
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
-from tfc.ops.registry import OpContext, constant_value
+from tfc.ops.registry import OpContext, check_dtype, constant_value
 from tfc.tensor_shape import Dimension, Shape, TensorShape, shape_str
 
 INDEX_DTYPES = (_dt.int32, _dt.int64)
@@ -95,6 +95,18 @@ def check_rank(ctx: OpContext, i: int, rank: int) -> None:
     shape = ctx.in_shapes[i]
     if shape is not None and len(shape) != rank:
         raise ctx.error(f"Shape must be rank {rank} but is rank {len(shape)}")
+
+
+def per_dim_argument(ctx: OpContext, i: int, what: str) -> int | None:
+    """Check input `i`, a vector with one entry per dimension of input 0 (Tile's multiples,
+    Transpose's perm); returns the rank, or None when neither tells it."""
+    check_dtype(ctx, i, INDEX_DTYPES, what)
+    check_rank(ctx, i, 1)
+    in_shape = ctx.in_shapes[0]
+    n = ctx.in_shapes[i][0] if ctx.in_shapes[i] is not None else None
+    if in_shape is not None and n is not None and n != len(in_shape):
+        raise ctx.error(f"Dimension must be {len(in_shape)} but is {n}")
+    return len(in_shape) if in_shape is not None else n
 
 
 def min_rank_for_axis(axis: int) -> int:

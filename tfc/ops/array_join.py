@@ -18,6 +18,7 @@ from tfc.ops.array_common import (
     int_list,
     merge_or_raise,
     min_rank_for_axis,
+    per_dim_argument,
     strided_copy,
 )
 from tfc.ops.array_shape import identity
@@ -343,13 +344,8 @@ def split(
 
 # -- Tile ----------------------------------------------------------------------------------------
 def _tile_infer(ctx: OpContext) -> list:
-    check_dtype(ctx, 1, INDEX_DTYPES, "multiples")
-    check_rank(ctx, 1, 1)
+    r = per_dim_argument(ctx, 1, "multiples")
     dtype, in_shape, multiples = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
-    n = ctx.in_shapes[1][0] if ctx.in_shapes[1] is not None else None
-    if in_shape is not None and n is not None and n != len(in_shape):
-        raise ctx.error(f"Dimension must be {len(in_shape)} but is {n}")
-    r = len(in_shape) if in_shape is not None else n
     if r is None:
         return [(dtype, None)]
     if multiples is None:

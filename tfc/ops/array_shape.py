@@ -16,6 +16,7 @@ from tfc.ops.array_common import (
     contiguous,
     index_tensor,
     int_list,
+    per_dim_argument,
     shape_value,
     strided_copy,
 )
@@ -250,13 +251,8 @@ def squeeze(
 
 # -- Transpose -----------------------------------------------------------------------------------
 def _transpose_infer(ctx: OpContext) -> list:
-    check_dtype(ctx, 1, INDEX_DTYPES, "perm")
-    check_rank(ctx, 1, 1)
+    r = per_dim_argument(ctx, 1, "perm")
     dtype, in_shape, perm = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
-    n = ctx.in_shapes[1][0] if ctx.in_shapes[1] is not None else None
-    if in_shape is not None and n is not None and n != len(in_shape):
-        raise ctx.error(f"Dimension must be {len(in_shape)} but is {n}")
-    r = len(in_shape) if in_shape is not None else n
     if r is None:
         return [(dtype, None)]
     if perm is None:

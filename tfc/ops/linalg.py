@@ -9,7 +9,18 @@ import numpy as np
 
 from tfc import dtypes as _dt
 from tfc.graph import Tensor, name_scope
-from tfc.kernels import Kernel, Param, collapse, contiguous_strides, loop_kernel, type_tag, view
+from tfc.kernels import (
+    Kernel,
+    Param,
+    broadcast_strides,
+    collapse,
+    contiguous_strides,
+    index_expr,
+    loop_kernel,
+    loop_lines,
+    type_tag,
+    view,
+)
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.registry import (
     OpContext,
@@ -115,11 +126,7 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     c_strides = tuple(s * m * n for s in contiguous_strides(batch))
     bounds, (c_st, a_st, b_st) = collapse(batch, [c_strides, a_strides, b_strides])
     loop_vars = [f"b{i}" for i in range(len(bounds))]
-    opens = [
-        "    " * (1 + i) + f"for (int64_t {v} = 0; {v} < {d}; ++{v}) {{"
-        for i, (v, d) in enumerate(zip(loop_vars, bounds))
-    ]
-    closes = ["    " * (1 + i) + "}" for i in reversed(range(len(bounds)))]
+    opens, indent, closes = loop_lines(bounds, loop_vars)
     args = [
         str(m),
         str(n),
@@ -135,7 +142,7 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     data = {
         "opens": opens,
         "closes": closes,
-        "indent": "    " * (1 + len(bounds)),
+        "indent": indent,
         "gemm": f"tfc_gemm_{type_tag(dtype)}",
         "args": ", ".join(args),
     }
@@ -149,16 +156,11 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
 
 def _batch_strides(shape: tuple, batch: tuple) -> tuple[int, ...]:
     """Element strides of a contiguous [..., r, c] operand's batch dims, broadcast to `batch`."""
-    own = shape[:-2]
-    matrix = shape[-2] * shape[-1]
-    padded = (1,) * (len(batch) - len(own)) + tuple(own)
-    strides = contiguous_strides(padded)
-    return tuple(0 if d == 1 and o != 1 else s * matrix for d, s, o in zip(padded, strides, batch))
+    return tuple(s * shape[-2] * shape[-1] for s in broadcast_strides(shape[:-2], batch))
 
 
 def _pointer(base: str, strides: list[int], loop_vars: list[str]) -> str:
-    terms = [v if s == 1 else f"{v} * {s}" for v, s in zip(loop_vars, strides) if s != 0]
-    return " + ".join([base, *terms])
+    return f"{base} + {index_expr(strides, loop_vars)}"
 
 
 register(
