@@ -38,7 +38,9 @@ from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.variables import *
 from tfc.init_ops import *
-from tfc import nn
+from tfc.ops.numerics import *
+from tfc.passes.gradients import gradients
+from tfc import nn, train, data, losses, debugging
 from tfc.session import InteractiveSession, Session, get_default_session
 from tfc.ops.operators import install_operators as _install_operators
 

@@ -139,11 +139,38 @@ def loop_kernel(
     params = [Param("y", out.dtype.c_type, False, out.buf, out.offset)] + [
         Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)
     ]
-    data = {"opens": opens, "indent": indent, "closes": closes, "statement": statement}
+    data = {"opens": opens, "indent": indent, "closes": closes, "statements": [statement]}
     if guard is not None:
         data["guard"] = guard[0].format(*loads)
         data["message"] = c_string(guard[1])
     return [Kernel("loop", params, data, can_fail=guard is not None)]
+
+
+def update_kernel(
+    shape: Sequence[int],
+    refs: Sequence[Operand],
+    ins: Sequence[Operand],
+    statements: Sequence[str],
+) -> list[Kernel]:
+    """Update several buffers in place, element by element (an optimizer's variable and slots).
+
+    Each statement refers to ref k (read and written) as {r0}, {r1}..., to input k (read only)
+    as {0}, {1}...; statements may declare locals ("const float g = {0};"). Refs must be
+    distinct buffers; inputs may broadcast (stride 0), refs may not.
+    """
+    if any(d == 0 for d in shape):
+        return []
+    operands = [*refs, *ins]
+    new_shape, strides = collapse(shape, [o.strides for o in operands])
+    loop_vars = [f"i{k}" for k in range(len(new_shape))]
+    names = {f"r{k}": f"r{k}[{index_expr(strides[k], loop_vars)}]" for k in range(len(refs))}
+    loads = [f"x{k}[{index_expr(strides[len(refs) + k], loop_vars)}]" for k in range(len(ins))]
+    opens, indent, closes = loop_lines(new_shape, loop_vars)
+    params = [Param(f"r{k}", r.dtype.c_type, False, r.buf, r.offset) for k, r in enumerate(refs)]
+    params += [Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)]
+    body = [st.format(*loads, **names) for st in statements]
+    data = {"opens": opens, "indent": indent, "closes": closes, "statements": body}
+    return [Kernel("loop", params, data)]
 
 
 def reduce_kernel(

@@ -1,3 +1,4 @@
-"""`tf.nn`: neural-network ops."""
+"""`tf.nn`: neural-network ops and losses."""
 
 from tfc.ops.nn import *  # noqa: F401,F403
+from tfc.ops.nn_loss import *  # noqa: F401,F403

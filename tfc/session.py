@@ -18,7 +18,7 @@ import numpy as np
 from tfc import errors
 from tfc.backend_c import build_shared_library, load_library
 from tfc.graph import Graph, get_default_graph
-from tfc.lower import LoweredProgram, lower_program
+from tfc.lower import LoweredProgram, Slot, lower_program
 from tfc.passes import PIPELINE, run_passes
 from tfc.render import render_program
 from tfc.signature import RunRequest, make_program_graph
@@ -166,6 +166,39 @@ class Session:
                 seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
             state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)
         return state
+
+    # -- variables' values (checkpoints read and write them here) ------------------------------
+    def read_variable(self, name: str) -> np.ndarray:
+        """A copy of variable `name`'s current value (the VariableV2 node's name)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if name not in self._initialized:
+            op = self.graph.get_operation_by_name(name) if name in self.graph.nx else None
+            raise errors.FailedPreconditionError(
+                None, op, f"Attempting to use uninitialized value {name}"
+            )
+        return np.array(self._vars[name], copy=True)
+
+    def write_variable(self, name: str, value: Any) -> None:
+        """Set variable `name` to `value` (converted to its dtype; the shape must match)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        node = self.graph.node(name) if name in self.graph.nx else None
+        if node is None or node["op"] != "VariableV2":
+            raise ValueError(f"'{name}' is not a variable of this session's graph")
+        dtype, shape = node["dtypes"][0], tuple(node["shapes"][0])
+        array = np.asarray(value, dtype=dtype.np)
+        if array.shape != shape:
+            raise ValueError(
+                f"Cannot assign a value of shape {array.shape} to variable '{name}' of shape "
+                f"{shape}"
+            )
+        with self._lock:
+            self._slot_buffer(Slot("var", name, dtype, shape))[...] = array
+            self._initialized.add(name)
+
+    def initialized_variables(self) -> set[str]:
+        return set(self._initialized)
 
     # -- lifetime --------------------------------------------------------------------------------
     def close(self) -> None:

@@ -9,6 +9,8 @@ from tfc.ops import (  # noqa: F401
     logic,
     math,
     nn,
+    nn_loss,
+    numerics,
     random,
     reduce,
     registry,

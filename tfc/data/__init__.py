@@ -1,0 +1,3 @@
+"""`tf.data`: input pipelines (being written)."""
+
+__all__: list[str] = []
