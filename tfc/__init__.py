@@ -39,7 +39,7 @@ from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.variables import *
 from tfc.init_ops import *
 from tfc.ops.numerics import *
-from tfc.passes.gradients import gradients
+from tfc.passes.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging
 from tfc.session import InteractiveSession, Session, get_default_session
 from tfc.ops.operators import install_operators as _install_operators

@@ -12,8 +12,9 @@ from tfc import errors
 from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Param
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, index_tensor, min_rank_for_axis
-from tfc.ops.constant import convert_to_tensor, is_tensor_like
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.grad_ops import reshape_to, select, shape_tensor
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
 
 # -- GatherV2 ------------------------------------------------------------------------------------
@@ -81,6 +82,31 @@ def _gather_lower(ctx: OpContext) -> list:
     return [Kernel("gather", params_, data, can_fail=True)]
 
 
+def _gather_grad(op, dy: Tensor) -> list:
+    """dy's slices added back at their indices: an UnsortedSegmentSum over the axis, which
+    is moved to the front and back when it is not the first."""
+    params, indices, axis = op.inputs
+    value = constant_value(op.graph, (axis.op.name, axis.value_index))
+    if value is None or params._shape_tuple is None or indices._shape_tuple is None:
+        raise ValueError(
+            f"The gradient of '{op.name}' (GatherV2) needs its axis and the ranks of its "
+            "params and indices when the graph is built"
+        )
+    rank_p, rank_i = len(params._shape_tuple), len(indices._shape_tuple)
+    a = int(value) % rank_p
+    n = params._shape_tuple[a]
+    if n is None:
+        n = shape_tensor(params)[a]
+    if a:
+        front = [*range(a, a + rank_i), *range(a), *range(a + rank_i, rank_p + rank_i - 1)]
+        dy = apply_op("Transpose", [dy, constant(np.array(front, np.int32))]).outputs[0]
+    summed = unsorted_segment_sum(dy, indices, n)
+    if a:
+        back = [*range(1, a + 1), 0, *range(a + 1, rank_p)]
+        summed = apply_op("Transpose", [summed, constant(np.array(back, np.int32))]).outputs[0]
+    return [reshape_to(summed, params), None, None]
+
+
 register(
     OpDef(
         "GatherV2",
@@ -88,8 +114,95 @@ register(
         reference=_gather_reference,
         lower=_gather_lower,
         const_inputs=(2,),
+        grad=_gather_grad,
     )
 )
+
+
+# -- UnsortedSegmentSum (gradient-only: how a gather's gradient is scattered back) ---------------
+def _segment_sum_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "segment_ids")
+    check_dtype(ctx, 2, INDEX_DTYPES, "num_segments")
+    check_rank(ctx, 2, 0)
+    data, ids, num = ctx.in_shapes[0], ctx.in_shapes[1], ctx.const(2)
+    if data is None or ids is None:
+        return [(ctx.in_dtypes[0], None)]
+    lead = data[: len(ids)]
+    if len(lead) < len(ids) or any(
+        a is not None and b is not None and a != b for a, b in zip(lead, ids)
+    ):
+        raise ctx.error("segment_ids.shape must be a prefix of data.shape")
+    return [(ctx.in_dtypes[0], (None if num is None else int(num), *data[len(ids) :]))]
+
+
+def _segment_sum_reference(ctx, data, ids, num) -> np.ndarray:
+    num = int(num)
+    flat = ids.reshape(-1).astype(np.int64)
+    bad = np.flatnonzero(flat >= num)
+    if bad.size:
+        pos = int(bad[0])
+        raise errors.InvalidArgumentError(
+            None, None, f"segment_ids[{pos}] = {int(flat[pos])} is not in [0, {num})"
+        )
+    rows = data.reshape((flat.size, -1))
+    out = np.zeros((num, rows.shape[1]), data.dtype)
+    keep = flat >= 0  # negative ids are dropped, as in TensorFlow
+    np.add.at(out, flat[keep], rows[keep])
+    return out.reshape(ctx.out_shapes[0])
+
+
+def _segment_sum_lower(ctx: OpContext) -> list:
+    data, ids, out = ctx.in_shapes[0], ctx.in_shapes[1], ctx.out_shapes[0]
+    dtype = ctx.in_dtypes[0]
+    inner = math.prod(data[len(ids) :])
+    params = [
+        Param("y", dtype.c_type, False, "out0"),
+        Param("x", dtype.c_type, True, "in0"),
+        Param("idx", ctx.in_dtypes[1].c_type, True, "in1"),
+    ]
+    data_ = {
+        "ctype": dtype.c_type,
+        "total": math.prod(out),
+        "count": math.prod(ids),
+        "limit": out[0],
+        "inner": inner,
+        "copy": inner > 0 and math.prod(out) > 0,
+    }
+    return [Kernel("segment_sum", params, data_, can_fail=True)]
+
+
+def _segment_sum_grad(op, dy: Tensor) -> list:
+    """Each id's row of dy; dropped (negative) ids get zeros."""
+    data, ids = op.inputs[:2]
+    safe = apply_op("Maximum", [ids, constant(0, dtype=ids.dtype)]).outputs[0]
+    picked = gather(dy, safe)
+    valid = apply_op("GreaterEqual", [ids, constant(0, dtype=ids.dtype)]).outputs[0]
+    extra = len(data._shape_tuple) - len(ids._shape_tuple)
+    if extra:
+        ones = constant(np.ones(extra, np.int32))
+        shape = apply_op("ConcatV2", [shape_tensor(ids), ones, constant(0)], {"N": 2})
+        valid = apply_op("Reshape", [valid, shape.outputs[0]]).outputs[0]
+    return [select(valid, picked, 0), None, None]
+
+
+register(
+    OpDef(
+        "UnsortedSegmentSum",
+        infer=_segment_sum_infer,
+        reference=_segment_sum_reference,
+        lower=_segment_sum_lower,
+        grad=_segment_sum_grad,
+        const_inputs=(2,),
+        input_names=("data", "segment_ids", "num_segments"),
+    )
+)
+
+
+def unsorted_segment_sum(data: Any, segment_ids: Any, num_segments: Any) -> Tensor:
+    """out[k] = sum of data[i] over the i with segment_ids[i] == k (negative ids dropped)."""
+    inputs = [convert_to_tensor(data), convert_to_tensor(segment_ids)]
+    num = index_tensor(num_segments, "num_segments")
+    return apply_op("UnsortedSegmentSum", [*inputs, num]).outputs[0]
 
 
 def gather(

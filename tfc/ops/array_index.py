@@ -20,9 +20,12 @@ from tfc.ops.array_common import (
     strided_copy,
 )
 from tfc.ops.array_fill import ones_like
+from tfc.ops.array_join import stack
+from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
-from tfc.tensor_shape import Dimension, shape_str
+from tfc.ops.grad_ops import reshape_to, shape_tensor
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.tensor_shape import Dimension, is_fully_defined, shape_str
 
 
 # -- Slice ---------------------------------------------------------------------------------------
@@ -79,6 +82,20 @@ def _slice_lower(ctx: OpContext) -> list:
     return strided_copy(out_shape, contiguous("out0", dtype, out_shape), src)
 
 
+def _slice_grad(op, dy):
+    """dy padded back into x: begin before, the rest after."""
+    x, begin, _ = op.inputs
+    b = constant_value(op.graph, (begin.op.name, begin.value_index))
+    if b is not None and is_fully_defined(x._shape_tuple) and is_fully_defined(dy._shape_tuple):
+        sizes = zip(int_list(b), x._shape_tuple, dy._shape_tuple)
+        pads = [[p, d - p - s] for p, d, s in sizes]
+        paddings = constant(np.array(pads, np.int32).reshape(-1, 2))
+    else:
+        after = shape(x, out_type=begin.dtype) - shape(dy, out_type=begin.dtype) - begin
+        paddings = stack([begin, after], axis=1)
+    return [reshape_to(apply_op("Pad", [dy, paddings]).outputs[0], x), None, None]
+
+
 register(
     OpDef(
         "Slice",
@@ -86,6 +103,7 @@ register(
         reference=_slice_reference,
         lower=_slice_lower,
         const_inputs=(1, 2),
+        grad=_slice_grad,
     )
 )
 
@@ -255,6 +273,14 @@ def _strided_slice_lower(ctx: OpContext) -> list:
     return strided_copy(sizes, contiguous("out0", dtype, sizes), src)
 
 
+def _strided_slice_grad(op, dy):
+    """dy written back where the slice read it, zeros elsewhere (tfc/ops/array_grad.py)."""
+    x, begin, end, strides = op.inputs
+    attrs = {m: op.get_attr(m) for m in _MASKS}
+    inputs = [shape_tensor(x), begin, end, strides, dy]
+    return [apply_op("StridedSliceGrad", inputs, attrs).outputs[0], None, None, None]
+
+
 register(
     OpDef(
         "StridedSlice",
@@ -262,6 +288,7 @@ register(
         reference=_strided_slice_reference,
         lower=_strided_slice_lower,
         const_inputs=(1, 2, 3),
+        grad=_strided_slice_grad,
     )
 )
 

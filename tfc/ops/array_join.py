@@ -21,10 +21,13 @@ from tfc.ops.array_common import (
     per_dim_argument,
     strided_copy,
 )
-from tfc.ops.array_shape import identity
+from tfc.ops.array_gather import gather
+from tfc.ops.array_shape import identity, rank, reshape, shape, transpose
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.elementwise import convert_operands
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.grad_ops import reduce_sum_over, reshape_to
+from tfc.ops.math import floormod
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 from tfc.tensor_shape import Dimension
 
 
@@ -82,6 +85,26 @@ def _concat_lower(ctx: OpContext) -> list:
     return kernels
 
 
+def _size_along(x: Tensor, a: int) -> Any:
+    """x's size along axis a: an int when static, else shape(x)[a]."""
+    dims = x._shape_tuple
+    return dims[a] if dims is not None and dims[a] is not None else shape(x)[a]
+
+
+def _concat_grad(op, dy):
+    """dy cut into the inputs' sizes along the axis."""
+    *values, axis = op.inputs
+    a = constant_value(op.graph, (axis.op.name, axis.value_index))
+    if a is not None and values[0]._shape_tuple is not None:
+        a = int(a) % len(values[0]._shape_tuple)
+        sizes = [_size_along(v, a) for v in values]
+    else:  # the axis is known only when compiling
+        wrapped = floormod(axis, rank(values[0]))
+        sizes = [gather(shape(v), wrapped) for v in values]
+    pieces = apply_op("SplitV", [dy, stack(sizes), axis], {"num_split": len(values)}).outputs
+    return [reshape_to(p, v) for p, v in zip(pieces, values)] + [None]
+
+
 register(
     OpDef(
         "ConcatV2",
@@ -89,6 +112,7 @@ register(
         reference=lambda ctx, *xs: np.concatenate(xs[:-1], axis=int(xs[-1])),
         lower=_concat_lower,
         const_inputs=(-1,),  # the axis follows the N values
+        grad=_concat_grad,
     )
 )
 
@@ -140,6 +164,7 @@ register(
         infer=_pack_infer,
         reference=lambda ctx, *xs: np.stack(xs, axis=int(ctx.attrs["axis"])),
         lower=_pack_lower,
+        grad=lambda op, dy: unstack(dy, len(op.inputs), op.get_attr("axis")),
     )
 )
 
@@ -188,7 +213,15 @@ def _unpack_reference(ctx: OpContext, x: np.ndarray) -> list:
     return [np.array(np.take(x, i, axis=a)) for i in range(x.shape[a])]
 
 
-register(OpDef("Unpack", infer=_unpack_infer, reference=_unpack_reference, lower=_unpack_lower))
+register(
+    OpDef(
+        "Unpack",
+        infer=_unpack_infer,
+        reference=_unpack_reference,
+        lower=_unpack_lower,
+        grad=lambda op, *dys: [stack(list(dys), op.get_attr("axis"))],
+    )
+)
 
 
 def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unstack") -> list:
@@ -306,6 +339,7 @@ register(
         ),
         lower=_split_lower,
         const_inputs=(0,),
+        grad=lambda op, *dys: [None, concat(list(dys), op.inputs[0])],
     )
 )
 register(
@@ -317,6 +351,7 @@ register(
         ),
         lower=_split_v_lower,
         const_inputs=(1, 2),
+        grad=lambda op, *dys: [concat(list(dys), op.inputs[2]), None, None],
     )
 )
 
@@ -369,6 +404,23 @@ def _tile_lower(ctx: OpContext) -> list:
     return strided_copy(loop, contiguous("out0", dtype, loop), src)
 
 
+def _tile_grad(op, dy):
+    """dy seen as [m0, d0, m1, d1, ...], summed over the m's."""
+    x, multiples = op.inputs
+    x_shape = x._shape_tuple
+    m = constant_value(op.graph, (multiples.op.name, multiples.value_index))
+    r = len(x_shape) if x_shape is not None else multiples._shape_tuple[0]
+    if r is None:
+        raise ValueError(f"The gradient of '{op.name}' (Tile) needs the rank of its input")
+    if m is not None and x_shape is not None and None not in x_shape:
+        split = constant(np.array([v for p in zip(int_list(m), x_shape) for v in p], np.int32))
+    else:  # TF's reshape(transpose(stack([multiples, shape(x)])), [-1])
+        pairs = stack([multiples, shape(x, out_type=multiples.dtype)])
+        split = reshape(transpose(pairs, [1, 0]), [-1])
+    summed = reduce_sum_over(apply_op("Reshape", [dy, split]).outputs[0], list(range(0, 2 * r, 2)))
+    return [reshape_to(summed, x), None]
+
+
 register(
     OpDef(
         "Tile",
@@ -378,6 +430,7 @@ register(
         ),
         lower=_tile_lower,
         const_inputs=(1,),
+        grad=_tile_grad,
     )
 )
 

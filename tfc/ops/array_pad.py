@@ -9,8 +9,9 @@ import numpy as np
 from tfc.graph import Tensor, name_scope
 from tfc.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, contiguous, index_tensor, strided_copy
-from tfc.ops.constant import convert_to_tensor, is_tensor_like
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.grad_ops import reduce_sum_over, reshape_to, shape_tensor
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
 
 # -- Pad, PadV2, MirrorPad -----------------------------------------------------------------------
@@ -107,17 +108,41 @@ def _mirror_kernels(ctx: OpContext, in_shape: tuple, pads: list, out_shape: tupl
     return kernels
 
 
-register(
-    OpDef("Pad", infer=_pad_infer, reference=_pad_reference, lower=_pad_lower, const_inputs=(1,))
-)
-register(
-    OpDef("PadV2", infer=_pad_infer, reference=_pad_reference, lower=_pad_lower, const_inputs=(1,))
-)
-register(
-    OpDef(
-        "MirrorPad", infer=_pad_infer, reference=_pad_reference, lower=_pad_lower, const_inputs=(1,)
-    )
-)
+def _interior(op, dy: Tensor) -> Tensor:
+    """The part of dy that holds x: a slice from the leading paddings, of x's shape."""
+    x, paddings = op.inputs[:2]
+    value = constant_value(op.graph, (paddings.op.name, paddings.value_index))
+    if value is not None:
+        begin = constant(np.reshape(value, (-1, 2))[:, 0].astype(np.int32))
+    else:
+        first = apply_op("Slice", [paddings, constant([0, 0]), constant([-1, 1])]).outputs[0]
+        begin = apply_op("Reshape", [first, constant([-1])]).outputs[0]
+    size = shape_tensor(x)
+    if begin.dtype != size.dtype:
+        begin = apply_op("Cast", [begin], {"SrcT": begin.dtype, "DstT": size.dtype}).outputs[0]
+    return reshape_to(apply_op("Slice", [dy, begin, size]).outputs[0], x)
+
+
+def _pad_v2_grad(op, dy: Tensor) -> list:
+    """The border holds constant_values: its gradient is what dy has outside the interior."""
+    inner = _interior(op, dy)
+    total = reduce_sum_over(_flat(dy), [0])
+    return [inner, None, total - reduce_sum_over(_flat(inner), [0])]
+
+
+def _flat(t: Tensor) -> Tensor:
+    return apply_op("Reshape", [t, constant([-1])]).outputs[0]
+
+
+def _mirror_pad_grad(op, dy: Tensor) -> list:
+    attrs = {"mode": op.get_attr("mode")}
+    return [apply_op("MirrorPadGrad", [dy, op.inputs[1]], attrs).outputs[0], None]
+
+
+_PAD = dict(infer=_pad_infer, reference=_pad_reference, lower=_pad_lower, const_inputs=(1,))
+register(OpDef("Pad", grad=lambda op, dy: [_interior(op, dy), None], **_PAD))
+register(OpDef("PadV2", grad=_pad_v2_grad, **_PAD))
+register(OpDef("MirrorPad", grad=_mirror_pad_grad, **_PAD))
 
 
 def pad(

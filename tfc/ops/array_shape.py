@@ -21,11 +21,13 @@ from tfc.ops.array_common import (
     strided_copy,
 )
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.grad_ops import reshape_to
 from tfc.ops.registry import (
     OpContext,
     OpDef,
     apply_op,
     check_dtype,
+    constant_value,
     register,
     same_as_input,
 )
@@ -44,7 +46,12 @@ def _view_op(op_type: str, **kwargs: Any) -> None:
 # -- Identity, StopGradient ----------------------------------------------------------------------
 register(
     OpDef(
-        "Identity", infer=same_as_input, reference=lambda ctx, x: x, lower=lambda ctx: [], alias=0
+        "Identity",
+        infer=same_as_input,
+        reference=lambda ctx, x: x,
+        lower=lambda ctx: [],
+        alias=0,
+        grad=lambda op, dy: [dy],
     )
 )
 register(
@@ -107,7 +114,12 @@ def _reshape_infer(ctx: OpContext) -> list:
     return [(dtype, tuple(out))]
 
 
-_view_op("Reshape", infer=_reshape_infer, const_inputs=(1,))
+def _view_grad(op, dy):
+    """Reshape, ExpandDims, Squeeze: the same elements, so dy in the input's shape (free)."""
+    return [reshape_to(dy, op.inputs[0])] + [None] * (len(op.inputs) - 1)
+
+
+_view_op("Reshape", infer=_reshape_infer, const_inputs=(1,), grad=_view_grad)
 
 
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
@@ -183,7 +195,7 @@ def _expand_dims_infer(ctx: OpContext) -> list:
     return [(dtype, tuple(in_shape[:a]) + (1,) + tuple(in_shape[a:]))]
 
 
-_view_op("ExpandDims", infer=_expand_dims_infer, const_inputs=(1,))
+_view_op("ExpandDims", infer=_expand_dims_infer, const_inputs=(1,), grad=_view_grad)
 
 
 def expand_dims(
@@ -227,7 +239,7 @@ def _squeeze_infer(ctx: OpContext) -> list:
     return [(dtype, tuple(d for k, d in enumerate(in_shape) if k not in drop))]
 
 
-_view_op("Squeeze", infer=_squeeze_infer)
+_view_op("Squeeze", infer=_squeeze_infer, grad=_view_grad)
 
 
 def squeeze(
@@ -277,6 +289,20 @@ def _transpose_lower(ctx: OpContext) -> list:
     return strided_copy(out_shape, contiguous("out0", dtype, out_shape), src)
 
 
+def _transpose_grad(op, dy):
+    perm = op.inputs[1]
+    value = constant_value(op.graph, (perm.op.name, perm.value_index))
+    if value is not None:
+        inverse = index_tensor(np.argsort(value).astype(value.dtype), "perm")
+    else:  # known when compiling: inverse[perm[i]] = i is the row of column j's one
+        from tfc.ops.argminmax import argmax
+        from tfc.ops.array_gather import one_hot
+
+        hot = one_hot(perm, size(perm), dtype=_dt.int32)
+        inverse = argmax(hot, axis=0, output_type=perm.dtype)
+    return [transpose(dy, inverse), None]
+
+
 register(
     OpDef(
         "Transpose",
@@ -284,6 +310,7 @@ register(
         reference=lambda ctx, x, perm: np.array(np.transpose(x, int_list(perm))),
         lower=_transpose_lower,
         const_inputs=(1,),
+        grad=_transpose_grad,
     )
 )
 

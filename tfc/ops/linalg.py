@@ -163,12 +163,38 @@ def _pointer(base: str, strides: list[int], loop_vars: list[str]) -> str:
     return f"{base} + {index_expr(strides, loop_vars)}"
 
 
+# -- gradients ----------------------------------------------------------------------------------
+def _matmul_grad(op, dy: Tensor) -> list:
+    """C = op(A) op(B): dA and dB are products of dy with the other operand, in the order
+    and orientation that give each the stored operand's layout (TF's four cases). Batched
+    gradients have the broadcast batch dims; the gradient pass sums them back."""
+    a, b = op.inputs
+    names = ("transpose_a", "transpose_b") if op.type == "MatMul" else ("adj_x", "adj_y")
+    ta, tb = (bool(op.get_attr(n)) for n in names)
+    if not ta and not tb:
+        return [_product(op, dy, b, False, True), _product(op, a, dy, True, False)]
+    if not ta and tb:
+        return [_product(op, dy, b, False, False), _product(op, dy, a, True, False)]
+    if ta and not tb:
+        return [_product(op, b, dy, False, True), _product(op, a, dy, False, False)]
+    return [_product(op, b, dy, True, True), _product(op, dy, a, True, True)]
+
+
+def _product(op, x: Tensor, y: Tensor, tx: bool, ty: bool) -> Tensor:
+    if op.type == "MatMul":
+        attrs = {"transpose_a": tx, "transpose_b": ty}
+    else:
+        attrs = {"adj_x": tx, "adj_y": ty}
+    return apply_op(op.type, [x, y], attrs, name="MatMul").outputs[0]
+
+
 register(
     OpDef(
         "MatMul",
         infer=_matmul_infer,
         reference=_matmul_reference,
         lower=_matmul_lower,
+        grad=_matmul_grad,
         input_names=("a", "b"),
     )
 )
@@ -178,6 +204,7 @@ register(
         infer=_batch_matmul_infer,
         reference=_matmul_reference,
         lower=_matmul_lower,
+        grad=_matmul_grad,
         input_names=("x", "y"),
     )
 )

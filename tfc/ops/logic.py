@@ -16,6 +16,7 @@ from tfc.ops.elementwise import (
     register_elementwise,
     unary_frontend,
 )
+from tfc.ops.grad_ops import select
 from tfc.ops.registry import OpDef, apply_op, broadcast_shape, register
 
 __all__ = [
@@ -89,12 +90,18 @@ def _select_lower(ctx):
     return loop_kernel(shape, view("out0", ctx.out_dtypes[0], shape), ins, "{0} ? {1} : {2}")
 
 
+def _select_grad(op, dy):
+    cond = op.inputs[0]
+    return [None, select(cond, dy, 0), select(cond, 0, dy)]
+
+
 register(
     OpDef(
         "SelectV2",
         infer=_select_infer,
         reference=lambda ctx, c, x, y: np.where(c, x, y),
         lower=_select_lower,
+        grad=_select_grad,
     )
 )
 

@@ -18,6 +18,7 @@ from tfc.ops.elementwise import (
     register_elementwise,
     unary_frontend,
 )
+from tfc.ops.grad_ops import select
 from tfc.ops.registry import (
     OpDef,
     apply_op,
@@ -92,11 +93,80 @@ def _sigmoid(x):
 
 _DIV_GUARD = {"i": ("{1} == 0", "Integer division by zero")}
 
+
+def _fused(op_type: str, y, dy):
+    """TF's fused gradient ops (tfc/ops/math_grad.py): dy * f'(x) from the output y."""
+    return apply_op(op_type, [y, dy], name=op_type).outputs[0]
+
+
+def _pow_grad(op, dy):
+    x, y = op.inputs
+    positive = x > 0
+    # d/dy x^y = x^y log x, taken as 0 where x <= 0 (TF's convention): log sees only x > 0
+    log_x = select(positive, log(select(positive, x, 1)), 0)
+    return [dy * y * pow(x, y - 1), dy * op.outputs[0] * log_x]
+
+
+def _extremum_grad(mask_op: str):
+    """Maximum/Minimum: the gradient goes to the chosen input (to x on ties, as TF)."""
+
+    def grad(op, dy):
+        chosen = apply_op(mask_op, op.inputs, name=mask_op).outputs[0]
+        return [select(chosen, dy, 0), select(chosen, 0, dy)]
+
+    return grad
+
+
+def _squared_difference_grad(op, dy):
+    gx = multiply(2 * dy, op.inputs[0] - op.inputs[1])
+    return [gx, -gx]
+
+
 # -- binary arithmetic ---------------------------------------------------------------------------
-register_elementwise("Add", np.add, {"f": "{0} + {1}", "i": "tfc_add_{tag}({0}, {1})"})
-register_elementwise("Sub", np.subtract, {"f": "{0} - {1}", "i": "tfc_sub_{tag}({0}, {1})"})
-register_elementwise("Mul", np.multiply, {"f": "{0} * {1}", "i": "tfc_mul_{tag}({0}, {1})"})
-register_elementwise("RealDiv", np.true_divide, {"f": "{0} / {1}"})
+# rules may return output-shaped gradients: the gradient pass sums away broadcast dims
+for _type, _fn, _exprs, _grad in [
+    ("Add", np.add, {"f": "{0} + {1}", "i": "tfc_add_{tag}({0}, {1})"}, lambda op, dy: [dy, dy]),
+    (
+        "Sub",
+        np.subtract,
+        {"f": "{0} - {1}", "i": "tfc_sub_{tag}({0}, {1})"},
+        lambda op, dy: [dy, negative(dy)],
+    ),
+    (
+        "Mul",
+        np.multiply,
+        {"f": "{0} * {1}", "i": "tfc_mul_{tag}({0}, {1})"},
+        lambda op, dy: [multiply(dy, op.inputs[1]), multiply(op.inputs[0], dy)],
+    ),
+    (
+        "RealDiv",
+        np.true_divide,
+        {"f": "{0} / {1}"},
+        lambda op, dy: [
+            _realdiv(dy, op.inputs[1]),
+            dy * _realdiv(_realdiv(-op.inputs[0], op.inputs[1]), op.inputs[1]),
+        ],
+    ),
+    (
+        "Maximum",
+        np.maximum,
+        {"f": "tfc_max_{tag}({0}, {1})", "i": "({0} > {1} ? {0} : {1})"},
+        _extremum_grad("GreaterEqual"),
+    ),
+    (
+        "Minimum",
+        np.minimum,
+        {"f": "tfc_min_{tag}({0}, {1})", "i": "({0} < {1} ? {0} : {1})"},
+        _extremum_grad("LessEqual"),
+    ),
+    (
+        "SquaredDifference",
+        lambda x, y: np.square(x - y),
+        {"f": "({0} - {1}) * ({0} - {1})", "i": "tfc_square_{tag}(tfc_sub_{tag}({0}, {1}))"},
+        _squared_difference_grad,
+    ),
+]:
+    register_elementwise(_type, _fn, _exprs, grad=_grad)
 register_elementwise(
     "FloorDiv",
     _checked(
@@ -105,56 +175,74 @@ register_elementwise(
     ),
     {"f": "tfc_floordiv_{tag}({0}, {1})", "i": "tfc_floordiv_{tag}({0}, {1})"},
     guards=_DIV_GUARD,
+    differentiable=False,  # piecewise constant, as TF declares it
 )
 register_elementwise(
     "FloorMod",
     _checked(np.mod, integer_division_check),
     {"f": "tfc_floormod_{tag}({0}, {1})", "i": "tfc_floormod_{tag}({0}, {1})"},
     guards=_DIV_GUARD,
+    # x - floor(x / y) * y, with floor's derivative 0
+    grad=lambda op, dy: [dy, negative(dy) * floordiv(op.inputs[0], op.inputs[1])],
 )
 register_elementwise(
     "Pow",
     _int_pow,
     {"f": "pow{sfx}({0}, {1})", "i": "tfc_pow_{tag}({0}, {1})"},
     guards={"i": ("{1} < 0", "Integers to negative integer powers are not allowed")},
-)
-register_elementwise(
-    "Maximum", np.maximum, {"f": "tfc_max_{tag}({0}, {1})", "i": "({0} > {1} ? {0} : {1})"}
-)
-register_elementwise(
-    "Minimum", np.minimum, {"f": "tfc_min_{tag}({0}, {1})", "i": "({0} < {1} ? {0} : {1})"}
-)
-register_elementwise(
-    "SquaredDifference",
-    lambda x, y: np.square(x - y),
-    {"f": "({0} - {1}) * ({0} - {1})", "i": "tfc_square_{tag}(tfc_sub_{tag}({0}, {1}))"},
+    grad=_pow_grad,
 )
 
 # -- unary functions -----------------------------------------------------------------------------
-register_elementwise("Neg", np.negative, {"f": "-{0}", "i": "tfc_neg_{tag}({0})"})
-register_elementwise("Abs", np.abs, {"f": "fabs{sfx}({0})", "i": "tfc_abs_{tag}({0})"})
-register_elementwise("Sign", np.sign, {"f": "tfc_sign_{tag}({0})", "i": "tfc_sign_{tag}({0})"})
-register_elementwise("Square", np.square, {"f": "{0} * {0}", "i": "tfc_square_{tag}({0})"})
-register_elementwise("Reciprocal", np.reciprocal, {"f": "({T})1 / {0}"})
-register_elementwise("Rsqrt", lambda x: 1 / np.sqrt(x), {"f": "({T})1 / sqrt{sfx}({0})"})
-register_elementwise("Sigmoid", _sigmoid, {"f": "tfc_sigmoid_{tag}({0})"})
+for _type, _fn, _exprs, _grad in [
+    ("Neg", np.negative, {"f": "-{0}", "i": "tfc_neg_{tag}({0})"}, lambda op, dy: [-dy]),
+    (
+        "Abs",
+        np.abs,
+        {"f": "fabs{sfx}({0})", "i": "tfc_abs_{tag}({0})"},
+        lambda op, dy: [dy * sign(op.inputs[0])],
+    ),
+    (
+        "Square",
+        np.square,
+        {"f": "{0} * {0}", "i": "tfc_square_{tag}({0})"},
+        lambda op, dy: [dy * (2 * op.inputs[0])],
+    ),
+]:
+    register_elementwise(_type, _fn, _exprs, grad=_grad)
+register_elementwise(
+    "Sign",
+    np.sign,
+    {"f": "tfc_sign_{tag}({0})", "i": "tfc_sign_{tag}({0})"},
+    differentiable=False,
+)
 register_elementwise(
     "Round", np.rint, {"f": "tfc_round_{tag}({0})", "i": "{0}"}, differentiable=False
 )
 register_elementwise("Floor", np.floor, {"f": "floor{sfx}({0})"}, differentiable=False)
 register_elementwise("Ceil", np.ceil, {"f": "ceil{sfx}({0})"}, differentiable=False)
-for _type, _fn, _c in [
-    ("Exp", np.exp, "exp"),
-    ("Expm1", np.expm1, "expm1"),
-    ("Log", np.log, "log"),
-    ("Log1p", np.log1p, "log1p"),
-    ("Sqrt", np.sqrt, "sqrt"),
-    ("Sin", np.sin, "sin"),
-    ("Cos", np.cos, "cos"),
-    ("Tan", np.tan, "tan"),
-    ("Tanh", np.tanh, "tanh"),
+for _type, _fn, _c, _grad in [
+    ("Reciprocal", np.reciprocal, "({T})1 / {0}", "ReciprocalGrad"),
+    ("Rsqrt", lambda x: 1 / np.sqrt(x), "({T})1 / sqrt{sfx}({0})", "RsqrtGrad"),
+    ("Sigmoid", _sigmoid, "tfc_sigmoid_{tag}({0})", "SigmoidGrad"),
+    ("Exp", np.exp, "exp{sfx}({0})", lambda op, dy: [dy * op.outputs[0]]),
+    ("Expm1", np.expm1, "expm1{sfx}({0})", lambda op, dy: [dy * exp(op.inputs[0])]),
+    ("Log", np.log, "log{sfx}({0})", lambda op, dy: [_realdiv(dy, op.inputs[0])]),
+    ("Log1p", np.log1p, "log1p{sfx}({0})", lambda op, dy: [_realdiv(dy, 1 + op.inputs[0])]),
+    ("Sqrt", np.sqrt, "sqrt{sfx}({0})", "SqrtGrad"),
+    ("Sin", np.sin, "sin{sfx}({0})", lambda op, dy: [dy * cos(op.inputs[0])]),
+    ("Cos", np.cos, "cos{sfx}({0})", lambda op, dy: [-dy * sin(op.inputs[0])]),
+    ("Tan", np.tan, "tan{sfx}({0})", lambda op, dy: [_realdiv(dy, square(cos(op.inputs[0])))]),
+    ("Tanh", np.tanh, "tanh{sfx}({0})", "TanhGrad"),
 ]:
-    register_elementwise(_type, _fn, {"f": f"{_c}{{sfx}}({{0}})"})
+    if isinstance(_grad, str):  # the fused op computing dy * f'(x) from y = f(x)
+        _grad = lambda op, dy, _t=_grad: [_fused(_t, op.outputs[0], dy)]  # noqa: E731
+    register_elementwise(_type, _fn, {"f": _c}, grad=_grad)
+
+
+def _realdiv(x, y):
+    x, y = convert_operands(x, y)
+    return apply_op("RealDiv", [x, y], name="truediv").outputs[0]
 
 
 # -- Cast ---------------------------------------------------------------------------------------
@@ -187,6 +275,10 @@ register(
             [view("in0", ctx.in_dtypes[0], ctx.in_shapes[0])],
             _cast_expr(ctx.in_dtypes[0], ctx.out_dtypes[0]),
         ),
+        # only float to float carries a gradient; integers and bools carry none
+        grad=lambda op, dy: [
+            cast(dy, op.inputs[0].dtype) if op.inputs[0].dtype.is_floating else None
+        ],
     )
 )
 
@@ -246,6 +338,7 @@ register(
         infer=_add_n_infer,
         reference=lambda ctx, *xs: np.sum(np.stack(xs), axis=0).astype(xs[0].dtype),
         lower=_add_n_lower,
+        grad=lambda op, dy: [dy] * len(op.inputs),
     )
 )
 

@@ -12,8 +12,9 @@ from tfc import errors
 from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Operand, Param, c_literal, format_expr, loop_kernel, view
 from tfc.ops import array as _array
-from tfc.ops.constant import convert_to_tensor
+from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.elementwise import apply_elementwise, register_elementwise
+from tfc.ops.grad_ops import reduce_sum_over, shape_tensor
 from tfc.ops.math import divide, floor, sigmoid, tanh, to_float
 from tfc.ops.random import random_uniform
 from tfc.ops.registry import (
@@ -51,23 +52,43 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
+def _fused(op_type: str, dy: Tensor, t: Tensor, **attrs: Any) -> list:
+    """TF's fused gradient ops (tfc/ops/nn_grad.py): dy * f'(x), from x or from y = f(x)."""
+    return [apply_op(op_type, [dy, t], attrs, name=op_type).outputs[0]]
+
+
 # NaN passes through every activation, as Eigen's max/min/select give it in TensorFlow
-register_elementwise("Relu", lambda x: np.where(x < 0, 0, x), {"f": "({0} < 0 ? ({T})0 : {0})"})
+register_elementwise(
+    "Relu",
+    lambda x: np.where(x < 0, 0, x),
+    {"f": "({0} < 0 ? ({T})0 : {0})"},
+    grad=lambda op, dy: _fused("ReluGrad", dy, op.outputs[0]),  # y > 0 exactly where x > 0
+)
 register_elementwise(
     "Relu6",
     lambda x: np.where(x < 0, 0, np.where(x > 6, 6, x)),
     {"f": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))"},
+    grad=lambda op, dy: _fused("Relu6Grad", dy, op.inputs[0]),
 )
 register_elementwise(
-    "Elu", lambda x: np.where(x < 0, np.expm1(x), x), {"f": "({0} < 0 ? expm1{sfx}({0}) : {0})"}
+    "Elu",
+    lambda x: np.where(x < 0, np.expm1(x), x),
+    {"f": "({0} < 0 ? expm1{sfx}({0}) : {0})"},
+    grad=lambda op, dy: _fused("EluGrad", dy, op.outputs[0]),
 )
 register_elementwise(
     "LeakyRelu",
     lambda attrs, x: np.where(x > 0, x, x * x.dtype.type(attrs["alpha"])),
     {"f": "({0} > 0 ? {0} : {0} * ({alpha}))"},
     params=lambda attrs, dtype: {"alpha": c_literal(attrs["alpha"], dtype)},
+    grad=lambda op, dy: _fused("LeakyReluGrad", dy, op.inputs[0], alpha=op.get_attr("alpha")),
 )
-register_elementwise("Softplus", _softplus, {"f": "tfc_softplus_{tag}({0})"})
+register_elementwise(
+    "Softplus",
+    _softplus,
+    {"f": "tfc_softplus_{tag}({0})"},
+    grad=lambda op, dy: _fused("SoftplusGrad", dy, op.inputs[0]),
+)
 
 
 def relu(features: Any, name: str | None = None) -> Tensor:
@@ -165,6 +186,10 @@ for _type, _log in [("Softmax", False), ("LogSoftmax", True)]:
             infer=_softmax_infer,
             reference=_softmax_reference(_log),
             lower=_softmax_lower(_log),
+            # one fused row kernel from the output: (dy - sum(dy * y)) * y, dy - e^y sum(dy)
+            grad=lambda op, dy: [
+                apply_op(op.type + "Grad", [op.outputs[0], dy], name=op.type + "Grad").outputs[0]
+            ],
             input_names=("logits",),
         )
     )
@@ -266,12 +291,27 @@ def _bias_add_lower(ctx: OpContext) -> list:
     )
 
 
+def _bias_add_grad(op, dy: Tensor) -> list:
+    """The bias gradient sums dy over every dim but the channel one (TF's BiasAddGrad)."""
+    rank = None if dy._shape_tuple is None else len(dy._shape_tuple)
+    if op.get_attr("data_format") == "NCHW":
+        if rank is None:
+            raise ValueError(f"The gradient of '{op.name}' (BiasAdd, NCHW) needs its rank")
+        return [dy, reduce_sum_over(dy, [k for k in range(rank) if k != 1])]
+    if rank is None:  # channels last: the rows of dy seen as [-1, channels]
+        channels = shape_tensor(op.inputs[1])
+        rows = apply_op("ConcatV2", [constant([-1]), channels, constant(0)], {"N": 2}).outputs[0]
+        return [dy, reduce_sum_over(_array.reshape(dy, rows), [0])]
+    return [dy, reduce_sum_over(dy, list(range(rank - 1)))]
+
+
 register(
     OpDef(
         "BiasAdd",
         infer=_bias_add_infer,
         reference=_bias_add_reference,
         lower=_bias_add_lower,
+        grad=_bias_add_grad,
         input_names=("value", "bias"),
     )
 )

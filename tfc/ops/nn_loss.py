@@ -1,3 +1,335 @@
-"""(being written)"""
+"""`tf.nn` losses: softmax, sparse softmax and sigmoid cross-entropy, and l2_loss."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc import errors
+from tfc.graph import Operation, Tensor, name_scope
+from tfc.kernels import Kernel, Param, c_literal, c_string, format_expr
+from tfc.ops import array as _array
+from tfc.ops.constant import convert_to_tensor, is_tensor_like
+from tfc.ops.logic import greater_equal, where
+from tfc.ops.math import add, cast, exp, log1p, multiply, negative, square, subtract
+from tfc.ops.nn import log_softmax
+from tfc.ops.reduce import reduce_sum
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
+
+__all__ = [
+    "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits",
+    "sigmoid_cross_entropy_with_logits",
+    "l2_loss",
+]
+
+_FLOATS = (_dt.float32, _dt.float64)
+_LABEL_DTYPES = (_dt.int32, _dt.int64)
+_LABELS_SHOWN = 10  # label values listed in the out-of-range error, then "..."
+
+
+def _ensure_xent_args(name: str, sentinel: Any, labels: Any, logits: Any) -> None:
+    """TF1's guard: these functions take labels and logits by keyword only."""
+    if sentinel is not None:
+        raise ValueError(f"Only call `{name}` with named arguments (labels=..., logits=..., ...)")
+    if labels is None or logits is None:
+        raise ValueError("Both labels and logits must be provided.")
+
+
+def _float_logits(logits: Any, op_type: str) -> Tensor:
+    logits = convert_to_tensor(logits, name="logits")
+    if logits.dtype not in _FLOATS:
+        raise TypeError(
+            f"Value passed to parameter 'features' has DataType {logits.dtype.name} not in list "
+            f"of allowed values: float32, float64 (op of type {op_type})"
+        )
+    return logits
+
+
+def _labels_like(labels: Any, logits: Tensor) -> Tensor:
+    """Labels in the logits' dtype: Python values convert to it, tensors are cast (as TF does)."""
+    if not is_tensor_like(labels):
+        return convert_to_tensor(labels, dtype=logits.dtype, name="labels")
+    return cast(convert_to_tensor(labels, name="labels"), logits.dtype)
+
+
+# -- softmax cross-entropy ------------------------------------------------------------------------
+def _broadcast_or_raise(logits: Tensor, labels: Tensor, node: str) -> None:
+    """TF's shape-function error when labels cannot broadcast against logits."""
+    a, b = logits._shape_tuple, labels._shape_tuple
+    if a is None or b is None:
+        return
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    for x, y in zip(pa, pb):
+        if x is not None and y is not None and x != y and x != 1 and y != 1:
+            raise ValueError(
+                f"Dimensions must be equal, but are {x} and {y} for '{node}' (op: "
+                f"'SoftmaxCrossEntropyWithLogits') with input shapes: {shape_str(a)}, "
+                f"{shape_str(b)}."
+            )
+
+
+def softmax_cross_entropy_with_logits_v2(
+    labels: Any,
+    logits: Any,
+    axis: int | None = None,
+    name: str | None = None,
+    dim: int | None = None,
+) -> Tensor:
+    """`tf.nn.softmax_cross_entropy_with_logits_v2`: -sum(labels * log_softmax(logits), axis).
+
+    Each slice of `labels` along `axis` is a probability distribution; gradients flow into
+    both logits and labels. Built from LogSoftmax (stable for any finite logits), Mul, Sum
+    and Neg, so its gradients are theirs. The result has the logits' shape without `axis`.
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'.")
+    axis = -1 if axis is None and dim is None else int(dim if axis is None else axis)
+    with name_scope(name, "softmax_cross_entropy_with_logits", [logits, labels]) as scope:
+        logits = _float_logits(logits, "SoftmaxCrossEntropyWithLogits")
+        labels = _labels_like(labels, logits)
+        _broadcast_or_raise(logits, labels, scope.rstrip("/"))
+        log_probs = log_softmax(logits, axis=axis)
+        return negative(reduce_sum(multiply(labels, log_probs), axis=axis), name=scope)
+
+
+def softmax_cross_entropy_with_logits(
+    _sentinel: Any = None,
+    labels: Any = None,
+    logits: Any = None,
+    dim: int = -1,
+    name: str | None = None,
+    axis: int | None = None,
+) -> Tensor:
+    """`tf.nn.softmax_cross_entropy_with_logits`, with the v2 semantics: gradients also flow
+    into `labels` (wrap them in tf.stop_gradient for TF1's v1 behaviour)."""
+    _ensure_xent_args("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    if axis is not None and dim not in (None, -1):
+        raise ValueError("Cannot specify both 'axis' and 'dim'.")
+    return softmax_cross_entropy_with_logits_v2(
+        labels=labels, logits=logits, axis=dim if axis is None else axis, name=name
+    )
+
+
+# -- SparseSoftmaxCrossEntropyWithLogits: one fused kernel ----------------------------------------
+# Fused because it validates the labels as TF's CPU kernel does (a label outside [0, classes)
+# fails the run) and reads each logit row once, never materializing a one-hot matrix.
+def _sparse_xent_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, _FLOATS, "features")
+    check_dtype(ctx, 1, _LABEL_DTYPES, "labels")
+    features, labels = ctx.in_shapes
+    if features is not None and len(features) < 1:
+        raise ctx.error("Shape must be at least rank 1 but is rank 0")
+    if features is None or labels is None:
+        rows = None if labels is None else labels
+        return [(ctx.in_dtypes[0], rows), (ctx.in_dtypes[0], features)]
+    if len(labels) != len(features) - 1:
+        raise ctx.error(f"Shape must be rank {len(features) - 1} but is rank {len(labels)}")
+    rows = merge_shapes(tuple(features[:-1]), tuple(labels))
+    if rows is False:
+        raise ctx.error(
+            f"Dimensions must be equal, but are {shape_str(features[:-1])} and {shape_str(labels)}"
+        )
+    return [(ctx.in_dtypes[0], rows), (ctx.in_dtypes[0], tuple(rows) + (features[-1],))]
+
+
+def label_range_message(labels: np.ndarray, classes: int) -> str | None:
+    """TF's error for labels outside [0, classes) (the lowest if negative, else the highest)."""
+    flat = np.ravel(labels)
+    if flat.size == 0:
+        return None
+    low, high = int(flat.min()), int(flat.max())
+    if low >= 0 and high < classes:
+        return None
+    shown = " ".join(str(int(v)) for v in flat[:_LABELS_SHOWN])
+    more = " ..." if flat.size > _LABELS_SHOWN else ""
+    return (
+        f"Received a label value of {low if low < 0 else high} which is outside the valid range "
+        f"of [0, {classes}).  Label values: {shown}{more}"
+    )
+
+
+def _sparse_xent_reference(ctx: OpContext, features: np.ndarray, labels: np.ndarray) -> list:
+    message = label_range_message(labels, features.shape[-1])
+    if message is not None:
+        raise errors.InvalidArgumentError(None, None, message)
+    if labels.size == 0:
+        return [np.zeros(labels.shape, features.dtype), np.zeros(features.shape, features.dtype)]
+    with np.errstate(all="ignore"):
+        shifted = features - features.max(axis=-1, keepdims=True)
+        e = np.exp(shifted)
+        total = e.sum(axis=-1, keepdims=True)
+        picked = np.take_along_axis(shifted, labels[..., None].astype(np.int64), axis=-1)
+        loss = (np.log(total) - picked)[..., 0]
+        hot = np.arange(features.shape[-1]) == labels[..., None]
+        backprop = e / total - hot.astype(features.dtype)
+    return [loss.astype(features.dtype), backprop.astype(features.dtype)]
+
+
+def _sparse_xent_lower(ctx: OpContext) -> list:
+    dtype = ctx.in_dtypes[0]
+    rows, classes = num_elements(ctx.in_shapes[1]), ctx.in_shapes[0][-1]
+    if rows == 0:
+        return []
+    label_ctype = ctx.in_dtypes[1].c_type
+    params = [
+        Param("loss", dtype.c_type, False, "out0"),
+        Param("backprop", dtype.c_type, False, "out1"),
+        Param("x0", dtype.c_type, True, "in0"),
+        Param("labels", label_ctype, True, "in1"),
+    ]
+    data = {
+        "ctype": dtype.c_type,
+        "label_ctype": label_ctype,
+        "rows": c_literal(rows, _dt.int64),
+        "cols": c_literal(classes, _dt.int64),
+        "shown": min(rows, _LABELS_SHOWN),
+        "more": c_string(" ..." if rows > _LABELS_SHOWN else ""),
+        "max": format_expr("tfc_max_{tag}(m, xr[j])", dtype),
+        "exp": format_expr("exp{sfx}(xr[j] - m)", dtype),
+        "log": format_expr("log{sfx}(s)", dtype),
+        "one": c_literal(1, dtype),
+    }
+    return [Kernel("sparse_xent", params, data, can_fail=True)]
+
+
+_SECOND_DERIVATIVE = (
+    "Gradient explicitly disabled. Reason: Currently there is no way to take the second "
+    "derivative of sparse_softmax_cross_entropy_with_logits due to the fused implementation's "
+    "interaction with tf.gradients()"
+)
+
+
+def _is_zeros(t: Tensor) -> bool:
+    """Whether `t` is the zeros tf.gradients hands a rule for an output nothing flowed into."""
+    if t.op.type == "ZerosLike":
+        return True
+    if t.op.type != "Fill":
+        return False
+    value = t.op.inputs[1]
+    known = constant_value(value.graph, (value.op.name, value.value_index))
+    return known is not None and not np.any(known)
+
+
+def _sparse_xent_grad(op: Operation, dloss: Tensor | None, dbackprop: Tensor | None) -> list:
+    """d loss / d logits is the backprop output (softmax - one_hot); labels get none.
+
+    A gradient flowing into the backprop output means a second derivative, which the fused
+    op does not give: it fails as in TF rather than being silently dropped.
+    """
+    if dbackprop is not None and not _is_zeros(dbackprop):
+        raise LookupError(_SECOND_DERIVATIVE)
+    if dloss is None:
+        return [None, None]
+    return [multiply(_array.expand_dims(dloss, -1), op.outputs[1]), None]
+
+
+register(
+    OpDef(
+        "SparseSoftmaxCrossEntropyWithLogits",
+        infer=_sparse_xent_infer,
+        reference=_sparse_xent_reference,
+        lower=_sparse_xent_lower,
+        grad=_sparse_xent_grad,
+        input_names=("features", "labels"),
+    )
+)
+
+
+def sparse_softmax_cross_entropy_with_logits(
+    _sentinel: Any = None,
+    labels: Any = None,
+    logits: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.nn.sparse_softmax_cross_entropy_with_logits`: -log_softmax(logits)[..., labels].
+
+    `labels` are int32/int64 class ids in [0, classes) (others fail the run), of the logits'
+    shape without the last dimension, which is also the result's shape.
+    """
+    _ensure_xent_args("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    with name_scope(name, "SparseSoftmaxCrossEntropyWithLogits", [labels, logits]):
+        labels = convert_to_tensor(labels)
+        logits = convert_to_tensor(logits)
+        labels_shape, logits_shape = labels.get_shape(), logits.get_shape()
+        if logits_shape.ndims == 0:
+            raise ValueError(f"Logits cannot be scalars - received shape {logits_shape}.")
+        if (
+            logits_shape.ndims is not None
+            and labels_shape.ndims is not None
+            and labels_shape.ndims != logits_shape.ndims - 1
+        ):
+            raise ValueError(
+                f"Rank mismatch: Rank of labels (received {labels_shape.ndims}) should equal "
+                f"rank of logits minus 1 (received {logits_shape.ndims})."
+            )
+        outer = TensorShape(None if logits_shape.ndims is None else logits_shape.as_list()[:-1])
+        if (
+            labels_shape.is_fully_defined()
+            and outer.is_fully_defined()
+            and labels_shape.as_tuple() != outer.as_tuple()
+        ):
+            raise ValueError(
+                f"Shape mismatch: The shape of labels (received {labels_shape}) should equal "
+                f"the shape of logits except for the last dimension (received {logits_shape})."
+            )
+        op = apply_op(
+            "SparseSoftmaxCrossEntropyWithLogits",
+            [logits, labels],
+            name=name or "SparseSoftmaxCrossEntropyWithLogits",
+        )
+        return op.outputs[0]
+
+
+# -- sigmoid cross-entropy, l2_loss --------------------------------------------------------------
+def sigmoid_cross_entropy_with_logits(
+    _sentinel: Any = None,
+    labels: Any = None,
+    logits: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.nn.sigmoid_cross_entropy_with_logits`: max(x, 0) - x * z + log(1 + exp(-|x|)).
+
+    Written with `where` on x >= 0 as TF does, so the gradient at x = 0 is sigmoid(0) - z.
+    """
+    _ensure_xent_args("sigmoid_cross_entropy_with_logits", _sentinel, labels, logits)
+    with name_scope(name, "logistic_loss", [logits, labels]) as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        labels = (
+            convert_to_tensor(labels, name="labels")
+            if is_tensor_like(labels)
+            else convert_to_tensor(labels, dtype=logits.dtype, name="labels")
+        )
+        if merge_shapes(labels._shape_tuple, logits._shape_tuple) is False:
+            raise ValueError(
+                f"logits and labels must have the same shape ({logits.get_shape()} vs "
+                f"{labels.get_shape()})"
+            )
+        zeros = _array.zeros_like(logits, dtype=logits.dtype)
+        cond = greater_equal(logits, zeros)
+        relu_logits = where(cond, logits, zeros)
+        neg_abs_logits = where(cond, negative(logits), logits)
+        return add(
+            subtract(relu_logits, multiply(logits, labels)),
+            log1p(exp(neg_abs_logits)),
+            name=scope,
+        )
+
+
+def l2_loss(t: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.l2_loss`: sum(t ** 2) / 2, a scalar of t's dtype."""
+    with name_scope(name, "L2Loss", [t]) as scope:
+        t = convert_to_tensor(t, name="t")
+        if t.dtype not in _FLOATS:
+            raise TypeError(
+                f"Value passed to parameter 't' has DataType {t.dtype.name} not in list of "
+                "allowed values: float32, float64 (op of type L2Loss)"
+            )
+        half = convert_to_tensor(0.5, dtype=t.dtype)
+        return multiply(reduce_sum(square(t)), half, name=scope)

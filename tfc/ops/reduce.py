@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
+from tfc.graph import Operation, Tensor, name_scope
 from tfc.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
 from tfc.ops import logic as _logic
 from tfc.ops import math as _math
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.grad_ops import broadcast_to, kept_dims_shape, select, static_shape
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 
 __all__ = [
@@ -224,6 +225,68 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
     )
 
 
+# -- gradients: dy back at the reduced elements -------------------------------------------------
+def _kept(op: Operation, t: Tensor) -> Tensor:
+    """The reduction's output (or its gradient) t with the reduced dims back, as size 1."""
+    if op.get_attr("keep_dims"):
+        return t
+    return apply_op("Reshape", [t, kept_dims_shape(*op.inputs)], name="Reshape").outputs[0]
+
+
+def _sum_grad(op: Operation, dy: Tensor) -> list:
+    return [broadcast_to(_kept(op, dy), op.inputs[0]), None]
+
+
+def _mean_grad(op: Operation, dy: Tensor) -> list:
+    x, y = op.inputs[0], op.outputs[0]
+    size_x, size_y = (_size(t) for t in (x, y))
+    # TF's safe division: an empty output divides by 1
+    size_y = max(size_y, 1) if isinstance(size_y, int) else _math.maximum(size_y, 1)
+    count = size_x // size_y
+    if isinstance(count, int):
+        count = constant(count, dtype=dy.dtype)
+    else:
+        count = _math.cast(count, dy.dtype)
+    return [broadcast_to(_kept(op, dy / count), x), None]
+
+
+def _size(t: Tensor) -> Any:
+    """t's number of elements: an int when static, else a Size op (a Const once compiled)."""
+    shape = static_shape(t)
+    if shape is not None:
+        return math.prod(shape)
+    return apply_op("Size", [t], {"out_type": _dt.int32}).outputs[0]
+
+
+def _extremum_grad(op: Operation, dy: Tensor) -> list:
+    """Max/Min: dy shared equally by the elements equal to the extreme (TF's rule for ties)."""
+    x, axes = op.inputs
+    chosen = _math.cast(_logic.equal(_kept(op, op.outputs[0]), x), dy.dtype)
+    count = apply_op("Sum", [chosen, axes], {"keep_dims": True}).outputs[0]
+    return [chosen / count * _kept(op, dy), None]
+
+
+def _prod_grad(op: Operation, dy: Tensor) -> list:
+    """d prod / dx_i is the product of the others: y / x_i, or where x_i is 0, the product of
+    the non-zero others when x_i is the only zero (else 0). Exact with zeros, no cumprod."""
+    x, axes = op.inputs
+    zero = _logic.equal(x, constant(0, dtype=x.dtype))
+    safe = select(zero, constant(1, dtype=x.dtype), x)
+    keep = {"keep_dims": True}
+    others_nonzero = apply_op("Prod", [safe, axes], keep).outputs[0]
+    zeros = apply_op("Sum", [_math.cast(zero, x.dtype), axes], keep).outputs[0]
+    lone = select(_logic.equal(zeros, constant(1, dtype=x.dtype)), others_nonzero, 0)
+    others = select(zero, lone, _kept(op, op.outputs[0]) / safe)
+    return [_kept(op, dy) * others, None]
+
+
+_GRADS = {
+    "Sum": _sum_grad,
+    "Mean": _mean_grad,
+    "Prod": _prod_grad,
+    "Max": _extremum_grad,
+    "Min": _extremum_grad,
+}
 for _type, _spec in REDUCTIONS.items():
     register(
         OpDef(
@@ -231,9 +294,10 @@ for _type, _spec in REDUCTIONS.items():
             infer=_reduce_infer(_spec.allowed),
             reference=_reduce_reference,
             lower=_reduce_lower,
+            grad=_GRADS.get(_type),
             const_inputs=(1,),
             input_names=("input", "reduction_indices"),
-            differentiable=_spec.allowed != (_dt.bool_,),
+            differentiable=_type in _GRADS,  # All and Any work on bools
         )
     )
 

@@ -4,7 +4,9 @@ An `OpDef` is the single source of truth for one op type (its TF name, e.g. "Mat
     infer(ctx)           -> [(dtype, shape)] per output; raises ctx.error(...) on bad inputs
     reference(ctx, *xs)  -> NumPy outputs (the interpreter, constant folding and the tests' oracle)
     lower(ctx)           -> [Kernel] for the C backend ([] when the output aliases an input)
-    grad(op, *dys)       -> one gradient per input (None where not differentiable)
+    grad(op, *dys)       -> one gradient per input (None where not differentiable); for an op
+                            that broadcasts its inputs, a gradient may have the output's shape:
+                            the gradient pass sums it back to the input's shape
 plus flags: stateful/random ops are never merged, folded or pruned while their effects are wanted;
 `const_inputs` are inputs whose *values* must be known when compiling (shapes, axes, perms;
 negative indices count from the last input);
