@@ -19,4 +19,5 @@ from tfc.ops import (  # noqa: F401
     reduce,
     registry,
     state,
+    training_ops,
 )
