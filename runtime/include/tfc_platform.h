@@ -7,4 +7,15 @@
 #define TFC_SNPRINTF snprintf
 #endif
 
+/* Heap allocation (checkpoint I/O; generated code allocates nothing). Define all three or none:
+ * what one of them returns is given back to the others. */
+#if !defined(TFC_MALLOC) && !defined(TFC_REALLOC) && !defined(TFC_FREE)
+#include <stdlib.h>
+#define TFC_MALLOC malloc
+#define TFC_REALLOC realloc
+#define TFC_FREE free
+#elif !defined(TFC_MALLOC) || !defined(TFC_REALLOC) || !defined(TFC_FREE)
+#error "define all of TFC_MALLOC, TFC_REALLOC and TFC_FREE, or none of them"
+#endif
+
 #endif /* TFC_PLATFORM_H */
