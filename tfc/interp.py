@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tfc import errors
+from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
 from tfc.ops.registry import OpContext, as_output_list, get_opdef
 from tfc.passes import run_passes
@@ -24,11 +25,13 @@ INTERP_PIPELINE = ["prune", "specialize", "prune", "schedule"]
 
 
 class InterpState:
-    """Variables and random streams of an interpreter session."""
+    """Variables, random streams and tf.data iterators of an interpreter session."""
 
     def __init__(self) -> None:
         self.vars: dict[str, np.ndarray] = {}
         self.rng: dict[str, np.ndarray] = {}
+        # map functions of iterators are interpreted too, each in an interpreter of its own
+        self.iterators = IteratorStates(lambda graph: Interpreter(graph))
 
     def variable(self, name: str) -> np.ndarray | None:
         return self.vars.get(name)
@@ -60,7 +63,7 @@ class Interpreter:
         self.state = InterpState()
 
     def run(self, fetches: Any, feed_dict: Any = None) -> Any:
-        request = RunRequest(self.graph, fetches, feed_dict)
+        request = RunRequest(self.graph, fetches, feed_dict, self.state.iterators)
         program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
         program = run_passes(program, INTERP_PIPELINE)
         return request.results(evaluate(program, request.feed_values, self.state))
@@ -101,7 +104,12 @@ def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) 
                 state=state,
                 ref_names=[inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)],
             )
-            outs = as_output_list(opdef.reference(ctx, *args))
+            try:
+                outs = as_output_list(opdef.reference(ctx, *args))
+            except errors.OpError as e:
+                if e.op is None:  # name the failing node, as compiled runs do
+                    e.op = program.get_operation_by_name(name)
+                raise
         for i, value in enumerate(outs):
             if value is not None:
                 value = np.asarray(value)

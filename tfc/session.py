@@ -17,6 +17,7 @@ import numpy as np
 
 from tfc import errors
 from tfc.backend_c import build_shared_library, load_library
+from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
 from tfc.lower import LoweredProgram, Slot, lower_program
 from tfc.passes import PIPELINE, run_passes
@@ -103,6 +104,8 @@ class Session:
         self._vars: dict[str, np.ndarray] = {}
         self._rng: dict[str, np.ndarray] = {}
         self._initialized: set[str] = set()
+        # tf.data iterators' positions are per session; map functions run in sessions of their own
+        self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
 
@@ -113,7 +116,7 @@ class Session:
         """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        request = RunRequest(self.graph, fetches, feed_dict)
+        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
         with self._lock:
             program = self._program(request)
             self._check_initialized(program.lowered)
@@ -209,6 +212,7 @@ class Session:
             self._vars.clear()
             self._rng.clear()
             self._initialized.clear()
+            self._iterators.close()
 
     @property
     def closed(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,23 +43,46 @@ def make_program_graph(
     return program
 
 
+class FeedSource(Protocol):
+    """Supplies values for tensors the caller did not feed: the tf.data iterators of a session
+    (tfc/data/runtime.py). It appends (tensor, array) pairs the run needs to the feeds."""
+
+    def add_feeds(
+        self,
+        graph: Graph,
+        fetches: list[Tensor],
+        targets: list[str],
+        feed_tensors: list[Tensor],
+        feed_values: list[np.ndarray],
+    ) -> None: ...
+
+
 class RunRequest:
     """The fetches and feeds of one `run` call, resolved against a graph and checked.
 
     `fetches` are the distinct fetched tensors (program outputs), `targets` the names of
-    fetched operations, `feeds` the FeedSpecs and `feed_values` the converted arrays.
+    fetched operations, `feeds` the FeedSpecs and `feed_values` the converted arrays, with
+    what `feed_source` adds for the tensors nobody fed (the next elements of iterators).
     `results(values)` rebuilds the caller's fetch structure from one array per fetch.
     """
 
-    def __init__(self, graph: Graph, fetches: Any, feed_dict: Any = None) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        fetches: Any,
+        feed_dict: Any = None,
+        feed_source: FeedSource | None = None,
+    ) -> None:
         leaves, self._rebuild = flatten_fetches(fetches)
         self._elements = [_fetch_element(graph, x) for x in leaves]
-        self.fetches: list[Tensor] = []
-        for e in self._elements:
-            if isinstance(e, Tensor) and e not in self.fetches:
-                self.fetches.append(e)
+        # distinct fetched tensors in first-seen order (a dict: runs fetch hundreds at once)
+        self.fetches: list[Tensor] = list(
+            dict.fromkeys(e for e in self._elements if isinstance(e, Tensor))
+        )
         self.targets = sorted({e.name for e in self._elements if isinstance(e, Operation)})
         feed_tensors, self.feed_values = convert_feeds(graph, feed_dict)
+        if feed_source is not None:
+            feed_source.add_feeds(graph, self.fetches, self.targets, feed_tensors, self.feed_values)
         self.feeds = [
             FeedSpec((t.op.name, t.value_index), t.dtype, tuple(v.shape))
             for t, v in zip(feed_tensors, self.feed_values)
@@ -96,8 +119,7 @@ def _fetch_element(graph: Graph, fetch: Any) -> Tensor | Operation:
 
 def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.ndarray]]:
     """Resolve feed keys to tensors and convert values to their dtypes, checking shapes."""
-    tensors: list[Tensor] = []
-    values: list[np.ndarray] = []
+    fed: dict[Tensor, np.ndarray] = {}
     for key, value in (feed_dict or {}).items():
         try:
             tensor = graph.as_graph_element(key)
@@ -125,10 +147,8 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
                 f"Cannot feed value of shape {array.shape!r} for Tensor {tensor.name!r}, "
                 f"which has shape {str(tensor.get_shape())!r}"
             )
-        if tensor not in tensors:
-            tensors.append(tensor)
-            values.append(array)
-    return tensors, values
+        fed.setdefault(tensor, array)
+    return list(fed), list(fed.values())
 
 
 def as_result(array: np.ndarray) -> Any:
