@@ -190,3 +190,14 @@ def test_runtime_headers_compile_standalone(tmp_path):
         ],
         check=True,
     )
+
+
+def test_a_kernel_writing_a_buffer_it_also_reads_is_not_restrict():
+    w = tf.Variable([1.0, 2.0], name="w")
+    doubled = tf.assign_add(w, w.value())  # writes w while reading w through W/read
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_array_equal(sess.run(doubled), [2.0, 4.0])
+        np.testing.assert_array_equal(sess.run(doubled), [4.0, 8.0])
+        kernels = [ln for ln in sess.source(doubled).splitlines() if ln.startswith("static")]
+    assert kernels == ["static void k0(float *y, const float *x0) {"]

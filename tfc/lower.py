@@ -29,6 +29,9 @@ EMBED_LIMIT_BYTES = 64 * 1024  # larger constants are passed in by the caller, n
 class BoundKernel:
     kernel: Kernel
     args: list[str]  # one C pointer expression per kernel param
+    # False when a written param shares its buffer with another param (AssignAdd(w, w)):
+    # the kernel's pointers must then not be declared restrict
+    restrict: bool = True
 
 
 @dataclass
@@ -122,10 +125,11 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
             raise NotImplementedError(f"Op '{node['op']}' (node '{n}') has no C kernel in tfc")
         bound = []
         for kernel in opdef.lower(ctx):
-            args = []
+            args, buffers = [], []
             for p in kernel.params:
                 if p.buf == "state":
                     expr = f"(uint64_t *)state[{slot_index[('rng', n)]}]"
+                    buffers.append(("rng", n))
                 else:
                     m = _BUF.fullmatch(p.buf)
                     if m is None:
@@ -134,8 +138,11 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
                     tensor = inputs[index] if m.group(1) == "in" else (n, index)
                     dtype = graph.node(tensor[0])["dtypes"][tensor[1]]
                     expr = pointer(tensor, dtype)
+                    buffers.append(root_tensor(storage, tensor))
                 args.append(f"{expr} + {p.offset}" if p.offset else expr)
-            bound.append(BoundKernel(kernel, args))
+            written = {b for b, p in zip(buffers, kernel.params) if not p.const}
+            aliased = any(buffers.count(b) > 1 for b in written)
+            bound.append(BoundKernel(kernel, args, restrict=not aliased))
         copies = []
         for out, dtype in enumerate(node["dtypes"]):
             j = fetch_slots.get((n, out))

@@ -29,10 +29,11 @@ _env = jinja2.Environment(
 )
 
 
-def render_kernel(kernel: Kernel, target: Target = C, name: str = _KERNEL_NAME) -> str:
-    params = [
-        f"{'const ' if p.const else ''}{p.ctype} *{target.restrict} {p.name}" for p in kernel.params
-    ]
+def render_kernel(
+    kernel: Kernel, target: Target = C, name: str = _KERNEL_NAME, restrict: bool = True
+) -> str:
+    qualifier = f"{target.restrict} " if restrict else ""
+    params = [f"{'const ' if p.const else ''}{p.ctype} *{qualifier}{p.name}" for p in kernel.params]
     if kernel.can_fail:
         params.append("tfc_error *err")
     template = _env.get_template(f"{target.template_dir}/kernels/{kernel.template}.c.j2")
@@ -52,7 +53,7 @@ def render_program(program: LoweredProgram, target: Target = C) -> str:
     for step in program.steps:
         lines = []
         for bound in step.kernels:
-            text = render_kernel(bound.kernel, target)
+            text = render_kernel(bound.kernel, target, restrict=bound.restrict)
             name = names.setdefault(text, f"k{len(names)}")
             args = ", ".join(bound.args + (["err"] if bound.kernel.can_fail else []))
             if bound.kernel.can_fail:
