@@ -35,3 +35,36 @@ def test_basics_sample_prints_the_tf1_outputs():
     assert "\n".join(lines[:10]) + "\n" == BASICS_EXPECTED
     assert lines[10].startswith("generated C: ") and lines[10].endswith(" for 32 examples per run")
     assert lines[11] == "figure 1: (784, 100) max True"
+
+
+def _run_sample(name, *args):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "samples" / name), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def test_iris_tutorial_sample(tmp_path):
+    out, err = _run_sample("iris_dnn.py", "--model_dir", str(tmp_path))
+    lines = [ln for ln in out.splitlines() if ln]
+    accuracy = float(lines[0].split(": ")[1])
+    assert lines[0].startswith("Test set accuracy: ") and accuracy >= 0.93
+    for line, species in zip(lines[1:], ["Setosa", "Versicolor", "Virginica"]):
+        assert line.startswith(f'Prediction is "{species}" (') and line.endswith(
+            f'%), expected "{species}"'
+        )
+    assert "INFO:tfc:loss = " in err and "examples/sec" in err  # progress while training
+
+
+def test_digits_mlp_sample_reaches_95_percent():
+    out, _ = _run_sample("digits_mlp.py")
+    lines = out.splitlines()
+    progress = [ln for ln in lines if ln.startswith("step ")]
+    assert len(progress) == 15 and "loss" in progress[0] and progress[0].endswith("examples/s")
+    assert float(lines[-1].split()[-1]) >= 0.95 and lines[-1].startswith("test accuracy")
