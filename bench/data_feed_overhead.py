@@ -34,7 +34,7 @@ def bench(fetches, feed=None):
         return (time.perf_counter() - t) / RUNS * 1e6
 
 
-batches = [(X[i:i + B], Y[i:i + B]) for i in range(0, N, B)]
+batches = [(X[i : i + B], Y[i : i + B]) for i in range(0, N, B)]
 x = tf.placeholder(tf.float32, [None, 4])
 y = tf.placeholder(tf.int32, [None])
 fed = step(x, y)
@@ -55,6 +55,8 @@ no_feed = tf.Variable(tf.zeros([B, 4]))
 yc = tf.zeros([B], tf.int32)
 us_none = bench(step(no_feed, yc))
 
-print(f"per run: feed_dict {us_feed:.1f} us, iterator {us_iter:.1f} us, "
-      f"iterator+shuffle(1000) {us_shuf:.1f} us, no feeds {us_none:.1f} us")
+print(
+    f"per run: feed_dict {us_feed:.1f} us, iterator {us_iter:.1f} us, "
+    f"iterator+shuffle(1000) {us_shuf:.1f} us, no feeds {us_none:.1f} us"
+)
 print(f"iterator / feed_dict = {us_iter / us_feed:.2f}")

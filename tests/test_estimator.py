@@ -31,8 +31,9 @@ def _eval_fn(x, y=None, batch=32):
 def test_dnn_classifier_trains_evaluates_predicts_and_resumes(tmp_path):
     (train_x, train_y), (test_x, test_y) = _iris("iris_training.csv"), _iris("iris_test.csv")
     columns = [tf.feature_column.numeric_column(k) for k in NAMES]
-    model = tf.estimator.DNNClassifier(hidden_units=[10, 10], feature_columns=columns,
-                                       n_classes=3, model_dir=str(tmp_path))
+    model = tf.estimator.DNNClassifier(
+        hidden_units=[10, 10], feature_columns=columns, n_classes=3, model_dir=str(tmp_path)
+    )
     model.train(_train_fn(train_x, train_y), steps=600)
     assert Path(tf.train.latest_checkpoint(str(tmp_path))).name == "model.ckpt-600"
     result = model.evaluate(_eval_fn(test_x, test_y))
@@ -50,8 +51,9 @@ def test_dnn_classifier_trains_evaluates_predicts_and_resumes(tmp_path):
     assert predictions[0]["classes"][0] == str(ids[0]).encode()
 
     # a new estimator on the same model_dir resumes from the checkpoint
-    again = tf.estimator.DNNClassifier(hidden_units=[10, 10], feature_columns=columns,
-                                       n_classes=3, model_dir=str(tmp_path))
+    again = tf.estimator.DNNClassifier(
+        hidden_units=[10, 10], feature_columns=columns, n_classes=3, model_dir=str(tmp_path)
+    )
     again.train(_train_fn(train_x, train_y), steps=50)
     assert again.evaluate(_eval_fn(test_x, test_y))["global_step"] == 650
     again.train(_train_fn(train_x, train_y), max_steps=650)  # already there: no step taken

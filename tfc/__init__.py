@@ -47,3 +47,4 @@ from tfc.ops.operators import install_operators as _install_operators
 
 _install_operators()
 newaxis = None
+from tfc.aot import compile

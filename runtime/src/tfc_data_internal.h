@@ -1,0 +1,23 @@
+/* What the data readers share inside the runtime (see tfc_data.h for the public API). */
+#ifndef TFC_DATA_INTERNAL_H
+#define TFC_DATA_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tfc_data.h"
+
+#define TFC_NPY_MAGIC "\x93NUMPY"
+#define TFC_NPY_MAGIC_LEN 6
+
+/* Write a printf-style message into err (when it has a buffer); returns `code`. */
+int tfc_data_fail(tfc_error *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Parse a whole file's text into ds->rows, cols, values, lines (ds->path is set). */
+int tfc_csv_parse(tfc_dataset *ds, const char *text, size_t size, tfc_error *err);
+int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_error *err);
+
+#endif /* TFC_DATA_INTERNAL_H */

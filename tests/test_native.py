@@ -1,0 +1,419 @@
+"""Standalone native executables: `tfc compile` of the Iris model, its `train` and `predict`
+checked against the Python session, its Makefile, its errors, and the drivers under sanitizers.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfc as tf
+from tfc.aot import ModelError
+from tfc.cli import main as tfc_main
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "samples" / "iris_model.py"
+TRAIN_CSV = ROOT / "samples" / "data" / "iris_training.csv"
+TEST_CSV = ROOT / "samples" / "data" / "iris_test.csv"
+BATCH = 32
+SANITIZE = "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+# distinct exit codes, so a sanitizer report can never pass for a driver's own error exit
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": "exitcode=86:detect_leaks=1",
+    "UBSAN_OPTIONS": "exitcode=87:print_stacktrace=1",
+}
+
+
+def _load(path):
+    table = np.loadtxt(path, delimiter=",", skiprows=1)
+    return table[:, :4].astype(np.float32), table[:, 4].astype(np.int32)
+
+
+def _run(exe, *args, env=None, check=True):
+    proc = subprocess.run(
+        [str(exe), *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{exe} {args} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def _train(exe_dir, ckpt, steps, *extra, data=TRAIN_CSV, **kw):
+    """`train` of `exe_dir` on `data` until step `steps`, checkpoints in `ckpt`."""
+    return _run(exe_dir / "train", "--data", data, "--steps", steps, "--checkpoint-dir", ckpt,
+                *extra, **kw)  # fmt: skip
+
+
+def _predict(exe_dir, ckpt, data, *extra, **kw):
+    return _run(exe_dir / "predict", "--checkpoint", ckpt, "--data", data, *extra, **kw)
+
+
+def _iris_signatures():
+    """The Iris model's graph in the default graph, as the model file builds it."""
+    sys.path.insert(0, str(MODEL.parent))
+    try:
+        import iris_model
+    finally:
+        sys.path.remove(str(MODEL.parent))
+    return iris_model.signatures()
+
+
+def _session_variables(sess):
+    return {v.op.name: sess.read_variable(v.op.name) for v in tf.global_variables()}
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """The Iris model compiled by the `tfc compile` command."""
+    outdir = tmp_path_factory.mktemp("iris") / "build"
+    assert tfc_main(["compile", str(MODEL), "-o", str(outdir), "--batch", str(BATCH)]) == 0
+    return outdir
+
+
+@pytest.fixture(scope="module")
+def sanitized(build, tmp_path_factory):
+    """A copy of the build directory rebuilt by its own Makefile, with ASan and UBSan."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    copy = tmp_path_factory.mktemp("copy") / "iris"
+    shutil.copytree(build, copy)
+    subprocess.run(["make", "clean"], cwd=copy, check=True, capture_output=True)
+    assert not (copy / "train").exists() and not (copy / "obj").exists()
+    proc = subprocess.run(
+        ["make", "-j2", f"CFLAGS={SANITIZE} -Werror"], cwd=copy, capture_output=True, text=True
+    )
+    if proc.returncode != 0 and "asan" in proc.stderr:
+        pytest.skip(f"no sanitizer runtime: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr
+    return copy
+
+
+def test_one_step_matches_the_session(build, tmp_path):
+    native = tmp_path / "ckpt"
+    out = _train(build, native, 1, "--batch", BATCH, "--no-shuffle", "--log-every", 1).stdout
+    native_loss = float(re.search(r"^step 1  loss (\S+)", out, re.M).group(1))
+
+    from safetensors.numpy import load_file
+
+    sig = _iris_signatures()["train"]
+    x, y = _load(TRAIN_CSV)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        feed = {sig["inputs"]["features"]: x[:BATCH], sig["inputs"]["labels"]: y[:BATCH]}
+        loss, _ = sess.run([sig["loss"], sig["train_op"]], feed)
+        expected = _session_variables(sess)
+    assert abs(native_loss - loss) <= 1e-5
+    saved = load_file(str(native / "model.ckpt-1.safetensors"))
+    assert set(saved) == set(expected)
+    assert int(saved["global_step"]) == 1
+    for name, value in expected.items():
+        np.testing.assert_allclose(saved[name], value, rtol=0, atol=1e-5, err_msg=name)
+    # and tf.train.Saver reads the native checkpoint into a session
+    with tf.Session() as sess:
+        tf.train.Saver().restore(sess, tf.train.latest_checkpoint(str(native)))
+        for name, value in expected.items():
+            np.testing.assert_allclose(sess.read_variable(name), value, atol=1e-5, err_msg=name)
+
+
+def test_initial_weights_and_npy_data_match(build, tmp_path):
+    """--steps 0 saves the initial values: the session's, from the same Philox streams; a
+    .npy file of the same rows trains exactly as the CSV does."""
+    from safetensors.numpy import load_file
+
+    _train(build, tmp_path / "a", 0)
+    initial = load_file(str(tmp_path / "a" / "model.ckpt-0.safetensors"))
+    _iris_signatures()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for name, value in _session_variables(sess).items():
+            np.testing.assert_array_equal(initial[name], value, err_msg=name)
+
+    np.save(tmp_path / "train.npy", np.loadtxt(TRAIN_CSV, delimiter=",", skiprows=1))
+    for data, ckpt in ((TRAIN_CSV, "csv"), (tmp_path / "train.npy", "npy")):
+        _train(build, tmp_path / ckpt, 3, data=data)
+    from_csv = load_file(str(tmp_path / "csv" / "model.ckpt-3.safetensors"))
+    from_npy = load_file(str(tmp_path / "npy" / "model.ckpt-3.safetensors"))
+    for name in from_csv:
+        np.testing.assert_array_equal(from_csv[name], from_npy[name], err_msg=name)
+
+
+def test_data_formats_read_alike(build, tmp_path):
+    """CSV with a byte order mark, CRLF, blank lines and spaces, and .npy files of other types
+    and layouts, give predict the same rows."""
+    ckpt = tmp_path / "ckpt"
+    _train(build, ckpt, 20)
+    table = np.loadtxt(TEST_CSV, delimiter=",", skiprows=1)
+    rows = [", ".join(f"{v:g}" for v in row) for row in table]
+    (tmp_path / "messy.csv").write_bytes(
+        ("\ufeff" + "\r\n".join(["a,b,c,d,label", "", *rows, "  "])).encode()
+    )
+    np.save(tmp_path / "f32.npy", table.astype(np.float32))
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(table))
+    results = {}
+    for name in ("messy.csv", "f32.npy", "fortran.npy"):
+        out = _predict(build, ckpt, tmp_path / name, "--output", tmp_path / f"{name}.out.npy")
+        assert out.stdout.startswith("accuracy ")
+        results[name] = np.load(tmp_path / f"{name}.out.npy")
+    _predict(build, ckpt, TEST_CSV, "--output", tmp_path / "reference.npy")
+    reference = np.load(tmp_path / "reference.npy")
+    assert reference.shape == (30, 3)
+    for name, result in results.items():
+        np.testing.assert_array_equal(result, reference, err_msg=name)
+
+
+def test_native_training_reaches_the_tutorial_accuracy(build, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    log = _train(build, ckpt, 1000, "--log-every", 500).stdout
+    losses = [float(v) for v in re.findall(r"^step \d+  loss (\S+)  \d+ examples/s$", log, re.M)]
+    assert len(losses) == 2 and losses[-1] < 0.2
+    out = _predict(build, ckpt, TEST_CSV).stdout.splitlines()
+    assert len(out) == 31
+    accuracy = float(re.fullmatch(r"accuracy (\S+) \((\d+) of 30\)", out[-1]).group(1))
+    assert accuracy >= 0.93
+    flowers = tmp_path / "flowers.csv"
+    flowers.write_text("5.1,3.3,1.7,0.5\n5.9,3.0,4.2,1.5\n6.9,3.1,5.4,2.1\n")
+    lines = _predict(build, ckpt, flowers).stdout.splitlines()
+    probabilities = np.array([[float(v) for v in line.split()] for line in lines])
+    assert probabilities.shape == (3, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+    assert list(probabilities.argmax(axis=1)) == [0, 1, 2]  # Setosa, Versicolor, Virginica
+
+
+def test_resume_continues_the_global_step(build, tmp_path):
+    from safetensors.numpy import load_file
+
+    resumed, straight = tmp_path / "resumed", tmp_path / "straight"
+    _train(build, resumed, 5)
+    out = _train(build, resumed, 9, "--log-every", 1).stdout
+    assert "(global_step 5)" in out
+    assert re.findall(r"^step (\d+)", out, re.M) == ["6", "7", "8", "9"]
+    assert "nothing to do" in _train(build, resumed, 9).stdout
+    _train(build, straight, 9)
+    # the example stream continues where it stood: resumed training is the same training
+    a = load_file(str(resumed / "model.ckpt-9.safetensors"))
+    b = load_file(str(straight / "model.ckpt-9.safetensors"))
+    assert int(a["global_step"]) == 9
+    for name in b:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert tf.train.latest_checkpoint(str(resumed)) == str(resumed / "model.ckpt-9")
+
+
+def test_predict_matches_the_session(build, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    _train(build, ckpt, 50)
+    # 120 rows: three batches of 32 and a tail of 24 run one by one
+    out = _predict(build, ckpt, TRAIN_CSV, "--output", tmp_path / "p.npy").stdout
+    assert re.fullmatch(r"accuracy \S+ \(\d+ of 120\)\n", out)
+    native = np.load(tmp_path / "p.npy")
+    text = _predict(build, ckpt / "model.ckpt-50", TRAIN_CSV)
+    printed = np.array([[float(v) for v in line.split()] for line in text.stdout.splitlines()[:-1]])
+
+    sig = _iris_signatures()["predict"]
+    x, _ = _load(TRAIN_CSV)
+    with tf.Session() as sess:
+        tf.train.Saver().restore(sess, str(ckpt / "model.ckpt-50"))
+        expected = sess.run(sig["outputs"]["probabilities"], {sig["inputs"]["features"]: x})
+    assert native.shape == (120, 3) and native.dtype == np.float32
+    np.testing.assert_allclose(native, expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(printed, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_executables_need_only_libc_and_libm(build):
+    if shutil.which("ldd") is None:
+        pytest.skip("ldd is not installed")
+    allowed = ("linux-vdso.so", "libc.so", "libm.so", "libpthread.so", "ld-linux")
+    for exe in ("train", "predict"):
+        lines = subprocess.run(
+            ["ldd", str(build / exe)], capture_output=True, text=True, check=True
+        ).stdout.split("\n")
+        libs = [line.split()[0] for line in lines if line.strip()]
+        assert libs and all(lib.rsplit("/", 1)[-1].startswith(allowed) for lib in libs), libs
+
+
+def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path):
+    """The copy was rebuilt by `make` (with sanitizers) and trains exactly as the original."""
+    from safetensors.numpy import load_file
+
+    env = {**os.environ, **SANITIZER_ENV}
+    for name, exe_dir in (("plain", build), ("sanitized", sanitized)):
+        proc = _train(exe_dir, tmp_path / name, 20, "--save-every", 10, "--max-to-keep", 1, env=env)
+        assert "runtime error" not in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "sanitized").iterdir()) == [
+        "checkpoint",
+        "model.ckpt-20.safetensors",
+    ]
+    a = load_file(str(tmp_path / "plain" / "model.ckpt-20.safetensors"))
+    b = load_file(str(tmp_path / "sanitized" / "model.ckpt-20.safetensors"))
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], atol=1e-6, err_msg=name)
+    proc = _predict(sanitized, tmp_path / "sanitized", TEST_CSV, "--output", tmp_path / "p.npy",
+                    env=env)  # fmt: skip
+    assert proc.stdout.startswith("accuracy ") and "runtime error" not in proc.stderr
+
+
+# file -> (content, the error of train; predict reads 4 or 5 columns and ignores labels, so
+# the last two fail there on the missing checkpoint instead)
+BAD_DATA = {
+    "ragged.csv": ("5.1,3.5,1.4,0.2,0\n4.9,3.0,1.4\n", r"ragged\.csv:2: 3 columns, but the "),
+    "word.csv": (
+        "120,4,a,b,c\n5.1,3.5,1.4,0.2,0\n4.9,x,1.4,0.2,0\n",
+        r"word\.csv:3: column 2: 'x' is not a number",
+    ),
+    "empty.csv": ("\n \n", r"empty\.csv: no data rows"),
+    "bad.npy": (
+        b"\x93NUMPY\x01\x00\x40\x00{'descr': '<f4', 'fortran_order': False, 'shape': (",
+        r"bad\.npy: truncated",
+    ),
+    "narrow.csv": ("5.1,3.5,1.4,0\n", r"narrow\.csv has 4 columns; .* expected 5"),
+    "label.csv": ("5.1,3.5,1.4,0.2,1.5\n", r"label\.csv:1: column 5: 1\.5 is not an integer"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_DATA))
+def test_bad_data_is_a_clear_error(sanitized, tmp_path, name):
+    content, message = BAD_DATA[name]
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    env = {**os.environ, **SANITIZER_ENV}
+    train = _train(sanitized, tmp_path / "ck", 1, data=path, env=env, check=False)
+    predict = _predict(sanitized, tmp_path / "none", path, env=env, check=False)
+    if name in ("narrow.csv", "label.csv"):
+        predict_message = r"no checkpoint at .*none"
+    else:
+        predict_message = message
+    for proc, exe, expected in ((train, "train", message), (predict, "predict", predict_message)):
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.startswith(f"{exe}: error: "), proc.stderr
+        assert re.search(expected, proc.stderr), proc.stderr
+        assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr
+
+
+BAD_ARGUMENTS = [
+    (
+        ["--data", "missing.csv", "--steps", 1, "--checkpoint-dir", "ck"],
+        "cannot open missing.csv: No such file or directory",
+    ),
+    (
+        ["--data", TRAIN_CSV, "--steps", 1, "--checkpoint-dir", "ck", "--batch", 64],
+        "compiled for batch 32; recompile with `tfc compile --batch 64`",
+    ),
+    (["--data", TRAIN_CSV, "--steps", "ten", "--checkpoint-dir", "ck"], "--steps ten: not an"),
+    (["--data", TRAIN_CSV, "--steps", 1], "--checkpoint-dir are required"),
+    (
+        ["--data", TRAIN_CSV, "--steps", 1, "--checkpoint-dir", "ck", "--hparam", "momentum=0.9"],
+        "declares no hyperparameter 'momentum' (declared: learning_rate)",
+    ),
+    (
+        ["--data", TRAIN_CSV, "--steps", 1, "--checkpoint-dir", "ck", "--lr", "fast"],
+        "--lr fast: not a finite number",
+    ),
+    (
+        ["--data", TRAIN_CSV, "--steps", 1, "--checkpoint-dir", "ck", "--shuffle"],
+        "unknown argument '--shuffle'",
+    ),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_ARGUMENTS)
+def test_bad_arguments_are_a_clear_error(sanitized, tmp_path, args, message):
+    env = {**os.environ, **SANITIZER_ENV}
+    proc = subprocess.run(
+        [str(sanitized / "train"), *map(str, args)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "ck").exists()  # refused before anything is written
+
+
+def test_missing_and_corrupt_checkpoints_are_clear_errors(sanitized, tmp_path):
+    env = {**os.environ, **SANITIZER_ENV}
+
+    def predict():
+        proc = _predict(sanitized, tmp_path, TEST_CSV, env=env, check=False)
+        assert proc.returncode == 1 and "Sanitizer" not in proc.stderr, proc.stderr
+        return proc.stderr
+
+    assert f"checkpoint state file {tmp_path}/checkpoint does not exist" in predict()
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-7"\n')
+    assert f"names model.ckpt-7, but {tmp_path}/model.ckpt-7.safetensors does not" in predict()
+    (tmp_path / "model.ckpt-7.safetensors").write_bytes(b"not a checkpoint at all")
+    message = f"checkpoint {tmp_path}/model.ckpt-7.safetensors has a corrupt header"
+    assert message in predict()
+    # train refuses to resume from it rather than start over and overwrite the directory
+    proc = _train(sanitized, tmp_path, 1, env=env, check=False)
+    assert proc.returncode == 1 and f"resuming from {tmp_path}: {message}" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "model.ckpt-7.safetensors"]
+
+
+def test_lr_overrides_the_learning_rate(build, tmp_path):
+    from safetensors.numpy import load_file
+
+    for lr in ("0", "0.01"):
+        _train(build, tmp_path / lr, 2, "--lr", lr)
+    frozen = load_file(str(tmp_path / "0" / "model.ckpt-2.safetensors"))
+    moved = load_file(str(tmp_path / "0.01" / "model.ckpt-2.safetensors"))
+    assert "saved" in _train(build, tmp_path / "init", 0).stdout
+    initial = load_file(str(tmp_path / "init" / "model.ckpt-0.safetensors"))
+    np.testing.assert_array_equal(frozen["logits/kernel"], initial["logits/kernel"])
+    assert np.abs(moved["logits/kernel"] - initial["logits/kernel"]).max() > 1e-3
+
+
+def test_model_file_errors(tmp_path):
+    cases = {
+        "no_signatures.py": ("x = 1\n", "defines no signatures() function"),
+        "not_a_placeholder.py": (
+            "import tfc as tf\n"
+            "def signatures():\n"
+            "    x = tf.zeros([3, 4])\n"
+            "    return {'predict': {'inputs': {'features': x}, 'outputs': {'y': x * 2}}}\n",
+            "must be a tf.placeholder, not a",
+        ),
+        "unknown_key.py": (
+            "import tfc as tf\n"
+            "def signatures():\n"
+            "    x = tf.placeholder(tf.float32, [None, 4])\n"
+            "    return {'predict': {'inputs': {'x': x}, 'outputs': {'y': x * 2}}}\n",
+            "predict inputs: unknown key(s) ['x']",
+        ),
+        "fixed_batch.py": (
+            "import tfc as tf\n"
+            "def signatures():\n"
+            "    x = tf.placeholder(tf.float32, [8, 4])\n"
+            "    return {'predict': {'inputs': {'features': x}, 'outputs': {'y': x * 2}}}\n",
+            "compiled for batch 32: use --batch 8",
+        ),
+    }
+    for filename, (text, message) in cases.items():
+        (tmp_path / filename).write_text(text)
+        with pytest.raises(ModelError, match=re.escape(message)):
+            tf.compile(tmp_path / filename, tmp_path / "out", build=False)
+    assert tfc_main(["compile", str(tmp_path / "no_signatures.py"), "-o", str(tmp_path)]) == 1
+
+
+def test_iris_native_sample_runs():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "samples" / "iris_native.py")],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    accuracy = float(re.search(r"^Test set accuracy: (\S+)$", proc.stdout, re.M).group(1))
+    assert accuracy >= 0.93
+    for species in ("Setosa", "Versicolor", "Virginica"):
+        assert re.search(
+            rf'^Prediction is "{species}" \(\d+\.\d%\), expected "{species}"$', proc.stdout, re.M
+        ), proc.stdout

@@ -1,0 +1,142 @@
+"""`tfc compile`: a model file becomes standalone native `train` and `predict` executables.
+
+The model-file convention
+-------------------------
+A model file is a Python file that defines ``signatures()``. tfc calls it with a fresh default
+graph; it builds the model with the tfc API and returns a dict naming what the executables
+feed and fetch::
+
+    import tfc as tf
+
+    def signatures():
+        tf.set_random_seed(42)                       # the same initial weights every time
+        x = tf.placeholder(tf.float32, [None, 4], name="features")
+        y = tf.placeholder(tf.int32, [None], name="labels")
+        lr = tf.placeholder_with_default(0.01, [], name="learning_rate")
+        logits = tf.layers.dense(x, 3)
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        step = tf.train.get_or_create_global_step()
+        train_op = tf.train.AdamOptimizer(lr).minimize(loss, global_step=step)
+        return {
+            "train": {
+                "inputs": {"features": x, "labels": y},
+                "loss": loss,
+                "train_op": train_op,
+                "hyperparameters": {"learning_rate": lr},
+            },
+            "predict": {
+                "inputs": {"features": x},
+                "outputs": {"probabilities": tf.nn.softmax(logits)},
+            },
+        }
+
+- ``train`` (optional when ``predict`` is given): ``inputs["features"]`` and, for supervised
+  models, ``inputs["labels"]`` are placeholders of shape ``[None, ...]`` (or ``[B, ...]``
+  with B the compiled batch). A data row holds the flattened features, then the flattened
+  labels: with ``[None, 4]`` features and ``[None]`` labels, a CSV row has 5 columns, the
+  label last. ``loss`` is a float scalar; ``train_op`` the op one training step runs (it
+  advances ``tf.train.get_global_step()`` if the model has one; `train --steps N` then trains
+  until the global step reaches N). ``hyperparameters`` (optional) maps names to scalar
+  ``tf.placeholder_with_default`` tensors with constant defaults: ``train --hparam NAME=X``
+  overrides one, ``train --lr X`` the one named ``learning_rate``.
+- ``predict`` (optional when ``train`` is given): ``inputs["features"]`` as above;
+  ``outputs`` maps identifiers to tensors whose first dimension is the batch. ``label_output``
+  (optional) names the output that `predict` compares with a label column, if the data has
+  one: float ``[batch, classes]`` scores (their argmax is the class) or integer ``[batch]``
+  class ids. It defaults to the output named probabilities, logits, class_ids or classes.
+
+The variables' initial values come from their initializers (global and local variables),
+with the same Philox streams as a Python session: with a graph seed, the native `train`
+starts from the weights `tf.Session` would. Checkpoints hold the global variables under their
+op names, as `tf.train.Saver` writes them.
+
+What `compile` writes into OUTDIR
+---------------------------------
+``program_<role>.c`` (the init, train and predict programs; predict also at batch 1 for the
+tail of the data), ``model.h``/``model.c`` (the descriptor the drivers run: state, programs,
+the role of each input and output), ``main_train.c``/``main_predict.c``, ``runtime/`` (the C
+runtime's headers and sources), a ``Makefile`` (``make`` rebuilds everything with only a C
+compiler; it honours CC and CFLAGS), and the executables ``train`` and ``predict``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfc.aot.build import build_executables, copy_runtime, write_if_changed
+from tfc.aot.programs import ModelPlan, plan_model
+from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
+from tfc.aot.sources import model_objects, model_sources, render_makefile
+from tfc.backend_c import GENERIC_FLAGS, HOST_FLAGS
+
+__all__ = ["compile", "CompiledModel", "ModelError"]
+
+TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS}
+
+
+@dataclass
+class CompiledModel:
+    """What `compile` made: the directory, the model's plan, the executables built."""
+
+    outdir: Path
+    plan: ModelPlan
+    executables: dict[str, Path]  # "train", "predict" -> path (empty when not built)
+
+    @property
+    def train(self) -> Path:
+        return self.outdir / "train"
+
+    @property
+    def predict(self) -> Path:
+        return self.outdir / "predict"
+
+
+def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
+    model: Any,
+    outdir: str | os.PathLike,
+    batch: int = 32,
+    target: str = "host",
+    *,
+    name: str | None = None,
+    cflags: list[str] | None = None,
+    build: bool = True,
+) -> CompiledModel:
+    """Compile `model` into OUTDIR and build its `train` and `predict` executables.
+
+    `model` is a model file's path, a module, or a `signatures` function (see the module
+    docstring for the convention). `batch` is the batch the train and predict programs are
+    compiled for; `target` "host" optimizes for this machine's CPU (-march=native), "generic"
+    for any CPU of its architecture. `name` (default: the file's stem) prefixes every C symbol.
+    `cflags` replace the target's optimization flags (the Makefile's CFLAGS default); tfc's
+    own build adds -Werror. With `build=False` only the sources and the Makefile are written.
+    """
+    if target not in TARGET_FLAGS:
+        raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
+    default_name, fn = load_signatures_function(model)
+    name = _c_identifier(name or default_name)
+    plan = plan_model(build_signatures(name, fn), int(batch))
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    executables = [e for e in ("train", "predict") if e in plan.programs]
+    opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
+    for filename, text in model_sources(plan, executables).items():
+        write_if_changed(outdir / filename, text)
+    write_if_changed(outdir / "Makefile", render_makefile(plan, executables, opt))
+    copy_runtime(outdir)
+    built = {}
+    if build:
+        built = build_executables(outdir, executables, model_objects(plan), [*opt, "-Werror"])
+    return CompiledModel(outdir, plan, built)
+
+
+def _c_identifier(name: str) -> str:
+    ident = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if not ident or ident[0].isdigit():
+        ident = f"m_{ident}"
+    if not ident.isascii():
+        raise ModelError(f"model name {name!r}: use ASCII letters, digits and _")
+    return ident

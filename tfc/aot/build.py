@@ -1,0 +1,108 @@
+"""Writing a compiled model's directory and building its executables with the host compiler.
+
+The build does what the directory's Makefile does (the same objects, archive and links), with
+each object cached on disk by its source, the flags, the compiler and the headers: compiling
+the same model again, or another model, reuses every object that did not change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tfc.aot.sources import BASE_CFLAGS
+from tfc.backend_c import CompileError, _toolchain_identity, cache_dir, compiler, runtime_dir
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Leave an unchanged file alone, so `make` finds its objects up to date."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text() == text:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def copy_runtime(outdir: Path) -> None:
+    """Make OUTDIR/runtime the runtime's headers and sources, exactly (stale files removed)."""
+    root = runtime_dir()
+    for sub, patterns in (("include", ("*.h",)), ("src", ("*.c", "*.h"))):
+        wanted = {f.name: f for pattern in patterns for f in (root / sub).glob(pattern)}
+        target = outdir / "runtime" / sub
+        target.mkdir(parents=True, exist_ok=True)
+        for existing in target.iterdir():
+            if existing.is_file() and existing.name not in wanted:
+                existing.unlink()
+        for name, src in wanted.items():
+            write_if_changed(target / name, src.read_text())
+
+
+def _headers_digest(outdir: Path) -> str:
+    h = hashlib.sha256()
+    headers = [outdir / "model.h", *(outdir / "runtime").rglob("*.h")]
+    for f in sorted(headers):
+        h.update(f.relative_to(outdir).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _compile_object(cc: str, flags: list[str], outdir: Path, source: str, key_base: str) -> str:
+    src = outdir / source
+    obj = outdir / "obj" / (source[:-2] + ".o")
+    h = hashlib.sha256(key_base.encode())
+    h.update(source.encode() + b"\0" + src.read_bytes())
+    cached = cache_dir() / "objects" / f"{h.hexdigest()[:32]}.o"
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    if not cached.exists():
+        cmd = [cc, *flags, "-c", source, "-o", str(obj.relative_to(outdir))]
+        proc = subprocess.run(cmd, cwd=outdir, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"{cc} failed on {src}:\n{' '.join(cmd)}\n{proc.stderr.strip()}")
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as tmp:
+            tmp.write(obj.read_bytes())
+        os.replace(tmp.name, cached)  # atomic: a concurrent build sees all of it or nothing
+    else:
+        shutil.copyfile(cached, obj)
+    return str(obj.relative_to(outdir))
+
+
+def build_executables(
+    outdir: Path, executables: list[str], model_objects: list[str], cflags: list[str]
+) -> dict[str, Path]:
+    """Compile OUTDIR's sources and link `executables` (main_<name>.c each); their paths."""
+    cc = compiler()
+    flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
+    key_base = "\0".join([" ".join(flags), _toolchain_identity(cc), _headers_digest(outdir)])
+    runtime = sorted(f"runtime/src/{f.name}" for f in (outdir / "runtime" / "src").glob("*.c"))
+    mains = [f"main_{e}.c" for e in executables]
+    sources = [o[len("obj/") : -2] + ".c" for o in model_objects] + mains + runtime
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objects = list(pool.map(lambda s: _compile_object(cc, flags, outdir, s, key_base), sources))
+    by_source = dict(zip(sources, objects))
+    archive = outdir / "obj" / "libtfcrt.a"
+    archive.unlink(missing_ok=True)
+    ar = os.environ.get("AR", "ar")
+    _run([ar, "rcs", str(archive.relative_to(outdir)), *(by_source[s] for s in runtime)], outdir)
+    built = {}
+    for e, main in zip(executables, mains):
+        tmp = f".{e}.tmp"
+        _run(
+            [cc, *cflags, "-o", tmp, by_source[main], *model_objects, "obj/libtfcrt.a", "-lm"],
+            outdir,
+        )
+        os.replace(outdir / tmp, outdir / e)  # a running executable keeps its old file
+        built[e] = outdir / e
+    return built
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stderr.strip()}")

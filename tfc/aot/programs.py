@@ -1,0 +1,185 @@
+"""A model's programs (init, train step, predict at the batch and at 1) and the state they share.
+
+Each program is compiled as Session.run compiles one signature: a program graph, the pass
+pipeline, lowering and rendering; here with a distinct prefix per program so that all link into
+one executable. The model's state table is the union of the programs' slots (variables and
+random streams, in order of first use); each program binds it through its own slot list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tfc import dtypes as _dt
+from tfc.aot.signatures import ModelError, ModelSignatures
+from tfc.graph import GraphKeys
+from tfc.lower import LoweredProgram, lower_program
+from tfc.passes import PIPELINE, run_passes
+from tfc.render import render_program
+from tfc.signature import FeedSpec, make_program_graph
+from tfc.train.training_util import get_global_step
+from tfc.variables import variables_initializer
+
+
+@dataclass
+class Program:
+    role: str  # "init", "train", "predict", "predict_one"
+    lowered: LoweredProgram
+    source: str
+    input_names: list[str]  # what each feed is for: "features", "labels", a hyperparameter
+    output_names: list[str]
+    slots: list[int] = field(default_factory=list)  # indices into ModelPlan.state
+
+    @property
+    def filename(self) -> str:
+        return f"program_{self.role}.c"
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    kind: str  # "var" or "rng"
+    name: str
+    dtype: _dt.DType
+    shape: tuple[int, ...]
+    saved: bool  # a global variable: checkpoints hold it
+    seed: int = 0
+    seed2: int = 0
+
+
+@dataclass
+class ModelPlan:
+    name: str
+    batch: int
+    programs: dict[str, Program]  # by role, in the order init, train, predict, predict_one
+    state: list[StateEntry]
+    global_step: int  # index into state, -1 when the train step advances no global step
+    signatures: ModelSignatures
+
+
+def _feed(tensor, batch: int) -> FeedSpec:
+    dims = tensor.shape.as_list()
+    if dims[0] is not None and dims[0] != batch:
+        raise ModelError(
+            f"placeholder {tensor.name} has batch dimension {dims[0]}, but the model is "
+            f"compiled for batch {batch}: use --batch {dims[0]} or a placeholder of shape "
+            f"[None, ...]"
+        )
+    return FeedSpec((tensor.op.name, tensor.value_index), tensor.dtype, (batch, *dims[1:]))
+
+
+def _compile(sigs: ModelSignatures, role: str, fetches, targets, feeds, names) -> Program:
+    graph = make_program_graph(
+        sigs.graph,
+        [(t.op.name, t.value_index) for t in fetches],
+        [op.name for op in targets],
+        feeds,
+    )
+    graph = run_passes(graph, PIPELINE)
+    lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=f"{sigs.name}_{role}_")
+    return Program(role, lowered, render_program(lowered), list(names[0]), list(names[1]))
+
+
+def plan_model(sigs: ModelSignatures, batch: int) -> ModelPlan:
+    """Compile the model's programs for `batch` and lay out the state they share."""
+    if batch < 1:
+        raise ModelError(f"batch must be at least 1, got {batch}")
+    graph, programs = sigs.graph, {}
+    if sigs.train is not None:
+        tr = sigs.train
+        with graph.as_default():
+            variables = graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + graph.get_collection(
+                GraphKeys.LOCAL_VARIABLES
+            )
+            init = variables_initializer(variables, name="tfc_init")
+        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []))
+        feeds = [_feed(tr.features, batch)]
+        names = ["features"]
+        if tr.labels is not None:
+            feeds.append(_feed(tr.labels, batch))
+            names.append("labels")
+        for name, t in tr.hyperparameters.items():
+            feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
+            names.append(name)
+        programs["train"] = _compile(
+            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"])
+        )
+    if sigs.predict is not None:
+        pr = sigs.predict
+        sizes = {"predict": batch}
+        if batch > 1 and pr.features.shape.as_list()[0] is None:
+            sizes["predict_one"] = 1
+        for role, n in sizes.items():
+            program = _compile(
+                sigs,
+                role,
+                list(pr.outputs.values()),
+                [],
+                [_feed(pr.features, n)],
+                (["features"], list(pr.outputs)),
+            )
+            for key, fetch in zip(pr.outputs, program.lowered.fetches):
+                if not fetch.shape or fetch.shape[0] != n:
+                    raise ModelError(
+                        f"predict output '{key}' must have the batch as its first dimension: "
+                        f"for a batch of {n} it has shape {list(fetch.shape)}"
+                    )
+            programs[role] = program
+    state = _layout_state(sigs, programs)
+    global_step = -1
+    step = get_global_step(graph)
+    if "train" in programs and step is not None:
+        if step.op.name in programs["train"].lowered.vars_written:
+            global_step = next(
+                i for i, s in enumerate(state) if s.kind == "var" and s.name == step.op.name
+            )
+    return ModelPlan(sigs.name, batch, programs, state, global_step, sigs)
+
+
+def _layout_state(sigs: ModelSignatures, programs: dict[str, Program]) -> list[StateEntry]:
+    graph = sigs.graph
+    saved = {v.op.name for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)}
+    state: list[StateEntry] = []
+    index: dict[tuple[str, str], int] = {}
+    for program in programs.values():
+        for slot in program.lowered.slots:
+            key = (slot.kind, slot.name)
+            if key not in index:
+                if slot.kind == "var" and slot.dtype not in _SUPPORTED_STATE:
+                    raise ModelError(
+                        f"variable {slot.name} has dtype {slot.dtype.name}; checkpoints of "
+                        f"native executables hold {', '.join(d.name for d in _SUPPORTED_STATE)}"
+                    )
+                attrs = graph.node(slot.name)["attrs"] if slot.kind == "rng" else {}
+                index[key] = len(state)
+                state.append(
+                    StateEntry(
+                        slot.kind,
+                        slot.name,
+                        slot.dtype,
+                        tuple(slot.shape),
+                        slot.kind == "var" and slot.name in saved,
+                        int(attrs.get("seed", 0)),
+                        int(attrs.get("seed2", 0)),
+                    )
+                )
+            program.slots.append(index[key])
+    if "init" in programs:
+        initialized = set(programs["init"].lowered.vars_written)
+        for var in programs["train"].lowered.vars_read_first:
+            if var not in initialized:
+                raise ModelError(
+                    f"variable {var} is read by the train step, but no initializer of the "
+                    "global and local variables sets it"
+                )
+    for role in ("predict", "predict_one"):
+        if role in programs:
+            for var in programs[role].lowered.vars_read_first:
+                if not state[index[("var", var)]].saved:
+                    raise ModelError(
+                        f"variable {var} is read by predict but is not a global variable, so "
+                        "no checkpoint holds it"
+                    )
+    return state
+
+
+_SUPPORTED_STATE = (_dt.float32, _dt.float64, _dt.int32, _dt.int64, _dt.bool_)

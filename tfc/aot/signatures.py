@@ -1,0 +1,233 @@
+"""Model files for `tfc compile`: loading one, building its graph, checking its signatures."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfc import dtypes as _dt
+from tfc.graph import Graph, Operation, Tensor
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# the element types the drivers convert data to and checkpoints hold
+SUPPORTED_DTYPES = (_dt.float32, _dt.float64, _dt.int32, _dt.int64, _dt.bool_)
+# outputs the predict driver compares with a label column when the model names none
+_CLASS_OUTPUTS = ("probabilities", "logits", "class_ids", "classes")
+
+
+class ModelError(ValueError):
+    """A model file that does not follow the convention: the message says what to change."""
+
+
+@dataclass
+class TrainSignature:
+    features: Tensor
+    labels: Tensor | None
+    loss: Tensor
+    train_op: Operation
+    hyperparameters: dict[str, Tensor]  # name -> a scalar PlaceholderWithDefault
+    defaults: dict[str, float]  # name -> its default value
+
+
+@dataclass
+class PredictSignature:
+    features: Tensor
+    outputs: dict[str, Tensor]
+    label_output: str | None  # the output compared with a label column, if any
+    argmax: bool  # its class is the argmax of its last axis (else it is the class)
+
+
+@dataclass
+class ModelSignatures:
+    name: str
+    graph: Graph
+    train: TrainSignature | None
+    predict: PredictSignature | None
+
+
+def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
+    """The model's name and its `signatures` function, from a path, a module or a callable."""
+    if callable(model) and not isinstance(model, types.ModuleType):
+        return getattr(model, "__module__", None) or "model", model
+    if isinstance(model, types.ModuleType):
+        module, name = model, model.__name__.rsplit(".", 1)[-1]
+    else:
+        path = Path(model)
+        if not path.is_file():
+            raise FileNotFoundError(f"model file {path} does not exist")
+        name = path.stem
+        spec = importlib.util.spec_from_file_location(f"_tfc_model_{name}", path)
+        if spec is None or spec.loader is None:
+            raise ModelError(f"{path} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        # the model file may import modules beside it, as `python MODEL.py` would allow
+        sys.path.insert(0, str(path.resolve().parent))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(path.resolve().parent))
+    fn = getattr(module, "signatures", None)
+    if not callable(fn):
+        raise ModelError(
+            f"model {name} defines no signatures() function: it must build the graph and "
+            "return {'train': {...}, 'predict': {...}} (see `help(tfc.aot)`)"
+        )
+    return name, fn
+
+
+def build_signatures(name: str, fn: Callable[[], Any]) -> ModelSignatures:
+    """Run `fn` in a fresh default graph and check what it returns."""
+    graph = Graph()
+    with graph.as_default():
+        sigs = fn()
+    if not isinstance(sigs, dict) or not sigs:
+        raise ModelError(f"signatures() of model {name} must return a non-empty dict")
+    _check_keys(sigs, {"train", "predict"}, "signatures()")
+    train = _train_signature(graph, sigs["train"]) if "train" in sigs else None
+    predict = _predict_signature(graph, sigs["predict"]) if "predict" in sigs else None
+    return ModelSignatures(name, graph, train, predict)
+
+
+def _check_keys(d: Any, allowed: set[str], where: str, required: tuple[str, ...] = ()) -> None:
+    if not isinstance(d, dict):
+        raise ModelError(f"{where} must be a dict, got {type(d).__name__}")
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise ModelError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise ModelError(f"{where}: missing key(s) {missing}")
+
+
+def _element(graph: Graph, value: Any, where: str) -> Tensor | Operation:
+    if isinstance(value, (Tensor, Operation, str)):
+        try:
+            return graph.as_graph_element(value)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelError(f"{where}: {e}") from None
+    if hasattr(value, "op") and isinstance(getattr(value, "op", None), Operation):
+        return value.op  # a Variable
+    raise ModelError(f"{where}: expected a tensor or an op of the model's graph, got {value!r}")
+
+
+def _tensor(graph: Graph, value: Any, where: str) -> Tensor:
+    t = _element(graph, value, where)
+    if not isinstance(t, Tensor):
+        raise ModelError(f"{where}: expected a tensor, got the op {t.name}")
+    return t
+
+
+def _input(graph: Graph, value: Any, where: str) -> Tensor:
+    t = _tensor(graph, value, where)
+    if t.op.type != "Placeholder":
+        raise ModelError(f"{where}: {t.name} must be a tf.placeholder, not a {t.op.type}")
+    dims = t.shape.as_list() if t.shape.ndims is not None else None
+    if not dims or any(d is None for d in dims[1:]):
+        raise ModelError(
+            f"{where}: placeholder {t.name} must have a shape [batch, ...] with every dimension "
+            f"but the first known, got {t.shape}"
+        )
+    if t.dtype not in SUPPORTED_DTYPES:
+        raise ModelError(
+            f"{where}: placeholder {t.name} has dtype {t.dtype.name}; supported: "
+            f"{', '.join(d.name for d in SUPPORTED_DTYPES)}"
+        )
+    return t
+
+
+def _hyperparameter(graph: Graph, name: str, value: Any) -> tuple[Tensor, float]:
+    where = f"train hyperparameter '{name}'"
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise ModelError(f"{where}: the name must be an identifier")
+    t = _tensor(graph, value, where)
+    if t.op.type != "PlaceholderWithDefault" or t.shape.as_list() != []:
+        raise ModelError(
+            f"{where}: {t.name} must be a scalar tf.placeholder_with_default, e.g. "
+            f"tf.placeholder_with_default(0.01, [], name='{name}')"
+        )
+    if t.dtype not in (_dt.float32, _dt.float64, _dt.int32, _dt.int64):
+        raise ModelError(f"{where}: {t.name} must be a number, not {t.dtype.name}")
+    from tfc.interp import Interpreter
+
+    try:
+        default = Interpreter(graph).run(t.op.inputs[0])
+    except Exception as e:  # the default must be computable before anything runs
+        raise ModelError(f"{where}: its default must be a constant ({e})") from None
+    return t, float(np.asarray(default))
+
+
+def _train_signature(graph: Graph, sig: Any) -> TrainSignature:
+    _check_keys(
+        sig,
+        {"inputs", "loss", "train_op", "hyperparameters"},
+        "signatures()['train']",
+        ("inputs", "loss", "train_op"),
+    )
+    inputs = sig["inputs"]
+    _check_keys(inputs, {"features", "labels"}, "train inputs", ("features",))
+    features = _input(graph, inputs["features"], "train input 'features'")
+    labels = _input(graph, inputs["labels"], "train input 'labels'") if "labels" in inputs else None
+    loss = _tensor(graph, sig["loss"], "train loss")
+    if loss.shape.as_list() != [] or not loss.dtype.is_floating:
+        raise ModelError(
+            f"train loss: {loss.name} must be a float scalar, got {loss.dtype.name}{loss.shape}"
+        )
+    train_op = _element(graph, sig["train_op"], "train_op")
+    if isinstance(train_op, Tensor):
+        train_op = train_op.op
+    hparams, defaults = {}, {}
+    for name, value in (sig.get("hyperparameters") or {}).items():
+        hparams[name], defaults[name] = _hyperparameter(graph, name, value)
+    fed = [features, labels, *hparams.values()]
+    if len({t for t in fed if t is not None}) != sum(t is not None for t in fed):
+        raise ModelError("train: features, labels and hyperparameters must be distinct tensors")
+    return TrainSignature(features, labels, loss, train_op, hparams, defaults)
+
+
+def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:
+    _check_keys(
+        sig, {"inputs", "outputs", "label_output"}, "signatures()['predict']", ("inputs", "outputs")
+    )
+    _check_keys(sig["inputs"], {"features"}, "predict inputs", ("features",))
+    features = _input(graph, sig["inputs"]["features"], "predict input 'features'")
+    outputs: dict[str, Tensor] = {}
+    if not isinstance(sig["outputs"], dict) or not sig["outputs"]:
+        raise ModelError("predict outputs must be a non-empty dict of name -> tensor")
+    for name, value in sig["outputs"].items():
+        if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+            raise ModelError(f"predict output {name!r}: the name must be an identifier")
+        t = _tensor(graph, value, f"predict output '{name}'")
+        if t in outputs.values():
+            raise ModelError(f"predict output '{name}': {t.name} is already another output")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise ModelError(f"predict output '{name}': dtype {t.dtype.name} is not supported")
+        outputs[name] = t
+    label_output = sig.get("label_output")
+    if label_output is None:
+        label_output = next((k for k in _CLASS_OUTPUTS if k in outputs), None)
+    elif label_output not in outputs:
+        raise ModelError(
+            f"predict label_output '{label_output}' is not one of the outputs {sorted(outputs)}"
+        )
+    argmax = False
+    if label_output is not None:
+        t = outputs[label_output]
+        dims = t.shape.as_list() if t.shape.ndims is not None else None
+        argmax = bool(t.dtype.is_floating and dims is not None and len(dims) == 2)
+        per_example = dims is not None and (len(dims) == 1 or dims[1:] == [1])
+        if not argmax and not (t.dtype.is_integer and per_example):
+            if "label_output" in sig:
+                raise ModelError(
+                    f"predict label_output '{label_output}' must be [batch, classes] floats "
+                    f"(scores) or [batch] integers (class ids), got {t.dtype.name}{t.shape}"
+                )
+            label_output = None
+    return PredictSignature(features, outputs, label_output, argmax)
