@@ -184,6 +184,36 @@ def test_native_training_reaches_the_tutorial_accuracy(build, tmp_path):
     assert list(probabilities.argmax(axis=1)) == [0, 1, 2]  # Setosa, Versicolor, Virginica
 
 
+def test_native_and_session_training_agree_over_1000_steps(build, tmp_path):
+    """The same batches in the same order (no shuffle) natively and in a session: after 1000
+    steps the weights agree and so does the test accuracy (both >= 0.93)."""
+    steps = 1000
+    native = tmp_path / "ckpt"
+    _train(build, native, steps, "--batch", BATCH, "--no-shuffle", "--log-every", steps)
+    out = _predict(build, native, TEST_CSV).stdout.splitlines()
+    native_accuracy = float(re.fullmatch(r"accuracy (\S+) \(\d+ of 30\)", out[-1]).group(1))
+
+    sig = _iris_signatures()
+    x, y = _load(TRAIN_CSV)
+    test_x, test_y = _load(TEST_CSV)
+    rows = np.arange(steps * BATCH) % len(x)  # a batch continues into the next epoch
+    train, inputs = sig["train"], sig["train"]["inputs"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for step in range(steps):
+            batch = rows[step * BATCH : (step + 1) * BATCH]
+            sess.run(train["train_op"], {inputs["features"]: x[batch], inputs["labels"]: y[batch]})
+        probabilities = sess.run(
+            sig["predict"]["outputs"]["probabilities"], {inputs["features"]: test_x}
+        )
+        expected = _session_variables(sess)
+    session_accuracy = float((probabilities.argmax(axis=1) == test_y).mean())
+    assert native_accuracy == session_accuracy >= 0.93
+    saved = tf.train.load_checkpoint(str(native))
+    for name, value in expected.items():
+        np.testing.assert_allclose(saved.get_tensor(name), value, rtol=1e-4, atol=1e-5)
+
+
 def test_resume_continues_the_global_step(build, tmp_path):
     from safetensors.numpy import load_file
 
