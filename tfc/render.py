@@ -29,6 +29,11 @@ _env = jinja2.Environment(
 )
 
 
+def get_template(name: str) -> jinja2.Template:
+    """A template of tfc/templates (e.g. "c/model.h.j2") in the one configured environment."""
+    return _env.get_template(name)
+
+
 def render_kernel(
     kernel: Kernel, target: Target = C, name: str = _KERNEL_NAME, restrict: bool = True
 ) -> str:

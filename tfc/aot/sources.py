@@ -6,25 +6,11 @@ the templates in tfc/templates/c/ only lay them out.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import jinja2
-
 from tfc import __version__
 from tfc import dtypes as _dt
 from tfc.aot.programs import ModelPlan, Program
 from tfc.kernels import c_initializer, c_string
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-
-_env = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-)
+from tfc.render import get_template
 
 # TensorFlow's DataType numbers, as runtime/include/tfc_data.h names them
 _DT = {
@@ -154,21 +140,21 @@ def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
     }
     common = {"version": __version__, "name": plan.name, "symbol": model_symbol(plan)}
     prefixes = [p.lowered.prefix for p in plan.programs.values()]
-    header = _env.get_template("c/model.h.j2").render(
+    header = get_template("c/model.h.j2").render(
         guard=f"TFC_MODEL_{plan.name.upper()}_H",
         batch_macro=f"{plan.name.upper()}_BATCH",
         batch=plan.batch,
         prefixes=prefixes,
         **common,
     )
-    source = _env.get_template("c/model.c.j2").render(
+    source = get_template("c/model.c.j2").render(
         arrays=arrays.items, fields=list(fields.items()), **common
     )
     return header, source
 
 
 def render_main(plan: ModelPlan, executable: str) -> str:
-    return _env.get_template("c/main.c.j2").render(
+    return get_template("c/main.c.j2").render(
         version=__version__,
         name=plan.name,
         executable=executable,
@@ -183,7 +169,7 @@ def model_objects(plan: ModelPlan) -> list[str]:
 
 
 def render_makefile(plan: ModelPlan, executables: list[str], cflags: list[str]) -> str:
-    return _env.get_template("c/Makefile.j2").render(
+    return get_template("c/Makefile.j2").render(
         version=__version__,
         name=plan.name,
         cflags=" ".join(cflags),
