@@ -34,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
+        "--passes",
+        metavar="LIST",
+        help="the optimization passes to run, comma-separated (default: all; 'none' for none)",
+    )
+    comp.add_argument(
         "--no-build", action="store_true", help="write the sources and the Makefile only"
     )
     args = parser.parse_args(argv)
@@ -61,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 def _compile(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError, compile
     from tfc.backend_c import CompileError
+    from tfc.config import CompileOptions, parse_pass_list
 
     try:
         result = compile(
@@ -70,8 +76,9 @@ def _compile(args: argparse.Namespace) -> int:
             target=args.target,
             name=args.name,
             build=not args.no_build,
+            options=CompileOptions(passes=parse_pass_list(args.passes)),
         )
-    except (ModelError, CompileError, FileNotFoundError) as e:
+    except (ModelError, CompileError, FileNotFoundError, ValueError) as e:
         print(f"tfc compile: error: {e}", file=sys.stderr)
         return 1
     plan = result.plan

@@ -17,10 +17,11 @@ import numpy as np
 
 from tfc import errors
 from tfc.backend_c import build_shared_library, load_library
+from tfc.config import compile_options
 from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
 from tfc.lower import LoweredProgram, Slot, lower_program
-from tfc.passes import PIPELINE, run_passes
+from tfc.passes import run_passes
 from tfc.render import render_program
 from tfc.signature import RunRequest, make_program_graph
 
@@ -98,6 +99,7 @@ class Session:
             )
         self.graph = graph or get_default_graph()
         self.config = config
+        self._passes = compile_options(config).pipeline()
         self._closed = False
         self._lock = threading.RLock()
         self._programs: dict[tuple, CompiledProgram] = {}
@@ -139,7 +141,7 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
-            graph = run_passes(graph, PIPELINE, verify=self._verify)
+            graph = run_passes(graph, self._passes, verify=self._verify)
             name = _program_name(fetches, targets)
             lowered = lower_program(graph, name=name)
             program = CompiledProgram(self, lowered, render_program(lowered))

@@ -72,6 +72,7 @@ from tfc.aot.programs import ModelPlan, plan_model
 from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
 from tfc.aot.sources import model_objects, model_sources, render_makefile
 from tfc.backend_c import GENERIC_FLAGS, HOST_FLAGS
+from tfc.config import CompileOptions
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
 
@@ -104,6 +105,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     name: str | None = None,
     cflags: list[str] | None = None,
     build: bool = True,
+    options: CompileOptions | None = None,
 ) -> CompiledModel:
     """Compile `model` into OUTDIR and build its `train` and `predict` executables.
 
@@ -113,12 +115,14 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     for any CPU of its architecture. `name` (default: the file's stem) prefixes every C symbol.
     `cflags` replace the target's optimization flags (the Makefile's CFLAGS default); tfc's
     own build adds -Werror. With `build=False` only the sources and the Makefile are written.
+    `options` chooses the optimization passes (all by default).
     """
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
     default_name, fn = load_signatures_function(model)
     name = _c_identifier(name or default_name)
-    plan = plan_model(build_signatures(name, fn), int(batch))
+    passes = (options or CompileOptions()).pipeline()
+    plan = plan_model(build_signatures(name, fn), int(batch), passes)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     executables = [e for e in ("train", "predict") if e in plan.programs]

@@ -67,20 +67,22 @@ def _feed(tensor, batch: int) -> FeedSpec:
     return FeedSpec((tensor.op.name, tensor.value_index), tensor.dtype, (batch, *dims[1:]))
 
 
-def _compile(sigs: ModelSignatures, role: str, fetches, targets, feeds, names) -> Program:
+def _compile(
+    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes=PIPELINE
+) -> Program:
     graph = make_program_graph(
         sigs.graph,
         [(t.op.name, t.value_index) for t in fetches],
         [op.name for op in targets],
         feeds,
     )
-    graph = run_passes(graph, PIPELINE)
+    graph = run_passes(graph, passes)
     lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=f"{sigs.name}_{role}_")
     return Program(role, lowered, render_program(lowered), list(names[0]), list(names[1]))
 
 
-def plan_model(sigs: ModelSignatures, batch: int) -> ModelPlan:
-    """Compile the model's programs for `batch` and lay out the state they share."""
+def plan_model(sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE) -> ModelPlan:
+    """Compile the model's programs for `batch` with `passes` and lay out their shared state."""
     if batch < 1:
         raise ModelError(f"batch must be at least 1, got {batch}")
     graph, programs = sigs.graph, {}
@@ -91,7 +93,7 @@ def plan_model(sigs: ModelSignatures, batch: int) -> ModelPlan:
                 GraphKeys.LOCAL_VARIABLES
             )
             init = variables_initializer(variables, name="tfc_init")
-        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []))
+        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes)
         feeds = [_feed(tr.features, batch)]
         names = ["features"]
         if tr.labels is not None:
@@ -101,7 +103,7 @@ def plan_model(sigs: ModelSignatures, batch: int) -> ModelPlan:
             feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
             names.append(name)
         programs["train"] = _compile(
-            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"])
+            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes
         )
     if sigs.predict is not None:
         pr = sigs.predict
@@ -116,6 +118,7 @@ def plan_model(sigs: ModelSignatures, batch: int) -> ModelPlan:
                 [],
                 [_feed(pr.features, n)],
                 (["features"], list(pr.outputs)),
+                passes,
             )
             for key, fetch in zip(pr.outputs, program.lowered.fetches):
                 if not fetch.shape or fetch.shape[0] != n:

@@ -7,30 +7,65 @@ Passes add what later stages read: shapes made concrete, "schedule", and per-nod
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tfc.graph import Graph
-from tfc.passes.memory import plan_memory
-from tfc.passes.prune import prune_graph
-from tfc.passes.schedule import schedule_graph
-from tfc.passes.specialize import specialize_shapes
 
-PASSES: dict[str, Callable[[Graph], Graph]] = {
+# name -> "module:function", imported when first used
+PASSES: dict[str, str] = {
     # partial execution: cut the graph at the feeds, keep what the fetches need
-    "prune": prune_graph,
+    "prune": "tfc.passes.prune:prune_graph",
     # every shape concrete for the fed shapes; compile-time values (shapes, axes) become Consts
-    "specialize": specialize_shapes,
+    "specialize": "tfc.passes.specialize:specialize_shapes",
+    # subgraphs of constants evaluated at compile time (size-capped)
+    "fold": "tfc.passes.fold:fold_constants",
+    # algebraic identities: x*1, x+0, double transposes, identity chains, no-op casts
+    "simplify": "tfc.passes.simplify:simplify_algebra",
+    # one node for ops with the same type, attributes and inputs (never stateful or random ones)
+    "cse": "tfc.passes.cse:eliminate_common_subexpressions",
+    # chains and trees of element-wise ops become one loop
+    "fuse": "tfc.passes.fuse:fuse_elementwise",
     # a topological order; variable reads before writes they do not depend on
-    "schedule": schedule_graph,
+    "schedule": "tfc.passes.schedule:schedule_graph",
     # an arena offset (or a feed/output/variable/constant slot) for every tensor
-    "memory": plan_memory,
+    "memory": "tfc.passes.memory:plan_memory",
 }
 
-# The pipeline Session.run compiles with. "prune" runs again after "specialize" because
-# turning shape computations into constants leaves their producers dead.
-PIPELINE: list[str] = ["prune", "specialize", "prune", "schedule", "memory"]
+# The order of all passes. "prune" runs again after the graph-shrinking passes because
+# turning shape computations into constants and merging nodes leaves producers dead.
+ORDER: list[str] = [
+    "prune", "specialize", "fold", "simplify", "cse", "prune", "fuse", "schedule", "memory",
+]  # fmt: skip
+
+# Optimizations a user may switch off (Session(config=tfc.CompileOptions(disable=[...])),
+# tfc compile --passes); the other passes are what compiling is.
+OPTIMIZATIONS: list[str] = []
+
+
+def pipeline(enabled: Sequence[str] | None = None) -> list[str]:
+    """The passes in ORDER, with only the `enabled` optimizations (all of them when None)."""
+    enabled = OPTIMIZATIONS if enabled is None else list(enabled)
+    unknown = set(enabled) - set(OPTIMIZATIONS)
+    if unknown:
+        raise ValueError(
+            f"Unknown optimization pass {sorted(unknown)}; known: {', '.join(OPTIMIZATIONS)}"
+        )
+    optional = set(PASSES) - {"prune", "specialize", "schedule", "memory"}
+    return [p for p in ORDER if p not in optional or p in enabled]
+
+
+PIPELINE: list[str] = pipeline()
+
+
+def get_pass(name: str) -> Callable[[Graph], Graph]:
+    try:
+        module, _, function = PASSES[name].partition(":")
+    except KeyError:
+        raise ValueError(f"Unknown pass '{name}'; known passes: {', '.join(PASSES)}") from None
+    return getattr(importlib.import_module(module), function)
 
 
 def run_passes(
@@ -46,11 +81,7 @@ def run_passes(
     from tfc.verify import verify_graph
 
     for i, name in enumerate(passes):
-        try:
-            fn = PASSES[name]
-        except KeyError:
-            raise ValueError(f"Unknown pass '{name}'; known passes: {', '.join(PASSES)}") from None
-        graph = fn(graph)
+        graph = get_pass(name)(graph)
         if verify:
             verify_graph(graph, after=name)
         if dump is not None:

@@ -1,0 +1,74 @@
+"""Compile options (which optimization passes run), and TF1's ConfigProto for Session(config=)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CompileOptions", "ConfigProto"]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Which optimization passes compile a program: all by default, `passes` to name exactly
+    which, or `disable` to switch some off (e.g. CompileOptions(disable=["fuse"])).
+    The results are numerically the same either way; the passes change speed and memory."""
+
+    passes: tuple[str, ...] | None = None
+    disable: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.passes is not None:
+            object.__setattr__(self, "passes", tuple(self.passes))
+        object.__setattr__(self, "disable", tuple(self.disable))
+        self.pipeline()  # unknown pass names fail here, not at the first run
+
+    def pipeline(self) -> list[str]:
+        from tfc.passes import OPTIMIZATIONS, pipeline
+
+        unknown = set(self.disable) - set(OPTIMIZATIONS)
+        if unknown:
+            raise ValueError(
+                f"Unknown optimization pass {sorted(unknown)}; known: {', '.join(OPTIMIZATIONS)}"
+            )
+        enabled = OPTIMIZATIONS if self.passes is None else self.passes
+        return pipeline([p for p in enabled if p not in self.disable])
+
+
+@dataclass
+class ConfigProto:
+    """TF1's session configuration. tfc compiles ahead of time for one CPU thread pool, so the
+    TF fields are accepted and kept but change nothing; `compile_options` chooses the passes."""
+
+    allow_soft_placement: bool = False
+    log_device_placement: bool = False
+    intra_op_parallelism_threads: int = 0
+    inter_op_parallelism_threads: int = 0
+    device_count: dict = field(default_factory=dict)
+    gpu_options: Any = None
+    graph_options: Any = None
+    compile_options: CompileOptions = field(default_factory=CompileOptions)
+
+
+def compile_options(config: Any) -> CompileOptions:
+    """The CompileOptions a Session's `config` argument stands for."""
+    if config is None:
+        return CompileOptions()
+    if isinstance(config, CompileOptions):
+        return config
+    if isinstance(config, ConfigProto):
+        return config.compile_options
+    if isinstance(config, dict):
+        return CompileOptions(**config)
+    raise TypeError(
+        f"Session config must be a tfc.CompileOptions, a tf.ConfigProto or a dict, got {config!r}"
+    )
+
+
+def parse_pass_list(text: str | None) -> Sequence[str] | None:
+    """`--passes fold,cse,fuse` (or 'none') as a list; None means all optimizations."""
+    if text is None:
+        return None
+    text = text.strip()
+    return [] if text in ("", "none") else [p.strip() for p in text.split(",") if p.strip()]

@@ -1,0 +1,3 @@
+"""(being written) convolution and pooling ops."""
+
+__all__: list[str] = []
