@@ -12,6 +12,7 @@ from tfc import dtypes as _dt
 from tfc.graph import Tensor
 from tfc.kernels import Kernel, Param
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import per_input_element
 from tfc.ops.reduce import axis_tensor, pick_argument
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 from tfc.tensor_shape import shape_str
@@ -108,6 +109,7 @@ for _type in ("ArgMax", "ArgMin"):
             infer=_arg_infer,
             reference=_arg_reference,
             lower=_arg_lower,
+            flops=per_input_element(1),
             const_inputs=(1,),
             input_names=("input", "dimension"),
             differentiable=False,

@@ -19,6 +19,7 @@ from tfc.ops.array_common import (
 )
 from tfc.ops.array_shape import reshape, shape
 from tfc.ops.constant import constant, convert_to_tensor
+from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reduce_sum_over
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register, same_as_input
 
@@ -46,6 +47,7 @@ register(
         infer=_fill_infer,
         reference=lambda ctx, dims, value: np.full(int_list(dims), value, dtype=value.dtype),
         lower=_fill_lower,
+        flops=no_flops,
         const_inputs=(0,),
         # every element is the value: its gradient is the sum of dy (flattened: any rank)
         grad=lambda op, dy: [None, reduce_sum_over(reshape(dy, [-1]), [0])],
@@ -65,6 +67,7 @@ def _constant_like(op_type: str, value: int) -> None:
             infer=same_as_input,
             reference=lambda ctx, x: np.full_like(x, value),
             lower=lower,
+            flops=no_flops,
             differentiable=False,
         )
     )

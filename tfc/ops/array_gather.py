@@ -13,6 +13,7 @@ from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Param
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, index_tensor, min_rank_for_axis
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reshape_to, select, shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
@@ -113,6 +114,7 @@ register(
         infer=_gather_infer,
         reference=_gather_reference,
         lower=_gather_lower,
+        flops=no_flops,
         const_inputs=(2,),
         grad=_gather_grad,
     )
@@ -191,6 +193,7 @@ register(
         infer=_segment_sum_infer,
         reference=_segment_sum_reference,
         lower=_segment_sum_lower,
+        flops=per_input_element(1),
         grad=_segment_sum_grad,
         const_inputs=(2,),
         input_names=("data", "segment_ids", "num_segments"),
@@ -298,6 +301,7 @@ register(
         infer=_one_hot_infer,
         reference=_one_hot_reference,
         lower=_one_hot_lower,
+        flops=no_flops,
         const_inputs=(1,),
         differentiable=False,
     )

@@ -22,6 +22,7 @@ from tfc.ops.array_common import (
     strided_copy,
 )
 from tfc.ops.array_index import _MASKS, _strided_slice_plan
+from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 from tfc.tensor_shape import shape_str
 
@@ -83,6 +84,7 @@ register(
         infer=_strided_slice_grad_infer,
         reference=_strided_slice_grad_reference,
         lower=_strided_slice_grad_lower,
+        flops=no_flops,
         grad=_strided_slice_grad_grad,
         const_inputs=(0, 1, 2, 3),
         input_names=("shape", "begin", "end", "strides", "dy"),
@@ -171,6 +173,7 @@ register(
         infer=_mirror_pad_grad_infer,
         reference=_mirror_pad_grad_reference,
         lower=_mirror_pad_grad_lower,
+        flops=per_input_element(1),
         grad=lambda op, g: [
             apply_op("MirrorPad", [g, op.inputs[1]], {"mode": op.get_attr("mode")}).outputs[0],
             None,

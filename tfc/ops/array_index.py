@@ -23,6 +23,7 @@ from tfc.ops.array_fill import ones_like
 from tfc.ops.array_join import stack
 from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to, shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 from tfc.tensor_shape import Dimension, is_fully_defined, shape_str
@@ -102,6 +103,7 @@ register(
         infer=_slice_infer,
         reference=_slice_reference,
         lower=_slice_lower,
+        flops=no_flops,
         const_inputs=(1, 2),
         grad=_slice_grad,
     )
@@ -287,6 +289,7 @@ register(
         infer=_strided_slice_infer,
         reference=_strided_slice_reference,
         lower=_strided_slice_lower,
+        flops=no_flops,
         const_inputs=(1, 2, 3),
         grad=_strided_slice_grad,
     )

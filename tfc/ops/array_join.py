@@ -25,6 +25,7 @@ from tfc.ops.array_gather import gather
 from tfc.ops.array_shape import identity, rank, reshape, shape, transpose
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.elementwise import convert_operands
+from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reduce_sum_over, reshape_to
 from tfc.ops.math import floormod
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
@@ -111,6 +112,7 @@ register(
         infer=_concat_infer,
         reference=lambda ctx, *xs: np.concatenate(xs[:-1], axis=int(xs[-1])),
         lower=_concat_lower,
+        flops=no_flops,
         const_inputs=(-1,),  # the axis follows the N values
         grad=_concat_grad,
     )
@@ -164,6 +166,7 @@ register(
         infer=_pack_infer,
         reference=lambda ctx, *xs: np.stack(xs, axis=int(ctx.attrs["axis"])),
         lower=_pack_lower,
+        flops=no_flops,
         grad=lambda op, dy: unstack(dy, len(op.inputs), op.get_attr("axis")),
     )
 )
@@ -219,6 +222,7 @@ register(
         infer=_unpack_infer,
         reference=_unpack_reference,
         lower=_unpack_lower,
+        flops=no_flops,
         grad=lambda op, *dys: [stack(list(dys), op.get_attr("axis"))],
     )
 )
@@ -338,6 +342,7 @@ register(
             x, axis, [s[int(axis) % x.ndim] for s in ctx.out_shapes]
         ),
         lower=_split_lower,
+        flops=no_flops,
         const_inputs=(0,),
         grad=lambda op, *dys: [None, concat(list(dys), op.inputs[0])],
     )
@@ -350,6 +355,7 @@ register(
             x, axis, [s[int(axis) % x.ndim] for s in ctx.out_shapes]
         ),
         lower=_split_v_lower,
+        flops=no_flops,
         const_inputs=(1, 2),
         grad=lambda op, *dys: [concat(list(dys), op.inputs[2]), None, None],
     )
@@ -429,6 +435,7 @@ register(
             ctx.out_shapes[0]
         ),
         lower=_tile_lower,
+        flops=no_flops,
         const_inputs=(1,),
         grad=_tile_grad,
     )

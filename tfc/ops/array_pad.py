@@ -10,6 +10,7 @@ from tfc.graph import Tensor, name_scope
 from tfc.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, contiguous, index_tensor, strided_copy
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reduce_sum_over, reshape_to, shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
@@ -139,7 +140,13 @@ def _mirror_pad_grad(op, dy: Tensor) -> list:
     return [apply_op("MirrorPadGrad", [dy, op.inputs[1]], attrs).outputs[0], None]
 
 
-_PAD = dict(infer=_pad_infer, reference=_pad_reference, lower=_pad_lower, const_inputs=(1,))
+_PAD = dict(
+    infer=_pad_infer,
+    reference=_pad_reference,
+    lower=_pad_lower,
+    const_inputs=(1,),
+    flops=no_flops,
+)
 register(OpDef("Pad", grad=lambda op, dy: [_interior(op, dy), None], **_PAD))
 register(OpDef("PadV2", grad=_pad_v2_grad, **_PAD))
 register(OpDef("MirrorPad", grad=_mirror_pad_grad, **_PAD))

@@ -21,6 +21,7 @@ from tfc.ops.array_common import (
     strided_copy,
 )
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to
 from tfc.ops.registry import (
     OpContext,
@@ -40,7 +41,16 @@ def _view_reference(ctx: OpContext, x: np.ndarray, *_: Any) -> np.ndarray:
 
 
 def _view_op(op_type: str, **kwargs: Any) -> None:
-    register(OpDef(op_type, reference=_view_reference, lower=lambda ctx: [], alias=0, **kwargs))
+    register(
+        OpDef(
+            op_type,
+            reference=_view_reference,
+            lower=lambda ctx: [],
+            alias=0,
+            flops=no_flops,
+            **kwargs,
+        )
+    )
 
 
 # -- Identity, StopGradient ----------------------------------------------------------------------
@@ -51,6 +61,7 @@ register(
         reference=lambda ctx, x: x,
         lower=lambda ctx: [],
         alias=0,
+        flops=no_flops,
         grad=lambda op, dy: [dy],
     )
 )
@@ -61,6 +72,7 @@ register(
         reference=lambda ctx, x: x,
         lower=lambda ctx: [],
         alias=0,
+        flops=no_flops,
         differentiable=False,
     )
 )
@@ -136,6 +148,7 @@ def _shape_op(op_type: str, infer: Any, value: Any) -> None:
             op_type,
             infer=infer,
             reference=lambda ctx, *_: np.asarray(value(ctx.in_shapes[0]), ctx.attrs["out_type"].np),
+            flops=no_flops,
             differentiable=False,
         )
     )
@@ -309,6 +322,7 @@ register(
         infer=_transpose_infer,
         reference=lambda ctx, x, perm: np.array(np.transpose(x, int_list(perm))),
         lower=_transpose_lower,
+        flops=no_flops,
         const_inputs=(1,),
         grad=_transpose_grad,
     )

@@ -93,7 +93,24 @@ def register_elementwise(
             expr=table,
             grad=grad,
             differentiable=differentiable,
+            inplace=elementwise_inplace,
         )
+    )
+
+
+def elementwise_inplace(ctx: OpContext) -> tuple[int, ...]:
+    """The inputs whose buffer an element-wise kernel may write its output over: those with the
+    output's shape (not broadcast) and element size. The loop reads element k of every input
+    before it writes element k of the output, and reads no element of them afterwards.
+
+    Any op whose kernel has that property (a fused element-wise loop writing one output) can
+    use this as its OpDef.inplace; the memory planner adds the liveness conditions.
+    """
+    out_shape, out_size = tuple(ctx.out_shapes[0]), ctx.out_dtypes[0].size
+    return tuple(
+        i
+        for i, (dtype, shape) in enumerate(zip(ctx.in_dtypes, ctx.in_shapes))
+        if shape is not None and tuple(shape) == out_shape and dtype.size == out_size
     )
 
 

@@ -18,6 +18,7 @@ from tfc.kernels import loop_kernel, reduce_kernel, view
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, shape_value
 from tfc.ops.constant import constant
 from tfc.ops.elementwise import convert_operands
+from tfc.ops.flops import per_input_element
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 from tfc.tensor_shape import is_fully_defined, shape_str
 
@@ -97,6 +98,7 @@ register(
         infer=_sum_to_shape_infer,
         reference=_sum_to_shape_reference,
         lower=_sum_to_shape_lower,
+        flops=per_input_element(1),
         grad=_sum_to_shape_grad,
         const_inputs=(1,),
         input_names=("grad", "shape"),

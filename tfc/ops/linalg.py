@@ -22,6 +22,7 @@ from tfc.kernels import (
     view,
 )
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import matmul_flops
 from tfc.ops.registry import (
     OpContext,
     OpDef,
@@ -194,6 +195,7 @@ register(
         infer=_matmul_infer,
         reference=_matmul_reference,
         lower=_matmul_lower,
+        flops=lambda ctx: matmul_flops(ctx, _matrix_dims(ctx.in_shapes[0], _flags(ctx)[0])[1]),
         grad=_matmul_grad,
         input_names=("a", "b"),
     )
@@ -204,6 +206,7 @@ register(
         infer=_batch_matmul_infer,
         reference=_matmul_reference,
         lower=_matmul_lower,
+        flops=lambda ctx: matmul_flops(ctx, _matrix_dims(ctx.in_shapes[0], _flags(ctx)[0])[1]),
         grad=_matmul_grad,
         input_names=("x", "y"),
     )

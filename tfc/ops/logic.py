@@ -16,6 +16,7 @@ from tfc.ops.elementwise import (
     register_elementwise,
     unary_frontend,
 )
+from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
 from tfc.ops.registry import OpDef, apply_op, broadcast_shape, register
 
@@ -101,6 +102,7 @@ register(
         infer=_select_infer,
         reference=lambda ctx, c, x, y: np.where(c, x, y),
         lower=_select_lower,
+        flops=per_output_element(1),
         grad=_select_grad,
     )
 )

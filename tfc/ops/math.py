@@ -18,6 +18,7 @@ from tfc.ops.elementwise import (
     register_elementwise,
     unary_frontend,
 )
+from tfc.ops.flops import elements, per_output_element
 from tfc.ops.grad_ops import select
 from tfc.ops.registry import (
     OpDef,
@@ -269,6 +270,7 @@ register(
         "Cast",
         infer=lambda ctx: [(ctx.attrs["DstT"], ctx.in_shapes[0])],
         reference=_cast_reference,
+        flops=per_output_element(1),
         lower=lambda ctx: loop_kernel(
             ctx.out_shapes[0],
             view("out0", ctx.out_dtypes[0], ctx.out_shapes[0]),
@@ -338,6 +340,7 @@ register(
         infer=_add_n_infer,
         reference=lambda ctx, *xs: np.sum(np.stack(xs), axis=0).astype(xs[0].dtype),
         lower=_add_n_lower,
+        flops=lambda ctx: (len(ctx.in_shapes) - 1) * elements(ctx.out_shapes[0]),
         grad=lambda op, dy: [dy] * len(op.inputs),
     )
 )

@@ -14,6 +14,7 @@ from tfc.kernels import Kernel, Operand, Param, c_literal, format_expr, loop_ker
 from tfc.ops import array as _array
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.elementwise import apply_elementwise, register_elementwise
+from tfc.ops.flops import per_input_element, per_output_element
 from tfc.ops.grad_ops import reduce_sum_over, shape_tensor
 from tfc.ops.math import divide, floor, sigmoid, tanh, to_float
 from tfc.ops.random import random_uniform
@@ -186,6 +187,7 @@ for _type, _log in [("Softmax", False), ("LogSoftmax", True)]:
             infer=_softmax_infer,
             reference=_softmax_reference(_log),
             lower=_softmax_lower(_log),
+            flops=per_input_element(6 if _log else 5),  # max, exp(x - max), sum, / or log
             # one fused row kernel from the output: (dy - sum(dy * y)) * y, dy - e^y sum(dy)
             grad=lambda op, dy: [
                 apply_op(op.type + "Grad", [op.outputs[0], dy], name=op.type + "Grad").outputs[0]
@@ -311,6 +313,7 @@ register(
         infer=_bias_add_infer,
         reference=_bias_add_reference,
         lower=_bias_add_lower,
+        flops=per_output_element(1),
         grad=_bias_add_grad,
         input_names=("value", "bias"),
     )

@@ -14,6 +14,7 @@ from tfc.graph import Tensor
 from tfc.kernels import Kernel, Param, c_literal, format_expr
 from tfc.ops.constant import constant
 from tfc.ops.elementwise import register_elementwise
+from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
 from tfc.ops.math import _sigmoid
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
@@ -143,6 +144,7 @@ for _type, _rule in [
             infer=_softmax_grad_infer,
             reference=_softmax_grad_reference,
             lower=_softmax_grad_lower,
+            flops=per_output_element(4),
             grad=_rule,
             input_names=("softmax", "grad_softmax"),
         )

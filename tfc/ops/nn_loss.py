@@ -12,6 +12,7 @@ from tfc.graph import Operation, Tensor, name_scope
 from tfc.kernels import Kernel, Param, c_literal, c_string, format_expr
 from tfc.ops import array as _array
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
+from tfc.ops.flops import per_input_element
 from tfc.ops.logic import greater_equal, where
 from tfc.ops.math import add, cast, exp, log1p, multiply, negative, square, subtract
 from tfc.ops.nn import log_softmax
@@ -236,6 +237,7 @@ register(
         infer=_sparse_xent_infer,
         reference=_sparse_xent_reference,
         lower=_sparse_xent_lower,
+        flops=per_input_element(6),  # softmax, then its difference with the labels
         grad=_sparse_xent_grad,
         input_names=("features", "labels"),
     )

@@ -12,6 +12,7 @@ from tfc.graph import Operation, Tensor, control_dependencies, get_default_graph
 from tfc.kernels import Kernel, Param, c_string
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group
+from tfc.ops.flops import per_input_element
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, get_opdef, register
 from tfc.tensor_shape import num_elements
 
@@ -76,6 +77,7 @@ register(
         infer=_check_numerics_infer,
         reference=_check_numerics_reference,
         lower=_check_numerics_lower,
+        flops=per_input_element(1),
         grad=_check_numerics_grad,
         # stateful: its failure is an effect; never folded at graph build time or merged
         stateful=True,

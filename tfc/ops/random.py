@@ -13,6 +13,7 @@ from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Param, c_literal, type_tag, unsigned_ctype
 from tfc.ops.array_common import index_tensor, int_list, shape_value
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import per_output_element
 from tfc.ops.math import add
 from tfc.ops.registry import (
     OpContext,
@@ -118,6 +119,7 @@ for _type, _sample, _distribution in [
             infer=_float_random_infer,
             reference=_float_random_reference(_sample),
             lower=_float_random_lower(_distribution),
+            flops=per_output_element(1),
             random=True,
             differentiable=False,
             const_inputs=(0,),
@@ -193,6 +195,7 @@ register(
         infer=_uniform_int_infer,
         reference=_uniform_int_reference,
         lower=_uniform_int_lower,
+        flops=per_output_element(1),
         random=True,
         differentiable=False,
         const_inputs=(0,),

@@ -15,6 +15,7 @@ from tfc.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kern
 from tfc.ops import logic as _logic
 from tfc.ops import math as _math
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.flops import per_input_element
 from tfc.ops.grad_ops import broadcast_to, kept_dims_shape, select, static_shape
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 
@@ -294,6 +295,7 @@ for _type, _spec in REDUCTIONS.items():
             infer=_reduce_infer(_spec.allowed),
             reference=_reduce_reference,
             lower=_reduce_lower,
+            flops=per_input_element(1),
             grad=_GRADS.get(_type),
             const_inputs=(1,),
             input_names=("input", "reduction_indices"),

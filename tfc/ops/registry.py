@@ -11,7 +11,10 @@ plus flags: stateful/random ops are never merged, folded or pruned while their e
 `const_inputs` are inputs whose *values* must be known when compiling (shapes, axes, perms;
 negative indices count from the last input);
 `ref_inputs` are inputs that name a variable to update; `alias` is the input whose buffer the
-output shares (reshape, identity): no kernel, no copy.
+output shares (reshape, identity): no kernel, no copy; `inplace(ctx)` names the inputs whose
+buffer output 0 may overwrite (its kernel reads element k of such an input before writing
+element k of the output, and never reads the input again): the memory planner reuses a dying
+input's bytes under the conditions of `tfc.passes.memory.inplace_candidates`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ class OpDef:
     alias: int | None = None
     input_names: tuple[str, ...] = ()
     expr: ExprTable | None = None  # element-wise ops: the C expression table (kernels.py)
+    # input indices output 0 may overwrite, per node (a function: variadic ops have any arity);
+    # element-wise ops use tfc.ops.elementwise.elementwise_inplace
+    inplace: Callable[[OpContext], Sequence[int]] | None = None
+    # FLOPs of one run of the node (tfc/ops/flops.py); None: element-wise ops (expr set) count
+    # their expression's operations per element, others have no estimate (`tfc inspect` says so)
+    flops: Callable[[OpContext], int] | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}

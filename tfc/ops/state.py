@@ -9,6 +9,7 @@ import numpy as np
 from tfc.graph import Tensor
 from tfc.kernels import format_expr, loop_kernel, view
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import no_flops, per_output_element
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
 from tfc.tensor_shape import merge_shapes, shape_str
 
@@ -80,6 +81,7 @@ register(
         infer=_assign_infer,
         reference=_assign_reference,
         lower=_assign_lower(None),
+        flops=no_flops,
         **_STATE,
     )
 )
@@ -90,6 +92,7 @@ register(
         reference=_update_reference(np.add),
         lower=_assign_lower({"f": "{out} + {0}", "i": "tfc_add_{tag}({out}, {0})"}),
         reads_ref=True,
+        flops=per_output_element(),
         **_STATE,
     )
 )
@@ -100,6 +103,7 @@ register(
         reference=_update_reference(np.subtract),
         lower=_assign_lower({"f": "{out} - {0}", "i": "tfc_sub_{tag}({out}, {0})"}),
         reads_ref=True,
+        flops=per_output_element(),
         **_STATE,
     )
 )

@@ -18,6 +18,7 @@ from tfc import dtypes as _dt
 from tfc.graph import Tensor
 from tfc.kernels import c_literal, math_suffix, update_kernel, view
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import elements, expression_ops
 from tfc.ops.registry import OpContext, OpDef, apply_op, get_opdef, register
 from tfc.ops.state import variable_ref
 from tfc.tensor_shape import merge_shapes, shape_str
@@ -157,6 +158,10 @@ def _register(spec: _ApplySpec) -> None:
             infer=_infer(spec),
             reference=_reference(spec),
             lower=_lower(spec),
+            # the operations of the C statements of its loop, per element of the variable
+            flops=lambda c: (
+                elements(c.out_shapes[0]) * expression_ops(spec.statements(spec.attrs(c.attrs)))
+            ),
             stateful=True,
             ref_inputs=tuple(spec.refs),
             reads_ref=True,
