@@ -1,10 +1,11 @@
-"""plan_memory: storage kinds, arena reuse, and the plan checked by the verifier."""
+"""plan_memory: storage kinds, arena reuse, in-place reuse, and the plan checked by the verifier."""
 
+import numpy as np
 import pytest
 
 import tfc as tf
 from tfc.passes import run_passes
-from tfc.passes.memory import ARENA_ALIGN
+from tfc.passes.memory import ARENA_ALIGN, STRATEGIES, plan_memory
 from tfc.signature import FeedSpec, make_program_graph
 from tfc.verify import GraphInvariantError, verify_graph
 
@@ -16,13 +17,21 @@ def _plan(fetches, feeds=(), targets=()):
     return run_passes(g, PIPELINE, verify=True)
 
 
+def _feed(name, shape, dtype=tf.float32):
+    return FeedSpec((name, 0), dtype, shape)
+
+
+def _storage(g, name):
+    return g.node(name)["storage"][0]
+
+
 def test_storage_kinds():
     x = tf.placeholder(tf.float32, [4], name="x")
     v = tf.Variable(tf.ones([4]), name="v")
     c = tf.constant([1.0, 2.0, 3.0, 4.0], name="c")
     t = tf.add(x, c, name="t")
     r = tf.multiply(t, v, name="r")
-    g = _plan([("r", 0)], feeds=[FeedSpec(("x", 0), tf.float32, (4,))])
+    g = _plan([("r", 0)], feeds=[_feed("x", (4,))])
     s = {n: g.node(n)["storage"] for n in g.graph_attrs["schedule"]}
     assert s["x"] == [("feed", 0)]
     assert s["c"] == [("const", "c")]
@@ -34,16 +43,139 @@ def test_storage_kinds():
 
 
 def test_buffers_whose_lifetimes_do_not_overlap_share_space():
-    x = tf.placeholder(tf.float32, [1024], name="x")
+    x = tf.placeholder(tf.float32, [16, 16], name="x")
     h = x
-    for i in range(6):  # a chain: each intermediate dies when the next is made
-        h = tf.exp(h, name=f"h{i}")
-    g = _plan([(h.op.name, 0)], feeds=[FeedSpec(("x", 0), tf.float32, (1024,))])
+    for i in range(6):  # a chain of matmuls: each intermediate dies when the next is made
+        h = tf.matmul(h, x, name=f"h{i}")
+    g = _plan([(h.op.name, 0)], feeds=[_feed("x", (16, 16))])
     # two buffers alive at a time (the input and the output of a step) suffice
-    assert g.graph_attrs["arena_bytes"] == 2 * 4096
-    offsets = [g.node(f"h{i}")["storage"][0][1] for i in range(5)]
+    assert g.graph_attrs["arena_bytes"] == g.graph_attrs["arena_lower_bound"] == 2 * 1024
+    assert g.graph_attrs["arena_naive_bytes"] == 5 * 1024
+    offsets = [_storage(g, f"h{i}")[1] for i in range(5)]
     assert all(o % ARENA_ALIGN == 0 for o in offsets)
     assert all(a != b for a, b in zip(offsets, offsets[1:]))
+    assert g.graph_attrs["arena_inplace"] == {}  # a matmul never writes over its input
+
+
+def test_an_elementwise_chain_runs_in_one_buffer():
+    x = tf.placeholder(tf.float32, [1024], name="x")
+    h = x
+    for i in range(6):
+        h = tf.exp(h, name=f"h{i}")
+    g = _plan([("h5", 0)], feeds=[_feed("x", (1024,))])
+    # h0 reads the caller's feed, which is never overwritten; h1..h4 each overwrite the last
+    # value, which dies where it is read; h5 goes straight to the caller's buffer
+    assert g.graph_attrs["arena_bytes"] == g.graph_attrs["arena_lower_bound"] == 4096
+    assert g.graph_attrs["arena_naive_bytes"] == 5 * 4096
+    assert {_storage(g, f"h{i}") for i in range(5)} == {("arena", 0)}
+    assert g.graph_attrs["arena_inplace"] == {(f"h{i}", 0): (f"h{i - 1}", 0) for i in range(1, 5)}
+
+
+def _inplace_of(g, name):
+    return g.graph_attrs["arena_inplace"].get((name, 0))
+
+
+def _matmul(name, rows=8, cols=8):
+    """An arena value (a matmul's output is always a fresh buffer)."""
+    a = tf.placeholder(tf.float32, [rows, 8], name=f"{name}_a")
+    return tf.matmul(a, tf.ones([8, cols]), name=name)
+
+
+def _feeds(*names, rows=8):
+    return [_feed(f"{n}_a", (rows, 8)) for n in names]
+
+
+def test_inplace_where_the_input_dies():
+    m = _matmul("m")
+    r = tf.nn.relu(m, name="r")
+    tf.reduce_sum(r * 2.0, name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m"))
+    assert _inplace_of(g, "r") == ("m", 0)
+    assert _storage(g, "r") == _storage(g, "m")
+    assert _inplace_of(g, "mul") == ("r", 0)
+
+
+def test_no_inplace_over_a_value_read_later():
+    m = _matmul("m")
+    e = tf.exp(m, name="e")
+    tf.add(e, m, name="later")  # m is read again after e
+    tf.reduce_sum(tf.get_default_graph().get_tensor_by_name("later:0"), name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m"))
+    assert _inplace_of(g, "e") is None and _storage(g, "e") != _storage(g, "m")
+    # `later` is the last reader of both: it may overwrite either
+    assert _inplace_of(g, "later") in {("e", 0), ("m", 0)}
+
+
+def test_no_inplace_over_feeds_variables_constants_or_fetched_values():
+    x = tf.placeholder(tf.float32, [8, 8], name="x")
+    v = tf.Variable(tf.ones([8, 8]), name="v")
+    c = tf.constant(np.ones((8, 8), np.float32), name="c")
+    m = _matmul("m")
+    fed = tf.exp(x, name="fed")
+    var = tf.exp(v, name="var")
+    const = tf.exp(c, name="const")
+    fetched = tf.exp(m, name="fetched")  # m is fetched: its bytes are the caller's
+    tf.exp(_matmul("n"), name="writes_fetch")  # its output is fetched
+    total = tf.add_n([tf.reduce_sum(t) for t in (fed, var, const, fetched)], name="total")
+    g = _plan(
+        [("total", 0), ("m", 0), ("writes_fetch", 0)],
+        feeds=[_feed("x", (8, 8)), *_feeds("m", "n")],
+    )
+    for name in ("fed", "var", "const", "fetched", "writes_fetch"):
+        assert _inplace_of(g, name) is None, name
+    assert _storage(g, "m") == ("output", 1) and _storage(g, "writes_fetch") == ("output", 2)
+    assert [_storage(g, n)[0] for n in ("fed", "var", "const", "fetched")] == ["arena"] * 4
+    del total
+
+
+def test_no_inplace_across_element_sizes_or_broadcasts():
+    m = _matmul("m")
+    positive = tf.greater(m, 0.0, name="positive")  # bool output over a float input
+    row = tf.reduce_sum(_matmul("k"), axis=0, name="row")  # [8], read broadcast below
+    wide = tf.add(row, _matmul("w", rows=4), name="wide")  # row [8] + [4, 8]: row broadcasts
+    tf.reduce_sum(tf.cast(positive, tf.float32), name="s")
+    tf.reduce_sum(wide, name="s2")
+    g = _plan([("s", 0), ("s2", 0)], feeds=[*_feeds("m", "k"), *_feeds("w", rows=4)])
+    assert _inplace_of(g, "positive") is None
+    assert _inplace_of(g, "wide") == ("w", 0)  # the operand of the output's shape, never row
+
+
+def test_inplace_through_an_alias_of_a_dying_value():
+    m = _matmul("m")
+    flat = tf.reshape(m, [64], name="flat")
+    e = tf.exp(flat, name="e")
+    tf.reduce_sum(e, name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m"))
+    assert _storage(g, "flat") == ("alias", ("m", 0))
+    assert _inplace_of(g, "e") == ("m", 0) and _storage(g, "e") == _storage(g, "m")
+
+
+def test_in_place_results_are_correct_when_compiled():
+    x = tf.placeholder(tf.float32, [3, 4], name="x")
+    w = tf.constant(np.arange(16, dtype=np.float32).reshape(4, 4) / 10 - 0.7)
+    h = tf.matmul(x, w)
+    h = tf.nn.relu(h - 0.1)  # in place twice
+    h2 = tf.matmul(h, w)
+    y = tf.tanh(h2) * h2 + h2  # h2 read three times: only the last reader may overwrite it
+    values = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    hv = np.maximum(values @ w.op.get_attr("value") - 0.1, 0)
+    h2v = hv @ w.op.get_attr("value")
+    # without fusion, which would make each chain one kernel with nothing left to overwrite
+    with tf.Session(config=tf.CompileOptions(disable=["fuse"])) as sess:
+        np.testing.assert_allclose(
+            sess.run(y, {x: values}), np.tanh(h2v) * h2v + h2v, rtol=1e-5, atol=1e-6
+        )
+        source = sess.source(y, {x: values})
+    # the kernels that write over their input are compiled without restrict
+    assert "static void k" in source and "float *restrict y" in source
+    assert any(ln.startswith("static void") and "restrict" not in ln for ln in source.splitlines())
+
+
+def _broken(g, tensor, like):
+    """Give `tensor` the arena offset of `like`."""
+    node = g.node(tensor[0])
+    node["storage"] = list(node["storage"])
+    node["storage"][tensor[1]] = g.node(like[0])["storage"][like[1]]
 
 
 def test_verifier_catches_overlapping_live_buffers():
@@ -51,7 +183,74 @@ def test_verifier_catches_overlapping_live_buffers():
     a = tf.exp(x, name="a")
     b = tf.log(x, name="b")
     tf.add(a, b, name="c")
-    g = _plan([("c", 0)], feeds=[FeedSpec(("x", 0), tf.float32, (64,))])
-    g.node("b")["storage"] = list(g.node("a")["storage"])  # break the plan on purpose
+    g = _plan([("c", 0)], feeds=[_feed("x", (64,))])
+    _broken(g, ("b", 0), ("a", 0))  # both alive until c reads them
     with pytest.raises(GraphInvariantError, match="alive together and overlap"):
         verify_graph(g)
+
+
+def test_verifier_accepts_inplace_only_where_the_input_dies():
+    m = _matmul("m")
+    e = tf.exp(m, name="e")
+    later = tf.add(e, m, name="later")
+    tf.reduce_sum(later, name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m"))
+    verify_graph(g)
+    _broken(g, ("e", 0), ("m", 0))  # e over m, though `later` reads m after e
+    with pytest.raises(GraphInvariantError, match="'e' writes over .'m', 0., which is read later"):
+        verify_graph(g)
+
+
+def test_verifier_rejects_inplace_the_op_does_not_allow():
+    m = _matmul("m")
+    t = tf.matmul(m, tf.ones([8, 8]), name="t")  # m dies here, but a matmul reads rows again
+    tf.reduce_sum(t, name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m"))
+    _broken(g, ("t", 0), ("m", 0))
+    with pytest.raises(GraphInvariantError, match="MatMul does not let its output overwrite"):
+        verify_graph(g)
+
+
+def test_verifier_rejects_inplace_over_a_broadcast_input():
+    # [64] + [1, 64] -> [1, 64]: the same bytes, but the [64] operand is read broadcast
+    flat = tf.reduce_sum(tf.reshape(_matmul("m", rows=64), [8, 64]), axis=0, name="flat")
+    row = tf.reduce_sum(tf.reshape(_matmul("w", rows=64), [8, 1, 64]), axis=0, name="row")
+    wide = tf.add(flat, row, name="wide")
+    tf.reduce_sum(wide, name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m", "w", rows=64))
+    assert _inplace_of(g, "wide") == ("row", 0)
+    _broken(g, ("wide", 0), ("flat", 0))
+    with pytest.raises(GraphInvariantError, match="has shape .64,., not the output's"):
+        verify_graph(g)
+
+
+def test_verifier_rejects_inplace_across_element_sizes():
+    a = tf.cast(tf.reduce_sum(_matmul("m"), axis=0), tf.int32, name="a")  # int32[8]
+    b = tf.cast(tf.reduce_sum(_matmul("n"), axis=0), tf.int32, name="b")
+    mask = tf.equal(a, b, name="mask")  # bool[8]: a quarter of the bytes
+    tf.reduce_sum(tf.cast(mask, tf.float32), name="s")
+    g = _plan([("s", 0)], feeds=_feeds("m", "n"))
+    assert _inplace_of(g, "mask") is None
+    _broken(g, ("mask", 0), ("a", 0))
+    with pytest.raises(GraphInvariantError, match="are not the same bytes"):
+        verify_graph(g)
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_every_strategy_gives_a_valid_plan_and_the_smallest_wins(strategy):
+    x = tf.placeholder(tf.float32, [16, 8], name="x")
+    y = tf.placeholder(tf.int32, [16], name="y")
+    h = tf.layers.dense(x, 32, activation=tf.nn.relu)
+    h = tf.layers.dense(h, 24, activation=tf.nn.tanh)
+    logits = tf.layers.dense(h, 5)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+    train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)
+    g = _plan([(loss.op.name, 0)], [_feed("x", (16, 8)), _feed("y", (16,), tf.int32)], [train.name])
+    sizes = g.graph_attrs["arena_strategies"]
+    assert set(sizes) == set(STRATEGIES)
+    assert g.graph_attrs["arena_bytes"] == min(sizes.values())
+    assert g.graph_attrs["arena_bytes"] == sizes[g.graph_attrs["arena_strategy"]]
+    plan_memory(g, [strategy])
+    verify_graph(g)  # no live overlap, aligned, inside the arena: under this strategy alone
+    assert g.graph_attrs["arena_bytes"] == sizes[strategy] >= g.graph_attrs["arena_lower_bound"]
+    assert g.graph_attrs["arena_strategy"] == strategy

@@ -114,7 +114,9 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
             return f"({t} *)state[{slot_index[('var', value)]}]"
         return constants.pointer(value)
 
-    fetch_slots = {tuple(t): j for j, t in enumerate(attrs["fetches"])}
+    fetch_slots: dict[tuple[str, int], list[int]] = {}  # a merged tensor may fill several
+    for j, t in enumerate(attrs["fetches"]):
+        fetch_slots.setdefault(tuple(t), []).append(j)
     steps = []
     for n in schedule:
         node = graph.node(n)
@@ -138,19 +140,18 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
                     tensor = inputs[index] if m.group(1) == "in" else (n, index)
                     dtype = graph.node(tensor[0])["dtypes"][tensor[1]]
                     expr = pointer(tensor, dtype)
-                    buffers.append(root_tensor(storage, tensor))
+                    # by storage, not by tensor: an in-place output shares its input's offset
+                    buffers.append(storage[root_tensor(storage, tensor)])
                 args.append(f"{expr} + {p.offset}" if p.offset else expr)
             written = {b for b, p in zip(buffers, kernel.params) if not p.const}
             aliased = any(buffers.count(b) > 1 for b in written)
             bound.append(BoundKernel(kernel, args, restrict=not aliased))
         copies = []
         for out, dtype in enumerate(node["dtypes"]):
-            j = fetch_slots.get((n, out))
-            if j is not None and storage[(n, out)] != ("output", j):
-                nbytes = num_elements(node["shapes"][out]) * dtype.size
-                if nbytes:
-                    src = pointer((n, out), dtype)
-                    copies.append(f"memcpy(outputs[{j}], {src}, {nbytes});")
+            nbytes = num_elements(node["shapes"][out]) * dtype.size
+            for j in fetch_slots.get((n, out), []):
+                if nbytes and storage[(n, out)] != ("output", j):
+                    copies.append(f"memcpy(outputs[{j}], {pointer((n, out), dtype)}, {nbytes});")
         steps.append(Step(n, node["op"], _comment(graph, n, inputs), bound, copies))
 
     read_first, written = _variable_effects(graph, schedule, storage, fetch_slots)

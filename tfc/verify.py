@@ -53,23 +53,77 @@ def verify_graph(graph: Graph, after: str = "") -> None:
 
 
 def verify_memory_plan(graph: Graph, fail) -> None:
-    """No two arena buffers alive at one step overlap, and all lie inside the arena."""
-    from tfc.passes.memory import ARENA_ALIGN, _nbytes
+    """Every arena buffer is aligned and inside the arena, and no two arena tensors alive at
+    one step overlap, except an in-place pair: an output written over an input of the same
+    node, of the same bytes, shape and element size, that the op declares it may overwrite
+    and that nothing reads after that node. Lifetimes are recomputed from the schedule, not
+    taken from the planner."""
+    from tfc.passes.memory import ARENA_ALIGN, op_context, tensor_nbytes
 
-    intervals = graph.graph_attrs["arena_intervals"]
+    attrs = graph.graph_attrs
+    step = {n: i for i, n in enumerate(attrs["schedule"])}
+    storage = {}
+    for n in step:
+        outputs = graph.node(n).get("storage")
+        if outputs is None or len(outputs) != len(graph.node(n)["dtypes"]):
+            fail(f"node '{n}' has no storage for each of its outputs")
+        storage.update(((n, i), s) for i, s in enumerate(outputs))
+
+    def root(tensor):
+        while storage[tensor][0] == "alias":
+            tensor = tuple(storage[tensor][1])
+        return tensor
+
+    life = {t: [step[t[0]], step[t[0]]] for t, s in storage.items() if s[0] == "arena"}
+    for n in attrs["schedule"]:
+        for src in graph.input_edges(n):
+            r = root(src)
+            if r in life:
+                life[r][1] = max(life[r][1], step[n])
+
     buffers = []
-    for tensor, (first, last) in intervals.items():
-        kind, offset = graph.node(tensor[0])["storage"][tensor[1]]
-        size = _nbytes(graph, tensor)
-        if kind != "arena":
-            fail(f"tensor {tensor} has a lifetime but storage {kind}")
-        if offset % ARENA_ALIGN:
+    for tensor, (first, last) in life.items():
+        offset = storage[tensor][1]
+        size = tensor_nbytes(graph, tensor)
+        if not isinstance(offset, int) or offset % ARENA_ALIGN:
             fail(f"tensor {tensor} at offset {offset} is not {ARENA_ALIGN}-byte aligned")
-        if offset + size > graph.graph_attrs["arena_bytes"]:
+        if offset + size > attrs["arena_bytes"]:
             fail(f"tensor {tensor} ends at {offset + size}, past the arena")
         if size:
             buffers.append((first, last, offset, offset + size, tensor))
-    for i, (f1, l1, o1, e1, t1) in enumerate(buffers):
-        for f2, l2, o2, e2, t2 in buffers[i + 1 :]:
-            if f1 <= l2 and f2 <= l1 and o1 < e2 and o2 < e1:
-                fail(f"tensors {t1} and {t2} are alive together and overlap in the arena")
+
+    def inplace_error(out, src) -> str | None:
+        """Why `out` may not share the bytes of `src` (None: it may): the in-place rule,
+        checked from scratch."""
+        n = out[0]
+        readings = [i for i, t in enumerate(graph.input_edges(n)) if root(t) == src]
+        if out[1] != 0 or not readings:
+            return "not an output written over an input of its node"
+        if life[src][1] != step[n]:
+            return f"'{n}' writes over {src}, which is read later (step {life[src][1]})"
+        if storage[out] != storage[src] or tensor_nbytes(graph, out) != tensor_nbytes(graph, src):
+            return f"{out} and {src} are not the same bytes"
+        opdef = REGISTRY[graph.op_type(n)]
+        ctx = op_context(graph, n)
+        declared = set(opdef.inplace(ctx)) if opdef.inplace is not None else set()
+        for i in readings:
+            if ctx.in_shapes[i] != ctx.out_shapes[0]:
+                return f"input {i} of '{n}' has shape {ctx.in_shapes[i]}, not the output's"
+            if ctx.in_dtypes[i].size != ctx.out_dtypes[0].size:
+                return f"input {i} of '{n}' has another element size than the output"
+            if i not in declared:
+                return f"{opdef.type} does not let its output overwrite input {i}"
+        return None
+
+    buffers.sort()
+    for i, (_, l1, o1, e1, t1) in enumerate(buffers):
+        for f2, _, o2, e2, t2 in buffers[i + 1 :]:
+            if f2 > l1:
+                break  # sorted by first step: no later buffer is alive with this one
+            if o1 < e2 and o2 < e1:
+                # t2 starts no earlier than t1: only t2 can be written over t1
+                why = inplace_error(t2, t1)
+                if why is not None:
+                    fail(
+                        f"tensors {t1} and {t2} are alive together and overlap in the arena: {why}"
+                    )

@@ -7,108 +7,367 @@ Each output gets a `storage` entry (node attribute "storage", one per output):
     ("var", name)             a variable's persistent buffer, owned by the session
     ("const", node)           a constant
     ("alias", (node, out))    shares the buffer of another tensor (reshape, identity, assign)
-Guarantees: offsets are aligned to ARENA_ALIGN; no two arena buffers that are alive at the
-same step overlap (tfc.verify checks it); graph_attrs["arena_bytes"] is the arena's size.
-Placement is greedy by size, each buffer into the tightest gap that fits (best fit).
+
+Liveness (`analyze_liveness`): an arena tensor is alive from the step of its producer to the
+last step that reads it, directly or through aliases of it. In-place reuse (`inplace_candidates`):
+an op whose OpDef declares `inplace` may write its output 0 over an input that dies at that op;
+the two tensors then form one buffer, alive over both lifetimes, at one offset.
+
+Measures stored in graph_attrs, in bytes of arena tensors only (feeds, fetched outputs,
+variables, constants and aliases own no arena bytes):
+    arena_bytes        the arena's size: the end of the highest buffer (offsets aligned)
+    arena_naive_bytes  the sum of the sizes of all arena tensors, as if none shared memory
+    arena_lower_bound  the largest sum of the sizes of the buffers alive at one step of the
+                       schedule, in-place pairs counted once: no placement can be smaller
+Placement: each strategy of STRATEGIES gives every buffer an offset; the smallest arena wins
+(ties: the first listed), recorded as "arena_strategy" with all sizes in "arena_strategies".
+Guarantees: offsets are aligned to ARENA_ALIGN; two arena tensors alive at the same step never
+overlap, except an in-place output and the input it overwrites, which share one offset and meet
+only at the step of the op that overwrites it (tfc.verify checks both); variables and optimizer
+slots stay in the session's persistent state, never in the arena.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
 from tfc.graph import Graph
-from tfc.ops.registry import get_opdef
+from tfc.ops.registry import OpContext, get_opdef
 from tfc.tensor_shape import num_elements
 
 ARENA_ALIGN = 64
 
 _FIXED = {"VariableV2": "var", "Feed": "feed", "Const": "const"}
 
+Tensor = tuple[str, int]
 
-def plan_memory(graph: Graph) -> Graph:
-    schedule = graph.graph_attrs["schedule"]
-    step = {name: i for i, name in enumerate(schedule)}
-    fetch_slot = {}
+
+def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
+    """Plan with each of `strategies` (names in STRATEGIES; all by default), keep the smallest."""
+    live = analyze_liveness(graph, graph.graph_attrs["schedule"])
+    sizes: dict[str, int] = {}
+    best: tuple[int, str, list[int]] | None = None
+    for name in STRATEGIES if strategies is None else strategies:
+        offsets, top = STRATEGIES[name](live.buffers)
+        sizes[name] = top
+        if best is None or top < best[0]:
+            best = (top, name, offsets)
+    if best is None:
+        raise ValueError("plan_memory needs at least one placement strategy")
+    top, chosen, offsets = best
+    storage = dict(live.storage)
+    for buffer, offset in zip(live.buffers, offsets):
+        for tensor in buffer.tensors:
+            storage[tensor] = ("arena", offset)
+    for name in graph.graph_attrs["schedule"]:
+        node = graph.node(name)
+        node["storage"] = [storage[(name, out)] for out in range(len(node["dtypes"]))]
+    graph.graph_attrs.update(
+        arena_bytes=top,
+        arena_intervals=dict(live.intervals),
+        arena_inplace=dict(live.inplace),
+        arena_lower_bound=live.lower_bound,
+        arena_naive_bytes=live.naive_bytes,
+        arena_strategy=chosen,
+        arena_strategies=sizes,
+    )
+    return graph
+
+
+# -- liveness -----------------------------------------------------------------------------------
+@dataclass
+class Buffer:
+    """Arena tensors that share one allocation: a tensor and the in-place outputs written over
+    it, one after the other."""
+
+    tensors: list[Tensor]
+    first: int  # the step that writes the first tensor
+    last: int  # the last step that reads any of them
+    nbytes: int
+
+    def overlaps(self, other: Buffer) -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+@dataclass
+class Liveness:
+    """The arena tensors' lifetimes under one schedule, and the buffers they form."""
+
+    storage: dict[Tensor, tuple]  # every tensor's storage; arena offsets still None
+    intervals: dict[Tensor, tuple[int, int]]  # each arena tensor's own (first, last) step
+    inplace: dict[Tensor, Tensor]  # in-place output -> the arena tensor whose bytes it takes
+    buffers: list[Buffer] = field(default_factory=list)
+    naive_bytes: int = 0
+    lower_bound: int = 0
+
+
+def classify_storage(graph: Graph) -> dict[Tensor, tuple]:
+    """The storage kind of every tensor; arena tensors get ("arena", None)."""
+    fetch_slot: dict[Tensor, int] = {}
     for j, tensor in enumerate(graph.graph_attrs["fetches"]):
         fetch_slot.setdefault(tuple(tensor), j)
-
-    storage: dict[tuple[str, int], tuple] = {}
-    for name in schedule:
+    storage: dict[Tensor, tuple] = {}
+    for name in graph.node_names():
         node = graph.node(name)
         opdef = get_opdef(node["op"])
-        inputs = graph.input_edges(name)
         for out in range(len(node["dtypes"])):
             if node["op"] in _FIXED:
                 kind = _FIXED[node["op"]]
-                value = node["attrs"]["index"] if kind == "feed" else name
-                storage[(name, out)] = (kind, value)
+                storage[(name, out)] = (kind, node["attrs"]["index"] if kind == "feed" else name)
             elif opdef.alias is not None and out == 0:
-                storage[(name, out)] = ("alias", inputs[opdef.alias])
+                storage[(name, out)] = ("alias", graph.input_edges(name)[opdef.alias])
             elif (name, out) in fetch_slot:
                 storage[(name, out)] = ("output", fetch_slot[(name, out)])
             else:
                 storage[(name, out)] = ("arena", None)
-
-    # lifetimes of arena buffers: from the producer's step to the last step reading the
-    # buffer directly or through an alias of it
-    intervals: dict[tuple[str, int], list[int]] = {}
-    for tensor, (kind, _) in storage.items():
-        if kind == "arena":
-            intervals[tensor] = [step[tensor[0]], step[tensor[0]]]
-    for name in schedule:
-        for src in graph.input_edges(name):
-            root = root_tensor(storage, src)
-            if root in intervals:
-                intervals[root][1] = max(intervals[root][1], step[name])
-
-    sizes = {t: _nbytes(graph, t) for t in intervals}
-    offsets, arena_bytes = _place(intervals, sizes)
-    for tensor, offset in offsets.items():
-        storage[tensor] = ("arena", offset)
-    for name in schedule:
-        node = graph.node(name)
-        node["storage"] = [storage[(name, out)] for out in range(len(node["dtypes"]))]
-    graph.graph_attrs["arena_bytes"] = arena_bytes
-    graph.graph_attrs["arena_intervals"] = {t: tuple(v) for t, v in intervals.items()}
-    return graph
+    return storage
 
 
-def root_tensor(storage: dict, tensor: tuple[str, int]) -> tuple[str, int]:
+def root_tensor(storage: dict, tensor: Tensor) -> Tensor:
     """Follow aliases to the tensor that owns the buffer."""
     while storage.get(tensor, ("",))[0] == "alias":
         tensor = tuple(storage[tensor][1])
     return tensor
 
 
-def _nbytes(graph: Graph, tensor: tuple[str, int]) -> int:
+def tensor_nbytes(graph: Graph, tensor: Tensor) -> int:
     node = graph.node(tensor[0])
     return num_elements(node["shapes"][tensor[1]]) * node["dtypes"][tensor[1]].size
 
 
+def arena_readers(graph: Graph, storage: dict) -> dict[Tensor, set[str]]:
+    """For each arena tensor, the nodes that read it, directly or through aliases of it."""
+    readers: dict[Tensor, set[str]] = {t: set() for t, s in storage.items() if s[0] == "arena"}
+    for name in graph.nx.nodes:
+        for src in graph.input_edges(name):
+            root = root_tensor(storage, src)
+            if root in readers:
+                readers[root].add(name)
+    return readers
+
+
+def op_context(graph: Graph, name: str) -> OpContext:
+    node = graph.node(name)
+    inputs = graph.input_edges(name)
+    return OpContext(
+        name=name,
+        type=node["op"],
+        attrs=node["attrs"],
+        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
+        in_shapes=[tuple(graph.node(s)["shapes"][i]) for s, i in inputs],
+        out_dtypes=list(node["dtypes"]),
+        out_shapes=[tuple(s) for s in node["shapes"]],
+        graph=graph,
+        inputs=inputs,
+    )
+
+
+def inplace_candidates(graph: Graph, name: str, storage: dict) -> list[Tensor]:
+    """The arena tensors whose bytes output 0 of `name` may take over if it is their last
+    reader (the caller checks that), in input order.
+
+    The rule: the op's OpDef.inplace(ctx) names the input (its kernel reads element k of that
+    input before writing element k of the output, and never reads it again); output 0 is an
+    arena tensor; the input's buffer is an arena tensor (not a feed, fetched output, variable or
+    constant; an alias of an arena tensor counts as that tensor) of the output's size; the input
+    has the output's shape (no broadcasting) and element size; and every other input of the op
+    reading that buffer qualifies the same way.
+    """
+    opdef = get_opdef(graph.op_type(name))
+    if opdef.inplace is None or storage.get((name, 0)) != ("arena", None):
+        return []
+    ctx = op_context(graph, name)
+    declared = set(opdef.inplace(ctx))
+    out_shape, out_size = ctx.out_shapes[0], ctx.out_dtypes[0].size
+    nbytes = tensor_nbytes(graph, (name, 0))
+    roots = [root_tensor(storage, src) for src in ctx.inputs]
+
+    def qualifies(i: int) -> bool:
+        return i in declared and ctx.in_shapes[i] == out_shape and ctx.in_dtypes[i].size == out_size
+
+    found: list[Tensor] = []
+    for i, root in enumerate(roots):
+        if (
+            root not in found
+            and qualifies(i)
+            and storage[root][0] == "arena"
+            and tensor_nbytes(graph, root) == nbytes
+            and all(qualifies(j) for j, r in enumerate(roots) if r == root)
+        ):
+            found.append(root)
+    return found
+
+
+@dataclass
+class ArenaModel:
+    """What liveness needs of a program graph, whatever its schedule."""
+
+    storage: dict[Tensor, tuple]  # every tensor's storage; arena offsets still None
+    readers: dict[Tensor, set[str]]  # arena tensor -> nodes reading it (through aliases too)
+    nbytes: dict[Tensor, int]  # arena tensor -> its size
+    inplace: dict[str, list[Tensor]]  # node -> inplace_candidates
+
+
+def arena_model(graph: Graph) -> ArenaModel:
+    storage = classify_storage(graph)
+    readers = arena_readers(graph, storage)
+    return ArenaModel(
+        storage,
+        readers,
+        {t: tensor_nbytes(graph, t) for t in readers},
+        {n: inplace_candidates(graph, n, storage) for n in graph.nx.nodes},
+    )
+
+
+def analyze_liveness(
+    graph: Graph, schedule: list[str], model: ArenaModel | None = None
+) -> Liveness:
+    """Lifetimes of the arena tensors under `schedule`, in-place reuse, and the buffers."""
+    if model is None:
+        model = arena_model(graph)
+    step = {name: i for i, name in enumerate(schedule)}
+    intervals = {
+        t: (step[t[0]], max([step[r] for r in rs], default=step[t[0]]))
+        for t, rs in model.readers.items()
+    }
+    group: dict[Tensor, Tensor] = {}  # tensor -> the first tensor of its buffer
+    inplace: dict[Tensor, Tensor] = {}
+    for name in schedule:
+        dying = [t for t in model.inplace[name] if intervals[t][1] == step[name]]
+        if dying:
+            inplace[(name, 0)] = dying[0]
+            group[(name, 0)] = group.get(dying[0], dying[0])
+    members: dict[Tensor, list[Tensor]] = {}
+    for tensor in sorted(intervals, key=lambda t: (intervals[t][0], t)):
+        members.setdefault(group.get(tensor, tensor), []).append(tensor)
+    buffers = [
+        Buffer(
+            ts,
+            min(intervals[t][0] for t in ts),
+            max(intervals[t][1] for t in ts),
+            model.nbytes[ts[0]],
+        )
+        for ts in members.values()
+    ]
+    live = Liveness(dict(model.storage), intervals, inplace, buffers)
+    live.naive_bytes = sum(model.nbytes.values())
+    delta = [0] * (len(schedule) + 1)
+    for b in buffers:
+        delta[b.first] += b.nbytes
+        delta[b.last + 1] -= b.nbytes
+    running = 0
+    for d in delta:
+        running += d
+        live.lower_bound = max(live.lower_bound, running)
+    return live
+
+
+# -- placement strategies -----------------------------------------------------------------------
 def _align(n: int) -> int:
     return (n + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
 
 
-def _place(intervals: dict, sizes: dict) -> tuple[dict, int]:
-    """Greedy by size, best fit: each buffer goes into the smallest gap among the buffers already
-    placed whose lifetimes overlap its own, or on top of them."""
-    order = sorted(intervals, key=lambda t: (-sizes[t], intervals[t][0], t))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first step, last step)
-    offsets: dict = {}
+def _best_fit(buffers: list[Buffer], order: list[int]) -> tuple[list[int], int]:
+    """Place buffers in `order`, each into the smallest gap left between the already placed
+    buffers whose lifetimes overlap its own, or on top of them."""
+    offsets = [0] * len(buffers)
+    placed: list[int] = []
     top = 0
-    for tensor in order:
-        size = _align(sizes[tensor])
+    for b in order:
+        size = _align(buffers[b].nbytes)
         if size == 0:
-            offsets[tensor] = 0
             continue
-        first, last = intervals[tensor]
-        busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
+        busy = sorted(
+            (offsets[p], offsets[p] + _align(buffers[p].nbytes))
+            for p in placed
+            if buffers[p].overlaps(buffers[b])
+        )
         best, best_gap, cursor = None, None, 0
-        for o, e in busy:
-            gap = o - cursor
+        for start, end in busy:
+            gap = start - cursor
             if gap >= size and (best_gap is None or gap < best_gap):
                 best, best_gap = cursor, gap
-            cursor = max(cursor, e)
-        offset = best if best is not None else cursor
-        offsets[tensor] = offset
-        placed.append((offset, offset + size, first, last))
-        top = max(top, offset + size)
+            cursor = max(cursor, end)
+        offsets[b] = best if best is not None else cursor
+        placed.append(b)
+        top = max(top, offsets[b] + size)
     return offsets, top
+
+
+def place_by_size(buffers: list[Buffer]) -> tuple[list[int], int]:
+    """Largest first: big buffers settle at the bottom, small ones fill the gaps they leave."""
+    order = sorted(range(len(buffers)), key=lambda b: (-buffers[b].nbytes, buffers[b].first, b))
+    return _best_fit(buffers, order)
+
+
+def place_by_breadth(buffers: list[Buffer]) -> tuple[list[int], int]:
+    """The busiest step first (TFLite's greedy by breadth): its buffers, largest first, then
+    those of the next busiest step, so the peak's buffers pack tightly together."""
+    steps = max((b.last for b in buffers), default=-1) + 1
+    alive: list[list[int]] = [[] for _ in range(steps)]
+    load = [0] * steps
+    for i, b in enumerate(buffers):
+        for s in range(b.first, b.last + 1):
+            alive[s].append(i)
+            load[s] += b.nbytes
+    order: list[int] = []
+    seen: set[int] = set()
+    for s in sorted(range(steps), key=lambda s: (-load[s], s)):
+        for b in sorted(alive[s], key=lambda b: (-buffers[b].nbytes, b)):
+            if b not in seen:
+                seen.add(b)
+                order.append(b)
+    return _best_fit(buffers, order)
+
+
+def place_by_area(buffers: list[Buffer]) -> tuple[list[int], int]:
+    """Largest bytes x steps first: the buffers that constrain the most of the plan settle
+    first, short-lived ones fill around them."""
+    order = sorted(
+        range(len(buffers)),
+        key=lambda b: (-buffers[b].nbytes * (buffers[b].last - buffers[b].first + 1), b),
+    )
+    return _best_fit(buffers, order)
+
+
+def place_by_first_use(buffers: list[Buffer]) -> tuple[list[int], int]:
+    """In the order the program allocates them (a linear scan), each into the tightest gap."""
+    order = sorted(range(len(buffers)), key=lambda b: (buffers[b].first, -buffers[b].nbytes, b))
+    return _best_fit(buffers, order)
+
+
+def place_in_slots(buffers: list[Buffer]) -> tuple[list[int], int]:
+    """Interval-graph colouring: buffers, largest first, share fixed slots; a buffer takes the
+    smallest slot free for its whole lifetime, or opens a new one on top. The arena is the sum
+    of the slots' sizes (each the size of its first, largest, buffer)."""
+    slots: list[tuple[int, int, list[int]]] = []  # (offset, size, buffers)
+    offsets = [0] * len(buffers)
+    top = 0
+    for b in sorted(range(len(buffers)), key=lambda b: (-buffers[b].nbytes, buffers[b].first, b)):
+        size = _align(buffers[b].nbytes)
+        if size == 0:
+            continue
+        free = [
+            slot
+            for slot in slots
+            if slot[1] >= size and not any(buffers[o].overlaps(buffers[b]) for o in slot[2])
+        ]
+        if free:
+            slot = min(free, key=lambda s: (s[1], s[0]))
+        else:
+            slot = (top, size, [])
+            slots.append(slot)
+            top += size
+        slot[2].append(b)
+        offsets[b] = slot[0]
+    return offsets, top
+
+
+STRATEGIES: dict[str, Callable[[list[Buffer]], tuple[list[int], int]]] = {
+    "size": place_by_size,
+    "breadth": place_by_breadth,
+    "area": place_by_area,
+    "first_use": place_by_first_use,
+    "slots": place_in_slots,
+}

@@ -1,21 +1,56 @@
 """schedule_graph: one topological order of the program, stored as graph_attrs["schedule"].
 
-Guarantees: every node comes after its data and control inputs; among free choices the
-user's creation order wins (so generated code reads like the model code); a node that reads a
-variable, and does not depend on a write to it, runs before that write, so a training step's
-forward pass sees the weights as they were when the step began.
+Guarantees: every node comes after its data and control inputs; a node that reads a variable,
+and does not depend on a write to it, runs before that write, so a training step's forward
+pass sees the weights as they were when the step began; writes of one variable that do not
+depend on each other keep their creation order. Among the orders that obey these rules, the
+one with the lowest peak of live arena bytes wins among a few candidates (SCHEDULERS): the
+creation order (generated code that reads like the model code) and memory-aware list
+schedules. Ties go to the earlier candidate, creation order first; every candidate is
+deterministic, so the same graph always gets the same schedule.
+
+Also stored, for the chosen schedule (definitions in tfc.passes.memory): "arena_lower_bound"
+(the peak of live arena bytes: no arena can be smaller), "arena_naive_bytes" (the arena
+tensors' total size) and "schedule_strategy" (the winning candidate's name).
 """
 
 from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
 
 import networkx as nx
 
 from tfc.graph import Graph
 from tfc.ops.registry import get_opdef
+from tfc.passes.memory import analyze_liveness, arena_model
 
 
 def schedule_graph(graph: Graph) -> Graph:
+    order = dependency_graph(graph)
+    costs = Costs(graph)
+    best = None
+    for name, scheduler in SCHEDULERS.items():
+        schedule = scheduler(order, costs)
+        live = analyze_liveness(graph, schedule, costs.model)
+        if best is None or live.lower_bound < best[0].lower_bound:
+            best = (live, name, schedule)
+    live, name, schedule = best
+    graph.graph_attrs.update(
+        schedule=schedule,
+        schedule_strategy=name,
+        arena_lower_bound=live.lower_bound,
+        arena_naive_bytes=live.naive_bytes,
+    )
+    return graph
+
+
+def dependency_graph(graph: Graph) -> nx.DiGraph:
+    """The program's data and control edges, plus the edges of the variable rules: each read
+    of a variable before each write it does not depend on, and the writes of one variable in
+    creation order where they do not depend on each other."""
     order = nx.DiGraph(graph.nx)
+    writers: dict[str, list[str]] = {}
     for name in graph.node_names():
         opdef = get_opdef(graph.op_type(name))
         if not opdef.ref_inputs:
@@ -23,12 +58,15 @@ def schedule_graph(graph: Graph) -> Graph:
         inputs = graph.input_edges(name)
         for i in opdef.ref_inputs:
             var = inputs[i][0]
+            writers.setdefault(var, []).append(name)
             for reader in variable_readers(graph, var):
                 if reader != name and not nx.has_path(order, name, reader):
                     order.add_edge(reader, name)
-    key = {n: graph.node(n)["id"] for n in order.nodes}
-    graph.graph_attrs["schedule"] = list(nx.lexicographical_topological_sort(order, key=key.get))
-    return graph
+    for chain in writers.values():
+        for earlier, later in zip(chain, chain[1:]):
+            if earlier != later and not nx.has_path(order, later, earlier):
+                order.add_edge(earlier, later)
+    return order
 
 
 def variable_readers(graph: Graph, var: str) -> list[str]:
@@ -48,3 +86,110 @@ def variable_readers(graph: Graph, var: str) -> list[str]:
             if opdef.alias == index:
                 stack.append((consumer, 0))
     return readers
+
+
+def creation_order(order: nx.DiGraph, costs: Costs) -> list[str]:
+    """Among free choices, the node created first."""
+    return list(nx.lexicographical_topological_sort(order, key=costs.id.get))
+
+
+class Costs:
+    """What running one node does to the arena (tfc.passes.memory's model): the buffers it
+    reads and writes, their sizes, the buffers its output may overwrite in place."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.model = model = arena_model(graph)
+        self.size = model.nbytes
+        self.readers = {t: len(rs) for t, rs in model.readers.items()}
+        self.id = {n: graph.node(n)["id"] for n in graph.nx.nodes}
+        self.reads: dict[str, list] = {n: [] for n in graph.nx.nodes}
+        for t, rs in model.readers.items():
+            for r in rs:
+                self.reads[r].append(t)
+        self.writes: dict[str, list] = {n: [] for n in graph.nx.nodes}
+        for t in sorted(model.nbytes):
+            self.writes[t[0]].append(t)
+        self.inplace = model.inplace
+
+
+def _list_schedule(order: nx.DiGraph, costs: Costs, reverse: bool, peak_aware: bool) -> list[str]:
+    """Greedy list scheduling: of the nodes whose dependencies are met, run the one that grows
+    the live arena bytes least (with `peak_aware`, first the one that does not raise the peak
+    reached so far), ties to creation order. Nodes that touch no arena buffer run as soon as
+    they can: they change nothing.
+
+    Forward, running a node allocates its outputs and frees the inputs it reads last. Reverse
+    builds the order from the end: placing a node (last among those left) makes the inputs it
+    reads last alive and ends its outputs' lives, so each value is computed as late as its
+    readers allow; the result is reversed.
+    """
+    size, readers, reads, writes, inplace = (
+        costs.size, costs.readers, costs.reads, costs.writes, costs.inplace,
+    )  # fmt: skip
+    after = order.pred if reverse else order.succ
+    waiting = {n: len(order.succ[n] if reverse else order.pred[n]) for n in order.nodes}
+    tie = {n: -i if reverse else i for n, i in costs.id.items()}
+    left = dict(readers)  # forward: readers not yet run; reverse: readers not yet placed
+    free: list[tuple[int, str]] = []  # heap of ready nodes that touch no arena buffer
+    costly: dict[str, tuple[int, int]] = {}  # ready node -> its effect
+    live = peak = 0
+    result = []
+
+    def effect(n: str) -> tuple[int, int]:
+        """(bytes it adds to the live bytes while it runs, change of the live bytes after)."""
+        if reverse:
+            start = [t for t in reads[n] if left[t] == readers[t]]  # n is their last reader
+            during = sum(size[t] for t in start)
+            during += sum(size[t] for t in writes[n] if not readers[t])
+            grow = during - sum(size[t] for t in writes[n])
+        else:
+            start = [t for t in reads[n] if left[t] == 1]  # n is their last reader
+            during = sum(size[t] for t in writes[n])
+            grow = -sum(size[t] for t in start)
+            grow += sum(size[t] for t in writes[n] if readers[t])
+        if any(t in start for t in inplace[n]):
+            during -= size[(n, 0)]  # the output overwrites an input it reads last
+        return during, grow
+
+    def make_ready(n: str) -> None:
+        if reads[n] or writes[n]:
+            costly[n] = effect(n)
+        else:
+            heapq.heappush(free, (tie[n], n))
+
+    for n in order.nodes:
+        if waiting[n] == 0:
+            make_ready(n)
+    while free or costly:
+        if free:
+            n = heapq.heappop(free)[1]
+        else:
+            if peak_aware:
+                n = min(
+                    costly, key=lambda m: (max(live + costly[m][0], peak), costly[m][1], tie[m])
+                )
+            else:
+                n = min(costly, key=lambda m: (costly[m][1], costly[m][0], tie[m]))
+            during, grow = costly.pop(n)
+            peak, live = max(peak, live + during), live + grow
+            for t in reads[n]:
+                left[t] -= 1
+            for t in reads[n]:  # the readers of these buffers may now free or start them
+                for m in costs.model.readers[t]:
+                    if m in costly:
+                        costly[m] = effect(m)
+        result.append(n)
+        for m in after[n]:
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                make_ready(m)
+    return result[::-1] if reverse else result
+
+
+SCHEDULERS: dict[str, Callable[[nx.DiGraph, Costs], list[str]]] = {
+    "creation": creation_order,
+    "least_growth": lambda o, c: _list_schedule(o, c, reverse=False, peak_aware=False),
+    "peak_aware": lambda o, c: _list_schedule(o, c, reverse=False, peak_aware=True),
+    "late_least_growth": lambda o, c: _list_schedule(o, c, reverse=True, peak_aware=False),
+    "late_peak_aware": lambda o, c: _list_schedule(o, c, reverse=True, peak_aware=True),
+}
