@@ -118,6 +118,8 @@ def _second(fn):
 
 
 COND = RNG.random((2, 3)) < 0.5
+CONV_S2_SAME = dict(strides=[1, 2, 2, 1], padding="SAME")
+POOL_K3_S2_SAME = dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")
 SLICE_MASKS = dict(begin_mask=0, end_mask=1, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)
 CASES = [
     # element-wise arithmetic, with broadcasting (the pass sums it away)
@@ -252,6 +254,35 @@ CASES = [
         normal(3, 4),
     ),
     C("CheckNumerics", lambda a: tf.check_numerics(a, "bad"), normal(2, 3)),
+    # convolution and pooling, NHWC (dyadic values: every sum exact in float32 too)
+    C(
+        "Conv2D",
+        lambda x, f: tf.nn.conv2d(x, f, [1, 2, 2, 1], "SAME"),  # padding 0/1 rows, 1/1 cols
+        dyadic(2, 4, 5, 1),
+        dyadic(3, 3, 1, 2),
+        dims=((None, 4, 5, 1), (3, 3, 1, 2)),
+        exact=True,
+    ),
+    C(
+        "Conv2D-valid-dilated",
+        lambda x, f: tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID", dilations=[1, 2, 1, 1]),
+        dyadic(1, 5, 4, 2),
+        dyadic(2, 2, 2, 2),
+        exact=True,
+    ),
+    C(
+        "MaxPool",
+        lambda x: tf.nn.max_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME"),
+        distinct(1, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
+    C("MaxPool-valid", lambda x: tf.nn.max_pool(x, 2, 2, "VALID"), distinct(2, 4, 5, 1)),
+    C(
+        "AvgPool",
+        lambda x: tf.nn.avg_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME"),
+        normal(1, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
     # the gradient-only ops (second derivatives use them)
     C("SigmoidGrad", lambda y, d: op("SigmoidGrad", y, d), uniform(0.1, 0.9, 2, 3), normal(2, 3)),
     C("TanhGrad", lambda y, d: op("TanhGrad", y, d), uniform(-0.9, 0.9, 2, 3), normal(2, 3)),
@@ -288,6 +319,43 @@ CASES = [
         "UnsortedSegmentSum",
         lambda d: op("UnsortedSegmentSum", d, np.array([0, 2, -1, 2, 1], np.int32), np.int32(3)),
         normal(5, 2),
+    ),
+    C(
+        "Conv2DBackpropInput",
+        lambda f, d: op(
+            "Conv2DBackpropInput", np.array([2, 4, 5, 1], np.int32), f, d, **CONV_S2_SAME
+        ),
+        dyadic(3, 3, 1, 2),
+        dyadic(2, 2, 3, 2),
+        exact=True,
+    ),
+    C(
+        "Conv2DBackpropFilter",
+        lambda x, d: op(
+            "Conv2DBackpropFilter", x, np.array([3, 3, 1, 2], np.int32), d, **CONV_S2_SAME
+        ),
+        dyadic(2, 4, 5, 1),
+        dyadic(2, 2, 3, 2),
+        exact=True,
+    ),
+    C(
+        "MaxPoolGrad",
+        lambda x, y, d: op("MaxPoolGrad", x, y, d, **POOL_K3_S2_SAME),
+        distinct(1, 5, 5, 1),
+        normal(1, 3, 3, 1),
+        normal(1, 3, 3, 1),
+    ),
+    C(
+        "MaxPoolGradGrad",
+        lambda x, y, g: op("MaxPoolGradGrad", x, y, g, **POOL_K3_S2_SAME),
+        distinct(1, 5, 5, 1),
+        normal(1, 3, 3, 1),
+        normal(1, 5, 5, 1),
+    ),
+    C(
+        "AvgPoolGrad",
+        lambda d: op("AvgPoolGrad", np.array([1, 5, 5, 2], np.int32), d, **POOL_K3_S2_SAME),
+        normal(1, 3, 3, 2),
     ),
 ]
 

@@ -7,6 +7,7 @@ from tfc.ops import (  # noqa: F401
     constant,
     control,
     conv,
+    conv_grad,
     grad_ops,
     linalg,
     logic,

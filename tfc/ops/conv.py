@@ -1,3 +1,474 @@
-"""(being written) convolution and pooling ops."""
+"""Convolution and pooling over NHWC images: Conv2D, MaxPool, AvgPool (gradients: conv_grad.py).
 
-__all__: list[str] = []
+Shared with conv_grad.py: TF's window arithmetic (output sizes, the SAME padding split with
+the odd pixel at the bottom/right), the attribute checks with TF's messages, the windows the
+NumPy references read, and the sizes the kernels are instantiated with. Kernels are direct
+loop nests (templates/c/kernels/conv2d*.c.j2, *pool*.c.j2) with every size a literal and the
+innermost loop over contiguous channels, which the C compiler vectorizes; they need no scratch
+buffer (Conv2DBackpropInput keeps a fixed 8x8 block of partial sums on the stack).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from tfc import dtypes as _dt
+from tfc.graph import Tensor, name_scope
+from tfc.kernels import Kernel, Param, loop_kernel, type_tag, view
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import elements
+from tfc.ops.grad_ops import shape_tensor
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
+from tfc.tensor_shape import Shape, num_elements
+
+__all__ = ["conv2d", "max_pool", "avg_pool"]
+
+FLOATS = (_dt.float32, _dt.float64)
+_PADDINGS = ("SAME", "VALID")
+
+
+# -- attributes ---------------------------------------------------------------------------------
+def check_window_attrs(ctx: OpContext, pool: bool) -> None:
+    """TF's checks of strides, dilations / ksize, padding and data_format, with its messages."""
+    names = ("strides", "ksize") if pool else ("strides", "dilations")
+    for attr in names:
+        values = ctx.attrs.get(attr, [1, 1, 1, 1])
+        if len(values) != 4:
+            what = {"strides": "stride", "dilations": "dilation", "ksize": "ksize"}[attr]
+            raise ctx.error(
+                f"{ctx.type} requires the {what} attribute to contain 4 values, but got: "
+                f"{len(values)}"
+            )
+    strides = ctx.attrs.get("strides", [1, 1, 1, 1])
+    padding = ctx.attrs.get("padding")
+    if padding not in _PADDINGS:
+        raise ValueError(
+            f"Value for attr 'padding' of \"{padding}\" is not in the list of allowed values: "
+            f'"SAME", "VALID" (op \'{ctx.name}\' of type {ctx.type})'
+        )
+    data_format = ctx.attrs.get("data_format", "NHWC")
+    if data_format != "NHWC":
+        raise NotImplementedError(
+            f"'{ctx.name}' ({ctx.type}) has data_format {data_format!r}; tfc computes "
+            "convolutions and pools in NHWC only: transpose NCHW tensors with "
+            "tf.transpose(x, [0, 2, 3, 1])"
+        )
+    if pool:
+        ksize = ctx.attrs["ksize"]
+        if ksize[0] != 1 or strides[0] != 1:
+            raise ctx.error("Pooling is not yet supported on the batch dimension.")
+        if ksize[3] != 1 or strides[3] != 1:
+            raise ctx.error(
+                "tfc does not pool over the depth dimension: ksize[3] and strides[3] must be 1"
+            )
+        if min(ksize) < 1:
+            raise ctx.error(f"Sliding window ksize must be positive, got {list(ksize)}")
+    else:
+        dilations = ctx.attrs.get("dilations", [1, 1, 1, 1])
+        if strides[0] != 1 or strides[3] != 1:
+            raise ctx.error(
+                "Current implementation does not yet support strides in the batch and depth "
+                "dimensions."
+            )
+        if dilations[0] != 1 or dilations[3] != 1:
+            raise ctx.error(
+                "Current implementation does not yet support dilations in the batch and depth "
+                "dimensions."
+            )
+        if min(dilations) < 1:
+            raise ctx.error("Dilated rates should be larger than 0.")
+    if min(strides) < 1:
+        raise ctx.error("Row and column strides should be larger than 0.")
+
+
+def check_rank4(ctx: OpContext, i: int) -> Shape:
+    """Input `i` as a rank-4 shape ((None,) * 4 when its rank is unknown); TF's WithRank."""
+    shape = ctx.in_shapes[i]
+    if shape is None:
+        return (None,) * 4
+    if len(shape) != 4:
+        raise ctx.error(f"Shape must be rank 4 but is rank {len(shape)}")
+    return tuple(shape)
+
+
+# -- window arithmetic --------------------------------------------------------------------------
+def windowed_size(
+    ctx: OpContext, size: int | None, k: int | None, stride: int, dilation: int
+) -> tuple[int | None, int | None]:
+    """(output size, padding before) of one spatial dim: TF's GetWindowedOutputSizeVerboseV2."""
+    if size is None or k is None:
+        return None, None
+    effective = (k - 1) * dilation + 1
+    if ctx.attrs["padding"] == "VALID":
+        numerator = size - effective + stride
+        out = numerator // stride if numerator >= 0 else -(-numerator // stride)  # C's division
+        pad = 0
+    else:
+        out = (size + stride - 1) // stride
+        pad = max((out - 1) * stride + effective - size, 0) // 2  # the odd one goes after
+    if out < 0:
+        raise ctx.error(
+            f"Computed output size would be negative: {out} [input_size: {size}, "
+            f"effective_filter_size: {effective}, stride: {stride}]"
+        )
+    return out, pad
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Every size of one NHWC convolution or pool, concrete: what references and kernels read."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    out_c: int
+    k_h: int
+    k_w: int
+    s_h: int
+    s_w: int
+    d_h: int
+    d_w: int
+    pad_top: int
+    pad_left: int
+
+    @property
+    def in_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.in_h, self.in_w, self.in_c)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.out_h, self.out_w, self.out_c)
+
+    def c_data(self, dtype: _dt.DType) -> dict[str, str]:
+        """The template placeholders: C type and every size as a literal."""
+        data = {k: str(v) for k, v in self.__dict__.items()}
+        data.update(ctype=dtype.c_type, tag=type_tag(dtype))
+        data["in_size"] = str(num_elements(self.in_shape))
+        data["filter_size"] = str(self.k_h * self.k_w * self.in_c * self.out_c)
+        return data
+
+
+def conv_geometry(ctx: OpContext, x: Sequence[int], f: Sequence[int]) -> Geometry:
+    """The geometry of a convolution of input shape `x` with filter shape `f` (HWIO)."""
+    _, s_h, s_w, _ = ctx.attrs["strides"]
+    _, d_h, d_w, _ = ctx.attrs.get("dilations", [1, 1, 1, 1])
+    out_h, pad_top = windowed_size(ctx, x[1], f[0], s_h, d_h)
+    out_w, pad_left = windowed_size(ctx, x[2], f[1], s_w, d_w)
+    return Geometry(*x, out_h, out_w, f[3], f[0], f[1], s_h, s_w, d_h, d_w, pad_top, pad_left)
+
+
+def pool_geometry(ctx: OpContext, x: Sequence[int]) -> Geometry:
+    _, k_h, k_w, _ = ctx.attrs["ksize"]
+    _, s_h, s_w, _ = ctx.attrs["strides"]
+    out_h, pad_top = windowed_size(ctx, x[1], k_h, s_h, 1)
+    out_w, pad_left = windowed_size(ctx, x[2], k_w, s_w, 1)
+    return Geometry(*x, out_h, out_w, x[3], k_h, k_w, s_h, s_w, 1, 1, pad_top, pad_left)
+
+
+def padded_size(g: Geometry) -> tuple[int, int]:
+    """The (height, width) of the input padded so that every window lies inside it."""
+    need_h = (g.out_h - 1) * g.s_h + (g.k_h - 1) * g.d_h + 1
+    need_w = (g.out_w - 1) * g.s_w + (g.k_w - 1) * g.d_w + 1
+    return max(need_h, g.pad_top + g.in_h), max(need_w, g.pad_left + g.in_w)
+
+
+def windows(x: np.ndarray, g: Geometry, fill: float = 0.0) -> np.ndarray:
+    """The window of every output pixel: [N, OH, OW, C, KH, KW], padding read as `fill`."""
+    hp, wp = padded_size(g)
+    pads = [(0, 0), (g.pad_top, hp - g.pad_top - g.in_h), (g.pad_left, wp - g.pad_left - g.in_w)]
+    padded = np.pad(x, pads + [(0, 0)], constant_values=fill)
+    span = ((g.k_h - 1) * g.d_h + 1, (g.k_w - 1) * g.d_w + 1)
+    views = sliding_window_view(padded, span, axis=(1, 2))
+    views = views[:, : (g.out_h - 1) * g.s_h + 1 : g.s_h, : (g.out_w - 1) * g.s_w + 1 : g.s_w]
+    return views[..., :: g.d_h, :: g.d_w]
+
+
+def valid_counts(g: Geometry) -> np.ndarray:
+    """How many input pixels each output pixel's window covers: [OH, OW] (SAME pads are not)."""
+    ones = np.ones((1, g.in_h, g.in_w, 1))
+    return windows(ones, g).sum(axis=(3, 4, 5))[0]
+
+
+def empty_output(g: Geometry) -> bool:
+    return num_elements(g.out_shape) == 0
+
+
+def empty_sum(g: Geometry) -> bool:
+    """Whether each output is a sum of nothing (no input channels, or an empty filter)."""
+    return g.in_c == 0 or g.k_h == 0 or g.k_w == 0
+
+
+def zeros_kernel(dtype: _dt.DType, shape: Sequence[int]) -> list[Kernel]:
+    """A kernel filling output 0 with zeros (a gradient nothing flows into)."""
+    return loop_kernel(shape, view("out0", dtype, shape), [], "0")
+
+
+def window_kernel(template: str, g: Geometry, dtype: _dt.DType, bufs: Sequence[str]) -> Kernel:
+    """A kernel of templates/c/kernels/<template>.c.j2: y writes `bufs[0]`, x0, x1 read the rest."""
+    params = [Param("y", dtype.c_type, False, bufs[0])]
+    params += [Param(f"x{k}", dtype.c_type, True, b) for k, b in enumerate(bufs[1:])]
+    return Kernel(template, params, g.c_data(dtype))
+
+
+def concrete(ctx: OpContext, i: int) -> tuple[int, ...]:
+    return tuple(ctx.in_shapes[i])
+
+
+def as_float64(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+# -- Conv2D(input [N,H,W,Cin], filter [KH,KW,Cin,Cout]) -------------------------------------------
+def _conv2d_infer(ctx: OpContext) -> list:
+    check_same_dtypes(ctx, ("input", "filter"))
+    check_dtype(ctx, 0, FLOATS, "input")
+    x, f = check_rank4(ctx, 0), check_rank4(ctx, 1)
+    check_window_attrs(ctx, pool=False)
+    if x[3] is not None and f[2] is not None and x[3] != f[2]:
+        raise ctx.error(f"Dimensions must be equal, but are {x[3]} and {f[2]}")
+    g = conv_geometry(ctx, x, f)
+    return [(ctx.in_dtypes[0], (g.batch, g.out_h, g.out_w, g.out_c))]
+
+
+def _conv2d_reference(ctx: OpContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    g = conv_geometry(ctx, x.shape, f.shape)
+    if empty_output(g) or empty_sum(g):
+        return np.zeros(g.out_shape, x.dtype)
+    # every window times the filter, summed in float64 and rounded once
+    y = np.einsum("nhwcij,ijco->nhwo", as_float64(windows(x, g)), as_float64(f))
+    return y.astype(x.dtype)
+
+
+def _conv2d_lower(ctx: OpContext) -> list:
+    g = conv_geometry(ctx, concrete(ctx, 0), concrete(ctx, 1))
+    dtype = ctx.out_dtypes[0]
+    if empty_output(g):
+        return []
+    if empty_sum(g):
+        return zeros_kernel(dtype, g.out_shape)  # an empty sum
+    return [window_kernel("conv2d", g, dtype, ("out0", "in0", "in1"))]
+
+
+def attrs_of(op: Any, names: Sequence[str]) -> dict:
+    """The attributes of `op` among `names` that it has (ops built directly may lack some)."""
+    attrs = {}
+    for k in names:
+        try:
+            attrs[k] = op.get_attr(k)
+        except ValueError:
+            continue
+    return attrs
+
+
+def conv_attrs(op: Any) -> dict:
+    return attrs_of(op, ("strides", "padding", "data_format", "dilations", "use_cudnn_on_gpu"))
+
+
+def _conv2d_grad(op: Any, dy: Tensor) -> list:
+    x, f = op.inputs
+    attrs = conv_attrs(op)
+    dx = apply_op("Conv2DBackpropInput", [shape_tensor(x), f, dy], attrs, "Conv2DBackpropInput")
+    df = apply_op("Conv2DBackpropFilter", [x, shape_tensor(f), dy], attrs, "Conv2DBackpropFilter")
+    return [dx.outputs[0], df.outputs[0]]
+
+
+def conv_flops(dy_shape: Any, filter_shape: Any) -> int:
+    """2 * KH*KW*CI multiply-adds per element of the convolution's output (or its gradient)."""
+    kh, kw, ci, _ = filter_shape
+    return 2 * elements(dy_shape) * kh * kw * ci
+
+
+def window_flops(ctx: OpContext, shape: Any) -> int:
+    """One operation per element of each pooling window, per element of `shape`."""
+    _, kh, kw, _ = ctx.attrs["ksize"]
+    return elements(shape) * kh * kw
+
+
+register(
+    OpDef(
+        "Conv2D",
+        infer=_conv2d_infer,
+        reference=_conv2d_reference,
+        lower=_conv2d_lower,
+        grad=_conv2d_grad,
+        flops=lambda ctx: conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]),
+        input_names=("input", "filter"),
+    )
+)
+
+
+# -- MaxPool, AvgPool(value [N,H,W,C]) ----------------------------------------------------------
+def _pool_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, FLOATS, "input")
+    x = check_rank4(ctx, 0)
+    check_window_attrs(ctx, pool=True)
+    g = pool_geometry(ctx, x)
+    return [(ctx.in_dtypes[0], (g.batch, g.out_h, g.out_w, g.out_c))]
+
+
+def _max_pool_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    g = pool_geometry(ctx, x.shape)
+    if empty_output(g):
+        return np.zeros(g.out_shape, x.dtype)
+    # padding never wins: every window holds at least one input pixel; NaN propagates
+    return windows(x, g, fill=-np.inf).max(axis=(4, 5))
+
+
+def _avg_pool_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    g = pool_geometry(ctx, x.shape)
+    if empty_output(g):
+        return np.zeros(g.out_shape, x.dtype)
+    sums = windows(as_float64(x), g).sum(axis=(4, 5))
+    return (sums / valid_counts(g)[None, :, :, None]).astype(x.dtype)
+
+
+def _pool_lower(template: str):
+    def lower(ctx: OpContext) -> list:
+        g = pool_geometry(ctx, concrete(ctx, 0))
+        if empty_output(g):
+            return []
+        return [window_kernel(template, g, ctx.out_dtypes[0], ("out0", "in0"))]
+
+    return lower
+
+
+def pool_attrs(op: Any) -> dict:
+    return attrs_of(op, ("ksize", "strides", "padding", "data_format"))
+
+
+def _max_pool_grad(op: Any, dy: Tensor) -> list:
+    x, y = op.inputs[0], op.outputs[0]
+    return [apply_op("MaxPoolGrad", [x, y, dy], pool_attrs(op), "MaxPoolGrad").outputs[0]]
+
+
+def _avg_pool_grad(op: Any, dy: Tensor) -> list:
+    inputs = [shape_tensor(op.inputs[0]), dy]
+    return [apply_op("AvgPoolGrad", inputs, pool_attrs(op), "AvgPoolGrad").outputs[0]]
+
+
+for _type, _reference, _template, _rule in [
+    ("MaxPool", _max_pool_reference, "max_pool", _max_pool_grad),
+    ("AvgPool", _avg_pool_reference, "avg_pool", _avg_pool_grad),
+]:
+    register(
+        OpDef(
+            _type,
+            infer=_pool_infer,
+            reference=_reference,
+            lower=_pool_lower(_template),
+            grad=_rule,
+            flops=lambda ctx: window_flops(ctx, ctx.out_shapes[0]),
+            input_names=("value",),
+        )
+    )
+
+
+# -- frontends ----------------------------------------------------------------------------------
+def _sequence(value: Any, what: str) -> list[int]:
+    """An NHWC strides/ksize/dilations argument as 4 ints: an int or 1 or 2 values give the
+    spatial dims (TF 1.15's _get_sequence), 4 values are taken as they are."""
+    if isinstance(value, (int, np.integer)):
+        value = [value]
+    values = [int(v) for v in value]
+    if len(values) == 1:
+        return [1, values[0], values[0], 1]
+    if len(values) == 2:
+        return [1, values[0], values[1], 1]
+    if len(values) == 4:
+        return values
+    raise ValueError(f"{what} should be of length 1, 2 or 4 but was {len(values)}")
+
+
+def _window_attrs(strides: Any, padding: Any, data_format: str | None) -> dict:
+    if strides is None:
+        raise ValueError("strides must be given (e.g. [1, 1, 1, 1])")
+    data_format = data_format or "NHWC"
+    if data_format in ("NCHW", "NCW", "NCDHW"):
+        raise NotImplementedError(
+            f"data_format {data_format!r}: tfc computes convolutions and pools in NHWC only; "
+            "transpose NCHW tensors with tf.transpose(x, [0, 2, 3, 1])"
+        )
+    if data_format != "NHWC":
+        raise ValueError(f"data_format must be 'NHWC' (or 'NCHW'), got {data_format!r}")
+    padding = padding.upper() if isinstance(padding, str) else padding
+    if padding not in _PADDINGS:
+        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    return {"strides": _sequence(strides, "strides"), "padding": padding, "data_format": "NHWC"}
+
+
+def conv2d(
+    input: Any,  # noqa: A002 (TF's argument name)
+    filter: Any = None,  # noqa: A002
+    strides: Any = None,
+    padding: Any = None,
+    use_cudnn_on_gpu: bool = True,
+    data_format: str = "NHWC",
+    dilations: Any = (1, 1, 1, 1),
+    name: str | None = None,
+    filters: Any = None,
+) -> Tensor:
+    """`tf.nn.conv2d`: out[n,i,j,o] = sum over (di, dj, c) of
+    input[n, i*sh + di*dh - pad_top, j*sw + dj*dw - pad_left, c] * filter[di, dj, c, o], NHWC
+    input and HWIO filter; SAME pads with zeros (the odd pixel at the bottom/right), VALID not.
+    `filters` is TF 1.14's alias of `filter`."""
+    if filter is not None and filters is not None:
+        raise ValueError("filter and filters arguments cannot both be specified")
+    filter = filters if filter is None else filter  # noqa: A001
+    if filter is None:
+        raise ValueError("conv2d needs a filter")
+    attrs = _window_attrs(strides, padding, data_format)
+    attrs["dilations"] = _sequence(dilations, "dilations")
+    attrs["use_cudnn_on_gpu"] = bool(use_cudnn_on_gpu)
+    with name_scope(name, "Conv2D", [input, filter]) as scope:
+        x = convert_to_tensor(input, name="input")
+        f = convert_to_tensor(filter, dtype=x.dtype, name="filter")
+        return apply_op("Conv2D", [x, f], attrs, name=scope).outputs[0]
+
+
+def _pool(
+    op_type: str,
+    value: Any,
+    ksize: Any,
+    strides: Any,
+    padding: Any,
+    data_format: Any,
+    name: str | None,
+) -> Tensor:
+    attrs = _window_attrs(strides, padding, data_format)
+    attrs["ksize"] = _sequence(ksize, "ksize")
+    with name_scope(name, op_type, [value]) as scope:
+        x = convert_to_tensor(value, name="input")
+        return apply_op(op_type, [x], attrs, name=scope).outputs[0]
+
+
+def max_pool(
+    value: Any,
+    ksize: Any,
+    strides: Any,
+    padding: Any,
+    data_format: str = "NHWC",
+    name: str | None = None,
+) -> Tensor:
+    """`tf.nn.max_pool`: the maximum of each ksize window (NaN wins); SAME padding never does."""
+    return _pool("MaxPool", value, ksize, strides, padding, data_format, name)
+
+
+def avg_pool(
+    value: Any,
+    ksize: Any,
+    strides: Any,
+    padding: Any,
+    data_format: str = "NHWC",
+    name: str | None = None,
+) -> Tensor:
+    """`tf.nn.avg_pool`: the mean of each ksize window; with SAME padding, the mean of the input
+    pixels the window covers (padding is not counted), as TensorFlow computes it."""
+    return _pool("AvgPool", value, ksize, strides, padding, data_format, name)

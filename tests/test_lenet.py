@@ -1,0 +1,123 @@
+"""LeNet-5: the sample trains to >= 95% on the digits in a session, and `tfc compile` of its
+model file builds native executables whose first step and predictions match the session's."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfc as tf
+from tfc.cli import main as tfc_main
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+BATCH = 32
+
+
+def _import_samples():
+    sys.path.insert(0, str(SAMPLES))
+    try:
+        import lenet
+        import lenet_model
+    finally:
+        sys.path.remove(str(SAMPLES))
+    return lenet, lenet_model
+
+
+def test_lenet_sample_reaches_95_percent():
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, str(SAMPLES / "lenet.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    progress = [ln for ln in lines if ln.startswith("step ")]
+    assert len(progress) == 5
+    assert re.fullmatch(r"step +100  loss \d+\.\d{4}  [\d,]+ examples/s", progress[0])
+    first, last = (float(ln.split()[3]) for ln in (progress[0], progress[-1]))
+    assert last < first  # it learns
+    assert lines[-1].startswith("test accuracy ") and float(lines[-1].split()[-1]) >= 0.95
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """samples/lenet_model.py compiled by `tfc compile`, and the first batch as a .npy file."""
+    root = tmp_path_factory.mktemp("lenet")
+    assert (
+        tfc_main(
+            [
+                "compile",
+                str(SAMPLES / "lenet_model.py"),
+                "-o",
+                str(root / "build"),
+                "--batch",
+                str(BATCH),
+            ]
+        )
+        == 0
+    )
+    lenet, _ = _import_samples()
+    (x, y), _ = lenet.load_digits()
+    lenet.save_data(root / "data", (x[:BATCH], y[:BATCH]), (x[:5], y[:5]))
+    return root, x[:BATCH], y[:BATCH]
+
+
+def _run(*args):
+    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_native_step_and_predictions_match_the_session(build):
+    from safetensors.numpy import load_file
+
+    root, x, y = build
+    exe, ckpt = root / "build", root / "ckpt"
+    out = _run(
+        exe / "train",
+        "--data",
+        root / "data" / "train.npy",
+        "--steps",
+        1,
+        "--checkpoint-dir",
+        ckpt,
+        "--no-shuffle",
+        "--log-every",
+        1,
+    )
+    native_loss = float(re.search(r"^step 1  loss (\S+)", out, re.M).group(1))
+    _run(
+        exe / "predict",
+        "--checkpoint",
+        ckpt,
+        "--data",
+        root / "data" / "test.npy",
+        "--output",
+        root / "p.npy",
+    )
+
+    _, lenet_model = _import_samples()
+    sigs = lenet_model.signatures()
+    train, predict = sigs["train"], sigs["predict"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        feed = {train["inputs"]["features"]: x, train["inputs"]["labels"]: y}
+        loss, _ = sess.run([train["loss"], train["train_op"]], feed)
+        probabilities = predict["outputs"]["probabilities"]
+        expected_p = sess.run(probabilities, {predict["inputs"]["features"]: x[:5]})
+        expected = {v.op.name: sess.read_variable(v.op.name) for v in tf.global_variables()}
+    assert abs(native_loss - loss) <= 1e-5
+    saved = load_file(str(ckpt / "model.ckpt-1.safetensors"))
+    assert set(saved) == set(expected) and int(saved["global_step"]) == 1
+    assert saved["conv1/kernel"].shape == (5, 5, 1, 6) and saved["fc3/kernel"].shape == (400, 120)
+    for name, value in expected.items():
+        np.testing.assert_allclose(saved[name], value, rtol=0, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(np.load(root / "p.npy"), expected_p, rtol=0, atol=1e-5)
