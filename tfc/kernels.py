@@ -250,6 +250,61 @@ def reduce_kernel(
     return [Kernel("reduce", params, data)]
 
 
+def collapse_levels(
+    shape: Sequence[int], operands: Sequence[Sequence[int]], kinds: Sequence[object]
+) -> tuple[list[int], list[list[int]], list]:
+    """`collapse` that merges only neighbours of the same kind (a reduced dim never merges with
+    a kept one). Returns the loop bounds, each operand's strides over them, and their kinds."""
+    dims = [(d, [s[k] for s in operands], kinds[k]) for k, d in enumerate(shape) if d != 1]
+    merged: list = []
+    for d, strides, kind in dims:
+        if merged:
+            pd, pstrides, pkind = merged[-1]
+            if pkind == kind and all(ps == s * d for ps, s in zip(pstrides, strides)):
+                merged[-1] = (pd * d, strides, kind)
+                continue
+        merged.append((d, strides, kind))
+    new_strides = [[strides[i] for _, strides, _ in merged] for i in range(len(operands))]
+    return [d for d, _, _ in merged], new_strides, [kind for _, _, kind in merged]
+
+
+def nest_lines(
+    bounds: Sequence[int],
+    loop_vars: Sequence[str],
+    body: Sequence[str],
+    before: dict[int, list[str]] | None = None,
+    after: dict[int, list[str]] | None = None,
+) -> list[str]:
+    """The lines of a loop nest with `body` innermost; before[k] / after[k] are statements run
+    just before loop k opens and just after it closes (inside loop k - 1): per-row work such
+    as a GEMM row or an accumulator that spans the inner loops. k = len(bounds) is the body's
+    own level."""
+    before, after = before or {}, after or {}
+    opens, indent, closes = loop_lines(bounds, loop_vars)
+    lines: list[str] = []
+    for k in range(len(bounds) + 1):
+        pad = "    " * (1 + k)
+        lines.extend(pad + s for s in before.get(k, []))
+        if k < len(bounds):
+            lines.append(opens[k])
+    lines.extend(indent + s for s in body)
+    for k in reversed(range(len(bounds) + 1)):
+        if k < len(bounds):
+            lines.append(closes[len(bounds) - 1 - k])
+        pad = "    " * (1 + k)
+        lines.extend(pad + s for s in after.get(k, []))
+    return lines
+
+
+def fused_kernel(
+    params: Sequence[Param], prologue: Sequence[str], nests: Sequence[str]
+) -> list[Kernel]:
+    """One kernel running `prologue` (statements, e.g. the initial values of reductions), then
+    `nests` (indented lines from `nest_lines`: a loop nest, and maybe one after it finishing
+    reduced values)."""
+    return [Kernel("fused", list(params), {"prologue": list(prologue), "nests": list(nests)})]
+
+
 # -- C spelling of values -----------------------------------------------------------------------
 def c_string(text: str) -> str:
     """A C string literal holding `text`."""
@@ -285,7 +340,8 @@ def c_initializer(values: np.ndarray, dtype: _dt.DType) -> str:
     if dtype.kind == "f":
         if np.isfinite(flat).all():
             fmt = "%.9g" if dtype is _dt.float32 else "%.17g"
-            return ",".join(fmt % v for v in flat.tolist())
+            # "-0" would be the integer 0 (+0.0 in a float array): keep the sign of zero
+            return ",".join("-0.0" if t == "-0" else t for t in (fmt % v for v in flat.tolist()))
         return ",".join(c_literal(v, dtype) for v in flat.tolist())
     if dtype.kind == "b":
         return ",".join("1" if v else "0" for v in flat.tolist())

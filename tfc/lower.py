@@ -16,6 +16,7 @@ import numpy as np
 from tfc import dtypes as _dt
 from tfc.graph import Graph
 from tfc.kernels import Kernel, c_initializer
+from tfc.ops.fusion import describe_members, is_fusion
 from tfc.ops.registry import OpContext, get_opdef
 from tfc.passes.memory import root_tensor
 from tfc.signature import FeedSpec
@@ -38,7 +39,7 @@ class BoundKernel:
 class Step:
     node: str
     op: str
-    comment: str
+    comment: list[str]  # lines naming the graph node (and the ops a fused node computes)
     kernels: list[BoundKernel]
     copies: list[str]  # C statements copying fetched values out
 
@@ -248,9 +249,11 @@ def _variable_effects(graph, schedule, storage, fetch_slots) -> tuple[list[str],
     return read_first, written
 
 
-def _comment(graph: Graph, name: str, inputs: list) -> str:
+def _comment(graph: Graph, name: str, inputs: list) -> list[str]:
     node = graph.node(name)
     ins = ", ".join(f"{s}:{i} {shape_str(graph.node(s)['shapes'][i])}" for s, i in inputs)
     outs = ", ".join(f"{d.name}{shape_str(s)}" for d, s in zip(node["dtypes"], node["shapes"]))
-    text = f"{name} ({node['op']}): ({ins}) -> {outs}"
-    return text.replace("*/", "* /")
+    lines = [f"{name} ({node['op']}): ({ins}) -> {outs}"]
+    if is_fusion(node["op"]):  # and one line per op the fused kernel computes
+        lines += describe_members(node["attrs"], [f"{s}:{i}" for s, i in inputs])
+    return [line.replace("*/", "* /") for line in lines]

@@ -6,6 +6,7 @@ from tfc.ops import (  # noqa: F401
     array_grad,
     constant,
     control,
+    fusion,
     conv,
     conv_grad,
     grad_ops,

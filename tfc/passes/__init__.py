@@ -42,7 +42,7 @@ ORDER: list[str] = [
 
 # Optimizations a user may switch off (Session(config=tfc.CompileOptions(disable=[...])),
 # tfc compile --passes); the other passes are what compiling is.
-OPTIMIZATIONS: list[str] = ["fold", "simplify", "cse"]
+OPTIMIZATIONS: list[str] = ["fold", "simplify", "cse", "fuse"]
 
 
 def pipeline(enabled: Sequence[str] | None = None) -> list[str]:

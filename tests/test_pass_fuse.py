@@ -1,0 +1,452 @@
+"""fuse_elementwise: which groups form, their outputs, and the same bits with fusion on and off."""
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_codegen_c import _sanitizer_env
+
+import tfc as tf
+from tfc.interp import InterpState, evaluate
+from tfc.lower import lower_program
+from tfc.ops import training_ops
+from tfc.passes import OPTIMIZATIONS, pipeline, run_passes
+from tfc.signature import FeedSpec, make_program_graph
+
+REPO = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("digits_mlp_sample", REPO / "samples/digits_mlp.py")
+digits_mlp = importlib.util.module_from_spec(_spec)  # the sample's model and data
+_spec.loader.exec_module(digits_mlp)
+
+FRONT = ["prune", "specialize", "prune"]
+UNFUSED = tf.CompileOptions(passes=[])
+FUSED = tf.CompileOptions(passes=["fuse"])
+# fusion alone, and fusion after the other optimizations (a graph without tuple identities...)
+PIPELINES = {
+    "fuse-alone": (UNFUSED, FUSED),
+    "all-optimizations": (tf.CompileOptions(disable=["fuse"]), tf.CompileOptions()),
+}
+
+
+def _feeds(feed_dict):
+    return [
+        FeedSpec((t.op.name, t.value_index), t.dtype, np.shape(v)) for t, v in feed_dict.items()
+    ]
+
+
+def _program(fetches, feed_dict=None, targets=(), passes=("fuse",)):
+    """The program graph of `fetches` after the front passes and `passes`, checked."""
+    graph = make_program_graph(
+        tf.get_default_graph(),
+        [(t.op.name, t.value_index) for t in fetches],
+        [op.name for op in targets],
+        _feeds(feed_dict or {}),
+    )
+    return run_passes(graph, FRONT + list(passes), verify=True)
+
+
+def _fusions(graph):
+    """{fusion node: ([member names], [exported member names])}."""
+    found = {}
+    for name in graph.node_names():
+        attrs = graph.node(name)["attrs"]
+        if "members" in attrs:
+            members = [m.name for m in attrs["members"]]
+            found[name] = (members, [members[j] for j in attrs["outputs"]])
+    return found
+
+
+def _ops(graph):
+    return {graph.op_type(n) for n in graph.node_names()}
+
+
+def _both(fetches, feed_dict=None, init=None, steps=1, train=None, pipelines="fuse-alone"):
+    """The fetched values compiled without and with fusion (each in its own session), after
+    `steps` - 1 runs of `train`."""
+    results = []
+    for options in PIPELINES[pipelines]:
+        with tf.Session(config=options) as sess:
+            if init is not None:
+                sess.run(init)
+            for _ in range(steps - 1):
+                sess.run(train, feed_dict)
+            results.append(sess.run(fetches, feed_dict))
+    return results
+
+
+def _assert_identical(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        assert np.asarray(x).dtype == np.asarray(y).dtype, i
+        np.testing.assert_array_equal(x, y, err_msg=f"fetch {i}")
+
+
+def _source(fetches, feed_dict):
+    with tf.Session(config=FUSED) as sess:
+        return sess.source(fetches, feed_dict)
+
+
+def _interpret(fetches, feed_dict, passes):
+    """Values from the ops' NumPy references on the program after `passes` (the Fusion op's
+    reference when "fuse" is among them)."""
+    graph = _program(fetches, feed_dict, passes=list(passes) + ["schedule"])
+    return evaluate(graph, list(feed_dict.values()), InterpState())
+
+
+# -- which groups form ---------------------------------------------------------------------------
+def test_a_broadcasting_chain_becomes_one_node_with_one_output():
+    x = tf.placeholder(tf.float32, [4, 3], name="x")
+    b = tf.constant([1.0, 2.0, 3.0], name="b")
+    y = tf.nn.relu(tf.multiply(x, 2.0, name="mul") + b, name="y")
+    z = tf.exp(y, name="z")
+    g = _program([z], {x: np.zeros((4, 3), np.float32)})
+    assert _fusions(g) == {"z/fusion": (["mul", "add", "y", "z"], ["z"])}
+    assert {"Mul", "Add", "Relu", "Exp"}.isdisjoint(_ops(g))
+    assert g.graph_attrs["fetches"] == [("z/fusion", 0)]
+    assert g.input_edges("z/fusion") == [("x", 0), ("Const", 0), ("b", 0)]  # Const: the 2.0
+
+
+def test_a_member_needed_outside_becomes_an_output_and_consumers_are_rewired():
+    x = tf.placeholder(tf.float32, [8], name="x")
+    y = tf.square(x + 1.0, name="y")
+    z = tf.nn.softmax(tf.reshape(y, [2, 4]), name="z")  # not element-wise: reads y from outside
+    w = tf.sqrt(y, name="w") * 3.0
+    g = _program([y, z, w], {x: np.ones(8, np.float32)})
+    (fusion, (members, outputs)), *rest = _fusions(g).items()
+    assert not rest and members == ["add", "y", "w", "mul"] and outputs == ["y", "mul"]
+    assert g.graph_attrs["fetches"] == [(fusion, 0), ("z", 0), (fusion, 1)]
+    reshape = g.input_edges("z")[0][0]
+    assert g.input_edges(reshape)[0] == (fusion, 0)
+
+
+def test_single_ops_and_stateful_or_random_ops_are_left_alone():
+    x = tf.placeholder(tf.float32, [5], name="x")
+    v = tf.Variable(tf.zeros([5]), name="v")
+    r = tf.random_uniform([5], seed=1, name="r")  # RandomUniform, then r/mul and r (an Add)
+    lone = tf.negative(x, name="lone")
+    before = tf.add(r * 2.0, x, name="before")  # random -> element-wise
+    step = tf.assign_add(v, before, name="step")  # stateful
+    after = tf.exp(step, name="after") - 1.0  # element-wise after the update
+    g = _program([lone, after], {x: np.ones(5, np.float32)})
+    assert g.op_type("lone") == "Neg" and g.op_type("r/RandomUniform") == "RandomUniform"
+    assert g.op_type("step") == "AssignAdd"  # its value is read: not folded into an update
+    assert _fusions(g) == {
+        "before/fusion": (["r/sub", "r/mul", "r", "mul", "before"], ["before"]),
+        "sub/fusion": (["after", "sub"], ["sub"]),
+    }
+    assert g.input_edges("step") == [("v", 0), ("before/fusion", 0)]
+    assert g.input_edges("sub/fusion") == [("step", 0), ("Const_1", 0)]
+
+
+def test_an_assignment_of_an_element_wise_value_runs_in_its_loop():
+    x = tf.placeholder(tf.float32, [5], name="x")
+    v = tf.Variable(tf.ones([5]), name="v")
+    step = tf.assign(v, tf.sqrt(v.value() * x + 1.0, name="value"), name="step")
+    g = _program([], {x: np.ones(5, np.float32)}, targets=[step.op])
+    assert _fusions(g) == {"step/fusion": (["mul", "add", "value"], [])}
+    assert g.op_type("step/fusion") == "FusedAssign" and g.graph_attrs["targets"] == ["step/fusion"]
+    feed = {x: np.arange(5, dtype=np.float32)}
+    _assert_identical(*_both([v], feed, v.initializer, steps=3, train=step.op))
+
+
+def test_groups_are_convex():
+    x = tf.placeholder(tf.float32, [3, 4], name="x")
+    a = tf.exp(x, name="a")
+    s = tf.nn.softmax(a, name="s")  # a -> s -> c: a and c cannot share a node (a cycle)
+    c = tf.add(a, s, name="c")
+    d = tf.multiply(c, 2.0, name="d")
+    g = _program([d], {x: np.ones((3, 4), np.float32)})
+    assert list(_fusions(g).values()) == [(["c", "d"], ["d"])]
+    assert g.op_type("a") == "Exp"
+
+
+def test_a_reduction_ends_a_chain_and_what_reads_it_runs_after_the_loop():
+    x = tf.placeholder(tf.float32, [6, 5], name="x")
+    p = tf.multiply(x, x, name="p")
+    s = tf.reduce_sum(p, axis=0, name="s")
+    t = tf.reduce_max(p, axis=0, name="t")  # the same reduced dims: the same loop
+    after = tf.sqrt(s + t, name="after")  # on reduced values: a loop over the kept dim
+    m = tf.reduce_mean(p, axis=1, name="m")  # other dims: another kernel
+    g = _program([after, m], {x: np.ones((6, 5), np.float32)})
+    # reductions are always outputs: their buffers are their accumulators
+    assert _fusions(g) == {
+        "after/fusion": (["p", "s", "t", "add", "after"], ["p", "s", "t", "after"])
+    }
+    assert g.op_type("m") == "Mean" and g.input_edges("m")[0] == ("after/fusion", 0)
+    source = _source([after, m], {x: np.ones((6, 5), np.float32)})
+    assert source.count("for (int64_t e0 = 0; e0 < 5; ++e0)") == 1  # the loop after
+
+
+def test_matmul_bias_add_and_activation_are_one_kernel():
+    x = tf.placeholder(tf.float32, [7, 5], name="x")
+    w = tf.constant(np.ones((5, 3), np.float32), name="w")
+    b = tf.constant(np.ones(3, np.float32), name="b")
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w, name="mm"), b, name="ba"), name="h")
+    g = _program([h], {x: np.ones((7, 5), np.float32)})
+    assert _fusions(g) == {"h/fusion": (["mm", "ba", "h"], ["h"])}
+    kernels = lower_program(run_passes(g, ["schedule", "memory"])).steps
+    assert sum(len(s.kernels) for s in kernels) == 1
+
+
+def test_a_view_needed_outside_stays_and_reads_the_fusion():
+    x = tf.placeholder(tf.float32, [4], name="x")
+    y = tf.identity(tf.abs(x, name="a"), name="view")
+    z = tf.multiply(y, 2.0, name="z")
+    g = _program([y, z], {x: np.ones(4, np.float32)})
+    assert list(_fusions(g).values()) == [(["a", "view", "z"], ["a", "z"])]
+    fusion = next(iter(_fusions(g)))
+    assert g.op_type("view") == "Identity" and g.input_edges("view") == [(fusion, 0)]
+    assert g.graph_attrs["fetches"] == [("view", 0), (fusion, 1)]
+
+
+def test_control_edges_move_to_the_fusion_node():
+    x = tf.placeholder(tf.float32, [3], name="x")
+    v = tf.Variable(tf.ones([3]), name="v")
+    bump = tf.assign_add(v, [1.0, 1.0, 1.0], name="bump")
+    with tf.control_dependencies([bump]):
+        a = tf.exp(x, name="a")
+    b = tf.negative(a, name="b")
+    with tf.control_dependencies([b]):
+        c = tf.identity(x, name="c")
+    g = _program([c, b], {x: np.ones(3, np.float32)})
+    fusion = next(iter(_fusions(g)))
+    assert g.control_input_names(fusion) == ["bump"]
+    assert g.control_input_names("c") == [fusion]
+
+
+def test_the_gradient_of_a_layer_folds_into_its_optimizer_update():
+    x = tf.placeholder(tf.float32, [8, 4], name="x")
+    w = tf.Variable(tf.ones([4, 3]), name="w")
+    b = tf.Variable(tf.zeros([3]), name="b")
+    h = tf.nn.relu(tf.matmul(x, w) + b)
+    loss = tf.reduce_mean(tf.square(h))
+    train = tf.train.AdamOptimizer(0.1).minimize(loss)
+    g = _program([loss], {x: np.ones((8, 4), np.float32)}, targets=[train])
+    ops = _ops(g)
+    # the bias gradient (a reduction of relu-grad * upstream) and the weights' gradient (a
+    # MatMul) are applied in the loops that compute them
+    assert "ApplyAdam" not in ops and "FusedApplyAdam" in ops
+    assert {"ReluGrad", "Sum", "Relu", "Square"}.isdisjoint(ops)
+    fused = {g.input_edges(n)[0][0]: n for n in g.node_names() if g.op_type(n) == "FusedApplyAdam"}
+    assert sorted(fused) == ["b", "w"]
+    # the weights' gradient is never materialized: one row at a time feeds the update
+    assert g.node(fused["w"])["shapes"] == [(3,)]
+    # Adam's beta powers: beta * beta_power assigned in one kernel
+    assert [n for n in g.node_names() if g.op_type(n) == "FusedAssign"] == [
+        "Adam/Assign/fusion",
+        "Adam/Assign_1/fusion",
+    ]
+
+
+def test_an_update_reading_its_variable_element_by_element_is_fused():
+    x = tf.placeholder(tf.float32, [8, 4], name="x")
+    w = tf.Variable(np.arange(12.0, dtype=np.float32).reshape(4, 3), name="w")
+    loss = tf.reduce_sum(tf.matmul(x, w)) + 0.1 * tf.nn.l2_loss(w)  # the gradient reads w
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: np.arange(32, dtype=np.float32).reshape(8, 4) / 10}
+    g = _program([loss], feed, targets=[train])
+    assert "FusedApplyGradientDescent" in _ops(g)  # w[i] is read before w[i] is written
+    init = tf.global_variables_initializer()
+    _assert_identical(*_both([loss, w], feed, init, steps=3, train=train))
+
+
+def test_an_update_whose_loop_reads_its_variable_elsewhere_is_not_fused():
+    x = tf.placeholder(tf.float32, [3, 3], name="x")
+    w = tf.Variable(np.arange(9.0, dtype=np.float32).reshape(3, 3) / 10, name="w")
+    step = tf.nn.relu(tf.matmul(x, w, name="mm"), name="step")  # a GEMM row reads all of w
+    train = training_ops.apply_gradient_descent(w, 0.5, step, name="sgd")
+    feed = {x: np.eye(3, dtype=np.float32)[::-1]}
+    g = _program([train], feed)
+    assert _fusions(g) == {"step/fusion": (["mm", "step"], ["step"])}
+    assert g.op_type("sgd") == "ApplyGradientDescent"
+    _assert_identical(*_both([w], feed, w.initializer, steps=3, train=train))
+
+
+# -- the same numbers ----------------------------------------------------------------------------
+def test_elementwise_chains_with_broadcasting_give_the_same_bits():
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [5, 1, 4], name="x")
+    y = tf.placeholder(tf.float32, [3, 1], name="y")
+    n = tf.placeholder(tf.int32, [6], name="n")
+    z = tf.constant(rng.normal(size=4).astype(np.float32))
+    a = x * y + z
+    b = tf.nn.relu(a) - tf.sigmoid(a) * 0.5
+    c = tf.where(b > 0, tf.exp(-b), tf.square(b))
+    fetches = [
+        c,
+        tf.reduce_sum(c, axis=[0, 2]),  # reduced, kept, reduced
+        tf.reduce_mean(tf.tanh(c), axis=2),  # a reduced suffix: a double accumulator
+        tf.reduce_max(b * 2.0, axis=0),  # no suffix: accumulated in the output
+        tf.reduce_sum(a * a),  # everything
+        tf.tile(tf.expand_dims(z, 0), [6, 1]) * 2.0 + tf.zeros_like(z),
+        tf.cast(tf.logical_and(b > 0, c < 1.0), tf.float32) + tf.ones_like(b),
+        tf.abs(n - 4) * n + tf.maximum(n, 2),
+        tf.cast(tf.cast(n, tf.float64) * 0.75, tf.int64),
+        tf.add_n([x * 2.0, x, x + 1.0]),
+    ]
+    feed = {
+        x: rng.normal(size=(5, 1, 4)).astype(np.float32),
+        y: rng.normal(size=(3, 1)).astype(np.float32),
+        n: np.arange(-3, 3, dtype=np.int32),
+    }
+    g = _program(fetches, feed)
+    groups = list(_fusions(g).values())
+    # c, its Sum over dims 0 and 2, and everything element-wise on a, b, c: one loop nest
+    assert any({"Select", "Sum", "Tanh", "LogicalAnd", "ones_like"} <= set(m) for m, _ in groups)
+    assert {g.op_type(n) for n in ("Mean", "Max", "Sum_1")} == {"Mean", "Max", "Sum"}
+    unfused_kernels = _kernel_count(fetches, feed, [], FRONT + ["schedule", "memory"])
+    fused_kernels = _kernel_count(fetches, feed, [], FRONT + ["fuse", "schedule", "memory"])
+    assert (unfused_kernels, fused_kernels) == (39, 8)
+    unfused, fused = _both(fetches, feed)
+    _assert_identical(unfused, fused)
+    # the Fusion op's NumPy reference agrees with the ops' own
+    _assert_identical(_interpret(fetches, feed, []), _interpret(fetches, feed, ["fuse"]))
+    for got, want in zip(fused, _interpret(fetches, feed, [])):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_softmax_cross_entropy_forward_and_backward_give_the_same_bits():
+    rng = np.random.default_rng(1)
+    logits = tf.placeholder(tf.float32, [16, 10], name="logits")
+    labels = tf.placeholder(tf.float32, [16, 10], name="labels")
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits))
+    dlogits, dlabels = tf.gradients(loss, [logits, labels])
+    feed = {
+        logits: rng.normal(size=(16, 10)).astype(np.float32) * 3,
+        labels: rng.dirichlet(np.ones(10), size=16).astype(np.float32),
+    }
+    fetches = [loss, dlogits, dlabels]
+    g = _program(fetches, feed)
+    assert _fusions(g)
+    unfused, fused = _both(fetches, feed)
+    _assert_identical(unfused, fused)
+    want = _interpret(fetches, feed, [])
+    for got, ref in zip(fused, want):
+        np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
+
+
+def _mlp(optimizer, clip=False):
+    tf.set_random_seed(5)
+    x = tf.placeholder(tf.float32, [32, 12], name="x")
+    y = tf.placeholder(tf.float32, [32, 3], name="y")
+    h = tf.layers.dense(x, 16, activation=tf.nn.relu, name="h1")
+    h = tf.layers.dense(h, 8, activation=tf.tanh, name="h2")
+    out = tf.layers.dense(h, 3, activation=tf.sigmoid, name="out")
+    loss = tf.reduce_mean(tf.squared_difference(out, y))
+    grads = optimizer.compute_gradients(loss)
+    if clip:
+        grads = [(tf.clip_by_value(g, -0.05, 0.05), v) for g, v in grads]
+    train = optimizer.apply_gradients(grads)
+    rng = np.random.default_rng(2)
+    feed = {
+        x: rng.normal(size=(32, 12)).astype(np.float32),
+        y: rng.uniform(size=(32, 3)).astype(np.float32),
+    }
+    return x, loss, train, feed
+
+
+@pytest.mark.parametrize("pipelines", PIPELINES)
+@pytest.mark.parametrize(
+    "optimizer, clip",
+    [
+        (lambda: tf.train.AdamOptimizer(0.01), False),
+        (lambda: tf.train.MomentumOptimizer(0.1, 0.9), True),
+    ],
+    ids=["adam", "momentum-clipped"],
+)
+def test_an_mlp_training_step_gives_the_same_bits(optimizer, clip, pipelines):
+    x, loss, train, feed = _mlp(optimizer(), clip)
+    g = _program([loss], feed, targets=[train])
+    assert any(t.startswith("FusedApply") for t in _ops(g))
+    fetches = [loss, *tf.global_variables()]
+    init = tf.global_variables_initializer()
+    unfused, fused = _both(fetches, feed, init, steps=6, train=train, pipelines=pipelines)
+    _assert_identical(unfused, fused)
+
+
+def _digits(batch=64):
+    tf.set_random_seed(1)
+    x = tf.placeholder(tf.float32, [None, 64], name="images")
+    y = tf.placeholder(tf.int64, [None], name="labels")
+    loss, train, accuracy = digits_mlp.build_model(x, y, 0.002)
+    (images, labels), _ = digits_mlp.load_digits()
+    return x, y, loss, train, accuracy, {x: images[:batch], y: labels[:batch]}
+
+
+def _kernel_count(fetches, feed, targets, passes):
+    graph = make_program_graph(
+        tf.get_default_graph(),
+        [(t.op.name, t.value_index) for t in fetches],
+        [op.name for op in targets],
+        _feeds(feed),
+    )
+    program = lower_program(run_passes(graph, passes, verify=True))
+    return sum(len(step.kernels) for step in program.steps)
+
+
+def test_the_digits_training_step_runs_as_at_most_half_the_kernels():
+    x, y, loss, train, _, feed = _digits()
+    with_fuse = pipeline()
+    without = pipeline([p for p in OPTIMIZATIONS if p != "fuse"])
+    assert "fuse" in with_fuse and "fuse" not in without
+    before = _kernel_count([loss], feed, [train], without)
+    after = _kernel_count([loss], feed, [train], with_fuse)
+    print(f"digits MLP training step: {before} kernels without fusion, {after} with")
+    assert 2 * after <= before
+
+
+@pytest.mark.parametrize("pipelines", PIPELINES)
+def test_the_digits_mlp_trains_to_the_same_bits(pipelines):
+    x, y, loss, train, accuracy, feed = _digits()
+    fetches = [loss, accuracy, *tf.global_variables()]  # with Adam's slots and beta powers
+    init = tf.global_variables_initializer()
+    unfused, fused = _both(fetches, feed, init, steps=5, train=train, pipelines=pipelines)
+    _assert_identical(unfused, fused)
+
+
+SANITIZED_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tfc as tf
+
+    sys.path.insert(0, {samples!r})
+    import digits_mlp
+
+    tf.set_random_seed(1)
+    x = tf.placeholder(tf.float32, [None, 64], name="images")
+    y = tf.placeholder(tf.int64, [None], name="labels")
+    loss, train, accuracy = digits_mlp.build_model(x, y, 0.002)
+    clipped = tf.clip_by_value(loss * 2.0, 0.0, 5.0) + tf.reduce_sum(tf.abs(x), axis=0)
+    (images, labels), _ = digits_mlp.load_digits()
+    feed = {{x: images[:32], y: labels[:32]}}
+    fetches = [loss, accuracy, clipped] + tf.trainable_variables()
+    results = []
+    for options in (tf.CompileOptions(disable=["fuse"]), tf.CompileOptions()):
+        with tf.Session(config=options) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(train, feed)
+            results.append(sess.run(fetches, feed))
+            source = sess.source([train, loss], feed)
+    for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32(1,", "e0 < 10; ++e0"):
+        assert fused in source, fused
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    print("SANITIZED-OK")
+    """
+)
+
+
+def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
+    env = _sanitizer_env(tmp_path)
+    script = tmp_path / "fused.py"
+    script.write_text(SANITIZED_SCRIPT.format(samples=str(REPO / "samples")))
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0 and "SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr

@@ -1,0 +1,308 @@
+"""C lowering of the Fusion op: the members' C expressions composed into one loop nest.
+
+The body of the nest loads each input once per point (one local per input and broadcast
+pattern), computes each needed member into a typed local (so float32 results round as they
+do when stored between unfused kernels: the same operations in the same order give the same
+bits), accumulates the reductions and writes the exported members. The reductions walk their
+input in memory order with the accumulators of the Sum/Mean/Max... kernels (double for
+float32 sums over a trailing reduced suffix), so they too give the unfused bits. A MatMul
+member is computed one row at a time (tfc_gemm on one row) into an output's buffer, which
+the body then post-processes while the row is in cache. A fused optimizer update runs in the
+body (its gradient is element-wise) or in a loop after the nest (its gradient is a reduction).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tfc import dtypes as _dt
+from tfc.kernels import (
+    Param,
+    c_literal,
+    collapse_levels,
+    contiguous_strides,
+    format_expr,
+    fused_kernel,
+    index_expr,
+    math_suffix,
+    nest_lines,
+    type_tag,
+)
+from tfc.ops.fusion import UPDATES
+from tfc.ops.fusion_plan import (
+    Member,
+    arg_shape,
+    loads_of,
+    plan_fusion,
+    reduce_axes,
+    value_args,
+)
+from tfc.ops.math import _cast_expr
+from tfc.ops.reduce import REDUCTIONS, Reduction, _mean_finalize
+from tfc.ops.registry import OpContext, get_opdef
+from tfc.tensor_shape import num_elements
+
+_SUM_TO_SHAPE = Reduction({"f": "{a} + {b}"}, lambda d: 0, None, wide_float32=True)
+_FORWARD = ("Fill", "Tile", "SumToShape")  # members whose value is one of their inputs' values
+
+
+class _Nest:
+    """One loop nest over `shape`: its operands' strides are gathered first, then the loops
+    are collapsed (dims of the same kind that every operand walks contiguously merge)."""
+
+    def __init__(self, shape: tuple, kinds: list, prefix: str, merge: bool = True) -> None:
+        self.shape, self.kinds, self.prefix, self.merge = shape, kinds, prefix, merge
+        self.vectors: list[list[int]] = []
+
+    def operand(self, shape: tuple, dims: tuple) -> int:
+        vector = [0] * len(self.shape)
+        for d, stride in zip(dims, contiguous_strides(shape)):
+            if d is not None:
+                vector[d] = stride
+        self.vectors.append(vector)
+        return len(self.vectors) - 1
+
+    def close(self) -> None:
+        if self.merge:
+            self.bounds, self.strides, kinds = collapse_levels(self.shape, self.vectors, self.kinds)
+        else:  # one loop per GEMM row, one per column
+            self.bounds, self.strides, kinds = list(self.shape), self.vectors, list(self.kinds)
+        self.vars = [f"{self.prefix}{k}" for k in range(len(self.bounds))]
+        self.suffix = len(self.bounds)  # where the trailing run of reduced loops starts
+        while self.suffix > 0 and kinds[self.suffix - 1]:
+            self.suffix -= 1
+
+    def index(self, operand: int, levels: int | None = None) -> str:
+        levels = len(self.bounds) if levels is None else levels
+        return index_expr(self.strides[operand][:levels], self.vars[:levels])
+
+
+def member_expr(m: Member, operands: list[str], dtypes: list[_dt.DType]) -> str | None:
+    """The C expression of a map member over its operands' names; None when the member's
+    value is one of its operands' (views, broadcasts, Fill)."""
+    if m.kind == "view" or m.op in _FORWARD:
+        return None
+    if m.op in ("ZerosLike", "OnesLike"):
+        return c_literal(0 if m.op == "ZerosLike" else 1, m.dtype)
+    if m.op == "Cast":
+        return _cast_expr(dtypes[0], m.dtype).format(*operands)
+    if m.op == "SelectV2":
+        return f"{operands[0]} ? {operands[1]} : {operands[2]}"
+    if m.op in ("AddN", "BiasAdd"):
+        add = get_opdef("Add").expr.expr_for(m.dtype)
+        expr = operands[0]
+        for operand in operands[1:]:
+            expr = format_expr(add, m.dtype, expr, operand)
+        return expr
+    table = get_opdef(m.op).expr
+    extra = table.params(m.attrs, dtypes[0]) if table.params else {}
+    return format_expr(table.expr_for(dtypes[0]), dtypes[0], *operands, **extra)
+
+
+def lower_fusion(ctx: OpContext) -> list:
+    return _Lowering(ctx).kernels()
+
+
+class _Lowering:
+    """The C of one Fusion node: the nest over the space (phase 0), then, when there are
+    reductions, a loop over the dims they keep (phase 1: finishing means, element-wise ops on
+    reduced values, a fused update of a reduced gradient)."""
+
+    def __init__(self, ctx: OpContext) -> None:
+        self.ctx = ctx
+        self.members: list[Member] = list(ctx.attrs["members"])
+        self.outputs: list[int] = list(ctx.attrs["outputs"])
+        self.update = ctx.attrs.get("update")
+        grad = self.update.grad if self.update is not None else None
+        self.plan = plan_fusion(self.members, self.outputs, list(ctx.in_shapes), grad)
+        self.params = [
+            Param(f"y{o}", self.members[j].dtype.c_type, False, f"out{o}")
+            for o, j in enumerate(self.outputs)
+        ]
+        self.used_inputs: set[int] = set()
+        self.names: dict[int, str] = {}
+
+    def kernels(self) -> list:
+        members = self.members
+        reduces = [j for j, m in enumerate(members) if m.kind == "reduce"]
+        prologue = []
+        for j in reduces:
+            spec = _reduction(members[j])
+            init = c_literal(spec.identity(members[j].dtype), members[j].dtype)
+            o, count = self.outputs.index(j), num_elements(members[j].shape)
+            loop = f"for (int64_t o = 0; o < {count}; ++o) " if count > 1 else ""
+            prologue.append(f"{loop}y{o}[{'o' if count > 1 else 0}] = {init};")
+        nests = self._phase(0)
+        if reduces:
+            nests += self._phase(1)
+        params = self.params + [
+            Param(f"x{k}", self.ctx.in_dtypes[k].c_type, True, f"in{k}")
+            for k in sorted(self.used_inputs)
+        ]
+        return fused_kernel(params, prologue, nests)
+
+    def _phase(self, phase: int) -> list[str]:
+        plan, members, outputs = self.plan, self.members, self.outputs
+        space = plan.space
+        if phase == 0:
+            kinds = [k in plan.reduced for k in range(len(space))]
+            nest = _Nest(space, kinds, "i", merge=plan.matmul is None)
+        else:  # the reduced dims drop out
+            kept = tuple(1 if k in plan.reduced else d for k, d in enumerate(space))
+            nest = _Nest(kept, [False] * len(space), "e")
+        loads = loads_of(members, plan, phase)
+        load_at = [nest.operand(tuple(self.ctx.in_shapes[k]), dims) for k, dims in loads]
+        out_at = {j: nest.operand(members[j].shape, plan.out_dims[j]) for j in outputs}
+        scratch = self.ctx.attrs.get("row_scratch")
+        if scratch is not None and phase == 0:  # one row, the same for every i0
+            out_at[scratch] = nest.operand(space[1:], plan.out_dims[scratch][1:])
+        grad = self.update.grad if self.update is not None else None
+        # after reductions, the update runs in the loop over what they keep
+        reduces = any(m.kind == "reduce" for m in members)
+        update_here = grad is not None and phase == int(reduces)
+        if update_here:
+            ref_at = nest.operand(members[grad].shape, plan.out_dims[grad])
+        nest.close()
+        body: list[str] = []
+        before: dict[int, list[str]] = {}
+        after: dict[int, list[str]] = {}
+        prefix = "ab"[phase]  # distinct names: with no loops both phases share one scope
+        load_names = {}
+        for n, ((k, dims), at) in enumerate(zip(loads, load_at)):
+            self.used_inputs.add(k)
+            load_names[(k, dims)] = f"{prefix}{n}"
+            body.append(
+                f"const {self.ctx.in_dtypes[k].c_type} {prefix}{n} = x{k}[{nest.index(at)}];"
+            )
+        # the members whose values are read in this loop (by members of the phase, the update)
+        read = {members[c].args[p][1] for c in range(len(members))
+                if plan.needed[c] and plan.phase[c] == phase
+                for p in value_args(members[c]) if members[c].args[p][0] == "m"}  # fmt: skip
+        if update_here:
+            read.add(grad)
+        for j, m in enumerate(members):
+            if m.kind == "reduce":
+                value = (
+                    self.names.get(m.args[0][1]) if m.args[0][0] == "m"
+                    else load_names.get((m.args[0][1], plan.arg_dims[j][0]))
+                )  # fmt: skip
+                self._reduce(j, nest, out_at[j], value, phase, body, before, after, read)
+                continue
+            if not plan.needed[j] or plan.phase[j] != phase:
+                continue
+            if m.kind == "matmul":  # its rows land in an output; the loop reads them back
+                row = self.outputs[plan.row_buffer]
+                gemm = _gemm_row(self.ctx, m, plan.row_buffer, scratch == j)
+                before.setdefault(1, []).append(gemm)
+                self.used_inputs.update(a[1] for a in m.args)
+                if j in read:
+                    index = nest.index(out_at[row])
+                    body.append(f"const {m.dtype.c_type} v{j} = y{plan.row_buffer}[{index}];")
+                    self.names[j] = f"v{j}"
+                continue
+            operands = [
+                self.names[m.args[p][1]] if m.args[p][0] == "m"
+                else load_names[(m.args[p][1], plan.arg_dims[j][p])]
+                for p in value_args(m)
+            ]  # fmt: skip
+            dtypes = [_arg_dtype(self.ctx, members, a) for a in m.args]
+            expr = member_expr(m, operands, dtypes)
+            if expr is None:
+                self.names[j] = operands[-1]
+            else:
+                body.append(f"const {m.dtype.c_type} v{j} = {expr};")
+                self.names[j] = f"v{j}"
+        for o, j in enumerate(outputs):
+            if members[j].kind == "map" and plan.phase[j] == phase:
+                body.append(f"y{o}[{nest.index(out_at[j])}] = {self.names[j]};")
+        if update_here:
+            body += _update_lines(self.ctx, self.update, self.names[grad],
+                                  nest.index(ref_at), self.params, self.used_inputs)  # fmt: skip
+        if phase == 1 and not body:
+            return []
+        return nest_lines(nest.bounds, nest.vars, body, before, after)
+
+    def _reduce(self, j, nest, at, value, phase, body, before, after, read) -> None:
+        """Phase 0: accumulate into the output (or a local over a trailing reduced run);
+        phase 1: finish a mean, and load the value when later members read it."""
+        m = self.members[j]
+        o = self.outputs.index(j)
+        spec = _reduction(m)
+        if phase == 1:
+            out = f"y{o}[{nest.index(at)}]"
+            x_shape = arg_shape(self.members, list(self.ctx.in_shapes), m.args[0])
+            count = math.prod(x_shape[a] for a in reduce_axes(m, x_shape))
+            finalize = _mean_finalize(m.dtype, count) if m.op == "Mean" else None
+            if finalize is not None:
+                body.append(f"{out} = {finalize.format(a=out)};")
+            if j in read:
+                body.append(f"const {m.dtype.c_type} v{j} = {out};")
+                self.names[j] = f"v{j}"
+            return
+        combine = format_expr(spec.combine[m.dtype.kind], m.dtype, a="{a}", b="{b}")
+        if nest.suffix < len(nest.bounds):
+            acc = "double" if spec.wide_float32 and m.dtype is _dt.float32 else m.dtype.c_type
+            out = f"y{o}[{nest.index(at, nest.suffix)}]"
+            before.setdefault(nest.suffix, []).append(f"{acc} acc{o} = {out};")
+            body.append(f"acc{o} = " + combine.format(a=f"acc{o}", b=value) + ";")
+            after.setdefault(nest.suffix, []).append(f"{out} = acc{o};")
+        else:
+            out = f"y{o}[{nest.index(at)}]"
+            body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
+
+
+def _reduction(m: Member) -> Reduction:
+    return _SUM_TO_SHAPE if m.op == "SumToShape" else REDUCTIONS[m.op]
+
+
+def _arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
+    if arg[0] == "in":
+        return ctx.in_dtypes[arg[1]]
+    if arg[0] == "m":
+        return members[arg[1]].dtype
+    return _dt.as_dtype(arg[2].dtype)
+
+
+def _gemm_row(ctx: OpContext, m: Member, row_buffer: int, scratch: bool) -> str:
+    """tfc_gemm on row i0 of the product, written into output `row_buffer`'s row i0, or its
+    only row when it is a scratch row (the same operations per row as the whole product: the
+    same bits)."""
+    (_, a), (_, b) = m.args
+    a_shape, b_shape = ctx.in_shapes[a], ctx.in_shapes[b]
+    ta, tb = bool(m.attrs.get("transpose_a")), bool(m.attrs.get("transpose_b"))
+    sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
+    sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
+    k = a_shape[0] if ta else a_shape[1]
+    n = m.shape[1]
+    a_row = f"x{a} + {index_expr([sam], ['i0'])}"
+    c_row = f"y{row_buffer}" if scratch else f"y{row_buffer} + {index_expr([n], ['i0'])}"
+    args = f"1, {n}, {k}, {a_row}, {sam}, {sak}, x{b}, {sbk}, {sbn}, {c_row}"
+    return f"tfc_gemm_{type_tag(m.dtype)}({args});"
+
+
+def _update_lines(
+    ctx: OpContext, update, grad: str, ref_index: str, params: list, used_inputs: set
+) -> list[str]:
+    """The optimizer's statements (training_ops' own) on one element: the gradient `grad`,
+    variable and slots at `ref_index`, scalar hyper-parameters."""
+    rule = UPDATES[update.op]
+    dtype = ctx.in_dtypes[0]
+    names, lines, refs = {}, [], 0
+    node_index = 0
+    for name, kind in rule.inputs:
+        if kind == "dense":
+            lines.append(f"const {dtype.c_type} {name} = {grad};")
+            names[name] = name
+            continue
+        if kind == "ref":
+            params.append(Param(f"r{refs}", dtype.c_type, False, f"in{node_index}"))
+            names[name] = f"r{refs}[{ref_index}]"
+            refs += 1
+        else:  # a scalar hyper-parameter, read broadcast
+            used_inputs.add(node_index)
+            lines.append(f"const {dtype.c_type} {name} = x{node_index}[0];")
+            names[name] = name
+        node_index += 1
+    fmt = {"T": dtype.c_type, "one": c_literal(1, dtype), "sfx": math_suffix(dtype)}
+    attrs = {**rule.defaults, **update.attrs}
+    return lines + [s.format(**names, **fmt) for s in rule.statements(attrs, dtype)]
