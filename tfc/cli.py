@@ -41,9 +41,14 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument(
         "--no-build", action="store_true", help="write the sources and the Makefile only"
     )
+    _add_inspect_commands(sub)
     args = parser.parse_args(argv)
     if args.command == "compile":
         return _compile(args)
+    if args.command == "inspect":
+        return _inspect(args)
+    if args.command == "graph":
+        return _graph(args)
     if args.command == "cache":
         from tfc.backend_c import cache_dir
 
@@ -87,6 +92,112 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"  {program.filename:24} {role}, arena {program.lowered.arena_bytes} bytes")
     for name, path in result.executables.items():
         print(f"  {name:24} {path.stat().st_size} bytes")
+    return 0
+
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="the model file (defines signatures(); see `pydoc tfc.aot`)")
+    p.add_argument(
+        "--signature",
+        choices=["train", "predict"],
+        help="the program to compile: the train step or predict (default: train if defined)",
+    )
+    p.add_argument("--batch", type=int, default=32, help="the compiled batch (default 32)")
+    p.add_argument(
+        "--passes",
+        metavar="LIST",
+        help="the optimization passes to run, comma-separated (default: all; 'none' for none)",
+    )
+
+
+def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
+    ins = sub.add_parser(
+        "inspect",
+        help="show what the passes do to a model: op counts, kernels, arena, FLOPs",
+        description="Compile one signature of MODEL.py pass by pass and print, per pass, the "
+        "op count before and after; the kernels of the lowered program; the arena next to its "
+        "lower bound and its naive size; the estimated FLOPs and bytes moved per step.",
+    )
+    _add_model_arguments(ins)
+    ins.add_argument(
+        "--dump-after",
+        metavar="PASS",
+        help="also write the graph after PASS in text form (a pass name, its position from 1, "
+        "or 'none' for the graph before any pass)",
+    )
+    ins.add_argument(
+        "-o", "--output", metavar="FILE", help="write the --dump-after text to FILE, not stdout"
+    )
+    gra = sub.add_parser(
+        "graph",
+        help="draw a model's graph (.svg, .dot or .html) before or after any pass",
+        description="Draw one signature's program graph with op types, shapes and devices; "
+        "name scopes are collapsed into boxes (the tensors crossing a box's border are its "
+        "edges) unless opened with --expand. SVG and HTML need Graphviz's `dot`.",
+    )
+    _add_model_arguments(gra)
+    gra.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="graph.svg, graph.dot or graph.html"
+    )
+    gra.add_argument(
+        "--after",
+        metavar="PASS",
+        help="draw the graph after PASS (a name, a position from 1, or 'none' for the graph "
+        "the model built); default: after the whole pipeline",
+    )
+    gra.add_argument(
+        "--expand",
+        metavar="SCOPE",
+        action="append",
+        default=[],
+        help="open a name scope (e.g. gradients, gradients/hidden1; 'all' opens every one); "
+        "repeatable",
+    )
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from tfc.aot import ModelError
+    from tfc.config import CompileOptions, parse_pass_list
+    from tfc.inspect import inspect_model, write_dump
+
+    try:
+        options = CompileOptions(passes=parse_pass_list(args.passes))
+        result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
+        dump = write_dump(result, args.output)
+    except (ModelError, FileNotFoundError, ValueError, OSError) as e:
+        print(f"tfc inspect: error: {e}", file=sys.stderr)
+        return 1
+    print(result.report(), end="")
+    if dump is not None:
+        print(dump, end="")
+    elif args.output and result.dump is not None:
+        print(f"graph after pass {result.dump_pass} written to {args.output}")
+    return 0
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from tfc.aot import ModelError
+    from tfc.config import CompileOptions, parse_pass_list
+    from tfc.graphviz import GraphvizNotFound, write_graph
+    from tfc.inspect import program_graph
+
+    try:
+        options = CompileOptions(passes=parse_pass_list(args.passes))
+        name, signature, graph = program_graph(
+            args.model, args.signature, args.batch, options, args.after
+        )
+        when = {None: "after all passes", "none": "before any pass"}
+        title = f"{name}: {signature}, batch {args.batch}, " + when.get(
+            args.after, f"after pass {args.after}"
+        )
+        path = write_graph(graph, args.output, args.expand, title)
+    except GraphvizNotFound as e:
+        print(f"tfc graph: error: {e}", file=sys.stderr)
+        return 2
+    except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
+        print(f"tfc graph: error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {path} ({len(graph.node_names())} ops)")
     return 0
 
 
