@@ -60,7 +60,7 @@ def test_large_constants_are_passed_in_not_compiled_in():
     small = np.arange(16, dtype=np.float32)
     big = np.arange(EMBED_LIMIT_BYTES // 4 + 1, dtype=np.float32)
     y = tf.reduce_sum(tf.constant(big)) + tf.reduce_sum(tf.constant(small))
-    with tf.Session() as sess:
+    with tf.Session(config=tf.CompileOptions(passes=[])) as sess:  # folding would fold it all
         source = sess.source(y)
         assert sess.run(y) == pytest.approx(big.sum() + small.sum(), rel=1e-6)
     assert "static const float c0[16]" in source
@@ -93,10 +93,14 @@ SANITIZED_SCRIPT = textwrap.dedent(
     r = tf.reduce_mean(tf.concat([g, -g], axis=1), axis=0) + tf.reduce_max(p)
     q = tf.argmax(tf.pad(h, [[1, 0], [0, 2]]), axis=1)
     n = tf.constant([7, -7, 5], tf.int32) // tf.constant([2, -2, -3], tf.int32)
+    img = tf.reshape(tf.tile(x, [1, 5]), [-1, 5, 5, 1])
+    conv = tf.nn.conv2d(img, tf.truncated_normal([3, 3, 1, 2], seed=4), [1, 1, 1, 1], "SAME")
+    pooled = tf.nn.max_pool(tf.nn.relu(conv), [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    conv_grad = tf.gradients(tf.reduce_sum(pooled * pooled), [img])[0]
     drop = tf.nn.dropout(h, keep_prob=0.5, seed=1)
     step = tf.assign_add(b, tf.reduce_sum(h, axis=0) * 0.01)
     feed = {x: rng.normal(size=(4, 5)).astype(np.float32), idx: [3, 0, 1]}
-    fetches = [h, p, g, r, q, n, tf.shape(drop), step]
+    fetches = [h, p, g, r, q, n, tf.shape(drop), pooled, conv_grad, step]
 
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -201,3 +205,20 @@ def test_a_kernel_writing_a_buffer_it_also_reads_is_not_restrict():
         np.testing.assert_array_equal(sess.run(doubled), [4.0, 8.0])
         kernels = [ln for ln in sess.source(doubled).splitlines() if ln.startswith("static")]
     assert kernels == ["static void k0(float *y, const float *x0) {"]
+
+
+def test_negative_zero_constants_keep_their_sign():
+    x = tf.placeholder(tf.float32, [2])
+    y = x + tf.constant(np.array([-0.0, -0.0], np.float32))  # -0.0 + -0.0 is -0.0, not +0.0
+    with tf.Session(config=tf.CompileOptions(passes=[])) as sess:
+        out = sess.run(y, {x: np.array([-0.0, 1.0], np.float32)})
+    np.testing.assert_array_equal(np.signbit(out), [True, False])
+
+
+def test_one_tensor_fetched_into_several_slots():
+    a = tf.constant([1.0, 2.0]) * 2.0
+    b = tf.constant([1.0, 2.0]) * 2.0  # the same computation: CSE makes it one node
+    with tf.Session() as sess:
+        first, second, third = sess.run([a, b, tf.identity(b)])
+    for value in (first, second, third):
+        np.testing.assert_array_equal(value, [2.0, 4.0])
