@@ -128,6 +128,13 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
     ins.add_argument(
         "-o", "--output", metavar="FILE", help="write the --dump-after text to FILE, not stdout"
     )
+    ins.add_argument(
+        "--profile",
+        action="store_true",
+        help="also run the program's profile build (random features, labels 0) and print the "
+        "time of each kernel, slowest first",
+    )
+    ins.add_argument("--runs", type=int, default=100, help="runs timed by --profile (default 100)")
     gra = sub.add_parser(
         "graph",
         help="draw a model's graph (.svg, .dot or .html) before or after any pass",
@@ -172,6 +179,18 @@ def _inspect(args: argparse.Namespace) -> int:
         print(dump, end="")
     elif args.output and result.dump is not None:
         print(f"graph after pass {result.dump_pass} written to {args.output}")
+    if args.profile:
+        from tfc.backend_c import CompileError
+        from tfc.profile import profile_model
+
+        try:
+            measured = profile_model(
+                args.model, result.signature, args.batch, options, runs=args.runs
+            )
+        except (CompileError, ValueError, RuntimeError) as e:
+            print(f"tfc inspect: error: --profile: {e}", file=sys.stderr)
+            return 1
+        print(measured.table(), end="")
     return 0
 
 

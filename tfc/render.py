@@ -3,10 +3,15 @@
 Python prepares every string; templates only interpolate. Identical kernels (same template
 and data) are emitted once and shared by every step that needs them. The output is a pure
 function of the program: the same graph gives the same bytes.
+
+The profile build (`profile=True`, or TFC_PROFILE=1 in the environment) times every step into
+a per-program table with extra entry points (tfc/profile.py reads them) and prints the table
+to stderr at exit; the default build's source has none of it, so its cache entry is its own.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jinja2
@@ -52,9 +57,18 @@ def render_kernel(
     )
 
 
-def render_program(program: LoweredProgram, target: Target = C) -> str:
+def profiling_requested() -> bool:
+    """Whether TFC_PROFILE asks for profile builds (set to anything but "", "0")."""
+    return os.environ.get("TFC_PROFILE", "") not in ("", "0")
+
+
+def render_program(program: LoweredProgram, target: Target = C, profile: bool | None = None) -> str:
+    """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build."""
+    if profile is None:
+        profile = profiling_requested()
     names: dict[str, str] = {}
     steps = []
+    timed: list[str] = []  # the profile table's labels, one per timed step
     for step in program.steps:
         lines = []
         for bound in step.kernels:
@@ -69,6 +83,13 @@ def render_program(program: LoweredProgram, target: Target = C) -> str:
             else:
                 lines.append(f"{name}({args});")
         lines.extend(step.copies)
+        if profile and lines:
+            lines = [
+                "tfc_prof_t = tfc_prof_now();",
+                *lines,
+                f"tfc_prof_ns[{len(timed)}] += tfc_prof_now() - tfc_prof_t;",
+            ]
+            timed.append(c_string(f"{step.node} ({step.op})"))
         steps.append({"comment": step.comment, "lines": lines})
     kernels = [text.replace(_KERNEL_NAME, name) for text, name in names.items()]
     header = {
@@ -88,10 +109,15 @@ def render_program(program: LoweredProgram, target: Target = C) -> str:
     return template.render(
         version=__version__,
         name=program.name,
+        name_literal=c_string(program.name),
         prefix=program.prefix,
         arena_bytes=program.arena_bytes,
         consts=program.consts,
         kernels=kernels,
         steps=steps,
+        profile=profile,
+        profile_labels=timed or ["NULL"],
+        profile_steps=len(timed),
+        profile_table_size=max(len(timed), 1),  # C has no empty arrays
         **header,
     )

@@ -135,6 +135,13 @@ class Session:
         with self._lock:
             return self._program(RunRequest(self.graph, fetches, feed_dict)).source
 
+    def profile(self, fetches: Any, feed_dict: Any = None, runs: int = 100) -> Any:
+        """Time each kernel of `run(fetches, feed_dict)`'s program over `runs` runs (they train,
+        as runs do): a `tfc.profile.Profile`; `print(profile.table())` shows it."""
+        from tfc.profile import profile
+
+        return profile(self, fetches, feed_dict, runs=runs)
+
     def _program(self, request: RunRequest) -> CompiledProgram:
         key = (request.signature(), self.graph.version)
         program = self._programs.get(key)
