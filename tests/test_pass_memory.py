@@ -254,3 +254,48 @@ def test_every_strategy_gives_a_valid_plan_and_the_smallest_wins(strategy):
     verify_graph(g)  # no live overlap, aligned, inside the arena: under this strategy alone
     assert g.graph_attrs["arena_bytes"] == sizes[strategy] >= g.graph_attrs["arena_lower_bound"]
     assert g.graph_attrs["arena_strategy"] == strategy
+
+
+def _with_scratch(monkeypatch, op_type, nbytes):
+    """Give every `op_type` node `nbytes` of scratch memory (a kernel that needs temporary space)."""
+    import dataclasses
+
+    from tfc.ops import registry
+
+    opdef = registry.REGISTRY[op_type]
+    monkeypatch.setitem(
+        registry.REGISTRY, op_type, dataclasses.replace(opdef, scratch=lambda ctx: nbytes)
+    )
+
+
+def test_scratch_memory_is_planned_for_one_step_and_overlaps_nothing_alive(monkeypatch):
+    _with_scratch(monkeypatch, "Exp", 1000)
+    x = tf.placeholder(tf.float32, [64], name="x")
+    a = tf.exp(x, name="a")
+    b = tf.log(x, name="b")
+    tf.add(a, tf.exp(b, name="e"), name="c")
+    g = _plan([("c", 0)], feeds=[_feed("x", (64,))])
+    sa, se = g.node("a")["scratch"], g.node("e")["scratch"]
+    assert sa % ARENA_ALIGN == 0 and se % ARENA_ALIGN == 0
+    assert "scratch" not in g.node("b")
+    # e's scratch is alive with a and b (a is read by c, b by e): it overlaps neither
+    for name in ("a", "b"):
+        off = _storage(g, name)[1]
+        assert se + 1000 <= off or off + 256 <= se
+    # the live bytes at e's step: a, b (e may write over it) and e's scratch
+    assert g.graph_attrs["arena_lower_bound"] >= 2 * 256 + 1000
+    assert g.graph_attrs["arena_bytes"] >= g.graph_attrs["arena_lower_bound"]
+
+
+def test_verifier_catches_scratch_over_a_live_tensor(monkeypatch):
+    _with_scratch(monkeypatch, "Exp", 256)
+    x = tf.placeholder(tf.float32, [64], name="x")
+    a = tf.log(x, name="a")
+    tf.add(a, tf.exp(a, name="e"), name="c")  # a is alive at e's step
+    g = _plan([("c", 0)], feeds=[_feed("x", (64,))])
+    g.node("e")["scratch"] = _storage(g, "a")[1]  # a is alive until c
+    with pytest.raises(GraphInvariantError, match="alive together and overlap"):
+        verify_graph(g)
+    del g.node("e")["scratch"]
+    with pytest.raises(GraphInvariantError, match="needs scratch memory"):
+        verify_graph(g)

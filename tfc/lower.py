@@ -133,6 +133,11 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
                 if p.buf == "state":
                     expr = f"(uint64_t *)state[{slot_index[('rng', n)]}]"
                     buffers.append(("rng", n))
+                elif p.buf == "scratch":
+                    if not isinstance(node.get("scratch"), int):
+                        raise ValueError(f"kernel of '{n}' uses scratch memory the plan lacks")
+                    expr = f"({p.ctype} *)(arena + {node['scratch']})"
+                    buffers.append(("scratch", n))
                 else:
                     m = _BUF.fullmatch(p.buf)
                     if m is None:

@@ -58,7 +58,7 @@ def verify_memory_plan(graph: Graph, fail) -> None:
     node, of the same bytes, shape and element size, that the op declares it may overwrite
     and that nothing reads after that node. Lifetimes are recomputed from the schedule, not
     taken from the planner."""
-    from tfc.passes.memory import ARENA_ALIGN, op_context, tensor_nbytes
+    from tfc.passes.memory import ARENA_ALIGN, SCRATCH, op_context, scratch_bytes, tensor_nbytes
 
     attrs = graph.graph_attrs
     step = {n: i for i, n in enumerate(attrs["schedule"])}
@@ -68,6 +68,10 @@ def verify_memory_plan(graph: Graph, fail) -> None:
         if outputs is None or len(outputs) != len(graph.node(n)["dtypes"]):
             fail(f"node '{n}' has no storage for each of its outputs")
         storage.update(((n, i), s) for i, s in enumerate(outputs))
+        if scratch_bytes(graph, n) > 0:
+            if not isinstance(graph.node(n).get("scratch"), int):
+                fail(f"node '{n}' needs scratch memory and has none planned")
+            storage[(n, SCRATCH)] = ("arena", graph.node(n)["scratch"])
 
     def root(tensor):
         while storage[tensor][0] == "alias":

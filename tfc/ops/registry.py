@@ -14,7 +14,8 @@ negative indices count from the last input);
 output shares (reshape, identity): no kernel, no copy; `inplace(ctx)` names the inputs whose
 buffer output 0 may overwrite (its kernel reads element k of such an input before writing
 element k of the output, and never reads the input again): the memory planner reuses a dying
-input's bytes under the conditions of `tfc.passes.memory.inplace_candidates`.
+input's bytes under the conditions of `tfc.passes.memory.inplace_candidates`; `scratch(ctx)` is
+the temporary memory its kernels need, planned in the arena like a tensor alive for one step.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class OpDef:
     # FLOPs of one run of the node (tfc/ops/flops.py); None: element-wise ops (expr set) count
     # their expression's operations per element, others have no estimate (`tfc inspect` says so)
     flops: Callable[[OpContext], int] | None = None
+    # bytes of arena the node's kernels use as temporary memory during its own step (packed GEMM
+    # panels, im2col columns); a kernel Param with buf="scratch" points at them (64-byte aligned)
+    scratch: Callable[[OpContext], int] | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -7,6 +7,8 @@ Each output gets a `storage` entry (node attribute "storage", one per output):
     ("var", name)             a variable's persistent buffer, owned by the session
     ("const", node)           a constant
     ("alias", (node, out))    shares the buffer of another tensor (reshape, identity, assign)
+A node whose OpDef declares `scratch` bytes also gets "scratch": the arena offset of its
+temporary memory, planned as the tensor (node, SCRATCH), alive during that node's step only.
 
 Liveness (`analyze_liveness`): an arena tensor is alive from the step of its producer to the
 last step that reads it, directly or through aliases of it. In-place reuse (`inplace_candidates`):
@@ -41,6 +43,13 @@ ARENA_ALIGN = 64
 _FIXED = {"VariableV2": "var", "Feed": "feed", "Const": "const"}
 
 Tensor = tuple[str, int]
+SCRATCH = -1  # the output index of a node's scratch memory, as an arena tensor
+
+
+def scratch_bytes(graph: Graph, name: str) -> int:
+    """Bytes of temporary arena memory the kernels of node `name` use (0: none)."""
+    opdef = get_opdef(graph.op_type(name))
+    return int(opdef.scratch(op_context(graph, name))) if opdef.scratch is not None else 0
 
 
 def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
@@ -63,6 +72,10 @@ def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
     for name in graph.graph_attrs["schedule"]:
         node = graph.node(name)
         node["storage"] = [storage[(name, out)] for out in range(len(node["dtypes"]))]
+        if (name, SCRATCH) in storage:
+            node["scratch"] = storage[(name, SCRATCH)][1]
+        else:
+            node.pop("scratch", None)
     graph.graph_attrs.update(
         arena_bytes=top,
         arena_intervals=dict(live.intervals),
@@ -121,6 +134,8 @@ def classify_storage(graph: Graph) -> dict[Tensor, tuple]:
                 storage[(name, out)] = ("output", fetch_slot[(name, out)])
             else:
                 storage[(name, out)] = ("arena", None)
+        if opdef.scratch is not None and scratch_bytes(graph, name) > 0:
+            storage[(name, SCRATCH)] = ("arena", None)
     return storage
 
 
@@ -132,6 +147,8 @@ def root_tensor(storage: dict, tensor: Tensor) -> Tensor:
 
 
 def tensor_nbytes(graph: Graph, tensor: Tensor) -> int:
+    if tensor[1] == SCRATCH:
+        return scratch_bytes(graph, tensor[0])
     node = graph.node(tensor[0])
     return num_elements(node["shapes"][tensor[1]]) * node["dtypes"][tensor[1]].size
 
@@ -139,6 +156,9 @@ def tensor_nbytes(graph: Graph, tensor: Tensor) -> int:
 def arena_readers(graph: Graph, storage: dict) -> dict[Tensor, set[str]]:
     """For each arena tensor, the nodes that read it, directly or through aliases of it."""
     readers: dict[Tensor, set[str]] = {t: set() for t, s in storage.items() if s[0] == "arena"}
+    for t in readers:
+        if t[1] == SCRATCH:
+            readers[t].add(t[0])  # used by its own node only
     for name in graph.nx.nodes:
         for src in graph.input_edges(name):
             root = root_tensor(storage, src)
