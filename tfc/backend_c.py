@@ -136,7 +136,8 @@ def build_shared_library(source: str, name: str = "program", native: bool = True
         src = Path(tmp) / f"{key}.c"
         src.write_text(source)
         out = Path(tmp) / f"{key}.so"
-        cmd = [cc, *flags, "-I", str(runtime_dir() / "include"), "-o", str(out), str(src), "-lm"]
+        include = str(runtime_dir() / "include")
+        cmd = [cc, *flags, "-I", include, "-o", str(out), str(src), "-lm", "-pthread"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         BUILD_STATS["compiles"] += 1
         if proc.returncode != 0:
