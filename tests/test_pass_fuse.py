@@ -432,7 +432,7 @@ SANITIZED_SCRIPT = textwrap.dedent(
                 sess.run(train, feed)
             results.append(sess.run(fetches, feed))
             source = sess.source([train, loss], feed)
-    for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32(1,", "e0 < 10; ++e0"):
+    for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32_ex(", "e0 < 10; ++e0"):
         assert fused in source, fused
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)

@@ -194,6 +194,12 @@ def _inplace(ctx: OpContext) -> tuple[int, ...]:
     return inplace_inputs(members, outputs, list(ctx.in_shapes), list(ctx.in_dtypes), update)
 
 
+def _scratch(ctx: OpContext) -> int:
+    from tfc.ops.fusion_lower import fusion_scratch_bytes
+
+    return fusion_scratch_bytes(ctx)
+
+
 def _lower(ctx: OpContext) -> list:
     from tfc.ops.fusion_lower import lower_fusion
 
@@ -240,6 +246,7 @@ register(
         lower=_lower,
         differentiable=False,
         inplace=_inplace,
+        scratch=_scratch,
         flops=_flops,
     )
 )
@@ -258,6 +265,7 @@ for _type, _rule in UPDATES.items():
             ref_inputs=tuple(i for i, (_, kind) in enumerate(_rule.inputs) if kind == "ref"),
             reads_ref=get_opdef(_type).reads_ref,
             inplace=_inplace,
+            scratch=_scratch,
             flops=_flops,
         )
     )

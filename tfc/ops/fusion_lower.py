@@ -6,8 +6,9 @@ do when stored between unfused kernels: the same operations in the same order gi
 bits), accumulates the reductions and writes the exported members. The reductions walk their
 input in memory order with the accumulators of the Sum/Mean/Max... kernels (double for
 float32 sums over a trailing reduced suffix), so they too give the unfused bits. A MatMul
-member is computed one row at a time (tfc_gemm on one row) into an output's buffer, which
-the body then post-processes while the row is in cache. A fused optimizer update runs in the
+member is computed GEMM_ROWS rows at a time (one tfc_gemm_<t>_ex call: packed panels, all
+threads) into an output's buffer, or into the node's scratch memory when no output keeps the
+product; the body then post-processes those rows while they are in cache. A fused optimizer update runs in the
 body (its gradient is element-wise) or in a loop after the nest (its gradient is a reduction).
 """
 
@@ -133,6 +134,12 @@ class _Lowering:
             loop = f"for (int64_t o = 0; o < {count}; ++o) " if count > 1 else ""
             prologue.append(f"{loop}y{o}[{'o' if count > 1 else 0}] = {init};")
         nests = self._phase(0)
+        scratch = self.ctx.attrs.get("row_scratch")
+        if scratch is not None:  # the scratch output holds the product's last row
+            m, o = members[scratch], self.outputs.index(scratch)
+            rows, n = m.shape
+            last = (rows - 1) % gemm_block_rows(m) * n
+            nests.append(f"    memcpy(y{o}, s + {last}, {n} * sizeof({m.dtype.c_type}));")
         if reduces:
             nests += self._phase(1)
         params = self.params + [
@@ -190,14 +197,18 @@ class _Lowering:
                 continue
             if not plan.needed[j] or plan.phase[j] != phase:
                 continue
-            if m.kind == "matmul":  # its rows land in an output; the loop reads them back
+            if m.kind == "matmul":  # its rows land in an output or the scratch; the loop reads them
                 row = self.outputs[plan.row_buffer]
-                gemm = _gemm_row(self.ctx, m, plan.row_buffer, scratch == j)
-                before.setdefault(1, []).append(gemm)
+                outer, inner = _gemm_rows(self.ctx, m, plan.row_buffer, scratch == j, j in read)
+                before.setdefault(0, []).extend(outer)
+                before.setdefault(1, []).extend(inner)
                 self.used_inputs.update(a[1] for a in m.args)
+                if scratch == j:
+                    self.params.append(Param("s", m.dtype.c_type, False, "scratch"))
                 if j in read:
                     index = nest.index(out_at[row])
-                    body.append(f"const {m.dtype.c_type} v{j} = y{plan.row_buffer}[{index}];")
+                    source = "s_row" if scratch == j else f"y{plan.row_buffer}"
+                    body.append(f"const {m.dtype.c_type} v{j} = {source}[{index}];")
                     self.names[j] = f"v{j}"
                 continue
             operands = [
@@ -263,21 +274,53 @@ def _arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
     return _dt.as_dtype(arg[2].dtype)
 
 
-def _gemm_row(ctx: OpContext, m: Member, row_buffer: int, scratch: bool) -> str:
-    """tfc_gemm on row i0 of the product, written into output `row_buffer`'s row i0, or its
-    only row when it is a scratch row (the same operations per row as the whole product: the
-    same bits)."""
+GEMM_ROWS = 72  # rows of a fused product per GEMM call: a multiple of the micro-tile's 6
+
+
+def gemm_block_rows(m: Member) -> int:
+    """Rows of a fused MatMul computed per GEMM call (and held by its scratch)."""
+    return min(GEMM_ROWS, m.shape[0])
+
+
+def fusion_scratch_bytes(ctx: OpContext) -> int:
+    """A fused MatMul whose product no output keeps computes its rows into scratch memory."""
+    j = ctx.attrs.get("row_scratch")
+    if j is None:
+        return 0
+    m = ctx.attrs["members"][j]
+    return gemm_block_rows(m) * m.shape[1] * m.dtype.size
+
+
+def _gemm_rows(
+    ctx: OpContext, m: Member, row_buffer: int, scratch: bool, read: bool
+) -> tuple[list[str], list[str]]:
+    """The statements before the row loop and at its top: at every GEMM_ROWS-th row i0 (or
+    once before the loop when one block holds all rows), the next block of rows of the
+    product, into output `row_buffer`'s rows or into the scratch rows, with s_row pointing at
+    row i0's (the same operations per element as the whole product: the same bits)."""
     (_, a), (_, b) = m.args
     a_shape, b_shape = ctx.in_shapes[a], ctx.in_shapes[b]
     ta, tb = bool(m.attrs.get("transpose_a")), bool(m.attrs.get("transpose_b"))
     sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
     sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
     k = a_shape[0] if ta else a_shape[1]
-    n = m.shape[1]
-    a_row = f"x{a} + {index_expr([sam], ['i0'])}"
-    c_row = f"y{row_buffer}" if scratch else f"y{row_buffer} + {index_expr([n], ['i0'])}"
-    args = f"1, {n}, {k}, {a_row}, {sam}, {sak}, x{b}, {sbk}, {sbn}, {c_row}"
-    return f"tfc_gemm_{type_tag(m.dtype)}({args});"
+    rows, n = m.shape
+    block = gemm_block_rows(m)
+    one, zero = c_literal(1, m.dtype), c_literal(0, m.dtype)
+    a_rows = f"x{a} + {index_expr([sam], ['i0'])}"
+    c_rows = "s" if scratch else f"y{row_buffer} + {index_expr([n], ['i0'])}"
+    if block == rows:
+        a_rows, c_rows = f"x{a}", "s" if scratch else f"y{row_buffer}"
+    count = f"({rows} - i0 < {block} ? {rows} - i0 : {block})" if rows % block else str(block)
+    call = (
+        f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+        f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
+    )
+    outer, inner = ([call], []) if block == rows else ([], [f"if (i0 % {block} == 0) {call}"])
+    if scratch and read:
+        offset = "0" if rows == 1 else f"(i0 % {block}) * {n}" if block < rows else f"i0 * {n}"
+        inner.append(f"const {m.dtype.c_type} *restrict s_row = s + {offset};")
+    return outer, inner
 
 
 def _update_lines(
