@@ -253,6 +253,20 @@ def test_predict_matches_the_session(build, tmp_path):
     np.testing.assert_allclose(printed, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_threads_option_and_variable_give_the_same_weights(build, tmp_path):
+    """--threads and TFC_NUM_THREADS are accepted; no split changes a sum, so the weights are
+    the same bits as one thread's."""
+    one, two, env = tmp_path / "one", tmp_path / "two", tmp_path / "env"
+    _train(build, one, 20, "--no-shuffle", "--threads", 1)
+    _train(build, two, 20, "--no-shuffle", "--threads", 2)
+    _train(build, env, 20, "--no-shuffle", env={**os.environ, "TFC_NUM_THREADS": "2"})
+    a, b, c = (tf.train.load_checkpoint(str(d)) for d in (one, two, env))
+    for name in a.get_variable_to_shape_map():
+        np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name))
+        np.testing.assert_array_equal(a.get_tensor(name), c.get_tensor(name))
+    assert "--threads T" in _run(build / "predict", "--help").stdout
+
+
 def test_executables_need_only_libc_and_libm(build):
     if shutil.which("ldd") is None:
         pytest.skip("ldd is not installed")
@@ -348,6 +362,10 @@ BAD_ARGUMENTS = [
     (
         ["--data", TRAIN_CSV, "--steps", 1, "--checkpoint-dir", "ck", "--shuffle"],
         "unknown argument '--shuffle'",
+    ),
+    (
+        ["--data", TRAIN_CSV, "--steps", 1, "--checkpoint-dir", "ck", "--threads", 0],
+        "--threads 0: must be at least 1",
     ),
 ]
 

@@ -32,6 +32,7 @@ BUILD_STATS = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
 _CDEF = """
 typedef struct {{ char *msg; int64_t cap; const char *node; }} tfc_error;
 int64_t {p}arena_bytes(void);
+void {p}set_num_threads(int n);
 int {p}run(void *const *state, const void *const *inputs, void *const *outputs,
            const void *const *consts, void *arena_base, tfc_error *err);
 """

@@ -2,11 +2,40 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CompileOptions", "ConfigProto"]
+__all__ = ["CompileOptions", "ConfigProto", "get_num_threads", "set_num_threads"]
+
+_num_threads = 0  # set_num_threads's count; 0: the environment's TFC_NUM_THREADS, else 1
+
+
+def set_num_threads(n: int) -> None:
+    """Threads the compiled programs split large kernels (GEMMs) over, from their next run on;
+    0 goes back to the default: the TFC_NUM_THREADS environment variable, else 1. A session's
+    ConfigProto(intra_op_parallelism_threads=n) overrides it for that session. Results do not
+    depend on the count: the work is split by output columns, never inside a sum."""
+    global _num_threads
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 64:
+        raise ValueError(f"set_num_threads: expected an int in [0, 64], got {n!r}")
+    _num_threads = n
+
+
+def get_num_threads() -> int:
+    """The thread count compiled programs run with (set_num_threads, TFC_NUM_THREADS, or 1)."""
+    if _num_threads:
+        return _num_threads
+    text = os.environ.get("TFC_NUM_THREADS", "").strip()
+    return min(int(text), 64) if text.isdigit() and int(text) >= 1 else 1
+
+
+def session_threads(config: Any) -> int:
+    """The count a Session runs its programs with: its ConfigProto's intra-op count when set."""
+    if isinstance(config, ConfigProto) and config.intra_op_parallelism_threads > 0:
+        return min(int(config.intra_op_parallelism_threads), 64)
+    return get_num_threads()
 
 
 @dataclass(frozen=True)
@@ -38,8 +67,9 @@ class CompileOptions:
 
 @dataclass
 class ConfigProto:
-    """TF1's session configuration. tfc compiles ahead of time for one CPU thread pool, so the
-    TF fields are accepted and kept but change nothing; `compile_options` chooses the passes."""
+    """TF1's session configuration. `intra_op_parallelism_threads` (> 0) is the number of threads
+    the session's programs split large kernels over (see set_num_threads); the other TF fields
+    are accepted and kept but change nothing; `compile_options` chooses the passes."""
 
     allow_soft_placement: bool = False
     log_device_placement: bool = False

@@ -17,7 +17,7 @@ import numpy as np
 
 from tfc import errors
 from tfc.backend_c import build_shared_library, load_library
-from tfc.config import compile_options
+from tfc.config import compile_options, session_threads
 from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
 from tfc.lower import LoweredProgram, Slot, lower_program
@@ -46,6 +46,8 @@ class CompiledProgram:
         path = build_shared_library(source, name=lowered.name)
         self.ffi, self.lib = load_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run")
+        self._set_threads = getattr(self.lib, f"{lowered.prefix}set_num_threads")
+        self._config = session.config
         ffi = self.ffi
         self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
         self._keep = [session._slot_buffer(slot) for slot in lowered.slots] + list(
@@ -78,6 +80,7 @@ class CompiledProgram:
             held.append(buf)
             self.outputs[j] = buf
         self.err.node = ffi.NULL
+        self._set_threads(session_threads(self._config))
         rc = self._run(self.state, self.inputs, self.outputs, self.consts, self.arena_ptr, self.err)
         return rc, results
 

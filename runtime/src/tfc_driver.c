@@ -70,6 +70,17 @@ int tfc_driver_double(const char *prog, const char *name, const char *text, doub
     return 0;
 }
 
+int tfc_driver_threads(const char *prog, const char *text) {
+    int64_t n = 0;
+    if (tfc_driver_int(prog, "--threads", text, 1, &n)) return 1;
+    if (n > 64) return tfc_driver_error(prog, "--threads %s: at most 64", text);
+    char value[24];
+    snprintf(value, sizeof value, "%d", (int)n);
+    if (setenv("TFC_NUM_THREADS", value, 1) != 0)
+        return tfc_driver_error(prog, "--threads %s: cannot set TFC_NUM_THREADS", text);
+    return 0;
+}
+
 double tfc_driver_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

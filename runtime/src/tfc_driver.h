@@ -30,6 +30,10 @@ int tfc_driver_double(const char *prog, const char *name, const char *text, doub
 /* Seconds on a monotonic clock. */
 double tfc_driver_seconds(void);
 
+/* --threads N: the model's thread pool reads TFC_NUM_THREADS, so the option sets it (N >= 1);
+ * 0 when done, else 1 after printing the error */
+int tfc_driver_threads(const char *prog, const char *text);
+
 /* Create directory `path` and its missing parents; 0, or -1 with a message in `msg`. */
 int tfc_driver_mkdirs(const char *path, char *msg, size_t cap);
 

@@ -16,7 +16,7 @@ static const char *const PROG = "predict";
 static void usage(const tfc_model *m, FILE *f) {
     const tfc_program *p = m->predict;
     fprintf(f,
-            "usage: predict --checkpoint CKPT --data FILE [--output OUT.npy]\n"
+            "usage: predict --checkpoint CKPT --data FILE [--output OUT.npy] [--threads T]\n"
             "\n"
             "Runs model '%s' on every row of FILE (CSV or 2-D .npy) with the variables of CKPT\n"
             "(a checkpoint directory, whose latest checkpoint is used, or a checkpoint prefix).\n"
@@ -220,7 +220,9 @@ int tfc_predict_main(const tfc_model *m, int argc, char **argv) {
             data = v;
         else if (r == 0 && (r = tfc_driver_option(PROG, argc, argv, &i, "--output", &v)) > 0)
             output = v;
-        else if (r == 0)
+        else if (r == 0 && (r = tfc_driver_option(PROG, argc, argv, &i, "--threads", &v)) > 0) {
+            if (tfc_driver_threads(PROG, v)) return 1;
+        } else if (r == 0)
             return tfc_driver_error(PROG, "unknown argument '%s' (see predict --help)", argv[i]);
         if (r < 0) return 1;
     }

@@ -20,7 +20,7 @@ static void usage(const tfc_model *m, FILE *f) {
     fprintf(f,
             "usage: train --data FILE --steps N --checkpoint-dir DIR [--batch B] [--lr X]\n"
             "             [--hparam NAME=VALUE] [--seed S] [--log-every K] [--save-every M]\n"
-            "             [--max-to-keep K] [--no-shuffle]\n"
+            "             [--max-to-keep K] [--no-shuffle] [--threads T]\n"
             "\n"
             "Trains model '%s' (compiled for batch %" PRId64 ") on FILE: CSV (numbers; the last\n"
             "column is the label; a header row is skipped) or .npy (2-D, the label last).\n"
@@ -36,7 +36,8 @@ static void usage(const tfc_model *m, FILE *f) {
             "  --log-every K       a progress line every K steps (default 100; 0: none)\n"
             "  --save-every M      a checkpoint every M steps (default 1000; 0: only at the end)\n"
             "  --max-to-keep K     keep the newest K checkpoints (default 5; 0: all)\n"
-            "  --no-shuffle        batches in file order\n",
+            "  --no-shuffle        batches in file order\n"
+            "  --threads T         threads for large kernels (default: TFC_NUM_THREADS, else 1)\n",
             m->name, m->batch);
     if (m->n_hyperparameters > 0) {
         fprintf(f, "\nhyperparameters (default):\n");
@@ -110,6 +111,8 @@ static int parse_options(const tfc_model *m, int argc, char **argv, train_option
             if (r < 0 || tfc_driver_int(PROG, "--save-every", v, 0, &o->save_every)) return 1;
         } else if (OPTION("--max-to-keep")) {
             if (r < 0 || tfc_driver_int(PROG, "--max-to-keep", v, 0, &o->max_to_keep)) return 1;
+        } else if (OPTION("--threads")) {
+            if (r < 0 || tfc_driver_threads(PROG, v)) return 1;
         } else if (OPTION("--lr")) {
             if (r < 0) return 1;
             static const char lr[] = "learning_rate";

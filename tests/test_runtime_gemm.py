@@ -1,0 +1,410 @@
+"""runtime/include/tfc_gemm.h and tfc_threads.h: every GEMM variant against NumPy (each transpose
+and general strides, each epilogue, sizes that are not block multiples, 1 and 0, K = 0, K past
+the KC block), bits independent of row blocking and thread count, generated dense heads, and a
+sanitized run of the C directly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+
+import cffi
+import numpy as np
+import pytest
+
+import tfc as tf
+from tfc.backend_c import build_shared_library, compiler, runtime_dir
+
+HARNESS = textwrap.dedent(
+    """
+    #include "tfc_runtime.h"
+
+    void h_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam, int64_t sak,
+                    const float *B, int64_t sbk, int64_t sbn, float *C, int64_t ldc, float alpha,
+                    float beta, const float *bias, int relu) {
+        tfc_gemm_f32_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, alpha, beta, bias, relu);
+    }
+    void h_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sam, int64_t sak,
+                    const double *B, int64_t sbk, int64_t sbn, double *C, int64_t ldc,
+                    double alpha, double beta, const double *bias, int relu) {
+        tfc_gemm_f64_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, alpha, beta, bias, relu);
+    }
+    void h_gemm_plain_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam,
+                          int64_t sak, const float *B, int64_t sbk, int64_t sbn, float *C) {
+        tfc_gemm_f32(M, N, K, A, sam, sak, B, sbk, sbn, C);
+    }
+    void h_gemm_plain_i32(int64_t M, int64_t N, int64_t K, const int32_t *A, int64_t sam,
+                          int64_t sak, const int32_t *B, int64_t sbk, int64_t sbn, int32_t *C) {
+        tfc_gemm_i32(M, N, K, A, sam, sak, B, sbk, sbn, C);
+    }
+    void h_threads_set(int n) { tfc_threads_set(n); }
+    int h_threads_count(void) { return tfc_threads_count(); }
+    """
+)
+
+CDEF = """
+void h_gemm_f32(int64_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *,
+                int64_t, int64_t, float *, int64_t, float, float, const float *, int);
+void h_gemm_f64(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *,
+                int64_t, int64_t, double *, int64_t, double, double, const double *, int);
+void h_gemm_plain_f32(int64_t, int64_t, int64_t, const float *, int64_t, int64_t,
+                      const float *, int64_t, int64_t, float *);
+void h_gemm_plain_i32(int64_t, int64_t, int64_t, const int32_t *, int64_t, int64_t,
+                      const int32_t *, int64_t, int64_t, int32_t *);
+void h_threads_set(int);
+int h_threads_count(void);
+"""
+
+
+@pytest.fixture(scope="module")
+def lib():
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    handle = ffi.dlopen(str(build_shared_library(HARNESS, name="gemm_harness")))
+    yield ffi, handle
+    handle.h_threads_set(0)
+
+
+def _operand(rng, rows, cols, transposed, dtype, spread=1):
+    """A [rows, cols] matrix stored transposed or not, every `spread`-th column of a wider
+    array (general strides); returns (the logical matrix, storage, row stride, col stride)."""
+    shape = (cols, rows * spread) if transposed else (rows, cols * spread)
+    store = rng.uniform(-1, 1, size=shape).astype(dtype)
+    if transposed:
+        logical = store[:, ::spread].T
+        return logical, store, spread, store.shape[1]
+    return store[:, ::spread], store, store.shape[1], spread
+
+
+def _gemm(lib, M, N, K, dtype=np.float32, ta=False, tb=False, spread=1, alpha=1.0, beta=0.0,
+          bias=False, relu=False, ldc_pad=0, seed=0):  # fmt: skip
+    ffi, h = lib
+    rng = np.random.default_rng(seed)
+    a, a_store, sam, sak = _operand(rng, M, K, ta, dtype, spread)
+    b, b_store, sbk, sbn = _operand(rng, K, N, tb, dtype, spread)
+    ldc = N + ldc_pad
+    c = rng.uniform(-1, 1, size=(max(M, 1), max(ldc, 1))).astype(dtype)
+    if beta == 0:
+        c[:] = np.nan  # beta == 0 must never read C
+    c0 = c.copy()
+    bias_v = rng.uniform(-1, 1, size=max(N, 1)).astype(dtype) if bias else None
+    ctype = "float" if dtype == np.float32 else "double"
+    fn = h.h_gemm_f32 if dtype == np.float32 else h.h_gemm_f64
+
+    def ptr(x):
+        return ffi.cast(f"{ctype} *", ffi.from_buffer(x)) if x is not None and x.size else ffi.NULL
+
+    fn(M, N, K, ptr(a_store), sam, sak, ptr(b_store), sbk, sbn, ptr(c), ldc, alpha, beta,
+       ptr(bias_v), int(relu))  # fmt: skip
+    want = alpha * (a.astype(np.float64) @ b.astype(np.float64))
+    if beta != 0:
+        want = want + beta * c0[:M, :N].astype(np.float64)
+    if bias:
+        want = want + bias_v[:N]
+    if relu:
+        want = np.where(want < 0, 0, want)
+    got = c[:M, :N]
+    tol = 1e-5 * max(1.0, np.sqrt(K)) if dtype == np.float32 else 1e-12 * max(1.0, K)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    if ldc_pad and M:
+        np.testing.assert_array_equal(c[:M, N:], c0[:M, N:])  # columns past N untouched
+    return got
+
+
+SIZES = [
+    (1, 1, 1),
+    (6, 16, 8),  # one full micro-tile
+    (7, 17, 5),  # one more than a tile each way
+    (5, 3, 2),
+    (1, 40, 30),
+    (40, 1, 30),
+    (13, 29, 256),  # K exactly one block
+    (73, 35, 257),  # M past one MC block, K one past KC
+    (9, 50, 700),  # three K blocks
+]
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_every_transpose_and_size_matches_numpy(lib, size, ta, tb):
+    _gemm(lib, *size, ta=ta, tb=tb)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_general_strides(lib, ta, tb):
+    _gemm(lib, 11, 21, 19, ta=ta, tb=tb, spread=3)
+
+
+@pytest.mark.parametrize(
+    "epilogue",
+    [
+        dict(alpha=0.5),
+        dict(beta=1.0),  # accumulate into an existing gradient
+        dict(beta=-2.0, alpha=3.0),
+        dict(bias=True),
+        dict(relu=True),
+        dict(bias=True, relu=True),
+        dict(beta=1.0, bias=True, relu=True, alpha=-1.5),
+    ],
+    ids=lambda e: ",".join(f"{k}={v}" for k, v in e.items()),
+)
+@pytest.mark.parametrize("size", [(7, 17, 5), (30, 40, 300), (1, 1, 1)], ids=str)
+def test_every_epilogue(lib, epilogue, size):
+    _gemm(lib, *size, ldc_pad=3, **epilogue)
+    _gemm(lib, *size, dtype=np.float64, tb=True, **epilogue)
+
+
+def test_relu_keeps_nan_as_tf_relu_does(lib):
+    ffi, h = lib
+    a = np.array([[np.nan, 1.0]], np.float32)
+    b = np.array([[1.0], [-5.0]], np.float32)
+    c = np.zeros((1, 1), np.float32)
+    fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
+    h.h_gemm_f32(1, 1, 2, fp(a), 2, 1, fp(b), 1, 1, fp(c), 1, 1.0, 0.0, ffi.NULL, 1)
+    assert np.isnan(c[0, 0])
+    a[0, 0] = 2.0
+    h.h_gemm_f32(1, 1, 2, fp(a), 2, 1, fp(b), 1, 1, fp(c), 1, 1.0, 0.0, ffi.NULL, 1)
+    assert c[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("size", [(0, 5, 3), (5, 0, 3), (0, 0, 0)])
+def test_empty_products_write_nothing(lib, size):
+    _gemm(lib, *size, ldc_pad=2)
+
+
+@pytest.mark.parametrize("epilogue", [dict(), dict(beta=2.0, bias=True, relu=True)], ids=str)
+def test_k_zero_is_the_epilogue_alone(lib, epilogue):
+    _gemm(lib, 4, 5, 0, **epilogue)
+
+
+def test_plain_entry_point_and_integers_wrap(lib):
+    ffi, h = lib
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (37, 45)).astype(np.float32)
+    b = rng.uniform(-1, 1, (45, 29)).astype(np.float32)
+    c = np.full((37, 29), np.nan, np.float32)
+    fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
+    h.h_gemm_plain_f32(37, 29, 45, fp(a), 45, 1, fp(b), 29, 1, fp(c))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    ai = rng.integers(-(2**31), 2**31, (5, 7), dtype=np.int64).astype(np.int32)
+    bi = rng.integers(-(2**31), 2**31, (9, 7), dtype=np.int64).astype(np.int32)  # stored B^T
+    ci = np.zeros((5, 9), np.int32)
+    ip = lambda x: ffi.cast("int32_t *", ffi.from_buffer(x))  # noqa: E731
+    h.h_gemm_plain_i32(5, 9, 7, ip(ai), 7, 1, ip(bi), 1, 7, ip(ci))
+    wide = (ai.astype(np.uint64) @ bi.T.astype(np.uint64)).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(ci, wide)
+
+
+def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib):
+    ffi, h = lib
+    rng = np.random.default_rng(5)
+    M, N, K = 50, 37, 300
+    a = rng.normal(size=(M, K)).astype(np.float32)
+    b = rng.normal(size=(K, N)).astype(np.float32)
+    fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
+    whole = np.zeros((M, N), np.float32)
+    h.h_gemm_plain_f32(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole))
+    by_rows = np.zeros((M, N), np.float32)
+    for i0, rows in ((0, 1), (1, 6), (7, 13), (20, 30)):
+        h.h_gemm_plain_f32(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]))
+    np.testing.assert_array_equal(by_rows, whole)
+
+
+def _task_count() -> int:
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
+
+
+def test_threads_give_identical_bits(lib):
+    ffi, h = lib
+    rng = np.random.default_rng(7)
+    M, N, K = 150, 203, 300  # past the parallel threshold; N not a panel multiple
+    a = rng.normal(size=(K, M)).astype(np.float32)  # stored transposed
+    b = rng.normal(size=(K, N)).astype(np.float32)
+    bias = rng.normal(size=N).astype(np.float32)
+    fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
+    results = []
+    before = _task_count()
+    for n in (1, 2, 3):
+        h.h_threads_set(n)
+        assert h.h_threads_count() == n
+        c = np.zeros((M, N), np.float32)
+        h.h_gemm_f32(M, N, K, fp(a), 1, M, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias), 1)
+        results.append(c)
+    h.h_threads_set(0)
+    if before > 0:
+        assert _task_count() >= before + 2  # the pool's workers are running
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+    want = np.maximum(a.T.astype(np.float64) @ b + bias, 0)
+    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_thread_count_from_the_environment(lib, monkeypatch):
+    _, h = lib
+    h.h_threads_set(0)
+    monkeypatch.setenv("TFC_NUM_THREADS", "3")
+    assert h.h_threads_count() == 3
+    monkeypatch.setenv("TFC_NUM_THREADS", "zero")
+    assert h.h_threads_count() == 1
+    h.h_threads_set(2)
+    assert h.h_threads_count() == 2
+    h.h_threads_set(0)
+
+
+# -- through generated code -----------------------------------------------------------------------
+def _mlp_step(threads_config=None, disable=()):
+    """A dense head and its gradients: relu(x W + b) with M = 150 rows (two 72-row GEMM blocks
+    and a partial one), fused updates whose dW lives in scratch."""
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(3)
+        x = tf.placeholder(tf.float32, [150, 70], name="x")
+        w1 = tf.Variable(tf.random_normal([70, 90], stddev=0.2), name="w1")
+        b1 = tf.Variable(tf.random_normal([90], stddev=0.2), name="b1")
+        w2 = tf.Variable(tf.random_normal([90, 10], stddev=0.2), name="w2")
+        h = tf.nn.relu(tf.matmul(x, w1) + b1)
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, w2)))
+        train = tf.train.AdamOptimizer(0.01).minimize(loss)
+        init = tf.global_variables_initializer()
+    feed = {x: np.random.default_rng(0).normal(size=(150, 70)).astype(np.float32)}
+    config = tf.ConfigProto(compile_options=tf.CompileOptions(disable=list(disable)))
+    if threads_config:
+        config.intra_op_parallelism_threads = threads_config
+    with tf.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(train, feed)
+        return sess.run([loss, h, w1, b1, w2], feed)
+
+
+def test_generated_dense_heads_fused_or_not_threaded_or_not_agree():
+    plain = _mlp_step(disable=["fuse"])
+    fused = _mlp_step()
+    threaded = _mlp_step(threads_config=2)
+    for p, f, t in zip(plain, fused, threaded):
+        np.testing.assert_array_equal(p, f)
+        np.testing.assert_array_equal(f, t)
+    assert np.isfinite(plain[0]) and plain[0] > 0
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_session_matmul_past_the_blocks(ta, tb):
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(263, 145) if ta else (145, 263)).astype(np.float32)
+    b = rng.normal(size=(77, 263) if tb else (263, 77)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        pa, pb = tf.placeholder(tf.float32, a.shape), tf.placeholder(tf.float32, b.shape)
+        y = tf.matmul(pa, pb, transpose_a=ta, transpose_b=tb)
+        with tf.Session(graph=g) as sess:
+            got = sess.run(y, {pa: a, pb: b})
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_set_num_threads_validates():
+    with pytest.raises(ValueError, match="set_num_threads"):
+        tf.set_num_threads(-1)
+    tf.set_num_threads(2)
+    assert tf.get_num_threads() == 2
+    tf.set_num_threads(0)
+
+
+# -- sanitizers -----------------------------------------------------------------------------------
+SANITIZED_MAIN = textwrap.dedent(
+    """
+    #include <stdio.h>
+    #include <stdlib.h>
+    #include <math.h>
+    #include "tfc_runtime.h"
+
+    /* exact-size heap buffers so any read past an operand is reported */
+    static float *filled(int64_t n, unsigned *seed) {
+        float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+        for (int64_t i = 0; i < n; ++i) p[i] = (float)(rand_r(seed) % 2001 - 1000) / 1000.0f;
+        return p;
+    }
+
+    static int check(int64_t M, int64_t N, int64_t K, int ta, int tb, int epi, unsigned seed) {
+        float *A = filled(M * K, &seed), *B = filled(K * N, &seed), *C = filled(M * N, &seed);
+        float *C0 = filled(M * N, &seed), *bias = filled(N, &seed);
+        memcpy(C0, C, (size_t)(M * N) * sizeof(float));
+        const int64_t sam = ta ? 1 : K, sak = ta ? M : 1, sbk = tb ? 1 : N, sbn = tb ? K : 1;
+        const float beta = epi ? 1.0f : 0.0f;
+        tfc_gemm_f32_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, N, 1.0f, beta,
+                        epi ? bias : NULL, epi);
+        int bad = 0;
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                double s = epi ? (double)C0[i * N + j] + bias[j] : 0.0;
+                for (int64_t k = 0; k < K; ++k) s += (double)A[i * sam + k * sak] * B[k * sbk + j * sbn];
+                if (epi && s < 0) s = 0;
+                if (fabs(s - C[i * N + j]) > 1e-4 * (1 + sqrt((double)K))) bad = 1;
+            }
+        free(A), free(B), free(C), free(C0), free(bias);
+        return bad;
+    }
+
+    int main(void) {
+        static const int64_t sizes[][3] = {{1, 1, 1}, {7, 17, 5}, {73, 35, 257}, {0, 4, 3},
+                                           {3, 4, 0}, {150, 70, 90}, {64, 100, 300}};
+        int bad = 0;
+        for (int threads = 1; threads <= 2; ++threads) {
+            tfc_threads_set(threads);
+            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s)
+                for (int v = 0; v < 8; ++v)
+                    bad |= check(sizes[s][0], sizes[s][1], sizes[s][2], v & 1, (v >> 1) & 1,
+                                 (v >> 2) & 1, (unsigned)(s * 8 + v + 1));
+        }
+        puts(bad ? "MISMATCH" : "GEMM-SANITIZED-OK");
+        return bad;
+    }
+    """
+)
+
+
+def test_gemm_is_clean_under_asan_and_ubsan(tmp_path):
+    cc = compiler()
+    libasan = subprocess.run(
+        [cc, "-print-file-name=libasan.so"], capture_output=True, text=True
+    ).stdout.strip()
+    if not os.path.isabs(libasan):
+        pytest.skip("the C compiler has no AddressSanitizer runtime")
+    source = tmp_path / "gemm_main.c"
+    source.write_text("#define _DEFAULT_SOURCE\n" + SANITIZED_MAIN)
+    binary = tmp_path / "gemm_main"
+    flags = ["-std=c11", "-O1", "-march=native", "-Wall", "-Wextra", "-Werror", "-g"]
+    sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    subprocess.run(
+        [cc, *flags, *sanitize, "-I", str(runtime_dir() / "include"), str(source), "-o",
+         str(binary), "-lm", "-pthread"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1")
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and "GEMM-SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
+    assert "runtime error" not in proc.stderr
+
+
+def test_generic_and_embedded_builds_compile_without_warnings(tmp_path):
+    """The portable build (no -march) and the embedded one (no threads, no POSIX headers)."""
+    source = tmp_path / "gemm_embed.c"
+    source.write_text(
+        '#include "tfc_gemm.h"\n'
+        "void f(float *C, const float *A, const float *B) {\n"
+        "    tfc_gemm_f32_ex(5, 7, 9, A, 9, 1, B, 7, 1, C, 7, 1.0f, 0.0f, 0, 1);\n"
+        "}\n"
+    )
+    include = ["-I", str(runtime_dir() / "include")]
+    base = [compiler(), "-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror", *include]
+    subprocess.run([*base, "-c", str(source), "-o", str(tmp_path / "g.o")], check=True)
+    proc = subprocess.run(
+        [*base, "-DTFC_EMBED", "-DTFC_NO_THREADS", "-H", "-c", str(source), "-o",
+         str(tmp_path / "e.o")],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    included = [line.split()[-1] for line in proc.stderr.splitlines() if line.startswith(".")]
+    for header in ("pthread.h", "stdio.h", "stdlib.h"):
+        assert not any(path.endswith("/" + header) for path in included), header
