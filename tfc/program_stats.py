@@ -19,6 +19,7 @@ from tfc.graph import Graph
 from tfc.lower import LoweredProgram
 from tfc.ops.flops import elements, elementwise_flops
 from tfc.ops.registry import OpContext, get_opdef
+from tfc.passes.memory import SCRATCH, scratch_bytes
 
 FALLBACK_FLOPS_PER_ELEMENT = 1  # ops without a rule: one FLOP per element of their outputs
 ARENA_LINE = re.compile(
@@ -101,13 +102,19 @@ def _arena_stats(graph: Graph) -> ArenaStats:
             if r in live:
                 live[r][1] = max(live[r][1], step[name])
     size = {t: _nbytes(graph, t) for t in live}
+    for name in schedule:  # a kernel's scratch memory lives during its own step
+        if isinstance(graph.node(name).get("scratch"), int):
+            live[(name, SCRATCH)] = [step[name], step[name]]
+            size[(name, SCRATCH)] = scratch_bytes(graph, name)
     delta = [0] * (len(schedule) + 1)
     for t, (first, last) in live.items():
         delta[first] += size[t]
         delta[last + 1] -= size[t]
     # an output written over an input that dies at its step shares those bytes there
-    dying = {(storage[t][1], last): t for t, (_, last) in live.items()}
+    dying = {(storage[t][1], last): t for t, (_, last) in live.items() if t in storage}
     for t, (first, _) in live.items():
+        if t not in storage:
+            continue
         other = dying.get((storage[t][1], first))
         if other is not None and other != t:
             delta[first] -= min(size[t], size[other])
