@@ -289,6 +289,41 @@ def test_generated_dense_heads_fused_or_not_threaded_or_not_agree():
     assert np.isfinite(plain[0]) and plain[0] > 0
 
 
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("bias_add", ["add", "bias_add", "none"])
+def test_dense_heads_are_one_gemm_call_with_the_unfused_bits(relu, bias_add):
+    if bias_add == "none" and not relu:
+        pytest.skip("a bare MatMul is no head")
+    rng = np.random.default_rng(2)
+    xv = rng.normal(size=(77, 40)).astype(np.float32)
+    xv[3, 5] = np.nan  # NaN rows stay NaN through the ReLU, as Relu's own kernel keeps them
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [77, 40], name="x")
+        wv = rng.normal(size=(19, 40)).astype(np.float32)  # used transposed
+        bv = rng.normal(size=19).astype(np.float32)
+        w, b = tf.constant(wv), tf.constant(bv)
+        y = tf.matmul(x, w, transpose_b=True)
+        y = {"add": lambda: b + y, "bias_add": lambda: tf.nn.bias_add(y, b), "none": lambda: y}[
+            bias_add
+        ]()
+        y = tf.nn.relu(y) if relu else y
+        results, sources = [], []
+        for disable in (["fuse"], []):
+            config = tf.CompileOptions(disable=disable)
+            with tf.Session(graph=g, config=config) as sess:
+                results.append(sess.run(y, {x: xv}))
+                sources.append(sess.source([y], {x: xv}))
+    np.testing.assert_array_equal(results[0], results[1])
+    bias_arg = "NULL" if bias_add == "none" else "x2"
+    assert f"0.0f, {bias_arg}, {int(relu)});" in sources[1]
+    assert "for (" not in sources[1].split("tfc_gemm_f32_ex(77, 19, 40")[0].split("static")[-1]
+    want = xv.astype(np.float64) @ wv.T + (0 if bias_add == "none" else bv)
+    want = np.where(want < 0, 0, want) if relu else want
+    np.testing.assert_allclose(results[1], want, rtol=1e-5, atol=1e-5)  # NaN where x's row is
+    assert np.isnan(results[1][3]).all() and not np.isnan(results[1][4]).any()
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_session_matmul_past_the_blocks(ta, tb):
     rng = np.random.default_rng(11)

@@ -22,6 +22,7 @@ import cffi
 import numpy as np
 
 from tfc.backend_c import build_shared_library
+from tfc.config import session_threads
 from tfc.graph import Graph
 from tfc.lower import LoweredProgram, lower_program
 from tfc.ops.fusion import is_fusion
@@ -294,6 +295,7 @@ def time_runs(sess: Session, fetches: Any, feed_dict: Any = None, runs: int = 10
             held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
             program.outputs[j] = held[-1]
         program.err.node = ffi.NULL
+        program._set_threads(session_threads(program._config))
 
         def address(cdata: Any) -> int:
             return int(ffi.cast("uintptr_t", cdata))

@@ -125,6 +125,9 @@ class _Lowering:
 
     def kernels(self) -> list:
         members = self.members
+        head = self._dense_head()
+        if head is not None:
+            return head
         reduces = [j for j, m in enumerate(members) if m.kind == "reduce"]
         prologue = []
         for j in reduces:
@@ -147,6 +150,59 @@ class _Lowering:
             for k in sorted(self.used_inputs)
         ]
         return fused_kernel(params, prologue, nests)
+
+    def _dense_head(self) -> list | None:
+        """MatMul [+ bias over columns] [+ Relu] with only the last exported: one GEMM call whose
+        epilogue adds the bias and applies the ReLU before the tile leaves the registers (the
+        same float operations as the separate loop: the same bits)."""
+        members, ctx = self.members, self.ctx
+        if self.update is not None or len(self.outputs) != 1 or members[0].kind != "matmul":
+            return None
+        mm = members[0]
+        if mm.dtype not in (_dt.float32, _dt.float64) or self.outputs[0] != len(members) - 1:
+            return None
+        bias, relu, last = None, False, 0
+        for j, m in enumerate(members[1:], start=1):
+            args = [a for a in m.args if a[0] in ("m", "in")]
+            if m.op in ("Add", "AddV2", "BiasAdd") and bias is None and not relu:
+                chained = [a for a in args if a == ("m", last)]
+                others = [a for a in args if a != ("m", last)]
+                if len(chained) != 1 or len(others) != 1 or others[0][0] != "in":
+                    return None
+                k = others[0][1]
+                if m.op == "BiasAdd" and m.attrs.get("data_format", "NHWC") != "NHWC":
+                    return None
+                shape = tuple(ctx.in_shapes[k])
+                if shape not in ((mm.shape[1],), (1, mm.shape[1])) or ctx.in_dtypes[k] != mm.dtype:
+                    return None
+                bias = k
+            elif m.op == "Relu" and not relu and args == [("m", last)]:
+                relu = True
+            else:
+                return None
+            if m.shape != mm.shape or m.dtype != mm.dtype or len(args) != len(m.args):
+                return None
+            last = j
+        if bias is None and not relu:
+            return None
+        (_, a), (_, b) = mm.args
+        a_shape, b_shape = ctx.in_shapes[a], ctx.in_shapes[b]
+        ta, tb = bool(mm.attrs.get("transpose_a")), bool(mm.attrs.get("transpose_b"))
+        sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
+        sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
+        k = a_shape[0] if ta else a_shape[1]
+        m_rows, n = mm.shape
+        one, zero = c_literal(1, mm.dtype), c_literal(0, mm.dtype)
+        inputs = sorted({a, b} | ({bias} if bias is not None else set()))
+        params = self.params + [
+            Param(f"x{i}", ctx.in_dtypes[i].c_type, True, f"in{i}") for i in inputs
+        ]
+        call = (
+            f"tfc_gemm_{type_tag(mm.dtype)}_ex({m_rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
+            f"{sbk}, {sbn}, y0, {n}, {one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, "
+            f"{int(relu)});"
+        )
+        return fused_kernel(params, [call], [])
 
     def _phase(self, phase: int) -> list[str]:
         plan, members, outputs = self.plan, self.members, self.outputs

@@ -1,0 +1,259 @@
+"""tfc's GEMM and the MNIST MLP training step, against the peers measured in the same run.
+
+1. The FMA peak of one core: a C loop of independent vector FMAs (12 chains, the micro-kernel's
+   register budget), built with the host flags tfc uses.
+2. sgemm n x n x n for n = 64..1024: tfc_gemm_f32 (runtime/include/tfc_gemm.h, called from C)
+   against NumPy's BLAS (OpenBLAS/MKL), one thread each; GFLOP/s and the fraction of the peak.
+3. The MNIST MLP 784-512-512-10 training step (ReLU, mean sparse softmax cross entropy, Adam),
+   batch 64 and 256: a tfc Session (timed by tfc.profile.time_runs: a loop in C) against PyTorch
+   eager, same weights and data; the step-1 loss of each shows they compute the same thing.
+   tfc also runs with 2 threads. Then the TFC_PROFILE-style table of where tfc's time goes.
+
+Medians over rounds; ratios are tfc's time / the peer's (< 1: tfc is faster). The machine may be
+shared: the load average is printed with the results.
+
+Run: python bench/gemm.py [--rounds 7] [--sizes 64,128,256,512,1024] [--no-mlp]
+"""
+
+from __future__ import annotations
+
+import os
+
+# one BLAS thread for the peers: set before NumPy / PyTorch load their libraries
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import cffi  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tfc as tf  # noqa: E402
+from tfc.backend_c import build_shared_library  # noqa: E402
+from tfc.profile import profile, time_runs  # noqa: E402
+
+HARNESS = r"""
+#include <time.h>
+#include "tfc_runtime.h"
+
+static double tfc_bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* seconds per product, over `reps` products */
+double bench_sgemm(int64_t n, const float *A, const float *B, float *C, int64_t reps) {
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r) tfc_gemm_f32(n, n, n, A, n, 1, B, n, 1, C);
+    return (tfc_bench_now() - t) / (double)reps;
+}
+
+/* FLOP/s of `iters` rounds of 12 independent vector FMA chains (named locals: registers) */
+double bench_fma_peak(int64_t iters, float *sink) {
+    const tfc_vf32 x = (tfc_vf32){0} + 1.0000001f, y = (tfc_vf32){0} + 1e-7f;
+    tfc_vf32 a0 = x, a1 = x + 1, a2 = x + 2, a3 = x + 3, a4 = x + 4, a5 = x + 5;
+    tfc_vf32 a6 = x + 6, a7 = x + 7, a8 = x + 8, a9 = x + 9, a10 = x + 10, a11 = x + 11;
+    const double t = tfc_bench_now();
+    for (int64_t k = 0; k < iters; ++k) {
+        a0 = TFC_GEMM_FMA_f32(a0, x, y), a1 = TFC_GEMM_FMA_f32(a1, x, y);
+        a2 = TFC_GEMM_FMA_f32(a2, x, y), a3 = TFC_GEMM_FMA_f32(a3, x, y);
+        a4 = TFC_GEMM_FMA_f32(a4, x, y), a5 = TFC_GEMM_FMA_f32(a5, x, y);
+        a6 = TFC_GEMM_FMA_f32(a6, x, y), a7 = TFC_GEMM_FMA_f32(a7, x, y);
+        a8 = TFC_GEMM_FMA_f32(a8, x, y), a9 = TFC_GEMM_FMA_f32(a9, x, y);
+        a10 = TFC_GEMM_FMA_f32(a10, x, y), a11 = TFC_GEMM_FMA_f32(a11, x, y);
+    }
+    const double s = tfc_bench_now() - t;
+    const tfc_vf32 total = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    *sink = total[0];
+    return 2.0 * 12 * (double)(sizeof(tfc_vf32) / sizeof(float)) * (double)iters / s;
+}
+"""
+
+CDEF = """
+double bench_sgemm(int64_t n, const float *A, const float *B, float *C, int64_t reps);
+double bench_fma_peak(int64_t iters, float *sink);
+"""
+
+
+def load_harness():
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    source = "#define _POSIX_C_SOURCE 199309L\n" + HARNESS
+    return ffi, ffi.dlopen(str(build_shared_library(source, name="bench_gemm")))
+
+
+def median_time(fn, rounds: int) -> float:
+    fn()  # warm-up
+    return statistics.median(fn() for _ in range(rounds))
+
+
+def fma_peak(ffi, lib, rounds: int) -> float:
+    sink = ffi.new("float *")
+    return statistics.median(lib.bench_fma_peak(20_000_000, sink) for _ in range(rounds)) * 1e-9
+
+
+def sgemm_table(ffi, lib, sizes: list[int], rounds: int, peak: float) -> None:
+    print(f"\nsgemm, 1 thread: GFLOP/s (fraction of the {peak:.1f} GFLOP/s FMA peak)")
+    print(f"{'n':>6} {'tfc':>16} {'numpy BLAS':>16} {'tfc/BLAS time':>14}")
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        c = np.empty((n, n), np.float32)
+        flops = 2.0 * n**3
+        reps = max(1, int(2e8 / flops))
+        pa, pb, pc = (ffi.cast("float *", ffi.from_buffer(x)) for x in (a, b, c))
+        t_tfc = median_time(lambda: lib.bench_sgemm(n, pa, pb, pc, reps), rounds)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-3, atol=1e-3 * n**0.5)
+
+        def numpy_time():
+            t = time.perf_counter()
+            for _ in range(reps):
+                np.matmul(a, b, out=c)
+            return (time.perf_counter() - t) / reps
+
+        t_np = median_time(numpy_time, rounds)
+        g_tfc, g_np = flops / t_tfc * 1e-9, flops / t_np * 1e-9
+        print(
+            f"{n:>6} {g_tfc:>8.1f} ({g_tfc / peak:4.0%}) {g_np:>8.1f} ({g_np / peak:4.0%})"
+            f" {t_tfc / t_np:>13.2f}x"
+        )
+
+
+# -- the MNIST MLP training step ------------------------------------------------------------------
+LAYERS = (784, 512, 512, 10)
+
+
+def mlp_weights(seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for fan_in, fan_out in zip(LAYERS[:-1], LAYERS[1:]):
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        out.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
+        out.append(np.zeros(fan_out, np.float32))
+    return out
+
+
+def mlp_flops(batch: int) -> float:
+    """Forward 2*b*in*out per layer, backward twice that (the first layer's dx is not needed)."""
+    total = 0.0
+    for k, (i, o) in enumerate(zip(LAYERS[:-1], LAYERS[1:])):
+        total += 2 * batch * i * o * (2 if k == 0 else 3)
+    return total
+
+
+def tfc_mlp(batch: int, threads: int, x: np.ndarray, y: np.ndarray, rounds: int, runs: int):
+    g = tf.Graph()
+    with g.as_default():
+        images = tf.placeholder(tf.float32, [batch, LAYERS[0]], name="images")
+        labels = tf.placeholder(tf.int64, [batch], name="labels")
+        params = [tf.Variable(w) for w in mlp_weights()]
+        h = images
+        for k in range(0, len(params), 2):
+            h = tf.matmul(h, params[k]) + params[k + 1]
+            if k + 2 < len(params):
+                h = tf.nn.relu(h)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h))
+        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf.global_variables_initializer()
+    config = tf.ConfigProto(intra_op_parallelism_threads=threads)
+    sess = tf.Session(graph=g, config=config)
+    sess.run(init)
+    feed = {images: x, labels: y}
+    first_loss = sess.run([loss, train], feed)[0]
+    t = median_time(lambda: time_runs(sess, train, feed, runs=runs), rounds)
+    return t, float(first_loss), (sess, train, feed)
+
+
+def torch_mlp(batch: int, x: np.ndarray, y: np.ndarray, rounds: int, runs: int):
+    import torch
+
+    torch.set_num_threads(1)
+    ws = mlp_weights()
+    layers = []
+    for k in range(0, len(ws), 2):
+        lin = torch.nn.Linear(ws[k].shape[0], ws[k].shape[1])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(ws[k].T.copy()))
+            lin.bias.copy_(torch.from_numpy(ws[k + 1]))
+        layers += [lin, torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xt), yt)
+        loss.backward()
+        opt.step()
+        return loss
+
+    first_loss = float(step().detach())
+
+    def timed():
+        t = time.perf_counter()
+        for _ in range(runs):
+            step()
+        return (time.perf_counter() - t) / runs
+
+    return median_time(timed, rounds), first_loss
+
+
+def mlp_table(batches: list[int], rounds: int, peak: float) -> None:
+    try:
+        import torch  # noqa: F401
+
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    print("\nMNIST MLP 784-512-512-10 training step (Adam): ms/step (fraction of the FMA peak)")
+    print(f"{'batch':>6} {'tfc 1 thread':>20} {'tfc 2 threads':>20} {'PyTorch eager':>20}"
+          f" {'tfc/torch':>10} {'2T speedup':>11}")  # fmt: skip
+    profiled = None
+    for batch in batches:
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(batch, LAYERS[0])).astype(np.float32)
+        y = rng.integers(0, LAYERS[-1], size=batch).astype(np.int64)
+        runs = max(5, int(2e9 / mlp_flops(batch) / 10))
+        flops = mlp_flops(batch)
+        t1, loss1, profiled = tfc_mlp(batch, 1, x, y, rounds, runs)
+        t2, _, _ = tfc_mlp(batch, 2, x, y, rounds, runs)
+
+        def cell(t):
+            return f"{t * 1e3:8.3f} ({flops / t * 1e-9 / peak:4.0%})"
+
+        if have_torch:
+            tt, loss_t = torch_mlp(batch, x, y, rounds, runs)
+            torch_cell, ratio = cell(tt), f"{t1 / tt:9.2f}x"
+        else:
+            torch_cell, ratio, loss_t = f"{'not installed':>20}", "", float("nan")
+        print(f"{batch:>6} {cell(t1):>20} {cell(t2):>20} {torch_cell:>20} {ratio:>10}"
+              f" {t1 / t2:10.2f}x   (step-1 loss tfc {loss1:.5f}, torch {loss_t:.5f})")  # fmt: skip
+    if profiled is not None:
+        sess, train, feed = profiled
+        print()
+        print(profile(sess, train, feed, runs=20).table(limit=12))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--sizes", default="64,128,256,384,512,768,1024")
+    parser.add_argument("--batches", default="64,256")
+    parser.add_argument("--no-mlp", action="store_true")
+    args = parser.parse_args()
+    ffi, lib = load_harness()
+    peak = fma_peak(ffi, lib, args.rounds)
+    print(f"FMA peak, 1 core: {peak:.1f} GFLOP/s (load average {os.getloadavg()[0]:.2f})")
+    sgemm_table(ffi, lib, [int(s) for s in args.sizes.split(",")], args.rounds, peak)
+    if not args.no_mlp:
+        mlp_table([int(b) for b in args.batches.split(",")], args.rounds, peak)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
