@@ -34,26 +34,44 @@ static inline void tfc_threads_parallel_for(int64_t tasks, tfc_threads_fn fn, vo
 #else
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* how long a thread polls before it sleeps: kernels follow each other within microseconds, and
+ * a condition-variable wake-up costs about as much as a small GEMM */
+#ifndef TFC_THREADS_SPIN
+#define TFC_THREADS_SPIN 4000
+#endif
+
+static inline void tfc_threads_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
     int started;         /* worker threads running */
     int requested;       /* tfc_threads_set's count, 0: not set */
-    int64_t generation;  /* bumped for each parallel call */
+    _Atomic int64_t generation; /* bumped for each parallel call */
+    int64_t born;        /* the generation new workers start after */
     tfc_threads_fn fn;
     void *ctx;
     int64_t tasks, next; /* the current call's tasks and the next one not yet taken */
-    int64_t pending;     /* tasks not yet finished */
+    _Atomic int64_t pending; /* tasks not yet finished */
     int busy;            /* a parallel call is in progress (nested or concurrent calls run inline) */
     int active;          /* workers 0..active-1 take part in the current call */
     int ids[TFC_THREADS_MAX];
 } tfc_threads_pool;
 
 static inline tfc_threads_pool *tfc_threads_state(void) {
-    static tfc_threads_pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                                    PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, {0}};
+    static tfc_threads_pool pool = {PTHREAD_MUTEX_INITIALIZER,
+                                    PTHREAD_COND_INITIALIZER,
+                                    PTHREAD_COND_INITIALIZER,
+                                    0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, {0}};
     return &pool;
 }
 
@@ -95,11 +113,16 @@ static inline void *tfc_threads_worker(void *arg) {
     tfc_threads_pool *p = tfc_threads_state();
     const int id = *(const int *)arg;
     pthread_mutex_lock(&p->lock);
-    int64_t seen = p->generation;
+    int64_t seen = p->born;
+    pthread_mutex_unlock(&p->lock);
     for (;;) {
+        for (int spin = 0; spin < TFC_THREADS_SPIN && atomic_load(&p->generation) == seen; ++spin)
+            tfc_threads_relax();
+        pthread_mutex_lock(&p->lock);
         while (p->generation == seen) pthread_cond_wait(&p->wake, &p->lock);
         seen = p->generation;
         if (id < p->active) tfc_threads_drain(p);
+        pthread_mutex_unlock(&p->lock);
     }
     return NULL;
 }
@@ -120,6 +143,7 @@ static inline void tfc_threads_parallel_for(int64_t tasks, tfc_threads_fn fn, vo
         pthread_attr_setstacksize(&attr, (size_t)4 << 20); /* GEMM packing buffers */
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         p->ids[p->started] = p->started;
+        p->born = p->generation;
         const int rc = pthread_create(&id, &attr, tfc_threads_worker, &p->ids[p->started]);
         pthread_attr_destroy(&attr);
         if (rc != 0) break; /* fewer threads than wanted: still correct */
@@ -135,7 +159,13 @@ static inline void tfc_threads_parallel_for(int64_t tasks, tfc_threads_fn fn, vo
     ++p->generation;
     pthread_cond_broadcast(&p->wake);
     tfc_threads_drain(p);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->lock);
+    while (p->pending > 0) {
+        pthread_mutex_unlock(&p->lock);
+        for (int spin = 0; spin < TFC_THREADS_SPIN && atomic_load(&p->pending) > 0; ++spin)
+            tfc_threads_relax();
+        pthread_mutex_lock(&p->lock);
+        if (p->pending > 0) pthread_cond_wait(&p->done, &p->lock);
+    }
     p->busy = 0;
     pthread_mutex_unlock(&p->lock);
 }
