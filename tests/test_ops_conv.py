@@ -265,6 +265,19 @@ def _build() -> CaseBatch:
                 tf.nn.max_pool(b.feed(x), 2, 2, "SAME"),
                 max_pool_np(x, (2, 2), (2, 2), "SAME"),
             )
+        # the gradient goes to the first NaN of a window holding one, else to its first maximum
+        x = np.array([[[[1, 3], [5, 3]], [[np.nan, 2], [np.nan, 1]]]], np.float32)
+        dy = np.array([[[[7, 8]]]], np.float32)
+        xt = b.feed(x)
+        (dx,) = tf.gradients(tf.nn.max_pool(xt, 2, 2, "VALID"), xt, grad_ys=b.feed(dy))
+        want = np.zeros_like(x)
+        want[0, 1, 0, 0], want[0, 0, 0, 1] = 7, 8
+        b.add("max_pool_grad-float32-nan", dx, want)
+        g = np.arange(8, dtype=np.float32).reshape(x.shape)
+        attrs = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"}
+        pooled = tf.nn.max_pool(xt, 2, 2, "VALID")
+        gg = grad_op("MaxPoolGradGrad", [xt, pooled, b.feed(g)], attrs)
+        b.add("max_pool_grad_grad-float32-nan", gg, np.array([[[[4, 1]]]], np.float32))
         # the argument forms TF accepts: an int or two spatial values, `filters`, lower case
         x = RNG.standard_normal((2, 6, 6, 2)).astype("float32")
         f = RNG.standard_normal((3, 3, 2, 2)).astype("float32")

@@ -305,7 +305,15 @@ def _max_pool_grad_lower(ctx: OpContext) -> list:
         return zeros_kernel(dtype, g.in_shape)
     # orig_output is not read: the kernel finds each window's maximum in orig_input again
     template = "max_pool_grad" if ctx.type == "MaxPoolGrad" else "max_pool_grad_grad"
-    return [window_kernel(template, g, dtype, ("out0", "in0", "in2"))]
+    kernel = window_kernel(template, g, dtype, ("out0", "in0", "in2"))
+    # the argmax search runs over blocks of up to 64 channels (their maxima and positions
+    # stay in L1; a compare and two blends per vector of channels)
+    kernel.data["block"] = str(max(1, min(g.in_c, 64)))
+    # positions within one image: int32 (vectorizes beside the floats) unless an image is huge
+    image = g.in_h * g.in_w * g.in_c
+    kernel.data["image_size"] = str(image)
+    kernel.data["index_type"] = "int32_t" if image < 2**31 else "int64_t"
+    return [kernel]
 
 
 def _max_pool_grad_grad(op: Any, grad: Tensor) -> list:
