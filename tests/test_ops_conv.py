@@ -151,6 +151,9 @@ CONVS = {
     "kernel-over-input": ((1, 3, 3, 1), (5, 5, 1, 2), (1, 1), "SAME", (1, 1)),
     "dilated-same": ((1, 7, 7, 2), (3, 3, 2, 2), (1, 1), "SAME", (2, 2)),
     "dilated-valid": ((2, 8, 7, 2), (2, 3, 2, 3), (1, 1), "VALID", (3, 2)),
+    "wide-channels-s2": ((3, 9, 8, 20), (3, 3, 20, 33), (2, 2), "SAME", (1, 1)),
+    "kernel-is-input": ((2, 4, 5, 3), (4, 5, 3, 7), (1, 1), "VALID", (1, 1)),
+    "batch1-k5-s2-valid": ((1, 11, 13, 5), (5, 5, 5, 9), (2, 2), "VALID", (1, 1)),
     "lenet-c1": ((2, 28, 28, 1), (5, 5, 1, 6), (1, 1), "SAME", (1, 1)),
     "lenet-c3": ((2, 14, 14, 6), (5, 5, 6, 16), (1, 1), "VALID", (1, 1)),
 }
@@ -175,28 +178,35 @@ def _feed_none_batch(b, value, k):
     return b.feed(value, [None, *value.shape[1:]] if k % 2 else "same")
 
 
-def _conv_cases(b, dtype):
+def _conv_cases(b, dtype, algorithm=None):
+    """Every conv op on every shape; `algorithm` forces the kernels' (None: tfc's choice)."""
     for k, (name, (xs, fs, st, pad, dil)) in enumerate(CONVS.items()):
         x = RNG.standard_normal(xs).astype(dtype)
         f = RNG.standard_normal(fs).astype(dtype)
         strides, dilations = [1, *st, 1], [1, *dil, 1]
+        attrs = {"strides": strides, "padding": pad, "dilations": dilations}
+        if algorithm is not None:
+            attrs["_algorithm"] = algorithm
+        tag = f"{dtype}-{algorithm or 'auto'}-{name}"
         xt = _feed_none_batch(b, x, k)
-        y = tf.nn.conv2d(xt, f, strides, pad, dilations=dilations)
+        if algorithm is None:
+            y = tf.nn.conv2d(xt, f, strides, pad, dilations=dilations)
+        else:
+            y = grad_op("Conv2D", [xt, b.feed(f)], attrs)
         rtol, atol = tol(dtype, fs[0] * fs[1] * fs[2])
-        b.add(f"conv2d-{dtype}-{name}", y, conv2d_np(x, f, st, pad, dil), rtol, atol)
+        b.add(f"conv2d-{tag}", y, conv2d_np(x, f, st, pad, dil), rtol, atol)
         if name not in SMALL:
             continue
         dy = RNG.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype(dtype)
         dyt = _feed_none_batch(b, dy, k)
-        attrs = {"strides": strides, "padding": pad, "dilations": dilations}
         dx = grad_op("Conv2DBackpropInput", [tf.shape(xt), tf.constant(f), dyt], attrs)
         rtol, atol = tol(dtype, fs[0] * fs[1] * fs[3])
         want = conv2d_input_grad_np(xs, f, dy, st, pad, dil)
-        b.add(f"conv2d_backprop_input-{dtype}-{name}", dx, want, rtol, atol)
+        b.add(f"conv2d_backprop_input-{tag}", dx, want, rtol, atol)
         df = grad_op("Conv2DBackpropFilter", [xt, tf.constant(fs), dyt], attrs)
         rtol, atol = tol(dtype, dy.size // fs[3])
         want = conv2d_filter_grad_np(x, fs, dy, st, pad, dil)
-        b.add(f"conv2d_backprop_filter-{dtype}-{name}", df, want, rtol, atol)
+        b.add(f"conv2d_backprop_filter-{tag}", df, want, rtol, atol)
 
 
 def _pool_cases(b, dtype):
@@ -244,7 +254,8 @@ def _build() -> CaseBatch:
     b = CaseBatch()
     with b.graph.as_default():
         for dtype in F:
-            _conv_cases(b, dtype)
+            for algorithm in (None, "direct", "im2col"):
+                _conv_cases(b, dtype, algorithm)
             _pool_cases(b, dtype)
             # NaN is the maximum of the windows it is in
             x = RNG.standard_normal((1, 4, 4, 2)).astype(dtype)
@@ -254,6 +265,19 @@ def _build() -> CaseBatch:
                 tf.nn.max_pool(b.feed(x), 2, 2, "SAME"),
                 max_pool_np(x, (2, 2), (2, 2), "SAME"),
             )
+        # the gradient goes to the first NaN of a window holding one, else to its first maximum
+        x = np.array([[[[1, 3], [5, 3]], [[np.nan, 2], [np.nan, 1]]]], np.float32)
+        dy = np.array([[[[7, 8]]]], np.float32)
+        xt = b.feed(x)
+        (dx,) = tf.gradients(tf.nn.max_pool(xt, 2, 2, "VALID"), xt, grad_ys=b.feed(dy))
+        want = np.zeros_like(x)
+        want[0, 1, 0, 0], want[0, 0, 0, 1] = 7, 8
+        b.add("max_pool_grad-float32-nan", dx, want)
+        g = np.arange(8, dtype=np.float32).reshape(x.shape)
+        attrs = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"}
+        pooled = tf.nn.max_pool(xt, 2, 2, "VALID")
+        gg = grad_op("MaxPoolGradGrad", [xt, pooled, b.feed(g)], attrs)
+        b.add("max_pool_grad_grad-float32-nan", gg, np.array([[[[4, 1]]]], np.float32))
         # the argument forms TF accepts: an int or two spatial values, `filters`, lower case
         x = RNG.standard_normal((2, 6, 6, 2)).astype("float32")
         f = RNG.standard_normal((3, 3, 2, 2)).astype("float32")
@@ -391,3 +415,36 @@ def test_empty_batches_give_empty_results_and_zero_filter_gradients():
         out, grad = sess.run([pooled, df], {x: np.zeros((0, 5, 5, 2), np.float32)})
     assert out.shape == (0, 3, 3, 4)
     np.testing.assert_array_equal(grad, np.zeros((3, 3, 2, 4), np.float32))
+
+
+def test_im2col_in_chunks_of_images_matches(monkeypatch):
+    """A column matrix smaller than the batch's: the GEMMs run per image and the filter
+    gradient adds up their products (a budget of one image's columns forces it)."""
+    from tfc.ops import conv_algo
+
+    xs, fs, st = (3, 6, 7, 4), (3, 3, 4, 5), (1, 1)
+    monkeypatch.setattr(conv_algo, "IM2COL_COLUMN_BYTES", 6 * 7 * 36 * 4)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    f = RNG.standard_normal(fs).astype(np.float32)
+    dy = RNG.standard_normal(out_shape(xs, fs[:2], st, "SAME", fs[3])).astype(np.float32)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "_algorithm": "im2col"}
+    xt, ft, dyt = (tf.placeholder(tf.float32, v.shape) for v in (x, f, dy))
+    y = grad_op("Conv2D", [xt, ft], attrs)
+    dx = grad_op("Conv2DBackpropInput", [tf.constant(list(xs)), ft, dyt], attrs)
+    df = grad_op("Conv2DBackpropFilter", [xt, tf.constant(list(fs)), dyt], attrs)
+    with tf.Session(config=tf.CompileOptions(passes=[])) as sess:
+        got = sess.run([y, dx, df], {xt: x, ft: f, dyt: dy})
+    rtol, atol = tol("float32", 3 * 3 * 5 * 3)
+    np.testing.assert_allclose(got[0], conv2d_np(x, f, st, "SAME"), rtol, atol)
+    np.testing.assert_allclose(got[1], conv2d_input_grad_np(xs, f, dy, st, "SAME"), rtol, atol)
+    np.testing.assert_allclose(got[2], conv2d_filter_grad_np(x, fs, dy, st, "SAME"), rtol, atol)
+
+
+def test_an_unknown_algorithm_is_named():
+    with pytest.raises(ValueError, match=r"'c' \(Conv2D\): attribute _algorithm is 'fft'"):
+        apply_op(
+            "Conv2D",
+            [tf.zeros([1, 3, 3, 1]), tf.zeros([1, 1, 1, 1])],
+            {"strides": [1, 1, 1, 1], "padding": "SAME", "_algorithm": "fft"},
+            name="c",
+        )

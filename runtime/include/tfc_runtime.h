@@ -55,6 +55,7 @@ static inline int tfc_error_index(tfc_error *err, const char *what, int64_t pos,
 #include "tfc_math.h"
 #include "tfc_philox.h"
 #include "tfc_gemm.h"
+#include "tfc_conv.h"
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */
 #include "tfc_checkpoint.h"

@@ -2,10 +2,11 @@
 
 Shared with conv_grad.py: TF's window arithmetic (output sizes, the SAME padding split with
 the odd pixel at the bottom/right), the attribute checks with TF's messages, the windows the
-NumPy references read, and the sizes the kernels are instantiated with. Kernels are direct
-loop nests (templates/c/kernels/conv2d*.c.j2, *pool*.c.j2) with every size a literal and the
-innermost loop over contiguous channels, which the C compiler vectorizes; they need no scratch
-buffer (Conv2DBackpropInput keeps a fixed 8x8 block of partial sums on the stack).
+NumPy references read, and the sizes the kernels are instantiated with. The convolutions call
+the hand-written kernels of runtime/include/tfc_conv.h (direct register tiles or im2col+GEMM,
+chosen per shape by conv_algo.py, temporary buffers in the op's arena scratch) through
+templates/c/kernels/conv2d.c.j2; pooling kernels are loop nests (*pool*.c.j2) with every size
+a literal and the innermost loop over contiguous channels, which the C compiler vectorizes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tfc import dtypes as _dt
 from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Param, loop_kernel, type_tag, view
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.conv_algo import check_algorithm, plan_conv
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
@@ -218,6 +220,39 @@ def window_kernel(template: str, g: Geometry, dtype: _dt.DType, bufs: Sequence[s
     return Kernel(template, params, g.c_data(dtype))
 
 
+# the tfc_conv.h function of each (op kind, algorithm); all take (plan, in, in, out, scratch...)
+_CONV_FUNCTIONS = {"forward": "tfc_conv_forward", "input": "tfc_conv_backprop_input",
+                   "filter": "tfc_conv_backprop_filter"}  # fmt: skip
+
+
+def conv_kernel(
+    ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType, ins: tuple[str, str]
+) -> Kernel:
+    """A kernel of templates/c/kernels/conv2d.c.j2 calling the tfc_conv.h function of `kind`
+    ("forward", "input" or "filter") with the plan conv_algo.py makes for `g`."""
+    plan = plan_conv(ctx, kind, g, dtype)
+    ct = dtype.c_type
+    params = [Param("y", ct, False, "out0"), Param("x0", ct, True, ins[0])]
+    params.append(Param("x1", ct, True, ins[1]))
+    if plan.scratch_elements:
+        params.append(Param("s", ct, False, "scratch"))
+    scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in plan.regions]
+    data = {
+        "plan": plan.initializer(),
+        "function": f"{_CONV_FUNCTIONS[kind]}_{plan.algorithm}_{type_tag(dtype)}",
+        "args": ", ".join(["x0", "x1", "y", *scratch]),
+    }
+    return Kernel("conv2d", params, data)
+
+
+def conv_scratch(ctx: OpContext, kind: str, g: Geometry | None) -> int:
+    """Bytes of scratch the kernel of `kind` needs (0 when no kernel of tfc_conv.h runs)."""
+    if g is None:
+        return 0
+    dtype = ctx.out_dtypes[0]
+    return plan_conv(ctx, kind, g, dtype).scratch_elements * dtype.size
+
+
 def concrete(ctx: OpContext, i: int) -> tuple[int, ...]:
     return tuple(ctx.in_shapes[i])
 
@@ -232,6 +267,7 @@ def _conv2d_infer(ctx: OpContext) -> list:
     check_dtype(ctx, 0, FLOATS, "input")
     x, f = check_rank4(ctx, 0), check_rank4(ctx, 1)
     check_window_attrs(ctx, pool=False)
+    check_algorithm(ctx)
     if x[3] is not None and f[2] is not None and x[3] != f[2]:
         raise ctx.error(f"Dimensions must be equal, but are {x[3]} and {f[2]}")
     g = conv_geometry(ctx, x, f)
@@ -247,6 +283,12 @@ def _conv2d_reference(ctx: OpContext, x: np.ndarray, f: np.ndarray) -> np.ndarra
     return y.astype(x.dtype)
 
 
+def _conv2d_geometry(ctx: OpContext) -> Geometry | None:
+    """The geometry of a Conv2D that runs a kernel of tfc_conv.h (None when it does not)."""
+    g = conv_geometry(ctx, concrete(ctx, 0), concrete(ctx, 1))
+    return None if empty_output(g) or empty_sum(g) else g
+
+
 def _conv2d_lower(ctx: OpContext) -> list:
     g = conv_geometry(ctx, concrete(ctx, 0), concrete(ctx, 1))
     dtype = ctx.out_dtypes[0]
@@ -254,7 +296,7 @@ def _conv2d_lower(ctx: OpContext) -> list:
         return []
     if empty_sum(g):
         return zeros_kernel(dtype, g.out_shape)  # an empty sum
-    return [window_kernel("conv2d", g, dtype, ("out0", "in0", "in1"))]
+    return [conv_kernel(ctx, "forward", g, dtype, ("in0", "in1"))]
 
 
 def attrs_of(op: Any, names: Sequence[str]) -> dict:
@@ -301,6 +343,7 @@ register(
         grad=_conv2d_grad,
         flops=lambda ctx: conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]),
         input_names=("input", "filter"),
+        scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
     )
 )
 

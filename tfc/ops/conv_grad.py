@@ -23,6 +23,8 @@ from tfc.ops.conv import (
     check_window_attrs,
     concrete,
     conv_attrs,
+    conv_kernel,
+    conv_scratch,
     conv_flops,
     conv_geometry,
     empty_output,
@@ -36,6 +38,7 @@ from tfc.ops.conv import (
     windows,
     zeros_kernel,
 )
+from tfc.ops.conv_algo import check_algorithm
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
@@ -111,6 +114,7 @@ def _backprop_input_infer(ctx: OpContext) -> list:
     sizes = _sizes(ctx, 0, "input_sizes")
     f, dy = check_rank4(ctx, 1), check_rank4(ctx, 2)
     check_window_attrs(ctx, pool=False)
+    check_algorithm(ctx)
     x = (_pick(sizes[0], dy[0]), sizes[1], sizes[2], _pick(sizes[3], f[2]))
     _check_backprop(ctx, x, f, dy)
     return [(ctx.in_dtypes[1], x)]
@@ -129,6 +133,14 @@ def _backprop_input_reference(
     return _crop(padded, g, f.dtype)
 
 
+def _backprop_input_geometry(ctx: OpContext) -> Geometry | None:
+    """The geometry of a Conv2DBackpropInput that runs a kernel of tfc_conv.h, or None."""
+    g = conv_geometry(ctx, ctx.out_shapes[0], concrete(ctx, 1))
+    if num_elements(g.in_shape) == 0 or empty_output(g) or empty_sum(g):
+        return None
+    return g
+
+
 def _backprop_input_lower(ctx: OpContext) -> list:
     g = conv_geometry(ctx, ctx.out_shapes[0], concrete(ctx, 1))
     dtype = ctx.out_dtypes[0]
@@ -136,12 +148,7 @@ def _backprop_input_lower(ctx: OpContext) -> list:
         return []
     if empty_output(g) or empty_sum(g):
         return zeros_kernel(dtype, g.in_shape)
-    kernel = window_kernel("conv2d_backprop_input", g, dtype, ("out0", "in1", "in2"))
-    # partial sums: 8 lanes fill an AVX register of floats (two of doubles); input channels
-    # in blocks of 8 keep the partial sums (256 or 512 bytes) in registers and L1
-    lanes = 8
-    kernel.data.update(lanes=str(lanes), block="8", lanes_end=str(g.out_c // lanes * lanes))
-    return [kernel]
+    return [conv_kernel(ctx, "input", g, dtype, ("in1", "in2"))]
 
 
 def _backprop_input_grad(op: Any, grad: Tensor) -> list:
@@ -163,6 +170,7 @@ register(
         flops=lambda ctx: conv_flops(ctx.in_shapes[2], ctx.in_shapes[1]),
         const_inputs=(0,),
         input_names=("input_sizes", "filter", "out_backprop"),
+        scratch=lambda ctx: conv_scratch(ctx, "input", _backprop_input_geometry(ctx)),
     )
 )
 
@@ -173,6 +181,7 @@ def _backprop_filter_infer(ctx: OpContext) -> list:
     sizes = _sizes(ctx, 1, "filter_sizes")
     x, dy = check_rank4(ctx, 0), check_rank4(ctx, 2)
     check_window_attrs(ctx, pool=False)
+    check_algorithm(ctx)
     f = (sizes[0], sizes[1], _pick(sizes[2], x[3]), _pick(sizes[3], dy[3]))
     _check_backprop(ctx, x, f, dy)
     return [(ctx.in_dtypes[0], f)]
@@ -189,6 +198,15 @@ def _backprop_filter_reference(
     return df.astype(x.dtype)
 
 
+def _backprop_filter_geometry(ctx: OpContext) -> Geometry | None:
+    """The geometry of a Conv2DBackpropFilter that runs a kernel of tfc_conv.h, or None."""
+    f_shape = ctx.out_shapes[0]
+    g = conv_geometry(ctx, concrete(ctx, 0), f_shape)
+    if num_elements(f_shape) == 0 or empty_output(g) or num_elements(g.in_shape) == 0:
+        return None
+    return g
+
+
 def _backprop_filter_lower(ctx: OpContext) -> list:
     f_shape = ctx.out_shapes[0]
     g = conv_geometry(ctx, concrete(ctx, 0), f_shape)
@@ -197,7 +215,7 @@ def _backprop_filter_lower(ctx: OpContext) -> list:
         return []
     if empty_output(g) or num_elements(g.in_shape) == 0:
         return zeros_kernel(dtype, f_shape)
-    return [window_kernel("conv2d_backprop_filter", g, dtype, ("out0", "in0", "in2"))]
+    return [conv_kernel(ctx, "filter", g, dtype, ("in0", "in2"))]
 
 
 def _backprop_filter_grad(op: Any, grad: Tensor) -> list:
@@ -217,6 +235,7 @@ register(
         flops=lambda ctx: conv_flops(ctx.in_shapes[2], ctx.out_shapes[0]),
         const_inputs=(1,),
         input_names=("input", "filter_sizes", "out_backprop"),
+        scratch=lambda ctx: conv_scratch(ctx, "filter", _backprop_filter_geometry(ctx)),
     )
 )
 
@@ -286,7 +305,15 @@ def _max_pool_grad_lower(ctx: OpContext) -> list:
         return zeros_kernel(dtype, g.in_shape)
     # orig_output is not read: the kernel finds each window's maximum in orig_input again
     template = "max_pool_grad" if ctx.type == "MaxPoolGrad" else "max_pool_grad_grad"
-    return [window_kernel(template, g, dtype, ("out0", "in0", "in2"))]
+    kernel = window_kernel(template, g, dtype, ("out0", "in0", "in2"))
+    # the argmax search runs over blocks of up to 64 channels (their maxima and positions
+    # stay in L1; a compare and two blends per vector of channels)
+    kernel.data["block"] = str(max(1, min(g.in_c, 64)))
+    # positions within one image: int32 (vectorizes beside the floats) unless an image is huge
+    image = g.in_h * g.in_w * g.in_c
+    kernel.data["image_size"] = str(image)
+    kernel.data["index_type"] = "int32_t" if image < 2**31 else "int64_t"
+    return [kernel]
 
 
 def _max_pool_grad_grad(op: Any, grad: Tensor) -> list:

@@ -1,0 +1,79 @@
+/* Convolution kernels for the generated code: NHWC images, HWIO filters, any stride, dilation
+ * and padding (the padding is a size here; TF's SAME/VALID arithmetic is done in Python).
+ *
+ * Each op has two algorithms, picked per shape at compile time (tfc/ops/conv_algo.py):
+ * - direct: the input is copied once into a zero-bordered buffer, so every window lies inside
+ *   it, then register tiles of `pix_block` output pixels x `co_block` output channels are
+ *   accumulated over the taps (an implicit GEMM: no column matrix, the filter row of each tap
+ *   is one vector load, each input value one broadcast). Backprop input is the same forward
+ *   kernel on the zero-stuffed, bordered gradient with the filter flipped and transposed;
+ *   backprop filter tiles `pix_block` filter taps x `co_block` channels over all pixels.
+ * - im2col: the windows of a chunk of images become the rows of a column matrix and one
+ *   GEMM (tfc_gemm.h) does the products; backprop input scatters its columns back (col2im).
+ * Temporary buffers come from the arena (the op's scratch memory), passed in as pointers.
+ *
+ * The functions are instantiated by the kernel templates with a `static const tfc_conv_plan`
+ * of literals, and always inlined, so every size is a constant to the compiler. Only string.h
+ * and stdint.h: the header builds for embedded targets (no alignment beyond the element's). */
+#ifndef TFC_CONV_H
+#define TFC_CONV_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tfc_gemm.h"
+
+/* Every size of one convolution, and how its kernels block it. */
+typedef struct {
+    int64_t batch, in_h, in_w, in_c;    /* the image (the input of the forward convolution) */
+    int64_t out_h, out_w, out_c;        /* the forward output */
+    int64_t k_h, k_w, s_h, s_w, d_h, d_w;
+    int64_t pad_top, pad_left;          /* rows/columns of zeros before the image */
+    int64_t pix_block;                  /* direct: output pixels (or filter taps) per tile */
+    int64_t co_block;                   /* direct: channels per tile (a multiple of the SIMD width) */
+    int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
+    int64_t cp;                         /* direct: channels of the padded filter (or gradient) */
+    int64_t chunk;                      /* im2col: images per column matrix */
+} tfc_conv_plan;
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TFC_CONV_INLINE static inline __attribute__((always_inline))
+#else
+#define TFC_CONV_INLINE static inline
+#endif
+
+/* Register tiles: at most this many pixels (or taps) x vectors of channels */
+#define TFC_CONV_MAX_P 16
+#define TFC_CONV_MAX_NV 4
+/* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
+#if defined(__AVX__)
+#define TFC_CONV_VBYTES 32
+#else
+#define TFC_CONV_VBYTES 16
+#endif
+
+/* acc + a * w for a vector w and a scalar a: one fused multiply-add instruction on x86 with FMA
+ * whatever the build's -ffp-contract says (ISO C modes turn contraction off), else the vector
+ * extensions' multiply then add (fused by the compiler where the flags allow it). */
+#if defined(__FMA__) && defined(__AVX__)
+#include <immintrin.h>
+#define TFC_CONV_VMADD_f32(acc, a, w) _mm256_fmadd_ps(_mm256_set1_ps(a), (w), (acc))
+#define TFC_CONV_VMADD_f64(acc, a, w) _mm256_fmadd_pd(_mm256_set1_pd(a), (w), (acc))
+#else
+#define TFC_CONV_VMADD_f32(acc, a, w) ((acc) + (w) * (a))
+#define TFC_CONV_VMADD_f64(acc, a, w) ((acc) + (w) * (a))
+#endif
+
+#define TFC_CONV_T float
+#define TFC_CONV_TAG f32
+#include "tfc_conv_impl.h"
+#undef TFC_CONV_T
+#undef TFC_CONV_TAG
+
+#define TFC_CONV_T double
+#define TFC_CONV_TAG f64
+#include "tfc_conv_impl.h"
+#undef TFC_CONV_T
+#undef TFC_CONV_TAG
+
+#endif /* TFC_CONV_H */

@@ -1,0 +1,390 @@
+/* The convolution kernels of tfc_conv.h for one element type: included once per type with
+ * TFC_CONV_T (the C type) and TFC_CONV_TAG (its suffix: f32, f64) defined. No include guard. */
+
+#define TFC_CONV_CAT_(a, b) a##_##b
+#define TFC_CONV_CAT(a, b) TFC_CONV_CAT_(a, b)
+#define TFC_CONV_FN(name) TFC_CONV_CAT(name, TFC_CONV_TAG)
+#define TFC_CONV_VMADD TFC_CONV_CAT(TFC_CONV_VMADD, TFC_CONV_TAG)
+#define T TFC_CONV_T
+
+/* SIMD vectors of T (GCC/Clang vector extensions: AVX, SSE, NEON, wasm or plain scalars) */
+typedef T TFC_CONV_FN(tfc_conv_vec) __attribute__((vector_size(TFC_CONV_VBYTES)));
+#define V TFC_CONV_FN(tfc_conv_vec)
+#define TFC_CONV_VL ((int64_t)(sizeof(V) / sizeof(T)))
+/* y[0:nc] = the first nc lanes of acc[0:CB/VL] */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_store)(T *restrict y, const V *restrict acc, int64_t nc,
+                                                 const int64_t CB) {
+    if (nc == CB) {
+        memcpy(y, acc, (size_t)CB * sizeof(T));
+    } else {
+        for (int64_t j = 0; j < nc; ++j) y[j] = acc[j / TFC_CONV_VL][j % TFC_CONV_VL];
+    }
+}
+
+/* xp[n, hp, wp, c] = x[n, h, w, c] placed at (top, left), zeros around it */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_border)(const T *restrict x, int64_t n_img, int64_t h,
+                                                  int64_t w, int64_t c, int64_t top, int64_t left,
+                                                  int64_t hp, int64_t wp, T *restrict xp) {
+    for (int64_t n = 0; n < n_img; ++n) {
+        for (int64_t r = 0; r < hp; ++r) {
+            T *dst = xp + (n * hp + r) * wp * c;
+            const int64_t ih = r - top;
+            if (ih < 0 || ih >= h) {
+                for (int64_t i = 0; i < wp * c; ++i) dst[i] = 0;
+                continue;
+            }
+            for (int64_t i = 0; i < left * c; ++i) dst[i] = 0;
+            memcpy(dst + left * c, x + (n * h + ih) * w * c, (size_t)(w * c) * sizeof(T));
+            for (int64_t i = (left + w) * c; i < wp * c; ++i) dst[i] = 0;
+        }
+    }
+}
+
+/* fp[t, 0:cp] = f[t, 0:c] then zeros, for each of `rows` rows */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_pad_rows)(const T *restrict f, int64_t rows, int64_t c,
+                                                    int64_t cp, T *restrict fp) {
+    for (int64_t t = 0; t < rows; ++t) {
+        for (int64_t j = 0; j < c; ++j) fp[t * cp + j] = f[t * c + j];
+        for (int64_t j = c; j < cp; ++j) fp[t * cp + j] = 0;
+    }
+}
+
+/* One register tile of the direct convolution: P output pixels (px elements apart in x, y_px
+ * in y) x CB channels, summed over the taps kh_lo..kh_hi x kw_lo..kw_hi (row, col elements
+ * apart in x; the others read only zeros) of kh_n x kw_n and c input channels; f is the padded
+ * filter [taps, c, cp] at the tile's first channel. Stores nc <= CB channels. P and CB are
+ * constants where it is inlined, so acc lives in vector registers. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
+                                                int64_t col, int64_t kh_lo, int64_t kh_hi,
+                                                int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
+                                                int64_t c, const T *restrict f, int64_t cp,
+                                                T *restrict y, int64_t y_px, int64_t nc,
+                                                const int64_t P, const int64_t CB) {
+    const int64_t NV = CB / TFC_CONV_VL;
+    const V zero = {0};
+    V acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    for (int64_t p = 0; p < P; ++p) {
+        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
+    }
+    for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
+        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+            const T *restrict xk = x + kh * row + kw * col;
+            const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
+            for (int64_t ci = 0; ci < c; ++ci) {
+                V w[TFC_CONV_MAX_NV];
+                for (int64_t v = 0; v < NV; ++v) memcpy(&w[v], fk + ci * cp + v * TFC_CONV_VL, sizeof(V));
+                for (int64_t p = 0; p < P; ++p) {
+                    const T a = xk[p * px + ci];
+                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
+                }
+            }
+        }
+    }
+    for (int64_t p = 0; p < P; ++p) TFC_CONV_FN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB);
+}
+
+/* The taps k in [lo, hi) of kn whose position base + k*step lies in [from, to) */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t step, int64_t kn,
+                                                       int64_t from, int64_t to, int64_t *lo,
+                                                       int64_t *hi) {
+    const int64_t a = from - base, b = to - base; /* k*step in [a, b) */
+    const int64_t first = a <= 0 ? 0 : (a + step - 1) / step;
+    const int64_t end = b <= 0 ? 0 : (b + step - 1) / step;
+    *lo = first;
+    *hi = end < kn ? end : kn;
+}
+
+/* y[n, oh, ow, 0:co] = sum over (kh, kw, ci) of
+ *   xp[n, oh*sh + kh*dh, ow*sw + kw*dw, ci] * fp[kh, kw, ci, 0:co]
+ * with xp [n_img, hp, wp, c] bordered so that every window is inside, fp [kh_n, kw_n, c, cp];
+ * xp is zero outside rows [u_lo, u_hi) and columns [v_lo, v_hi): the taps there are skipped. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
+    int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
+    int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
+    int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
+    const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi) {
+    const int64_t full = ow_n / P * P;
+    for (int64_t n = 0; n < n_img; ++n) {
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+            const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
+            T *restrict yr = y + (n * oh_n + oh) * ow_n * co;
+            int64_t kh_lo, kh_hi;
+            TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
+            for (int64_t co0 = 0; co0 < co; co0 += CB) {
+                const int64_t nc = co - co0 < CB ? co - co0 : CB;
+                for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
+                    int64_t kw_lo, kw_hi, unused, last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
+                    TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
+                    TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
+                    const T *restrict xt = xr + ow0 * sw * c;
+                    T *restrict yt = yr + ow0 * co + co0;
+                    if (ow0 < full) {
+                        TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi,
+                                                   kw_lo, kw_hi, kw_n, c, fp + co0, cp, yt, co,
+                                                   nc, P, CB);
+                    } else {
+                        TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi,
+                                                   kw_lo, kw_hi, kw_n, c, fp + co0, cp, yt, co,
+                                                   nc, ow_n - full, CB);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* -- direct ------------------------------------------------------------------------------ */
+
+/* y = conv2d(x, f). Scratch: xp [batch, hp, wp, in_c], fp [k_h*k_w*in_c, cp]. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g,
+                                                          const T *restrict x,
+                                                          const T *restrict f, T *restrict y,
+                                                          T *restrict xp, T *restrict fp) {
+    const T *src = x;
+    if (g->hp != g->in_h || g->wp != g->in_w) {
+        TFC_CONV_FN(tfc_conv_border)(x, g->batch, g->in_h, g->in_w, g->in_c, g->pad_top,
+                                     g->pad_left, g->hp, g->wp, xp);
+        src = xp;
+    }
+    const T *filter = f;
+    if (g->cp != g->out_c) {
+        TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
+        filter = fp;
+    }
+    TFC_CONV_FN(tfc_conv_direct_core)(g->batch, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
+                                      g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
+                                      filter, g->cp, y, g->pix_block, g->co_block, g->pad_top,
+                                      g->pad_top + g->in_h, g->pad_left, g->pad_left + g->in_w);
+}
+
+/* dx = the gradient of conv2d(x, f) by x: the forward kernel on dy spread out by the strides
+ * and bordered (dq [batch, hp, wp, out_c], hp = in_h + (k_h-1)*d_h), with the filter flipped
+ * and transposed (ft [k_h, k_w, out_c, cp], cp >= in_c). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_plan *g,
+                                                                 const T *restrict f,
+                                                                 const T *restrict dy,
+                                                                 T *restrict dx,
+                                                                 T *restrict dq,
+                                                                 T *restrict ft) {
+    const int64_t co = g->out_c, ci = g->in_c;
+    const int64_t top = (g->k_h - 1) * g->d_h - g->pad_top;
+    const int64_t left = (g->k_w - 1) * g->d_w - g->pad_left;
+    for (int64_t i = 0; i < g->batch * g->hp * g->wp * co; ++i) dq[i] = 0;
+    for (int64_t n = 0; n < g->batch; ++n) {
+        for (int64_t oh = 0; oh < g->out_h; ++oh) {
+            const int64_t u = oh * g->s_h + top;
+            if (u < 0 || u >= g->hp) continue;
+            for (int64_t ow = 0; ow < g->out_w; ++ow) {
+                const int64_t v = ow * g->s_w + left;
+                if (v < 0 || v >= g->wp) continue;
+                const T *restrict src = dy + ((n * g->out_h + oh) * g->out_w + ow) * co;
+                T *restrict dst = dq + ((n * g->hp + u) * g->wp + v) * co;
+                for (int64_t j = 0; j < co; ++j) dst[j] = src[j];
+            }
+        }
+    }
+    for (int64_t kh = 0; kh < g->k_h; ++kh) {
+        for (int64_t kw = 0; kw < g->k_w; ++kw) {
+            const T *restrict fs = f + ((g->k_h - 1 - kh) * g->k_w + (g->k_w - 1 - kw)) * ci * co;
+            T *restrict fd = ft + (kh * g->k_w + kw) * co * g->cp;
+            for (int64_t o = 0; o < co; ++o) {
+                for (int64_t i = 0; i < ci; ++i) fd[o * g->cp + i] = fs[i * co + o];
+                for (int64_t i = ci; i < g->cp; ++i) fd[o * g->cp + i] = 0;
+            }
+        }
+    }
+    TFC_CONV_FN(tfc_conv_direct_core)(g->batch, g->hp, g->wp, co, dq, g->in_h, g->in_w, ci,
+                                      g->k_h, g->k_w, 1, 1, g->d_h, g->d_w, ft, g->cp, dx,
+                                      g->pix_block, g->co_block, top < 0 ? 0 : top,
+                                      top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
+                                      left + (g->out_w - 1) * g->s_w + 1);
+}
+
+/* One tile of the filter gradient: P filter taps (at offsets off[] from a pixel's window in
+ * xp) x CB channels of dy (row stride cp), summed over every output pixel. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
+                                                       const T *restrict xp,
+                                                       const int64_t *restrict off,
+                                                       const T *restrict dy, T *restrict df,
+                                                       int64_t nc, const int64_t P,
+                                                       const int64_t CB) {
+    const int64_t NV = CB / TFC_CONV_VL;
+    const V zero = {0};
+    V acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    for (int64_t p = 0; p < P; ++p) {
+        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
+    }
+    const int64_t c = g->in_c, cp = g->cp;
+    for (int64_t n = 0; n < g->batch; ++n) {
+        for (int64_t oh = 0; oh < g->out_h; ++oh) {
+            const T *restrict xr = xp + (n * g->hp + oh * g->s_h) * g->wp * c;
+            const T *restrict gr = dy + (n * g->out_h + oh) * g->out_w * cp;
+            for (int64_t ow = 0; ow < g->out_w; ++ow) {
+                const T *restrict xo = xr + ow * g->s_w * c;
+                V w[TFC_CONV_MAX_NV];
+                for (int64_t v = 0; v < NV; ++v) memcpy(&w[v], gr + ow * cp + v * TFC_CONV_VL, sizeof(V));
+                for (int64_t p = 0; p < P; ++p) {
+                    const T a = xo[off[p]];
+                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
+                }
+            }
+        }
+    }
+    for (int64_t p = 0; p < P; ++p) TFC_CONV_FN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB);
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_taps)(const tfc_conv_plan *g,
+                                                       const T *restrict xp,
+                                                       const T *restrict dy, T *restrict df,
+                                                       int64_t t0, const int64_t P) {
+    int64_t off[TFC_CONV_MAX_P];
+    const int64_t c = g->in_c;
+    for (int64_t p = 0; p < P; ++p) {
+        const int64_t t = t0 + p, kh = t / (g->k_w * c), kw = t / c % g->k_w, ci = t % c;
+        off[p] = (kh * g->d_h * g->wp + kw * g->d_w) * c + ci;
+    }
+    for (int64_t co0 = 0; co0 < g->out_c; co0 += g->co_block) {
+        const int64_t nc = g->out_c - co0 < g->co_block ? g->out_c - co0 : g->co_block;
+        TFC_CONV_FN(tfc_conv_filter_tile)(g, xp, off, dy + co0, df + t0 * g->out_c + co0, nc, P,
+                                          g->co_block);
+    }
+}
+
+/* df = the gradient of conv2d(x, f) by f. Scratch: xp [batch, hp, wp, in_c] (the bordered
+ * input), dp [batch*out_h*out_w, cp] (dy with its channels padded, when out_c < cp). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv_plan *g,
+                                                                  const T *restrict x,
+                                                                  const T *restrict dy,
+                                                                  T *restrict df,
+                                                                  T *restrict xp,
+                                                                  T *restrict dp) {
+    const T *src = x;
+    if (g->hp != g->in_h || g->wp != g->in_w) {
+        TFC_CONV_FN(tfc_conv_border)(x, g->batch, g->in_h, g->in_w, g->in_c, g->pad_top,
+                                     g->pad_left, g->hp, g->wp, xp);
+        src = xp;
+    }
+    const T *grad = dy;
+    if (g->cp != g->out_c) {
+        TFC_CONV_FN(tfc_conv_pad_rows)(dy, g->batch * g->out_h * g->out_w, g->out_c, g->cp, dp);
+        grad = dp;
+    }
+    const int64_t taps = g->k_h * g->k_w * g->in_c, P = g->pix_block;
+    const int64_t full = taps / P * P;
+    for (int64_t t0 = 0; t0 < full; t0 += P)
+        TFC_CONV_FN(tfc_conv_filter_taps)(g, src, grad, df, t0, P);
+    if (full < taps) TFC_CONV_FN(tfc_conv_filter_taps)(g, src, grad, df, full, taps - full);
+}
+
+/* -- im2col + GEMM ----------------------------------------------------------------------- */
+
+/* cols[r, (kh, kw, ci)] = x at the tap (kh, kw) of output pixel r of images n0..n0+nb, or 0 */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_im2col)(const tfc_conv_plan *g, const T *restrict x,
+                                                  int64_t n0, int64_t nb, T *restrict cols) {
+    const int64_t c = g->in_c, k = g->k_h * g->k_w * c;
+    T *restrict row = cols;
+    for (int64_t n = n0; n < n0 + nb; ++n) {
+        for (int64_t oh = 0; oh < g->out_h; ++oh) {
+            for (int64_t ow = 0; ow < g->out_w; ++ow, row += k) {
+                for (int64_t kh = 0; kh < g->k_h; ++kh) {
+                    const int64_t ih = oh * g->s_h + kh * g->d_h - g->pad_top;
+                    for (int64_t kw = 0; kw < g->k_w; ++kw) {
+                        const int64_t iw = ow * g->s_w + kw * g->d_w - g->pad_left;
+                        T *restrict dst = row + (kh * g->k_w + kw) * c;
+                        if (ih < 0 || ih >= g->in_h || iw < 0 || iw >= g->in_w) {
+                            for (int64_t i = 0; i < c; ++i) dst[i] = 0;
+                        } else {
+                            const T *restrict s = x + ((n * g->in_h + ih) * g->in_w + iw) * c;
+                            for (int64_t i = 0; i < c; ++i) dst[i] = s[i];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* dx += cols scattered back to the pixels they were read from (col2im) */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_col2im)(const tfc_conv_plan *g, const T *restrict cols,
+                                                  int64_t n0, int64_t nb, T *restrict dx) {
+    const int64_t c = g->in_c, k = g->k_h * g->k_w * c;
+    const T *restrict row = cols;
+    for (int64_t n = n0; n < n0 + nb; ++n) {
+        for (int64_t oh = 0; oh < g->out_h; ++oh) {
+            for (int64_t ow = 0; ow < g->out_w; ++ow, row += k) {
+                for (int64_t kh = 0; kh < g->k_h; ++kh) {
+                    const int64_t ih = oh * g->s_h + kh * g->d_h - g->pad_top;
+                    if (ih < 0 || ih >= g->in_h) continue;
+                    for (int64_t kw = 0; kw < g->k_w; ++kw) {
+                        const int64_t iw = ow * g->s_w + kw * g->d_w - g->pad_left;
+                        if (iw < 0 || iw >= g->in_w) continue;
+                        const T *restrict s = row + (kh * g->k_w + kw) * c;
+                        T *restrict d = dx + ((n * g->in_h + ih) * g->in_w + iw) * c;
+                        for (int64_t i = 0; i < c; ++i) d[i] += s[i];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* y = conv2d(x, f): per chunk of images, y rows = cols [pixels, k] x f [k, out_c].
+ * Scratch: cols [chunk*out_h*out_w, k_h*k_w*in_c]. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col)(const tfc_conv_plan *g,
+                                                          const T *restrict x,
+                                                          const T *restrict f, T *restrict y,
+                                                          T *restrict cols) {
+    const int64_t k = g->k_h * g->k_w * g->in_c, pix = g->out_h * g->out_w;
+    for (int64_t n0 = 0; n0 < g->batch; n0 += g->chunk) {
+        const int64_t nb = g->batch - n0 < g->chunk ? g->batch - n0 : g->chunk;
+        TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
+        TFC_CONV_FN(tfc_gemm)(nb * pix, g->out_c, k, cols, k, 1, f, g->out_c, 1,
+                              y + n0 * pix * g->out_c);
+    }
+}
+
+/* dx: per chunk, cols = dy rows [pixels, out_c] x f^T [out_c, k], scattered back (col2im).
+ * Scratch: cols as for the forward pass. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col)(const tfc_conv_plan *g,
+                                                                 const T *restrict f,
+                                                                 const T *restrict dy,
+                                                                 T *restrict dx,
+                                                                 T *restrict cols) {
+    const int64_t k = g->k_h * g->k_w * g->in_c, pix = g->out_h * g->out_w;
+    for (int64_t i = 0; i < g->batch * g->in_h * g->in_w * g->in_c; ++i) dx[i] = 0;
+    for (int64_t n0 = 0; n0 < g->batch; n0 += g->chunk) {
+        const int64_t nb = g->batch - n0 < g->chunk ? g->batch - n0 : g->chunk;
+        TFC_CONV_FN(tfc_gemm)(nb * pix, k, g->out_c, dy + n0 * pix * g->out_c, g->out_c, 1, f, 1,
+                              g->out_c, cols);
+        TFC_CONV_FN(tfc_conv_col2im)(g, cols, n0, nb, dx);
+    }
+}
+
+/* df = sum over chunks of cols^T [k, pixels] x dy rows [pixels, out_c].
+ * Scratch: cols as for the forward pass, then part [k, out_c] (each later chunk's product). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv_plan *g,
+                                                                  const T *restrict x,
+                                                                  const T *restrict dy,
+                                                                  T *restrict df,
+                                                                  T *restrict cols,
+                                                                  T *restrict part) {
+    const int64_t k = g->k_h * g->k_w * g->in_c, pix = g->out_h * g->out_w;
+    for (int64_t n0 = 0; n0 < g->batch; n0 += g->chunk) {
+        const int64_t nb = g->batch - n0 < g->chunk ? g->batch - n0 : g->chunk;
+        TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
+        T *restrict out = n0 == 0 ? df : part;
+        TFC_CONV_FN(tfc_gemm)(k, g->out_c, nb * pix, cols, 1, k, dy + n0 * pix * g->out_c,
+                              g->out_c, 1, out);
+        if (n0 > 0) {
+            for (int64_t i = 0; i < k * g->out_c; ++i) df[i] += part[i];
+        }
+    }
+}
+
+#undef T
+#undef V
+#undef TFC_CONV_VL
+#undef TFC_CONV_VMADD
+#undef TFC_CONV_FN
+#undef TFC_CONV_CAT
+#undef TFC_CONV_CAT_

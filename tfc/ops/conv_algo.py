@@ -1,0 +1,133 @@
+"""How each convolution is computed: direct or im2col+GEMM, its register blocking, its scratch.
+
+The kernels are runtime/include/tfc_conv.h; this module picks one per op and shape at compile
+time and lays out the temporary buffers (the op's arena scratch) it needs. The attribute
+`_algorithm` ("direct" or "im2col") forces a choice (tests run both on every shape).
+
+Measured on the 2-core AVX2/AVX-512 host (bench/lenet_kernels.py --kernels, f32, 1 thread, the
+plain GEMM of tfc_gemm.h at the time): the direct kernels reach 55-130 GFLOP/s on LeNet's
+shapes (1->6 and 6->16 channels, 5x5) where im2col+GEMM reaches about 10; with 64 -> 64
+channels and 3x3 taps the direct kernel still leads (the column copy costs as much as the
+products of a small-K GEMM). im2col is chosen where the GEMM has long rows and columns on
+both sides (K = k_h*k_w*in_c >= IM2COL_MIN_K and at least IM2COL_MIN_N output channels), which
+is where a packed, cache-blocked GEMM beats the register tiles that reread the filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tfc import dtypes as _dt
+from tfc.ops.registry import OpContext
+
+if TYPE_CHECKING:
+    from tfc.ops.conv import Geometry
+
+ALGORITHMS = ("direct", "im2col")
+VECTOR_BYTES = 32  # the widest SIMD vector tfc_conv.h tiles with (AVX); narrower ones divide it
+IM2COL_MIN_K = 1024
+IM2COL_MIN_N = 128
+IM2COL_COLUMN_BYTES = 4 << 20  # images per GEMM: as many as keep the column matrix this small
+ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
+
+# the fields of tfc_conv_plan, in order
+PLAN_FIELDS = (
+    "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
+    "d_h", "d_w", "pad_top", "pad_left", "pix_block", "co_block", "hp", "wp", "cp", "chunk",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    algorithm: str
+    fields: dict[str, int]  # every field of tfc_conv_plan
+    regions: tuple[int | None, ...]  # element offset of each scratch buffer in the scratch
+    scratch_elements: int
+
+    def initializer(self) -> str:
+        return ", ".join(str(self.fields[k]) for k in PLAN_FIELDS)
+
+
+def check_algorithm(ctx: OpContext) -> None:
+    algorithm = ctx.attrs.get("_algorithm")
+    if algorithm is not None and algorithm not in ALGORITHMS:
+        raise ValueError(
+            f"'{ctx.name}' ({ctx.type}): attribute _algorithm is {algorithm!r}; it must be one "
+            f"of {', '.join(map(repr, ALGORITHMS))}"
+        )
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _layout(sizes: list[int]) -> tuple[tuple[int | None, ...], int]:
+    """Offsets of buffers of `sizes` elements (None for an empty one), aligned, and the total."""
+    offsets, total = [], 0
+    for size in sizes:
+        offsets.append(total if size else None)
+        total += _round_up(size, ALIGN_ELEMENTS)
+    return tuple(offsets), total
+
+
+def _choose(ctx: OpContext, g: Geometry) -> str:
+    forced = ctx.attrs.get("_algorithm")
+    if forced is not None:
+        return forced
+    k = g.k_h * g.k_w * g.in_c
+    wide = k >= IM2COL_MIN_K and g.out_c >= IM2COL_MIN_N
+    return "im2col" if wide else "direct"
+
+
+def _channel_block(channels: int, dtype: _dt.DType) -> int:
+    """Lanes of one tile row: one vector for few channels, two (a wider tile) for more."""
+    lanes = VECTOR_BYTES // dtype.size
+    return lanes if channels <= lanes else 2 * lanes
+
+
+def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
+    """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`."""
+    from tfc.ops.conv import padded_size  # conv.py lowers through this module
+    fields = dict(g.__dict__)
+    fields.update(pix_block=1, co_block=1, hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
+    algorithm = _choose(ctx, g)
+    taps = g.k_h * g.k_w * g.in_c
+    if algorithm == "im2col":
+        pixels = g.out_h * g.out_w
+        per_image = max(pixels * taps * dtype.size, 1)
+        chunk = max(1, min(g.batch, IM2COL_COLUMN_BYTES // per_image))
+        fields["chunk"] = chunk
+        sizes = [chunk * pixels * taps]
+        if kind == "filter":
+            sizes.append(taps * g.out_c if chunk < g.batch else 0)
+        regions, total = _layout(sizes)
+        return ConvPlan(algorithm, fields, regions, total)
+
+    # direct: the channels of the tile are the output's (the image's for backprop input)
+    channels = g.in_c if kind == "input" else g.out_c
+    cb = _channel_block(channels, dtype)
+    cp = _round_up(channels, cb)
+    wide = cb > VECTOR_BYTES // dtype.size
+    if kind == "filter":
+        limit = 6 if wide else 12  # accumulators: 12 of the 16 AVX registers
+        passes = -(-taps // limit)
+        pix = -(-taps // passes)
+    else:
+        pix = 6 if wide else 8
+    fields.update(pix_block=pix, co_block=cb, cp=cp)
+    if kind == "input":
+        hp, wp = g.in_h + (g.k_h - 1) * g.d_h, g.in_w + (g.k_w - 1) * g.d_w
+        fields.update(hp=hp, wp=wp)
+        sizes = [g.batch * hp * wp * g.out_c, g.k_h * g.k_w * g.out_c * cp]
+    else:
+        hp, wp = padded_size(g)
+        fields.update(hp=hp, wp=wp)
+        bordered = (hp, wp) != (g.in_h, g.in_w)
+        border = g.batch * hp * wp * g.in_c if bordered else 0
+        if kind == "forward":
+            sizes = [border, taps * cp if cp != g.out_c else 0]
+        else:
+            sizes = [border, g.batch * g.out_h * g.out_w * cp if cp != g.out_c else 0]
+    regions, total = _layout(sizes)
+    return ConvPlan(algorithm, fields, regions, total)
