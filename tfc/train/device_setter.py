@@ -1,4 +1,4 @@
-"""`tf.train.replica_device_setter`: variables round-robin over ps tasks, other ops on the worker."""
+"""`tf.train.replica_device_setter`: variables round-robin over ps tasks, the rest on a worker."""
 
 from __future__ import annotations
 
