@@ -18,4 +18,11 @@
 #error "define all of TFC_MALLOC, TFC_REALLOC and TFC_FREE, or none of them"
 #endif
 
+/* One log line of the runtime (the tensor transport's errors and warnings): `level` is "error",
+ * "warning" or "info", `msg` a finished line without its newline. */
+#ifndef TFC_LOG
+#include <stdio.h>
+#define TFC_LOG(level, msg) fprintf(stderr, "tfc %s: %s\n", (level), (msg))
+#endif
+
 #endif /* TFC_PLATFORM_H */

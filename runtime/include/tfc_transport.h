@@ -1,0 +1,177 @@
+/* Tensor transport between the tasks of a distributed program: the whitepaper's Send/Recv over TCP.
+ *
+ * Every task owns one tfc_transport. It listens on host:port (127.0.0.1 unless told otherwise)
+ * and accepts connections from peers on a background thread; each accepted connection gets a
+ * reader thread of its own, so a peer that misbehaves (bad frame, stalls, disconnects) is
+ * closed and logged while the others keep being served. To send, a task connects to the
+ * receiving task (tfc_transport_connect, which retries with exponential backoff, so tasks may
+ * start in any order) and calls tfc_transport_send; the frame lands in the receiver's
+ * rendezvous table under (key, step) until a tfc_transport_recv there takes it. A recv posted
+ * before its tensor arrives is filled in place (no extra copy). Connections are one-way:
+ * A -> B carries A's sends to B; B sends to A over a connection of its own.
+ *
+ * Rendezvous keys are strings (at most TFC_TRANSPORT_MAX_KEY bytes), unique per step as the
+ * whitepaper's Send/Recv pairs are, e.g. "/job:worker/task:0;/job:ps/task:0;W/read:0". The
+ * step id is the caller's (the global step, or any counter both sides agree on).
+ *
+ * The wire format, per tensor, little-endian (tfc_wire.c):
+ *   u32 magic "TFCF" | u16 version | u16 reserved (0) | i64 step | u32 key length |
+ *   u8 dtype | u8 wire dtype | u8 rank | u8 reserved (0) | u64 payload bytes |
+ *   i64 dims[rank] | key bytes | payload | u32 CRC32C of everything before it.
+ * Every field is validated before use (magic, version, key length, dtype, wire dtype, rank
+ * <= TFC_TRANSPORT_MAX_RANK, dims >= 0, payload bytes == prod(dims) * size of the wire dtype,
+ * the frame no larger than max_frame_bytes, the CRC); a bad frame closes that connection with
+ * an error log naming the peer (ip:port) and the field.
+ *
+ * Optional lossy compression: with wire_dtype TFC_DTYPE_F16 or TFC_DTYPE_BF16, float32 tensors
+ * travel as 16-bit floats (round to nearest even, NaN and Inf kept) and are widened back on
+ * receipt: half the bytes. Other dtypes always travel as they are.
+ *
+ * Cluster secret: when a token is configured (by default the environment variable
+ * TFC_CLUSTER_TOKEN), every connection starts with a mutual HMAC-SHA256 challenge-response
+ * over fresh random nonces; a peer without the right token is refused and logged, and the
+ * token itself never crosses the wire. Without a token the handshake only checks magic and
+ * version, and a server with a token refuses clients without one (and vice versa).
+ *
+ * Timeouts everywhere: connect (total time of the retries), handshake and each frame's bytes
+ * (io_timeout_ms), recv (its own argument). Nothing blocks forever unless asked to (-1).
+ *
+ * Thread-safety: every function may be called from any thread at once, except create and
+ * destroy. Logs go through tfc_platform.h's TFC_LOG hook.
+ *
+ * Status codes (tfc_runtime.h): TFC_OK; TFC_ERR_INVALID_ARGUMENT (bad config, address, key,
+ * tensor, or a received tensor that does not match the caller's dtype/shape);
+ * TFC_ERR_DEADLINE_EXCEEDED (connect, send or recv timed out); TFC_ERR_UNAVAILABLE (the peer
+ * refused, closed or cannot be reached: a send may be retried, it reconnects);
+ * TFC_ERR_PERMISSION_DENIED (cluster token missing or wrong, on either side);
+ * TFC_ERR_CANCELLED (tfc_transport_cancel was called, or the transport is shutting down);
+ * TFC_ERR_RESOURCE_EXHAUSTED (out of memory, or a tensor over max_frame_bytes);
+ * TFC_ERR_UNKNOWN (other system errors: bind, socket, threads). Messages go to err->msg.
+ *
+ * Build: compile runtime/src/tfc_transport.c, tfc_wire.c, tfc_sha256.c and tfc_crc32c.c with
+ * -Iruntime/include and link with -pthread. Only distributed programs need them. POSIX only. */
+#ifndef TFC_TRANSPORT_H
+#define TFC_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfc_runtime.h"
+
+/* Element types, numbered as TensorFlow's DataType enum (TFC_CHECKPOINT_* use the same values). */
+enum {
+    TFC_DTYPE_F32 = 1,
+    TFC_DTYPE_F64 = 2,
+    TFC_DTYPE_I32 = 3,
+    TFC_DTYPE_U8 = 4,
+    TFC_DTYPE_I8 = 6,
+    TFC_DTYPE_I64 = 9,
+    TFC_DTYPE_BOOL = 10, /* one byte, 0 or 1 */
+    TFC_DTYPE_BF16 = 14,
+    TFC_DTYPE_F16 = 19
+};
+
+#define TFC_TRANSPORT_MAX_RANK 8
+#define TFC_TRANSPORT_MAX_KEY 1024
+/* A recv's step that matches a tensor of its key sent at any step (the oldest one first). */
+#define TFC_TRANSPORT_ANY_STEP INT64_MIN
+/* A recv's rank that takes the shape from the frame (dims are filled in). */
+#define TFC_TRANSPORT_ANY_RANK (-1)
+
+/* Bytes of one element of `dtype`; 0 for an unknown dtype. */
+int64_t tfc_transport_dtype_size(int dtype);
+
+/* Settings of one transport. Zero-initialise, then set what you need: every 0 / NULL field
+ * takes the default named beside it. */
+typedef struct {
+    const char *bind_host;      /* NULL: "127.0.0.1"; "0.0.0.0" listens on every interface */
+    int port;                   /* 0: an ephemeral port (tfc_transport_port tells which) */
+    const char *token;          /* NULL: getenv("TFC_CLUSTER_TOKEN"); "" or unset: no secret */
+    int wire_dtype;             /* 0: float32 as is; TFC_DTYPE_F16 / TFC_DTYPE_BF16: lossy */
+    int64_t connect_timeout_ms; /* 0: 30000; total time tfc_transport_connect keeps retrying */
+    int64_t io_timeout_ms;      /* 0: 10000; handshake, and any stall inside one frame */
+    int64_t max_frame_bytes;    /* 0: 2^31; larger frames are refused on both sides */
+    const char *name;           /* NULL: "tfc"; names this task in log lines ("worker:1") */
+} tfc_transport_config;
+
+typedef struct tfc_transport tfc_transport;
+
+/* One tensor to send, or to receive into. For send, `data` holds nbytes == prod(dims) *
+ * dtype size. For recv, dtype and rank/dims say what is expected (a mismatch is
+ * TFC_ERR_INVALID_ARGUMENT naming the key and both shapes) and nbytes is the capacity of
+ * `data`; with rank TFC_TRANSPORT_ANY_RANK the shape is taken from the frame, written into
+ * rank and dims, and it must fit nbytes. */
+typedef struct {
+    int dtype;
+    int rank; /* 0 (a scalar) .. TFC_TRANSPORT_MAX_RANK */
+    int64_t dims[TFC_TRANSPORT_MAX_RANK];
+    void *data;
+    int64_t nbytes;
+} tfc_transport_tensor;
+
+/* Bind and listen (SO_REUSEADDR), start the accept thread. On success *out owns the transport;
+ * destroy it with tfc_transport_destroy. TFC_ERR_UNKNOWN when the port cannot be bound. */
+int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out,
+                         tfc_error *err);
+
+/* The port this transport listens on (the ephemeral one when config.port was 0). */
+int tfc_transport_port(const tfc_transport *t);
+
+/* Open (or reuse) the connection to the task listening at "host:port" and handshake with it,
+ * retrying refused/unreachable connects with exponential backoff (10 ms doubling to 1 s) for
+ * up to connect_timeout_ms. *peer receives a small non-negative id for tfc_transport_send.
+ * Connecting twice to the same address returns the same id. A wrong or missing token is
+ * TFC_ERR_PERMISSION_DENIED at once (no retry). */
+int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_error *err);
+
+/* Send one tensor to `peer` under (key, step); returns once the whole frame is written to the
+ * socket (not when it is received). Sends to one peer are serialised, in call order. When the
+ * connection was lost, the send reconnects (with the connect retries) before giving up with
+ * TFC_ERR_UNAVAILABLE. float32 tensors go as the configured wire dtype. */
+int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step,
+                       const tfc_transport_tensor *tensor, tfc_error *err);
+
+/* Wait for the tensor sent under (key, step) (step may be TFC_TRANSPORT_ANY_STEP) and copy it
+ * into `tensor`, at most timeout_ms milliseconds (-1: no limit, 0: only if already here).
+ * *step_out (may be NULL) receives the step it was sent with. The tensor is consumed: a second
+ * recv of the same (key, step) waits for a second send. TFC_ERR_DEADLINE_EXCEEDED on timeout. */
+int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
+                       tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
+                       tfc_error *err);
+
+/* Wait until a tensor of any of `keys[0..n)` at `step` (or TFC_TRANSPORT_ANY_STEP) is here,
+ * without taking it: *index receives the first such key's index, for a tfc_transport_recv that
+ * will not block. For a parameter server that applies whichever worker's gradients come first. */
+int tfc_transport_poll(tfc_transport *t, const char *const *keys, int n, int64_t step,
+                       int64_t timeout_ms, int *index, tfc_error *err);
+
+/* Wake every blocked recv/poll/connect with TFC_ERR_CANCELLED, now and later (a step is
+ * being aborted, or the process is stopping). Safe from any thread; not from a signal handler. */
+void tfc_transport_cancel(tfc_transport *t);
+
+/* Counters since create, for logs and benchmarks (read without locking: approximate). */
+typedef struct {
+    int64_t frames_sent, frames_received;
+    int64_t bytes_sent, bytes_received; /* on the wire, headers and CRC included */
+    int64_t bad_frames;                 /* connections closed for an invalid frame */
+    int64_t refused_handshakes;         /* peers refused (token, magic, version, timeout) */
+} tfc_transport_stats;
+void tfc_transport_get_stats(const tfc_transport *t, tfc_transport_stats *stats);
+
+/* Close every connection, stop and join the threads, free what arrived and was never
+ * received. Blocked calls in other threads return TFC_ERR_CANCELLED first. NULL is a no-op. */
+void tfc_transport_destroy(tfc_transport *t);
+
+/* Pieces of the wire protocol, exposed for tests and benchmarks. */
+uint32_t tfc_crc32c(uint32_t crc, const void *data, size_t n); /* crc 0 to start */
+/* float32 <-> float16 / bfloat16, round to nearest even, NaN stays NaN, +-Inf stays +-Inf. */
+void tfc_transport_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+void tfc_transport_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+void tfc_transport_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
+void tfc_transport_bf16_to_f32(const uint16_t *src, float *dst, int64_t n);
+/* SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104) of the cluster-token handshake. */
+void tfc_sha256(const void *data, size_t n, uint8_t digest[32]);
+void tfc_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n,
+                     uint8_t mac[32]);
+
+#endif /* TFC_TRANSPORT_H */
