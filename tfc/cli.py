@@ -41,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument(
         "--no-build", action="store_true", help="write the sources and the Makefile only"
     )
+    comp.add_argument(
+        "--cluster",
+        metavar="FILE",
+        help='distributed training: a JSON ClusterSpec {"ps": [...], "worker": [...]}; '
+        "OUTDIR/train then runs any task (train --job worker --task 1 ...)",
+    )
     _add_inspect_commands(sub)
     args = parser.parse_args(argv)
     if args.command == "compile":
@@ -82,6 +88,7 @@ def _compile(args: argparse.Namespace) -> int:
             name=args.name,
             build=not args.no_build,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
+            cluster=args.cluster,
         )
     except (ModelError, CompileError, FileNotFoundError, ValueError) as e:
         print(f"tfc compile: error: {e}", file=sys.stderr)
