@@ -41,8 +41,10 @@
  *
  * Status codes (tfc_runtime.h): TFC_OK; TFC_ERR_INVALID_ARGUMENT (bad config, address, key,
  * tensor, or a received tensor that does not match the caller's dtype/shape);
- * TFC_ERR_DEADLINE_EXCEEDED (connect, send or recv timed out); TFC_ERR_UNAVAILABLE (the peer
- * refused, closed or cannot be reached: a send may be retried, it reconnects);
+ * TFC_ERR_DEADLINE_EXCEEDED (a recv or poll timed out, or a send stalled for io_timeout_ms);
+ * TFC_ERR_UNAVAILABLE (the peer could not be reached within connect_timeout_ms, or closed the
+ * connection: a send may be retried, it reconnects);
+ * TFC_ERR_FAILED_PRECONDITION (the peer speaks another protocol version);
  * TFC_ERR_PERMISSION_DENIED (cluster token missing or wrong, on either side);
  * TFC_ERR_CANCELLED (tfc_transport_cancel was called, or the transport is shutting down);
  * TFC_ERR_RESOURCE_EXHAUSTED (out of memory, or a tensor over max_frame_bytes);
@@ -70,6 +72,10 @@ enum {
     TFC_DTYPE_BF16 = 14,
     TFC_DTYPE_F16 = 19
 };
+
+#define TFC_TRANSPORT_SOURCES \
+    "tfc_transport.c tfc_transport_send.c tfc_rendezvous.c tfc_transport_handshake.c " \
+    "tfc_wire.c tfc_sha256.c tfc_crc32c.c"
 
 #define TFC_TRANSPORT_MAX_RANK 8
 #define TFC_TRANSPORT_MAX_KEY 1024
@@ -164,6 +170,7 @@ void tfc_transport_destroy(tfc_transport *t);
 
 /* Pieces of the wire protocol, exposed for tests and benchmarks. */
 uint32_t tfc_crc32c(uint32_t crc, const void *data, size_t n); /* crc 0 to start */
+uint32_t tfc_crc32c_portable(uint32_t crc, const void *data, size_t n); /* tables, never SSE4.2 */
 /* float32 <-> float16 / bfloat16, round to nearest even, NaN stays NaN, +-Inf stays +-Inf. */
 void tfc_transport_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 void tfc_transport_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
