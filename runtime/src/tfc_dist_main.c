@@ -410,6 +410,7 @@ typedef struct {
     int task;
     tfc_transport *t;
     char name[64];
+    int64_t hello_step; /* hellos are numbered: the same (key, step) is sent only once */
 } task_ctx;
 
 static int make_transport(task_ctx *c, const char *address, tfc_error *err) {
@@ -716,13 +717,16 @@ static int ps_main(task_ctx *c) {
                 tfc_driver_error(PROG, "%s: %s", c->name, msg);
                 goto out;
             }
-            if (idx >= n) { /* a (re)started worker: give it the current values */
-                int64_t hello = 0;
+            if (idx >= n) { /* a worker without this step's values (restarted): resend */
+                int64_t last_seen = 0;
                 tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
                 tfc_transport_tensor t;
-                as_tensor(&hs, &hello, &t);
-                tfc_transport_recv(p.c.t, keys[idx], TFC_TRANSPORT_ANY_STEP, &t, 0, NULL, &err);
-                if (!done[idx - n] && ps_serve(&p, idx - n, 0, &err)) goto out;
+                as_tensor(&hs, &last_seen, &t);
+                rc = tfc_transport_recv(p.c.t, keys[idx], TFC_TRANSPORT_ANY_STEP, &t, 0, NULL,
+                                        &err);
+                if (rc == TFC_OK && last_seen < p.step && !done[idx - n] &&
+                    ps_serve(&p, idx - n, 0, &err))
+                    goto out;
                 continue;
             }
             int64_t got;
@@ -790,24 +794,29 @@ static int set_scalar(void *buf, int dtype, double value) {
     }
 }
 
-static int hello_all(task_ctx *c, tfc_error *err) {
-    int64_t hello = 0;
+/* Tell every ps the newest step this worker has values of (-1: none): a ps that is further
+ * sends it the current values. Only after a wait timed out: values may be on their way. */
+static int hello_all(task_ctx *c, const int64_t *last_seen, tfc_error *err) {
     tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
-    tfc_transport_tensor t;
-    as_tensor(&hs, &hello, &t);
     char key[64];
     snprintf(key, sizeof(key), "tfc:hello@w%d", c->task);
-    for (int k = 0; k < c->o->n_ps; ++k)
-        if (send_to(c, c->o->ps_hosts[k], key, 0, &t, err) != TFC_OK) {
+    for (int k = 0; k < c->o->n_ps; ++k) {
+        tfc_transport_tensor t;
+        int64_t last = last_seen[k];
+        as_tensor(&hs, &last, &t);
+        c->hello_step += 1;
+        if (send_to(c, c->o->ps_hosts[k], key, c->hello_step, &t, err) != TFC_OK) {
             fprintf(stderr, "%s: ps %d (%s): %s\n", c->name, k, c->o->ps_hosts[k], err->msg);
             fflush(stderr);
         }
+    }
     return 0;
 }
 
 /* The newest control tensor of ps k: {step, stop}; values of skipped steps are dropped.
  * Returns 0, or 1 when no ps answered for --give-up-ms. */
-static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], tfc_error *err) {
+static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2],
+                          const int64_t *last_seen, tfc_error *err) {
     const tfc_dist_model *m = c->m;
     const tfc_program *step = m->worker->train;
     char key[64];
@@ -830,7 +839,7 @@ static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], tfc
         if (waited >= (double)c->o->give_up_ms)
             return tfc_driver_error(PROG, "%s: ps %d lost for %.0f s: giving up", c->name, k,
                                     waited / 1000);
-        hello_all(c, err);
+        hello_all(c, last_seen, err);
     }
     for (;;) { /* values of every step up to the newest control tensor arrived before it */
         int64_t newer[2];
@@ -875,6 +884,7 @@ static int worker_main(task_ctx *c) {
     int64_t global = m->batch * o->n_workers;
     int64_t *rows = malloc((size_t)global * sizeof(int64_t));
     int64_t *ps_step = calloc((size_t)m->n_ps, sizeof(int64_t));
+    for (int k = 0; ps_step != NULL && k < m->n_ps; ++k) ps_step[k] = -1;
     void **inputs = alloc_buffers(p->inputs, p->n_inputs);
     void **outputs = alloc_buffers(p->outputs, p->n_outputs);
     if (rows == NULL || ps_step == NULL || inputs == NULL || outputs == NULL) {
@@ -905,7 +915,6 @@ static int worker_main(task_ctx *c) {
     printf("%s: batch %" PRId64 " of a global batch %" PRId64 ", %s\n", c->name, m->batch,
            global, o->sync ? "synchronous" : "asynchronous");
     fflush(stdout);
-    hello_all(c, &err);
     int64_t next_step = -1, steps_done = 0, logged = 0;
     double t_log = tfc_driver_seconds();
     for (;;) {
@@ -913,7 +922,7 @@ static int worker_main(task_ctx *c) {
         int64_t s = -1;
         for (int k = 0; k < m->n_ps; ++k) {
             int64_t ctl[2];
-            if (worker_wait_ps(c, k, inputs, ctl, &err)) goto out;
+            if (worker_wait_ps(c, k, inputs, ctl, ps_step, &err)) goto out;
             ps_step[k] = ctl[0];
             stop |= ctl[1] != 0;
             if (k == (m->global_step_ps >= 0 ? m->global_step_ps : 0)) s = ctl[0];

@@ -253,8 +253,12 @@ def plan_distributed(
                         f"ps task {k} sends {src}, which depends on what other tasks send in "
                         "the same step: a ps may only send its variables' values"
                     )
+            serve.graph_attrs["feeds"] = []
             programs["serve"] = _compile_part(serve, name, f"{role}_serve", serve_fetches, [],
                                               passes)  # fmt: skip
+            programs["serve"].output_names = [
+                f"send:{key}" for key, (task, _) in outputs_at.items() if task == k
+            ]
             afeeds = []
             for node in apply.node_names():
                 n = apply.node(node)
@@ -275,6 +279,9 @@ def plan_distributed(
             )
             atargets += [t for t in apply.graph_attrs["targets"] if t in apply.nx]
             programs["apply"] = _compile_part(apply, name, f"{role}_apply", [], atargets, passes)
+            programs["apply"].input_names = [
+                f"recv:{key}" for key, (task, _) in inputs_at.items() if task == k
+            ]
         if part is None or not mine:
             raise ModelError(
                 f"ps task {k} holds no variable of the train step: use fewer ps tasks"
