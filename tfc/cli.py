@@ -48,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
         "OUTDIR/train then runs any task (train --job worker --task 1 ...)",
     )
     _add_inspect_commands(sub)
+    sub.add_parser(
+        "launch", help="run a distributed model (tfc compile --cluster) as a local cluster",
+        add_help=False,
+    )  # fmt: skip
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    if args_list[:1] == ["launch"]:  # its own options, and the tasks' after them
+        from tfc.launch import main as launch_main
+
+        return launch_main(args_list[1:])
     args = parser.parse_args(argv)
     if args.command == "compile":
         return _compile(args)

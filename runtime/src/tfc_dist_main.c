@@ -638,10 +638,13 @@ static int ps_main(task_ctx *c) {
     int status = 1;
     int n = o->n_workers;
     const char **keys = calloc((size_t)(2 * n), sizeof(char *));
+    const char **rotated = calloc((size_t)(2 * n), sizeof(char *));
+    int rotation = 0;
     char *keybuf = calloc((size_t)(2 * n), TFC_TRANSPORT_MAX_KEY);
     int *have = calloc((size_t)(m->n_links + 1), sizeof(int));
     unsigned char *done = calloc((size_t)n, 1);
-    if (keys == NULL || keybuf == NULL || have == NULL || done == NULL) goto oom;
+    if (keys == NULL || rotated == NULL || keybuf == NULL || have == NULL || done == NULL)
+        goto oom;
     int first = -1;
     for (int i = 0; i < m->n_links && first < 0; ++i)
         if (m->links[i].dst == c->task && m->links[i].src == -1) first = i;
@@ -702,9 +705,12 @@ static int ps_main(task_ctx *c) {
         double waited = 0;
         memset(done, 0, (size_t)n);
         while (o->sync ? count < o->replicas : count < 1) {
+            /* poll from the worker after the last one served: none waits behind the others */
+            for (int i = 0; i < 2 * n; ++i) rotated[i] = keys[(i + rotation) % (2 * n)];
             int idx;
-            int rc = tfc_transport_poll(p.c.t, keys, 2 * n, TFC_TRANSPORT_ANY_STEP,
+            int rc = tfc_transport_poll(p.c.t, rotated, 2 * n, TFC_TRANSPORT_ANY_STEP,
                                         o->timeout_ms, &idx, &err);
+            if (rc == TFC_OK) idx = (idx + rotation) % (2 * n);
             if (rc == TFC_ERR_DEADLINE_EXCEEDED) {
                 waited += (double)o->timeout_ms;
                 fprintf(stderr, "%s: step %" PRId64 ": %" PRId64 " of %" PRId64 " gradients "
@@ -737,6 +743,7 @@ static int ps_main(task_ctx *c) {
             }
             if (o->sync && (got != p.step || done[idx])) continue; /* late or stale: dropped */
             done[idx] = 1;
+            rotation = (idx + 1) % n;
             if (o->sync) ps_accumulate(&p, count == 0);
             ++count;
         }
@@ -773,6 +780,7 @@ oom:
     tfc_driver_error(PROG, "out of memory");
 out:
     free(keys);
+    free(rotated);
     free(keybuf);
     free(have);
     free(done);
