@@ -194,3 +194,24 @@ def test_mpirun_starts_one_ps_and_two_workers(build, tmp_path):
     assert "ps:0: done at step 100" in proc.stdout
     assert "worker:1: done" in proc.stdout
     _check_checkpoints(tmp_path / "ck" / "ps-0", 100)
+
+
+def test_ps_and_workers_are_sanitizer_clean(build, tmp_path):
+    """ASan/UBSan (and LeakSanitizer at exit) over a short sync run and an async one."""
+    tmp, rows, _ = build
+    flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+             "-fno-omit-frame-pointer"]  # fmt: skip
+    asan = tfc_compile(MODEL, tmp / "asan", batch=B, target="generic", cluster=tmp / "cluster.json",
+                       cflags=flags).outdir  # fmt: skip
+    for mode in ("--sync", "--async"):
+        ps, workers = _cluster(2)
+        hosts = ["--ps-hosts", ps[0], "--worker-hosts", ",".join(workers)]
+        common = [str(asan / "train"), mode, "--steps", "30", "--data", str(rows), *hosts]
+        outs = _run_all(
+            [[*common, "--job", "ps", "--task", "0", "--checkpoint-dir", str(tmp_path / mode)],
+             [*common, "--job", "worker", "--task", "0"],
+             [*common, "--job", "worker", "--task", "1"]],
+            [{}, {}, {}],
+        )  # fmt: skip
+        assert "done at step 30" in outs[0]
+        assert not any("Sanitizer" in out for out in outs), "\n".join(outs)

@@ -59,7 +59,7 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "\n"
             "  --sync / --async    synchronous (default) or asynchronous data parallel\n"
             "  --replicas-to-aggregate R  sync: gradients of R workers make one step (default:\n"
-            "                      all); the others are backup workers whose late ones are dropped\n"
+            "                      all); the others are backup workers: late ones are dropped\n"
             "  --checkpoint-dir D  each ps task writes D/ps-K/model.ckpt-STEP.safetensors and\n"
             "                      resumes from the latest one there\n"
             "  --timeout-ms T      log and send a hello when a wait lasts T ms (default 5000)\n"
@@ -415,7 +415,8 @@ typedef struct {
 
 static int make_transport(task_ctx *c, const char *address, tfc_error *err) {
     const char *colon = strrchr(address, ':');
-    if (colon == NULL) return tfc_driver_error(PROG, "bad address '%s': expected host:port", address);
+    if (colon == NULL)
+        return tfc_driver_error(PROG, "bad address '%s': expected host:port", address);
     tfc_transport_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.bind_host = c->o->bind;
@@ -564,7 +565,9 @@ static void ps_accumulate(ps_run *p, int first) {
         if (l->dst != p->c.task || l->src != -1) continue;
         const tfc_tensor_spec *s = &apply->inputs[l->dst_index];
         void *acc = p->apply_in[l->dst_index], *x = p->scratch[l->dst_index];
-        int64_t n = s->dtype == TFC_DT_F32 ? s->nbytes / 4 : s->dtype == TFC_DT_F64 ? s->nbytes / 8 : 0;
+        int64_t n = s->dtype == TFC_DT_F32   ? s->nbytes / 4
+                    : s->dtype == TFC_DT_F64 ? s->nbytes / 8
+                                             : 0;
         if (first || n == 0) {
             if (first) memcpy(acc, x, (size_t)s->nbytes);
             continue;

@@ -308,7 +308,9 @@ def plan_distributed(
     for key, (dst, dst_index) in inputs_at.items():
         src, src_index = outputs_at[key]
         links.append(Link(key, src, src_index, dst, dst_index))
-    return DistributedPlan(name, batch, cluster, worker, ps_plans, links, global_step_ps, sigs, hyper)
+    return DistributedPlan(
+        name, batch, cluster, worker, ps_plans, links, global_step_ps, sigs, hyper
+    )
 
 
 def _layout_task_state(sigs: ModelSignatures, task: TaskPlan) -> None:
