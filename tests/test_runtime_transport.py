@@ -35,7 +35,7 @@ SHAPES = [(), (0,), (3,), (2, 3), (2, 0, 4), (1, 1, 1, 1, 1, 1, 1, 2)]
 
 
 def build_driver(out, flags):
-    src = runtime_dir() / "src"
+    src = runtime_dir() / "src" / "transport"
     cmd = [compiler(), *CC_FLAGS, *flags, f"-I{runtime_dir() / 'include'}", DRIVER_C]
     cmd += [str(src / name) for name in TRANSPORT_SOURCES] + ["-o", str(out), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -50,8 +50,10 @@
  * TFC_ERR_RESOURCE_EXHAUSTED (out of memory, or a tensor over max_frame_bytes);
  * TFC_ERR_UNKNOWN (other system errors: bind, socket, threads). Messages go to err->msg.
  *
- * Build: compile runtime/src/tfc_transport.c, tfc_wire.c, tfc_sha256.c and tfc_crc32c.c with
- * -Iruntime/include and link with -pthread. Only distributed programs need them. POSIX only. */
+ * Build: compile every file of runtime/src/transport/ (TFC_TRANSPORT_SOURCES below) with
+ * -Iruntime/include and link with -pthread; POSIX only. They sit in a directory of their own
+ * so that builds without distribution (which compile the .c files of runtime/src) never
+ * compile them. */
 #ifndef TFC_TRANSPORT_H
 #define TFC_TRANSPORT_H
 

@@ -118,6 +118,16 @@ static int selftest(void) {
             uint32_t split = tfc_crc32c(tfc_crc32c(0, buf + off, n / 3), buf + off + n / 3, n - n / 3);
             if (a != b || a != split) return printf("crc32c paths differ at %zu+%zu\n", off, n), 1;
         }
+    size_t big = 3 * 8192 * 2 + 3 * 256 + 77;
+    uint8_t *large = (uint8_t *)malloc(big + 8);
+    for (size_t i = 0; i < big + 8; ++i) large[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    for (size_t off = 0; off < 8; off += 3)
+        for (size_t n = big - 3 * 8192; n <= big; n += 3 * 8192 / 2 + 13)
+            if (tfc_crc32c(0, large + off, n) != tfc_crc32c_portable(0, large + off, n)) {
+                free(large);
+                return printf("crc32c paths differ at %zu+%zu\n", off, n), 1;
+            }
+    free(large);
     static const struct {
         const char *msg, *hex;
     } sha[] = {

@@ -101,9 +101,26 @@ static int read_frame(tfc_conn *c, char *why, size_t cap) {
         arrived->key = key;
     }
     int64_t wire_size = tfc_transport_dtype_size(h.wire_dtype);
+    int64_t size = tfc_transport_dtype_size(h.dtype);
     for (uint64_t off = 0; off < h.payload_bytes && io == TFC_IO_OK;) {
         size_t n = h.payload_bytes - off < TFC_WIRE_CHUNK ? (size_t)(h.payload_bytes - off)
                                                           : (size_t)TFC_WIRE_CHUNK;
+        if (arrived != NULL && off > 0) { /* a recv posted since the header came: switch to it */
+            pthread_mutex_lock(&t->lock);
+            tfc_entry *late = tfc_rendezvous_find(t, ENTRY_POSTED, key_bytes, h.step);
+            if (late != NULL && tfc_rendezvous_fits(late->want, h.dtype, h.rank, h.dims, nbytes))
+                late->state = ENTRY_FILLING;
+            else
+                late = NULL;
+            pthread_mutex_unlock(&t->lock);
+            if (late != NULL) {
+                memcpy(late->want->data, dest, (size_t)(off / (uint64_t)wire_size * (uint64_t)size));
+                TFC_FREE(dest), TFC_FREE((void *)arrived->key), TFC_FREE(arrived);
+                arrived = NULL;
+                posted = late;
+                dest = (uint8_t *)late->want->data;
+            }
+        }
         uint8_t *into = h.wire_dtype == h.dtype ? dest + off : c->staging;
         io = tfc_wire_read_full(c->fd, into, n, t->io_timeout_ms, &t->stop, NULL);
         if (io != TFC_IO_OK) break;
