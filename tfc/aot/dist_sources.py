@@ -4,9 +4,13 @@ templates only lay them out."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tfc import __version__
+from tfc.aot.build import write_if_changed
 from tfc.aot.distributed import DistributedPlan, TaskPlan
 from tfc.aot.sources import _DT, BASE_CFLAGS, _Arrays, _dims, _nbytes, _program
+from tfc.backend_c import runtime_dir
 from tfc.kernels import c_string
 from tfc.render import get_template
 
@@ -64,8 +68,36 @@ def _tasks(plan: DistributedPlan) -> list[tuple[str, TaskPlan, bool]]:
     return [("worker", plan.worker, True)] + [(f"ps{k}", t, False) for k, t in enumerate(plan.ps)]
 
 
+# runtime sources only distributed programs need (sockets, threads): not in runtime/src itself,
+# which every native build compiles
+RUNTIME_SUBDIRS = ("transport", "dist")
+
+
+def copy_dist_runtime(outdir: Path) -> None:
+    """OUTDIR/runtime/src/{transport,dist}: the transport and the driver, exactly."""
+    root = runtime_dir() / "src"
+    for sub in RUNTIME_SUBDIRS:
+        wanted = {f.name: f for pattern in ("*.c", "*.h") for f in (root / sub).glob(pattern)}
+        target = outdir / "runtime" / "src" / sub
+        target.mkdir(parents=True, exist_ok=True)
+        for existing in target.iterdir():
+            if existing.is_file() and existing.name not in wanted:
+                existing.unlink()
+        for name, src in wanted.items():
+            write_if_changed(target / name, src.read_text())
+
+
+def dist_runtime_objects() -> list[str]:
+    root = runtime_dir() / "src"
+    return [
+        f"obj/runtime/src/{sub}/{f.stem}.o"
+        for sub in RUNTIME_SUBDIRS
+        for f in sorted((root / sub).glob("*.c"))
+    ]
+
+
 def dist_objects(plan: DistributedPlan) -> list[str]:
-    objects = ["obj/dist.o"]
+    objects = ["obj/dist.o", *dist_runtime_objects()]
     for role, task, _ in _tasks(plan):
         objects.append(f"obj/model_{role}.o")
         objects += [f"obj/program_{p.role}.o" for p in task.programs.values()]

@@ -342,7 +342,12 @@ def compile_distributed(
     executable that runs any task of the cluster (see runtime/src/tfc_dist_main.c)."""
     from tfc.aot import TARGET_FLAGS, CompiledModel, _c_identifier
     from tfc.aot.build import build_executables, copy_runtime, write_if_changed
-    from tfc.aot.dist_sources import dist_objects, dist_sources, render_dist_makefile
+    from tfc.aot.dist_sources import (
+        copy_dist_runtime,
+        dist_objects,
+        dist_sources,
+        render_dist_makefile,
+    )
     from tfc.aot.signatures import build_signatures, load_signatures_function
     from tfc.config import CompileOptions
     from tfc.graph import device
@@ -369,6 +374,7 @@ def compile_distributed(
         write_if_changed(outdir / filename, text)
     write_if_changed(outdir / "Makefile", render_dist_makefile(plan, opt))
     copy_runtime(outdir)
+    copy_dist_runtime(outdir)
     built = {}
     if build:
         built = build_executables(

@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "tfc_dist.h"
-#include "tfc_driver.h"
-#include "tfc_json.h"
+#include "../tfc_driver.h"
+#include "../tfc_json.h"
 #include "tfc_transport.h"
 
 static const char *const PROG = "train";
