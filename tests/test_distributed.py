@@ -215,3 +215,15 @@ def test_ps_and_workers_are_sanitizer_clean(build, tmp_path):
         )  # fmt: skip
         assert "done at step 30" in outs[0]
         assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
+
+
+def test_whitepaper_style_sample_end_to_end():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "samples" / "distributed_digits.py"), "--quiet",
+         "--steps", "300"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith("synchronous, 1 ps + 2 workers, 300 steps: held-out accuracy ")
+    assert float(line.rsplit(" ", 1)[1]) >= 0.9
