@@ -41,7 +41,22 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument(
         "--no-build", action="store_true", help="write the sources and the Makefile only"
     )
+    comp.add_argument(
+        "--cluster",
+        metavar="FILE",
+        help='distributed training: a JSON ClusterSpec {"ps": [...], "worker": [...]}; '
+        "OUTDIR/train then runs any task (train --job worker --task 1 ...)",
+    )
     _add_inspect_commands(sub)
+    sub.add_parser(
+        "launch", help="run a distributed model (tfc compile --cluster) as a local cluster",
+        add_help=False,
+    )  # fmt: skip
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    if args_list[:1] == ["launch"]:  # its own options, and the tasks' after them
+        from tfc.launch import main as launch_main
+
+        return launch_main(args_list[1:])
     args = parser.parse_args(argv)
     if args.command == "compile":
         return _compile(args)
@@ -82,6 +97,7 @@ def _compile(args: argparse.Namespace) -> int:
             name=args.name,
             build=not args.no_build,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
+            cluster=args.cluster,
         )
     except (ModelError, CompileError, FileNotFoundError, ValueError) as e:
         print(f"tfc compile: error: {e}", file=sys.stderr)

@@ -241,22 +241,37 @@ class Graph:
             self._device_stack.pop()
 
     def current_device(self, node_name: str | None = None) -> str:
+        """The device of an op created now: as TF1, the innermost scope first; an enclosing
+        string scope fills only the fields left open inside it, and a device function gets the
+        op with the device found so far and returns its new device."""
         device = ""
-        for spec in self._device_stack:
+        for spec in reversed(self._device_stack):
             if callable(spec):
-                spec = spec(self.get_operation_by_name(node_name)) if node_name else None
+                if node_name is None:
+                    continue
+                self.nx.nodes[node_name]["device"] = device
+                spec = spec(self.get_operation_by_name(node_name))
                 if spec is not None and not isinstance(spec, str):
                     spec = spec.to_string()
-            device = merge_device(device, spec)
+                device = merge_device("", spec) if spec else ""
+            elif spec is None:  # tf.device(None): the enclosing scopes no longer apply
+                break
+            else:
+                device = merge_device(spec, device)
         return device
 
     @contextlib.contextmanager
-    def colocate_with(self, op: Any) -> Iterator[None]:
-        self._colocation_stack.append(_as_operation(op).name)
+    def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
+        """Ops created inside go where `op` goes: as in TF1, the device scopes are set aside
+        (the placer puts the whole colocation group on one device); None clears."""
+        name = None if op is None else _as_operation(op).name
+        devices, self._device_stack = self._device_stack, []
+        self._colocation_stack.append(name)
         try:
             yield
         finally:
             self._colocation_stack.pop()
+            self._device_stack = devices
 
     # -- lookup ----------------------------------------------------------------------------------
     def get_operation_by_name(self, name: str) -> Operation:
@@ -575,7 +590,7 @@ def device(spec: Any) -> Any:
 
 
 def colocate_with(op: Any, ignore_existing: bool = False) -> Any:
-    return get_default_graph().colocate_with(op)
+    return get_default_graph().colocate_with(op, ignore_existing)
 
 
 def add_to_collection(name: str, value: Any) -> None:

@@ -32,6 +32,9 @@ class InterpState:
         self.rng: dict[str, np.ndarray] = {}
         # map functions of iterators are interpreted too, each in an interpreter of its own
         self.iterators = IteratorStates(lambda graph: Interpreter(graph))
+        # where _Send/_Recv of partitioned graphs meet (evaluate_partitions), and the step
+        self.rendezvous: Any = None
+        self.step_id = 0
 
     def variable(self, name: str) -> np.ndarray | None:
         return self.vars.get(name)
@@ -126,4 +129,64 @@ def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) 
                         None, None, f"Attempting to use uninitialized value {name}"
                     )
                 results[j] = np.array(value, copy=True)
+    return results
+
+
+# -- partitioned graphs --------------------------------------------------------------------------
+PARTITION_PIPELINE = ["prune", "specialize", "prune", "place", "partition"]
+
+
+def partition_program(
+    graph: Graph,
+    fetches: list[tuple[str, int]],
+    targets: list[str] = (),
+    feeds: list = (),
+    **graph_attrs: Any,
+) -> tuple[Graph, dict[str, Graph]]:
+    """The program graph of a run, placed and cut into scheduled partitions (device -> Graph).
+
+    `graph_attrs` go to the program graph before placement ("default_device", "cluster")."""
+    program = make_program_graph(graph, fetches, targets, feeds)
+    program.graph_attrs.update(graph_attrs)
+    program = run_passes(program, PARTITION_PIPELINE)
+    parts = {
+        device: run_passes(part, ["schedule"])
+        for device, part in program.graph_attrs["partitions"].items()
+    }
+    return program, parts
+
+
+def evaluate_partitions(
+    parts: dict[str, Graph], feed_values: list[np.ndarray], state: InterpState
+) -> list[np.ndarray]:
+    """Evaluate the partitions of one step, each in its own thread, exchanging tensors through
+    `state.rendezvous` (a tfc.rendezvous.LocalRendezvous, made on first use) under
+    `state.step_id`, which advances by one; returns the program's fetches in their order."""
+    import threading
+
+    from tfc.rendezvous import LocalRendezvous
+
+    if state.rendezvous is None:
+        state.rendezvous = LocalRendezvous()
+    n = sum(len(p.graph_attrs["fetches"]) for p in parts.values())
+    results: list[Any] = [None] * n
+    failures: list[BaseException] = []
+
+    def run(part: Graph) -> None:
+        try:
+            values = evaluate(part, feed_values, state)
+            for j, value in zip(part.graph_attrs["fetch_index"], values):
+                results[j] = value
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            failures.append(e)
+            state.rendezvous.abort(e)
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in parts.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state.step_id += 1
+    if failures:
+        raise failures[0]
     return results

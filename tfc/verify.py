@@ -35,6 +35,8 @@ def verify_graph(graph: Graph, after: str = "") -> None:
         for src, out in graph.input_edges(name):
             if out >= len(graph.node(src)["dtypes"]):
                 fail(f"node '{name}' reads output {out} of '{src}', which has fewer outputs")
+        if attrs.get("placed") and not _is_full_device(node["device"]):
+            fail(f"node '{name}' has no full device name after placement: '{node['device']}'")
         if concrete and not all(is_fully_defined(s) for s in node["shapes"]):
             fail(f"node '{name}' has a shape that is not fully defined: {node['shapes']}")
     for src, out in attrs.get("fetches", []):
@@ -131,3 +133,10 @@ def verify_memory_plan(graph: Graph, fail) -> None:
                     fail(
                         f"tensors {t1} and {t2} are alive together and overlap in the arena: {why}"
                     )
+
+
+def _is_full_device(device: str) -> bool:
+    from tfc.device import DeviceSpec
+
+    spec = DeviceSpec.from_string(device)
+    return None not in (spec.job, spec.replica, spec.task, spec.device_type, spec.device_index)

@@ -106,6 +106,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     cflags: list[str] | None = None,
     build: bool = True,
     options: CompileOptions | None = None,
+    cluster: Any = None,
 ) -> CompiledModel:
     """Compile `model` into OUTDIR and build its `train` and `predict` executables.
 
@@ -115,8 +116,17 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     for any CPU of its architecture. `name` (default: the file's stem) prefixes every C symbol.
     `cflags` replace the target's optimization flags (the Makefile's CFLAGS default); tfc's
     own build adds -Werror. With `build=False` only the sources and the Makefile are written.
-    `options` chooses the optimization passes (all by default).
+    `options` chooses the optimization passes (all by default). With `cluster` (a cluster
+    JSON file or tfc.aot.distributed.Cluster), the model is compiled for distributed training
+    instead: one `train` executable for every task (tfc/aot/distributed.py).
     """
+    if cluster is not None:
+        from tfc.aot.distributed import compile_distributed
+
+        return compile_distributed(
+            model, outdir, cluster, batch, target, name=name, cflags=cflags, build=build,
+            options=options,
+        )  # fmt: skip
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
     default_name, fn = load_signatures_function(model)

@@ -21,6 +21,7 @@ from tfc.ops import (  # noqa: F401
     random,
     reduce,
     registry,
+    sendrecv,
     state,
     training_ops,
 )

@@ -164,7 +164,7 @@ def apply_op(
     outputs = opdef.infer(ctx)
     data_sources = {src for src, _ in edges}
     control = [c for c in graph.current_control_inputs() if c not in data_sources]
-    if graph._colocation_stack:
+    if graph._colocation_stack and graph._colocation_stack[-1] is not None:
         attrs["_class"] = [f"loc:@{graph._colocation_stack[-1]}"]
     graph.add_node(
         node_name,

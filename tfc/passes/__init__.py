@@ -28,6 +28,10 @@ PASSES: dict[str, str] = {
     "cse": "tfc.passes.cse:eliminate_common_subexpressions",
     # chains and trees of element-wise ops become one loop
     "fuse": "tfc.passes.fuse:fuse_elementwise",
+    # a full device name on every node (tf.device, tf.colocate_with, variables' groups)
+    "place": "tfc.passes.place:place_devices",
+    # one subgraph per device, a Send/Recv pair on every cut edge (distributed programs)
+    "partition": "tfc.passes.partition:partition_graph",
     # a topological order; variable reads before writes they do not depend on
     "schedule": "tfc.passes.schedule:schedule_graph",
     # an arena offset (or a feed/output/variable/constant slot) for every tensor
@@ -53,7 +57,7 @@ def pipeline(enabled: Sequence[str] | None = None) -> list[str]:
         raise ValueError(
             f"Unknown optimization pass {sorted(unknown)}; known: {', '.join(OPTIMIZATIONS)}"
         )
-    optional = set(PASSES) - {"prune", "specialize", "schedule", "memory"}
+    optional = set(OPTIMIZATIONS)
     return [p for p in ORDER if p not in optional or p in enabled]
 
 

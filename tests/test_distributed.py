@@ -1,0 +1,229 @@
+"""Compiled distributed training over loopback: sync equals one process with the global batch,
+async reaches the target accuracy, the cluster comes from flags, TF_CONFIG or rank variables,
+and training survives a SIGKILLed worker or ps. Every process has a timeout and is reaped."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tfc.aot import compile as tfc_compile
+from tfc.checkpoint import read_safetensors
+from tfc.launch import Launcher, free_ports
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "samples" / "digits_model.py"
+B = 8  # per worker
+TIMEOUT = 60
+
+sys.path.insert(0, str(ROOT / "samples"))
+import digits_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dist")
+    rows = tmp / "digits.npy"
+    np.save(rows, digits_model.training_rows())
+    cluster = tmp / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"] * 2}))
+    dist = tfc_compile(MODEL, tmp / "dist", batch=B, target="generic", cluster=cluster)
+    return tmp, rows, dist.outdir
+
+
+def _cluster(n_workers):
+    ports = free_ports(1 + n_workers)
+    return [f"127.0.0.1:{ports[0]}"], [f"127.0.0.1:{p}" for p in ports[1:]]
+
+
+def _run_all(commands, envs):
+    procs = []
+    try:
+        for cmd, env in zip(commands, envs):
+            procs.append(subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env={**os.environ, **env},
+            ))  # fmt: skip
+        outs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
+        for p, out in zip(procs, outs):
+            assert p.returncode == 0, out
+        return outs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def _accuracy(ckpt: Path) -> float:
+    tensors, _ = read_safetensors(ckpt)
+    data = np.load(digits_model.DATA)
+    images = data["images"].reshape(-1, 64) / 16.0
+    order = np.random.default_rng(0).permutation(len(images))[:360]  # the held-out images
+    x, y = images[order], data["labels"][order]
+    for layer in ("hidden1", "hidden2", "logits"):
+        x = x @ tensors[f"{layer}/kernel"] + tensors[f"{layer}/bias"]
+        if layer != "logits":
+            x = np.maximum(x, 0)
+    return float(np.mean(np.argmax(x, axis=1) == y))
+
+
+def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path):
+    tmp, rows, dist = build
+    single = tfc_compile(MODEL, tmp / "single", batch=2 * B, target="generic")
+    steps = ["--steps", "10", "--save-every", "0"]
+    subprocess.run(
+        [str(single.train), "--data", str(rows), "--checkpoint-dir", str(tmp_path / "one"),
+         *steps], check=True, timeout=TIMEOUT, capture_output=True,
+    )  # fmt: skip
+    ps, workers = _cluster(2)
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ps, "worker": workers}))
+    common = [str(dist / "train"), *steps, "--data", str(rows), "--timeout-ms", "2000"]
+    tf_config = {"cluster": {"ps": ps, "worker": workers}, "task": {"type": "ps", "index": 0}}
+    _run_all(
+        [
+            # the ps from TF_CONFIG, the workers from the ranks mpirun and SLURM set
+            [*common, "--checkpoint-dir", str(tmp_path / "dist")],
+            [*common, "--cluster", str(cluster)],
+            [*common, "--cluster", str(cluster)],
+        ],
+        [{"TF_CONFIG": json.dumps(tf_config)}, {"OMPI_COMM_WORLD_RANK": "1"},
+         {"SLURM_PROCID": "2"}],
+    )  # fmt: skip
+    want, _ = read_safetensors(tmp_path / "one" / "model.ckpt-10.safetensors")
+    got, _ = read_safetensors(tmp_path / "dist" / "ps-0" / "model.ckpt-10.safetensors")
+    assert set(got) == set(want)
+    assert int(got["global_step"]) == 10
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    # the weights moved: the comparison is not between two initial states
+    assert not np.allclose(got["hidden1/kernel"], _initial(single.train, rows, tmp_path))
+
+
+def _initial(train, rows, tmp_path):
+    subprocess.run(
+        [str(train), "--data", str(rows), "--checkpoint-dir", str(tmp_path / "zero"),
+         "--steps", "0"], check=True, timeout=TIMEOUT, capture_output=True,
+    )  # fmt: skip
+    return read_safetensors(tmp_path / "zero" / "model.ckpt-0.safetensors")[0]["hidden1/kernel"]
+
+
+def _launch(dist, args, ps=1, workers=2, kill=None, timeout=TIMEOUT):
+    """Run a Launcher; `kill` = (job, index, global step at which to SIGKILL it)."""
+    launcher = Launcher(dist, ps, workers, args, max_restarts=3, timeout=timeout,
+                        out=open(os.devnull, "w"), progress_every=0.5)  # fmt: skip
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("rc", launcher.run()))
+    thread.start()
+    try:
+        if kill is not None:
+            job, index, at = kill
+            task = next(t for t in launcher.tasks if t.job == job and t.index == index)
+            deadline = time.monotonic() + timeout
+            while launcher.global_step < at and time.monotonic() < deadline:
+                time.sleep(0.01)
+            launcher.kill(task)
+        thread.join(timeout + 10)
+    finally:
+        if thread.is_alive():
+            launcher.stop_all()
+            thread.join()
+    return result.get("rc"), launcher
+
+
+def _check_checkpoints(directory: Path, final_step: int) -> None:
+    files = sorted(directory.glob("model.ckpt-*.safetensors"))
+    assert files and not list(directory.glob("*.tmp*"))
+    for f in files:
+        read_safetensors(f)  # every header and byte count validated: none is corrupt
+    tensors, _ = read_safetensors(directory / f"model.ckpt-{final_step}.safetensors")
+    assert int(tensors["global_step"]) == final_step
+
+
+def test_async_reaches_target_accuracy(build, tmp_path):
+    _, rows, dist = build
+    rc, launcher = _launch(dist, [
+        "--async", "--data", str(rows), "--steps", "800", "--log-every", "100",
+        "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
+    ])  # fmt: skip
+    assert rc == 0, "\n".join(launcher.lines[-30:])
+    _check_checkpoints(tmp_path / "ck" / "ps-0", 800)
+    assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-800.safetensors") >= 0.9
+    assert any("[worker:1]" in line for line in launcher.lines)
+
+
+@pytest.mark.parametrize("victim", [("worker", 1), ("ps", 0)])
+def test_training_survives_a_killed_task(build, tmp_path, victim):
+    _, rows, dist = build
+    rc, launcher = _launch(dist, [
+        "--sync", "--data", str(rows), "--steps", "1200", "--log-every", "50",
+        "--save-every", "100", "--checkpoint-dir", str(tmp_path / "ck"),
+        "--timeout-ms", "300",
+    ], kill=(*victim, 300))  # fmt: skip
+    log = "\n".join(launcher.lines[-40:])
+    assert rc == 0, log
+    task = next(t for t in launcher.tasks if (t.job, t.index) == victim)
+    assert task.restarts == 1, log
+    _check_checkpoints(tmp_path / "ck" / "ps-0", 1200)
+    assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-1200.safetensors") >= 0.9
+    if victim[0] == "ps":
+        assert any("restored" in line for line in launcher.lines), log
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun (openmpi-bin) not installed")
+def test_mpirun_starts_one_ps_and_two_workers(build, tmp_path):
+    _, rows, dist = build
+    ps, workers = _cluster(2)
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ps, "worker": workers}))
+    proc = subprocess.run(
+        ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", str(dist / "train"),
+         "--cluster", str(cluster), "--data", str(rows), "--steps", "100",
+         "--checkpoint-dir", str(tmp_path / "ck"), "--log-every", "50"],
+        capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ps:0: done at step 100" in proc.stdout
+    assert "worker:1: done" in proc.stdout
+    _check_checkpoints(tmp_path / "ck" / "ps-0", 100)
+
+
+def test_ps_and_workers_are_sanitizer_clean(build, tmp_path):
+    """ASan/UBSan (and LeakSanitizer at exit) over a short sync run and an async one."""
+    tmp, rows, _ = build
+    flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+             "-fno-omit-frame-pointer"]  # fmt: skip
+    asan = tfc_compile(MODEL, tmp / "asan", batch=B, target="generic", cluster=tmp / "cluster.json",
+                       cflags=flags).outdir  # fmt: skip
+    for mode in ("--sync", "--async"):
+        ps, workers = _cluster(2)
+        hosts = ["--ps-hosts", ps[0], "--worker-hosts", ",".join(workers)]
+        common = [str(asan / "train"), mode, "--steps", "30", "--data", str(rows), *hosts]
+        outs = _run_all(
+            [[*common, "--job", "ps", "--task", "0", "--checkpoint-dir", str(tmp_path / mode)],
+             [*common, "--job", "worker", "--task", "0"],
+             [*common, "--job", "worker", "--task", "1"]],
+            [{}, {}, {}],
+        )  # fmt: skip
+        assert "done at step 30" in outs[0]
+        assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
+
+
+def test_whitepaper_style_sample_end_to_end():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "samples" / "distributed_digits.py"), "--quiet",
+         "--steps", "300"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith("synchronous, 1 ps + 2 workers, 300 steps: held-out accuracy ")
+    assert float(line.rsplit(" ", 1)[1]) >= 0.9

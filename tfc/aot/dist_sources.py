@@ -1,0 +1,171 @@
+"""The files of a distributed model's directory: every task role's programs and descriptor, the
+link table (tfc_dist.h), the `train` main and the Makefile. Python prepares every string; the
+templates only lay them out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tfc import __version__
+from tfc.aot.build import write_if_changed
+from tfc.aot.distributed import DistributedPlan, TaskPlan
+from tfc.aot.sources import _DT, BASE_CFLAGS, _Arrays, _dims, _nbytes, _program
+from tfc.backend_c import runtime_dir
+from tfc.kernels import c_string
+from tfc.render import get_template
+
+# what each role's program is in the task's tfc_model (see runtime/include/tfc_dist.h)
+_FIELDS = {"init": "init", "train": "train", "apply": "train", "serve": "predict"}
+
+
+def _task_descriptor(plan: DistributedPlan, task: TaskPlan, is_worker: bool) -> str:
+    arrays = _Arrays()
+    state_items = []
+    for i, s in enumerate(task.state):
+        dims = _dims(arrays, f"state_dims{i}", s.shape)
+        kind = "TFC_STATE_VARIABLE" if s.kind == "var" else "TFC_STATE_RANDOM"
+        state_items.append(
+            f"{{{c_string(s.name)}, {kind}, {_DT[s.dtype]}, {len(s.shape)}, {dims}, "
+            f"{_nbytes(s.dtype, s.shape)}, {int(s.saved)}, {s.seed}u, {s.seed2}u}}"
+        )
+    programs = {
+        _FIELDS[role]: _program(arrays, None, p) for role, p in task.programs.items()
+    }  # fmt: skip
+    state = arrays.add("state", "tfc_state_spec", state_items)
+    hparams, labels = [], "-1"
+    if is_worker:
+        for name, (index, default) in plan.hyperparameters.items():
+            hparams.append(f"{{{c_string(name)}, {index}, {default!r}}}")
+        names = task.programs["train"].input_names
+        labels = str(names.index("labels")) if "labels" in names else "-1"
+    fields = {
+        "name": c_string(task.name),
+        "batch": str(plan.batch),
+        "n_state": str(len(task.state)),
+        "state": state,
+        **{f: programs.get(f, "NULL") for f in ("init", "train", "predict")},
+        "predict_one": "NULL",
+        "global_step": str(task.global_step),
+        "train_features": "0",
+        "train_labels": labels,
+        "train_loss": "0",
+        "n_hyperparameters": str(len(hparams)),
+        "hyperparameters": arrays.add("hyperparameters", "tfc_hyperparameter", hparams),
+        "predict_features": "0",
+        "predict_classes": "-1",
+        "predict_argmax": "0",
+    }
+    return get_template("c/model.c.j2").render(
+        version=__version__,
+        name=task.name,
+        symbol=f"{task.name}_model",
+        arrays=arrays.items,
+        fields=list(fields.items()),
+    )
+
+
+def _tasks(plan: DistributedPlan) -> list[tuple[str, TaskPlan, bool]]:
+    return [("worker", plan.worker, True)] + [(f"ps{k}", t, False) for k, t in enumerate(plan.ps)]
+
+
+# runtime sources only distributed programs need (sockets, threads): not in runtime/src itself,
+# which every native build compiles
+RUNTIME_SUBDIRS = ("transport", "dist")
+
+
+def copy_dist_runtime(outdir: Path) -> None:
+    """OUTDIR/runtime/src/{transport,dist}: the transport and the driver, exactly."""
+    root = runtime_dir() / "src"
+    for sub in RUNTIME_SUBDIRS:
+        wanted = {f.name: f for pattern in ("*.c", "*.h") for f in (root / sub).glob(pattern)}
+        target = outdir / "runtime" / "src" / sub
+        target.mkdir(parents=True, exist_ok=True)
+        for existing in target.iterdir():
+            if existing.is_file() and existing.name not in wanted:
+                existing.unlink()
+        for name, src in wanted.items():
+            write_if_changed(target / name, src.read_text())
+
+
+def dist_runtime_objects() -> list[str]:
+    root = runtime_dir() / "src"
+    return [
+        f"obj/runtime/src/{sub}/{f.stem}.o"
+        for sub in RUNTIME_SUBDIRS
+        for f in sorted((root / sub).glob("*.c"))
+    ]
+
+
+def dist_objects(plan: DistributedPlan) -> list[str]:
+    objects = ["obj/dist.o", *dist_runtime_objects()]
+    for role, task, _ in _tasks(plan):
+        objects.append(f"obj/model_{role}.o")
+        objects += [f"obj/program_{p.role}.o" for p in task.programs.values()]
+    return objects
+
+
+def dist_sources(plan: DistributedPlan) -> dict[str, str]:
+    """The generated C files by name."""
+    files: dict[str, str] = {}
+    prefixes, symbols = [], []
+    for role, task, is_worker in _tasks(plan):
+        for p in task.programs.values():
+            files[p.filename] = p.source
+            prefixes.append(p.lowered.prefix)
+        files[f"model_{role}.c"] = _task_descriptor(plan, task, is_worker)
+        symbols.append(f"{task.name}_model")
+    arrays = _Arrays()
+    links = [
+        f"{{{c_string(link.key)}, {link.src}, {link.src_index}, {link.dst}, {link.dst_index}}}"
+        for link in plan.links
+    ]
+    ps_models = [f"&{t.name}_model" for t in plan.ps]
+    fields = {
+        "name": c_string(plan.name),
+        "batch": str(plan.batch),
+        "worker": f"&{plan.worker.name}_model",
+        "n_ps": str(len(plan.ps)),
+        "ps": arrays.add("ps", "tfc_model *const", ps_models),
+        "n_links": str(len(links)),
+        "links": arrays.add("links", "tfc_dist_link", links),
+        "global_step_ps": str(plan.global_step_ps),
+        "n_ps_hosts": str(len(plan.cluster.ps)),
+        "ps_hosts": arrays.add("ps_hosts", "char *const", [c_string(h) for h in plan.cluster.ps]),
+        "n_worker_hosts": str(len(plan.cluster.worker)),
+        "worker_hosts": arrays.add(
+            "worker_hosts", "char *const", [c_string(h) for h in plan.cluster.worker]
+        ),
+    }
+    symbol = f"{plan.name}_dist"
+    files["model.h"] = get_template("c/dist.h.j2").render(
+        version=__version__,
+        name=plan.name,
+        guard=f"TFC_DIST_{plan.name.upper()}_H",
+        prefixes=prefixes,
+        models=symbols,
+        symbol=symbol,
+    )
+    files["dist.c"] = get_template("c/dist.c.j2").render(
+        version=__version__,
+        name=plan.name,
+        symbol=symbol,
+        arrays=arrays.items,
+        fields=list(fields.items()),
+    )
+    files["main_train.c"] = get_template("c/main.c.j2").render(
+        version=__version__, name=plan.name, executable="train", driver="tfc_dist_main",
+        symbol=symbol,
+    )  # fmt: skip
+    return files
+
+
+def render_dist_makefile(plan: DistributedPlan, cflags: list[str]) -> str:
+    return get_template("c/Makefile.j2").render(
+        version=__version__,
+        name=plan.name,
+        cflags=" ".join([*cflags, "-pthread"]),
+        base_cflags=" ".join(BASE_CFLAGS),
+        model_objects=" ".join(dist_objects(plan)),
+        executables=[{"name": "train", "main": "obj/main_train.o"}],
+        all_executables="train",
+    )

@@ -1,0 +1,137 @@
+"""Partitioning: one subgraph per device, a _Send/_Recv pair on every edge that crosses devices.
+
+Guarantees, for a placed graph (tfc/passes/place.py): every node is in exactly one partition,
+the one of its device; an edge between two devices becomes a _Send in the producer's partition
+and a _Recv in the consumer's, with one pair per (tensor, destination device), as the
+whitepaper's canonicalization describes: a tensor read by several ops of one device crosses
+that cut once. A control edge between devices becomes a pair carrying an empty tensor. The
+fetches, targets and feeds of the program go to the partition that holds their node; each
+partition's _Send nodes are among its targets, so pruning keeps them.
+
+`partition_graph` stores the partitions as graph_attrs["partitions"] (device -> Graph) and
+returns the graph; `split_by_device` is the function itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tfc.graph import CONTROL, Graph
+from tfc.ops.sendrecv import CONTROL_DTYPE, CONTROL_SHAPE, rendezvous_key
+
+
+@dataclass(frozen=True)
+class CutEdge:
+    """One pair: `tensor` of `src_device` received on `dst_device` by node `recv`."""
+
+    key: str
+    src_device: str
+    dst_device: str
+    tensor: tuple[str, int] | None  # None for a control edge
+    send: str
+    recv: str
+
+
+def _device_tag(device: str) -> str:
+    """"/job:ps/replica:0/task:1/device:CPU:0" -> "ps_1_cpu_0" (for node names)."""
+    fields = dict(re.findall(r"(job|replica|task|device):([^/]+)", device))
+    kind = fields.get("device", "cpu").replace(":", "_").lower()
+    return f"{fields.get('job', 'local')}_{fields.get('task', '0')}_{kind}"
+
+
+def _fresh_name(part: Graph, base: str) -> str:
+    name, i = base, 1
+    while name in part.nx:
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
+def split_by_device(graph: Graph) -> tuple[dict[str, Graph], list[CutEdge]]:
+    """The partitions (device -> Graph, devices in order of their first node) and the cuts."""
+    if not graph.graph_attrs.get("placed"):
+        raise ValueError("partition_graph needs a placed graph: run the 'place' pass first")
+    device_of = {n: graph.node(n)["device"] for n in graph.nx.nodes}
+    parts: dict[str, Graph] = {}
+    next_id = graph._next_id
+    for name in graph.node_names():
+        device = device_of[name]
+        part = parts.get(device)
+        if part is None:
+            part = parts[device] = Graph()
+            part.graph_attrs = {
+                k: v for k, v in graph.graph_attrs.items()
+                if k in ("specialized", "placed", "default_device", "cluster")
+            }  # fmt: skip
+            part.graph_attrs.update(device=device, fetches=[], fetch_index=[], targets=[])
+            part.graph_attrs["feeds"] = list(graph.graph_attrs.get("feeds", []))
+        node = dict(graph.node(name))
+        part.nx.add_node(name, **node)
+    for part in parts.values():
+        part._next_id = next_id
+    cuts: dict[tuple, CutEdge] = {}
+
+    def cut(src: str, out: int | None, dst_device: str) -> CutEdge:
+        nonlocal next_id
+        src_device = device_of[src]
+        tensor = f"^{src}" if out is None else f"{src}:{out}"
+        found = cuts.get((tensor, dst_device))
+        if found is not None:
+            return found
+        tag = _device_tag(dst_device)
+        suffix = "ctrl" if out is None else str(out)
+        send = _fresh_name(parts[src_device], f"{src}/_send_{suffix}_to_{tag}")
+        src_tag = _device_tag(src_device)
+        recv = _fresh_name(parts[dst_device], f"{src}/_recv_{suffix}_from_{src_tag}")
+        key = rendezvous_key(src_device, dst_device, tensor)
+        if out is None:
+            dtype, shape = CONTROL_DTYPE, CONTROL_SHAPE
+            send_inputs, send_control = [], [src]
+        else:
+            dtype, shape = graph.node(src)["dtypes"][out], tuple(graph.node(src)["shapes"][out])
+            send_inputs, send_control = [(src, out)], []
+        common = {"key": key, "send_device": src_device, "recv_device": dst_device}
+        for part, name, op, inputs, control, attrs, outs in (
+            (parts[src_device], send, "_Send", send_inputs, send_control, common, []),
+            (parts[dst_device], recv, "_Recv", [], [], {**common, "dtype": dtype,
+                                                         "shape": shape}, [(dtype, shape)]),
+        ):  # fmt: skip
+            part._next_id = next_id
+            part.add_node(
+                name, op, inputs, attrs, [d for d, _ in outs], [s for _, s in outs],
+                device=part.graph_attrs["device"], control_inputs=control,
+            )  # fmt: skip
+            next_id += 1
+        parts[src_device].graph_attrs["targets"].append(send)
+        edge = cuts[(tensor, dst_device)] = CutEdge(
+            key, src_device, dst_device, None if out is None else (src, out), send, recv
+        )
+        return edge
+
+    for u, v, k, data in sorted(
+        graph.nx.edges(keys=True, data=True),
+        key=lambda e: (graph.node(e[1])["id"], str(e[2]), graph.node(e[0])["id"]),
+    ):
+        if device_of[u] == device_of[v]:
+            parts[device_of[u]].nx.add_edge(u, v, key=k, **data)
+        elif k == CONTROL:
+            parts[device_of[v]].add_control_edge(cut(u, None, device_of[v]).recv, v)
+        else:
+            parts[device_of[v]].nx.add_edge(cut(u, data["out"], device_of[v]).recv, v, key=k, out=0)
+    for j, (src, out) in enumerate(graph.graph_attrs.get("fetches", [])):
+        attrs = parts[device_of[src]].graph_attrs
+        attrs["fetches"].append((src, out))
+        attrs["fetch_index"].append(j)
+    for target in graph.graph_attrs.get("targets", []):
+        parts[device_of[target]].graph_attrs["targets"].append(target)
+    for part in parts.values():
+        part.version += 1
+    return parts, list(cuts.values())
+
+
+def partition_graph(graph: Graph) -> Graph:
+    """Store the partitions (device -> Graph) and the cut edges in graph_attrs."""
+    parts, cuts = split_by_device(graph)
+    graph.graph_attrs["partitions"] = parts
+    graph.graph_attrs["cut_edges"] = cuts
+    return graph

@@ -1,0 +1,150 @@
+"""Placement: every node gets a full device name (/job:J/replica:R/task:T/device:TYPE:I).
+
+Guarantees: after `place_devices`, each node's "device" is a full name; the nodes of a
+colocation group share one device. Groups come from `tf.colocate_with` (the `_class` attribute
+"loc:@NAME") and, implicitly, from variables: every op that updates a VariableV2 buffer (its
+Assign, the optimizer's Apply* updates) and every unplaced op reading it directly sits on the
+variable's device. The
+partial specs of a group's members are merged; two members asking for different values of one
+field is an error naming both. Fields left open come from the default device: an op with no job
+runs in the task of `graph_attrs["default_device"]` (the client's task, /job:localhost/replica:0
+/task:0 when unset); an op with a job but no task goes to task 0 of that job; no device type
+means CPU:0. With `graph_attrs["cluster"]` ({job: number of tasks}) every job and task is
+checked against the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from tfc.device import DeviceSpec
+from tfc.graph import Graph
+from tfc.ops.registry import get_opdef
+
+DEFAULT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+VARIABLE_OPS = frozenset({"VariableV2"})
+
+
+class PlacementError(ValueError):
+    pass
+
+
+def full_device_name(spec: DeviceSpec, default: DeviceSpec) -> str:
+    """`spec` with every open field filled: job, replica, task from `default` when `spec`
+    names no job, else replica 0 and task 0 of its job; CPU:0 when no device type is given."""
+    if spec.job is None:
+        spec = replace(
+            spec,
+            job=default.job,
+            replica=default.replica if spec.replica is None else spec.replica,
+            task=default.task if spec.task is None else spec.task,
+        )
+    spec = replace(
+        spec,
+        replica=0 if spec.replica is None else spec.replica,
+        task=0 if spec.task is None else spec.task,
+        device_type=spec.device_type or "CPU",
+        device_index=spec.device_index or 0,
+    )
+    return spec.to_string()
+
+
+def colocation_groups(graph: Graph) -> dict[str, list[str]]:
+    """Root node -> the members (in creation order) of each colocation group."""
+    parent = {n: n for n in graph.nx.nodes}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            first, second = sorted((ra, rb), key=lambda n: graph.node(n)["id"])
+            parent[second] = first
+
+    for name in graph.node_names():
+        node = graph.node(name)
+        for cls in node["attrs"].get("_class", ()):
+            target = cls[len("loc:@"):] if cls.startswith("loc:@") else None
+            if target in parent:
+                union(target, name)
+        refs = get_opdef(node["op"]).ref_inputs
+        for i, (src, _) in enumerate(graph.input_edges(name)):
+            # an update of a variable runs where its buffer is; a plain read does too unless
+            # it was placed elsewhere (then its value crosses devices like any tensor)
+            if graph.node(src)["op"] in VARIABLE_OPS and (i in refs or not node["device"]):
+                union(src, name)
+    groups: dict[str, list[str]] = {}
+    for name in graph.node_names():
+        groups.setdefault(find(name), []).append(name)
+    return groups
+
+
+def _merge_group(graph: Graph, members: list[str]) -> DeviceSpec:
+    merged: dict[str, object] = {}
+    setter: dict[str, str] = {}
+    for name in members:
+        device = graph.node(name)["device"]
+        try:
+            spec = DeviceSpec.from_string(device)
+        except ValueError as e:
+            raise PlacementError(f"Op '{name}': {e}") from None
+        for f in fields(DeviceSpec):
+            value = getattr(spec, f.name)
+            if value is None:
+                continue
+            if f.name in merged and merged[f.name] != value:
+                other = setter[f.name]
+                raise PlacementError(
+                    f"Cannot colocate '{other}' on {graph.node(other)['device']} with "
+                    f"'{name}' on {device}: they must share a device (tf.colocate_with, or "
+                    f"'{members[0]}' is a variable they read or update)"
+                )
+            merged[f.name] = value
+            setter.setdefault(f.name, name)
+    return DeviceSpec(**merged)
+
+
+def _check_cluster(graph: Graph, name: str, device: str, cluster: dict[str, int]) -> None:
+    spec = DeviceSpec.from_string(device)
+    if spec.job not in cluster:
+        raise PlacementError(
+            f"Op '{name}' is placed on {device}, but the cluster has no job '{spec.job}' "
+            f"(jobs: {', '.join(sorted(cluster))})"
+        )
+    if spec.task >= cluster[spec.job]:
+        raise PlacementError(
+            f"Op '{name}' is placed on {device}, but job '{spec.job}' has "
+            f"{cluster[spec.job]} task(s)"
+        )
+
+
+def place_devices(graph: Graph) -> Graph:
+    """Give every node a full device name; see the module docstring."""
+    default = DeviceSpec.from_string(graph.graph_attrs.get("default_device", DEFAULT_DEVICE))
+    if default.job is None:
+        raise PlacementError(f"default device {default.to_string()!r} names no job")
+    default = replace(
+        default,
+        replica=default.replica or 0,
+        task=default.task or 0,
+    )
+    cluster = graph.graph_attrs.get("cluster")
+    for members in colocation_groups(graph).values():
+        device = full_device_name(_merge_group(graph, members), default)
+        for name in members:
+            if cluster is not None:
+                _check_cluster(graph, name, device, cluster)
+            graph.node(name)["device"] = device
+    graph.graph_attrs["placed"] = True
+    graph.version += 1
+    return graph
+
+
+def task_of(device: str) -> str:
+    """The task part of a full device name: "/job:ps/replica:0/task:1"."""
+    spec = DeviceSpec.from_string(device)
+    return replace(spec, device_type=None, device_index=None).to_string()
