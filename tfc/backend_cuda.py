@@ -143,21 +143,29 @@ def _run_nvcc(cmd: list[str], source: Path, name: str, key: str) -> None:
         )
 
 
+_OUTPUTS = {"shared": ".so", "object": ".o", "ptx": ".ptx"}
+
+
 def compile_cuda(
     source: str,
     name: str = "program",
     cuda_arch: str | Sequence[str] | None = None,
-    shared: bool = True,
+    output: str = "shared",
 ) -> Path:
-    """nvcc `source` into a shared library (or, `shared=False`, an object: a check that it
-    compiles, which needs no GPU and no link); cached on disk by content like C builds."""
+    """nvcc `source` into a shared library; or an object ("object": device and host code
+    compiled, not linked) or PTX ("ptx": the device side only, the quickest check), which need
+    no GPU. Cached on disk by content like C builds."""
     if shutil.which(nvcc()) is None:
         raise CompileError(f"nvcc ('{nvcc()}') not found; install the CUDA toolkit or set TFC_NVCC")
+    suffix = _OUTPUTS[output]
     flags = build_flags(cuda_arch)
-    key = cache_key(source, flags + (_link_flags() if shared else ["-c"]), nvcc())
+    mode = {"shared": _link_flags(), "object": ["-c"], "ptx": ["--ptx"]}[output]
+    if output == "ptx":  # one virtual architecture: PTX is not a fat binary
+        flags = [f for f in flags if not f.startswith(("-gencode", "arch="))]
+        flags += ["-arch", arch_flags(cuda_arch)[-1].split("=")[-1]]
+    key = cache_key(source, flags + mode, nvcc())
     _dump(source, name, key)
     directory = cache_dir()
-    suffix = ".so" if shared else ".o"
     target = directory / f"{key}{suffix}"
     if target.exists():
         BUILD_STATS["disk_hits"] += 1
@@ -167,8 +175,7 @@ def compile_cuda(
         src.write_text(source)
         out = Path(tmp) / f"{key}{suffix}"
         cmd = [nvcc(), *flags, "-I", str(runtime_dir() / "include"), "-o", str(out), str(src)]
-        cmd += _link_flags() if shared else ["-c"]
-        _run_nvcc(cmd, src, name, key)
+        _run_nvcc(cmd + mode, src, name, key)
         os.replace(src, directory / f"{key}.cu")
         os.replace(out, target)
     return target

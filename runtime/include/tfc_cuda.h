@@ -19,6 +19,9 @@
 
 #define TFC_HD __host__ __device__
 
+/* C kernels that run on the GPU as they are keep their gcc loop pragmas: not an error here */
+#pragma nv_diag_suppress 1675
+
 /* -- messages without printf: %s, %d, %lld, %g (six decimals) and %% -------------------------- */
 static TFC_HD inline int tfc_fmt_put(char *out, size_t cap, int n, char c) {
     if ((size_t)n + 1 < cap) out[n] = c;
