@@ -67,7 +67,8 @@ def training_graphs() -> dict[str, tuple]:
                 init = tfc.global_variables_initializer()
             rng = np.random.default_rng(0)
             images, labels = sig["inputs"]["features"], sig["inputs"]["labels"]
-            feed = {images: rng.random(shape, np.float32), labels: rng.integers(0, 10, shape[0])}
+            ids = rng.integers(0, 10, shape[0]).astype(labels.dtype.np)
+            feed = {images: rng.random(shape, np.float32), labels: ids}
             graphs[model] = (graph, [sig["loss"], sig["train_op"]], feed)
             graphs[model + ".init"] = (graph, [init], {})
     finally:
