@@ -232,7 +232,8 @@ def test_training_step_is_memcheck_clean(tmp_path):
         "import sys; sys.path.insert(0, 'tests'); import test_cuda as t; "
         "losses, _ = t._train('lenet_model', 1, 'gpu', None); print('loss', losses[0])"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     proc = subprocess.run(
         ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "9", sys.executable,
          "-c", script],
