@@ -140,6 +140,7 @@ def loop_kernel(
         Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)
     ]
     data = {"opens": opens, "indent": indent, "closes": closes, "statements": [statement]}
+    data["bounds"] = new_shape  # the loop variables i0, i1... over these (the CUDA target's grid)
     if guard is not None:
         data["guard"] = guard[0].format(*loads)
         data["message"] = c_string(guard[1])
@@ -170,6 +171,7 @@ def update_kernel(
     params += [Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)]
     body = [st.format(*loads, **names) for st in statements]
     data = {"opens": opens, "indent": indent, "closes": closes, "statements": body}
+    data["bounds"] = new_shape  # the loop variables i0, i1... over these (the CUDA target's grid)
     return [Kernel("loop", params, data)]
 
 
@@ -246,6 +248,10 @@ def reduce_kernel(
         "inner_closes": inner_closes,
         "acc_update": acc_update,
         "finalize": None if finalize is None else finalize.format(a="y[o]"),
+        # the merged dims (size, x stride, y stride, reduced?) and the combine template: what a
+        # target that does not walk memory order (CUDA: one output per thread) builds from
+        "dims": merged,
+        "combine": combine,
     }
     return [Kernel("reduce", params, data)]
 

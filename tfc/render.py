@@ -11,7 +11,9 @@ to stderr at exit; the default build's source has none of it, so its cache entry
 
 from __future__ import annotations
 
+import importlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import jinja2
@@ -20,6 +22,7 @@ from tfc import __version__
 from tfc.kernels import Kernel, c_string
 from tfc.lower import LoweredProgram
 from tfc.targets import C, Target
+from tfc.tensor_shape import num_elements
 
 TEMPLATES = Path(__file__).parent / "templates"
 _KERNEL_NAME = "@KERNEL@"
@@ -44,16 +47,37 @@ def render_kernel(
 ) -> str:
     qualifier = f"{target.restrict} " if restrict else ""
     params = [f"{'const ' if p.const else ''}{p.ctype} *{qualifier}{p.name}" for p in kernel.params]
+    arg_names = [p.name for p in kernel.params]
     if kernel.can_fail:
-        params.append("tfc_error *err")
-    template = _env.get_template(f"{target.template_dir}/kernels/{kernel.template}.c.j2")
+        params.append(target.fail_param)
+        arg_names.append(target.fail_param.split()[-1].lstrip("*"))
+    own = f"{target.template_dir}/kernels/{kernel.template}{target.kernel_suffix}"
+    data = dict(kernel.data)
+    if target.fallback_template is not None and not (TEMPLATES / own).exists():
+        # the target has no kernel of its own: wrap the C kernel (its body_qualifier makes it
+        # callable where the fallback template runs it)
+        body_target = replace(C, kernel_qualifier=target.body_qualifier, restrict=target.restrict)
+        body = render_kernel(kernel, body_target, name=f"{name}_body", restrict=restrict)
+        return _env.get_template(target.fallback_template).render(
+            name=name,
+            params=", ".join(params) or "void",
+            call_args=", ".join(arg_names),
+            body=body,
+            body_args=", ".join(p.name for p in kernel.params),
+            can_fail=kernel.can_fail,
+        )
+    if target.data_adapter is not None:
+        module, function = target.data_adapter.split(":")
+        data.update(getattr(importlib.import_module(module), function)(kernel))
+    template = _env.get_template(own)
     return template.render(
         name=name,
         qualifier=target.kernel_qualifier,
         ret="int" if kernel.can_fail else "void",
         params=", ".join(params) or "void",
+        call_args=", ".join(arg_names),
         can_fail=kernel.can_fail,
-        **kernel.data,
+        **data,
     )
 
 
@@ -66,6 +90,8 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
     """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build."""
     if profile is None:
         profile = profiling_requested()
+    profile = profile and target.profiles
+    sites: list[str] = []  # the nodes of the kernels that can fail, in call order
     names: dict[str, str] = {}
     steps = []
     timed: list[str] = []  # the profile table's labels, one per timed step
@@ -74,15 +100,13 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
         for bound in step.kernels:
             text = render_kernel(bound.kernel, target, restrict=bound.restrict)
             name = names.setdefault(text, f"k{len(names)}")
-            args = ", ".join(bound.args + (["err"] if bound.kernel.can_fail else []))
             if bound.kernel.can_fail:
-                lines.append(
-                    f"if ((rc = {name}({args})) != TFC_OK) "
-                    f"return tfc_fail_at(err, rc, {c_string(step.node)});"
-                )
+                args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
+                lines.append(target.fail_call.format(name=name, args=args, node=c_string(step.node)))
+                sites.append(c_string(step.node))
             else:
-                lines.append(f"{name}({args});")
-        lines.extend(step.copies)
+                lines.append(f"{name}({', '.join(bound.args)});")
+        lines.extend(target.copy_function + c.removeprefix("memcpy") for c in step.copies)
         if profile and lines:
             lines = [
                 "tfc_prof_t = tfc_prof_now();",
@@ -105,8 +129,11 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
             for i, s in enumerate(program.slots)
         ],
     }
-    template = _env.get_template(f"{target.template_dir}/program.c.j2")
+    template = _env.get_template(f"{target.template_dir}/{target.program_template}")
     return template.render(
+        sites=sites or ["NULL"],
+        n_sites=len(sites),
+        **_staging(program),
         version=__version__,
         name=program.name,
         name_literal=c_string(program.name),
@@ -121,3 +148,20 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
         profile_table_size=max(len(timed), 1),  # C has no empty arrays
         **header,
     )
+
+
+def _staging(program: LoweredProgram, align: int = 256) -> dict:
+    """Where a device program stages host feeds and fetches: after its arena, each aligned."""
+    offset = -(-program.arena_bytes // align) * align
+    start = offset
+    feeds, fetches = [], []
+    for spec, out in [(f, feeds) for f in program.feeds] + [(f, fetches) for f in program.fetches]:
+        nbytes = num_elements(spec.shape) * spec.dtype.size
+        out.append({"offset": offset, "bytes": nbytes})
+        offset += -(-max(nbytes, 1) // align) * align
+    return {
+        "staging_offset": start,
+        "staged_feeds": feeds,
+        "staged_fetches": fetches,
+        "device_bytes": max(offset, 1),
+    }

@@ -67,6 +67,8 @@ class CompiledProgram:
         self.err.cap = 1024
         self.arena_ptr = ffi.from_buffer(self.arena)
 
+    on_device = False  # runs on the host (CudaProgram runs on the GPU)
+
     def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
         ffi = self.ffi
         held = []
@@ -113,6 +115,7 @@ class Session:
         self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
+        self._gpu: Any = None  # backend_cuda.DeviceState once a program ran on the GPU
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -125,7 +128,11 @@ class Session:
         with self._lock:
             program = self._program(request)
             self._check_initialized(program.lowered)
+            if self._gpu is not None:  # the program's state where it runs
+                self._gpu.before(program)
             rc, results = program(request.feed_values)
+            if self._gpu is not None:
+                self._gpu.after(program)
             if rc != 0:
                 raise program.error(rc, self.graph)
             self._initialized.update(program.lowered.vars_written)
@@ -151,12 +158,32 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
-            graph = run_passes(graph, self._passes, verify=self._verify)
+            on_gpu = _placed_on_gpu(graph)
+            # fused kernels run GEMM rows inside host loops: GPU programs are compiled unfused
+            passes = [p for p in self._passes if p != "fuse"] if on_gpu else self._passes
+            graph = run_passes(graph, passes, verify=self._verify)
             name = _program_name(fetches, targets)
             lowered = lower_program(graph, name=name)
-            program = CompiledProgram(self, lowered, render_program(lowered))
+            if on_gpu:
+                program = self._gpu_program(lowered)
+            else:
+                program = CompiledProgram(self, lowered, render_program(lowered))
             self._programs[key] = program
         return program
+
+    def _gpu_program(self, lowered: LoweredProgram) -> Any:
+        from tfc.backend_cuda import CudaProgram
+        from tfc.targets import CUDA
+
+        return CudaProgram(self, lowered, render_program(lowered, CUDA))
+
+    def _device_state(self) -> Any:
+        """The GPU copies of this session's variables and random streams (made on first use)."""
+        if self._gpu is None:
+            from tfc.backend_cuda import DeviceState
+
+            self._gpu = DeviceState(self._slot_buffer)
+        return self._gpu
 
     def _check_initialized(self, lowered: LoweredProgram) -> None:
         for var in lowered.vars_read_first:
@@ -192,6 +219,8 @@ class Session:
             raise errors.FailedPreconditionError(
                 None, op, f"Attempting to use uninitialized value {name}"
             )
+        if self._gpu is not None:
+            self._gpu.to_host("var", name)
         return np.array(self._vars[name], copy=True)
 
     def write_variable(self, name: str, value: Any) -> None:
@@ -210,6 +239,8 @@ class Session:
             )
         with self._lock:
             self._slot_buffer(Slot("var", name, dtype, shape))[...] = array
+            if self._gpu is not None:
+                self._gpu.host_wrote("var", name)
             self._initialized.add(name)
 
     def initialized_variables(self) -> set[str]:
@@ -221,6 +252,7 @@ class Session:
         with self._lock:
             self._closed = True
             self._programs.clear()
+            self._gpu = None
             self._vars.clear()
             self._rng.clear()
             self._initialized.clear()
@@ -308,3 +340,12 @@ def _program_name(fetches: list, targets: list) -> str:
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text
+
+
+def _placed_on_gpu(graph: Graph) -> bool:
+    """Whether a program goes to the GPU: any of its ops placed on one (tf.device("/gpu:0")),
+    or TFC_DEVICE=gpu in the environment (every program, e.g. to run the op tests there).
+    The whole program then runs there; feeds and fetches are copied in and out."""
+    if os.environ.get("TFC_DEVICE", "").lower() == "gpu":
+        return True
+    return any("GPU" in (data.get("device") or "").upper() for _, data in graph.nx.nodes(data=True))

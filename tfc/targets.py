@@ -1,4 +1,4 @@
-"""Code-generation targets: what differs between C flavours (and later CUDA) is data, not ifs."""
+"""Code-generation targets: what differs between C flavours and CUDA is data, not ifs."""
 
 from __future__ import annotations
 
@@ -12,8 +12,43 @@ class Target:
     source_suffix: str
     kernel_qualifier: str  # how a kernel function is declared
     restrict: str  # the no-alias qualifier of pointer parameters
+    kernel_suffix: str = ".c.j2"  # kernel templates are <template_dir>/kernels/<name><suffix>
+    program_template: str = "program.c.j2"
+    # a kernel the target has no template of: its C template renders a function with
+    # `body_qualifier` that `fallback_template` wraps (CUDA: one GPU thread runs the C loop)
+    fallback_template: str | None = None
+    body_qualifier: str = "static"
+    # a kernel that can fail: its extra parameter, the argument passed for it ({site}: its
+    # index in the program's table of failing nodes) and the statement calling it
+    fail_param: str = "tfc_error *err"
+    fail_arg: str = "err"
+    fail_call: str = "if ((rc = {name}({args})) != TFC_OK) return tfc_fail_at(err, rc, {node});"
+    copy_function: str = "memcpy"  # copies fetched values that live in another buffer
+    profiles: bool = True  # whether the TFC_PROFILE build exists for this target
+    # "module:function" adding target-specific data to a kernel's (thread indexing, say)
+    data_adapter: str | None = None
 
 
 C = Target(
     name="c", template_dir="c", source_suffix=".c", kernel_qualifier="static", restrict="restrict"
 )
+
+CUDA = Target(
+    name="cuda",
+    template_dir="cuda",
+    source_suffix=".cu",
+    kernel_qualifier="static",
+    restrict="__restrict__",
+    kernel_suffix=".cu.j2",
+    program_template="program.cu.j2",
+    fallback_template="cuda/serial.cu.j2",
+    body_qualifier="static __device__",
+    fail_param="int tfc_site",
+    fail_arg="{site}",
+    fail_call="{name}({args});",
+    copy_function="tfc_cuda_memcpy",
+    profiles=False,
+    data_adapter="tfc.kernels_cuda:cuda_kernel_data",
+)
+
+TARGETS = {"c": C, "cuda": CUDA}

@@ -7,6 +7,15 @@
 #ifndef TFC_PHILOX_H
 #define TFC_PHILOX_H
 
+/* TFC_HD: also compile these helpers for the GPU when nvcc builds a CUDA program (empty in C). */
+#ifndef TFC_HD
+#ifdef __CUDACC__
+#define TFC_HD __host__ __device__
+#else
+#define TFC_HD
+#endif
+#endif
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,7 +32,7 @@ typedef struct {
     uint32_t key[2];
 } tfc_philox;
 
-static inline void tfc_philox_block(const uint32_t ctr_in[4], const uint32_t key_in[2],
+static inline TFC_HD void tfc_philox_block(const uint32_t ctr_in[4], const uint32_t key_in[2],
                                     uint32_t out[4]) {
     uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
     uint32_t k0 = key_in[0], k1 = key_in[1];
@@ -42,7 +51,7 @@ static inline void tfc_philox_block(const uint32_t ctr_in[4], const uint32_t key
 }
 
 /* Advance the 128-bit counter by n, as PhiloxRandom::Skip does. */
-static inline void tfc_philox_skip(tfc_philox *g, uint64_t n) {
+static inline TFC_HD void tfc_philox_skip(tfc_philox *g, uint64_t n) {
     uint32_t lo = (uint32_t)n, hi = (uint32_t)(n >> 32);
     g->ctr[0] += lo;
     if (g->ctr[0] < lo) ++hi;
@@ -53,13 +62,13 @@ static inline void tfc_philox_skip(tfc_philox *g, uint64_t n) {
 }
 
 /* Next 4 x 32 bits; the counter then moves on by one. */
-static inline void tfc_philox_next(tfc_philox *g, uint32_t out[4]) {
+static inline TFC_HD void tfc_philox_next(tfc_philox *g, uint32_t out[4]) {
     tfc_philox_block(g->ctr, g->key, out);
     tfc_philox_skip(g, 1);
 }
 
 /* state: {seed, seed2, samples reserved so far}. Reserves `n` outputs' worth for this run. */
-static inline tfc_philox tfc_philox_reserve(uint64_t *state, int64_t n) {
+static inline TFC_HD tfc_philox tfc_philox_reserve(uint64_t *state, int64_t n) {
     tfc_philox g;
     g.key[0] = (uint32_t)state[0];
     g.key[1] = (uint32_t)(state[0] >> 32);
@@ -72,14 +81,14 @@ static inline tfc_philox tfc_philox_reserve(uint64_t *state, int64_t n) {
     return g;
 }
 
-static inline float tfc_u32_to_f32(uint32_t x) {
+static inline TFC_HD float tfc_u32_to_f32(uint32_t x) {
     uint32_t bits = (127u << 23) | (x & 0x7fffffu);
     float f;
     memcpy(&f, &bits, sizeof f);
     return f - 1.0f;
 }
 
-static inline double tfc_u64_to_f64(uint32_t x0, uint32_t x1) {
+static inline TFC_HD double tfc_u64_to_f64(uint32_t x0, uint32_t x1) {
     uint64_t bits = (1023ull << 52) | ((uint64_t)(x0 & 0xfffffu) << 32) | x1;
     double d;
     memcpy(&d, &bits, sizeof d);
@@ -87,7 +96,7 @@ static inline double tfc_u64_to_f64(uint32_t x0, uint32_t x1) {
 }
 
 /* Box-Muller, computed in double so the C and NumPy versions agree to the last bit. */
-static inline void tfc_box_muller_f32(uint32_t x0, uint32_t x1, float *f0, float *f1) {
+static inline TFC_HD void tfc_box_muller_f32(uint32_t x0, uint32_t x1, float *f0, float *f1) {
     float u1 = tfc_u32_to_f32(x0);
     if (u1 < 1.0e-7f) u1 = 1.0e-7f;
     double v1 = TFC_TWO_PI * (double)tfc_u32_to_f32(x1);
@@ -96,7 +105,7 @@ static inline void tfc_box_muller_f32(uint32_t x0, uint32_t x1, float *f0, float
     *f1 = (float)(cos(v1) * u2);
 }
 
-static inline void tfc_box_muller_f64(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3,
+static inline TFC_HD void tfc_box_muller_f64(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3,
                                       double *d0, double *d1) {
     double u1 = tfc_u64_to_f64(x0, x1);
     if (u1 < 1.0e-7) u1 = 1.0e-7;
@@ -107,7 +116,7 @@ static inline void tfc_box_muller_f64(uint32_t x0, uint32_t x1, uint32_t x2, uin
 }
 
 /* Uniform [0, 1): one 128-bit sample per group of 4 floats or 2 doubles. */
-static inline void tfc_random_uniform_f32(float *out, int64_t n, uint64_t *state) {
+static inline TFC_HD void tfc_random_uniform_f32(float *out, int64_t n, uint64_t *state) {
     tfc_philox g = tfc_philox_reserve(state, n);
     uint32_t s[4];
     for (int64_t i = 0; i < n; i += 4) {
@@ -116,7 +125,7 @@ static inline void tfc_random_uniform_f32(float *out, int64_t n, uint64_t *state
     }
 }
 
-static inline void tfc_random_uniform_f64(double *out, int64_t n, uint64_t *state) {
+static inline TFC_HD void tfc_random_uniform_f64(double *out, int64_t n, uint64_t *state) {
     tfc_philox g = tfc_philox_reserve(state, n);
     uint32_t s[4];
     for (int64_t i = 0; i < n; i += 2) {
@@ -126,7 +135,7 @@ static inline void tfc_random_uniform_f64(double *out, int64_t n, uint64_t *stat
     }
 }
 
-static inline void tfc_random_normal_f32(float *out, int64_t n, uint64_t *state) {
+static inline TFC_HD void tfc_random_normal_f32(float *out, int64_t n, uint64_t *state) {
     tfc_philox g = tfc_philox_reserve(state, n);
     uint32_t s[4];
     float f[4];
@@ -138,7 +147,7 @@ static inline void tfc_random_normal_f32(float *out, int64_t n, uint64_t *state)
     }
 }
 
-static inline void tfc_random_normal_f64(double *out, int64_t n, uint64_t *state) {
+static inline TFC_HD void tfc_random_normal_f64(double *out, int64_t n, uint64_t *state) {
     tfc_philox g = tfc_philox_reserve(state, n);
     uint32_t s[4];
     double d[2];
@@ -157,7 +166,7 @@ typedef struct {
     int used;
 } tfc_philox_single;
 
-static inline uint32_t tfc_philox_single_next(tfc_philox_single *s) {
+static inline TFC_HD uint32_t tfc_philox_single_next(tfc_philox_single *s) {
     if (s->used == 4) {
         tfc_philox_next(&s->g, s->buf);
         s->used = 0;
@@ -167,7 +176,7 @@ static inline uint32_t tfc_philox_single_next(tfc_philox_single *s) {
 
 /* Normal truncated to (-2, 2) by rejection; each group of outputs restarts its own sub-stream
  * (256 samples per output apart) so results do not depend on how the work is split. */
-static inline void tfc_random_truncated_normal_f32(float *out, int64_t n, uint64_t *state) {
+static inline TFC_HD void tfc_random_truncated_normal_f32(float *out, int64_t n, uint64_t *state) {
     tfc_philox base = tfc_philox_reserve(state, n);
     for (int64_t group = 0; group * 4 < n; ++group) {
         tfc_philox_single s = {base, {0, 0, 0, 0}, 4};
@@ -187,7 +196,7 @@ static inline void tfc_random_truncated_normal_f32(float *out, int64_t n, uint64
     }
 }
 
-static inline void tfc_random_truncated_normal_f64(double *out, int64_t n, uint64_t *state) {
+static inline TFC_HD void tfc_random_truncated_normal_f64(double *out, int64_t n, uint64_t *state) {
     tfc_philox base = tfc_philox_reserve(state, n);
     for (int64_t group = 0; group * 2 < n; ++group) {
         tfc_philox_single s = {base, {0, 0, 0, 0}, 4};

@@ -9,6 +9,15 @@
 
 #include "tfc_platform.h"
 
+/* TFC_HD: helpers also compiled for the GPU when nvcc builds a CUDA program (empty in C). */
+#ifndef TFC_HD
+#ifdef __CUDACC__
+#define TFC_HD __host__ __device__
+#else
+#define TFC_HD
+#endif
+#endif
+
 /* Status codes: the values of TensorFlow's error codes, so Python maps them to tf.errors. */
 enum {
     TFC_OK = 0,
@@ -35,19 +44,19 @@ typedef struct {
     const char *node;
 } tfc_error;
 
-static inline int tfc_fail_at(tfc_error *err, int code, const char *node) {
+static inline TFC_HD int tfc_fail_at(tfc_error *err, int code, const char *node) {
     if (err != NULL) err->node = node;
     return code;
 }
 
-static inline int tfc_error_set(tfc_error *err, int code, const char *msg) {
+static inline TFC_HD int tfc_error_set(tfc_error *err, int code, const char *msg) {
     if (err != NULL && err->msg != NULL && err->cap > 0) {
         TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s", msg);
     }
     return code;
 }
 
-static inline int tfc_error_index(tfc_error *err, const char *what, int64_t pos, int64_t value,
+static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64_t pos, int64_t value,
                                   int64_t limit) {
     if (err != NULL && err->msg != NULL && err->cap > 0) {
         TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s[%lld] = %lld is not in [0, %lld)", what,

@@ -1,0 +1,243 @@
+"""The CUDA backend. Without a GPU: the generated CUDA of every op compiles with nvcc, warnings
+as errors. On a GPU (`cuda` marker; skipped with the reason elsewhere): every op batch of the op
+tests and the training steps of the MLP and LeNet samples against the CPU and NumPy."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from opcheck import CaseBatch, assert_same
+
+import tfc
+from tfc.backend_cuda import compile_cuda, gpu_status
+from tfc.lower import lower_program
+from tfc.ops.registry import REGISTRY
+from tfc.passes import pipeline, run_passes
+from tfc.render import render_program
+from tfc.signature import RunRequest, make_program_graph
+from tfc.targets import CUDA
+
+ROOT = Path(__file__).resolve().parent.parent
+NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
+GPU_OK, GPU_WHY = gpu_status()
+on_gpu = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}"),
+]
+OP_TEST_MODULES = [
+    "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
+    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics",
+]  # fmt: skip
+# ops that never become a kernel: graph structure, or values the passes resolve
+NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
+# not in GPU programs: fused ops come from the fuse pass, which GPU programs skip; tf.data's
+# iterator ops read host memory (a program holding them runs on the CPU)
+NOT_ON_GPU = {"Fusion", "IteratorGetNext", "MakeIterator"}
+
+
+def op_batches() -> dict[str, CaseBatch]:
+    batches = {}
+    for name in OP_TEST_MODULES:
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if isinstance(value, CaseBatch):
+                batches[f"{name}.{attr}"] = value
+    return batches
+
+
+def training_graphs() -> dict[str, tuple]:
+    """(graph, fetches, feed_dict) of training steps: the samples' models and every optimizer."""
+    graphs = {}
+    sys.path.insert(0, str(ROOT / "samples"))
+    try:
+        for model, shape in (("digits_model", (8, 64)), ("lenet_model", (4, 28, 28, 1))):
+            module = importlib.import_module(model)
+            graph = tfc.Graph()
+            with graph.as_default():
+                sig = module.signatures()["train"]
+                init = tfc.global_variables_initializer()
+            rng = np.random.default_rng(0)
+            images, labels = sig["inputs"]["features"], sig["inputs"]["labels"]
+            ids = rng.integers(0, 10, shape[0]).astype(labels.dtype.np)
+            feed = {images: rng.random(shape, np.float32), labels: ids}
+            graphs[model] = (graph, [sig["loss"], sig["train_op"]], feed)
+            graphs[model + ".init"] = (graph, [init], {})
+    finally:
+        sys.path.pop(0)
+    graph = tfc.Graph()
+    with graph.as_default():
+        x = tfc.placeholder(tfc.float32, [6, 5])
+        fetches = []
+        for opt in (
+            tfc.train.GradientDescentOptimizer(0.1),
+            tfc.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+            tfc.train.AdagradOptimizer(0.1),
+            tfc.train.RMSPropOptimizer(0.1),
+            tfc.train.AdamOptimizer(0.1),
+        ):
+            w = tfc.Variable(tfc.random_normal([5, 3], seed=1))
+            loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w)))
+            fetches.append(opt.minimize(loss))
+        init = tfc.global_variables_initializer()
+    feed = {x: np.random.default_rng(1).random((6, 5), np.float32)}
+    graphs["optimizers"] = (graph, fetches, feed)
+    graphs["optimizers.init"] = (graph, [init], {})
+    graph = tfc.Graph()
+    with graph.as_default():  # the gradient ops of the unary functions, and a few others
+        x = tfc.placeholder(tfc.float32, [4, 6])
+        v = tfc.Variable(tfc.ones([4, 6]))
+        ys = [f(x + 2.0) for f in (
+            tfc.tanh, tfc.sigmoid, tfc.sqrt, tfc.rsqrt, tfc.reciprocal, tfc.nn.softplus,
+            tfc.nn.relu6, tfc.nn.elu, tfc.nn.softmax, tfc.nn.log_softmax,
+            lambda t: tfc.nn.leaky_relu(t, 0.2), lambda t: t[1:3, ::2],
+            lambda t: tfc.pad(t, [[1, 1], [2, 2]], mode="REFLECT"),
+            lambda t: tfc.gather(t, tfc.constant([0, 2, 1, 0])),
+        )]  # fmt: skip
+        bias = tfc.placeholder(tfc.float32, [6])
+        ys.append(x * bias)  # a broadcast: its gradient sums back to the bias's shape
+        fetches = tfc.gradients([tfc.reduce_sum(y * y) for y in ys], [x, bias])
+        fetches.append(tfc.assign_sub(v, x))
+        fetches.append(tfc.train.RMSPropOptimizer(0.1, centered=True).minimize(
+            tfc.reduce_sum(tfc.square(v * x))))
+    feed = {x: np.random.default_rng(2).random((4, 6), np.float32), bias: np.ones(6, np.float32)}
+    graphs["gradients"] = (graph, fetches, feed)
+    return graphs
+
+
+def cuda_source(graph, fetches, feed_dict, name: str) -> tuple[str, set[str]]:
+    """The CUDA program a GPU session compiles (no optimization pass), and its op types."""
+    request = RunRequest(graph, fetches, feed_dict)
+    program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    program = run_passes(program, pipeline([]))
+    ops = {program.node(n)["op"] for n in program.graph_attrs["schedule"]}
+    return render_program(lower_program(program, name=name), CUDA), ops
+
+
+def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:
+    programs = {}
+    for name, batch in op_batches().items():
+        tensors = [case[0] for case in batch.cases.values()]
+        programs[name] = cuda_source(batch.graph, tensors, batch.feed_dict, name)
+    for name, (graph, fetches, feed) in training_graphs().items():
+        programs[name] = cuda_source(graph, fetches, feed, name)
+    return programs
+
+
+@needs_nvcc
+def test_every_op_compiles_with_nvcc_without_warnings():
+    programs = all_cuda_programs()
+    covered = set().union(*(ops for _, ops in programs.values()))
+    kernels = {op for op, d in REGISTRY.items() if d.lower is not None} - NO_KERNEL - NOT_ON_GPU
+    kernels = {op for op in kernels if not op.startswith("Fused")}
+    missing = sorted(kernels - covered)
+    assert not missing, f"ops no compiled CUDA program holds: {missing}"
+
+    def build(item):
+        # the op batches' programs are large: their device code is checked (PTX, nvcc's own
+        # warnings); the training programs are compiled whole, host code and all
+        name, (source, _) = item
+        output = "ptx" if name.startswith("test_") else "object"
+        return compile_cuda(source, name=name, cuda_arch="sm_80", output=output)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objects = list(pool.map(build, programs.items()))
+    assert all(o.stat().st_size > 0 for o in objects)
+
+
+@needs_nvcc
+def test_fat_binary_flags_name_every_architecture():
+    from tfc.backend_cuda import arch_flags
+
+    flags = arch_flags("sm_80,sm_90")
+    assert flags == [
+        "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90",
+        "-gencode", "arch=compute_90,code=compute_90",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="sm_8x"):
+        arch_flags("sm_8x")
+
+
+def test_gpu_placement_without_a_gpu_says_why(monkeypatch):
+    if GPU_OK:
+        pytest.skip("this machine has a GPU")
+    with tfc.device("/gpu:0"):
+        a = tfc.placeholder(tfc.float32, [3])
+        b = a * 2.0
+    with tfc.Session() as sess, pytest.raises(RuntimeError, match="on /gpu:0"):
+        sess.run(b, {a: np.ones(3, np.float32)})
+
+
+# -- on a GPU ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(op_batches()))
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_op_batch_on_gpu_matches_numpy(name, monkeypatch):
+    monkeypatch.setenv("TFC_DEVICE", "gpu")
+    batch = op_batches()[name]
+    keys = list(batch.cases)
+    tensors = [batch.cases[k][0] for k in keys]
+    with tfc.Session(graph=batch.graph, config=tfc.CompileOptions(passes=[])) as sess:
+        got = sess.run(tensors, feed_dict=batch.feed_dict)
+        assert all(p.on_device for p in sess._programs.values())
+    for key, value in zip(keys, got):
+        _, expected, rtol, atol = batch.cases[key]
+        assert_same(value, expected, rtol, atol, f"{key} on the GPU vs NumPy")
+
+
+def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
+    graph, fetches, feed = training_graphs()[model]
+    init = training_graphs()  # fresh graphs: the same seeds give the same initial weights
+    graph, fetches, feed = init[model]
+    _, init_fetches, _ = init[model + ".init"]
+    losses = []
+    with tfc.Session(graph=graph) as sess:
+        os.environ["TFC_DEVICE"] = device
+        try:
+            sess.run(init_fetches)
+            for _ in range(steps):
+                losses.append(sess.run(fetches, feed)[0])
+            weights = {v: sess.read_variable(v) for v in sorted(sess.initialized_variables())}
+        finally:
+            os.environ.pop("TFC_DEVICE", None)
+    return losses, weights
+
+
+@pytest.mark.parametrize("model", ["digits_model", "lenet_model"])
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_training_steps_on_gpu_equal_cpu(model):
+    cpu_losses, cpu_weights = _train(model, 5, "cpu", None)
+    gpu_losses, gpu_weights = _train(model, 5, "gpu", None)
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4, atol=1e-4)
+    assert cpu_weights.keys() == gpu_weights.keys()
+    for name in cpu_weights:
+        np.testing.assert_allclose(gpu_weights[name], cpu_weights[name], rtol=1e-4, atol=1e-4,
+                                   err_msg=name)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+@pytest.mark.skipif(shutil.which("compute-sanitizer") is None, reason="no compute-sanitizer")
+def test_training_step_is_memcheck_clean(tmp_path):
+    script = (
+        "import sys; sys.path.insert(0, 'tests'); import test_cuda as t; "
+        "losses, _ = t._train('lenet_model', 1, 'gpu', None); print('loss', losses[0])"
+    )
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    proc = subprocess.run(
+        ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "9", sys.executable,
+         "-c", script],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "ERROR SUMMARY: 0 errors" in proc.stdout

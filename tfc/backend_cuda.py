@@ -1,0 +1,394 @@
+"""Building and running generated CUDA: nvcc makes a shared library (cached like the C builds),
+cffi loads it and the CUDA runtime, and device buffers hold a session's state on the GPU.
+
+`nvcc` is found as TFC_NVCC, or `nvcc` on PATH; the toolkit as CUDA_HOME (or CUDA_PATH, or the
+folder above nvcc's). Builds target the GPU present, or the architectures given
+(`cuda_arch="sm_80,sm_90"`: a fat binary plus PTX of the newest); without cuBLAS in the
+toolkit, GEMM uses the generated tiled kernel (TFC_NO_CUBLAS). Nothing here needs a GPU until
+a program runs: a machine with nvcc and no GPU still builds every program.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import cffi
+import numpy as np
+
+from tfc.backend_c import BUILD_STATS, CompileError, _dump, cache_dir, cache_key, runtime_dir
+
+WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
+COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
+
+_CDEF = """
+typedef struct {{ char *msg; int64_t cap; const char *node; }} tfc_error;
+int64_t {p}arena_bytes(void);
+int {p}run(void *const *state, const void *const *inputs, void *const *outputs,
+           const void *const *consts, void *arena_base, tfc_error *err);
+int {p}run_host(void *const *state, const void *const *inputs, void *const *outputs,
+                const void *const *consts, void *arena_base, tfc_error *err);
+"""
+
+_CUDART_CDEF = """
+int cudaGetDeviceCount(int *count);
+int cudaDeviceGetAttribute(int *value, int attr, int device);
+int cudaMalloc(void **ptr, size_t size);
+int cudaFree(void *ptr);
+int cudaMemcpy(void *dst, const void *src, size_t count, int kind);
+int cudaMemset(void *ptr, int value, size_t count);
+int cudaDeviceSynchronize(void);
+const char *cudaGetErrorString(int error);
+"""
+_H2D, _D2H = 1, 2
+_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76
+
+_lock = threading.Lock()
+_loaded: dict[Path, Any] = {}
+_ffis: dict[str, cffi.FFI] = {}
+
+
+class CudaUnavailable(RuntimeError):
+    """No GPU (or no CUDA runtime) to run a CUDA program on: the message says which."""
+
+
+# -- the toolkit ----------------------------------------------------------------------------------
+def nvcc() -> str:
+    return os.environ.get("TFC_NVCC") or "nvcc"
+
+
+@cache
+def cuda_home() -> Path | None:
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return Path(os.environ[var])
+    if Path("/usr/local/cuda/include/cuda_runtime.h").exists():
+        return Path("/usr/local/cuda")
+    found = shutil.which(nvcc())
+    return Path(os.path.realpath(found)).parent.parent if found else None
+
+
+def _include_dirs() -> list[Path]:
+    home = cuda_home()
+    if home is None:
+        return []
+    return [home / "include", *sorted((home / "targets").glob("*/include"))]
+
+
+def _lib_dirs() -> list[Path]:
+    home = cuda_home()
+    if home is None:
+        return []
+    return [home / "lib64", home / "lib", *sorted((home / "targets").glob("*/lib"))]
+
+
+@cache
+def has_cublas() -> bool:
+    """Whether the toolkit ships cuBLAS (header and library); else GEMM is the tiled kernel."""
+    header = any((d / "cublas_v2.h").exists() for d in _include_dirs())
+    library = any(list(d.glob("libcublas.so*")) for d in _lib_dirs() if d.exists())
+    return header and library
+
+
+def arch_flags(cuda_arch: str | Sequence[str] | None) -> list[str]:
+    """nvcc's -gencode flags: machine code for each `sm_XY` given, plus PTX of the newest."""
+    if cuda_arch is None:
+        cuda_arch = present_arch() or "sm_80"
+    archs = [cuda_arch] if isinstance(cuda_arch, str) else list(cuda_arch)
+    archs = [a.strip() for part in archs for a in part.split(",") if a.strip()]
+    numbers = []
+    for arch in archs:
+        digits = arch.removeprefix("sm_").removeprefix("compute_")
+        if not digits.rstrip("a").isdigit():
+            raise ValueError(f"--cuda-arch: '{arch}' is not an architecture like sm_80 or sm_90")
+        numbers.append(digits)
+    flags = []
+    for n in numbers:
+        flags += ["-gencode", f"arch=compute_{n},code=sm_{n}"]
+    newest = max(numbers, key=lambda n: int(n.rstrip("a")))
+    return flags + ["-gencode", f"arch=compute_{newest},code=compute_{newest}"]
+
+
+def build_flags(cuda_arch: str | Sequence[str] | None = None) -> list[str]:
+    flags = COMMON_FLAGS + arch_flags(cuda_arch)
+    if not has_cublas():
+        flags.append("-DTFC_NO_CUBLAS")
+    return flags
+
+
+def _link_flags() -> list[str]:
+    flags = ["-shared", "-cudart", "shared"]
+    for d in _lib_dirs():
+        if d.exists():
+            flags += ["-Xlinker", f"-rpath,{d}"]
+    return flags + (["-lcublas"] if has_cublas() else [])
+
+
+def _run_nvcc(cmd: list[str], source: Path, name: str, key: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    BUILD_STATS["compiles"] += 1
+    if proc.returncode != 0 or "warning" in proc.stderr:
+        kept = cache_dir() / f"failed-{key}.cu"
+        shutil.copyfile(source, kept)
+        raise CompileError(
+            f"nvcc failed on the generated CUDA program '{name}' (kept at {kept}):\n"
+            f"{' '.join(cmd)}\n{proc.stderr.strip()}"
+        )
+
+
+_OUTPUTS = {"shared": ".so", "object": ".o", "ptx": ".ptx"}
+
+
+def compile_cuda(
+    source: str,
+    name: str = "program",
+    cuda_arch: str | Sequence[str] | None = None,
+    output: str = "shared",
+) -> Path:
+    """nvcc `source` into a shared library; or an object ("object": device and host code
+    compiled, not linked) or PTX ("ptx": the device side only, the quickest check), which need
+    no GPU. Cached on disk by content like C builds."""
+    if shutil.which(nvcc()) is None:
+        raise CompileError(f"nvcc ('{nvcc()}') not found; install the CUDA toolkit or set TFC_NVCC")
+    suffix = _OUTPUTS[output]
+    flags = build_flags(cuda_arch)
+    mode = {"shared": _link_flags(), "object": ["-c"], "ptx": ["--ptx"]}[output]
+    if output == "ptx":  # one virtual architecture: PTX is not a fat binary
+        flags = [f for f in flags if not f.startswith(("-gencode", "arch="))]
+        flags += ["-arch", arch_flags(cuda_arch)[-1].split("=")[-1]]
+    key = cache_key(source, flags + mode, nvcc())
+    _dump(source, name, key)
+    directory = cache_dir()
+    target = directory / f"{key}{suffix}"
+    if target.exists():
+        BUILD_STATS["disk_hits"] += 1
+        return target
+    with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
+        src = Path(tmp) / f"{key}.cu"
+        src.write_text(source)
+        out = Path(tmp) / f"{key}{suffix}"
+        cmd = [nvcc(), *flags, "-I", str(runtime_dir() / "include"), "-o", str(out), str(src)]
+        _run_nvcc(cmd + mode, src, name, key)
+        os.replace(src, directory / f"{key}.cu")
+        os.replace(out, target)
+    return target
+
+
+# -- the CUDA runtime, from Python ----------------------------------------------------------------
+@cache
+def _cudart() -> tuple[cffi.FFI, Any]:
+    ffi = cffi.FFI()
+    ffi.cdef(_CUDART_CDEF)
+    names = []
+    for d in _lib_dirs():
+        names += sorted(str(p) for p in d.glob("libcudart.so*")) if d.exists() else []
+    names += ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+    errors = []
+    for candidate in names:
+        try:
+            return ffi, ffi.dlopen(candidate)
+        except OSError as e:
+            errors.append(f"{candidate}: {e}")
+    raise CudaUnavailable("the CUDA runtime (libcudart.so) cannot be loaded: " + "; ".join(errors))
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        ffi, rt = _cudart()
+        raise CudaUnavailable(f"{what}: {ffi.string(rt.cudaGetErrorString(code)).decode()}")
+
+
+@cache
+def gpu_status() -> tuple[bool, str]:
+    """(True, 'sm_90') when a GPU can run programs, else (False, why not)."""
+    try:
+        ffi, rt = _cudart()
+    except CudaUnavailable as e:
+        return False, str(e)
+    count = ffi.new("int *")
+    code = rt.cudaGetDeviceCount(count)
+    if code != 0:
+        return False, "no CUDA GPU: " + ffi.string(rt.cudaGetErrorString(code)).decode()
+    if count[0] == 0:
+        return False, "no CUDA GPU on this machine"
+    major, minor = ffi.new("int *"), ffi.new("int *")
+    _check(rt.cudaDeviceGetAttribute(major, _ATTR_CC_MAJOR, 0), "cudaDeviceGetAttribute")
+    _check(rt.cudaDeviceGetAttribute(minor, _ATTR_CC_MINOR, 0), "cudaDeviceGetAttribute")
+    return True, f"sm_{major[0]}{minor[0]}"
+
+
+def present_arch() -> str | None:
+    ok, arch = gpu_status()
+    return arch if ok else None
+
+
+class DeviceBuffer:
+    """`nbytes` of GPU memory, freed with the object."""
+
+    def __init__(self, nbytes: int) -> None:
+        ffi, rt = _cudart()
+        self.nbytes = max(int(nbytes), 1)
+        ptr = ffi.new("void **")
+        _check(rt.cudaMalloc(ptr, self.nbytes), f"cudaMalloc of {self.nbytes} bytes")
+        self.ptr = ptr[0]
+        self._rt = rt
+
+    def upload(self, array: np.ndarray) -> None:
+        ffi, rt = _cudart()
+        array = np.ascontiguousarray(array)
+        if array.nbytes:
+            _check(rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _H2D), "upload")
+
+    def download(self, array: np.ndarray) -> None:
+        ffi, rt = _cudart()
+        if array.nbytes:
+            _check(rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _D2H), "download")
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        if getattr(self, "ptr", None) is not None:
+            self._rt.cudaFree(self.ptr)
+            self.ptr = None
+
+
+class DeviceState:
+    """A session's variables and random streams on the GPU, coherent with the host copies: each
+    slot is fresh on the host, on the device, or both; a program gets its slots where it runs."""
+
+    def __init__(self, host_buffer) -> None:
+        self._host_buffer = host_buffer  # slot -> the session's host array
+        self.buffers: dict[tuple[str, str], DeviceBuffer] = {}
+        self.fresh: dict[tuple[str, str], str] = {}  # "host", "device" or "both"
+
+    def device_pointer(self, slot: Any) -> Any:
+        key = (slot.kind, slot.name)
+        host = self._host_buffer(slot)
+        buf = self.buffers.get(key)
+        if buf is None:
+            buf = self.buffers[key] = DeviceBuffer(host.nbytes)
+            self.fresh.setdefault(key, "host")
+        if self.fresh.get(key, "host") == "host":
+            buf.upload(host)
+            self.fresh[key] = "both"
+        return buf.ptr
+
+    def to_host(self, kind: str, name: str) -> None:
+        key = (kind, name)
+        if self.fresh.get(key) == "device":
+            self.buffers[key].download(self._host_buffer_of(kind, name))
+            self.fresh[key] = "both"
+
+    def _host_buffer_of(self, kind: str, name: str) -> np.ndarray:
+        from tfc.lower import Slot
+
+        return self._host_buffer(Slot(kind, name, None, ()))  # type: ignore[arg-type]
+
+    def before(self, program: Any) -> None:
+        for slot in program.lowered.slots:
+            if program.on_device:
+                self.device_pointer(slot)
+            else:
+                self.to_host(slot.kind, slot.name)
+
+    def after(self, program: Any) -> None:
+        where = "device" if program.on_device else "host"
+        written = set(program.lowered.vars_written)
+        for slot in program.lowered.slots:
+            if slot.kind == "rng" or slot.name in written:
+                if where == "host" and (slot.kind, slot.name) not in self.buffers:
+                    continue
+                self.fresh[(slot.kind, slot.name)] = where
+
+    def host_wrote(self, kind: str, name: str) -> None:
+        if (kind, name) in self.buffers:
+            self.fresh[(kind, name)] = "host"
+
+
+# -- loading and running --------------------------------------------------------------------------
+def _ffi_for(prefix: str) -> cffi.FFI:
+    with _lock:
+        ffi = _ffis.get(prefix)
+        if ffi is None:
+            ffi = cffi.FFI()
+            ffi.cdef(_CDEF.format(p=prefix))
+            _ffis[prefix] = ffi
+        return ffi
+
+
+def load_cuda_library(path: Path, prefix: str = "tfc_") -> tuple[cffi.FFI, Any]:
+    ffi = _ffi_for(prefix)
+    with _lock:
+        lib = _loaded.get(path)
+        if lib is None:
+            lib = _loaded[path] = ffi.dlopen(str(path))
+        else:
+            BUILD_STATS["memory_hits"] += 1
+    return ffi, lib
+
+
+class CudaProgram:
+    """One signature's program on the GPU: its device arena (with the staging of feeds and
+    fetches) and its slots in the session's DeviceState. A call is one host call into the
+    library: feeds copied in, every kernel queued on one stream, fetches copied out."""
+
+    on_device = True
+
+    def __init__(self, session: Any, lowered: Any, source: str, cuda_arch: Any = None) -> None:
+        ok, why = gpu_status()
+        if not ok:
+            raise CudaUnavailable(f"cannot run '{lowered.name}' on /gpu:0: {why}")
+        self.lowered = lowered
+        self.source = source
+        self.session = session
+        path = compile_cuda(source, name=lowered.name, cuda_arch=cuda_arch)
+        self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
+        self._run = getattr(self.lib, f"{lowered.prefix}run_host")
+        ffi = self.ffi
+        self.arena = DeviceBuffer(getattr(self.lib, f"{lowered.prefix}arena_bytes")())
+        self._consts = []
+        for value in lowered.external_consts:
+            buf = DeviceBuffer(value.nbytes)
+            buf.upload(value)
+            self._consts.append(buf)
+        self.consts = ffi.new("void *[]", [ffi.cast("void *", c.ptr) for c in self._consts] or 1)
+        self.state = ffi.new("void *[]", max(len(lowered.slots), 1))
+        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
+        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        self.errbuf = ffi.new("char[]", 1024)
+        self.err = ffi.new("tfc_error *")
+        self.err.msg = self.errbuf
+        self.err.cap = 1024
+
+    def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+        ffi = self.ffi
+        device = self.session._device_state()
+        for i, slot in enumerate(self.lowered.slots):
+            self.state[i] = ffi.cast("void *", device.device_pointer(slot))
+        held = []
+        for i, value in enumerate(feeds):
+            buf = ffi.from_buffer(np.ascontiguousarray(value))
+            held.append(buf)
+            self.inputs[i] = buf
+        results = [np.empty(f.shape, dtype=f.dtype.np) for f in self.lowered.fetches]
+        for j, value in enumerate(results):
+            buf = ffi.from_buffer(value)
+            held.append(buf)
+            self.outputs[j] = buf
+        self.err.node = ffi.NULL
+        arena = ffi.cast("void *", self.arena.ptr)
+        rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
+        return rc, results
+
+    def error(self, rc: int, graph: Any) -> Any:
+        from tfc import errors
+
+        message = self.ffi.string(self.errbuf).decode(errors="replace")
+        node = self.ffi.string(self.err.node).decode() if self.err.node != self.ffi.NULL else None
+        op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+        return errors.error_for_code(rc)(None, op, message)

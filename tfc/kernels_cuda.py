@@ -1,0 +1,102 @@
+"""The CUDA target's view of kernel specs: thread indexing prepared as strings for its templates.
+
+A C kernel walks its loop nest in memory order; a CUDA kernel gives each thread (or block) one
+output and recovers the loop variables from its index. The strings here are that recovery,
+computed once in Python so the templates in templates/cuda/kernels only interpolate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from tfc.kernels import Kernel, index_expr
+
+THREADS = 256  # threads per block of the element-wise kernels
+MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
+REDUCE_THREADS = 128  # threads per output of a block reduction
+BLOCK_REDUCE_MIN = 64  # reduce this many elements or more per output with a block
+
+
+def unravel(index: str, bounds: Sequence[int], names: Sequence[str]) -> list[str]:
+    """Statements declaring `names` (int64) as the row-major coordinates of `index` in `bounds`.
+    The divisions run in 32 bits when the whole range fits (they are the costly part)."""
+    if not bounds:
+        return []
+    if len(bounds) == 1:
+        return [f"const int64_t {names[0]} = {index};"]
+    small = math.prod(bounds) < 2**31
+    rtype, suffix = ("unsigned", "u") if small else ("uint64_t", "ull")
+    lines = [f"{rtype} rest = ({rtype}){index};"]
+    for k in reversed(range(1, len(bounds))):
+        lines.append(f"const int64_t {names[k]} = (int64_t)(rest % {bounds[k]}{suffix});")
+        lines.append(f"rest /= {bounds[k]}{suffix};")
+    lines.append(f"const int64_t {names[0]} = (int64_t)rest;")
+    return lines
+
+
+def _grid(total: int, threads: int) -> dict:
+    return {
+        "total": total,
+        "threads": threads,
+        "blocks": max(1, min(-(-total // threads), MAX_BLOCKS)),
+    }
+
+
+def _loop(kernel: Kernel) -> dict:
+    bounds = list(kernel.data["bounds"])
+    names = [f"i{k}" for k in range(len(bounds))]
+    return {"unravel": unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS)}
+
+
+def _reduce(kernel: Kernel) -> dict:
+    dims = kernel.data["dims"]
+    kept = [d for d in dims if not d[3]]
+    reduced = [d for d in dims if d[3]]
+    kept_names = [f"i{k}" for k in range(len(kept))]
+    red_names = [f"j{k}" for k in range(len(reduced))]
+    base = index_expr([d[1] for d in kept], kept_names)
+    count = math.prod(d[0] for d in reduced)
+    inner = index_expr([d[1] for d in reduced], red_names)
+    element = f"x0[base + {inner}]" if inner != "0" else "x0[base]"
+    combine = kernel.data["combine"]
+    out_count = kernel.data["out_count"]
+    block = count >= BLOCK_REDUCE_MIN
+    return {
+        "block": block,
+        "out_unravel": unravel("o", [d[0] for d in kept], kept_names),
+        "base": base,
+        "count": count,
+        "red_unravel": unravel("r", [d[0] for d in reduced], red_names),
+        "ctype_init": kernel.params[0].ctype,
+        "update": "acc = " + combine.format(a="acc", b=element) + ";",
+        "merge": "sh[threadIdx.x] = "
+        + combine.format(a="sh[threadIdx.x]", b="sh[threadIdx.x + s]")
+        + ";",
+        **_grid(out_count, REDUCE_THREADS if block else THREADS),
+        **({"blocks": max(1, min(out_count, 65535))} if block else {}),
+    }
+
+
+def _rows(kernel: Kernel) -> dict:
+    return _grid(int(re.findall(r"\d+", kernel.data["rows"])[-1]), 128)  # "INT64_C(64)"
+
+
+def _matmul(kernel: Kernel) -> dict:
+    return {"cuda_gemm": "tfc_cuda_" + kernel.data["gemm"].removeprefix("tfc_")}
+
+
+_ADAPTERS = {
+    "loop": _loop,
+    "reduce": _reduce,
+    "matmul": _matmul,
+    "softmax": _rows,
+    "sparse_xent": _rows,
+}
+
+
+def cuda_kernel_data(kernel: Kernel) -> dict:
+    """Extra template data the CUDA kernel template of `kernel` needs ({} when none)."""
+    adapter = _ADAPTERS.get(kernel.template)
+    return adapter(kernel) if adapter else {}
