@@ -48,6 +48,7 @@ class LoadProbe:
         wall = time.perf_counter() - self._wall0
         busy1 = machine_busy_seconds()
         own = own_cpu_seconds() - self._own0
+        self.own_cpus = own / wall if wall > 0 else None
         if self._busy0 is None or busy1 is None or wall <= 0:
             self.other_cpus = None
         else:
@@ -60,6 +61,7 @@ class Timing:
 
     round_seconds: list[float] = field(default_factory=list)
     round_load: list[float | None] = field(default_factory=list)
+    round_own: list[float | None] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -70,9 +72,16 @@ class Timing:
         loads = [v for v in self.round_load if v is not None]
         return statistics.mean(loads) if loads else None
 
-    def add(self, per_step: float, load: float | None) -> None:
+    @property
+    def own(self) -> float | None:
+        """CPUs this process kept busy (its threads): checks the thread setting took effect."""
+        own = [v for v in self.round_own if v is not None]
+        return statistics.mean(own) if own else None
+
+    def add(self, per_step: float, probe: LoadProbe) -> None:
         self.round_seconds.append(per_step)
-        self.round_load.append(load)
+        self.round_load.append(probe.other_cpus)
+        self.round_own.append(probe.own_cpus)
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,6 @@ def time_steps(step: Callable[[int], object], sync: Callable[[object], None], pl
                 i += 1
             sync(out)
             elapsed = time.perf_counter() - t0
-        timing.add(elapsed / n, probe.other_cpus)
+        timing.add(elapsed / n, probe)
         n = max(1, int(plan.round_s / max(elapsed / n, 1e-7)))
     return timing

@@ -2,7 +2,7 @@
 plan) -> list of result dicts}; the worker process imports one module. A module whose
 framework is not installed raises ImportError on import: the worker reports it as missing.
 
-A result dict: label, ms (median ms per step), round_ms, load (other processes' CPUs),
+A result dict: label, ms (median ms per step), round_ms, load (other processes' CPUs), own_cpus,
 loss1 (step 1's loss: batch 0, initial weights), version, and optional note.
 """
 
@@ -16,6 +16,7 @@ def result(label: str, timing, loss1: float, version: str, note: str = "") -> di
         "ms": timing.median * 1e3,
         "round_ms": [s * 1e3 for s in timing.round_seconds],
         "load": timing.load,
+        "own_cpus": timing.own,
         "loss1": float(loss1),
         "version": version,
         "note": note,

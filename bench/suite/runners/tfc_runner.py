@@ -96,7 +96,7 @@ def run_native(w: dict, d: dict, threads: int, plan) -> list[dict]:
         for _ in range(plan.rounds):
             with LoadProbe() as probe:
                 lines = train(2 * k, k)  # the first window warms up, the second is timed
-            timing.add(b / lines[-1][2], probe.other_cpus)
+            timing.add(b / lines[-1][2], probe)
     cflags = " ".join(TARGET_FLAGS["host"])
     return [result("tfc native", timing, loss1, VERSION,
                    f"`train` executable, {k} steps per timed window ({cflags})")]
