@@ -63,7 +63,7 @@ STEP_LINE = re.compile(r"^step (\d+)  loss (\S+)  (\d+) examples/s$", re.M)
 def _train(exe: Path, data: Path, ckpt: Path, steps: int, log_every: int) -> list[tuple]:
     out = subprocess.run(
         [str(exe), "--data", str(data), "--steps", str(steps), "--log-every", str(log_every),
-         "--no-shuffle", "--checkpoint-dir", str(ckpt)],
+         "--no-shuffle", "--save-every", "0", "--checkpoint-dir", str(ckpt)],
         capture_output=True, text=True, check=True,
     ).stdout
     return [(int(s), float(loss), float(rate)) for s, loss, rate in STEP_LINE.findall(out)]
