@@ -1,7 +1,8 @@
 """Benchmark tfc against PyTorch, JAX, TensorFlow and ONNX Runtime on the workloads of issue 5.
 
-    python bench/run.py            # everything, 1 and 2 threads: writes bench/RESULTS.md and
-                                   # bench/results.json (about 10 minutes on 2 cores)
+    python bench/run.py            # everything, 1 and 2 threads: writes bench/RESULTS.md,
+                                   # bench/results.json and the table in README.md's
+                                   # Performance section (about 10 minutes on 2 cores)
     python bench/run.py --quick    # short rounds, 1 thread, no torch.compile: prints the
                                    # report (under a minute); --markdown/--json to keep it
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from suite import data, orchestrate, peak, report, workloads  # noqa: E402
+from suite import data, orchestrate, peak, readme, report, workloads  # noqa: E402
 from suite.measure import LoadProbe, Plan  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -42,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "quick: none)")
     p.add_argument("--json", help="where to write the results document (default "
                    "bench/results.json; quick: none)")
+    p.add_argument("--no-readme", action="store_true",
+                   help="leave README.md alone (a full run updates its results table)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
     return p.parse_args(argv)
 
@@ -144,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         Path(markdown).write_text(text + "\n")
     if json_path:
         Path(json_path).write_text(json.dumps(doc, indent=1) + "\n")
+    full = not (args.quick or args.tiny or args.workloads or args.frameworks or args.threads)
+    if full and not args.no_readme:
+        block = report.summary(doc, workloads.SCALING_TARGET)
+        if readme.update(BENCH.parent / "README.md", block):
+            print("updated the table in README.md", file=sys.stderr)
     print(text)
     print(f"\n{doc['elapsed_s']:.0f} s" + (f"; wrote {markdown}" if markdown else "")
           + (f" and {json_path}" if json_path else ""), file=sys.stderr)

@@ -143,3 +143,19 @@ def test_a_missing_peer_is_reported_as_missing(tmp_path):
     assert len(rows) == 1
     assert rows[0]["status"] == "missing" and rows[0]["framework"] == "torch"
     assert "No module named 'torch'" in rows[0]["reason"]
+
+
+def test_readme_block_is_replaced_between_markers_only(tmp_path):
+    from suite import readme
+
+    path = tmp_path / "README.md"
+    path.write_text(f"# x\n\n## Performance\n\n{readme.BEGIN}\nold table\n{readme.END}\n\n## y\n")
+    block = report.summary(fixed_doc())
+    assert readme.update(path, block)
+    text = path.read_text()
+    assert "old table" not in text and text.startswith("# x\n\n## Performance\n")
+    assert "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.50x | met |" in text
+    assert text.endswith(f"{readme.END}\n\n## y\n")
+    assert readme.update(path, "new") and "| model m" not in path.read_text()
+    path.write_text("no markers\n")
+    assert not readme.update(path, block) and path.read_text() == "no markers\n"

@@ -135,20 +135,43 @@ def target_rows(doc: dict, scaling: dict | None) -> list[list[str]]:
     return out
 
 
-def render(doc: dict, scaling: dict | None = None) -> str:
+def _machine_lines(doc: dict) -> list[str]:
     m, peak = doc.get("machine", {}), doc.get("peak", {})
     peak_text = (f"{peak['gflops']:.1f} GFLOP/s per core ({peak.get('vector_bytes', '?')}-byte "
                  f"vectors)" if peak.get("gflops") else f"not measured ({peak.get('reason')})")
+    return [
+        f"- Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores; "
+        f"Python {m.get('python', '?')}; {', '.join(m.get('versions', [])) or 'no peers'}",
+        f"- FMA peak (measured by the suite): {peak_text}; 'of FMA peak' divides by it times "
+        "the threads",
+    ]
+
+
+def _targets_table(doc: dict, scaling: dict | None) -> list[str]:
+    lines = ["| workload | target | tfc | reference | ratio | verdict |",
+             "|---|---|---:|---|---:|---|"]
+    return lines + ["| " + " | ".join(r) + " |" for r in target_rows(doc, scaling)]
+
+
+def summary(doc: dict, scaling: dict | None = None) -> str:
+    """The README's block: where and how it was measured, and the targets table."""
+    lines = [f"Measured by `{doc.get('command', 'python bench/run.py')}` on "
+             f"{doc.get('date', '?')} ({doc.get('elapsed_s', 0):.0f} s); every row and "
+             "figure: [bench/RESULTS.md](bench/RESULTS.md).", ""]
+    lines += _machine_lines(doc) + ["", *_targets_table(doc, scaling)]
+    mismatches = loss_mismatches(doc)
+    lines += ["", "Step-1 loss mismatches: " + ("; ".join(mismatches) if mismatches else "none")]
+    return "\n".join(lines)
+
+
+def render(doc: dict, scaling: dict | None = None) -> str:
     lines = [
         "# Benchmark results",
         "",
         f"Written by `{doc.get('command', 'python bench/run.py')}` in "
         f"{doc.get('elapsed_s', 0):.0f} s on {doc.get('date', '?')}.",
         "",
-        f"- Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores; "
-        f"Python {m.get('python', '?')}; {', '.join(m.get('versions', [])) or 'no peers'}",
-        f"- FMA peak (measured by the suite): {peak_text}; 'of FMA peak' divides by it times "
-        "the threads",
+        *_machine_lines(doc),
         "- Times are medians over rounds after warm-up; 'other load' is how many CPUs other "
         "processes kept busy meanwhile (a figure measured while it is high is noisy); 'own "
         "CPUs' shows the thread setting took effect",
@@ -158,10 +181,8 @@ def render(doc: dict, scaling: dict | None = None) -> str:
         "",
         "## Targets (issue 5; 1 thread unless said)",
         "",
-        "| workload | target | tfc | reference | ratio | verdict |",
-        "|---|---|---:|---|---:|---|",
+        *_targets_table(doc, scaling),
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in target_rows(doc, scaling)]
     mismatches = loss_mismatches(doc)
     lines += ["", "Step-1 loss mismatches: " + ("; ".join(mismatches) if mismatches else "none"),
               "", "## Per workload", ""]
