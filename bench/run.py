@@ -32,19 +32,29 @@ BENCH = Path(__file__).resolve().parent
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true",
-                   help="short rounds, 1 thread, no torch.compile, files only when asked")
-    p.add_argument("--frameworks", help="comma-separated subset of: "
-                   + ",".join(orchestrate.FRAMEWORKS))
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="short rounds, 1 thread, no torch.compile, files only when asked",
+    )
+    p.add_argument(
+        "--frameworks", help="comma-separated subset of: " + ",".join(orchestrate.FRAMEWORKS)
+    )
     p.add_argument("--workloads", help="comma-separated workload names (default: all)")
     p.add_argument("--tiny", action="store_true", help="a tiny MLP instead (for tests)")
     p.add_argument("--threads", help="comma-separated thread counts (default 1,2; quick: 1)")
-    p.add_argument("--markdown", help="where to write the report (default bench/RESULTS.md; "
-                   "quick: none)")
-    p.add_argument("--json", help="where to write the results document (default "
-                   "bench/results.json; quick: none)")
-    p.add_argument("--no-readme", action="store_true",
-                   help="leave README.md alone (a full run updates its results table)")
+    p.add_argument(
+        "--markdown", help="where to write the report (default bench/RESULTS.md; quick: none)"
+    )
+    p.add_argument(
+        "--json",
+        help="where to write the results document (default bench/results.json; quick: none)",
+    )
+    p.add_argument(
+        "--no-readme",
+        action="store_true",
+        help="leave README.md alone (a full run updates its results table)",
+    )
     p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
     return p.parse_args(argv)
 
@@ -57,13 +67,19 @@ def machine(versions: list[str]) -> dict:
         fields = dict(line.split(":", 1) for line in info[:30] if ":" in line)
         fields = {k.strip(): v.strip() for k, v in fields.items()}
         flags = set(fields.get("flags", "").split())
-        cpu = f"{fields.get('model name', cpu)} (family {fields.get('cpu family', '?')}, " \
-              f"model {fields.get('model', '?')})"
+        cpu = (
+            f"{fields.get('model name', cpu)} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')})"
+        )
     except OSError:
         pass
     isa = [f for f in ("avx2", "fma", "avx512f") if f in flags]
-    return {"cpu": cpu + (f" [{' '.join(isa)}]" if isa else ""), "cores": os.cpu_count(),
-            "python": platform.python_version(), "versions": versions}
+    return {
+        "cpu": cpu + (f" [{' '.join(isa)}]" if isa else ""),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": versions,
+    }
 
 
 def select(args: argparse.Namespace) -> tuple[list[dict], list[str], list[int]]:
@@ -72,8 +88,10 @@ def select(args: argparse.Namespace) -> tuple[list[dict], list[str], list[int]]:
         names = args.workloads.split(",")
         unknown = set(names) - {w["name"] for w in ws}
         if unknown:
-            sys.exit(f"unknown workload(s): {', '.join(sorted(unknown))}; known: "
-                     + ", ".join(w["name"] for w in ws))
+            sys.exit(
+                f"unknown workload(s): {', '.join(sorted(unknown))}; known: "
+                + ", ".join(w["name"] for w in ws)
+            )
         ws = [w for w in ws if w["name"] in names]
     frameworks = list(orchestrate.FRAMEWORKS)
     if args.quick:
@@ -82,8 +100,10 @@ def select(args: argparse.Namespace) -> tuple[list[dict], list[str], list[int]]:
         frameworks = args.frameworks.split(",")
         unknown = set(frameworks) - set(orchestrate.FRAMEWORKS)
         if unknown:
-            sys.exit(f"unknown framework(s): {', '.join(sorted(unknown))}; known: "
-                     + ", ".join(orchestrate.FRAMEWORKS))
+            sys.exit(
+                f"unknown framework(s): {', '.join(sorted(unknown))}; known: "
+                + ", ".join(orchestrate.FRAMEWORKS)
+            )
     threads = [int(t) for t in (args.threads or ("1" if args.quick else "1,2")).split(",")]
     return ws, frameworks, threads
 
@@ -92,7 +112,7 @@ def run(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     ws, frameworks, threads = select(args)
     plan = Plan.quick() if args.quick else Plan()
-    print(f"FMA peak ...", file=sys.stderr, flush=True)
+    print("FMA peak ...", file=sys.stderr, flush=True)
     with LoadProbe() as probe:
         fma = peak.measure(runs=2 if args.quick else 5)
     fma["load"] = probe.other_cpus
@@ -106,12 +126,12 @@ def run(args: argparse.Namespace) -> dict:
             w["data"] = str(data.write(w, Path(tmp)))
         for t in threads:
             for fw in frameworks:
-                mine = [w for w in ws if orchestrate.applies(fw, w)
-                        and not (t > 1 and w.get("native"))]
+                mine = [
+                    w for w in ws if orchestrate.applies(fw, w) and not (t > 1 and w.get("native"))
+                ]
                 if not mine:
                     continue
-                print(f"{fw}, {t} thread(s): {len(mine)} workload(s)", file=sys.stderr,
-                      flush=True)
+                print(f"{fw}, {t} thread(s): {len(mine)} workload(s)", file=sys.stderr, flush=True)
                 rows = orchestrate.run_worker(fw, t, mine, plan, args.timeout)
                 for r in rows:
                     if "reason" in r:
@@ -120,8 +140,9 @@ def run(args: argparse.Namespace) -> dict:
     for w in ws:
         del w["data"]
     versions = sorted({r["version"] for r in results if r.get("status") == "ok"})
-    cmd = "python bench/run.py" + "".join(f" {a}" for a in (sys.argv[1:] if args.argv is None
-                                                              else args.argv))
+    cmd = "python bench/run.py" + "".join(
+        f" {a}" for a in (sys.argv[1:] if args.argv is None else args.argv)
+    )
     return {
         "command": cmd,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -153,8 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         if readme.update(BENCH.parent / "README.md", block):
             print("updated the table in README.md", file=sys.stderr)
     print(text)
-    print(f"\n{doc['elapsed_s']:.0f} s" + (f"; wrote {markdown}" if markdown else "")
-          + (f" and {json_path}" if json_path else ""), file=sys.stderr)
+    print(
+        f"\n{doc['elapsed_s']:.0f} s"
+        + (f"; wrote {markdown}" if markdown else "")
+        + (f" and {json_path}" if json_path else ""),
+        file=sys.stderr,
+    )
     mismatches = report.loss_mismatches(doc)
     if mismatches:
         print("STEP-1 LOSS MISMATCH: " + "; ".join(mismatches), file=sys.stderr)

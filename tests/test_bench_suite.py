@@ -34,9 +34,22 @@ def numpy_mlp_loss(x, y, weights):
 def quick_doc(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "run.py"), "--quick", "--tiny", "--frameworks", "tfc",
-         "--json", str(out / "r.json"), "--markdown", str(out / "R.md")],
-        capture_output=True, text=True, timeout=120, cwd=str(ROOT),
+        [
+            sys.executable,
+            str(BENCH / "run.py"),
+            "--quick",
+            "--tiny",
+            "--frameworks",
+            "tfc",
+            "--json",
+            str(out / "r.json"),
+            "--markdown",
+            str(out / "R.md"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(ROOT),
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads((out / "r.json").read_text()), (out / "R.md").read_text()
@@ -88,13 +101,30 @@ def test_the_lenet_reference_loss_uses_convolutions():
 
 
 def fixed_doc():
-    w = {"name": "m", "title": "model m, b=4", "model": "mlp", "sizes": [2, 2], "mode": "train",
-         "batch": 4, "target": {"ratio": 0.8, "ref": "best"}, "flops": 2_000_000,
-         "reference_loss": 2.0}
-    row = {"workload": "m", "status": "ok", "threads": 1, "round_ms": [1.0], "load": 0.1,
-           "own_cpus": 1.0, "version": "x"}
+    w = {
+        "name": "m",
+        "title": "model m, b=4",
+        "model": "mlp",
+        "sizes": [2, 2],
+        "mode": "train",
+        "batch": 4,
+        "target": {"ratio": 0.8, "ref": "best"},
+        "flops": 2_000_000,
+        "reference_loss": 2.0,
+    }
+    row = {
+        "workload": "m",
+        "status": "ok",
+        "threads": 1,
+        "round_ms": [1.0],
+        "load": 0.1,
+        "own_cpus": 1.0,
+        "version": "x",
+    }
     return {
-        "command": "python bench/run.py", "elapsed_s": 1, "date": "today",
+        "command": "python bench/run.py",
+        "elapsed_s": 1,
+        "date": "today",
         "machine": {"cpu": "CPU", "cores": 2, "python": "3", "versions": ["x 1"]},
         "peak": {"gflops": 10.0, "vector_bytes": 32},
         "workloads": [w],
@@ -102,8 +132,13 @@ def fixed_doc():
             dict(row, framework="tfc", label="tfc", ms=1.0, loss1=2.0),
             dict(row, framework="jax", label="JAX jit", ms=2.0, loss1=2.0001),
             dict(row, framework="torch", label="PyTorch eager", ms=4.0, loss1=2.1),
-            {"workload": "m", "framework": "onnxruntime", "threads": 1, "status": "missing",
-             "reason": "No module named 'onnxruntime'"},
+            {
+                "workload": "m",
+                "framework": "onnxruntime",
+                "threads": 1,
+                "status": "missing",
+                "reason": "No module named 'onnxruntime'",
+            },
         ],
     }
 
@@ -118,8 +153,9 @@ def test_report_renders_fixed_results():
     assert "MISMATCH (5.0e-02)" in text
     assert "Not measured: onnxruntime (1 thread): missing: No module named 'onnxruntime'" in text
     lines = text.splitlines()
-    assert lines.index("| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |") \
-        < lines.index(next(x for x in lines if x.startswith("| JAX jit")))
+    assert lines.index(
+        "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |"
+    ) < lines.index(next(x for x in lines if x.startswith("| JAX jit")))
 
 
 def test_report_verdicts_not_met_and_scaling():
@@ -138,8 +174,14 @@ def test_a_missing_peer_is_reported_as_missing(tmp_path):
     (fake / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
     w = workloads.tiny()[0]
     w["data"] = str(data.write(w, tmp_path))
-    rows = orchestrate.run_worker("torch", 1, [w], Plan.quick(), timeout_s=60,
-                                  extra_env={"PYTHONPATH": str(tmp_path / "fake")})
+    rows = orchestrate.run_worker(
+        "torch",
+        1,
+        [w],
+        Plan.quick(),
+        timeout_s=60,
+        extra_env={"PYTHONPATH": str(tmp_path / "fake")},
+    )
     assert len(rows) == 1
     assert rows[0]["status"] == "missing" and rows[0]["framework"] == "torch"
     assert "No module named 'torch'" in rows[0]["reason"]

@@ -76,7 +76,7 @@ def build(w: dict) -> dict:
     return _signatures(w)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _initial_weights(key: str) -> list:
     import json
 

@@ -48,8 +48,14 @@ def thread_env(threads: int) -> dict:
     }
 
 
-def run_worker(framework: str, threads: int, workloads: list[dict], plan: Plan,
-               timeout_s: float, extra_env: dict | None = None) -> list[dict]:
+def run_worker(
+    framework: str,
+    threads: int,
+    workloads: list[dict],
+    plan: Plan,
+    timeout_s: float,
+    extra_env: dict | None = None,
+) -> list[dict]:
     """Run one framework's worker on `workloads` (each with its "data" file)."""
     base = {"framework": framework, "threads": threads}
     env = dict(os.environ)
@@ -59,24 +65,39 @@ def run_worker(framework: str, threads: int, workloads: list[dict], plan: Plan,
     env["PYTHONPATH"] = os.pathsep.join(path)
     with tempfile.TemporaryDirectory(prefix="tfc-bench-job-") as tmp:
         job, out = Path(tmp) / "job.json", Path(tmp) / "out.json"
-        job.write_text(json.dumps({"framework": framework, "threads": threads,
-                                   "workloads": workloads, "plan": asdict(plan)}))
+        job.write_text(
+            json.dumps(
+                {
+                    "framework": framework,
+                    "threads": threads,
+                    "workloads": workloads,
+                    "plan": asdict(plan),
+                }
+            )
+        )
         start = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, "-m", "suite.worker", str(job), str(out)],
-                                  env=env, cwd=str(BENCH), timeout=timeout_s,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "suite.worker", str(job), str(out)],
+                env=env,
+                cwd=str(BENCH),
+                timeout=timeout_s,
+                capture_output=True,
+                text=True,
+            )
         except subprocess.TimeoutExpired:
             reason = f"worker ran past its {timeout_s:.0f} s limit"
-            return [dict(base, workload=w["name"], status="error", reason=reason)
-                    for w in workloads]
+            return [
+                dict(base, workload=w["name"], status="error", reason=reason) for w in workloads
+            ]
         elapsed = time.perf_counter() - start
         sys.stderr.write(_progress_lines(proc.stderr))
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             reason = f"worker exited with status {proc.returncode}: {tail}"
-            return [dict(base, workload=w["name"], status="error", reason=reason)
-                    for w in workloads]
+            return [
+                dict(base, workload=w["name"], status="error", reason=reason) for w in workloads
+            ]
         results = json.loads(out.read_text())
     for r in results:
         r["worker_s"] = round(elapsed, 1)

@@ -66,8 +66,11 @@ def measure(runs: int = 5, seconds: float = 0.1, cc: str = "cc") -> dict:
         for width in (32, 64):
             exe = Path(tmp) / f"peak{width}"
             for flags in (["-O2", "-march=native", "-ffp-contract=fast"], ["-O2"]):
-                proc = subprocess.run([cc, *flags, f"-DVEC_BYTES={width}", str(src), "-o",
-                                       str(exe)], capture_output=True, text=True)
+                proc = subprocess.run(
+                    [cc, *flags, f"-DVEC_BYTES={width}", str(src), "-o", str(exe)],
+                    capture_output=True,
+                    text=True,
+                )
                 if proc.returncode == 0:
                     break
             else:

@@ -15,8 +15,11 @@ def tfc_label(w: dict) -> str:
 
 
 def rows_for(doc: dict, w: dict, threads: int | None = None) -> list[dict]:
-    return [r for r in doc["results"] if r["workload"] == w["name"] and
-            (threads is None or r["threads"] == threads)]
+    return [
+        r
+        for r in doc["results"]
+        if r["workload"] == w["name"] and (threads is None or r["threads"] == threads)
+    ]
 
 
 def ok_rows(rows: list[dict]) -> list[dict]:
@@ -56,8 +59,10 @@ def loss_mismatches(doc: dict) -> list[str]:
     for w in doc["workloads"]:
         for r in ok_rows(rows_for(doc, w)):
             if loss_check(r, w).startswith("MISMATCH"):
-                out.append(f"{w['name']} {r['label']} {r['threads']}t: step-1 loss "
-                           f"{r['loss1']:.7g}, NumPy {w['reference_loss']:.7g}")
+                out.append(
+                    f"{w['name']} {r['label']} {r['threads']}t: step-1 loss "
+                    f"{r['loss1']:.7g}, NumPy {w['reference_loss']:.7g}"
+                )
     return out
 
 
@@ -90,11 +95,14 @@ def workload_table(doc: dict, w: dict) -> list[str]:
             lines.append(
                 f"| {name} | {t} | {r['ms']:.4g} | {w['batch'] / (r['ms'] * 1e-3):,.0f} | "
                 f"{gflops:.3g} | {frac} | {vs} | {_num(r.get('load'), '.2f')} | "
-                f"{_num(r.get('own_cpus'), '.2f')} | {r['loss1']:.7g} | {loss_check(r, w)} |")
+                f"{_num(r.get('own_cpus'), '.2f')} | {r['loss1']:.7g} | {loss_check(r, w)} |"
+            )
         for r in rows:
             if r.get("status") != "ok":
-                missing.append(f"{r['framework']} ({t} thread{'s' if t > 1 else ''}): "
-                               f"{r['status']}: {r.get('reason', '')}")
+                missing.append(
+                    f"{r['framework']} ({t} thread{'s' if t > 1 else ''}): "
+                    f"{r['status']}: {r.get('reason', '')}"
+                )
     if missing:
         lines += ["", "Not measured: " + "; ".join(missing)]
     return lines + [""]
@@ -113,9 +121,16 @@ def target_rows(doc: dict, scaling: dict | None) -> list[list[str]]:
             out.append([w["title"], goal, _num(mine and mine["ms"], ".4g"), "-", "-", why])
             continue
         ratio = mine["ms"] / ref["ms"]
-        out.append([w["title"], goal, f"{mine['ms']:.4g} ms",
-                    f"{ref['label']} {ref['ms']:.4g} ms", f"{ratio:.2f}x",
-                    "met" if ratio <= t["ratio"] else "not met"])
+        out.append(
+            [
+                w["title"],
+                goal,
+                f"{mine['ms']:.4g} ms",
+                f"{ref['label']} {ref['ms']:.4g} ms",
+                f"{ratio:.2f}x",
+                "met" if ratio <= t["ratio"] else "not met",
+            ]
+        )
     for name in (scaling or {}).get("workloads", []):
         w = next((w for w in doc["workloads"] if w["name"] == name), None)
         if w is None:
@@ -130,15 +145,26 @@ def target_rows(doc: dict, scaling: dict | None) -> list[list[str]]:
         verdict = "met" if speedup >= scaling["speedup"] else "not met"
         if load is not None and load > 0.25:
             verdict += f" (machine busy: {load:.2f} other CPUs)"
-        out.append([f"{w['title']}, 2 threads", goal, f"{two['ms']:.4g} ms",
-                    f"tfc 1 thread {one['ms']:.4g} ms", f"{speedup:.2f}x speedup", verdict])
+        out.append(
+            [
+                f"{w['title']}, 2 threads",
+                goal,
+                f"{two['ms']:.4g} ms",
+                f"tfc 1 thread {one['ms']:.4g} ms",
+                f"{speedup:.2f}x speedup",
+                verdict,
+            ]
+        )
     return out
 
 
 def _machine_lines(doc: dict) -> list[str]:
     m, peak = doc.get("machine", {}), doc.get("peak", {})
-    peak_text = (f"{peak['gflops']:.1f} GFLOP/s per core ({peak.get('vector_bytes', '?')}-byte "
-                 f"vectors)" if peak.get("gflops") else f"not measured ({peak.get('reason')})")
+    peak_text = (
+        f"{peak['gflops']:.1f} GFLOP/s per core ({peak.get('vector_bytes', '?')}-byte vectors)"
+        if peak.get("gflops")
+        else f"not measured ({peak.get('reason')})"
+    )
     return [
         f"- Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores; "
         f"Python {m.get('python', '?')}; {', '.join(m.get('versions', [])) or 'no peers'}",
@@ -148,16 +174,21 @@ def _machine_lines(doc: dict) -> list[str]:
 
 
 def _targets_table(doc: dict, scaling: dict | None) -> list[str]:
-    lines = ["| workload | target | tfc | reference | ratio | verdict |",
-             "|---|---|---:|---|---:|---|"]
+    lines = [
+        "| workload | target | tfc | reference | ratio | verdict |",
+        "|---|---|---:|---|---:|---|",
+    ]
     return lines + ["| " + " | ".join(r) + " |" for r in target_rows(doc, scaling)]
 
 
 def summary(doc: dict, scaling: dict | None = None) -> str:
     """The README's block: where and how it was measured, and the targets table."""
-    lines = [f"Measured by `{doc.get('command', 'python bench/run.py')}` on "
-             f"{doc.get('date', '?')} ({doc.get('elapsed_s', 0):.0f} s); every row and "
-             "figure: [bench/RESULTS.md](bench/RESULTS.md).", ""]
+    lines = [
+        f"Measured by `{doc.get('command', 'python bench/run.py')}` on "
+        f"{doc.get('date', '?')} ({doc.get('elapsed_s', 0):.0f} s); every row and "
+        "figure: [bench/RESULTS.md](bench/RESULTS.md).",
+        "",
+    ]
     lines += _machine_lines(doc) + ["", *_targets_table(doc, scaling)]
     mismatches = loss_mismatches(doc)
     lines += ["", "Step-1 loss mismatches: " + ("; ".join(mismatches) if mismatches else "none")]
@@ -184,8 +215,13 @@ def render(doc: dict, scaling: dict | None = None) -> str:
         *_targets_table(doc, scaling),
     ]
     mismatches = loss_mismatches(doc)
-    lines += ["", "Step-1 loss mismatches: " + ("; ".join(mismatches) if mismatches else "none"),
-              "", "## Per workload", ""]
+    lines += [
+        "",
+        "Step-1 loss mismatches: " + ("; ".join(mismatches) if mismatches else "none"),
+        "",
+        "## Per workload",
+        "",
+    ]
     for w in doc["workloads"]:
         lines += workload_table(doc, w)
     return "\n".join(lines)

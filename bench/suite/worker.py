@@ -35,8 +35,10 @@ def run_job(job: dict) -> list[dict]:
     try:
         module = importlib.import_module(f"suite.runners.{MODULES[framework]}")
     except ImportError as e:
-        return [dict(base, workload=w["name"], status="missing", reason=str(e))
-                for w in job["workloads"]]
+        return [
+            dict(base, workload=w["name"], status="missing", reason=str(e))
+            for w in job["workloads"]
+        ]
     runner = module.RUNNERS[framework]
     results = []
     for w in job["workloads"]:
@@ -49,8 +51,12 @@ def run_job(job: dict) -> list[dict]:
             continue
         results.extend(dict(entry, **row) for row in rows)
         for row in rows:
-            print(f"  {framework:<13} {threads}t {w['name']:<16} {row['label']:<22} "
-                  f"{row['ms']:9.4f} ms  loss1 {row['loss1']:.6f}", file=sys.stderr, flush=True)
+            print(
+                f"  {framework:<13} {threads}t {w['name']:<16} {row['label']:<22} "
+                f"{row['ms']:9.4f} ms  loss1 {row['loss1']:.6f}",
+                file=sys.stderr,
+                flush=True,
+            )
     return results
 
 

@@ -64,13 +64,21 @@ def make_train_step(w: dict):
 
 def run(w: dict, d: dict, threads: int, plan) -> list[dict]:
     params = [jnp.asarray(a) for a in d["weights"]]
-    data = [tuple(jnp.asarray(a) for a in bench_data.batch(d, w, i))
-            for i in range(bench_data.N_BATCHES)]
+    data = [
+        tuple(jnp.asarray(a) for a in bench_data.batch(d, w, i))
+        for i in range(bench_data.N_BATCHES)
+    ]
     n = len(data)
     if w["mode"] == "train":
         train = make_train_step(w)
-        state = {"s": (params, [jnp.zeros_like(p) for p in params],
-                       [jnp.zeros_like(p) for p in params], jnp.float32(0))}
+        state = {
+            "s": (
+                params,
+                [jnp.zeros_like(p) for p in params],
+                [jnp.zeros_like(p) for p in params],
+                jnp.float32(0),
+            )
+        }
 
         def step(i):
             x, y = data[i % n]

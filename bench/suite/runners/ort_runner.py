@@ -52,7 +52,8 @@ def build_model(w: dict, weights: list) -> bytes:
             net = g.node("Relu", [net], f"relu{i}")
     g.node("Softmax", [net], "probabilities", axis=-1)
     graph = helper.make_graph(
-        g.nodes, f"bench_{w['model']}",
+        g.nodes,
+        f"bench_{w['model']}",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", None])],
         initializer=g.inits,
@@ -71,8 +72,9 @@ def run(w: dict, d: dict, threads: int, plan) -> list[dict]:
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(build_model(w, d["weights"]), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        build_model(w, d["weights"]), opts, providers=["CPUExecutionProvider"]
+    )
     xs = []
     for i in range(bench_data.N_BATCHES):
         x = bench_data.batch(d, w, i)[0]

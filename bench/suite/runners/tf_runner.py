@@ -42,8 +42,10 @@ def logits(w: dict, params, x):
 def _run(w: dict, d: dict, threads: int, plan, xla: bool) -> list[dict]:
     _set_threads(threads)
     params = [tf.Variable(a) for a in d["weights"]]
-    data = [tuple(tf.constant(a) for a in bench_data.batch(d, w, i))
-            for i in range(bench_data.N_BATCHES)]
+    data = [
+        tuple(tf.constant(a) for a in bench_data.batch(d, w, i))
+        for i in range(bench_data.N_BATCHES)
+    ]
     n = len(data)
     if w["mode"] == "train":
         m = [tf.Variable(tf.zeros_like(p)) for p in params]
@@ -56,7 +58,8 @@ def _run(w: dict, d: dict, threads: int, plan, xla: bool) -> list[dict]:
             with tf.GradientTape() as tape:
                 z = logits(w, params, x)
                 loss = tf.reduce_mean(
-                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z)
+                )
             grads = tape.gradient(loss, params)
             t.assign_add(1.0)
             lr_t = lr * tf.sqrt(1 - B2**t) / (1 - B1**t)
@@ -71,6 +74,7 @@ def _run(w: dict, d: dict, threads: int, plan, xla: bool) -> list[dict]:
 
         loss1 = float(step(0))
     else:
+
         @tf.function(jit_compile=xla)
         def predict(x):
             return tf.nn.softmax(logits(w, params, x))

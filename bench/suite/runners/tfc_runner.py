@@ -62,9 +62,23 @@ STEP_LINE = re.compile(r"^step (\d+)  loss (\S+)  (\d+) examples/s$", re.M)
 
 def _train(exe: Path, data: Path, ckpt: Path, steps: int, log_every: int) -> list[tuple]:
     out = subprocess.run(
-        [str(exe), "--data", str(data), "--steps", str(steps), "--log-every", str(log_every),
-         "--no-shuffle", "--save-every", "0", "--checkpoint-dir", str(ckpt)],
-        capture_output=True, text=True, check=True,
+        [
+            str(exe),
+            "--data",
+            str(data),
+            "--steps",
+            str(steps),
+            "--log-every",
+            str(log_every),
+            "--no-shuffle",
+            "--save-every",
+            "0",
+            "--checkpoint-dir",
+            str(ckpt),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return [(int(s), float(loss), float(rate)) for s, loss, rate in STEP_LINE.findall(out)]
 
@@ -78,15 +92,17 @@ def run_native(w: dict, d: dict, threads: int, plan) -> list[dict]:
     b = w["batch"]
     with tempfile.TemporaryDirectory(prefix="tfc-bench-") as tmp:
         tmp = Path(tmp)
-        compiled = tf.compile(models_tfc.signatures_function(w), tmp / "model", batch=b,
-                              name="bench")
+        compiled = tf.compile(
+            models_tfc.signatures_function(w), tmp / "model", batch=b, name="bench"
+        )
         rows = np.column_stack([d["x"].reshape(len(d["x"]), -1), d["y"]]).astype(np.float32)
         np.save(tmp / "data.npy", rows)
         runs = iter(range(10**6))
 
         def train(steps, log_every):
-            return _train(compiled.train, tmp / "data.npy", tmp / f"ckpt{next(runs)}", steps,
-                          log_every)
+            return _train(
+                compiled.train, tmp / "data.npy", tmp / f"ckpt{next(runs)}", steps, log_every
+            )
 
         loss1 = train(1, 1)[0][1]
         probe_steps = 200
@@ -98,8 +114,15 @@ def run_native(w: dict, d: dict, threads: int, plan) -> list[dict]:
                 lines = train(2 * k, k)  # the first window warms up, the second is timed
             timing.add(b / lines[-1][2], probe)
     cflags = " ".join(TARGET_FLAGS["host"])
-    return [result("tfc native", timing, loss1, VERSION,
-                   f"`train` executable, {k} steps per timed window ({cflags})")]
+    return [
+        result(
+            "tfc native",
+            timing,
+            loss1,
+            VERSION,
+            f"`train` executable, {k} steps per timed window ({cflags})",
+        )
+    ]
 
 
 def run(w: dict, d: dict, threads: int, plan) -> list[dict]:

@@ -31,11 +31,17 @@ def build_model(w: dict, weights: list) -> torch.nn.Module:
         convs = []
     else:
         model = torch.nn.Sequential(
-            torch.nn.Conv2d(1, 6, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Conv2d(6, 16, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(1, 6, 5, padding=2),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(6, 16, 5),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
             torch.nn.Flatten(),
-            torch.nn.Linear(400, 120), torch.nn.ReLU(),
-            torch.nn.Linear(120, 84), torch.nn.ReLU(),
+            torch.nn.Linear(400, 120),
+            torch.nn.ReLU(),
+            torch.nn.Linear(120, 84),
+            torch.nn.ReLU(),
             torch.nn.Linear(84, 10),
         )
         convs = [model[0], model[3]]
@@ -80,6 +86,7 @@ def _run(w: dict, d: dict, threads: int, plan, compiled: bool) -> list[dict]:
 
         loss1 = float(step(0))
     else:
+
         def step(i):
             with torch.inference_mode():
                 return torch.softmax(net(data[i % n][0]), dim=-1)
