@@ -64,7 +64,7 @@ def test_quick_tfc_run_reports_every_tiny_workload(quick_doc):
         rows = {r["label"]: r for r in doc["results"] if r["workload"] == name}
         assert set(rows) == {"tfc", "tfc Session.run"}
         for r in rows.values():
-            assert r["status"] == "ok" and r["threads"] == 1
+            assert r["status"] == "ok" and r["threads"] == 1 and "profile" not in r
             assert 0 < r["ms"] < 1000 and len(r["round_ms"]) == Plan.quick().rounds
             assert r["ms"] == pytest.approx(float(np.median(r["round_ms"])))
     assert doc["peak"]["gflops"] > 0
@@ -156,6 +156,15 @@ def test_report_renders_fixed_results():
     assert lines.index(
         "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |"
     ) < lines.index(next(x for x in lines if x.startswith("| JAX jit")))
+
+
+def test_report_shows_tfc_profiles():
+    doc = fixed_doc()
+    assert "Where tfc's time goes" not in report.render(doc)
+    doc["results"][0]["profile"] = "profile of program p: 3 runs\n  1.0 100% conv1: Conv2D\n"
+    text = report.render(doc)
+    assert "## Where tfc's time goes\n" in text
+    assert "### model m, b=4, 1 thread\n\n```\nprofile of program p: 3 runs\n" in text
 
 
 def test_report_verdicts_not_met_and_scaling():

@@ -92,10 +92,11 @@ class Plan:
     round_s: float = 0.25
     rounds: int = 7
     min_warmup_steps: int = 3
+    profile_s: float = 1.0  # tfc: seconds of TFC_PROFILE-style per-kernel timing (0: none)
 
     @staticmethod
     def quick() -> Plan:
-        return Plan(warmup_s=0.02, round_s=0.03, rounds=3, min_warmup_steps=1)
+        return Plan(warmup_s=0.02, round_s=0.03, rounds=3, min_warmup_steps=1, profile_s=0.0)
 
 
 def time_steps(step: Callable[[int], object], sync: Callable[[object], None], plan: Plan) -> Timing:

@@ -224,4 +224,30 @@ def render(doc: dict, scaling: dict | None = None) -> str:
     ]
     for w in doc["workloads"]:
         lines += workload_table(doc, w)
-    return "\n".join(lines)
+    return "\n".join(lines + profiles(doc))
+
+
+def profiles(doc: dict) -> list[str]:
+    """Where tfc's time goes: the per-kernel table of each workload's tfc program."""
+    found = [
+        (w, r) for w in doc["workloads"] for r in ok_rows(rows_for(doc, w)) if r.get("profile")
+    ]
+    if not found:
+        return []
+    lines = [
+        "## Where tfc's time goes",
+        "",
+        "Per-kernel times of tfc's program (its profile build, `tfc.profile`), slowest "
+        "first; a kernel's GFLOP/s use tfc's own FLOP count.",
+        "",
+    ]
+    for w, r in found:
+        lines += [
+            f"### {w['title']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}",
+            "",
+            "```",
+            r["profile"].rstrip(),
+            "```",
+            "",
+        ]
+    return lines
