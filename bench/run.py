@@ -1,0 +1,190 @@
+"""Benchmark tfc against PyTorch, JAX, TensorFlow and ONNX Runtime on the workloads of issue 5.
+
+    python bench/run.py            # everything, 1 and 2 threads: writes bench/RESULTS.md,
+                                   # bench/results.json and the table in README.md's
+                                   # Performance section (about 10 minutes on 2 cores)
+    python bench/run.py --quick    # short rounds, 1 thread, no torch.compile: prints the
+                                   # report (under a minute); --markdown/--json to keep it
+
+Each framework runs in its own process with its thread settings; a peer that is not installed
+(`pip install -e '.[bench]'`) is reported as missing. See bench/suite/ for what each part does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from suite import data, orchestrate, peak, readme, report, workloads  # noqa: E402
+from suite.measure import LoadProbe, Plan  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="short rounds, 1 thread, no torch.compile, files only when asked",
+    )
+    p.add_argument(
+        "--frameworks", help="comma-separated subset of: " + ",".join(orchestrate.FRAMEWORKS)
+    )
+    p.add_argument("--workloads", help="comma-separated workload names (default: all)")
+    p.add_argument("--tiny", action="store_true", help="a tiny MLP instead (for tests)")
+    p.add_argument("--threads", help="comma-separated thread counts (default 1,2; quick: 1)")
+    p.add_argument(
+        "--markdown", help="where to write the report (default bench/RESULTS.md; quick: none)"
+    )
+    p.add_argument(
+        "--json",
+        help="where to write the results document (default bench/results.json; quick: none)",
+    )
+    p.add_argument(
+        "--no-readme",
+        action="store_true",
+        help="leave README.md alone (a full run updates its results table)",
+    )
+    p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
+    return p.parse_args(argv)
+
+
+def machine(versions: list[str]) -> dict:
+    cpu = platform.processor() or platform.machine()
+    flags: set[str] = set()
+    try:
+        info = Path("/proc/cpuinfo").read_text().splitlines()
+        fields = dict(line.split(":", 1) for line in info[:30] if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        flags = set(fields.get("flags", "").split())
+        cpu = (
+            f"{fields.get('model name', cpu)} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')})"
+        )
+    except OSError:
+        pass
+    isa = [f for f in ("avx2", "fma", "avx512f") if f in flags]
+    return {
+        "cpu": cpu + (f" [{' '.join(isa)}]" if isa else ""),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": versions,
+    }
+
+
+def select(args: argparse.Namespace) -> tuple[list[dict], list[str], list[int]]:
+    ws = workloads.tiny() if args.tiny else workloads.full()
+    if args.workloads:
+        names = args.workloads.split(",")
+        unknown = set(names) - {w["name"] for w in ws}
+        if unknown:
+            sys.exit(
+                f"unknown workload(s): {', '.join(sorted(unknown))}; known: "
+                + ", ".join(w["name"] for w in ws)
+            )
+        ws = [w for w in ws if w["name"] in names]
+    frameworks = list(orchestrate.FRAMEWORKS)
+    if args.quick:
+        frameworks.remove("torch_compile")  # half a minute of compiling per model
+    if args.frameworks:
+        frameworks = args.frameworks.split(",")
+        unknown = set(frameworks) - set(orchestrate.FRAMEWORKS)
+        if unknown:
+            sys.exit(
+                f"unknown framework(s): {', '.join(sorted(unknown))}; known: "
+                + ", ".join(orchestrate.FRAMEWORKS)
+            )
+    threads = [int(t) for t in (args.threads or ("1" if args.quick else "1,2")).split(",")]
+    return ws, frameworks, threads
+
+
+def run(args: argparse.Namespace) -> dict:
+    start = time.perf_counter()
+    ws, frameworks, threads = select(args)
+    plan = Plan.quick() if args.quick else Plan()
+    print("FMA peak ...", file=sys.stderr, flush=True)
+    with LoadProbe() as probe:
+        fma = peak.measure(runs=2 if args.quick else 5)
+    fma["load"] = probe.other_cpus
+    print(f"  {fma.get('gflops') or 0:.1f} GFLOP/s per core", file=sys.stderr)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tfc-bench-data-") as tmp:
+        for w in ws:
+            d = data.make(w)
+            w["flops"] = workloads.flops(w)
+            w["reference_loss"] = data.reference_loss(d, w)
+            w["data"] = str(data.write(w, Path(tmp)))
+        for t in threads:
+            for fw in frameworks:
+                mine = [
+                    w for w in ws if orchestrate.applies(fw, w) and not (t > 1 and w.get("native"))
+                ]
+                if not mine:
+                    continue
+                print(f"{fw}, {t} thread(s): {len(mine)} workload(s)", file=sys.stderr, flush=True)
+                rows = orchestrate.run_worker(fw, t, mine, plan, args.timeout)
+                for r in rows:
+                    if "reason" in r:
+                        r["reason"] = r["reason"].replace(tmp, "<tmp>")
+                results += rows
+    for w in ws:
+        del w["data"]
+    versions = sorted({r["version"] for r in results if r.get("status") == "ok"})
+    cmd = "python bench/run.py" + "".join(
+        f" {a}" for a in (sys.argv[1:] if args.argv is None else args.argv)
+    )
+    return {
+        "command": cmd,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "elapsed_s": time.perf_counter() - start,
+        "quick": bool(args.quick),
+        "threads": threads,
+        "machine": machine(versions),
+        "peak": fma,
+        "plan": vars(plan) if hasattr(plan, "__dict__") else {},
+        "workloads": ws,
+        "results": results,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.argv = argv
+    doc = run(args)
+    text = report.render(doc, workloads.SCALING_TARGET if not args.tiny else None)
+    markdown = args.markdown or (None if args.quick else str(BENCH / "RESULTS.md"))
+    json_path = args.json or (None if args.quick else str(BENCH / "results.json"))
+    if markdown:
+        Path(markdown).write_text(text + "\n")
+    if json_path:
+        Path(json_path).write_text(json.dumps(doc, indent=1) + "\n")
+    full = not (args.quick or args.tiny or args.workloads or args.frameworks or args.threads)
+    if full and not args.no_readme:
+        block = report.summary(doc, workloads.SCALING_TARGET)
+        if readme.update(BENCH.parent / "README.md", block):
+            print("updated the table in README.md", file=sys.stderr)
+    print(text)
+    print(
+        f"\n{doc['elapsed_s']:.0f} s"
+        + (f"; wrote {markdown}" if markdown else "")
+        + (f" and {json_path}" if json_path else ""),
+        file=sys.stderr,
+    )
+    mismatches = report.loss_mismatches(doc)
+    if mismatches:
+        print("STEP-1 LOSS MISMATCH: " + "; ".join(mismatches), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
