@@ -25,13 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     comp.add_argument("model", help="the model file (defines signatures())")
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
-    comp.add_argument("--batch", type=int, default=32, help="the compiled batch (default 32)")
+    comp.add_argument(
+        "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"
+    )
     comp.add_argument(
         "--target",
-        choices=["host", "generic"],
+        choices=["host", "generic", "embed"],
         default="host",
-        help="host: optimize for this CPU (-march=native); generic: any CPU of its architecture",
+        help="host: optimize for this CPU (-march=native); generic: any CPU of its "
+        "architecture; embed: a dependency-free C99 library (model.h, model.c) to embed",
     )
+    _add_embed_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
         "--passes",
@@ -68,16 +72,67 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("--target embed")
+    g.add_argument(
+        "--prefix", default="model_", help="starts every C symbol and macro (default model_)"
+    )
+    g.add_argument(
+        "--inference-only", action="store_true", help="predict only: no state, no training code"
+    )
+    g.add_argument(
+        "--weights",
+        choices=["const", "external"],
+        default="const",
+        help="const: compiled into model.c; external: the caller passes weights.bin's bytes",
+    )
+    g.add_argument(
+        "--arena-align", type=int, default=8, help="the arena's alignment in bytes (default 8)"
+    )
+    g.add_argument(
+        "--checkpoint", help="take the weights from this checkpoint (prefix or .safetensors)"
+    )
+
+
+def _compile_embed(args: argparse.Namespace) -> int:
+    from tfc.aot import ModelError
+    from tfc.aot.embed import compile_embed
+    from tfc.config import CompileOptions, parse_pass_list
+
+    try:
+        m = compile_embed(
+            args.model,
+            args.output,
+            batch=args.batch or 1,
+            prefix=args.prefix,
+            inference_only=args.inference_only,
+            weights=args.weights,
+            arena_align=args.arena_align,
+            checkpoint=args.checkpoint,
+            options=CompileOptions(passes=parse_pass_list(args.passes)),
+        )
+    except (ModelError, FileNotFoundError, ValueError, OSError) as e:
+        print(f"tfc compile: error: {e}", file=sys.stderr)
+        return 1
+    kind = "train_step, predict" if m.trainable else "predict"
+    print(f"wrote the embeddable library ({kind}, batch {m.batch}) to {m.outdir}/model.h, model.c")
+    print(f"  {m.macro}ARENA_BYTES {m.arena_bytes}  {m.macro}STATE_BYTES {m.state_bytes}  "
+          f"{m.macro}WEIGHTS_BYTES {m.weights_bytes}")  # fmt: skip
+    return 0
+
+
 def _compile(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError, compile
     from tfc.backend_c import CompileError
     from tfc.config import CompileOptions, parse_pass_list
 
+    if args.target == "embed":
+        return _compile_embed(args)
     try:
         result = compile(
             args.model,
             args.output,
-            batch=args.batch,
+            batch=args.batch or 32,
             target=args.target,
             name=args.name,
             build=not args.no_build,

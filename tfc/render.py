@@ -69,8 +69,8 @@ def render_program(
     linkage: str = "",
 ) -> str:
     """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build.
-    `linkage` "static inline " keeps the entry points in their file (the embeddable library's model.c
-    holds every program and calls them itself)."""
+    `linkage` "static inline " keeps the entry points in their file (the embeddable library's
+    model.c holds every program and calls them itself)."""
     if profile is None:
         profile = profiling_requested()
     names: dict[str, str] = {}

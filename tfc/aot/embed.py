@@ -37,8 +37,12 @@ from tfc import __version__
 from tfc import dtypes as _dt
 from tfc.aot.build import write_if_changed
 from tfc.aot.programs import Program, StateEntry, _feed, _layout_state
-from tfc.aot.signatures import ModelError, ModelSignatures, build_signatures
-from tfc.aot.signatures import load_signatures_function
+from tfc.aot.signatures import (
+    ModelError,
+    ModelSignatures,
+    build_signatures,
+    load_signatures_function,
+)
 from tfc.backend_c import runtime_dir
 from tfc.config import CompileOptions
 from tfc.graph import GraphKeys
@@ -272,7 +276,7 @@ def _initial_values(
                         f"model's is {v.dtype.name}{list(v.shape)}"
                     )
                 values[v.name] = t
-            elif not v.name.endswith(("/Adam", "/Adam_1", "/Momentum")):
+            else:
                 raise ModelError(f"checkpoint {path} has no variable {v.name}")
     return values
 
@@ -287,21 +291,14 @@ def _weights_blob(variables: list[Variable], values: dict, nbytes: int) -> bytes
     return bytes(blob)
 
 
-def _c_param(dtype: _dt.DType) -> str:
-    return dtype.c_type
-
-
 def _shape_doc(dtype: _dt.DType, shape) -> str:
     return f"{dtype.c_type}[{']['.join(str(d) for d in shape)}]" if shape else dtype.c_type
 
 
-def _render(
-    m: EmbeddedModel, sigs: ModelSignatures, state, rng, values
-) -> dict[str, str]:
+def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict[str, str]:
     P, M = m.prefix, m.macro
     rng_offsets = {s.name: m.weights_bytes + 24 * k for k, s in enumerate(rng)}
     var_offsets = {v.name: v.offset for v in m.variables}
-    base = "state" if m.trainable else "weights"
 
     def slots(p: Program) -> str:
         items = []
