@@ -355,6 +355,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
                 "role": role,
                 "function": f"{P}train_step" if role == "train" else f"{P}predict",
                 "run": f"{low.prefix}run",
+                "arena_function": f"{low.prefix}arena_bytes",
                 "params": ", ".join(params),
                 "doc": doc,
                 "base": base_decl if p.slots else "",
