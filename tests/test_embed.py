@@ -177,3 +177,21 @@ def test_arena_alignment_is_honoured(tmp_path):
 
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+
+
+def test_sample_program_trains_on_the_device_and_classifies(tmp_path):
+    import os
+    import re
+    import sys
+
+    from embed_support import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["make", "-s", "-C", str(ROOT / "samples" / "embed"), f"OUT={tmp_path}",
+           f"PYTHON={sys.executable}", "CC=cc", "CFLAGS=-O2 -Werror"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", proc.stdout)]
+    assert len(losses) == 4 and losses[-1] < 0.1 * losses[0], proc.stdout
+    flowers = re.findall(r"flower \d: (\w+)", proc.stdout)
+    assert flowers == ["setosa", "versicolor", "virginica"], proc.stdout
