@@ -195,3 +195,28 @@ def test_sample_program_trains_on_the_device_and_classifies(tmp_path):
     assert len(losses) == 4 and losses[-1] < 0.1 * losses[0], proc.stdout
     flowers = re.findall(r"flower \d: (\w+)", proc.stdout)
     assert flowers == ["setosa", "versicolor", "virginica"], proc.stdout
+
+
+def test_footprint_reads_code_bytes_as_size_does(tmp_path):
+    from tfc.aot.footprint import code_bytes
+
+    compile_embed("samples/iris_model.py", tmp_path, 1)
+    cmd = ["cc", *EMBED_CFLAGS, "-Os", "-ffunction-sections", "-c", "model.c", "-o", "m.o"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0
+    if shutil.which("size") is None:
+        pytest.skip("binutils' size not installed")
+    listing = subprocess.run(["size", "-A", "m.o"], cwd=tmp_path, capture_output=True, text=True)
+    text = sum(
+        int(line.split()[1]) for line in listing.stdout.splitlines() if line.startswith(".text")
+    )
+    assert code_bytes((tmp_path / "m.o").read_bytes()) == text > 0
+
+
+def test_inspect_target_embed_prints_the_footprint(capsys):
+    from tfc.cli import main
+
+    assert main(["inspect", "--target", "embed", "samples/iris_model.py"]) == 0
+    out = capsys.readouterr().out
+    assert "code bytes (.text)" in out and "host" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("train_step")]
+    assert rows[-1][3:5] == ["2,336", "2,336"]  # the Iris variables with Adam's slots: 584 floats and the step

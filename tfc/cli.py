@@ -157,7 +157,9 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         choices=["train", "predict"],
         help="the program to compile: the train step or predict (default: train if defined)",
     )
-    p.add_argument("--batch", type=int, default=32, help="the compiled batch (default 32)")
+    p.add_argument(
+        "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"
+    )
     p.add_argument(
         "--passes",
         metavar="LIST",
@@ -174,6 +176,12 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
         "lower bound and its naive size; the estimated FLOPs and bytes moved per step.",
     )
     _add_model_arguments(ins)
+    ins.add_argument(
+        "--target",
+        choices=["embed"],
+        help="embed: the embeddable library's footprint instead (code bytes per cross "
+        "compiler found, weights, state, arena and its lower bound)",
+    )
     ins.add_argument(
         "--dump-after",
         metavar="PASS",
@@ -217,11 +225,28 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _footprint(args: argparse.Namespace) -> int:
+    from tfc.aot import ModelError
+    from tfc.aot.footprint import measure
+    from tfc.config import CompileOptions, parse_pass_list
+
+    try:
+        options = CompileOptions(passes=parse_pass_list(args.passes))
+        print(measure(args.model, args.batch or 1, options).report(), end="")
+    except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
+        print(f"tfc inspect: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _inspect(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError
     from tfc.config import CompileOptions, parse_pass_list
     from tfc.inspect import inspect_model, write_dump
 
+    if args.target == "embed":
+        return _footprint(args)
+    args.batch = args.batch or 32
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
@@ -255,6 +280,7 @@ def _graph(args: argparse.Namespace) -> int:
     from tfc.graphviz import GraphvizNotFound, write_graph
     from tfc.inspect import program_graph
 
+    args.batch = args.batch or 32
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(
