@@ -40,13 +40,15 @@ def compile_with_harness(
     m = compile_embed(SAMPLES / model, outdir, batch, **kw)
     P, M = m.prefix, m.macro
     out_name = m.programs["predict"].output_names[0].upper()
+    n = f"INT64_C({x.shape[0]}), " if m.max_batch else ""  # predict's run-time batch
     lines = [
         '#include "model.h"',
         f"#define H_TRAIN {int(m.trainable)}",
         f"#define H_STEPS {STEPS}",
         f"#define H_ARENA_BYTES {M}ARENA_BYTES",
         f"#define H_STATE_BYTES {M}STATE_BYTES",
-        f"#define H_OUT_COUNT {M}PREDICT_OUT_{out_name}_COUNT",
+        f"#define H_OUT_COUNT ({x.shape[0] if m.max_batch else 1} * "
+        f"{M}PREDICT_OUT_{out_name}_COUNT)",
         f"static const float h_features[] = {{ {_c_floats(x)} }};",
     ]
     if m.trainable:
@@ -56,12 +58,12 @@ def compile_with_harness(
             f"static const {label} h_labels[] = {{ {', '.join(str(int(v)) for v in y)} }};",
             f"#define H_INIT(s) {init}",
             f"#define H_TRAIN_STEP(s, x, l, loss, a) {P}train_step(s, x, l, {LR}f, loss, a)",
-            f"#define H_PREDICT(s, x, y, a) {P}predict(s, x, y, a)",
+            f"#define H_PREDICT(s, x, y, a) {P}predict(s, {n}x, y, a)",
         ]
     elif m.external_weights:
-        lines.append(f"#define H_PREDICT(x, y, a) {P}predict({P}weights_blob, x, y, a)")
+        lines.append(f"#define H_PREDICT(x, y, a) {P}predict({P}weights_blob, {n}x, y, a)")
     else:
-        lines.append(f"#define H_PREDICT(x, y, a) {P}predict(x, y, a)")
+        lines.append(f"#define H_PREDICT(x, y, a) {P}predict({n}x, y, a)")
     if m.external_weights:
         blob = np.frombuffer((outdir / "weights.bin").read_bytes(), dtype="<u8")
         items = ", ".join(f"UINT64_C({int(v)})" for v in blob) or "0"

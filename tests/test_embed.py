@@ -219,4 +219,46 @@ def test_inspect_target_embed_prints_the_footprint(capsys):
     out = capsys.readouterr().out
     assert "code bytes (.text)" in out and "host" in out
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("train_step")]
-    assert rows[-1][3:5] == ["2,336", "2,336"]  # the Iris variables with Adam's slots: 584 floats and the step
+    assert rows[-1][3:5] == [
+        "2,336",
+        "2,336",
+    ]  # the Iris variables with Adam's slots: 584 floats and the step
+
+
+@pytest.mark.parametrize("inference_only", [True, False])
+def test_max_batch_predict_takes_the_batch_at_run_time(tmp_path, inference_only):
+    x, y = inputs(5, 4, 3, seed=2)
+    m = compile_with_harness(
+        "iris_model.py", tmp_path, 5, x, y, max_batch=8, inference_only=inference_only
+    )
+    header = (tmp_path / "model.h").read_text()
+    assert "#define MODEL_MAX_BATCH 8" in header and "int64_t n, const float *features" in header
+    one = compile_embed("samples/iris_model.py", tmp_path / "one", 1, inference_only=True)
+    assert m.programs["predict"].lowered.arena_bytes == one.arena_bytes  # one example's arena
+    exe = build(["cc"], tmp_path, ["-O1", *SANITIZE, "-DHARNESS_STDIO"], "harness", ["-lm"])
+    words = parse_stdout(_run(exe))
+    _check(words, reference_words("iris_model.py", 5, x, y, trainable=not inference_only))
+    # n beyond the maximum is refused, not run
+    data = (tmp_path / "harness_data.h").read_text().replace("INT64_C(5)", "INT64_C(9)")
+    (tmp_path / "harness_data.h").write_text(data)
+    exe = build(["cc"], tmp_path, ["-O1", "-DHARNESS_STDIO"], "harness9", ["-lm"])
+    proc = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 30 + 3  # TFC_ERR_INVALID_ARGUMENT from predict
+
+
+BATCH_COUPLED = """
+import tfc as tf
+
+def signatures():
+    x = tf.placeholder(tf.float32, [None, 3], name="features")
+    return {"predict": {"inputs": {"features": x},
+                        "outputs": {"centered": x - tf.reduce_mean(x, axis=0)}}}
+"""
+
+
+def test_max_batch_refuses_a_predict_that_mixes_examples(tmp_path):
+    model = tmp_path / "coupled.py"
+    model.write_text(BATCH_COUPLED)
+    with pytest.raises(ModelError, match="output 'centered' of an example depends on the other"):
+        compile_embed(model, tmp_path / "out", 4, max_batch=4)
+    compile_embed(model, tmp_path / "fixed", 4)  # a fixed batch is fine

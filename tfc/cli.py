@@ -92,6 +92,12 @@ def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--checkpoint", help="take the weights from this checkpoint (prefix or .safetensors)"
     )
+    g.add_argument(
+        "--max-batch",
+        type=int,
+        metavar="N",
+        help="predict takes 1..N examples at run time (one at a time, in one example's arena)",
+    )
 
 
 def _compile_embed(args: argparse.Namespace) -> int:
@@ -109,6 +115,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
             weights=args.weights,
             arena_align=args.arena_align,
             checkpoint=args.checkpoint,
+            max_batch=args.max_batch,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
         )
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:

@@ -80,6 +80,7 @@ class EmbeddedModel:
     outdir: Path
     prefix: str
     batch: int
+    max_batch: int | None  # predict takes 1..max_batch examples at run time
     trainable: bool
     external_weights: bool
     arena_bytes: int
@@ -106,12 +107,16 @@ def compile_embed(
     arena_align: int = 8,
     checkpoint: str | os.PathLike | None = None,
     options: CompileOptions | None = None,
+    max_batch: int | None = None,
 ) -> EmbeddedModel:
     """Write the embeddable library of `model` (a model file, module or signatures function)
     into OUTDIR: see the module docstring. `prefix` starts every C symbol and (upper-cased)
     every macro; `weights` is "const" (compiled into model.c) or "external" (the caller passes
     the blob, OUTDIR/weights.bin); `checkpoint` (a safetensors file or prefix) gives the
-    weights' values instead of the initializers'."""
+    weights' values instead of the initializers'. With `max_batch`, predict takes the number
+    of examples n <= max_batch at run time and runs the one-example program on each (the
+    outputs of one example must not depend on the others: checked with the interpreter), in
+    the arena of one example; the train step keeps the compiled `batch`."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise ModelError(f"--prefix {prefix!r} must be a C identifier (letters, digits, _)")
     if weights not in ("const", "external"):
@@ -120,6 +125,8 @@ def compile_embed(
         raise ModelError(f"--arena-align must be a power of two >= 8, got {arena_align}")
     if batch < 1:
         raise ModelError(f"batch must be at least 1, got {batch}")
+    if max_batch is not None and max_batch < 1:
+        raise ModelError(f"--max-batch must be at least 1, got {max_batch}")
     _, fn = load_signatures_function(model)
     sigs = build_signatures(prefix.rstrip("_") or "model", fn)
     passes = (options or CompileOptions()).pipeline()
@@ -145,9 +152,12 @@ def compile_embed(
         )  # fmt: skip
     if sigs.predict is not None:
         pr = sigs.predict
+        if max_batch is not None:
+            _check_rows_independent(sigs)
         programs["predict"] = _compile_program(
-            sigs, prefix, "predict", list(pr.outputs.values()), [], [_feed(pr.features, batch)],
-            (["features"], list(pr.outputs)), passes, arena_align, lower_bounds,
+            sigs, prefix, "predict", list(pr.outputs.values()), [],
+            [_feed(pr.features, 1 if max_batch else batch)], (["features"], list(pr.outputs)),
+            passes, arena_align, lower_bounds,
         )  # fmt: skip
     state = _layout_state(sigs, programs)
     if not trainable:
@@ -162,6 +172,7 @@ def compile_embed(
         outdir=Path(outdir),
         prefix=prefix,
         batch=batch,
+        max_batch=max_batch,
         trainable=trainable,
         external_weights=weights == "external",
         arena_bytes=max(p.lowered.arena_bytes for p in programs.values()),
@@ -199,6 +210,42 @@ def _compile_program(
     lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols)
     source = render_program(lowered, profile=False, linkage="static inline ")
     return Program(role, lowered, source, *map(list, names))
+
+
+def _check_rows_independent(sigs: ModelSignatures) -> None:
+    """--max-batch runs predict one example at a time: fine only if an example's outputs do
+    not depend on the other examples of its batch (no reduction or normalization across it)."""
+    from tfc.interp import Interpreter
+    from tfc.variables import variables_initializer
+
+    pr, graph = sigs.predict, sigs.graph
+    if pr.features.shape.as_list()[0] is not None:
+        raise ModelError(
+            f"--max-batch: predict input {pr.features.name} has a fixed batch "
+            f"{pr.features.shape.as_list()[0]}; give it the shape [None, ...]"
+        )
+    with graph.as_default():
+        init = variables_initializer(
+            graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+            + graph.get_collection(GraphKeys.LOCAL_VARIABLES)
+        )
+    interp = Interpreter(graph)
+    interp.run(init)
+    rng = np.random.default_rng(0)
+    shape = (3, *pr.features.shape.as_list()[1:])
+    x = rng.normal(size=shape) if pr.features.dtype.is_floating else rng.integers(0, 3, shape)
+    x = x.astype(pr.features.dtype.np)
+    outputs = list(pr.outputs.values())
+    whole = interp.run(outputs, {pr.features: x})
+    for i in range(shape[0]):
+        row = interp.run(outputs, {pr.features: x[i : i + 1]})
+        for name, w, r in zip(pr.outputs, whole, row):
+            if not np.allclose(np.asarray(w)[i : i + 1], r, rtol=1e-5, atol=1e-6):
+                raise ModelError(
+                    f"--max-batch: predict output '{name}' of an example depends on the other "
+                    "examples of its batch, so predict cannot run one example at a time; "
+                    "compile with --batch N instead"
+                )
 
 
 def _check_read_only(predict: Program, state: list[StateEntry]) -> None:
@@ -349,6 +396,12 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
             base_decl = "const unsigned char *base = (const unsigned char *)weights;"
         else:
             base_decl = f"const unsigned char *base = (const unsigned char *)&{P}weights;"
+        rows = role == "predict" and m.max_batch is not None
+        if rows:
+            at = 1 if m.trainable or m.external_weights else 0
+            params.insert(at, "int64_t n")
+            doc.insert(at, f"n: the number of examples, 0 <= n <= {M}MAX_BATCH")
+            doc = [d.replace("[1]", "[n]", 1) for d in doc]
         consts = [f"{P}{role}_x{i}" for i in range(len(low.external_consts))]
         entries.append(
             {
@@ -360,8 +413,15 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
                 "doc": doc,
                 "base": base_decl if p.slots else "",
                 "slots": slots(p),
-                "inputs": ", ".join(f"(const void *){x}" for x in inputs),
-                "outputs": ", ".join(f"(void *){x}" for x in outputs),
+                "inputs": ", ".join(
+                    f"(const void *)({x} + i * {_count(spec)})" if rows else f"(const void *){x}"
+                    for x, spec in zip(inputs, low.feeds)
+                ),
+                "outputs": ", ".join(
+                    f"(void *)({x} + i * {_count(spec)})" if rows else f"(void *){x}"
+                    for x, spec in zip(outputs, low.fetches)
+                ),
+                "rows": rows,
                 "locals": locals_,
                 "consts": ", ".join(f"(const void *){c}" for c in consts),
                 "const_arrays": [
@@ -391,6 +451,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
         "M": M,
         "name": sigs.name,
         "batch": m.batch,
+        "max_batch": m.max_batch,
         "trainable": m.trainable,
         "external": m.external_weights,
         "arena_bytes": m.arena_bytes,
@@ -431,6 +492,10 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
             version=__version__, cflags=" ".join(EMBED_CFLAGS)
         ),
     }
+
+
+def _count(spec) -> int:
+    return int(np.prod(spec.shape, dtype=np.int64))
 
 
 def _io_macros(m: EmbeddedModel) -> list[dict]:
