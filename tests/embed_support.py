@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 import tfc
-from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed
+from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed, library_sources
 from tfc.aot.signatures import build_signatures, load_signatures_function
 from tfc.graph import GraphKeys
 from tfc.variables import variables_initializer
@@ -116,9 +116,8 @@ def parse_stdout(text: str) -> list[int]:
 
 def build(cc: list[str], outdir: Path, flags: list[str], exe: str, extra: list[str] = ()) -> Path:
     """Compile model.c and the harness with `cc` in OUTDIR into OUTDIR/`exe`."""
-    cmd = [
-        *cc, *EMBED_CFLAGS, *WARNINGS, *flags, "model.c", str(HARNESS), *extra, "-o", exe,
-    ]  # fmt: skip
+    sources = ["model.c", *library_sources(), str(HARNESS)]
+    cmd = [*cc, *EMBED_CFLAGS, *WARNINGS, *flags, *sources, *extra, "-o", exe]
     proc = subprocess.run(cmd, cwd=outdir, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     return outdir / exe

@@ -92,8 +92,11 @@ def test_strict_c99_object_calls_only_memcpy_and_libm(tmp_path):
     defined = {line.split()[-1] for line in nm.splitlines() if " T " in line}
     assert defined == {"iris_init", "iris_save", "iris_restore", "iris_train_step",
                        "iris_predict"}  # fmt: skip
-    # the headers it needs, and no runtime source: the library is model.c alone
-    assert not (tmp_path / "runtime" / "src").exists()
+    # the headers it needs, and only the runtime sources listed for it
+    from tfc.aot.embed import EMBED_RUNTIME_SOURCES
+
+    listed = sorted(p.name for p in (tmp_path / "runtime" / "src").glob("*.c"))
+    assert listed == sorted(EMBED_RUNTIME_SOURCES)
     assert not (tmp_path / "runtime" / "include" / "tfc_model.h").exists()
 
 

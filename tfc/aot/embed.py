@@ -59,6 +59,9 @@ EMBED_CFLAGS = ["-std=c99", "-DTFC_EMBED", "-DTFC_NO_THREADS", "-Iruntime/includ
 WEIGHTS_ALIGN = 8  # the blob's and the state block's alignment: int64 and double variables
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _FREESTANDING = ("math.h", "string.h", "tfc_freestanding.c")
+# runtime/src files the library needs, by name (never a glob: the other sources need stdio,
+# malloc, sockets or threads). model.c includes header-only runtime code today.
+EMBED_RUNTIME_SOURCES: tuple[str, ...] = ()
 
 
 @dataclass
@@ -489,7 +492,9 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
         "model.h": get_template("c/embed/model.h.j2").render(**common),
         "model.c": get_template("c/embed/model.c.j2").render(**common),
         "Makefile": get_template("c/embed/Makefile.j2").render(
-            version=__version__, cflags=" ".join(EMBED_CFLAGS)
+            version=__version__,
+            cflags=" ".join(EMBED_CFLAGS),
+            sources=" ".join(["model.c", *library_sources()]),
         ),
     }
 
@@ -517,6 +522,11 @@ def _io_macros(m: EmbeddedModel) -> list[dict]:
     return out
 
 
+def library_sources() -> list[str]:
+    """The C files of the library besides model.c, relative to OUTDIR."""
+    return [f"runtime/src/{n}" for n in EMBED_RUNTIME_SOURCES]
+
+
 def copy_embed_runtime(outdir: Path) -> None:
     """OUTDIR/runtime: the headers model.c includes (transitively, from tfc_runtime.h), and
     the freestanding shims; stale files removed."""
@@ -530,6 +540,9 @@ def copy_embed_runtime(outdir: Path) -> None:
         wanted[name] = root / "include" / name
         todo.extend(_INCLUDE.findall(wanted[name].read_text()))
     _sync(outdir / "runtime" / "include", wanted)
+    sources = {n: root / "src" / n for n in EMBED_RUNTIME_SOURCES}
+    if sources or (outdir / "runtime" / "src").exists():
+        _sync(outdir / "runtime" / "src", sources)
     _sync(
         outdir / "runtime" / "freestanding",
         {n: root / "freestanding" / n for n in _FREESTANDING},

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed
+from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed, library_sources
 from tfc.config import CompileOptions
 
 
@@ -97,12 +97,14 @@ def measure(
                 continue
             variant = Variant(m)
             for t in available:
-                obj = f"{t.name}.o"
-                cmd = [*t.cc, *EMBED_CFLAGS, *SIZE_FLAGS, *t.flags, "-c", "model.c", "-o", obj]
-                proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")
-                variant.code[t.name] = code_bytes((out / obj).read_bytes())
+                variant.code[t.name] = 0
+                for k, source in enumerate(["model.c", *library_sources()]):
+                    obj = f"{t.name}-{k}.o"
+                    cmd = [*t.cc, *EMBED_CFLAGS, *SIZE_FLAGS, *t.flags, "-c", source, "-o", obj]
+                    proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True)
+                    if proc.returncode != 0:
+                        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")
+                    variant.code[t.name] += code_bytes((out / obj).read_bytes())
             variants[key] = variant
     label = name or (Path(model).stem if isinstance(model, (str, Path)) else "model")
     return Footprint(label, batch, variants, missing)
