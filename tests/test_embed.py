@@ -265,3 +265,52 @@ def test_max_batch_refuses_a_predict_that_mixes_examples(tmp_path):
     with pytest.raises(ModelError, match="output 'centered' of an example depends on the other"):
         compile_embed(model, tmp_path / "out", 4, max_batch=4)
     compile_embed(model, tmp_path / "fixed", 4)  # a fixed batch is fine
+
+
+ROUND_TRIP = r"""
+#include <stdio.h>
+#include "model.h"
+static union { double d; unsigned char b[MODEL_STATE_BYTES]; } state;
+static union { double d; unsigned char b[MODEL_SAVE_BYTES]; } saved;
+int main(void) {
+    if (model_init(state.b) != 0) return 1;
+    model_save(state.b, saved.b);
+    for (int i = 0; i < MODEL_SAVE_BYTES; i += 4) {
+        unsigned long w = (unsigned long)saved.b[i] | (unsigned long)saved.b[i + 1] << 8 |
+                          (unsigned long)saved.b[i + 2] << 16 | (unsigned long)saved.b[i + 3] << 24;
+        printf("%08lx\n", w);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
+def test_compressed_weights_expand_to_their_rounded_values(tmp_path, dtype):
+    full = compile_embed("samples/digits_model.py", tmp_path / "f32", 1)
+    m = compile_embed("samples/digits_model.py", tmp_path, 1, weights_dtype=dtype)
+    compressed = [s for s in m.stored if s.kind == dtype]
+    assert {s.var.name for s in compressed} == {
+        f"{layer}/{part}"
+        for layer in ("hidden1", "hidden2", "logits")
+        for part in ("kernel", "bias")
+    }
+    # the kernels and biases shrink; Adam's slots stay float32 (they are not predict's weights)
+    saved = sum(s.var.nbytes - s.nbytes for s in compressed)
+    assert full.weights_bytes - m.weights_bytes >= saved - 8 * len(compressed) > 0
+    (tmp_path / "main.c").write_text(ROUND_TRIP)
+    cmd = ["cc", *EMBED_CFLAGS, *WARNINGS, "-O1", *SANITIZE, "main.c", "model.c", "-lm", "-o", "rt"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    words = np.array([int(w, 16) for w in _run(tmp_path / "rt").split()], dtype=np.uint32)
+    state = words.view(np.uint8)
+    for item in m.stored:
+        v = item.var
+        got = state[v.offset : v.offset + v.nbytes].view(v.dtype.np).reshape(v.shape)
+        want = item.expanded if item.kind == dtype else item.data
+        np.testing.assert_array_equal(got, np.asarray(want).reshape(v.shape), err_msg=v.name)
+        if item.kind == dtype:
+            original = full.stored[[s.var.name for s in full.stored].index(v.name)].data
+            bound = {"float16": 1e-3, "bfloat16": 8e-3, "int8": 1.0 / 127}[dtype]
+            err = np.abs(got - original).max() / max(np.abs(original).max(), 1e-30)
+            assert err <= bound, (v.name, err)

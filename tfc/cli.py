@@ -93,6 +93,13 @@ def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
         "--checkpoint", help="take the weights from this checkpoint (prefix or .safetensors)"
     )
     g.add_argument(
+        "--weights-dtype",
+        choices=["float32", "float16", "bfloat16", "int8"],
+        default="float32",
+        help="how predict's float weights are stored (int8: per-channel scales); init expands "
+        "them to float32 in the state block, and every computation is float32",
+    )
+    g.add_argument(
         "--max-batch",
         type=int,
         metavar="N",
@@ -116,6 +123,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
             arena_align=args.arena_align,
             checkpoint=args.checkpoint,
             max_batch=args.max_batch,
+            weights_dtype=args.weights_dtype,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
         )
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:

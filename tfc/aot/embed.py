@@ -92,6 +92,10 @@ class EmbeddedModel:
     weights_bytes: int
     variables: list[Variable]
     arena_align: int = 8
+    vars_bytes: int = 0  # the variables' float32 bytes in the state block (save/restore)
+    stateful: bool = False  # init fills a state block (training, or weights to expand)
+    weights_dtype: str = "float32"
+    stored: list = field(default_factory=list)  # the weights blob's items
     programs: dict[str, Program] = field(default_factory=dict)
 
     @property
@@ -111,6 +115,7 @@ def compile_embed(
     checkpoint: str | os.PathLike | None = None,
     options: CompileOptions | None = None,
     max_batch: int | None = None,
+    weights_dtype: str = "float32",
 ) -> EmbeddedModel:
     """Write the embeddable library of `model` (a model file, module or signatures function)
     into OUTDIR: see the module docstring. `prefix` starts every C symbol and (upper-cased)
@@ -119,7 +124,10 @@ def compile_embed(
     weights' values instead of the initializers'. With `max_batch`, predict takes the number
     of examples n <= max_batch at run time and runs the one-example program on each (the
     outputs of one example must not depend on the others: checked with the interpreter), in
-    the arena of one example; the train step keeps the compiled `batch`."""
+    the arena of one example; the train step keeps the compiled `batch`. `weights_dtype`
+    float16, bfloat16 or int8 (per-channel scales over the last axis) stores the float32
+    variables predict reads in fewer bytes; `init` expands them into the state block, and every
+    computation stays float32."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise ModelError(f"--prefix {prefix!r} must be a C identifier (letters, digits, _)")
     if weights not in ("const", "external"):
@@ -128,6 +136,10 @@ def compile_embed(
         raise ModelError(f"--arena-align must be a power of two >= 8, got {arena_align}")
     if batch < 1:
         raise ModelError(f"batch must be at least 1, got {batch}")
+    if weights_dtype not in STORAGE:
+        raise ModelError(
+            f"--weights-dtype must be one of {', '.join(STORAGE)}, got {weights_dtype!r}"
+        )
     if max_batch is not None and max_batch < 1:
         raise ModelError(f"--max-batch must be at least 1, got {max_batch}")
     _, fn = load_signatures_function(model)
@@ -168,9 +180,15 @@ def compile_embed(
 
     variables = _layout_variables(state)
     values = _initial_values(sigs, variables, checkpoint)
-    weights_bytes = _round_up(variables[-1].offset + variables[-1].nbytes) if variables else 0
+    vars_bytes = _round_up(variables[-1].offset + variables[-1].nbytes) if variables else 0
+    compressed = set()
+    if weights_dtype != "float32" and "predict" in programs:
+        read = {state[i].name for i in programs["predict"].slots if state[i].kind == "var"}
+        compressed = {v.name for v in variables if v.name in read and v.dtype == _dt.float32}
+    stored, weights_bytes = _layout_stored(variables, values, weights_dtype, compressed)
     rng = [s for s in state if s.kind == "rng"]
-    state_bytes = weights_bytes + 24 * len(rng) if trainable else 0
+    stateful = trainable or bool(compressed)
+    state_bytes = vars_bytes + 24 * len(rng) if stateful else 0
     embedded = EmbeddedModel(
         outdir=Path(outdir),
         prefix=prefix,
@@ -184,13 +202,17 @@ def compile_embed(
         weights_bytes=weights_bytes,
         variables=variables,
         arena_align=arena_align,
+        vars_bytes=vars_bytes,
+        stateful=stateful,
+        weights_dtype=weights_dtype,
+        stored=stored,
         programs=programs,
     )
-    files = _render(embedded, sigs, state, rng, values)
+    files = _render(embedded, sigs, state, rng)
     out = Path(outdir)
     for name, text in files.items():
         write_if_changed(out / name, text)
-    blob = _weights_blob(variables, values, weights_bytes)
+    blob = _weights_blob(stored, weights_bytes)
     if not (out / "weights.bin").exists() or (out / "weights.bin").read_bytes() != blob:
         (out / "weights.bin").write_bytes(blob)
     copy_embed_runtime(out)
@@ -331,13 +353,76 @@ def _initial_values(
     return values
 
 
-def _weights_blob(variables: list[Variable], values: dict, nbytes: int) -> bytes:
-    blob = bytearray(nbytes)
+STORAGE = ("float32", "float16", "bfloat16", "int8")
+
+
+@dataclass
+class Stored:
+    """A variable in the weights blob: as it is, or compressed (and expanded by init)."""
+
+    var: Variable
+    offset: int
+    kind: str  # "raw", "float16", "bfloat16", "int8"
+    data: np.ndarray  # what the blob holds (int8: the quantized values)
+    scales: np.ndarray | None = None  # int8: float32 per channel, stored before the data
+    expanded: np.ndarray | None = None  # the float32 values init writes (tests compare them)
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.nbytes + (0 if self.scales is None else self.scales.nbytes)
+
+
+def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(stored data, int8 scales or None, the float32 values init expands them to)."""
+    v = np.ascontiguousarray(value, dtype=np.float32)
+    if kind == "float16":
+        half = v.astype(np.float16)
+        return half.view(np.uint16), None, half.astype(np.float32)
+    if kind == "bfloat16":
+        bits = v.view(np.uint32).astype(np.uint64)
+        top = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # nearest, even
+        return top, None, (top.astype(np.uint32) << 16).view(np.float32)
+    channels = v.shape[-1] if v.ndim >= 2 else 1
+    rows = v.reshape(-1, channels)
+    amax = np.abs(rows).max(axis=0)
+    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(rows / scales), -127, 127).astype(np.int8)
+    return q.reshape(v.shape), scales, (q.astype(np.float32) * scales).reshape(v.shape)
+
+
+def _layout_stored(
+    variables: list[Variable], values: dict, kind: str, compressed: set[str]
+) -> tuple[list[Stored], int]:
+    """The weights blob: with float32 weights, the variables exactly as in the state block;
+    otherwise the compressed ones in `kind` and the others as they are, each 8-byte aligned."""
+    items = []
+    if not compressed:
+        for v in variables:
+            data = np.ascontiguousarray(values[v.name], dtype=v.dtype.np)
+            items.append(Stored(v, v.offset, "raw", data))
+        end = variables[-1].offset + variables[-1].nbytes if variables else 0
+        return items, _round_up(end)
+    offset = 0
     for v in variables:
-        data = np.ascontiguousarray(values[v.name], dtype=v.dtype.np).astype(
-            v.dtype.np.newbyteorder("<"), copy=False
-        )
-        blob[v.offset : v.offset + v.nbytes] = data.tobytes()
+        if v.name in compressed:
+            data, scales, expanded = _compress(values[v.name], kind)
+            item = Stored(v, offset, kind, data, scales, expanded)
+        else:
+            item = Stored(v, offset, "raw", np.ascontiguousarray(values[v.name], v.dtype.np))
+        items.append(item)
+        offset = _round_up(offset + item.nbytes)
+    return items, offset
+
+
+def _weights_blob(stored: list[Stored], nbytes: int) -> bytes:
+    blob = bytearray(nbytes)
+    for item in stored:
+        parts = [] if item.scales is None else [item.scales]
+        at = item.offset
+        for part in [*parts, item.data]:
+            raw = part.astype(part.dtype.newbyteorder("<"), copy=False).tobytes()
+            blob[at : at + len(raw)] = raw
+            at += len(raw)
     return bytes(blob)
 
 
@@ -345,9 +430,9 @@ def _shape_doc(dtype: _dt.DType, shape) -> str:
     return f"{dtype.c_type}[{']['.join(str(d) for d in shape)}]" if shape else dtype.c_type
 
 
-def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict[str, str]:
+def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, str]:
     P, M = m.prefix, m.macro
-    rng_offsets = {s.name: m.weights_bytes + 24 * k for k, s in enumerate(rng)}
+    rng_offsets = {s.name: m.vars_bytes + 24 * k for k, s in enumerate(rng)}
     var_offsets = {v.name: v.offset for v in m.variables}
 
     def slots(p: Program) -> str:
@@ -365,7 +450,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
         if role == "train":
             params.append("void *state")
             doc.append(f"state: {M}STATE_BYTES bytes, 8-byte aligned, set by {P}init")
-        elif m.trainable:
+        elif m.stateful:
             params.append("const void *state")
             doc.append(f"state: as {P}init or {P}train_step left it (read only)")
         elif m.external_weights:
@@ -393,7 +478,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
         doc.append(f"arena: {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned (scratch)")
         if role == "train":
             base_decl = "unsigned char *base = (unsigned char *)state;"
-        elif m.trainable:
+        elif m.stateful:
             base_decl = "const unsigned char *base = (const unsigned char *)state;"
         elif m.external_weights:
             base_decl = "const unsigned char *base = (const unsigned char *)weights;"
@@ -401,7 +486,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
             base_decl = f"const unsigned char *base = (const unsigned char *)&{P}weights;"
         rows = role == "predict" and m.max_batch is not None
         if rows:
-            at = 1 if m.trainable or m.external_weights else 0
+            at = 1 if m.stateful or m.external_weights else 0
             params.insert(at, "int64_t n")
             doc.insert(at, f"n: the number of examples, 0 <= n <= {M}MAX_BATCH")
             doc = [d.replace("[1]", "[n]", 1) for d in doc]
@@ -440,14 +525,36 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
                 "arena_bytes": low.arena_bytes,
             }
         )
-    weights_members = [
-        {
-            "decl": f"{v.dtype.c_type} v{k}[{max(1, v.nbytes // v.dtype.size)}]",
-            "init": c_initializer(values[v.name], v.dtype) if v.nbytes else "0",
-        }
-        for k, v in enumerate(m.variables)
-    ]
-    pad = m.weights_bytes - sum(v.nbytes for v in m.variables)
+    weights_members, init_lines, at = [], [], 0
+    for k, item in enumerate(m.stored):
+        if item.offset > at:
+            weights_members.append(
+                {"decl": f"unsigned char pad{k}[{item.offset - at}]", "init": "0"}
+            )
+        dst = f"(float *)(void *)(s + {item.var.offset})"
+        src = f"w + {item.offset}"
+        count = item.data.size
+        if item.scales is not None:
+            weights_members.append(_member(f"s{k}", "raw", item.scales, _dt.float32))
+            src = f"w + {item.offset + item.scales.nbytes}"
+        weights_members.append(_member(f"v{k}", item.kind, item.data, item.var.dtype))
+        if item.kind == "raw":
+            init_lines.append(f"memcpy(s + {item.var.offset}, {src}, {item.var.nbytes});")
+        elif item.kind == "int8":
+            init_lines.append(
+                f"tfc_embed_expand_i8({dst}, (const int8_t *)(const void *)({src}), "
+                f"(const float *)(const void *)(w + {item.offset}), {count}, "
+                f"{item.scales.size});"
+            )
+        else:
+            fn = "f16" if item.kind == "float16" else "bf16"
+            init_lines.append(
+                f"tfc_embed_expand_{fn}({dst}, (const uint16_t *)(const void *)({src}), {count});"
+            )
+        at = item.offset + item.nbytes
+    pad = m.weights_bytes - at
+    if not m.stored or m.weights_dtype == "float32":  # the blob is the state's variables
+        init_lines = [f"memcpy(s, w, {m.vars_bytes});"] if m.vars_bytes else []
     common = {
         "version": __version__,
         "P": P,
@@ -456,6 +563,10 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
         "batch": m.batch,
         "max_batch": m.max_batch,
         "trainable": m.trainable,
+        "stateful": m.stateful,
+        "init_lines": init_lines,
+        "vars_bytes": m.vars_bytes,
+        "weights_dtype": m.weights_dtype,
         "external": m.external_weights,
         "arena_bytes": m.arena_bytes,
         "arena_align": m.arena_align,
@@ -497,6 +608,16 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng, values) -> dict
             sources=" ".join(["model.c", *library_sources()]),
         ),
     }
+
+
+def _member(name: str, kind: str, values: np.ndarray, dtype: _dt.DType) -> dict:
+    """A member of the weights struct (C has no empty arrays: an empty one takes 1 element)."""
+    if kind in ("float16", "bfloat16", "int8"):
+        ctype = "int8_t" if kind == "int8" else "uint16_t"
+        init = ",".join(str(int(x)) for x in values.ravel().tolist())
+    else:
+        ctype, init = dtype.c_type, c_initializer(values, dtype) if values.size else ""
+    return {"decl": f"{ctype} {name}[{max(1, values.size)}]", "init": init or "0"}
 
 
 def _count(spec) -> int:
