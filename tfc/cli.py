@@ -25,13 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     comp.add_argument("model", help="the model file (defines signatures())")
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
-    comp.add_argument("--batch", type=int, default=32, help="the compiled batch (default 32)")
+    comp.add_argument(
+        "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"
+    )
     comp.add_argument(
         "--target",
-        choices=["host", "generic"],
+        choices=["host", "generic", "embed"],
         default="host",
-        help="host: optimize for this CPU (-march=native); generic: any CPU of its architecture",
+        help="host: optimize for this CPU (-march=native); generic: any CPU of its "
+        "architecture; embed: a dependency-free C99 library (model.h, model.c) to embed",
     )
+    _add_embed_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
         "--passes",
@@ -83,16 +87,82 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("--target embed")
+    g.add_argument(
+        "--prefix", default="model_", help="starts every C symbol and macro (default model_)"
+    )
+    g.add_argument(
+        "--inference-only", action="store_true", help="predict only: no state, no training code"
+    )
+    g.add_argument(
+        "--weights",
+        choices=["const", "external"],
+        default="const",
+        help="const: compiled into model.c; external: the caller passes weights.bin's bytes",
+    )
+    g.add_argument(
+        "--arena-align", type=int, default=8, help="the arena's alignment in bytes (default 8)"
+    )
+    g.add_argument(
+        "--checkpoint", help="take the weights from this checkpoint (prefix or .safetensors)"
+    )
+    g.add_argument(
+        "--weights-dtype",
+        choices=["float32", "float16", "bfloat16", "int8"],
+        default="float32",
+        help="how predict's float weights are stored (int8: per-channel scales); init expands "
+        "them to float32 in the state block, and every computation is float32",
+    )
+    g.add_argument(
+        "--max-batch",
+        type=int,
+        metavar="N",
+        help="predict takes 1..N examples at run time (one at a time, in one example's arena)",
+    )
+
+
+def _compile_embed(args: argparse.Namespace) -> int:
+    from tfc.aot import ModelError
+    from tfc.aot.embed import compile_embed
+    from tfc.config import CompileOptions, parse_pass_list
+
+    try:
+        m = compile_embed(
+            args.model,
+            args.output,
+            batch=args.batch or 1,
+            prefix=args.prefix,
+            inference_only=args.inference_only,
+            weights=args.weights,
+            arena_align=args.arena_align,
+            checkpoint=args.checkpoint,
+            max_batch=args.max_batch,
+            weights_dtype=args.weights_dtype,
+            options=CompileOptions(passes=parse_pass_list(args.passes)),
+        )
+    except (ModelError, FileNotFoundError, ValueError, OSError) as e:
+        print(f"tfc compile: error: {e}", file=sys.stderr)
+        return 1
+    kind = "train_step, predict" if m.trainable else "predict"
+    print(f"wrote the embeddable library ({kind}, batch {m.batch}) to {m.outdir}/model.h, model.c")
+    print(f"  {m.macro}ARENA_BYTES {m.arena_bytes}  {m.macro}STATE_BYTES {m.state_bytes}  "
+          f"{m.macro}WEIGHTS_BYTES {m.weights_bytes}")  # fmt: skip
+    return 0
+
+
 def _compile(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError, compile
     from tfc.backend_c import CompileError
     from tfc.config import CompileOptions, parse_pass_list
 
+    if args.target == "embed":
+        return _compile_embed(args)
     try:
         result = compile(
             args.model,
             args.output,
-            batch=args.batch,
+            batch=args.batch or 32,
             target=args.target,
             name=args.name,
             build=not args.no_build,
@@ -118,7 +188,9 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         choices=["train", "predict"],
         help="the program to compile: the train step or predict (default: train if defined)",
     )
-    p.add_argument("--batch", type=int, default=32, help="the compiled batch (default 32)")
+    p.add_argument(
+        "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"
+    )
     p.add_argument(
         "--passes",
         metavar="LIST",
@@ -135,6 +207,12 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
         "lower bound and its naive size; the estimated FLOPs and bytes moved per step.",
     )
     _add_model_arguments(ins)
+    ins.add_argument(
+        "--target",
+        choices=["embed"],
+        help="embed: the embeddable library's footprint instead (code bytes per cross "
+        "compiler found, weights, state, arena and its lower bound)",
+    )
     ins.add_argument(
         "--dump-after",
         metavar="PASS",
@@ -178,11 +256,28 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _footprint(args: argparse.Namespace) -> int:
+    from tfc.aot import ModelError
+    from tfc.aot.footprint import measure
+    from tfc.config import CompileOptions, parse_pass_list
+
+    try:
+        options = CompileOptions(passes=parse_pass_list(args.passes))
+        print(measure(args.model, args.batch or 1, options).report(), end="")
+    except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
+        print(f"tfc inspect: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _inspect(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError
     from tfc.config import CompileOptions, parse_pass_list
     from tfc.inspect import inspect_model, write_dump
 
+    if args.target == "embed":
+        return _footprint(args)
+    args.batch = args.batch or 32
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
@@ -216,6 +311,7 @@ def _graph(args: argparse.Namespace) -> int:
     from tfc.graphviz import GraphvizNotFound, write_graph
     from tfc.inspect import program_graph
 
+    args.batch = args.batch or 32
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(

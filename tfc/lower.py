@@ -82,9 +82,14 @@ class LoweredProgram:
     arena_bytes: int
     vars_read_first: list[str] = field(default_factory=list)  # must be initialized on entry
     vars_written: list[str] = field(default_factory=list)
+    # starts the names of the program's static kernels and constants, so that several
+    # programs can share one C file (the embeddable library's model.c)
+    local_prefix: str = ""
 
 
-def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> LoweredProgram:
+def lower_program(
+    graph: Graph, name: str = "program", prefix: str = "tfc_", local_prefix: str = ""
+) -> LoweredProgram:
     attrs = graph.graph_attrs
     schedule = attrs["schedule"]
     storage = {(n, i): s for n in schedule for i, s in enumerate(graph.node(n)["storage"])}
@@ -100,7 +105,7 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
             slot_index[("rng", n)] = len(slots)
             slots.append(Slot("rng", n, _dt.int64, (3,)))
 
-    constants = _Constants(graph)
+    constants = _Constants(graph, local_prefix)
 
     def pointer(tensor: tuple[str, int], dtype: _dt.DType) -> str:
         kind, value = storage[root_tensor(storage, tensor)]
@@ -179,6 +184,7 @@ def lower_program(graph: Graph, name: str = "program", prefix: str = "tfc_") -> 
         arena_bytes=attrs["arena_bytes"],
         vars_read_first=read_first,
         vars_written=written,
+        local_prefix=local_prefix,
     )
 
 
@@ -201,8 +207,9 @@ class _Constants:
     """Constants as the kernels reference them: small ones become static arrays in the source,
     large ones are passed in by the caller. Only constants something reads are emitted."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, local_prefix: str = "") -> None:
         self.graph = graph
+        self.local_prefix = local_prefix
         self.arrays: list[ConstArray] = []
         self.external: list[np.ndarray] = []
         self._pointers: dict[str, str] = {}
@@ -214,7 +221,7 @@ class _Constants:
             if value.size == 0:
                 ptr = "NULL"
             elif value.nbytes <= EMBED_LIMIT_BYTES:
-                cname = f"c{len(self.arrays)}"
+                cname = f"{self.local_prefix}c{len(self.arrays)}"
                 init = c_initializer(value, dtype)
                 self.arrays.append(ConstArray(cname, dtype.c_type, value.size, init))
                 ptr = f"(const {dtype.c_type} *){cname}"

@@ -86,8 +86,15 @@ def profiling_requested() -> bool:
     return os.environ.get("TFC_PROFILE", "") not in ("", "0")
 
 
-def render_program(program: LoweredProgram, target: Target = C, profile: bool | None = None) -> str:
-    """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build."""
+def render_program(
+    program: LoweredProgram,
+    target: Target = C,
+    profile: bool | None = None,
+    linkage: str = "",
+) -> str:
+    """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build.
+    `linkage` "static inline " keeps the entry points in their file (the embeddable library's
+    model.c holds every program and calls them itself)."""
     if profile is None:
         profile = profiling_requested()
     profile = profile and target.profiles
@@ -99,7 +106,12 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
         lines = []
         for bound in step.kernels:
             text = render_kernel(bound.kernel, target, restrict=bound.restrict)
+<<<<<<< HEAD
             name = names.setdefault(text, f"k{len(names)}")
+=======
+            name = names.setdefault(text, f"{program.local_prefix}k{len(names)}")
+            args = ", ".join(bound.args + (["err"] if bound.kernel.can_fail else []))
+>>>>>>> wt-embed
             if bound.kernel.can_fail:
                 args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
                 lines.append(target.fail_call.format(name=name, args=args, node=c_string(step.node)))
@@ -138,6 +150,7 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
         name=program.name,
         name_literal=c_string(program.name),
         prefix=program.prefix,
+        linkage=linkage,
         arena_bytes=program.arena_bytes,
         consts=program.consts,
         kernels=kernels,

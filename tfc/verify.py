@@ -88,11 +88,12 @@ def verify_memory_plan(graph: Graph, fail) -> None:
                 life[r][1] = max(life[r][1], step[n])
 
     buffers = []
+    align = attrs.get("arena_align", ARENA_ALIGN)
     for tensor, (first, last) in life.items():
         offset = storage[tensor][1]
         size = tensor_nbytes(graph, tensor)
-        if not isinstance(offset, int) or offset % ARENA_ALIGN:
-            fail(f"tensor {tensor} at offset {offset} is not {ARENA_ALIGN}-byte aligned")
+        if not isinstance(offset, int) or offset % align:
+            fail(f"tensor {tensor} at offset {offset} is not {align}-byte aligned")
         if offset + size > attrs["arena_bytes"]:
             fail(f"tensor {tensor} ends at {offset + size}, past the arena")
         if size:

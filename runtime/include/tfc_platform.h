@@ -2,6 +2,11 @@
 #ifndef TFC_PLATFORM_H
 #define TFC_PLATFORM_H
 
+#ifdef TFC_EMBED
+/* the embeddable library (tfc compile --target embed): no stdio, no heap */
+#include "tfc_embed.h"
+#endif
+
 #ifndef TFC_SNPRINTF
 #include <stdio.h>
 #define TFC_SNPRINTF snprintf
@@ -9,7 +14,9 @@
 
 /* Heap allocation (checkpoint I/O; generated code allocates nothing). Define all three or none:
  * what one of them returns is given back to the others. */
-#if !defined(TFC_MALLOC) && !defined(TFC_REALLOC) && !defined(TFC_FREE)
+#if defined(TFC_EMBED)
+/* nothing of the embeddable library allocates: TFC_MALLOC stays undefined */
+#elif !defined(TFC_MALLOC) && !defined(TFC_REALLOC) && !defined(TFC_FREE)
 #include <stdlib.h>
 #define TFC_MALLOC malloc
 #define TFC_REALLOC realloc

@@ -23,7 +23,8 @@ variables, constants and aliases own no arena bytes):
                        schedule, in-place pairs counted once: no placement can be smaller
 Placement: each strategy of STRATEGIES gives every buffer an offset; the smallest arena wins
 (ties: the first listed), recorded as "arena_strategy" with all sizes in "arena_strategies".
-Guarantees: offsets are aligned to ARENA_ALIGN; two arena tensors alive at the same step never
+Guarantees: offsets are aligned to graph_attrs["arena_align"] if set (the embeddable library's
+--arena-align), else ARENA_ALIGN; two arena tensors alive at the same step never
 overlap, except an in-place output and the input it overwrites, which share one offset and meet
 only at the step of the op that overwrites it (tfc.verify checks both); variables and optimizer
 slots stay in the session's persistent state, never in the arena.
@@ -55,10 +56,13 @@ def scratch_bytes(graph: Graph, name: str) -> int:
 def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
     """Plan with each of `strategies` (names in STRATEGIES; all by default), keep the smallest."""
     live = analyze_liveness(graph, graph.graph_attrs["schedule"])
+    align = int(graph.graph_attrs.get("arena_align", ARENA_ALIGN))
+    if align < 1 or align & (align - 1):
+        raise ValueError(f"arena alignment must be a power of two, got {align}")
     sizes: dict[str, int] = {}
     best: tuple[int, str, list[int]] | None = None
     for name in STRATEGIES if strategies is None else strategies:
-        offsets, top = STRATEGIES[name](live.buffers)
+        offsets, top = STRATEGIES[name](live.buffers, align)
         sizes[name] = top
         if best is None or top < best[0]:
             best = (top, name, offsets)
@@ -78,6 +82,7 @@ def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
             node.pop("scratch", None)
     graph.graph_attrs.update(
         arena_bytes=top,
+        arena_align=align,
         arena_intervals=dict(live.intervals),
         arena_inplace=dict(live.inplace),
         arena_lower_bound=live.lower_bound,
@@ -284,22 +289,24 @@ def analyze_liveness(
 
 
 # -- placement strategies -----------------------------------------------------------------------
-def _align(n: int) -> int:
-    return (n + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
+def _align(n: int, align: int = ARENA_ALIGN) -> int:
+    return (n + align - 1) // align * align
 
 
-def _best_fit(buffers: list[Buffer], order: list[int]) -> tuple[list[int], int]:
+def _best_fit(
+    buffers: list[Buffer], order: list[int], align: int = ARENA_ALIGN
+) -> tuple[list[int], int]:
     """Place buffers in `order`, each into the smallest gap left between the already placed
     buffers whose lifetimes overlap its own, or on top of them."""
     offsets = [0] * len(buffers)
     placed: list[int] = []
     top = 0
     for b in order:
-        size = _align(buffers[b].nbytes)
+        size = _align(buffers[b].nbytes, align)
         if size == 0:
             continue
         busy = sorted(
-            (offsets[p], offsets[p] + _align(buffers[p].nbytes))
+            (offsets[p], offsets[p] + _align(buffers[p].nbytes, align))
             for p in placed
             if buffers[p].overlaps(buffers[b])
         )
@@ -315,13 +322,13 @@ def _best_fit(buffers: list[Buffer], order: list[int]) -> tuple[list[int], int]:
     return offsets, top
 
 
-def place_by_size(buffers: list[Buffer]) -> tuple[list[int], int]:
+def place_by_size(buffers: list[Buffer], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
     """Largest first: big buffers settle at the bottom, small ones fill the gaps they leave."""
     order = sorted(range(len(buffers)), key=lambda b: (-buffers[b].nbytes, buffers[b].first, b))
-    return _best_fit(buffers, order)
+    return _best_fit(buffers, order, align)
 
 
-def place_by_breadth(buffers: list[Buffer]) -> tuple[list[int], int]:
+def place_by_breadth(buffers: list[Buffer], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
     """The busiest step first (TFLite's greedy by breadth): its buffers, largest first, then
     those of the next busiest step, so the peak's buffers pack tightly together."""
     steps = max((b.last for b in buffers), default=-1) + 1
@@ -338,26 +345,26 @@ def place_by_breadth(buffers: list[Buffer]) -> tuple[list[int], int]:
             if b not in seen:
                 seen.add(b)
                 order.append(b)
-    return _best_fit(buffers, order)
+    return _best_fit(buffers, order, align)
 
 
-def place_by_area(buffers: list[Buffer]) -> tuple[list[int], int]:
+def place_by_area(buffers: list[Buffer], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
     """Largest bytes x steps first: the buffers that constrain the most of the plan settle
     first, short-lived ones fill around them."""
     order = sorted(
         range(len(buffers)),
         key=lambda b: (-buffers[b].nbytes * (buffers[b].last - buffers[b].first + 1), b),
     )
-    return _best_fit(buffers, order)
+    return _best_fit(buffers, order, align)
 
 
-def place_by_first_use(buffers: list[Buffer]) -> tuple[list[int], int]:
+def place_by_first_use(buffers: list[Buffer], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
     """In the order the program allocates them (a linear scan), each into the tightest gap."""
     order = sorted(range(len(buffers)), key=lambda b: (buffers[b].first, -buffers[b].nbytes, b))
-    return _best_fit(buffers, order)
+    return _best_fit(buffers, order, align)
 
 
-def place_in_slots(buffers: list[Buffer]) -> tuple[list[int], int]:
+def place_in_slots(buffers: list[Buffer], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
     """Interval-graph colouring: buffers, largest first, share fixed slots; a buffer takes the
     smallest slot free for its whole lifetime, or opens a new one on top. The arena is the sum
     of the slots' sizes (each the size of its first, largest, buffer)."""
@@ -365,7 +372,7 @@ def place_in_slots(buffers: list[Buffer]) -> tuple[list[int], int]:
     offsets = [0] * len(buffers)
     top = 0
     for b in sorted(range(len(buffers)), key=lambda b: (-buffers[b].nbytes, buffers[b].first, b)):
-        size = _align(buffers[b].nbytes)
+        size = _align(buffers[b].nbytes, align)
         if size == 0:
             continue
         free = [
@@ -384,7 +391,7 @@ def place_in_slots(buffers: list[Buffer]) -> tuple[list[int], int]:
     return offsets, top
 
 
-STRATEGIES: dict[str, Callable[[list[Buffer]], tuple[list[int], int]]] = {
+STRATEGIES: dict[str, Callable[[list[Buffer], int], tuple[list[int], int]]] = {
     "size": place_by_size,
     "breadth": place_by_breadth,
     "area": place_by_area,

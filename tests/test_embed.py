@@ -1,0 +1,316 @@
+"""The embeddable library (tfc compile --target embed) on this machine: its results equal the
+session's, it builds warning-free as strict C99, runs clean under ASan/UBSan, calls nothing of
+libc but memcpy/memset and libm, and two prefixed models link into one program."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from embed_support import (
+    EMBED_CFLAGS,
+    STEPS,
+    WARNINGS,
+    build,
+    compile_with_harness,
+    inputs,
+    parse_stdout,
+    reference_words,
+    split_words,
+)
+
+from tfc.aot.embed import compile_embed
+from tfc.aot.signatures import ModelError
+
+MODELS = {  # file, features, classes
+    "iris": ("iris_model.py", 4, 3),
+    "digits": ("digits_model.py", 64, 10),
+}
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
+# libc and libm functions model.c may call; anything else (malloc, printf, pthread_*) fails
+ALLOWED = {"memcpy", "memset", "memmove"} | {
+    f + s
+    for f in ("exp", "expm1", "log", "log1p", "sqrt", "tanh", "pow", "sin", "cos", "tan",
+              "fmod", "floor", "ceil", "nearbyint", "fabs", "trunc")
+    for s in ("", "f")
+}  # fmt: skip
+
+
+def _run(exe, **kw) -> str:
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, **kw)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _check(words, expected, rtol=2e-5, atol=2e-6):
+    got = split_words(words, [len(e) for e in expected])
+    for i, (g, e) in enumerate(zip(got, expected)):
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"result {i}")
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_training_and_predict_equal_the_session_under_sanitizers(tmp_path, name):
+    model, n_features, n_classes = MODELS[name]
+    x, y = inputs(4, n_features, n_classes)
+    m = compile_with_harness(model, tmp_path, 4, x, y, prefix=f"{name}_")
+    exe = build(["cc"], tmp_path, ["-O1", *SANITIZE, "-DHARNESS_STDIO"], "harness", ["-lm"])
+    words = parse_stdout(_run(exe))
+    expected = reference_words(model, 4, x, y)
+    assert len(expected) == 1 + 2 * STEPS
+    _check(words, expected)
+    # training moved the predictions: the comparison covers the updated variables
+    assert not np.allclose(expected[0], expected[-1], atol=1e-4)
+    assert m.arena_bytes <= 1.05 * m.arena_lower_bound, (m.arena_bytes, m.arena_lower_bound)
+
+
+@pytest.mark.parametrize("weights", ["const", "external"])
+def test_inference_only_predict_equals_the_session(tmp_path, weights):
+    x, y = inputs(3, 4, 3, seed=1)
+    m = compile_with_harness(
+        "iris_model.py", tmp_path, 3, x, y, inference_only=True, weights=weights
+    )
+    assert m.state_bytes == 0 and not m.trainable
+    header = (tmp_path / "model.h").read_text()
+    assert "train_step" not in header and "MODEL_WEIGHTS_BYTES 776" in header
+    exe = build(["cc"], tmp_path, ["-O2", "-DHARNESS_STDIO"], "harness", ["-lm"])
+    words = parse_stdout(_run(exe))
+    _check(words, reference_words("iris_model.py", 3, x, y, trainable=False))
+    if weights == "external":
+        assert "model_weights" not in (tmp_path / "model.c").read_text()
+
+
+def test_strict_c99_object_calls_only_memcpy_and_libm(tmp_path):
+    compile_embed("samples/iris_model.py", tmp_path, 2, prefix="iris_")
+    cmd = ["cc", *EMBED_CFLAGS, *WARNINGS, "-O2", "-c", "model.c", "-o", "model.o"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    nm = subprocess.run(["nm", "model.o"], cwd=tmp_path, capture_output=True, text=True).stdout
+    undefined = {line.split()[-1] for line in nm.splitlines() if line.split()[-2:-1] == ["U"]}
+    assert undefined and undefined <= ALLOWED, undefined - ALLOWED
+    defined = {line.split()[-1] for line in nm.splitlines() if " T " in line}
+    assert defined == {"iris_init", "iris_save", "iris_restore", "iris_train_step",
+                       "iris_predict"}  # fmt: skip
+    # the headers it needs, and only the runtime sources listed for it
+    from tfc.aot.embed import EMBED_RUNTIME_SOURCES
+
+    listed = sorted(p.name for p in (tmp_path / "runtime" / "src").glob("*.c"))
+    assert listed == sorted(EMBED_RUNTIME_SOURCES)
+    assert not (tmp_path / "runtime" / "include" / "tfc_model.h").exists()
+
+
+MAIN_TWO = r"""
+#include <stdio.h>
+#include "iris/model.h"
+#include "digits/model.h"
+static union { double d; unsigned char b[IRIS_ARENA_BYTES > DIGITS_ARENA_BYTES ?
+    IRIS_ARENA_BYTES : DIGITS_ARENA_BYTES]; } arena;  /* one arena shared by both */
+static union { double d; unsigned char b[IRIS_STATE_BYTES]; } iris_state;
+int main(void) {
+    float xi[IRIS_PREDICT_IN_FEATURES_COUNT] = {5.1f, 3.5f, 1.4f, 0.2f};
+    float xd[DIGITS_PREDICT_IN_FEATURES_COUNT] = {0};
+    float pi[IRIS_PREDICT_OUT_PROBABILITIES_COUNT], pd[DIGITS_PREDICT_OUT_PROBABILITIES_COUNT];
+    if (iris_init(iris_state.b) || iris_predict(iris_state.b, xi, pi, arena.b)) return 1;
+    if (digits_predict(xd, pd, arena.b)) return 2;
+    for (int i = 0; i < IRIS_PREDICT_OUT_PROBABILITIES_COUNT; ++i) printf("%.9g\n", pi[i]);
+    for (int i = 0; i < DIGITS_PREDICT_OUT_PROBABILITIES_COUNT; ++i) printf("%.9g\n", pd[i]);
+    return 0;
+}
+"""
+
+
+def test_two_prefixed_models_link_into_one_program(tmp_path):
+    compile_embed("samples/iris_model.py", tmp_path / "iris", 1, prefix="iris_")
+    compile_embed(
+        "samples/digits_model.py", tmp_path / "digits", 1, prefix="digits_", inference_only=True
+    )
+    (tmp_path / "main.c").write_text(MAIN_TWO)
+    flags = [*EMBED_CFLAGS[:3], *WARNINGS, "-O2"]
+    for d in ("iris", "digits"):
+        cmd = ["cc", *flags, "-Iruntime/include", "-c", "model.c", "-o", "model.o"]
+        proc = subprocess.run(cmd, cwd=tmp_path / d, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    cmd = ["cc", *flags, "main.c", "iris/model.o", "digits/model.o", "-lm", "-o", "two"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    got = np.array(_run(tmp_path / "two").split(), dtype=np.float32)
+    xi = np.array([[5.1, 3.5, 1.4, 0.2]], np.float32)
+    expected = [
+        reference_words("iris_model.py", 1, xi, None, trainable=False)[0],
+        reference_words("digits_model.py", 1, np.zeros((1, 64), np.float32), None, False)[0],
+    ]
+    np.testing.assert_allclose(got, np.concatenate(expected), rtol=2e-5, atol=2e-6)
+
+
+def test_cli_compile_target_embed(tmp_path, capsys):
+    from tfc.cli import main
+
+    rc = main(["compile", "samples/iris_model.py", "--target", "embed", "-o", str(tmp_path),
+               "--prefix", "iris_", "--batch", "8", "--inference-only"])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    header = (tmp_path / "model.h").read_text()
+    assert "#define IRIS_BATCH 8" in header and "#define IRIS_ARENA_BYTES" in header
+    assert "int iris_predict(const float *features, float *probabilities, void *arena);" in header
+    assert "IRIS_ARENA_BYTES" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"prefix": "9lives"}, "--prefix '9lives' must be a C identifier"),
+        ({"weights": "flash"}, "--weights must be const or external"),
+        ({"arena_align": 12}, "--arena-align must be a power of two >= 8"),
+        ({"batch": 0}, "batch must be at least 1"),
+    ],
+)
+def test_bad_options_are_named(tmp_path, kw, message):
+    kw = {"batch": 1, **kw}
+    with pytest.raises(ModelError, match=message.replace("(", r"\(")):
+        compile_embed("samples/iris_model.py", tmp_path, **kw)
+
+
+def test_arena_alignment_is_honoured(tmp_path):
+    a8 = compile_embed("samples/digits_model.py", tmp_path / "a", 4, inference_only=True)
+    a64 = compile_embed(
+        "samples/digits_model.py", tmp_path / "b", 4, inference_only=True, arena_align=64
+    )
+    assert a8.arena_bytes <= a64.arena_bytes and a64.arena_bytes % 64 == 0
+    assert "#define MODEL_ARENA_ALIGN 64" in (tmp_path / "b" / "model.h").read_text()
+
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+
+
+def test_sample_program_trains_on_the_device_and_classifies(tmp_path):
+    import os
+    import re
+    import sys
+
+    from embed_support import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["make", "-s", "-C", str(ROOT / "samples" / "embed"), f"OUT={tmp_path}",
+           f"PYTHON={sys.executable}", "CC=cc", "CFLAGS=-O2 -Werror"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", proc.stdout)]
+    assert len(losses) == 4 and losses[-1] < 0.1 * losses[0], proc.stdout
+    flowers = re.findall(r"flower \d: (\w+)", proc.stdout)
+    assert flowers == ["setosa", "versicolor", "virginica"], proc.stdout
+
+
+def test_footprint_reads_code_bytes_as_size_does(tmp_path):
+    from tfc.aot.footprint import code_bytes
+
+    compile_embed("samples/iris_model.py", tmp_path, 1)
+    cmd = ["cc", *EMBED_CFLAGS, "-Os", "-ffunction-sections", "-c", "model.c", "-o", "m.o"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0
+    if shutil.which("size") is None:
+        pytest.skip("binutils' size not installed")
+    listing = subprocess.run(["size", "-A", "m.o"], cwd=tmp_path, capture_output=True, text=True)
+    text = sum(
+        int(line.split()[1]) for line in listing.stdout.splitlines() if line.startswith(".text")
+    )
+    assert code_bytes((tmp_path / "m.o").read_bytes()) == text > 0
+
+
+def test_inspect_target_embed_prints_the_footprint(capsys):
+    from tfc.cli import main
+
+    assert main(["inspect", "--target", "embed", "samples/iris_model.py"]) == 0
+    out = capsys.readouterr().out
+    assert "code bytes (.text)" in out and "host" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("train_step")]
+    assert rows[-1][3:5] == [
+        "2,336",
+        "2,336",
+    ]  # the Iris variables with Adam's slots: 584 floats and the step
+
+
+@pytest.mark.parametrize("inference_only", [True, False])
+def test_max_batch_predict_takes_the_batch_at_run_time(tmp_path, inference_only):
+    x, y = inputs(5, 4, 3, seed=2)
+    m = compile_with_harness(
+        "iris_model.py", tmp_path, 5, x, y, max_batch=8, inference_only=inference_only
+    )
+    header = (tmp_path / "model.h").read_text()
+    assert "#define MODEL_MAX_BATCH 8" in header and "int64_t n, const float *features" in header
+    one = compile_embed("samples/iris_model.py", tmp_path / "one", 1, inference_only=True)
+    assert m.programs["predict"].lowered.arena_bytes == one.arena_bytes  # one example's arena
+    exe = build(["cc"], tmp_path, ["-O1", *SANITIZE, "-DHARNESS_STDIO"], "harness", ["-lm"])
+    words = parse_stdout(_run(exe))
+    _check(words, reference_words("iris_model.py", 5, x, y, trainable=not inference_only))
+    # n beyond the maximum is refused, not run
+    data = (tmp_path / "harness_data.h").read_text().replace("INT64_C(5)", "INT64_C(9)")
+    (tmp_path / "harness_data.h").write_text(data)
+    exe = build(["cc"], tmp_path, ["-O1", "-DHARNESS_STDIO"], "harness9", ["-lm"])
+    proc = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 30 + 3  # TFC_ERR_INVALID_ARGUMENT from predict
+
+
+BATCH_COUPLED = """
+import tfc as tf
+
+def signatures():
+    x = tf.placeholder(tf.float32, [None, 3], name="features")
+    return {"predict": {"inputs": {"features": x},
+                        "outputs": {"centered": x - tf.reduce_mean(x, axis=0)}}}
+"""
+
+
+def test_max_batch_refuses_a_predict_that_mixes_examples(tmp_path):
+    model = tmp_path / "coupled.py"
+    model.write_text(BATCH_COUPLED)
+    with pytest.raises(ModelError, match="output 'centered' of an example depends on the other"):
+        compile_embed(model, tmp_path / "out", 4, max_batch=4)
+    compile_embed(model, tmp_path / "fixed", 4)  # a fixed batch is fine
+
+
+ROUND_TRIP = r"""
+#include <stdio.h>
+#include "model.h"
+static union { double d; unsigned char b[MODEL_STATE_BYTES]; } state;
+static union { double d; unsigned char b[MODEL_SAVE_BYTES]; } saved;
+int main(void) {
+    if (model_init(state.b) != 0) return 1;
+    model_save(state.b, saved.b);
+    for (int i = 0; i < MODEL_SAVE_BYTES; i += 4) {
+        unsigned long w = (unsigned long)saved.b[i] | (unsigned long)saved.b[i + 1] << 8 |
+                          (unsigned long)saved.b[i + 2] << 16 | (unsigned long)saved.b[i + 3] << 24;
+        printf("%08lx\n", w);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
+def test_compressed_weights_expand_to_their_rounded_values(tmp_path, dtype):
+    full = compile_embed("samples/digits_model.py", tmp_path / "f32", 1)
+    m = compile_embed("samples/digits_model.py", tmp_path, 1, weights_dtype=dtype)
+    compressed = [s for s in m.stored if s.kind == dtype]
+    assert {s.var.name for s in compressed} == {
+        f"{layer}/{part}"
+        for layer in ("hidden1", "hidden2", "logits")
+        for part in ("kernel", "bias")
+    }
+    # the kernels and biases shrink; Adam's slots stay float32 (they are not predict's weights)
+    saved = sum(s.var.nbytes - s.nbytes for s in compressed)
+    assert full.weights_bytes - m.weights_bytes >= saved - 8 * len(compressed) > 0
+    (tmp_path / "main.c").write_text(ROUND_TRIP)
+    cmd = ["cc", *EMBED_CFLAGS, *WARNINGS, "-O1", *SANITIZE, "main.c", "model.c", "-lm", "-o", "rt"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    words = np.array([int(w, 16) for w in _run(tmp_path / "rt").split()], dtype=np.uint32)
+    state = words.view(np.uint8)
+    for item in m.stored:
+        v = item.var
+        got = state[v.offset : v.offset + v.nbytes].view(v.dtype.np).reshape(v.shape)
+        want = item.expanded if item.kind == dtype else item.data
+        np.testing.assert_array_equal(got, np.asarray(want).reshape(v.shape), err_msg=v.name)
+        if item.kind == dtype:
+            original = full.stored[[s.var.name for s in full.stored].index(v.name)].data
+            bound = {"float16": 1e-3, "bfloat16": 8e-3, "int8": 1.0 / 127}[dtype]
+            err = np.abs(got - original).max() / max(np.abs(original).max(), 1e-30)
+            assert err <= bound, (v.name, err)
