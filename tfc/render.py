@@ -106,12 +106,7 @@ def render_program(
         lines = []
         for bound in step.kernels:
             text = render_kernel(bound.kernel, target, restrict=bound.restrict)
-<<<<<<< HEAD
-            name = names.setdefault(text, f"k{len(names)}")
-=======
             name = names.setdefault(text, f"{program.local_prefix}k{len(names)}")
-            args = ", ".join(bound.args + (["err"] if bound.kernel.can_fail else []))
->>>>>>> wt-embed
             if bound.kernel.can_fail:
                 args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
                 lines.append(target.fail_call.format(name=name, args=args, node=c_string(step.node)))
