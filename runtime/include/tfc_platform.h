@@ -27,7 +27,10 @@
 
 /* One log line of the runtime (the tensor transport's errors and warnings): `level` is "error",
  * "warning" or "info", `msg` a finished line without its newline. */
-#ifndef TFC_LOG
+#if !defined(TFC_LOG) && defined(TFC_EMBED)
+/* the embeddable library has no stderr: its embedder defines TFC_LOG to see runtime logs */
+#define TFC_LOG(level, msg) ((void)(level), (void)(msg))
+#elif !defined(TFC_LOG)
 #include <stdio.h>
 #define TFC_LOG(level, msg) fprintf(stderr, "tfc %s: %s\n", (level), (msg))
 #endif
