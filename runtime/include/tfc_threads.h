@@ -23,7 +23,8 @@
 
 typedef void (*tfc_threads_fn)(void *ctx, int64_t task);
 
-#ifdef TFC_NO_THREADS
+/* nvcc compiles CUDA programs as C++ (no C11 atomics); their host side needs no pool */
+#if defined(TFC_NO_THREADS) || defined(__CUDACC__)
 
 static inline void tfc_threads_set(int n) { (void)n; }
 static inline int tfc_threads_count(void) { return 1; }
