@@ -314,3 +314,47 @@ def test_compressed_weights_expand_to_their_rounded_values(tmp_path, dtype):
             bound = {"float16": 1e-3, "bfloat16": 8e-3, "int8": 1.0 / 127}[dtype]
             err = np.abs(got - original).max() / max(np.abs(original).max(), 1e-30)
             assert err <= bound, (v.name, err)
+
+
+def test_int8_weights_cost_less_than_a_point_of_accuracy_on_digits(tmp_path):
+    """Train the digits MLP with a session, then predict the 360 held-out images with the
+    embedded library from its checkpoint: float32 weights, and int8 with per-channel scales."""
+    from embed_support import SAMPLES
+
+    import tfc
+    from tfc.aot.signatures import build_signatures, load_signatures_function
+    from tfc.graph import GraphKeys
+    from tfc.variables import variables_initializer
+
+    data = np.load(SAMPLES / "data" / "digits.npz")
+    images = (data["images"].reshape(-1, 64) / 16.0).astype(np.float32)
+    order = np.random.default_rng(0).permutation(len(images))  # digits_model's split
+    test_x, test_y = images[order[:360]], data["labels"][order[:360]].astype(np.int64)
+    train_x, train_y = images[order[360:]], data["labels"][order[360:]].astype(np.int64)
+    _, fn = load_signatures_function(SAMPLES / "digits_model.py")
+    sigs = build_signatures("digits", fn)
+    g, tr = sigs.graph, sigs.train
+    with g.as_default():
+        init = variables_initializer(g.get_collection(GraphKeys.GLOBAL_VARIABLES))
+        saver = tfc.train.Saver()
+    rng = np.random.default_rng(1)
+    with tfc.Session(graph=g) as sess:
+        sess.run(init)
+        for _ in range(300):
+            i = rng.integers(0, len(train_x), 64)
+            sess.run(tr.train_op, {tr.features: train_x[i], tr.labels: train_y[i]})
+        prefix = saver.save(sess, str(tmp_path / "digits"))
+    accuracy, weights_bytes = {}, {}
+    for dtype in ("float32", "int8"):
+        out = tmp_path / dtype
+        m = compile_with_harness(
+            "digits_model.py", out, 360, test_x, test_y, inference_only=True,
+            checkpoint=prefix, weights_dtype=dtype,
+        )  # fmt: skip
+        exe = build(["cc"], out, ["-O2", "-DHARNESS_STDIO"], "harness", ["-lm"])
+        probabilities = split_words(parse_stdout(_run(exe)), [3600])[0].reshape(360, 10)
+        accuracy[dtype] = float(np.mean(probabilities.argmax(axis=1) == test_y))
+        weights_bytes[dtype] = m.weights_bytes
+    assert weights_bytes["int8"] < 0.3 * weights_bytes["float32"], weights_bytes
+    assert accuracy["float32"] > 0.9, accuracy
+    assert accuracy["float32"] - accuracy["int8"] < 0.01, accuracy
