@@ -358,3 +358,42 @@ def test_int8_weights_cost_less_than_a_point_of_accuracy_on_digits(tmp_path):
     assert weights_bytes["int8"] < 0.3 * weights_bytes["float32"], weights_bytes
     assert accuracy["float32"] > 0.9, accuracy
     assert accuracy["float32"] - accuracy["int8"] < 0.01, accuracy
+
+
+FREESTANDING_MAIN = r"""
+#include <math.h>
+#include <stdint.h>
+int printf(const char *, ...);
+int main(void) {
+    for (int i = 0; i < 2001; ++i) {
+        double x = -40.0 + 0.04 * i + 1e-3 * (i % 7);
+        printf("%a %a %a %a %a %a %a %a %a %a\n", exp(x), log(fabs(x) + 1e-300),
+               log1p(fabs(x)), expm1(x * 0.1), tanh(x * 0.2), sin(x), cos(x),
+               pow(fabs(x), 0.37), fmod(x, 0.7), (double)expf((float)(x * 0.5)));
+    }
+    return 0;
+}
+"""
+
+
+def test_freestanding_math_matches_numpy(tmp_path):
+    """runtime/freestanding/tfc_freestanding.c (wasm32's libm) against NumPy's, here on the
+    host: within a few double ulps (the float function within half a float ulp and a bit)."""
+    from embed_support import ROOT
+
+    fs = ROOT / "runtime" / "freestanding"
+    (tmp_path / "main.c").write_text(FREESTANDING_MAIN)
+    obj = ["cc", "-std=c99", "-O2", "-ffreestanding", "-fno-builtin", f"-I{fs}", *WARNINGS]
+    cmd = [*obj, "-c", str(fs / "tfc_freestanding.c"), "-o", "fs.o"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0
+    cmd = ["cc", "-std=c99", "-O2", "-fno-builtin", f"-I{fs}", "main.c", "fs.o", "-o", "fsm"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0  # no -lm: only the shim's math
+    got = np.array([[float.fromhex(v) for v in line.split()] for line in
+                    _run(tmp_path / "fsm").splitlines()])  # fmt: skip
+    x = -40.0 + 0.04 * np.arange(2001) + 1e-3 * (np.arange(2001) % 7)
+    want = [np.exp(x), np.log(np.abs(x) + 1e-300), np.log1p(np.abs(x)), np.expm1(x * 0.1),
+            np.tanh(x * 0.2), np.sin(x), np.cos(x), np.abs(x) ** 0.37, np.fmod(x, 0.7)]  # fmt: skip
+    for k, w in enumerate(want):
+        np.testing.assert_allclose(got[:, k], w, rtol=4e-15, atol=1e-15, err_msg=f"column {k}")
+    f = np.exp((x * 0.5).astype(np.float32).astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got[:, 9], f, rtol=1.2e-7)
