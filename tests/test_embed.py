@@ -397,3 +397,12 @@ def test_freestanding_math_matches_numpy(tmp_path):
         np.testing.assert_allclose(got[:, k], w, rtol=4e-15, atol=1e-15, err_msg=f"column {k}")
     f = np.exp((x * 0.5).astype(np.float32).astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(got[:, 9], f, rtol=1.2e-7)
+
+
+def test_generating_the_library_needs_no_c_compiler(tmp_path, monkeypatch):
+    """The weights come from the NumPy interpreter: `CC=arm-none-eabi-gcc tfc compile --target
+    embed` works on a machine whose CC is a cross compiler (or none)."""
+    monkeypatch.delenv("TFC_CC", raising=False)
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    m = compile_embed("samples/lenet_model.py", tmp_path, 1, prefix="lenet_", max_batch=4)
+    assert m.trainable and (tmp_path / "model.c").stat().st_size > m.weights_bytes

@@ -16,8 +16,9 @@ the libm functions the model's ops use, nothing else.
 
 The weights blob is every variable's value, each at an offset model.h names, ordered by
 element size (8-byte types first), so its layout is the same on every ABI. Its values are the
-variables' initial values, as a tfc.Session with the model's seed computes them, or those of
-a checkpoint (``--checkpoint``). A model with a train signature keeps the variables in the state
+variables' initial values, as a tfc.Session with the model's seed computes them (tfc's NumPy
+interpreter computes them: generating the library needs no C compiler), or those of a
+checkpoint (``--checkpoint``). A model with a train signature keeps the variables in the state
 block (``init`` copies the blob there, ``train_step`` updates them, ``save``/``restore`` copy
 them out and back); with ``--inference-only`` ``predict`` reads the weights in place, from
 flash when they are ``const``.
@@ -314,9 +315,10 @@ def _layout_variables(state: list[StateEntry]) -> list[Variable]:
 def _initial_values(
     sigs: ModelSignatures, variables: list[Variable], checkpoint: str | os.PathLike | None
 ) -> dict[str, np.ndarray]:
-    """Each variable's value: its initializer's, run as tfc.Session runs it (the same Philox
-    streams, so the same numbers), or the checkpoint's."""
-    from tfc.session import Session
+    """Each variable's value: its initializer's, computed by tfc's NumPy interpreter (the same
+    Philox streams as a tfc.Session, so the same numbers, and no C compiler needed), or the
+    checkpoint's."""
+    from tfc.interp import Interpreter
     from tfc.variables import variables_initializer
 
     if not variables:
@@ -328,9 +330,9 @@ def _initial_values(
             + graph.get_collection(GraphKeys.LOCAL_VARIABLES),
             name="tfc_embed_init",
         )
-    with Session(graph=graph) as sess:
-        sess.run(init)
-        fetched = sess.run([graph.get_tensor_by_name(f"{v.name}:0") for v in variables])
+    interp = Interpreter(graph)
+    interp.run(init)
+    fetched = interp.run([graph.get_tensor_by_name(f"{v.name}:0") for v in variables])
     values = {v.name: np.asarray(x) for v, x in zip(variables, fetched)}
     if checkpoint is not None:
         from tfc.checkpoint import read_safetensors
