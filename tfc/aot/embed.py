@@ -454,7 +454,8 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
             doc.append(f"state: {M}STATE_BYTES bytes, 8-byte aligned, set by {P}init")
         elif m.stateful:
             params.append("const void *state")
-            doc.append(f"state: as {P}init or {P}train_step left it (read only)")
+            after = f"{P}init or {P}train_step" if m.trainable else f"{P}init"
+            doc.append(f"state: as {after} left it (read only)")
         elif m.external_weights:
             params.append("const void *weights")
             doc.append(f"weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned")
