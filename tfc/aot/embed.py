@@ -216,7 +216,7 @@ def compile_embed(
     blob = _weights_blob(stored, weights_bytes)
     if not (out / "weights.bin").exists() or (out / "weights.bin").read_bytes() != blob:
         (out / "weights.bin").write_bytes(blob)
-    copy_embed_runtime(out)
+    copy_embed_runtime(out, files["model.c"])
     return embedded
 
 
@@ -651,12 +651,12 @@ def library_sources() -> list[str]:
     return [f"runtime/src/{n}" for n in EMBED_RUNTIME_SOURCES]
 
 
-def copy_embed_runtime(outdir: Path) -> None:
-    """OUTDIR/runtime: the headers model.c includes (transitively, from tfc_runtime.h), and
-    the freestanding shims; stale files removed."""
+def copy_embed_runtime(outdir: Path, model_c: str) -> None:
+    """OUTDIR/runtime: the runtime headers `model_c` includes, transitively (followed, never
+    globbed), the listed runtime sources, and the freestanding shims; stale files removed."""
     root = runtime_dir()
     wanted: dict[str, Path] = {}
-    todo = ["tfc_runtime.h"]
+    todo = ["tfc_runtime.h", *_INCLUDE.findall(model_c)]
     while todo:
         name = todo.pop()
         if name in wanted or not (root / "include" / name).is_file():
