@@ -44,7 +44,7 @@ typedef struct {
 
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16
-#define TFC_CONV_MAX_NV 4
+#define TFC_CONV_MAX_NV 8
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)
 #define TFC_CONV_VBYTES 32

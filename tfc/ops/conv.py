@@ -239,7 +239,7 @@ def conv_kernel(
     scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in plan.regions]
     data = {
         "plan": plan.initializer(),
-        "function": f"{_CONV_FUNCTIONS[kind]}_{plan.algorithm}_{type_tag(dtype)}",
+        "function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_{type_tag(dtype)}",
         "args": ", ".join(["x0", "x1", "y", *scratch]),
     }
     return Kernel("conv2d", params, data)
