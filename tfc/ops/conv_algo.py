@@ -4,13 +4,15 @@ The kernels are runtime/include/tfc_conv.h; this module picks one per op and sha
 time and lays out the temporary buffers (the op's arena scratch) it needs. The attribute
 `_algorithm` ("direct" or "im2col") forces a choice (tests run both on every shape).
 
-Measured on the 2-core AVX2/AVX-512 host (bench/lenet_kernels.py --kernels, f32, 1 thread, the
-plain GEMM of tfc_gemm.h at the time): the direct kernels reach 55-130 GFLOP/s on LeNet's
-shapes (1->6 and 6->16 channels, 5x5) where im2col+GEMM reaches about 10; with 64 -> 64
-channels and 3x3 taps the direct kernel still leads (the column copy costs as much as the
-products of a small-K GEMM). im2col is chosen where the GEMM has long rows and columns on
-both sides (K = k_h*k_w*in_c >= IM2COL_MIN_K and at least IM2COL_MIN_N output channels), which
-is where a packed, cache-blocked GEMM beats the register tiles that reread the filter.
+Measured (bench/lenet_kernels.py --kernels: f32, 1 thread, the 2-core AVX-512 host, the plain
+loop GEMM tfc_gemm.h had at the time): the direct kernels run LeNet's shapes (1->6 and 6->16
+channels, 5x5) at 55-130 GFLOP/s where im2col+GEMM runs at 4-13; both gradients lead at 32,
+64 and 128 channels with 3x3 taps too (55-120 GFLOP/s vs 1-60). The forward pass at 32 and
+64 channels was a toss-up on the shared machine (load 4-9): one run had im2col ahead (54 vs
+32, 86 vs 54 GFLOP/s), another direct (52 vs 9); at 128 channels direct led (93 vs 30). So im2col is
+chosen only past the measured range, for GEMMs long on both sides (K = k_h*k_w*in_c >=
+IM2COL_MIN_K and >= IM2COL_MIN_N output channels), where a packed, cache-blocked GEMM is what
+pays; re-measure the crossover with `--kernels` when tfc_gemm.h changes.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ if TYPE_CHECKING:
 
 ALGORITHMS = ("direct", "im2col")
 VECTOR_BYTES = 32  # the widest SIMD vector tfc_conv.h tiles with (AVX); narrower ones divide it
-IM2COL_MIN_K = 1024
-IM2COL_MIN_N = 128
+IM2COL_MIN_K = 2048
+IM2COL_MIN_N = 256
 IM2COL_COLUMN_BYTES = 4 << 20  # images per GEMM: as many as keep the column matrix this small
 ROWS_MAX_VECTORS = 4  # backprop input by row scatters: k_w*in_c up to 4 vectors (12 registers)
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
