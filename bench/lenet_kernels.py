@@ -239,7 +239,8 @@ def interleaved(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str
 
 
 def table(title: str, medians: dict[str, float], reference: str) -> str:
-    lines = [f"{title}", "", "| implementation | ms/step | vs " + reference + " |", "|---|---:|---:|"]
+    header = f"| implementation | ms/step | vs {reference} |"
+    lines = [title, "", header, "|---|---:|---:|"]
     ref = medians.get(reference)
     for name, seconds in medians.items():
         ratio = f"{seconds / ref:.2f}x" if ref else "n/a"

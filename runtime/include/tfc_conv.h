@@ -30,7 +30,7 @@ typedef struct {
     int64_t k_h, k_w, s_h, s_w, d_h, d_w;
     int64_t pad_top, pad_left;          /* rows/columns of zeros before the image */
     int64_t pix_block;                  /* direct: output pixels (or filter taps) per tile */
-    int64_t co_block;                   /* direct: channels per tile (a multiple of the SIMD width) */
+    int64_t co_block;                   /* direct: channels per tile (whole SIMD vectors) */
     int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
     int64_t cp;                         /* direct: channels of the padded filter (or gradient) */
     int64_t chunk;                      /* im2col: images per column matrix */

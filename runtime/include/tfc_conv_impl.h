@@ -72,7 +72,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
             const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
             for (int64_t ci = 0; ci < c; ++ci) {
                 V w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v) memcpy(&w[v], fk + ci * cp + v * TFC_CONV_VL, sizeof(V));
+                for (int64_t v = 0; v < NV; ++v)
+                    memcpy(&w[v], fk + ci * cp + v * TFC_CONV_VL, sizeof(V));
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xk[p * px + ci];
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
@@ -113,9 +114,13 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
             for (int64_t co0 = 0; co0 < co; co0 += CB) {
                 const int64_t nc = co - co0 < CB ? co - co0 : CB;
                 for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
-                    int64_t kw_lo, kw_hi, unused, last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
-                    TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
-                    TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
+                    /* taps some pixel of the tile reads inside the image */
+                    const int64_t last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
+                    int64_t kw_lo, kw_hi, unused;
+                    TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo,
+                                                      &unused);
+                    TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused,
+                                                      &kw_hi);
                     const T *restrict xt = xr + ow0 * sw * c;
                     T *restrict yt = yr + ow0 * co + co0;
                     if (ow0 < full) {
@@ -313,7 +318,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
             for (int64_t ow = 0; ow < g->out_w; ++ow) {
                 const T *restrict xo = xr + ow * g->s_w * c;
                 V w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v) memcpy(&w[v], gr + ow * cp + v * TFC_CONV_VL, sizeof(V));
+                for (int64_t v = 0; v < NV; ++v)
+                    memcpy(&w[v], gr + ow * cp + v * TFC_CONV_VL, sizeof(V));
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xo[off[p]];
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);

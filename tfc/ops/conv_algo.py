@@ -9,10 +9,11 @@ loop GEMM tfc_gemm.h had at the time): the direct kernels run LeNet's shapes (1-
 channels, 5x5) at 55-130 GFLOP/s where im2col+GEMM runs at 4-13; both gradients lead at 32,
 64 and 128 channels with 3x3 taps too (55-120 GFLOP/s vs 1-60). The forward pass at 32 and
 64 channels was a toss-up on the shared machine (load 4-9): one run had im2col ahead (54 vs
-32, 86 vs 54 GFLOP/s), another direct (52 vs 9); at 128 channels direct led (93 vs 30). So im2col is
-chosen only past the measured range, for GEMMs long on both sides (K = k_h*k_w*in_c >=
-IM2COL_MIN_K and >= IM2COL_MIN_N output channels), where a packed, cache-blocked GEMM is what
-pays; re-measure the crossover with `--kernels` when tfc_gemm.h changes.
+32, 86 vs 54 GFLOP/s), another direct (52 vs 9); at 128 channels direct led (93 vs 30). So
+im2col is chosen only past the measured range, for GEMMs long on both sides (K =
+k_h*k_w*in_c >= IM2COL_MIN_K and >= IM2COL_MIN_N output channels), where a packed,
+cache-blocked GEMM is what pays; re-measure the crossover with `--kernels` when tfc_gemm.h
+changes.
 """
 
 from __future__ import annotations
