@@ -116,7 +116,7 @@ def fixed_doc():
         "workload": "m",
         "status": "ok",
         "threads": 1,
-        "round_ms": [1.0],
+        "round_ms": [1.0, 0.9],
         "load": 0.1,
         "own_cpus": 1.0,
         "version": "x",
@@ -146,7 +146,7 @@ def fixed_doc():
 def test_report_renders_fixed_results():
     text = report.render(fixed_doc())
     # 2 MFLOP in 1 ms = 2 GFLOP/s = 20% of a 10 GFLOP/s peak; 4 examples / 1 ms = 4,000/s
-    assert "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |" in text
+    assert "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.9 | 0.10 | 1.00 | 2 | ok |" in text
     assert "| JAX jit | 1 | 2 | 2,000 | 1 | 10.0% | 1.00x |" in text
     assert (
         "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.50x | 0.10 | met |" in text
@@ -156,7 +156,7 @@ def test_report_renders_fixed_results():
     assert "Not measured: onnxruntime (1 thread): missing: No module named 'onnxruntime'" in text
     lines = text.splitlines()
     assert lines.index(
-        "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |"
+        "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.9 | 0.10 | 1.00 | 2 | ok |"
     ) < lines.index(next(x for x in lines if x.startswith("| JAX jit")))
 
 
