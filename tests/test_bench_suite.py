@@ -215,3 +215,26 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
     assert readme.update(path, "new") and "| model m" not in path.read_text()
     path.write_text("no markers\n")
     assert not readme.update(path, block) and path.read_text() == "no markers\n"
+
+
+def test_render_rewrites_the_report_of_a_saved_run(tmp_path):
+    saved, out = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    saved.write_text(json.dumps(fixed_doc()))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "run.py"),
+            "--render",
+            str(saved),
+            "--markdown",
+            str(out),
+            "--no-readme",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == report.render(fixed_doc(), workloads.SCALING_TARGET) + "\n"
+    assert "STEP-1 LOSS MISMATCH: m PyTorch eager 1t" in proc.stderr
