@@ -135,7 +135,7 @@ def target_rows(doc: dict, scaling: dict | None) -> list[list[str]]:
                 goal,
                 f"{mine['ms']:.4g} ms",
                 f"{ref['label']} {ref['ms']:.4g} ms",
-                f"{ratio:.2f}x",
+                f"{ratio:.3g}x",
                 _load(mine, ref),
                 "met" if ratio <= t["ratio"] else "not met",
             ]
