@@ -61,6 +61,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="measure nothing: write the report (and README table) of a saved run",
     )
     p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=600,
+        help="seconds for the whole run: workers not started by then are skipped",
+    )
     return p.parse_args(argv)
 
 
@@ -137,7 +143,22 @@ def run(args: argparse.Namespace) -> dict:
                 if not mine:
                     continue
                 print(f"{fw}, {t} thread(s): {len(mine)} workload(s)", file=sys.stderr, flush=True)
-                rows = orchestrate.run_worker(fw, t, mine, plan, args.timeout)
+                left = args.budget - (time.perf_counter() - start)
+                if left <= 0:
+                    reason = f"the run's {args.budget:.0f} s budget was spent (--budget)"
+                    results += [
+                        {
+                            "framework": fw,
+                            "threads": t,
+                            "workload": w["name"],
+                            "status": "skipped",
+                            "reason": reason,
+                        }
+                        for w in mine
+                    ]
+                    continue
+                timeout = min(args.timeout, max(60.0, left + 60))
+                rows = orchestrate.run_worker(fw, t, mine, plan, timeout)
                 for r in rows:
                     if "reason" in r:
                         r["reason"] = r["reason"].replace(tmp, "<tmp>")
