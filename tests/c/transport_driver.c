@@ -6,6 +6,7 @@
  *   send PEER KEY STEP DTYPE DIMS HEX  -> "ok"               (DIMS: "2,3", "-" for a scalar)
  *   recv KEY STEP DTYPE DIMS TIMEOUT   -> "tensor STEP DIMS HEX" (STEP "*": any; DIMS "*": any)
  *   poll STEP TIMEOUT KEY...           -> "index I"
+ *   post KEY STEP DTYPE DIMS -> "request I";  wait I TIMEOUT -> as recv;  abandon I -> "ok"
  *   stress_send PEER KEYS STEPS        -> "ok": KEYS tensors per step, content from (key, step)
  *   stress_recv KEYS STEPS TIMEOUT     -> "ok" once every one arrived with the right bytes
  *   cancel | stats | quit
@@ -91,6 +92,22 @@ static uint8_t *from_hex(const char *hex, size_t *n) {
 static void print_hex(const void *data, size_t n) {
     for (size_t i = 0; i < n; ++i) printf("%02x", ((const uint8_t *)data)[i]);
 }
+
+static void print_tensor(const tfc_transport_tensor *x, int64_t step) {
+    int64_t count = 1;
+    for (int i = 0; i < x->rank; ++i) count *= x->dims[i];
+    printf("tensor %" PRId64 " ", step);
+    print_dims(x);
+    printf(" ");
+    print_hex(x->data, (size_t)(count * tfc_transport_dtype_size(x->dtype)));
+    printf("\n");
+}
+
+/* recvs posted ahead (post / wait / abandon) */
+#define MAX_POSTED 8
+static tfc_transport_request *POSTED[MAX_POSTED];
+static tfc_transport_tensor POSTED_TENSORS[MAX_POSTED];
+static uint8_t POSTED_DATA[MAX_POSTED][1 << 16];
 
 /* The content of stress tensor `k` at `step`: float32[k % 5 + 1, 7], every value distinct. */
 static void stress_tensor(int k, int64_t step, float *buf, tfc_transport_tensor *x) {
@@ -196,16 +213,32 @@ static int command(char *line) {
         x.data = malloc((size_t)x.nbytes);
         int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]), got;
         if (report(tfc_transport_recv(T, argv[1], step, &x, atoll(argv[5]), &got, &ERR)) ==
-            TFC_OK) {
-            int64_t count = 1;
-            for (int i = 0; i < x.rank; ++i) count *= x.dims[i];
-            printf("tensor %" PRId64 " ", got);
-            print_dims(&x);
-            printf(" ");
-            print_hex(x.data, (size_t)(count * tfc_transport_dtype_size(x.dtype)));
-            printf("\n");
-        }
+            TFC_OK)
+            print_tensor(&x, got);
         free(x.data);
+    } else if (strcmp(cmd, "post") == 0 && argc == 5) {
+        int i = 0;
+        while (i < MAX_POSTED && POSTED[i] != NULL) ++i;
+        if (i == MAX_POSTED) return printf("ERR -1 too many posted recvs\n"), 0;
+        tfc_transport_tensor *x = &POSTED_TENSORS[i];
+        memset(x, 0, sizeof *x);
+        x->dtype = dtype_of(argv[3]);
+        parse_dims(argv[4], x);
+        x->nbytes = 1 << 16;
+        x->data = POSTED_DATA[i];
+        int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]);
+        if (report(tfc_transport_recv_post(T, argv[1], step, x, &POSTED[i], &ERR)) == TFC_OK)
+            printf("request %d\n", i);
+    } else if (strcmp(cmd, "wait") == 0 && argc == 3) {
+        int i = atoi(argv[1]);
+        int64_t got;
+        int rc = report(tfc_transport_recv_wait(T, POSTED[i], atoll(argv[2]), &got, &ERR));
+        if (rc != TFC_ERR_DEADLINE_EXCEEDED) POSTED[i] = NULL;
+        if (rc == TFC_OK) print_tensor(&POSTED_TENSORS[i], got);
+    } else if (strcmp(cmd, "abandon") == 0 && argc == 2) {
+        tfc_transport_recv_abandon(T, POSTED[atoi(argv[1])]);
+        POSTED[atoi(argv[1])] = NULL;
+        printf("ok\n");
     } else if (strcmp(cmd, "poll") == 0 && argc >= 4) {
         int index = -1;
         int64_t step = strcmp(argv[1], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[1]);
@@ -399,6 +432,7 @@ int main(void) {
         fflush(stdout);
     }
     free(line);
+    for (int i = 0; i < MAX_POSTED; ++i) tfc_transport_recv_abandon(T, POSTED[i]);
     tfc_transport_destroy(T);
     if (raw_listen_fd >= 0) close(raw_listen_fd);
     return 0;
