@@ -76,7 +76,7 @@ int tfc_handshake_client(int fd, const char *token, int64_t timeout_ms,
 int tfc_handshake_server(int fd, const char *token, int64_t timeout_ms,
                          const int *stop, char *why, size_t cap);
 
-/* ---- the transport's state, shared by tfc_transport.c, tfc_rendezvous.c, tfc_transport_send.c ---- */
+/* ---- the transport's state (tfc_transport.c, tfc_rendezvous.c, tfc_transport_send.c) ---- */
 #include <pthread.h>
 
 enum { ENTRY_ARRIVED, ENTRY_POSTED, ENTRY_FILLING, ENTRY_DONE };

@@ -216,7 +216,9 @@ int64_t tfc_wire_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int stopped(const int *stop) { return stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE); }
+static int stopped(const int *stop) {
+    return stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
+}
 
 /* Wait until fd is ready for `events`, at most stall_ms, waking every 100 ms to check *stop. */
 static int wait_ready(int fd, short events, int64_t stall_ms, const int *stop) {
