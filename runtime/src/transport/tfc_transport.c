@@ -332,7 +332,8 @@ int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out
                     strerror(e));
     }
     freeaddrinfo(res);
-    tfc_wire_socket_options(fd);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* accept only after poll says so */
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
     t->listen_fd = fd;
     struct sockaddr_storage bound;
     socklen_t len = sizeof bound;

@@ -1,6 +1,7 @@
 /* Outbound: connections to peers (retry with backoff, handshake) and sending frames. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
@@ -45,8 +46,11 @@ static int split_address(const char *address, char *host, size_t host_cap, char 
 static int connect_once(tfc_transport *t, const struct addrinfo *ai, int64_t wait_ms) {
     int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
     if (fd < 0) return -1;
-    tfc_wire_socket_options(fd);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* to bound the connect's wait */
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        tfc_wire_socket_options(fd);
+        return fd;
+    }
     if (errno != EINPROGRESS) {
         int e = errno;
         close(fd);
@@ -79,6 +83,7 @@ static int connect_once(tfc_transport *t, const struct addrinfo *ai, int64_t wai
         errno = so_error;
         return -1;
     }
+    tfc_wire_socket_options(fd);
     return fd;
 }
 

@@ -4,12 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,40 +220,34 @@ static int stopped(const int *stop) {
     return stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
 }
 
-/* Wait until fd is ready for `events`, at most stall_ms, waking every 100 ms to check *stop. */
-static int wait_ready(int fd, short events, int64_t stall_ms, const int *stop) {
-    int64_t deadline = stall_ms < 0 ? -1 : tfc_wire_now_ms() + stall_ms;
-    for (;;) {
-        if (stopped(stop)) return TFC_IO_STOPPED;
-        int64_t wait = 100;
-        if (deadline >= 0) {
-            int64_t left = deadline - tfc_wire_now_ms();
-            if (left <= 0) return TFC_IO_TIMEOUT;
-            if (left < wait) wait = left;
-        }
-        struct pollfd p = {fd, events, 0};
-        int r = poll(&p, 1, (int)wait);
-        if (r > 0) return TFC_IO_OK; /* errors and hang-ups show in the next read or write */
-        if (r < 0 && errno != EINTR) return TFC_IO_ERROR;
-    }
+/* After a socket call that moved no byte: TFC_IO_OK to call again, or why not. */
+static int keep_waiting(int64_t last_progress, int64_t stall_ms, const int *stop) {
+    if (stopped(stop)) return TFC_IO_STOPPED;
+    if (stall_ms >= 0 && tfc_wire_now_ms() - last_progress >= stall_ms) return TFC_IO_TIMEOUT;
+    return TFC_IO_OK;
 }
 
+/* The sockets block, with SO_RCVTIMEO / SO_SNDTIMEO of TFC_WIRE_WAKE_MS: one recv of a whole
+ * chunk (MSG_WAITALL) sleeps in the kernel until it is there, and still comes back often
+ * enough to see a stop flag or a stalled peer. */
 int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int *stop,
                        size_t *got) {
     uint8_t *p = (uint8_t *)buf;
     size_t done = 0;
     int status = TFC_IO_OK;
+    int64_t last = tfc_wire_now_ms();
     while (done < n) {
-        ssize_t r = recv(fd, p + done, n - done, 0);
+        ssize_t r = recv(fd, p + done, n - done, MSG_WAITALL);
         if (r > 0) {
             done += (size_t)r;
+            last = tfc_wire_now_ms();
         } else if (r == 0) {
             status = TFC_IO_CLOSED;
             break;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            status = wait_ready(fd, POLLIN, stall_ms, stop);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            status = keep_waiting(last, stall_ms, stop);
             if (status != TFC_IO_OK) break;
-        } else if (errno != EINTR) {
+        } else {
             status = TFC_IO_ERROR;
             break;
         }
@@ -265,14 +259,16 @@ int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int 
 int tfc_wire_write_full(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop) {
     const uint8_t *p = (const uint8_t *)buf;
     size_t done = 0;
+    int64_t last = tfc_wire_now_ms();
     while (done < n) {
         ssize_t r = send(fd, p + done, n - done, MSG_NOSIGNAL);
-        if (r >= 0) {
+        if (r > 0) {
             done += (size_t)r;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int status = wait_ready(fd, POLLOUT, stall_ms, stop);
+            last = tfc_wire_now_ms();
+        } else if (r == 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            int status = keep_waiting(last, stall_ms, stop);
             if (status != TFC_IO_OK) return status;
-        } else if (errno != EINTR) {
+        } else {
             return TFC_IO_ERROR;
         }
     }
@@ -311,6 +307,9 @@ int tfc_wire_mac_equal(const uint8_t *a, const uint8_t *b) {
 void tfc_wire_socket_options(int fd) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     fcntl(fd, F_SETFD, FD_CLOEXEC);
+    struct timeval wake = {0, TFC_WIRE_WAKE_MS * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof wake);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wake, sizeof wake);
 }
