@@ -194,6 +194,9 @@ void tfc_transport_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 void tfc_transport_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void tfc_transport_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
 void tfc_transport_bf16_to_f32(const uint16_t *src, float *dst, int64_t n);
+/* The same without F16C instructions (what other CPUs run), for tests. */
+void tfc_transport_f32_to_f16_portable(const float *src, uint16_t *dst, int64_t n);
+void tfc_transport_f16_to_f32_portable(const uint16_t *src, float *dst, int64_t n);
 /* SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104) of the cluster-token handshake. */
 void tfc_sha256(const void *data, size_t n, uint8_t digest[32]);
 void tfc_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n,

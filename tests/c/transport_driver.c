@@ -13,8 +13,9 @@
  *   bench_send PEER BYTES REPS / bench_recv BYTES REPS  -> "seconds S" (receiver, after rep 0)
  *   raw_listen / raw_accept BYTES REPS / raw_send HOST:PORT BYTES REPS: plain TCP, the peer
  *   selftest                           -> known vectors of CRC32C, SHA-256, HMAC-SHA256
- *   crc HEX | hmac KEYHEX DATAHEX | f16 HEX | bf16 HEX  (HEX of float32 in, of uint16 out)
- *   widen16 f16|bf16 HEX               -> HEX of float32
+ *   crc HEX | hmac KEYHEX DATAHEX | f16 HEX | f16_portable HEX | bf16 HEX
+ *                                      (HEX of float32 in, of uint16 out)
+ *   widen16 f16|f16_portable|bf16 HEX  -> HEX of float32 (f16_portable: never F16C)
  * Errors: "ERR CODE MESSAGE". Everything the transport logs goes to stderr. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -394,13 +395,16 @@ static int command(char *line) {
         print_hex(mac, 32);
         printf("\n");
         free(key), free(data);
-    } else if ((strcmp(cmd, "f16") == 0 || strcmp(cmd, "bf16") == 0) && argc == 2) {
+    } else if ((strcmp(cmd, "f16") == 0 || strcmp(cmd, "bf16") == 0 ||
+                strcmp(cmd, "f16_portable") == 0) &&
+               argc == 2) {
         size_t n;
         uint8_t *data = from_hex(argv[1], &n);
         uint16_t *out = (uint16_t *)malloc(n / 2 + 2);
         float *in = (float *)malloc(n + 4);
         memcpy(in, data, n);
-        if (cmd[0] == 'f') tfc_transport_f32_to_f16(in, out, (int64_t)n / 4);
+        if (strcmp(cmd, "f16") == 0) tfc_transport_f32_to_f16(in, out, (int64_t)n / 4);
+        else if (cmd[0] == 'f') tfc_transport_f32_to_f16_portable(in, out, (int64_t)n / 4);
         else tfc_transport_f32_to_bf16(in, out, (int64_t)n / 4);
         print_hex(out, n / 2);
         printf("\n");
@@ -411,7 +415,8 @@ static int command(char *line) {
         uint16_t *in = (uint16_t *)malloc(n + 2);
         float *out = (float *)malloc(2 * n + 4);
         memcpy(in, data, n);
-        if (argv[1][0] == 'f') tfc_transport_f16_to_f32(in, out, (int64_t)n / 2);
+        if (strcmp(argv[1], "f16") == 0) tfc_transport_f16_to_f32(in, out, (int64_t)n / 2);
+        else if (argv[1][0] == 'f') tfc_transport_f16_to_f32_portable(in, out, (int64_t)n / 2);
         else tfc_transport_bf16_to_f32(in, out, (int64_t)n / 2);
         print_hex(out, 2 * n);
         printf("\n");
