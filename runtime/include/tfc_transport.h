@@ -37,7 +37,8 @@
  * (io_timeout_ms), recv (its own argument). Nothing blocks forever unless asked to (-1).
  *
  * Thread-safety: every function may be called from any thread at once, except create and
- * destroy. Logs go through tfc_platform.h's TFC_LOG hook.
+ * destroy. Logs go through tfc_platform.h's TFC_LOG hook. Tensors that arrive are kept until
+ * received (memory grows if nobody receives them); buffers must be aligned to their dtype.
  *
  * Status codes (tfc_runtime.h): TFC_OK; TFC_ERR_INVALID_ARGUMENT (bad config, address, key,
  * tensor, or a received tensor that does not match the caller's dtype/shape);
@@ -183,7 +184,8 @@ typedef struct {
 void tfc_transport_get_stats(const tfc_transport *t, tfc_transport_stats *stats);
 
 /* Close every connection, stop and join the threads, free what arrived and was never
- * received. Blocked calls in other threads return TFC_ERR_CANCELLED first. NULL is a no-op. */
+ * received. Call it when no other thread uses the transport any more (tfc_transport_cancel
+ * wakes them first). NULL is a no-op. */
 void tfc_transport_destroy(tfc_transport *t);
 
 /* Pieces of the wire protocol, exposed for tests and benchmarks. */

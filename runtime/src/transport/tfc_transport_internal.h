@@ -63,6 +63,10 @@ int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int 
                        size_t *got);
 int tfc_wire_write_full(int fd, const void *buf, size_t n, int64_t stall_ms,
                         const int *stop);
+/* The same; `more` says that more of the frame follows at once (MSG_MORE: the kernel need not
+ * push a short segment out on its own). */
+int tfc_wire_write_flags(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop,
+                         int more);
 const char *tfc_wire_io_name(int io_status);
 
 /* Fill `buf` with `n` bytes from the OS's random source; 0 on success. */

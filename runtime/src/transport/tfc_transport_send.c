@@ -236,7 +236,7 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
     memcpy(head + n, key, h.key_len);
     n += h.key_len;
     uint32_t crc = tfc_crc32c(0, head, n);
-    int io = tfc_wire_write_full(p->fd, head, n, t->io_timeout_ms, &t->cancelled);
+    int io = tfc_wire_write_flags(p->fd, head, n, t->io_timeout_ms, &t->cancelled, 1);
     const uint8_t *src = (const uint8_t *)x->data;
     for (uint64_t off = 0; off < h.payload_bytes && io == TFC_IO_OK;) {
         size_t chunk = h.payload_bytes - off < TFC_WIRE_CHUNK ? (size_t)(h.payload_bytes - off)
@@ -252,7 +252,7 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
             out = p->staging;
         }
         crc = tfc_crc32c(crc, out, chunk);
-        io = tfc_wire_write_full(p->fd, out, chunk, t->io_timeout_ms, &t->cancelled);
+        io = tfc_wire_write_flags(p->fd, out, chunk, t->io_timeout_ms, &t->cancelled, 1);
         off += chunk;
     }
     uint8_t tail[4];

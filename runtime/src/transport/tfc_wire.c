@@ -307,11 +307,22 @@ int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int 
 }
 
 int tfc_wire_write_full(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop) {
+    return tfc_wire_write_flags(fd, buf, n, stall_ms, stop, 0);
+}
+
+int tfc_wire_write_flags(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop,
+                         int more) {
     const uint8_t *p = (const uint8_t *)buf;
     size_t done = 0;
     int64_t last = tfc_wire_now_ms();
+    int flags = MSG_NOSIGNAL;
+#ifdef MSG_MORE
+    if (more) flags |= MSG_MORE;
+#else
+    (void)more;
+#endif
     while (done < n) {
-        ssize_t r = send(fd, p + done, n - done, MSG_NOSIGNAL);
+        ssize_t r = send(fd, p + done, n - done, flags);
         if (r > 0) {
             done += (size_t)r;
             last = tfc_wire_now_ms();
