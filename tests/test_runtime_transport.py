@@ -623,3 +623,36 @@ def test_bad_frames_close_only_that_connection(cluster):
     assert server("stats").split()[5] == str(len(CORRUPTIONS))
     # nothing that was refused ever reached the table
     assert server("recv k * int32 * 0").startswith("ERR 4 ")
+
+
+@pytest.mark.parametrize("wire", ["f32", "f16"])
+def test_tensors_of_several_chunks(plain_cluster, wire):
+    """Over 1 MB a frame is checksummed and converted chunk by chunk, into the recv's buffer."""
+    server, client = _pair(plain_cluster, wire=wire)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2048, 2048, (3, 700_001)).astype(np.float32)  # exact in float16 too
+    dims = _dims(a.shape)
+    assert client(f"send 0 big 0 float32 {dims} {_hex(a)}") == "ok"  # arrives first
+    _, got = _parse_tensor(server(f"recv big 0 float32 {dims} 20000"), np.float32)
+    np.testing.assert_array_equal(got, a)
+    server.post(f"recv big 1 float32 {dims} 20000")  # posted first
+    time.sleep(0.05)
+    assert client(f"send 0 big 1 float32 {dims} {_hex(a[::-1])}") == "ok"
+    _, got = _parse_tensor(server.answer(), np.float32)
+    np.testing.assert_array_equal(got, a[::-1])
+
+
+def test_recv_posted_in_the_middle_of_a_frame(plain_cluster):
+    """The reader moves what it already has into a recv posted mid-frame and goes on there."""
+    server = plain_cluster.listening()
+    a = np.arange(900_000, dtype=np.int32)  # 3.6 MB: several chunks
+    frame = _frame(key=b"mid", step=4, dims=a.shape, payload=a.tobytes())
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        assert _handshake(s) == (0x41434654, 0)
+        s.sendall(frame[:1_500_000])
+        time.sleep(0.3)  # the reader has the first chunk and waits for more
+        server.post("recv mid 4 int32 900000 20000")
+        time.sleep(0.3)  # the recv is posted
+        s.sendall(frame[1_500_000:])
+        _, got = _parse_tensor(server.answer(), np.int32)
+    np.testing.assert_array_equal(got, a)
