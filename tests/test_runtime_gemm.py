@@ -289,11 +289,11 @@ def test_generated_dense_heads_fused_or_not_threaded_or_not_agree():
     assert np.isfinite(plain[0]) and plain[0] > 0
 
 
-@pytest.mark.parametrize("relu", [False, True])
-@pytest.mark.parametrize("bias_add", ["add", "bias_add", "none"])
-def test_dense_heads_are_one_gemm_call_with_the_unfused_bits(relu, bias_add):
-    if bias_add == "none" and not relu:
-        pytest.skip("a bare MatMul is no head")
+@pytest.mark.parametrize(
+    "bias_add,relu",
+    [("add", False), ("add", True), ("bias_add", False), ("bias_add", True), ("none", True)],
+)
+def test_dense_heads_are_one_gemm_call_with_the_unfused_bits(bias_add, relu):
     rng = np.random.default_rng(2)
     xv = rng.normal(size=(77, 40)).astype(np.float32)
     xv[3, 5] = np.nan  # NaN rows stay NaN through the ReLU, as Relu's own kernel keeps them
@@ -400,27 +400,32 @@ SANITIZED_MAIN = textwrap.dedent(
 )
 
 
-def test_gemm_is_clean_under_asan_and_ubsan(tmp_path):
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "thread"])
+def test_gemm_is_clean_under_sanitizers(tmp_path, sanitizer):
+    """ASan/UBSan: no read past an operand, no undefined behaviour; TSan: the pool's hand-off
+    of tasks between threads has no data race (the main runs 1 and 2 threads)."""
     cc = compiler()
-    libasan = subprocess.run(
-        [cc, "-print-file-name=libasan.so"], capture_output=True, text=True
+    runtime = "libasan.so" if sanitizer.startswith("address") else "libtsan.so"
+    found = subprocess.run(
+        [cc, f"-print-file-name={runtime}"], capture_output=True, text=True
     ).stdout.strip()
-    if not os.path.isabs(libasan):
-        pytest.skip("the C compiler has no AddressSanitizer runtime")
+    if not os.path.isabs(found):
+        pytest.skip(f"the C compiler has no {runtime}")
     source = tmp_path / "gemm_main.c"
     source.write_text("#define _DEFAULT_SOURCE\n" + SANITIZED_MAIN)
     binary = tmp_path / "gemm_main"
     flags = ["-std=c11", "-O1", "-march=native", "-Wall", "-Wextra", "-Werror", "-g"]
-    sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    sanitize = [f"-fsanitize={sanitizer}", "-fno-sanitize-recover=all"]
     subprocess.run(
         [cc, *flags, *sanitize, "-I", str(runtime_dir() / "include"), str(source), "-o",
          str(binary), "-lm", "-pthread"],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1")
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1",
+               TSAN_OPTIONS="halt_on_error=1")  # fmt: skip
     proc = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "GEMM-SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
-    assert "runtime error" not in proc.stderr
+    assert "runtime error" not in proc.stderr and "WARNING: ThreadSanitizer" not in proc.stderr
 
 
 def test_generic_and_embedded_builds_compile_without_warnings(tmp_path):
