@@ -117,7 +117,8 @@ SIZES = [
     (6, 16, 8),  # one full micro-tile
     (7, 17, 5),  # one more than a tile each way
     (5, 3, 2),
-    (1, 40, 30),
+    (1, 40, 30),  # one row: the unpacked row path when B is row-major
+    (2, 1030, 20),  # two rows, past the row path's 1024-column chunk, a partial vector
     (40, 1, 30),
     (13, 29, 256),  # K exactly one block
     (73, 35, 257),  # M past one MC block, K one past KC
@@ -150,7 +151,7 @@ def test_general_strides(lib, ta, tb):
     ],
     ids=lambda e: ",".join(f"{k}={v}" for k, v in e.items()),
 )
-@pytest.mark.parametrize("size", [(7, 17, 5), (30, 40, 300), (1, 1, 1)], ids=str)
+@pytest.mark.parametrize("size", [(7, 17, 5), (30, 40, 300), (1, 1, 1), (2, 1030, 7)], ids=str)
 def test_every_epilogue(lib, epilogue, size):
     _gemm(lib, *size, ldc_pad=3, **epilogue)
     _gemm(lib, *size, dtype=np.float64, tb=True, **epilogue)
@@ -207,7 +208,7 @@ def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib):
     whole = np.zeros((M, N), np.float32)
     h.h_gemm_plain_f32(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole))
     by_rows = np.zeros((M, N), np.float32)
-    for i0, rows in ((0, 1), (1, 6), (7, 13), (20, 30)):
+    for i0, rows in ((0, 1), (1, 2), (3, 4), (7, 13), (20, 30)):  # the row path and the packed
         h.h_gemm_plain_f32(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]))
     np.testing.assert_array_equal(by_rows, whole)
 

@@ -38,6 +38,10 @@
 #endif
 #endif
 #define TFC_GEMM_MR 6
+/* products of at most this many rows (B row-major) skip the packing: one pass over B per row */
+#ifndef TFC_GEMM_ROWS_MAX
+#define TFC_GEMM_ROWS_MAX 2
+#endif
 /* products with fewer multiply-adds than this stay on one thread */
 #ifndef TFC_GEMM_PARALLEL_MIN
 #define TFC_GEMM_PARALLEL_MIN (1 << 20)
@@ -218,6 +222,64 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
+    /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows;     \
+     * B streams row by row into accumulators of up to 1024 columns (in L1), each element the    \
+     * same multiply-add chain as in the micro-kernel (a partial vector goes through a padded    \
+     * copy) */                                                                                  \
+    static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c) {     \
+        enum { NB = 1024 / (VL) };                                                               \
+        const int64_t N = g->N, K = g->K, sak = g->sak, sbk = g->sbk;                            \
+        for (int64_t j0 = 0; j0 < N; j0 += NB * (VL)) {                                          \
+            const int64_t nc = N - j0 < NB * (VL) ? N - j0 : NB * (VL);                          \
+            const int64_t nv = (nc + (VL)-1) / (VL), whole = nc / (VL);                          \
+            V acc[NB];                                                                           \
+            T pad[VL];                                                                           \
+            for (int64_t v = 0; v < nv; ++v) {                                                   \
+                for (int64_t l = 0; l < (VL); ++l) {                                             \
+                    const int64_t j = v * (VL) + l;                                              \
+                    pad[l] = j < nc && g->beta != (T)0 ? c[j0 + j] : (T)0;                       \
+                }                                                                                \
+                memcpy(&acc[v], pad, sizeof(V));                                                 \
+                if (g->beta != (T)0 && g->beta != (T)1) acc[v] *= g->beta;                       \
+            }                                                                                    \
+            for (int64_t k = 0; k < K; ++k) {                                                    \
+                const T ak = g->alpha == (T)1 ? a[k * sak] : g->alpha * a[k * sak];              \
+                const V av = (V){0} + ak;                                                        \
+                const T *b = g->B + k * sbk + j0;                                                \
+                for (int64_t v = 0; v < whole; ++v) {                                            \
+                    V bv;                                                                        \
+                    memcpy(&bv, b + v * (VL), sizeof(V));                                        \
+                    acc[v] = TFC_GEMM_FMA_##tag(av, bv, acc[v]);                                 \
+                }                                                                                \
+                if (whole < nv) {                                                                \
+                    V bv;                                                                        \
+                    for (int64_t l = 0; l < (VL); ++l)                                           \
+                        pad[l] = whole * (VL) + l < nc ? b[whole * (VL) + l] : (T)0;             \
+                    memcpy(&bv, pad, sizeof(V));                                                 \
+                    acc[whole] = TFC_GEMM_FMA_##tag(av, bv, acc[whole]);                         \
+                }                                                                                \
+            }                                                                                    \
+            for (int64_t v = 0; v < nv; ++v) {                                                   \
+                if (g->bias != NULL) {                                                           \
+                    V bv;                                                                        \
+                    for (int64_t l = 0; l < (VL); ++l) {                                         \
+                        const int64_t j = v * (VL) + l;                                          \
+                        pad[l] = j < nc ? g->bias[j0 + j] : (T)0;                                \
+                    }                                                                            \
+                    memcpy(&bv, pad, sizeof(V));                                                 \
+                    acc[v] += bv;                                                                \
+                }                                                                                \
+                if (g->relu) acc[v] = (V)((VI)acc[v] & ~(VI)(acc[v] < (V){0}));                  \
+                if (v < whole) {                                                                 \
+                    memcpy(c + j0 + v * (VL), &acc[v], sizeof(V));                               \
+                } else {                                                                         \
+                    memcpy(pad, &acc[v], sizeof(V));                                             \
+                    memcpy(c + j0 + v * (VL), pad, (size_t)(nc - v * (VL)) * sizeof(T));         \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
     static inline void tfc_gemm_task_##tag(void *ctx, int64_t task) {                            \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
         const int64_t n0 = task * g->panels_per_task * 2 * (VL);                                 \
@@ -242,6 +304,10 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
                                  beta, relu, 0};                                                 \
+        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */ \
+            for (int64_t i = 0; i < M; ++i) tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc);    \
+            return;                                                                              \
+        }                                                                                        \
         const int64_t panels = (N + 2 * (VL)-1) / (2 * (VL));                                    \
         int64_t tasks = tfc_threads_count();                                                     \
         if ((double)M * (double)N * (double)K < (double)TFC_GEMM_PARALLEL_MIN) tasks = 1;        \
