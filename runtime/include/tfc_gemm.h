@@ -16,6 +16,8 @@
  * tiles go through the same micro-kernel on zero-padded panels, so every element of C is the
  * same chain of multiply-adds over k = 0..K-1 whatever its position, the block sizes or the
  * number of threads: a product computed row by row or split across threads has the same bits.
+ * Products of 1 or 2 rows with row-major B skip the packing (B streams once per row into
+ * accumulators of TFC_GEMM_ROW_COLS columns): the same chains, so the same bits again.
  * Packing buffers live on the stack ((MC + NR) * KC elements, 90 KiB for float on hosts, 10 KiB
  * under TFC_EMBED): no allocation, no alignment requirement on any pointer. Large products are
  * split over N panels between the threads of tfc_threads.h (the K reduction is never split).
@@ -32,9 +34,11 @@
 #ifdef TFC_EMBED
 #define TFC_GEMM_KC 64
 #define TFC_GEMM_MC 24
+#define TFC_GEMM_ROW_COLS 256
 #else
 #define TFC_GEMM_KC 256
 #define TFC_GEMM_MC 72
+#define TFC_GEMM_ROW_COLS 1024
 #endif
 #endif
 #define TFC_GEMM_MR 6
@@ -227,7 +231,7 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
      * same multiply-add chain as in the micro-kernel (a partial vector goes through a padded    \
      * copy) */                                                                                  \
     static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c) {     \
-        enum { NB = 1024 / (VL) };                                                               \
+        enum { NB = TFC_GEMM_ROW_COLS / (VL) };                                                  \
         const int64_t N = g->N, K = g->K, sak = g->sak, sbk = g->sbk;                            \
         for (int64_t j0 = 0; j0 < N; j0 += NB * (VL)) {                                          \
             const int64_t nc = N - j0 < NB * (VL) ? N - j0 : NB * (VL);                          \
