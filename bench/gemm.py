@@ -106,10 +106,10 @@ def sgemm_table(ffi, lib, sizes: list[int], rounds: int, peak: float) -> None:
         flops = 2.0 * n**3
         reps = max(1, int(2e8 / flops))
         pa, pb, pc = (ffi.cast("float *", ffi.from_buffer(x)) for x in (a, b, c))
-        t_tfc = median_time(lambda: lib.bench_sgemm(n, pa, pb, pc, reps), rounds)
+        t_tfc = median_time(lambda n=n, p=(pa, pb, pc), r=reps: lib.bench_sgemm(n, *p, r), rounds)
         np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-3, atol=1e-3 * n**0.5)
 
-        def numpy_time():
+        def numpy_time(a=a, b=b, c=c, reps=reps):
             t = time.perf_counter()
             for _ in range(reps):
                 np.matmul(a, b, out=c)
@@ -156,7 +156,8 @@ def tfc_mlp(batch: int, threads: int, x: np.ndarray, y: np.ndarray, rounds: int,
             h = tf.matmul(h, params[k]) + params[k + 1]
             if k + 2 < len(params):
                 h = tf.nn.relu(h)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h))
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h)
+        loss = tf.reduce_mean(xent)
         train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
     config = tf.ConfigProto(intra_op_parallelism_threads=threads)
@@ -223,7 +224,7 @@ def mlp_table(batches: list[int], rounds: int, peak: float) -> None:
         t1, loss1, profiled = tfc_mlp(batch, 1, x, y, rounds, runs)
         t2, _, _ = tfc_mlp(batch, 2, x, y, rounds, runs)
 
-        def cell(t):
+        def cell(t, flops=flops):
             return f"{t * 1e3:8.3f} ({flops / t * 1e-9 / peak:4.0%})"
 
         if have_torch:

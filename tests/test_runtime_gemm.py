@@ -375,7 +375,8 @@ SANITIZED_MAIN = textwrap.dedent(
         for (int64_t i = 0; i < M; ++i)
             for (int64_t j = 0; j < N; ++j) {
                 double s = epi ? (double)C0[i * N + j] + bias[j] : 0.0;
-                for (int64_t k = 0; k < K; ++k) s += (double)A[i * sam + k * sak] * B[k * sbk + j * sbn];
+                for (int64_t k = 0; k < K; ++k)
+                    s += (double)A[i * sam + k * sak] * B[k * sbk + j * sbn];
                 if (epi && s < 0) s = 0;
                 if (fabs(s - C[i * N + j]) > 1e-4 * (1 + sqrt((double)K))) bad = 1;
             }
