@@ -320,6 +320,10 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
             tfc_gemm_columns_##tag(&g, 0, N);                                                    \
             return;                                                                              \
         }                                                                                        \
+        /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
+         * machine) leaves its share to the others; a task repacks A, so not smaller */         \
+        const int64_t finer = tasks * 3 < panels / 4 ? tasks * 3 : panels / 4;                  \
+        if (finer > tasks) tasks = finer;                                                        \
         g.panels_per_task = (panels + tasks - 1) / tasks;                                        \
         tasks = (panels + g.panels_per_task - 1) / g.panels_per_task;                            \
         tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
