@@ -121,7 +121,8 @@ SIZES = [
     (2, 1030, 20),  # two rows, past the row path's 1024-column chunk, a partial vector
     (40, 1, 30),
     (13, 29, 256),  # K exactly one block
-    (73, 35, 257),  # M past one MC block, K one past KC
+    (73, 35, 257),  # K one past KC
+    (151, 21, 40),  # M past one MC block (144 rows)
     (9, 50, 700),  # three K blocks
 ]
 
@@ -256,8 +257,8 @@ def test_thread_count_from_the_environment(lib, monkeypatch):
 
 # -- through generated code -----------------------------------------------------------------------
 def _mlp_step(threads_config=None, disable=()):
-    """A dense head and its gradients: relu(x W + b) with M = 150 rows (two 72-row GEMM blocks
-    and a partial one), fused updates whose dW lives in scratch."""
+    """A dense head and its gradients: relu(x W + b) with M = 150 rows (a 144-row GEMM block and
+    a partial one), fused updates whose dW lives in scratch."""
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(3)

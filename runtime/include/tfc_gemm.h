@@ -18,8 +18,8 @@
  * number of threads: a product computed row by row or split across threads has the same bits.
  * Products of 1 or 2 rows with row-major B skip the packing (B streams once per row into
  * accumulators of TFC_GEMM_ROW_COLS columns): the same chains, so the same bits again.
- * Packing buffers live on the stack ((MC + NR) * KC elements, 90 KiB for float on hosts, 10 KiB
- * under TFC_EMBED): no allocation, no alignment requirement on any pointer. Large products are
+ * Packing buffers live on the stack ((MC + NR) * KC elements, 160 KiB on hosts, 9 KiB under
+ * TFC_EMBED): no allocation, no alignment requirement on any pointer. Large products are
  * split over N panels between the threads of tfc_threads.h (the K reduction is never split).
  */
 #ifndef TFC_GEMM_H
@@ -36,8 +36,8 @@
 #define TFC_GEMM_MC 24
 #define TFC_GEMM_ROW_COLS 256
 #else
-#define TFC_GEMM_KC 256
-#define TFC_GEMM_MC 72
+#define TFC_GEMM_KC 256 /* float; double: half, the same bytes */
+#define TFC_GEMM_MC 144
 #define TFC_GEMM_ROW_COLS 1024
 #endif
 #endif
@@ -76,7 +76,7 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
 
 /* One float GEMM family per type: T the element, V its 32-byte vector, VI the same-width integer
  * vector, VL lanes, NR = 2 VL columns per micro-tile. */
-#define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VI, VL)                                                 \
+#define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VI, VL, KC)                                             \
     enum { tfc_gemm_nr_##tag = 2 * (VL) };                                                       \
                                                                                                  \
     /* the micro-kernel: C[MR, NR] (row stride ldc) from packed a[kc][MR] and b[kc][NR];       \
@@ -182,12 +182,12 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
     static inline void tfc_gemm_columns_##tag(const tfc_gemm_args_##tag *g, int64_t n0,         \
                                               int64_t n1) {                                      \
         enum { NR = 2 * (VL), MR = TFC_GEMM_MR };                                                \
-        T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * TFC_GEMM_KC];                               \
-        T bpack[TFC_GEMM_KC * NR];                                                               \
+        T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * (KC)];                                      \
+        T bpack[(KC) * NR];                                                                      \
         T tile[MR * NR], tile_bias[NR];                                                          \
         const int64_t M = g->M, K = g->K, ldc = g->ldc;                                          \
-        for (int64_t p0 = 0; p0 < K; p0 += TFC_GEMM_KC) {                                        \
-            const int64_t kc = K - p0 < TFC_GEMM_KC ? K - p0 : TFC_GEMM_KC;                      \
+        for (int64_t p0 = 0; p0 < K; p0 += (KC)) {                                               \
+            const int64_t kc = K - p0 < (KC) ? K - p0 : (KC);                                    \
             const int first = p0 == 0, last = p0 + kc == K;                                      \
             const T beta = first ? g->beta : (T)1;                                               \
             const int relu = last && g->relu;                                                    \
@@ -334,8 +334,8 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         tfc_gemm_##tag##_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, N, (T)1, (T)0, NULL, 0);       \
     }
 
-TFC_DEFINE_GEMM_FLOAT(f32, float, tfc_vf32, tfc_vi32, TFC_GEMM_VBYTES / 4)
-TFC_DEFINE_GEMM_FLOAT(f64, double, tfc_vf64, tfc_vi64, TFC_GEMM_VBYTES / 8)
+TFC_DEFINE_GEMM_FLOAT(f32, float, tfc_vf32, tfc_vi32, TFC_GEMM_VBYTES / 4, TFC_GEMM_KC)
+TFC_DEFINE_GEMM_FLOAT(f64, double, tfc_vf64, tfc_vi64, TFC_GEMM_VBYTES / 8, TFC_GEMM_KC / 2)
 
 /* Integer products (wrapping: the arithmetic is done in the unsigned type W). */
 #define TFC_DEFINE_GEMM_INT(tag, T, W)                                                           \

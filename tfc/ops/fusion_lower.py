@@ -332,7 +332,7 @@ def _arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
     return _dt.as_dtype(arg[2].dtype)
 
 
-GEMM_ROWS = 72  # rows of a fused product per GEMM call: a multiple of the micro-tile's 6
+GEMM_ROWS = 144  # rows of a fused product per GEMM call: one MC block of tfc_gemm.h
 
 
 def gemm_block_rows(m: Member) -> int:
