@@ -94,7 +94,17 @@ def build_executables(
     for e, main in zip(executables, mains):
         tmp = f".{e}.tmp"
         _run(
-            [cc, *cflags, "-o", tmp, by_source[main], *model_objects, "obj/libtfcrt.a", "-lm", "-pthread"],
+            [
+                cc,
+                *cflags,
+                "-o",
+                tmp,
+                by_source[main],
+                *model_objects,
+                "obj/libtfcrt.a",
+                "-lm",
+                "-pthread",
+            ],
             outdir,
         )
         os.replace(outdir / tmp, outdir / e)  # a running executable keeps its old file
