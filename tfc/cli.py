@@ -28,9 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("--batch", type=int, default=32, help="the compiled batch (default 32)")
     comp.add_argument(
         "--target",
-        choices=["host", "generic"],
+        choices=["host", "generic", "cuda"],
         default="host",
-        help="host: optimize for this CPU (-march=native); generic: any CPU of its architecture",
+        help="host: optimize for this CPU (-march=native); generic: any CPU of its architecture; "
+        "cuda: the programs run on an NVIDIA GPU (nvcc)",
+    )
+    comp.add_argument(
+        "--cuda-arch",
+        metavar="LIST",
+        help="with --target cuda: GPU architectures, e.g. sm_80,sm_90 (default: the GPU present)",
     )
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
@@ -82,6 +88,7 @@ def _compile(args: argparse.Namespace) -> int:
             name=args.name,
             build=not args.no_build,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
+            cuda_arch=args.cuda_arch,
         )
     except (ModelError, CompileError, FileNotFoundError, ValueError) as e:
         print(f"tfc compile: error: {e}", file=sys.stderr)

@@ -159,7 +159,17 @@ def _staging(program: LoweredProgram, align: int = 256) -> dict:
         nbytes = num_elements(spec.shape) * spec.dtype.size
         out.append({"offset": offset, "bytes": nbytes})
         offset += -(-max(nbytes, 1) // align) * align
+    written = set(program.vars_written)
+    state = [
+        {
+            "bytes": num_elements(s.shape) * s.dtype.size,
+            "written": s.kind == "rng" or s.name in written,
+        }
+        for s in program.slots
+    ]
     return {
+        "state_bytes": state,
+        "external_bytes": [c.nbytes for c in program.external_consts],
         "staging_offset": start,
         "staged_feeds": feeds,
         "staged_fetches": fetches,

@@ -76,7 +76,7 @@ from tfc.config import CompileOptions
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
 
-TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS}
+TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS, "cuda": GENERIC_FLAGS}
 
 
 @dataclass
@@ -106,6 +106,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     cflags: list[str] | None = None,
     build: bool = True,
     options: CompileOptions | None = None,
+    cuda_arch: str | None = None,
 ) -> CompiledModel:
     """Compile `model` into OUTDIR and build its `train` and `predict` executables.
 
@@ -115,25 +116,44 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     for any CPU of its architecture. `name` (default: the file's stem) prefixes every C symbol.
     `cflags` replace the target's optimization flags (the Makefile's CFLAGS default); tfc's
     own build adds -Werror. With `build=False` only the sources and the Makefile are written.
-    `options` chooses the optimization passes (all by default).
+    `options` chooses the optimization passes (all by default). `target` "cuda" compiles the
+    programs to CUDA (nvcc; for the GPU present, or `cuda_arch` such as "sm_80,sm_90"): the
+    executables run every step on the GPU, state copied in and out around each program run.
     """
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
     default_name, fn = load_signatures_function(model)
     name = _c_identifier(name or default_name)
     passes = (options or CompileOptions()).pipeline()
+    if target == "cuda":  # fused kernels run GEMM rows in host loops
+        passes = [p for p in passes if p != "fuse"]
     plan = plan_model(build_signatures(name, fn), int(batch), passes)
+    cuda = None
+    if target == "cuda":
+        from tfc.backend_cuda import executable_flags
+        from tfc.render import render_program
+        from tfc.targets import CUDA
+
+        for program in plan.programs.values():
+            program.source, program.suffix = render_program(program.lowered, CUDA), ".cu"
+        cuda = executable_flags(cuda_arch)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     executables = [e for e in ("train", "predict") if e in plan.programs]
     opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
+    for stale in outdir.glob("program_*.c*"):  # another target's programs
+        if stale.name not in {p.filename for p in plan.programs.values()}:
+            stale.unlink()
     for filename, text in model_sources(plan, executables).items():
         write_if_changed(outdir / filename, text)
-    write_if_changed(outdir / "Makefile", render_makefile(plan, executables, opt))
+    make_cuda = {"nvcc_flags": " ".join(cuda[0]), "libs": " ".join(cuda[1])} if cuda else None
+    write_if_changed(outdir / "Makefile", render_makefile(plan, executables, opt, make_cuda))
     copy_runtime(outdir)
     built = {}
     if build:
-        built = build_executables(outdir, executables, model_objects(plan), [*opt, "-Werror"])
+        built = build_executables(
+            outdir, executables, model_objects(plan), [*opt, "-Werror"], cuda=cuda
+        )
     return CompiledModel(outdir, plan, built)
 
 
