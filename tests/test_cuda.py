@@ -106,8 +106,11 @@ def training_graphs() -> dict[str, tuple]:
         ys.append(x * bias)  # a broadcast: its gradient sums back to the bias's shape
         fetches = tfc.gradients([tfc.reduce_sum(y * y) for y in ys], [x, bias])
         fetches.append(tfc.assign_sub(v, x))
-        fetches.append(tfc.train.RMSPropOptimizer(0.1, centered=True).minimize(
-            tfc.reduce_sum(tfc.square(v * x))))
+        fetches.append(
+            tfc.train.RMSPropOptimizer(0.1, centered=True).minimize(
+                tfc.reduce_sum(tfc.square(v * x))
+            )
+        )
     feed = {x: np.random.default_rng(2).random((4, 6), np.float32), bias: np.ones(6, np.float32)}
     graphs["gradients"] = (graph, fetches, feed)
     return graphs
@@ -220,8 +223,9 @@ def test_training_steps_on_gpu_equal_cpu(model):
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4, atol=1e-4)
     assert cpu_weights.keys() == gpu_weights.keys()
     for name in cpu_weights:
-        np.testing.assert_allclose(gpu_weights[name], cpu_weights[name], rtol=1e-4, atol=1e-4,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            gpu_weights[name], cpu_weights[name], rtol=1e-4, atol=1e-4, err_msg=name
+        )
 
 
 @pytest.mark.cuda
@@ -289,3 +293,23 @@ def test_cuda_executables_train_like_the_cpu_ones(cuda_executables, tmp_path):
     for name in names:
         np.testing.assert_allclose(gpu_ckpt.get_tensor(name), cpu_ckpt.get_tensor(name),
                                    rtol=1e-4, atol=1e-5, err_msg=name)  # fmt: skip
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_a_failing_gpu_kernel_reports_like_the_cpu():
+    with tfc.device("/gpu:0"):
+        logits = tfc.placeholder(tfc.float32, [4, 3])
+        labels = tfc.placeholder(tfc.int64, [4])
+        loss = tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    feed = {logits: np.zeros((4, 3), np.float32), labels: np.array([0, 7, 1, -2])}
+    with tfc.Session() as sess, pytest.raises(tfc.errors.InvalidArgumentError) as info:
+        sess.run(loss, feed)
+    assert "Received a label value of -2 which is outside the valid range of [0, 3)" in str(
+        info.value
+    )
+    assert "Label values: 0 7 1 -2" in str(info.value)
+    assert info.value.op is not None and info.value.op.type == "SparseSoftmaxCrossEntropyWithLogits"
+    feed[labels] = np.array([0, 2, 1, 1])  # the program still runs after a failure
+    with tfc.Session() as sess:
+        np.testing.assert_allclose(sess.run(loss, feed), np.full(4, np.log(3.0)), rtol=1e-6)

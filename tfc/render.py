@@ -102,7 +102,9 @@ def render_program(program: LoweredProgram, target: Target = C, profile: bool | 
             name = names.setdefault(text, f"k{len(names)}")
             if bound.kernel.can_fail:
                 args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
-                lines.append(target.fail_call.format(name=name, args=args, node=c_string(step.node)))
+                lines.append(
+                    target.fail_call.format(name=name, args=args, node=c_string(step.node))
+                )
                 sites.append(c_string(step.node))
             else:
                 lines.append(f"{name}({', '.join(bound.args)});")

@@ -165,7 +165,8 @@ def render_main(plan: ModelPlan, executable: str) -> str:
 
 def model_objects(plan: ModelPlan) -> list[str]:
     """The objects of the model's own sources, as the Makefile and the build name them."""
-    return ["obj/model.o"] + [f"obj/{p.filename.rsplit('.', 1)[0]}.o" for p in plan.programs.values()]
+    programs = [p.filename.rsplit(".", 1)[0] for p in plan.programs.values()]  # .c or .cu
+    return ["obj/model.o"] + [f"obj/{stem}.o" for stem in programs]
 
 
 def render_makefile(
