@@ -17,6 +17,7 @@ THREADS = 256  # threads per block of the element-wise kernels
 MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
 REDUCE_THREADS = 128  # threads per output of a block reduction
 BLOCK_REDUCE_MIN = 64  # reduce this many elements or more per output with a block
+FILTER_TILE = 16  # output channels a filter-gradient thread sums at once
 BLOCKS_WANTED = 1024  # a reduction or a filter gradient splits its work into about this many
 
 
@@ -118,19 +119,25 @@ def _pool(kernel: Kernel) -> dict:
 
 
 def _conv2d_backprop_filter(kernel: Kernel) -> dict:
-    bounds = _sizes(kernel, "k_h", "k_w", "in_c", "out_c")
-    total = math.prod(bounds)
+    k_h, k_w, in_c, out_c = _sizes(kernel, "k_h", "k_w", "in_c", "out_c")
+    tile = min(out_c, FILTER_TILE)
+    tiles = -(-out_c // tile)
+    groups = k_h * k_w * in_c * tiles
     count = math.prod(_sizes(kernel, "batch", "out_h", "out_w"))
-    chunks = max(1, min(-(-count // (THREADS * 8)), BLOCKS_WANTED // total))
+    chunks = max(1, min(-(-count // (THREADS * 8)), BLOCKS_WANTED // groups))
     return {
-        "unravel": unravel("f", bounds, ["kh", "kw", "ci", "co"]),
-        "total": total,
+        "unravel": unravel("g", [k_h, k_w, in_c, tiles], ["kh", "kw", "ci", "tile"]),
+        "total": k_h * k_w * in_c * out_c,
+        "groups": groups,
+        "tile": tile,
+        "tiles": tiles,
         "count": count,
         "chunks": chunks,
         "per_chunk": -(-count // chunks),
+        "index_t": "unsigned" if count < 2**31 else "uint64_t",
         "threads": THREADS,
-        "blocks": max(1, min(total * chunks, 65535)),
-        "finish_blocks": max(1, min(-(-total // 256), MAX_BLOCKS)),
+        "blocks": max(1, min(groups * chunks, 65535)),
+        "finish_blocks": max(1, min(-(-(k_h * k_w * in_c * out_c) // 256), MAX_BLOCKS)),
     }
 
 
