@@ -17,6 +17,8 @@ THREADS = 256  # threads per block of the element-wise kernels
 MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
 REDUCE_THREADS = 128  # threads per output of a block reduction
 BLOCK_REDUCE_MIN = 64  # reduce this many elements or more per output with a block
+FILTER_TILE = 16  # output channels a filter-gradient thread sums at once
+BLOCKS_WANTED = 1024  # a reduction or a filter gradient splits its work into about this many
 
 
 def unravel(index: str, bounds: Sequence[int], names: Sequence[str]) -> list[str]:
@@ -63,8 +65,13 @@ def _reduce(kernel: Kernel) -> dict:
     combine = kernel.data["combine"]
     out_count = kernel.data["out_count"]
     block = count >= BLOCK_REDUCE_MIN
+    # enough blocks to fill the GPU: few outputs with many elements each split into chunks
+    chunks = max(1, min(-(-count // (REDUCE_THREADS * 8)), BLOCKS_WANTED // out_count))
+    per_chunk = -(-count // chunks)
     return {
         "block": block,
+        "chunks": chunks,
+        "per_chunk": per_chunk,
         "out_unravel": unravel("o", [d[0] for d in kept], kept_names),
         "base": base,
         "count": count,
@@ -74,8 +81,10 @@ def _reduce(kernel: Kernel) -> dict:
         "merge": "sh[threadIdx.x] = "
         + combine.format(a="sh[threadIdx.x]", b="sh[threadIdx.x + s]")
         + ";",
+        "finish_merge": "acc = " + combine.format(a="acc", b="b") + ";",
+        "finish_blocks": max(1, min(-(-out_count // 256), MAX_BLOCKS)),
         **_grid(out_count, REDUCE_THREADS if block else THREADS),
-        **({"blocks": max(1, min(out_count, 65535))} if block else {}),
+        **({"blocks": max(1, min(out_count * chunks, 65535))} if block else {}),
     }
 
 
@@ -87,7 +96,57 @@ def _matmul(kernel: Kernel) -> dict:
     return {"cuda_gemm": "tfc_cuda_" + kernel.data["gemm"].removeprefix("tfc_")}
 
 
+def _sizes(kernel: Kernel, *names: str) -> list[int]:
+    return [int(kernel.data[n]) for n in names]
+
+
+def _over(kernel: Kernel, dims: Sequence[str], names: Sequence[str]) -> dict:
+    """One thread per element of a tensor of the geometry sizes `dims`, coordinates `names`."""
+    bounds = _sizes(kernel, *dims)
+    return {"unravel": unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS)}
+
+
+def _conv2d(kernel: Kernel) -> dict:
+    return _over(kernel, ["batch", "out_h", "out_w", "out_c"], ["n", "oh", "ow", "co"])
+
+
+def _conv2d_backprop_input(kernel: Kernel) -> dict:
+    return _over(kernel, ["batch", "in_h", "in_w", "in_c"], ["n", "ih", "iw", "ci"])
+
+
+def _pool(kernel: Kernel) -> dict:
+    return _over(kernel, ["batch", "out_h", "out_w", "in_c"], ["n", "oh", "ow", "c"])
+
+
+def _conv2d_backprop_filter(kernel: Kernel) -> dict:
+    k_h, k_w, in_c, out_c = _sizes(kernel, "k_h", "k_w", "in_c", "out_c")
+    tile = min(out_c, FILTER_TILE)
+    tiles = -(-out_c // tile)
+    groups = k_h * k_w * in_c * tiles
+    count = math.prod(_sizes(kernel, "batch", "out_h", "out_w"))
+    chunks = max(1, min(-(-count // (THREADS * 8)), BLOCKS_WANTED // groups))
+    return {
+        "unravel": unravel("g", [k_h, k_w, in_c, tiles], ["kh", "kw", "ci", "tile"]),
+        "total": k_h * k_w * in_c * out_c,
+        "groups": groups,
+        "tile": tile,
+        "tiles": tiles,
+        "count": count,
+        "chunks": chunks,
+        "per_chunk": -(-count // chunks),
+        "index_t": "unsigned" if count < 2**31 else "uint64_t",
+        "threads": THREADS,
+        "blocks": max(1, min(groups * chunks, 65535)),
+        "finish_blocks": max(1, min(-(-(k_h * k_w * in_c * out_c) // 256), MAX_BLOCKS)),
+    }
+
+
 _ADAPTERS = {
+    "conv2d": _conv2d,
+    "conv2d_backprop_input": _conv2d_backprop_input,
+    "conv2d_backprop_filter": _conv2d_backprop_filter,
+    "max_pool": _pool,
+    "max_pool_grad": _pool,
     "loop": _loop,
     "reduce": _reduce,
     "matmul": _matmul,
