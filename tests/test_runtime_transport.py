@@ -1,4 +1,4 @@
-"""runtime/src tensor transport: frames, rendezvous, 16-bit wire floats, cluster token, bad peers."""
+"""runtime/src/transport: frames, rendezvous, 16-bit wire floats, cluster token, bad peers."""
 
 import hashlib
 import hmac
@@ -365,7 +365,9 @@ def test_16_bit_wire_halves_the_bytes(plain_cluster, wire):
     if wire == "f16":
         want = a.astype(np.float16).astype(np.float32)
     else:
-        want = (_bf16_reference(a.ravel()).astype(np.uint32) << 16).view(np.float32).reshape(a.shape)
+        want = (
+            (_bf16_reference(a.ravel()).astype(np.uint32) << 16).view(np.float32).reshape(a.shape)
+        )
     np.testing.assert_array_equal(np.isnan(got), np.isnan(a))
     ok = ~np.isnan(a)
     np.testing.assert_array_equal(got[ok], want[ok])
@@ -380,7 +382,7 @@ def test_many_tensors_and_steps_and_poll(cluster):
     assert client("stress_send 0 20 40") == "ok"
     assert server.answer() == "ok"
     # poll: wait for whichever of several keys comes first, without taking it
-    assert server("poll * 0 grads/w0 grads/w1") .startswith("ERR 4 ")
+    assert server("poll * 0 grads/w0 grads/w1").startswith("ERR 4 ")
     assert client("send 0 grads/w1 5 float32 2 0000803f00000040") == "ok"
     assert server("poll * 5000 grads/w0 grads/w1") == "index 1"
     step, got = _parse_tensor(server("recv grads/w1 * float32 2 0"), np.float32)
@@ -440,6 +442,56 @@ def test_recv_timeout_mismatch_and_cancel(cluster):
     assert server("cancel") == "ok"
     answer = server("recv later 0 float32 2 -1")
     assert answer.startswith("ERR 1 "), answer
+
+
+def test_recvs_posted_ahead(cluster):
+    server, client = _pair(cluster)
+    requests = [server(f"post ahead {step} int32 2") for step in range(3)]
+    assert requests == ["request 0", "request 1", "request 2"]
+    for step in (2, 0, 1):  # sent out of order, each lands in its own buffer
+        value = struct.pack("<ii", step, -step).hex()
+        assert client(f"send 0 ahead {step} int32 2 {value}") == "ok"
+    for step in range(3):
+        assert (
+            server(f"wait {step} 5000")
+            == f"tensor {step} 2 " + struct.pack("<ii", step, -step).hex()
+        )
+    # a wait that times out leaves the request posted: a later wait gets the tensor
+    assert server("post later * float64 -") == "request 0"
+    assert server("wait 0 100").startswith("ERR 4 ")
+    assert client("send 0 later 9 float64 - " + struct.pack("<d", 2.5).hex()) == "ok"
+    assert server("wait 0 5000") == "tensor 9 - " + struct.pack("<d", 2.5).hex()
+    # an abandoned request takes nothing: the tensor waits for the next recv
+    assert server("post gone 0 int32 -") == "request 0"
+    assert server("abandon 0") == "ok"
+    assert client("send 0 gone 0 int32 - 07000000") == "ok"
+    assert server("recv gone 0 int32 - 5000") == "tensor 0 - 07000000"
+
+
+def test_stalled_peers_time_out_while_others_are_served(plain_cluster):
+    server, client = _pair(plain_cluster, IO_MS=300)
+    silent = socket.create_connection(("127.0.0.1", server.port), timeout=5)  # says nothing
+    stalled = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        assert _handshake(stalled) == (0x41434654, 0)
+        stalled.sendall(_frame(key=b"slow")[:40])  # half a frame, then nothing
+        for step in range(3):  # meanwhile the good connection is served
+            assert client(f"send 0 fast {step} int32 - 2a000000") == "ok"
+            assert server(f"recv fast {step} int32 - 5000") == f"tensor {step} - 2a000000"
+        deadline = time.monotonic() + 5
+        silent_peer = f"127.0.0.1:{silent.getsockname()[1]}"
+        stalled_peer = f"127.0.0.1:{stalled.getsockname()[1]}"
+        while True:
+            log = server.log()
+            if f"from {silent_peer}: handshake (hello): timed out" in log and (
+                f"bad frame from {stalled_peer}: truncated: dims and key: timed out" in log
+            ):
+                break
+            assert time.monotonic() < deadline, log
+            time.sleep(0.05)
+    finally:
+        silent.close()
+        stalled.close()
 
 
 # ---- the cluster token ----
@@ -516,8 +568,10 @@ def _frame(key=b"k", step=1, dtype=3, wire=None, dims=(2,), payload=None, **over
     fields = dict(magic=0x46434654, version=1, key_len=len(key), rank=len(dims),
                   nbytes=len(payload))  # fmt: skip
     fields.update(override)
-    head = struct.pack("<IHHqIBBBBQ", fields["magic"], fields["version"], 0, step,
-                       fields["key_len"], dtype, wire, fields["rank"], 0, fields["nbytes"])  # fmt: skip
+    head = struct.pack(
+        "<IHHqIBBBBQ", fields["magic"], fields["version"], 0, step, fields["key_len"], dtype,
+        wire, fields["rank"], 0, fields["nbytes"],
+    )  # fmt: skip
     body = head + b"".join(struct.pack("<q", d) for d in dims) + key + payload
     return body + struct.pack("<I", _crc32c(body))
 
@@ -549,7 +603,7 @@ def test_bad_frames_close_only_that_connection(cluster):
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
             assert _handshake(s) == (0x41434654, 0)
             s.sendall(_frame(key=b"good_before", step=n))  # a good frame first: it arrives
-            peer = "127.0.0.1:%d" % s.getsockname()[1]
+            peer = f"127.0.0.1:{s.getsockname()[1]}"
             s.sendall(data)
             s.shutdown(socket.SHUT_WR)
             try:  # the server closes this connection (a reset when it left bytes unread)

@@ -147,6 +147,22 @@ int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
                        tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
                        tfc_error *err);
 
+/* The same recv in two halves, so that several can be outstanding: post it now, wait later.
+ * A tensor that arrives after the post lands in `tensor`'s buffer directly, so posting ahead
+ * (all the recvs of a step at once, or step s+1 while working on step s) keeps the reader
+ * threads from ever waiting for the caller. `key` is copied; `tensor` and its buffer must stay
+ * valid until the request is finished: tfc_transport_recv_wait returned anything but
+ * TFC_ERR_DEADLINE_EXCEEDED (after which the request may be waited on again), or
+ * tfc_transport_recv_abandon returned. Finish every request before tfc_transport_destroy. */
+typedef struct tfc_transport_request tfc_transport_request;
+int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
+                            tfc_transport_tensor *tensor, tfc_transport_request **req,
+                            tfc_error *err);
+int tfc_transport_recv_wait(tfc_transport *t, tfc_transport_request *req, int64_t timeout_ms,
+                            int64_t *step_out, tfc_error *err);
+/* Withdraw a posted recv (waiting while a reader is writing into its buffer) and free it. */
+void tfc_transport_recv_abandon(tfc_transport *t, tfc_transport_request *req);
+
 /* Wait until a tensor of any of `keys[0..n)` at `step` (or TFC_TRANSPORT_ANY_STEP) is here,
  * without taking it: *index receives the first such key's index, for a tfc_transport_recv that
  * will not block. For a parameter server that applies whichever worker's gradients come first. */

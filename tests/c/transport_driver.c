@@ -6,6 +6,7 @@
  *   send PEER KEY STEP DTYPE DIMS HEX  -> "ok"               (DIMS: "2,3", "-" for a scalar)
  *   recv KEY STEP DTYPE DIMS TIMEOUT   -> "tensor STEP DIMS HEX" (STEP "*": any; DIMS "*": any)
  *   poll STEP TIMEOUT KEY...           -> "index I"
+ *   post KEY STEP DTYPE DIMS -> "request I";  wait I TIMEOUT -> as recv;  abandon I -> "ok"
  *   stress_send PEER KEYS STEPS        -> "ok": KEYS tensors per step, content from (key, step)
  *   stress_recv KEYS STEPS TIMEOUT     -> "ok" once every one arrived with the right bytes
  *   cancel | stats | quit
@@ -92,6 +93,22 @@ static void print_hex(const void *data, size_t n) {
     for (size_t i = 0; i < n; ++i) printf("%02x", ((const uint8_t *)data)[i]);
 }
 
+static void print_tensor(const tfc_transport_tensor *x, int64_t step) {
+    int64_t count = 1;
+    for (int i = 0; i < x->rank; ++i) count *= x->dims[i];
+    printf("tensor %" PRId64 " ", step);
+    print_dims(x);
+    printf(" ");
+    print_hex(x->data, (size_t)(count * tfc_transport_dtype_size(x->dtype)));
+    printf("\n");
+}
+
+/* recvs posted ahead (post / wait / abandon) */
+#define MAX_POSTED 8
+static tfc_transport_request *POSTED[MAX_POSTED];
+static tfc_transport_tensor POSTED_TENSORS[MAX_POSTED];
+static uint8_t POSTED_DATA[MAX_POSTED][1 << 16];
+
 /* The content of stress tensor `k` at `step`: float32[k % 5 + 1, 7], every value distinct. */
 static void stress_tensor(int k, int64_t step, float *buf, tfc_transport_tensor *x) {
     x->dtype = TFC_DTYPE_F32;
@@ -117,6 +134,11 @@ static int selftest(void) {
             uint32_t a = tfc_crc32c(0, buf + off, n), b = tfc_crc32c_portable(0, buf + off, n);
             uint32_t split = tfc_crc32c(tfc_crc32c(0, buf + off, n / 3), buf + off + n / 3, n - n / 3);
             if (a != b || a != split) return printf("crc32c paths differ at %zu+%zu\n", off, n), 1;
+        }
+    for (size_t off = 0; off < 9; ++off) /* each SIMD path's loop, fold-down and tail */
+        for (size_t n = 300; n < 1400; n += 37) {
+            uint32_t a = tfc_crc32c(0, buf + off, n), b = tfc_crc32c_portable(0, buf + off, n);
+            if (a != b) return printf("crc32c paths differ at %zu+%zu\n", off, n), 1;
         }
     size_t big = 3 * 8192 * 2 + 3 * 256 + 77;
     uint8_t *large = (uint8_t *)malloc(big + 8);
@@ -191,16 +213,32 @@ static int command(char *line) {
         x.data = malloc((size_t)x.nbytes);
         int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]), got;
         if (report(tfc_transport_recv(T, argv[1], step, &x, atoll(argv[5]), &got, &ERR)) ==
-            TFC_OK) {
-            int64_t count = 1;
-            for (int i = 0; i < x.rank; ++i) count *= x.dims[i];
-            printf("tensor %" PRId64 " ", got);
-            print_dims(&x);
-            printf(" ");
-            print_hex(x.data, (size_t)(count * tfc_transport_dtype_size(x.dtype)));
-            printf("\n");
-        }
+            TFC_OK)
+            print_tensor(&x, got);
         free(x.data);
+    } else if (strcmp(cmd, "post") == 0 && argc == 5) {
+        int i = 0;
+        while (i < MAX_POSTED && POSTED[i] != NULL) ++i;
+        if (i == MAX_POSTED) return printf("ERR -1 too many posted recvs\n"), 0;
+        tfc_transport_tensor *x = &POSTED_TENSORS[i];
+        memset(x, 0, sizeof *x);
+        x->dtype = dtype_of(argv[3]);
+        parse_dims(argv[4], x);
+        x->nbytes = 1 << 16;
+        x->data = POSTED_DATA[i];
+        int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]);
+        if (report(tfc_transport_recv_post(T, argv[1], step, x, &POSTED[i], &ERR)) == TFC_OK)
+            printf("request %d\n", i);
+    } else if (strcmp(cmd, "wait") == 0 && argc == 3) {
+        int i = atoi(argv[1]);
+        int64_t got;
+        int rc = report(tfc_transport_recv_wait(T, POSTED[i], atoll(argv[2]), &got, &ERR));
+        if (rc != TFC_ERR_DEADLINE_EXCEEDED) POSTED[i] = NULL;
+        if (rc == TFC_OK) print_tensor(&POSTED_TENSORS[i], got);
+    } else if (strcmp(cmd, "abandon") == 0 && argc == 2) {
+        tfc_transport_recv_abandon(T, POSTED[atoi(argv[1])]);
+        POSTED[atoi(argv[1])] = NULL;
+        printf("ok\n");
     } else if (strcmp(cmd, "poll") == 0 && argc >= 4) {
         int index = -1;
         int64_t step = strcmp(argv[1], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[1]);
@@ -260,15 +298,26 @@ static int command(char *line) {
     } else if (strcmp(cmd, "bench_recv") == 0 && argc == 3) {
         int64_t bytes = atoll(argv[1]);
         int reps = atoi(argv[2]), rc = TFC_OK;
-        float *data = (float *)malloc((size_t)bytes);
-        tfc_transport_tensor x = {TFC_DTYPE_F32, 1, {bytes / 4}, data, bytes};
+        /* two buffers: the recv of step r + 1 is posted before step r is waited for */
+        float *data[2] = {(float *)malloc((size_t)bytes), (float *)malloc((size_t)bytes)};
+        tfc_transport_tensor x[2] = {{TFC_DTYPE_F32, 1, {bytes / 4}, data[0], bytes},
+                                     {TFC_DTYPE_F32, 1, {bytes / 4}, data[1], bytes}};
+        tfc_transport_request *req[2] = {NULL, NULL};
         double start = 0;
+        rc = report(tfc_transport_recv_post(T, "bench", 0, &x[0], &req[0], &ERR));
         for (int r = 0; r < reps && rc == TFC_OK; ++r) {
-            rc = report(tfc_transport_recv(T, "bench", r, &x, 60000, NULL, &ERR));
+            if (r + 1 < reps)
+                rc = report(tfc_transport_recv_post(T, "bench", r + 1, &x[(r + 1) % 2],
+                                                    &req[(r + 1) % 2], &ERR));
+            if (rc == TFC_OK) {
+                rc = report(tfc_transport_recv_wait(T, req[r % 2], 60000, NULL, &ERR));
+                if (rc != TFC_ERR_DEADLINE_EXCEEDED) req[r % 2] = NULL; /* finished */
+            }
             if (r == 0) start = now_s();
         }
+        for (int i = 0; i < 2; ++i) tfc_transport_recv_abandon(T, req[i]);
         if (rc == TFC_OK) printf("seconds %.9f\n", now_s() - start);
-        free(data);
+        free(data[0]), free(data[1]);
     } else if (strcmp(cmd, "raw_listen") == 0) {
         struct sockaddr_in a;
         memset(&a, 0, sizeof a);
@@ -383,6 +432,7 @@ int main(void) {
         fflush(stdout);
     }
     free(line);
+    for (int i = 0; i < MAX_POSTED; ++i) tfc_transport_recv_abandon(T, POSTED[i]);
     tfc_transport_destroy(T);
     if (raw_listen_fd >= 0) close(raw_listen_fd);
     return 0;

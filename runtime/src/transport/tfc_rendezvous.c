@@ -136,6 +136,66 @@ static void wait_until(tfc_transport *t, int64_t deadline_ms) {
     pthread_cond_timedwait(&t->cond, &t->lock, &ts);
 }
 
+/* A recv in the table. `entry.key` is the caller's key (tfc_transport_recv) or key_copy. */
+struct tfc_transport_request {
+    tfc_entry entry;
+    char *key_copy;
+};
+
+/* Wait (t->lock held, released on return) until the request is filled, the deadline passes
+ * (TFC_ERR_DEADLINE_EXCEEDED: the request stays posted, *finished = 0) or the transport is
+ * cancelled. Otherwise the request is out of the table and *finished = 1. */
+static int await_request(tfc_transport *t, tfc_transport_request *req, int64_t deadline,
+                         int64_t timeout_ms, int64_t *step_out, tfc_error *err, int *finished) {
+    tfc_entry *e = &req->entry;
+    *finished = 1;
+    for (;;) {
+        if (e->state == ENTRY_DONE) {
+            tfc_rendezvous_unlink(t, e);
+            pthread_mutex_unlock(&t->lock);
+            if (step_out != NULL) *step_out = e->got_step;
+            return TFC_OK;
+        }
+        if (e->state == ENTRY_POSTED) {
+            tfc_entry *a = tfc_rendezvous_find(t, ENTRY_ARRIVED, e->key, e->step);
+            if (a != NULL) {
+                tfc_rendezvous_unlink(t, a);
+                tfc_rendezvous_unlink(t, e);
+                pthread_mutex_unlock(&t->lock);
+                return deliver(a, e->want, step_out, err);
+            }
+            if (tfc_transport_flag(&t->cancelled)) {
+                tfc_rendezvous_unlink(t, e);
+                pthread_mutex_unlock(&t->lock);
+                return tfc_transport_fail(err, TFC_ERR_CANCELLED, "transport recv '%s': cancelled",
+                                          e->key);
+            }
+            if (deadline >= 0 && tfc_wire_now_ms() >= deadline) {
+                pthread_mutex_unlock(&t->lock);
+                *finished = 0;
+                return tfc_transport_fail(err, TFC_ERR_DEADLINE_EXCEEDED,
+                                          "transport recv '%s' at step %" PRId64
+                                          ": nothing arrived within %" PRId64 " ms",
+                                          e->key, e->step, timeout_ms);
+            }
+        }
+        /* while a reader fills the buffer, wait for it whatever the deadline: it ends within
+         * io_timeout_ms, and the buffer must not be handed back while it is being written */
+        wait_until(t, e->state == ENTRY_FILLING ? -1 : deadline);
+    }
+}
+
+static void post_request(tfc_transport *t, tfc_transport_request *req, const char *key,
+                         int64_t step, tfc_transport_tensor *tensor) {
+    memset(&req->entry, 0, sizeof req->entry);
+    req->entry.key = key;
+    req->entry.step = step;
+    req->entry.state = ENTRY_POSTED;
+    req->entry.want = tensor;
+    pthread_mutex_lock(&t->lock);
+    tfc_rendezvous_append(t, &req->entry);
+}
+
 int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
                        tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
                        tfc_error *err) {
@@ -145,50 +205,65 @@ int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
     if (rc == TFC_OK) rc = check_want(tensor, err);
     if (rc != TFC_OK) return rc;
     int64_t deadline = timeout_ms < 0 ? -1 : tfc_wire_now_ms() + timeout_ms;
-    tfc_entry posted; /* on this stack: unlinked before return */
-    int is_posted = 0;
-    pthread_mutex_lock(&t->lock);
-    for (;;) {
-        if (is_posted && posted.state == ENTRY_DONE) {
-            tfc_rendezvous_unlink(t, &posted);
-            pthread_mutex_unlock(&t->lock);
-            if (step_out != NULL) *step_out = posted.got_step;
-            return TFC_OK;
-        }
-        if (!is_posted || posted.state == ENTRY_POSTED) {
-            tfc_entry *a = tfc_rendezvous_find(t, ENTRY_ARRIVED, key, step);
-            if (a != NULL) {
-                tfc_rendezvous_unlink(t, a);
-                if (is_posted) tfc_rendezvous_unlink(t, &posted);
-                pthread_mutex_unlock(&t->lock);
-                return deliver(a, tensor, step_out, err);
-            }
-            int cancelled = tfc_transport_flag(&t->cancelled);
-            if (cancelled || (deadline >= 0 && tfc_wire_now_ms() >= deadline)) {
-                if (is_posted) tfc_rendezvous_unlink(t, &posted);
-                pthread_mutex_unlock(&t->lock);
-                if (cancelled)
-                    return tfc_transport_fail(err, TFC_ERR_CANCELLED,
-                                              "transport recv '%s': cancelled", key);
-                return tfc_transport_fail(err, TFC_ERR_DEADLINE_EXCEEDED,
-                                          "transport recv '%s' at step %" PRId64
-                                          ": nothing arrived within %" PRId64 " ms",
-                                          key, step, timeout_ms);
-            }
-            if (!is_posted) {
-                memset(&posted, 0, sizeof posted);
-                posted.key = key;
-                posted.step = step;
-                posted.state = ENTRY_POSTED;
-                posted.want = tensor;
-                tfc_rendezvous_append(t, &posted);
-                is_posted = 1;
-            }
-        }
-        /* while a reader fills the buffer, wait for it whatever the deadline: it ends within
-         * io_timeout_ms, and the buffer must not be handed back while it is being written */
-        wait_until(t, posted.state == ENTRY_FILLING ? -1 : deadline);
+    tfc_transport_request req; /* on this stack: out of the table before return */
+    req.key_copy = NULL;
+    post_request(t, &req, key, step, tensor);
+    int finished;
+    rc = await_request(t, &req, deadline, timeout_ms, step_out, err, &finished);
+    if (!finished) {
+        pthread_mutex_lock(&t->lock);
+        tfc_rendezvous_unlink(t, &req.entry); /* POSTED: no reader holds it */
+        pthread_mutex_unlock(&t->lock);
     }
+    return rc;
+}
+
+int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
+                            tfc_transport_tensor *tensor, tfc_transport_request **req,
+                            tfc_error *err) {
+    if (t == NULL || req == NULL)
+        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+                                  "transport recv_post: t or req is NULL");
+    *req = NULL;
+    int rc = check_key(key, "recv_post", err);
+    if (rc == TFC_OK) rc = check_want(tensor, err);
+    if (rc != TFC_OK) return rc;
+    size_t n = strlen(key) + 1;
+    tfc_transport_request *r = (tfc_transport_request *)TFC_MALLOC(sizeof *r);
+    char *copy = (char *)TFC_MALLOC(n);
+    if (r == NULL || copy == NULL) {
+        TFC_FREE(r), TFC_FREE(copy);
+        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport recv_post: out of memory");
+    }
+    memcpy(copy, key, n);
+    r->key_copy = copy;
+    post_request(t, r, copy, step, tensor);
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    *req = r;
+    return TFC_OK;
+}
+
+int tfc_transport_recv_wait(tfc_transport *t, tfc_transport_request *req, int64_t timeout_ms,
+                            int64_t *step_out, tfc_error *err) {
+    if (t == NULL || req == NULL)
+        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+                                  "transport recv_wait: t or req is NULL");
+    int64_t deadline = timeout_ms < 0 ? -1 : tfc_wire_now_ms() + timeout_ms;
+    int finished;
+    pthread_mutex_lock(&t->lock);
+    int rc = await_request(t, req, deadline, timeout_ms, step_out, err, &finished);
+    if (finished) TFC_FREE(req->key_copy), TFC_FREE(req);
+    return rc;
+}
+
+void tfc_transport_recv_abandon(tfc_transport *t, tfc_transport_request *req) {
+    if (t == NULL || req == NULL) return;
+    pthread_mutex_lock(&t->lock);
+    while (req->entry.state == ENTRY_FILLING) pthread_cond_wait(&t->cond, &t->lock);
+    tfc_rendezvous_unlink(t, &req->entry);
+    pthread_mutex_unlock(&t->lock);
+    TFC_FREE(req->key_copy), TFC_FREE(req);
 }
 
 int tfc_transport_poll(tfc_transport *t, const char *const *keys, int n, int64_t step,
