@@ -75,7 +75,10 @@ def _accuracy(ckpt: Path) -> float:
     return float(np.mean(np.argmax(x, axis=1) == y))
 
 
-def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path):
+@pytest.mark.parametrize("n_ps", [1, 2])
+def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path, n_ps):
+    """Data parallel (and, with 2 ps tasks, the variables sharded over them by layer): the
+    weights after 10 steps are those of one process training on the global batch."""
     tmp, rows, dist = build
     single = tfc_compile(MODEL, tmp / "single", batch=2 * B, target="generic")
     steps = ["--steps", "10", "--save-every", "0"]
@@ -83,23 +86,33 @@ def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path
         [str(single.train), "--data", str(rows), "--checkpoint-dir", str(tmp_path / "one"),
          *steps], check=True, timeout=TIMEOUT, capture_output=True,
     )  # fmt: skip
-    ps, workers = _cluster(2)
+    ports = free_ports(n_ps + 2)
+    ps = [f"127.0.0.1:{p}" for p in ports[:n_ps]]
+    workers = [f"127.0.0.1:{p}" for p in ports[n_ps:]]
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps({"ps": ps, "worker": workers}))
-    common = [str(dist / "train"), *steps, "--data", str(rows), "--timeout-ms", "2000"]
-    tf_config = {"cluster": {"ps": ps, "worker": workers}, "task": {"type": "ps", "index": 0}}
-    _run_all(
-        [
-            # the ps from TF_CONFIG, the workers from the ranks mpirun and SLURM set
-            [*common, "--checkpoint-dir", str(tmp_path / "dist")],
-            [*common, "--cluster", str(cluster)],
-            [*common, "--cluster", str(cluster)],
-        ],
-        [{"TF_CONFIG": json.dumps(tf_config)}, {"OMPI_COMM_WORLD_RANK": "1"},
-         {"SLURM_PROCID": "2"}],
-    )  # fmt: skip
+    if n_ps > 1:
+        dist = tfc_compile(MODEL, tmp / "dist2", batch=B, target="generic", cluster=cluster)
+        dist = dist.outdir
+    common = [str(dist / "train"), *steps, "--data", str(rows), "--timeout-ms", "2000",
+              "--checkpoint-dir", str(tmp_path / "dist")]  # fmt: skip
+    if n_ps == 1:  # the ps from TF_CONFIG, the workers from the ranks mpirun and SLURM set
+        tf_config = {"cluster": {"ps": ps, "worker": workers}, "task": {"type": "ps", "index": 0}}
+        commands = [common, [*common, "--cluster", str(cluster)],
+                    [*common, "--cluster", str(cluster)]]  # fmt: skip
+        envs = [{"TF_CONFIG": json.dumps(tf_config)}, {"OMPI_COMM_WORLD_RANK": "1"},
+                {"SLURM_PROCID": "2"}]  # fmt: skip
+    else:
+        commands = [[*common, "--cluster", str(cluster), "--job", job, "--task", str(i)]
+                    for job, n in (("ps", n_ps), ("worker", 2)) for i in range(n)]  # fmt: skip
+        envs = [{}] * len(commands)
+    _run_all(commands, envs)
     want, _ = read_safetensors(tmp_path / "one" / "model.ckpt-10.safetensors")
-    got, _ = read_safetensors(tmp_path / "dist" / "ps-0" / "model.ckpt-10.safetensors")
+    got = {}
+    for k in range(n_ps):
+        shard, _ = read_safetensors(tmp_path / "dist" / f"ps-{k}" / "model.ckpt-10.safetensors")
+        assert shard and not set(shard) & set(got)  # each variable on exactly one ps task
+        got.update(shard)
     assert set(got) == set(want)
     assert int(got["global_step"]) == 10
     for name in want:
