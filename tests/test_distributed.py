@@ -166,6 +166,7 @@ def test_async_reaches_target_accuracy(build, tmp_path):
     rc, launcher = _launch(dist, [
         "--async", "--data", str(rows), "--steps", "800", "--log-every", "100",
         "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
+        "--wire-dtype", "bfloat16",  # the whitepaper's lossy 16-bit transfers
     ])  # fmt: skip
     assert rc == 0, "\n".join(launcher.lines[-30:])
     _check_checkpoints(tmp_path / "ck" / "ps-0", 800)
@@ -240,3 +241,38 @@ def test_whitepaper_style_sample_end_to_end():
     line = proc.stdout.strip().splitlines()[-1]
     assert line.startswith("synchronous, 1 ps + 2 workers, 300 steps: held-out accuracy ")
     assert float(line.rsplit(" ", 1)[1]) >= 0.9
+
+
+def test_launch_stops_every_task_on_ctrl_c(build, tmp_path):
+    import re
+    import signal
+
+    _, rows, dist = build
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfc.cli", "launch", str(dist), "--ps", "1", "--workers", "2",
+         "--", "--data", str(rows), "--steps", "100000000", "--log-every", "1000"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    lines, pids = [], []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if m := re.search(r"started (\S+) \(pid (\d+)\)", line):
+                pids.append(int(m.group(2)))
+            if "global_step" in line and "[launch]" in line and len(pids) == 3:
+                break
+        assert len(pids) == 3, "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, "".join(lines) + out
+    assert "interrupted; stopping every task" in out
+    for pid in pids:  # reaped: no process, not even a zombie, is left
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
