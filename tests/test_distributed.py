@@ -4,6 +4,7 @@ and training survives a SIGKILLed worker or ps. Every process has a timeout and 
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,6 +175,20 @@ def test_async_reaches_target_accuracy(build, tmp_path):
     assert any("[worker:1]" in line for line in launcher.lines)
 
 
+def test_backup_workers_late_gradients_are_dropped(build, tmp_path):
+    _, rows, dist = build
+    rc, launcher = _launch(dist, [
+        "--sync", "--replicas-to-aggregate", "2", "--data", str(rows), "--steps", "600",
+        "--log-every", "100", "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
+    ], workers=3)  # fmt: skip
+    log = "\n".join(launcher.lines[-30:])
+    assert rc == 0, log
+    done = next(line for line in launcher.lines if "ps:0: done at step 600" in line)
+    assert int(re.search(r"\((\d+) late gradient sets dropped\)", done).group(1)) > 0, log
+    _check_checkpoints(tmp_path / "ck" / "ps-0", 600)
+    assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-600.safetensors") >= 0.9
+
+
 @pytest.mark.parametrize("victim", [("worker", 1), ("ps", 0)])
 def test_training_survives_a_killed_task(build, tmp_path, victim):
     _, rows, dist = build
@@ -205,7 +220,7 @@ def test_mpirun_starts_one_ps_and_two_workers(build, tmp_path):
         capture_output=True, text=True, timeout=TIMEOUT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ps:0: done at step 100" in proc.stdout
+    assert "ps:0: done at step 100 " in proc.stdout
     assert "worker:1: done" in proc.stdout
     _check_checkpoints(tmp_path / "ck" / "ps-0", 100)
 
@@ -244,7 +259,6 @@ def test_whitepaper_style_sample_end_to_end():
 
 
 def test_launch_stops_every_task_on_ctrl_c(build, tmp_path):
-    import re
     import signal
 
     _, rows, dist = build

@@ -643,6 +643,7 @@ static int ps_main(task_ctx *c) {
     const char **keys = calloc((size_t)(2 * n), sizeof(char *));
     const char **rotated = calloc((size_t)(2 * n), sizeof(char *));
     int rotation = 0;
+    int64_t dropped = 0;
     char *keybuf = calloc((size_t)(2 * n), TFC_TRANSPORT_MAX_KEY);
     int *have = calloc((size_t)(m->n_links + 1), sizeof(int));
     unsigned char *done = calloc((size_t)n, 1);
@@ -744,7 +745,10 @@ static int ps_main(task_ctx *c) {
                 fprintf(stderr, "%s: gradients of worker %d: %s\n", c->name, idx, msg);
                 continue;
             }
-            if (o->sync && (got != p.step || done[idx])) continue; /* late or stale: dropped */
+            if (o->sync && (got != p.step || done[idx])) { /* late or stale: dropped */
+                ++dropped;
+                continue;
+            }
             done[idx] = 1;
             rotation = (idx + 1) % n;
             if (o->sync) ps_accumulate(&p, count == 0);
@@ -775,7 +779,8 @@ static int ps_main(task_ctx *c) {
     }
     if (ps_save(&p, &err)) goto out;
     ps_serve(&p, -1, 1, &err);
-    printf("%s: done at step %" PRId64 "\n", c->name, p.step);
+    printf("%s: done at step %" PRId64 " (%" PRId64 " late gradient sets dropped)\n", c->name,
+           p.step, dropped);
     fflush(stdout);
     status = 0;
     goto out;
