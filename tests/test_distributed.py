@@ -290,3 +290,58 @@ def test_launch_stops_every_task_on_ctrl_c(build, tmp_path):
     for pid in pids:  # reaped: no process, not even a zombie, is left
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _signatures_with(place_model):
+    import tfc as tf
+
+    def signatures():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        y = tf.placeholder(tf.int64, [None], name="y")
+        with place_model():
+            w = tf.Variable(tf.zeros([4, 3]), name="W")
+            loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=tf.matmul(x, w))
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        return {"train": {"inputs": {"features": x, "labels": y}, "loss": loss,
+                          "train_op": train}}  # fmt: skip
+
+    return signatures
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [
+        ("/job:worker/task:0", r"variables \['W'\] are on the worker; place variables on /job:ps"),
+        ("/gpu:0", r"placed on /job:ps/replica:0/task:0/device:GPU:0 \(op 'W'\)"),
+        ("/job:worker/task:1", r"an op is placed on /job:worker/replica:0/task:1"),
+        ("/job:ps/task:3", r"placed on /job:ps/replica:0/task:3.*job 'ps' has 1 task"),
+    ],
+)
+def test_distributed_compile_errors_name_the_problem(tmp_path, device, message):
+    import tfc as tf
+    from tfc.aot import ModelError
+
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ["h:1"], "worker": ["h:2", "h:3"]}))
+    with pytest.raises(ModelError, match=message):
+        tfc_compile(_signatures_with(lambda: tf.device(device)), tmp_path / "out",
+                    cluster=cluster, build=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{", "not JSON"),
+        ('{"ps": ["a:1"]}', '"worker" must be a non-empty list'),
+        ('{"ps": ["a"], "worker": ["b:2"]}', '"ps" must be a non-empty list of "host:port"'),
+        ('{"ps": ["a:1"], "worker": ["b:2"], "evaluator": ["c:3"]}', "unknown job"),
+    ],
+)
+def test_cluster_files_are_checked(text, message):
+    from tfc.aot import ModelError
+    from tfc.aot.distributed import Cluster
+
+    with pytest.raises(ModelError, match=message):
+        Cluster.from_json(text, "cluster.json")
+    tf_config = {"cluster": {"ps": ["a:1"], "worker": ["b:2"]}, "task": {"type": "ps"}}
+    assert Cluster.from_json(json.dumps(tf_config)).worker == ["b:2"]
