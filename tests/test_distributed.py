@@ -345,3 +345,68 @@ def test_cluster_files_are_checked(text, message):
         Cluster.from_json(text, "cluster.json")
     tf_config = {"cluster": {"ps": ["a:1"], "worker": ["b:2"]}, "task": {"type": "ps"}}
     assert Cluster.from_json(json.dumps(tf_config)).worker == ["b:2"]
+
+
+def _row_partitioned_model():
+    import tfc as tf
+
+    tf.set_random_seed(5)
+    x = tf.placeholder(tf.float32, [None, 64], name="x")
+    y = tf.placeholder(tf.int64, [None], name="y")
+    w = tf.get_variable("hidden/W", [64, 32], partitioner=tf.fixed_size_partitioner(2))
+    b = tf.get_variable("hidden/b", [32], initializer=tf.zeros_initializer())
+    v = tf.get_variable("out/W", [32, 10])
+    logits = tf.matmul(tf.nn.relu(tf.matmul(x, w) + b), v)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+    step = tf.train.get_or_create_global_step()
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step)
+    return {"train": {"inputs": {"features": x, "labels": y}, "loss": loss, "train_op": train}}
+
+
+def test_a_variable_split_by_rows_over_two_ps_tasks_trains_as_one_process(build, tmp_path):
+    tmp, rows, _ = build
+    ports = free_ports(4)
+    ps = [f"127.0.0.1:{p}" for p in ports[:2]]
+    workers = [f"127.0.0.1:{p}" for p in ports[2:]]
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ps, "worker": workers}))
+    kw = dict(target="generic", name="partitioned")
+    single = tfc_compile(_row_partitioned_model, tmp / "part1", batch=2 * B, **kw)
+    dist = tfc_compile(_row_partitioned_model, tmp / "part2", batch=B, cluster=cluster, **kw)
+    steps = ["--steps", "10", "--save-every", "0", "--data", str(rows)]
+    subprocess.run([str(single.train), *steps, "--checkpoint-dir", str(tmp_path / "one")],
+                   check=True, timeout=TIMEOUT, capture_output=True)  # fmt: skip
+    _run_all(
+        [[str(dist.outdir / "train"), *steps, "--cluster", str(cluster), "--job", job, "--task",
+          str(i), "--checkpoint-dir", str(tmp_path / "dist")]
+         for job, i in (("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1))],
+        [{}] * 4,
+    )  # fmt: skip
+    want, _ = read_safetensors(tmp_path / "one" / "model.ckpt-10.safetensors")
+    shards = [read_safetensors(tmp_path / "dist" / f"ps-{k}" / "model.ckpt-10.safetensors")[0]
+              for k in range(2)]  # fmt: skip
+    assert "hidden/W/part_0" in shards[0] and "hidden/W/part_1" in shards[1]
+    got = {**shards[0], **shards[1]}
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_fixed_size_partitioner_splits_rows_as_tensorflow():
+    import tfc as tf
+
+    x = tf.placeholder(tf.float32, [4, 5])
+    w = tf.get_variable("W", [5, 3], partitioner=tf.fixed_size_partitioner(2))
+    assert [v.op.name for v in w] == ["W/part_0", "W/part_1"]
+    assert [v.shape.as_list() for v in w] == [[3, 3], [2, 3]]  # the first shards get the extra
+    assert len(tf.get_variable("V", [1, 4], partitioner=tf.fixed_size_partitioner(3))) == 1
+    y = tf.reduce_sum(tf.matmul(x, w) * np.arange(3, dtype=np.float32))
+    grads = tf.gradients(y, list(w))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        xv = np.random.default_rng(0).normal(size=(4, 5)).astype(np.float32)
+        full = np.concatenate(sess.run(list(w)))
+        got_y, g0, g1 = sess.run([y, *grads], {x: xv})
+    np.testing.assert_allclose(got_y, np.sum(xv @ full * np.arange(3)), rtol=1e-5)
+    want = np.outer(xv.sum(axis=0), np.arange(3))
+    np.testing.assert_allclose(np.concatenate([g0, g1]), want, rtol=1e-5, atol=1e-6)
