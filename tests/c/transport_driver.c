@@ -13,8 +13,9 @@
  *   bench_send PEER BYTES REPS / bench_recv BYTES REPS  -> "seconds S" (receiver, after rep 0)
  *   raw_listen / raw_accept BYTES REPS / raw_send HOST:PORT BYTES REPS: plain TCP, the peer
  *   selftest                           -> known vectors of CRC32C, SHA-256, HMAC-SHA256
- *   crc HEX | hmac KEYHEX DATAHEX | f16 HEX | bf16 HEX  (HEX of float32 in, of uint16 out)
- *   widen16 f16|bf16 HEX               -> HEX of float32
+ *   crc HEX | hmac KEYHEX DATAHEX | f16 HEX | f16_portable HEX | bf16 HEX
+ *                                      (HEX of float32 in, of uint16 out)
+ *   widen16 f16|f16_portable|bf16 HEX  -> HEX of float32 (f16_portable: never F16C)
  * Errors: "ERR CODE MESSAGE". Everything the transport logs goes to stderr. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -122,17 +123,23 @@ static void stress_tensor(int k, int64_t step, float *buf, tfc_transport_tensor 
 
 static int raw_listen_fd = -1;
 
+static uint8_t next_byte(uint32_t *seed) {
+    *seed = *seed * 1103515245u + 12345u;
+    return (uint8_t)(*seed >> 16);
+}
+
 static int selftest(void) {
     /* CRC32C check value (RFC 3720's iSCSI test: "123456789"), 32 zero bytes (RFC 3720 B.4) */
     uint8_t zeros[32] = {0}, buf[4099];
     if (tfc_crc32c(0, "123456789", 9) != 0xE3069283u) return printf("bad crc32c check\n"), 1;
     if (tfc_crc32c(0, zeros, 32) != 0x8A9136AAu) return printf("bad crc32c zeros\n"), 1;
     uint32_t seed = 1;
-    for (size_t i = 0; i < sizeof buf; ++i) buf[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    for (size_t i = 0; i < sizeof buf; ++i) buf[i] = next_byte(&seed);
     for (size_t off = 0; off < 9; ++off)
         for (size_t n = 0; n < 300; n += 7) {
             uint32_t a = tfc_crc32c(0, buf + off, n), b = tfc_crc32c_portable(0, buf + off, n);
-            uint32_t split = tfc_crc32c(tfc_crc32c(0, buf + off, n / 3), buf + off + n / 3, n - n / 3);
+            uint32_t head = tfc_crc32c(0, buf + off, n / 3);
+            uint32_t split = tfc_crc32c(head, buf + off + n / 3, n - n / 3);
             if (a != b || a != split) return printf("crc32c paths differ at %zu+%zu\n", off, n), 1;
         }
     for (size_t off = 0; off < 9; ++off) /* each SIMD path's loop, fold-down and tail */
@@ -142,7 +149,7 @@ static int selftest(void) {
         }
     size_t big = 3 * 8192 * 2 + 3 * 256 + 77;
     uint8_t *large = (uint8_t *)malloc(big + 8);
-    for (size_t i = 0; i < big + 8; ++i) large[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    for (size_t i = 0; i < big + 8; ++i) large[i] = next_byte(&seed);
     for (size_t off = 0; off < 8; off += 3)
         for (size_t n = big - 3 * 8192; n <= big; n += 3 * 8192 / 2 + 13)
             if (tfc_crc32c(0, large + off, n) != tfc_crc32c_portable(0, large + off, n)) {
@@ -358,7 +365,8 @@ static int command(char *line) {
         inet_pton(AF_INET, host, &a.sin_addr);
         int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return printf("ERR -1 raw connect\n"), 0;
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+            return printf("ERR -1 raw connect\n"), 0;
         size_t bytes = (size_t)atoll(argv[2]);
         int reps = atoi(argv[3]);
         char *buf = (char *)malloc(bytes);
@@ -387,13 +395,16 @@ static int command(char *line) {
         print_hex(mac, 32);
         printf("\n");
         free(key), free(data);
-    } else if ((strcmp(cmd, "f16") == 0 || strcmp(cmd, "bf16") == 0) && argc == 2) {
+    } else if ((strcmp(cmd, "f16") == 0 || strcmp(cmd, "bf16") == 0 ||
+                strcmp(cmd, "f16_portable") == 0) &&
+               argc == 2) {
         size_t n;
         uint8_t *data = from_hex(argv[1], &n);
         uint16_t *out = (uint16_t *)malloc(n / 2 + 2);
         float *in = (float *)malloc(n + 4);
         memcpy(in, data, n);
-        if (cmd[0] == 'f') tfc_transport_f32_to_f16(in, out, (int64_t)n / 4);
+        if (strcmp(cmd, "f16") == 0) tfc_transport_f32_to_f16(in, out, (int64_t)n / 4);
+        else if (cmd[0] == 'f') tfc_transport_f32_to_f16_portable(in, out, (int64_t)n / 4);
         else tfc_transport_f32_to_bf16(in, out, (int64_t)n / 4);
         print_hex(out, n / 2);
         printf("\n");
@@ -404,7 +415,8 @@ static int command(char *line) {
         uint16_t *in = (uint16_t *)malloc(n + 2);
         float *out = (float *)malloc(2 * n + 4);
         memcpy(in, data, n);
-        if (argv[1][0] == 'f') tfc_transport_f16_to_f32(in, out, (int64_t)n / 2);
+        if (strcmp(argv[1], "f16") == 0) tfc_transport_f16_to_f32(in, out, (int64_t)n / 2);
+        else if (argv[1][0] == 'f') tfc_transport_f16_to_f32_portable(in, out, (int64_t)n / 2);
         else tfc_transport_bf16_to_f32(in, out, (int64_t)n / 2);
         print_hex(out, 2 * n);
         printf("\n");
