@@ -78,20 +78,28 @@ static void print_dims(const tfc_transport_tensor *x) {
     for (int i = 0; i < x->rank; ++i) printf(i ? ",%" PRId64 : "%" PRId64, x->dims[i]);
 }
 
+static int nibble(char c) {
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
 static uint8_t *from_hex(const char *hex, size_t *n) {
     size_t len = strlen(hex) / 2;
     uint8_t *out = (uint8_t *)malloc(len ? len : 1);
-    for (size_t i = 0; i < len; ++i) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        out[i] = (uint8_t)v;
-    }
+    for (size_t i = 0; i < len; ++i)
+        out[i] = (uint8_t)(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
     *n = len;
     return out;
 }
 
 static void print_hex(const void *data, size_t n) {
-    for (size_t i = 0; i < n; ++i) printf("%02x", ((const uint8_t *)data)[i]);
+    static const char digits[] = "0123456789abcdef";
+    char *text = (char *)malloc(2 * n + 1);
+    for (size_t i = 0; i < n; ++i) {
+        text[2 * i] = digits[((const uint8_t *)data)[i] >> 4];
+        text[2 * i + 1] = digits[((const uint8_t *)data)[i] & 15];
+    }
+    fwrite(text, 1, 2 * n, stdout);
+    free(text);
 }
 
 static void print_tensor(const tfc_transport_tensor *x, int64_t step) {
@@ -216,7 +224,7 @@ static int command(char *line) {
         memset(&x, 0, sizeof x);
         x.dtype = dtype_of(argv[3]);
         parse_dims(argv[4], &x);
-        x.nbytes = 1 << 20;
+        x.nbytes = 16 << 20; /* up to 16 MB: several wire chunks */
         x.data = malloc((size_t)x.nbytes);
         int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]), got;
         if (report(tfc_transport_recv(T, argv[1], step, &x, atoll(argv[5]), &got, &ERR)) ==
@@ -307,6 +315,8 @@ static int command(char *line) {
         int reps = atoi(argv[2]), rc = TFC_OK;
         /* two buffers: the recv of step r + 1 is posted before step r is waited for */
         float *data[2] = {(float *)malloc((size_t)bytes), (float *)malloc((size_t)bytes)};
+        memset(data[0], 0, (size_t)bytes); /* page faults are no part of the measurement */
+        memset(data[1], 0, (size_t)bytes);
         tfc_transport_tensor x[2] = {{TFC_DTYPE_F32, 1, {bytes / 4}, data[0], bytes},
                                      {TFC_DTYPE_F32, 1, {bytes / 4}, data[1], bytes}};
         tfc_transport_request *req[2] = {NULL, NULL};
@@ -341,6 +351,7 @@ static int command(char *line) {
         size_t bytes = (size_t)atoll(argv[1]);
         int reps = atoi(argv[2]);
         char *buf = (char *)malloc(bytes);
+        memset(buf, 0, bytes);
         double start = 0;
         for (int r = 0; r < reps; ++r) {
             for (size_t got = 0; got < bytes;) {

@@ -13,7 +13,7 @@
 #define TFC_WIRE_VERSION 1
 #define TFC_WIRE_HEADER_BYTES 32
 #define TFC_WIRE_NONCE_BYTES 32
-#define TFC_WIRE_CHUNK (256 * 1024) /* payload bytes checksummed (and converted) per step */
+#define TFC_WIRE_CHUNK (1024 * 1024) /* payload bytes checksummed (and converted) per step */
 #define TFC_WIRE_WAKE_MS 100
 
 /* The fixed part of a frame, decoded. */

@@ -251,8 +251,9 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
                 tfc_transport_f32_to_bf16(from, to, (int64_t)chunk / 2);
             out = p->staging;
         }
-        crc = tfc_crc32c(crc, out, chunk);
+        /* the checksum after the send: the kernel's copy brought the chunk into the cache */
         io = tfc_wire_write_flags(p->fd, out, chunk, t->io_timeout_ms, &t->cancelled, 1);
+        crc = tfc_crc32c(crc, out, chunk);
         off += chunk;
     }
     uint8_t tail[4];

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -214,9 +215,19 @@ __attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *
     tfc_transport_f16_to_f32_portable(src + i, dst + i, n - i);
 }
 
+/* CPUID: F16C, AVX and OSXSAVE, and the OS saves the YMM registers (XGETBV); asked once. */
 static int has_f16c(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    static int known = -1;
+    int has = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (has < 0) {
+        unsigned a, b, c, d, lo = 0, hi = 0;
+        has = __get_cpuid(1, &a, &b, &c, &d) && (c & (7u << 27)) == (7u << 27);
+        if (has) __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        (void)hi;
+        has = has && (lo & 6u) == 6u;
+        __atomic_store_n(&known, has, __ATOMIC_RELAXED);
+    }
+    return has;
 }
 #define TFC_WIRE_F16C 1
 #endif
