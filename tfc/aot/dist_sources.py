@@ -161,6 +161,7 @@ def dist_sources(plan: DistributedPlan) -> dict[str, str]:
 
 def render_dist_makefile(plan: DistributedPlan, cflags: list[str]) -> str:
     return get_template("c/Makefile.j2").render(
+        cuda=None,  # distributed programs are C (compile refuses GPUs in a cluster)
         version=__version__,
         name=plan.name,
         cflags=" ".join([*cflags, "-pthread"]),
