@@ -87,12 +87,62 @@ def _matmul(kernel: Kernel) -> dict:
     return {"cuda_gemm": "tfc_cuda_" + kernel.data["gemm"].removeprefix("tfc_")}
 
 
+# -- convolutions (ops/conv.py's "conv2d" kernels: a tfc_conv.h function and its plan) --------
+CONV_THREADS_WANTED = 1 << 16  # backprop filter: split the pixel sum until this many threads
+CONV_MIN_PIXELS = 16  # ... but give each thread at least this many pixels
+CONV_PART_CAP = 1 << 22  # ... and keep its partial sums (static device memory) this small
+
+
+def _conv2d(kernel: Kernel) -> dict:
+    """The sizes of the plan as template data, the op kind ("forward", "input", "filter") from
+    the tfc_conv.h function the C kernel calls, and the thread grid of that kind."""
+    from tfc.ops.conv import _CONV_FUNCTIONS
+    from tfc.ops.conv_algo import PLAN_FIELDS
+
+    values = [int(v) for v in kernel.data["plan"].split(",")]
+    g = dict(zip(PLAN_FIELDS, values, strict=True))
+    function = kernel.data["function"]
+    kind = next(k for k, f in _CONV_FUNCTIONS.items() if function.startswith(f + "_"))
+    data: dict = dict(g)
+    data.update(kind=kind, ctype=kernel.params[0].ctype)
+    data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
+    if kind == "filter":
+        total = g["k_h"] * g["k_w"] * g["in_c"] * g["out_c"]
+        count = g["batch"] * g["out_h"] * g["out_w"]
+        chunks = min(
+            -(-CONV_THREADS_WANTED // total),
+            -(-count // CONV_MIN_PIXELS),
+            max(1, CONV_PART_CAP // total),
+        )
+        chunks = max(1, chunks)
+        per_chunk = -(-count // chunks)
+        chunks = -(-count // per_chunk)  # no empty chunk
+        taps = [g["k_h"], g["k_w"], g["in_c"], g["out_c"]]
+        data.update(
+            unravel=unravel("f", taps, ["kh", "kw", "ci", "co"]),
+            count=count,
+            chunks=chunks,
+            per_chunk=per_chunk,
+            filter_size=total,
+            finish=_grid(total, THREADS),
+            **_grid(total * chunks, THREADS),
+        )
+        return data
+    if kind == "forward":
+        bounds, names = [g["batch"], g["out_h"], g["out_w"], g["out_c"]], ["n", "oh", "ow", "co"]
+    else:
+        bounds, names = [g["batch"], g["in_h"], g["in_w"], g["in_c"]], ["n", "ih", "iw", "ci"]
+    data.update(unravel=unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS))
+    return data
+
+
 _ADAPTERS = {
     "loop": _loop,
     "reduce": _reduce,
     "matmul": _matmul,
     "softmax": _rows,
     "sparse_xent": _rows,
+    "conv2d": _conv2d,
 }
 
 
