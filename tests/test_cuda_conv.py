@@ -11,14 +11,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from typing import Any
 
 import numpy as np
 import pytest
 from test_ops_conv import (
     CONVS,
+    POOLS,
+    avg_pool_grad_np,
+    avg_pool_np,
     conv2d_filter_grad_np,
     conv2d_input_grad_np,
     conv2d_np,
+    max_pool_grad_grad_np,
     out_shape,
     tol,
 )
@@ -38,6 +43,7 @@ NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
 GPU_OK, GPU_WHY = gpu_status()
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+POOL_OPS = ("AvgPool", "AvgPoolGrad", "MaxPoolGradGrad")
 RNG = np.random.default_rng(4242)
 
 
@@ -69,31 +75,33 @@ def _case(name, dtype, algorithm=None):
     return graph, fetches, feeds, want
 
 
-def _conv_kernels(graph, fetches, feeds):
-    """{op type: its Kernel} of the program a GPU session compiles for `fetches`."""
+def _kernels(graph, fetches, feeds, ops):
+    """{op type: its Kernel} of the ops of type `ops` in the program a GPU session compiles."""
     request = RunRequest(graph, fetches, feeds)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     lowered = lower_program(run_passes(program, pipeline([])), name="conv")
-    return {s.op: s.kernels[0].kernel for s in lowered.steps if s.op in CONV_OPS}
+    return {s.op: s.kernels[0].kernel for s in lowered.steps if s.op in ops}
 
 
-def _harness(kernels: list[tuple[str, object]]) -> str:
-    """A host program running each kernel's emulation on the files <dir>/<name>.x0, .x1."""
+def _harness(kernels: list[tuple[str, Any]]) -> str:
+    """A host program running each kernel's emulation on the files <dir>/<name>.x0 (.x1), and
+    writing its output over <dir>/<name>.y (a scratch parameter gets NULL: it is not read)."""
     parts = ["#include <stdlib.h>", '#include "tfc_cuda.h"', ""]
     calls = []
     for name, kernel in kernels:
         parts.append(render_kernel(kernel, CUDA, name=name))
         t = kernel.params[0].ctype
-        scratch = ", NULL" if len(kernel.params) > 3 else ""
-        calls.append(
-            f"    {{\n        (void)&{name};\n        size_t n;\n"
-            f'        {t} *x0 = ({t} *)load(dir, "{name}.x0", &n);\n'
-            f'        {t} *x1 = ({t} *)load(dir, "{name}.x1", &n);\n'
-            f'        {t} *y = ({t} *)load(dir, "{name}.y", &n);\n'
-            f"        {name}_emulate(y, x0, x1{scratch});\n"
-            f'        save(dir, "{name}.y", y, n);\n'
-            f"        free(x0), free(x1), free(y);\n    }}"
-        )
+        lines = [f"(void)&{name};", "size_t n, n_y;"]
+        args = []
+        for p in kernel.params:
+            if p.name in ("y", "x0", "x1"):
+                size = "&n_y" if p.name == "y" else "&n"
+                lines.append(f'{t} *{p.name} = ({t} *)load(dir, "{name}.{p.name}", {size});')
+            args.append(p.name if p.name in ("y", "x0", "x1") else "NULL")
+        lines.append(f"{name}_emulate({', '.join(args)});")
+        lines.append(f'save(dir, "{name}.y", y, n_y);')
+        lines += [f"free({p.name});" for p in kernel.params if p.name in ("y", "x0", "x1")]
+        calls.append("    {\n" + "".join(f"        {line}\n" for line in lines) + "    }")
     parts.append(r"""
 static FILE *open_in(const char *dir, const char *file, const char *mode) {
     char path[4096];
@@ -127,6 +135,29 @@ int main(int argc, char **argv) {
     return "\n".join(parts)
 
 
+def _emulate(tmp_path, cases: list[tuple]) -> None:
+    """Run the kernels of `cases` ((label, kernel, inputs, expected, (rtol, atol), what)) on the
+    host through their emulation, and check each output against its expected value."""
+    for label, kernel, inputs, expected, _, _ in cases:
+        assert len(kernel.params) >= len(inputs) + 1, label
+        for k, value in enumerate(inputs):
+            np.ascontiguousarray(value).tofile(tmp_path / f"{label}.x{k}")
+        np.full(expected.shape, np.nan, expected.dtype).tofile(tmp_path / f"{label}.y")
+    source = tmp_path / "harness.cu"
+    source.write_text(_harness([(c[0], c[1]) for c in cases]))
+    exe = tmp_path / "harness"
+    flags = [f for f in build_flags("sm_80") if f != "-DTFC_NO_CUBLAS"]
+    flags += ["-DTFC_NO_CUBLAS", "-DTFC_CUDA_EMULATE", "-I", str(runtime_dir() / "include")]
+    proc = subprocess.run([nvcc(), *flags, "-o", str(exe), str(source)], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr[-4000:]
+    run = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    for label, _, _, expected, (rtol, atol), what in cases:
+        got = np.fromfile(tmp_path / f"{label}.y", expected.dtype).reshape(expected.shape)
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
 CASES = [(name, "float32", None) for name in CONVS] + [
     ("dilated-valid", "float64", None),
     ("rect-kernel-strides", "float64", "im2col"),
@@ -136,33 +167,50 @@ CASES = [(name, "float32", None) for name in CONVS] + [
 
 @needs_nvcc
 def test_conv_kernels_emulated_on_the_host_match_numpy(tmp_path):
-    kernels, expected = [], {}
+    cases = []
     for k, (name, dtype, algorithm) in enumerate(CASES):
         graph, fetches, feeds, want = _case(name, dtype, algorithm)
-        for op, kernel in _conv_kernels(graph, fetches, feeds).items():
-            label = f"c{k}_{op}"
-            (a, b), result, terms = want[op]
-            a.tofile(tmp_path / f"{label}.x0")
-            b.tofile(tmp_path / f"{label}.x1")
-            np.full(result.shape, np.nan, result.dtype).tofile(tmp_path / f"{label}.y")
-            kernels.append((label, kernel))
-            expected[label] = (result, tol(dtype, terms), f"{op} {name} {dtype} {algorithm}")
-    kinds = {cuda_kernel_data(kernel)["kind"] for _, kernel in kernels}
-    chunked = [cuda_kernel_data(k)["chunks"] > 1 for n, k in kernels if n.endswith("Filter")]
+        for op, kernel in _kernels(graph, fetches, feeds, CONV_OPS).items():
+            inputs, expected, terms = want[op]
+            what = f"{op} {name} {dtype} {algorithm}"
+            cases.append((f"c{k}_{op}", kernel, inputs, expected, tol(dtype, terms), what))
+    kinds = {cuda_kernel_data(c[1])["kind"] for c in cases}
+    chunked = [cuda_kernel_data(c[1])["chunks"] > 1 for c in cases if c[0].endswith("Filter")]
     assert kinds == {"forward", "input", "filter"} and any(chunked) and not all(chunked)
-    source = tmp_path / "harness.cu"
-    source.write_text(_harness(kernels))
-    exe = tmp_path / "harness"
-    flags = [f for f in build_flags("sm_80") if f != "-DTFC_NO_CUBLAS"]
-    flags += ["-DTFC_NO_CUBLAS", "-DTFC_CUDA_EMULATE", "-I", str(runtime_dir() / "include")]
-    cmd = [nvcc(), *flags, "-o", str(exe), str(source)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr[-4000:]
-    run = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    for label, (result, (rtol, atol), what) in expected.items():
-        got = np.fromfile(tmp_path / f"{label}.y", result.dtype).reshape(result.shape)
-        np.testing.assert_allclose(got, result, rtol=rtol, atol=atol, err_msg=what)
+    _emulate(tmp_path, cases)
+
+
+@needs_nvcc
+def test_pool_kernels_emulated_on_the_host_match_numpy(tmp_path):
+    cases = []
+    for k, (name, (xs, ks, st, pad)) in enumerate(POOLS.items()):
+        dtype = "float64" if k % 3 == 2 else "float32"
+        x = RNG.standard_normal(xs).astype(dtype)
+        ties = RNG.integers(-2, 3, xs).astype(dtype)  # equal maxima: the first one wins
+        dy = RNG.standard_normal(out_shape(xs, ks, st, pad, xs[3])).astype(dtype)
+        g = RNG.standard_normal(xs).astype(dtype)
+        attrs = {"ksize": [1, *ks, 1], "strides": [1, *st, 1], "padding": pad}
+        graph = tfc.Graph()
+        with graph.as_default():
+            xt, tt, dyt, gt = (tfc.placeholder(v.dtype, v.shape) for v in (x, ties, dy, g))
+            fetches = [
+                apply_op("AvgPool", [xt], attrs).outputs[0],
+                apply_op("AvgPoolGrad", [tfc.constant(list(xs)), dyt], attrs).outputs[0],
+                apply_op("MaxPoolGradGrad", [tt, dyt, gt], attrs).outputs[0],
+            ]
+        feeds = {xt: x, tt: ties, dyt: dy, gt: g}
+        terms = ks[0] * ks[1]
+        want = {
+            "AvgPool": ([x], avg_pool_np(x, ks, st, pad), tol(dtype, terms)),
+            "AvgPoolGrad": ([dy], avg_pool_grad_np(xs, dy, ks, st, pad), tol(dtype, terms)),
+            "MaxPoolGradGrad": ([ties, g], max_pool_grad_grad_np(ties, g, ks, st, pad), (0, 0)),
+        }
+        for op, kernel in _kernels(graph, fetches, feeds, POOL_OPS).items():
+            inputs, expected, tolerance = want[op]
+            what = f"{op} {name} {dtype}"
+            cases.append((f"p{k}_{op}", kernel, inputs, expected, tolerance, what))
+    assert {c[1].template for c in cases} == {"avg_pool", "avg_pool_grad", "max_pool_grad_grad"}
+    _emulate(tmp_path, cases)
 
 
 # -- on a GPU ---------------------------------------------------------------------------------

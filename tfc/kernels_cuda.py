@@ -136,6 +136,19 @@ def _conv2d(kernel: Kernel) -> dict:
     return data
 
 
+# -- pooling kernels (ops/conv.py's window_kernel: every geometry size as a string) ------------
+def _window_over(dims: Sequence[str], names: Sequence[str]):
+    def adapter(kernel: Kernel) -> dict:
+        bounds = [int(kernel.data[d]) for d in dims]
+        return {"unravel": unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS)}
+
+    return adapter
+
+
+_POOLED = _window_over(["batch", "out_h", "out_w", "in_c"], ["n", "oh", "ow", "c"])
+_POOL_INPUT = _window_over(["batch", "in_h", "in_w", "in_c"], ["n", "ih", "iw", "c"])
+
+
 _ADAPTERS = {
     "loop": _loop,
     "reduce": _reduce,
@@ -143,6 +156,9 @@ _ADAPTERS = {
     "softmax": _rows,
     "sparse_xent": _rows,
     "conv2d": _conv2d,
+    "avg_pool": _POOLED,
+    "avg_pool_grad": _POOL_INPUT,
+    "max_pool_grad_grad": _POOLED,
 }
 
 
