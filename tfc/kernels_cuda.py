@@ -91,6 +91,7 @@ def _matmul(kernel: Kernel) -> dict:
 CONV_THREADS_WANTED = 1 << 16  # backprop filter: split the pixel sum until this many threads
 CONV_MIN_PIXELS = 16  # ... but give each thread at least this many pixels
 CONV_PART_CAP = 1 << 22  # ... and keep its partial sums (static device memory) this small
+CONV_CHANNEL_BLOCKS = (4, 2, 1)  # forward, backprop input: channels per thread, the first dividing
 
 
 def _conv2d(kernel: Kernel) -> dict:
@@ -128,11 +129,14 @@ def _conv2d(kernel: Kernel) -> dict:
             **_grid(total * chunks, THREADS),
         )
         return data
-    if kind == "forward":
-        bounds, names = [g["batch"], g["out_h"], g["out_w"], g["out_c"]], ["n", "oh", "ow", "co"]
-    else:
-        bounds, names = [g["batch"], g["in_h"], g["in_w"], g["in_c"]], ["n", "ih", "iw", "ci"]
-    data.update(unravel=unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS))
+    # a thread computes `cb` consecutive channels of one pixel: each value it loads from the
+    # image (the gradient) is used cb times
+    channels = g["out_c"] if kind == "forward" else g["in_c"]
+    cb = next(b for b in CONV_CHANNEL_BLOCKS if channels % b == 0)
+    pixels = ["out_h", "out_w"] if kind == "forward" else ["in_h", "in_w"]
+    bounds = [g["batch"], *(g[k] for k in pixels), channels // cb]
+    names = ["n", "oh", "ow", "cj"] if kind == "forward" else ["n", "ih", "iw", "cj"]
+    data.update(cb=cb, unravel=unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS))
     return data
 
 
