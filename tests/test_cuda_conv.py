@@ -24,6 +24,8 @@ from test_ops_conv import (
     conv2d_input_grad_np,
     conv2d_np,
     max_pool_grad_grad_np,
+    max_pool_grad_np,
+    max_pool_np,
     out_shape,
     tol,
 )
@@ -43,7 +45,7 @@ NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
 GPU_OK, GPU_WHY = gpu_status()
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
-POOL_OPS = ("AvgPool", "AvgPoolGrad", "MaxPoolGradGrad")
+POOL_OPS = ("MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "MaxPoolGradGrad")
 RNG = np.random.default_rng(4242)
 
 
@@ -194,6 +196,8 @@ def test_pool_kernels_emulated_on_the_host_match_numpy(tmp_path):
         with graph.as_default():
             xt, tt, dyt, gt = (tfc.placeholder(v.dtype, v.shape) for v in (x, ties, dy, g))
             fetches = [
+                apply_op("MaxPool", [tt], attrs).outputs[0],
+                apply_op("MaxPoolGrad", [tt, dyt, dyt], attrs).outputs[0],
                 apply_op("AvgPool", [xt], attrs).outputs[0],
                 apply_op("AvgPoolGrad", [tfc.constant(list(xs)), dyt], attrs).outputs[0],
                 apply_op("MaxPoolGradGrad", [tt, dyt, gt], attrs).outputs[0],
@@ -201,6 +205,8 @@ def test_pool_kernels_emulated_on_the_host_match_numpy(tmp_path):
         feeds = {xt: x, tt: ties, dyt: dy, gt: g}
         terms = ks[0] * ks[1]
         want = {
+            "MaxPool": ([ties], max_pool_np(ties, ks, st, pad), (0, 0)),
+            "MaxPoolGrad": ([ties, dy], max_pool_grad_np(ties, dy, ks, st, pad), tol(dtype, 4)),
             "AvgPool": ([x], avg_pool_np(x, ks, st, pad), tol(dtype, terms)),
             "AvgPoolGrad": ([dy], avg_pool_grad_np(xs, dy, ks, st, pad), tol(dtype, terms)),
             "MaxPoolGradGrad": ([ties, g], max_pool_grad_grad_np(ties, g, ks, st, pad), (0, 0)),
@@ -209,7 +215,9 @@ def test_pool_kernels_emulated_on_the_host_match_numpy(tmp_path):
             inputs, expected, tolerance = want[op]
             what = f"{op} {name} {dtype}"
             cases.append((f"p{k}_{op}", kernel, inputs, expected, tolerance, what))
-    assert {c[1].template for c in cases} == {"avg_pool", "avg_pool_grad", "max_pool_grad_grad"}
+    templates = {c[1].template for c in cases}
+    assert templates == {"max_pool", "max_pool_grad", "avg_pool", "avg_pool_grad",
+                         "max_pool_grad_grad"}  # fmt: skip
     _emulate(tmp_path, cases)
 
 

@@ -160,6 +160,8 @@ _ADAPTERS = {
     "softmax": _rows,
     "sparse_xent": _rows,
     "conv2d": _conv2d,
+    "max_pool": _POOLED,
+    "max_pool_grad": _POOL_INPUT,
     "avg_pool": _POOLED,
     "avg_pool_grad": _POOL_INPUT,
     "max_pool_grad_grad": _POOLED,
