@@ -49,9 +49,18 @@ POOL_OPS = ("MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "MaxPoolGradGrad
 RNG = np.random.default_rng(4242)
 
 
+# wider than test_ops_conv's: the forward runs as the implicit GEMM (partial tiles of pixels,
+# channels and taps on every side)
+WIDE = {
+    "gemm-partial-tiles": ((2, 9, 7, 13), (3, 3, 13, 70), (1, 1), "SAME", (1, 2)),
+    "gemm-s2": ((3, 10, 10, 16), (2, 2, 16, 64), (2, 2), "VALID", (1, 1)),
+}
+SHAPES = {**CONVS, **WIDE}
+
+
 def _case(name, dtype, algorithm=None):
-    """A graph of the three conv ops of CONVS[name], its feeds, and the NumPy results."""
-    xs, fs, st, pad, dil = CONVS[name]
+    """A graph of the three conv ops of SHAPES[name], its feeds, and the NumPy results."""
+    xs, fs, st, pad, dil = SHAPES[name]
     x = RNG.standard_normal(xs).astype(dtype)
     f = RNG.standard_normal(fs).astype(dtype)
     dy = RNG.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype(dtype)
@@ -164,6 +173,9 @@ CASES = [(name, "float32", None) for name in CONVS] + [
     ("dilated-valid", "float64", None),
     ("rect-kernel-strides", "float64", "im2col"),
     ("wide-channels-s2", "float32", "im2col"),
+    ("gemm-partial-tiles", "float32", None),
+    ("gemm-partial-tiles", "float64", None),
+    ("gemm-s2", "float32", None),
 ]
 
 
@@ -177,6 +189,8 @@ def test_conv_kernels_emulated_on_the_host_match_numpy(tmp_path):
             what = f"{op} {name} {dtype} {algorithm}"
             cases.append((f"c{k}_{op}", kernel, inputs, expected, tol(dtype, terms), what))
     kinds = {cuda_kernel_data(c[1])["kind"] for c in cases}
+    gemm = [cuda_kernel_data(c[1])["gemm"] for c in cases if c[0].endswith("_Conv2D")]
+    assert any(gemm) and not all(gemm)
     chunked = [cuda_kernel_data(c[1])["chunks"] > 1 for c in cases if c[0].endswith("Filter")]
     assert kinds == {"forward", "input", "filter"} and any(chunked) and not all(chunked)
     _emulate(tmp_path, cases)

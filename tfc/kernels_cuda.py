@@ -91,6 +91,11 @@ def _matmul(kernel: Kernel) -> dict:
 CONV_THREADS_WANTED = 1 << 16  # backprop filter: split the pixel sum until this many threads
 CONV_MIN_PIXELS = 16  # ... but give each thread at least this many pixels
 CONV_PART_CAP = 1 << 22  # ... and keep its partial sums (static device memory) this small
+# forward with this many output channels and taps or more: the implicit GEMM (conv2d_gemm.cu.j2)
+# with tiles of (bm pixels, bn channels, bk taps), each thread (tm pixels, tn channels)
+CONV_GEMM_MIN_N = 32
+CONV_GEMM_MIN_K = 64
+CONV_GEMM_TILE = (64, 64, 16, 4, 4)
 CONV_CHANNEL_BLOCKS = (4, 2, 1)  # forward, backprop input: channels per thread, the first dividing
 
 
@@ -105,7 +110,7 @@ def _conv2d(kernel: Kernel) -> dict:
     function = kernel.data["function"]
     kind = next(k for k, f in _CONV_FUNCTIONS.items() if function.startswith(f + "_"))
     data: dict = dict(g)
-    data.update(kind=kind, ctype=kernel.params[0].ctype)
+    data.update(kind=kind, ctype=kernel.params[0].ctype, gemm=False)
     data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
     if kind == "filter":
         total = g["k_h"] * g["k_w"] * g["in_c"] * g["out_c"]
@@ -128,6 +133,17 @@ def _conv2d(kernel: Kernel) -> dict:
             finish=_grid(total, THREADS),
             **_grid(total * chunks, THREADS),
         )
+        return data
+    gemm_m = g["batch"] * g["out_h"] * g["out_w"]
+    gemm_k = g["k_h"] * g["k_w"] * g["in_c"]
+    if kind == "forward" and g["out_c"] >= CONV_GEMM_MIN_N and gemm_k >= CONV_GEMM_MIN_K:
+        bm, bn, bk, tm, tn = CONV_GEMM_TILE
+        tiles = -(-gemm_m // bm) * -(-g["out_c"] // bn)
+        data.update(
+            gemm=True, gemm_m=gemm_m, gemm_k=gemm_k, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
+            tiles_n=-(-g["out_c"] // bn), gemm_blocks=tiles, gemm_threads=(bm // tm) * (bn // tn),
+            blocks=min(tiles, MAX_BLOCKS),
+        )  # fmt: skip
         return data
     # a thread computes `cb` consecutive channels of one pixel: each value it loads from the
     # image (the gradient) is used cb times
