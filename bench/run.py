@@ -55,7 +55,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="leave README.md alone (a full run updates its results table)",
     )
+    p.add_argument(
+        "--render",
+        metavar="RESULTS_JSON",
+        help="measure nothing: write the report (and README table) of a saved run",
+    )
     p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=600,
+        help="seconds for the whole run: workers not started by then are skipped",
+    )
     return p.parse_args(argv)
 
 
@@ -132,7 +143,22 @@ def run(args: argparse.Namespace) -> dict:
                 if not mine:
                     continue
                 print(f"{fw}, {t} thread(s): {len(mine)} workload(s)", file=sys.stderr, flush=True)
-                rows = orchestrate.run_worker(fw, t, mine, plan, args.timeout)
+                left = args.budget - (time.perf_counter() - start)
+                if left <= 0:
+                    reason = f"the run's {args.budget:.0f} s budget was spent (--budget)"
+                    results += [
+                        {
+                            "framework": fw,
+                            "threads": t,
+                            "workload": w["name"],
+                            "status": "skipped",
+                            "reason": reason,
+                        }
+                        for w in mine
+                    ]
+                    continue
+                timeout = min(args.timeout, max(60.0, left + 60))
+                rows = orchestrate.run_worker(fw, t, mine, plan, timeout)
                 for r in rows:
                     if "reason" in r:
                         r["reason"] = r["reason"].replace(tmp, "<tmp>")
@@ -160,15 +186,23 @@ def run(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.argv = argv
-    doc = run(args)
+    if args.render:
+        doc = json.loads(Path(args.render).read_text())
+        args.quick = doc.get("quick", False)
+    else:
+        doc = run(args)
     text = report.render(doc, workloads.SCALING_TARGET if not args.tiny else None)
     markdown = args.markdown or (None if args.quick else str(BENCH / "RESULTS.md"))
-    json_path = args.json or (None if args.quick else str(BENCH / "results.json"))
+    json_path = args.json or (None if args.quick or args.render else str(BENCH / "results.json"))
     if markdown:
         Path(markdown).write_text(text + "\n")
     if json_path:
         Path(json_path).write_text(json.dumps(doc, indent=1) + "\n")
-    full = not (args.quick or args.tiny or args.workloads or args.frameworks or args.threads)
+    full = (
+        doc.get("command", "").strip() == "python bench/run.py"
+        if args.render
+        else not (args.quick or args.tiny or args.workloads or args.frameworks or args.threads)
+    )
     if full and not args.no_readme:
         block = report.summary(doc, workloads.SCALING_TARGET)
         if readme.update(BENCH.parent / "README.md", block):

@@ -44,6 +44,7 @@ def compile_with_harness(
     lines = [
         '#include "model.h"',
         f"#define H_TRAIN {int(m.trainable)}",
+        f"#define H_STATE {int(m.stateful)}",
         f"#define H_STEPS {STEPS}",
         f"#define H_ARENA_BYTES {M}ARENA_BYTES",
         f"#define H_STATE_BYTES {M}STATE_BYTES",
@@ -51,19 +52,21 @@ def compile_with_harness(
         f"{M}PREDICT_OUT_{out_name}_COUNT)",
         f"static const float h_features[] = {{ {_c_floats(x)} }};",
     ]
+    init = f"{P}init(s, {P}weights_blob)" if m.external_weights else f"{P}init(s)"
+    lines.append(f"#define H_INIT(s) {init}")
     if m.trainable:
         label = m.programs["train"].lowered.feeds[1].dtype.c_type
-        init = f"{P}init(s, {P}weights_blob)" if m.external_weights else f"{P}init(s)"
         lines += [
             f"static const {label} h_labels[] = {{ {', '.join(str(int(v)) for v in y)} }};",
-            f"#define H_INIT(s) {init}",
             f"#define H_TRAIN_STEP(s, x, l, loss, a) {P}train_step(s, x, l, {LR}f, loss, a)",
             f"#define H_PREDICT(s, x, y, a) {P}predict(s, {n}x, y, a)",
         ]
+    elif m.stateful:
+        lines.append(f"#define H_PREDICT(s, x, y, a) {P}predict(s, {n}x, y, a)")
     elif m.external_weights:
-        lines.append(f"#define H_PREDICT(x, y, a) {P}predict({P}weights_blob, {n}x, y, a)")
+        lines.append(f"#define H_PREDICT(s, x, y, a) {P}predict({P}weights_blob, {n}x, y, a)")
     else:
-        lines.append(f"#define H_PREDICT(x, y, a) {P}predict({n}x, y, a)")
+        lines.append(f"#define H_PREDICT(s, x, y, a) {P}predict({n}x, y, a)")
     if m.external_weights:
         blob = np.frombuffer((outdir / "weights.bin").read_bytes(), dtype="<u8")
         items = ", ".join(f"UINT64_C({int(v)})" for v in blob) or "0"

@@ -116,7 +116,7 @@ def fixed_doc():
         "workload": "m",
         "status": "ok",
         "threads": 1,
-        "round_ms": [1.0],
+        "round_ms": [1.0, 0.9],
         "load": 0.1,
         "own_cpus": 1.0,
         "version": "x",
@@ -146,15 +146,15 @@ def fixed_doc():
 def test_report_renders_fixed_results():
     text = report.render(fixed_doc())
     # 2 MFLOP in 1 ms = 2 GFLOP/s = 20% of a 10 GFLOP/s peak; 4 examples / 1 ms = 4,000/s
-    assert "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |" in text
+    assert "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.9 | 0.10 | 1.00 | 2 | ok |" in text
     assert "| JAX jit | 1 | 2 | 2,000 | 1 | 10.0% | 1.00x |" in text
-    assert "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.50x | met |" in text
+    assert "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.5x | 0.10 | met |" in text
     assert "PyTorch eager 1t: step-1 loss 2.1, NumPy 2" in text  # 5% off: flagged
     assert "MISMATCH (5.0e-02)" in text
     assert "Not measured: onnxruntime (1 thread): missing: No module named 'onnxruntime'" in text
     lines = text.splitlines()
     assert lines.index(
-        "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.10 | 1.00 | 2 | ok |"
+        "| **tfc** | 1 | 1 | 4,000 | 2 | 20.0% | 0.50x | 0.9 | 0.10 | 1.00 | 2 | ok |"
     ) < lines.index(next(x for x in lines if x.startswith("| JAX jit")))
 
 
@@ -172,9 +172,10 @@ def test_report_verdicts_not_met_and_scaling():
     doc["results"][0]["ms"] = 3.0  # tfc now slower than JAX: 1.5x > 0.8x
     doc["results"].append(dict(doc["results"][0], threads=2, ms=2.0, load=0.9))
     text = report.render(doc, {"workloads": ["m"], "speedup": 1.7})
-    assert "| 1.50x | not met |" in text
+    assert "| 1.5x | 0.10 | not met |" in text
+    assert "| workload | target | tfc | reference | ratio | other load (CPUs) | verdict |" in text
     # 3 ms -> 2 ms is 1.5x, under 1.7x, measured while 0.9 other CPUs were busy
-    assert "| 1.50x speedup | not met (machine busy: 0.90 other CPUs) |" in text
+    assert "| 1.50x speedup | 0.90 | not met (machine busy) |" in text
 
 
 def test_a_missing_peer_is_reported_as_missing(tmp_path):
@@ -205,8 +206,31 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
     assert readme.update(path, block)
     text = path.read_text()
     assert "old table" not in text and text.startswith("# x\n\n## Performance\n")
-    assert "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.50x | met |" in text
+    assert "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.5x | 0.10 | met |" in text
     assert text.endswith(f"{readme.END}\n\n## y\n")
     assert readme.update(path, "new") and "| model m" not in path.read_text()
     path.write_text("no markers\n")
     assert not readme.update(path, block) and path.read_text() == "no markers\n"
+
+
+def test_render_rewrites_the_report_of_a_saved_run(tmp_path):
+    saved, out = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    saved.write_text(json.dumps(fixed_doc()))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "run.py"),
+            "--render",
+            str(saved),
+            "--markdown",
+            str(out),
+            "--no-readme",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == report.render(fixed_doc(), workloads.SCALING_TARGET) + "\n"
+    assert "STEP-1 LOSS MISMATCH: m PyTorch eager 1t" in proc.stderr

@@ -314,3 +314,95 @@ def test_compressed_weights_expand_to_their_rounded_values(tmp_path, dtype):
             bound = {"float16": 1e-3, "bfloat16": 8e-3, "int8": 1.0 / 127}[dtype]
             err = np.abs(got - original).max() / max(np.abs(original).max(), 1e-30)
             assert err <= bound, (v.name, err)
+
+
+def test_int8_weights_cost_less_than_a_point_of_accuracy_on_digits(tmp_path):
+    """Train the digits MLP with a session, then predict the 360 held-out images with the
+    embedded library from its checkpoint: float32 weights, and int8 with per-channel scales."""
+    from embed_support import SAMPLES
+
+    import tfc
+    from tfc.aot.signatures import build_signatures, load_signatures_function
+    from tfc.graph import GraphKeys
+    from tfc.variables import variables_initializer
+
+    data = np.load(SAMPLES / "data" / "digits.npz")
+    images = (data["images"].reshape(-1, 64) / 16.0).astype(np.float32)
+    order = np.random.default_rng(0).permutation(len(images))  # digits_model's split
+    test_x, test_y = images[order[:360]], data["labels"][order[:360]].astype(np.int64)
+    train_x, train_y = images[order[360:]], data["labels"][order[360:]].astype(np.int64)
+    _, fn = load_signatures_function(SAMPLES / "digits_model.py")
+    sigs = build_signatures("digits", fn)
+    g, tr = sigs.graph, sigs.train
+    with g.as_default():
+        init = variables_initializer(g.get_collection(GraphKeys.GLOBAL_VARIABLES))
+        saver = tfc.train.Saver()
+    rng = np.random.default_rng(1)
+    with tfc.Session(graph=g) as sess:
+        sess.run(init)
+        for _ in range(300):
+            i = rng.integers(0, len(train_x), 64)
+            sess.run(tr.train_op, {tr.features: train_x[i], tr.labels: train_y[i]})
+        prefix = saver.save(sess, str(tmp_path / "digits"))
+    accuracy, weights_bytes = {}, {}
+    for dtype in ("float32", "int8"):
+        out = tmp_path / dtype
+        m = compile_with_harness(
+            "digits_model.py", out, 360, test_x, test_y, inference_only=True,
+            checkpoint=prefix, weights_dtype=dtype,
+        )  # fmt: skip
+        exe = build(["cc"], out, ["-O2", "-DHARNESS_STDIO"], "harness", ["-lm"])
+        probabilities = split_words(parse_stdout(_run(exe)), [3600])[0].reshape(360, 10)
+        accuracy[dtype] = float(np.mean(probabilities.argmax(axis=1) == test_y))
+        weights_bytes[dtype] = m.weights_bytes
+    assert weights_bytes["int8"] < 0.3 * weights_bytes["float32"], weights_bytes
+    assert accuracy["float32"] > 0.9, accuracy
+    assert accuracy["float32"] - accuracy["int8"] < 0.01, accuracy
+
+
+FREESTANDING_MAIN = r"""
+#include <math.h>
+#include <stdint.h>
+int printf(const char *, ...);
+int main(void) {
+    for (int i = 0; i < 2001; ++i) {
+        double x = -40.0 + 0.04 * i + 1e-3 * (i % 7);
+        printf("%a %a %a %a %a %a %a %a %a %a\n", exp(x), log(fabs(x) + 1e-300),
+               log1p(fabs(x)), expm1(x * 0.1), tanh(x * 0.2), sin(x), cos(x),
+               pow(fabs(x), 0.37), fmod(x, 0.7), (double)expf((float)(x * 0.5)));
+    }
+    return 0;
+}
+"""
+
+
+def test_freestanding_math_matches_numpy(tmp_path):
+    """runtime/freestanding/tfc_freestanding.c (wasm32's libm) against NumPy's, here on the
+    host: within a few double ulps (the float function within half a float ulp and a bit)."""
+    from embed_support import ROOT
+
+    fs = ROOT / "runtime" / "freestanding"
+    (tmp_path / "main.c").write_text(FREESTANDING_MAIN)
+    obj = ["cc", "-std=c99", "-O2", "-ffreestanding", "-fno-builtin", f"-I{fs}", *WARNINGS]
+    cmd = [*obj, "-c", str(fs / "tfc_freestanding.c"), "-o", "fs.o"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0
+    cmd = ["cc", "-std=c99", "-O2", "-fno-builtin", f"-I{fs}", "main.c", "fs.o", "-o", "fsm"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0  # no -lm: only the shim's math
+    got = np.array([[float.fromhex(v) for v in line.split()] for line in
+                    _run(tmp_path / "fsm").splitlines()])  # fmt: skip
+    x = -40.0 + 0.04 * np.arange(2001) + 1e-3 * (np.arange(2001) % 7)
+    want = [np.exp(x), np.log(np.abs(x) + 1e-300), np.log1p(np.abs(x)), np.expm1(x * 0.1),
+            np.tanh(x * 0.2), np.sin(x), np.cos(x), np.abs(x) ** 0.37, np.fmod(x, 0.7)]  # fmt: skip
+    for k, w in enumerate(want):
+        np.testing.assert_allclose(got[:, k], w, rtol=4e-15, atol=1e-15, err_msg=f"column {k}")
+    f = np.exp((x * 0.5).astype(np.float32).astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got[:, 9], f, rtol=1.2e-7)
+
+
+def test_generating_the_library_needs_no_c_compiler(tmp_path, monkeypatch):
+    """The weights come from the NumPy interpreter: `CC=arm-none-eabi-gcc tfc compile --target
+    embed` works on a machine whose CC is a cross compiler (or none)."""
+    monkeypatch.delenv("TFC_CC", raising=False)
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    m = compile_embed("samples/lenet_model.py", tmp_path, 1, prefix="lenet_", max_batch=4)
+    assert m.trainable and (tmp_path / "model.c").stat().st_size > m.weights_bytes

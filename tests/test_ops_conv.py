@@ -168,6 +168,7 @@ POOLS = {
     "k2x3-s1x2": ((2, 6, 7, 2), (2, 3), (1, 2), "SAME"),
     "k1": ((2, 4, 4, 3), (1, 1), (1, 1), "VALID"),
     "k5-edges": ((1, 5, 5, 1), (5, 5), (1, 1), "SAME"),
+    "k3-s2-same-16-channels": ((2, 7, 6, 16), (3, 3), (2, 2), "SAME"),
     "lenet-s2": ((2, 28, 28, 6), (2, 2), (2, 2), "VALID"),
 }
 
@@ -257,14 +258,15 @@ def _build() -> CaseBatch:
             for algorithm in (None, "direct", "im2col"):
                 _conv_cases(b, dtype, algorithm)
             _pool_cases(b, dtype)
-            # NaN is the maximum of the windows it is in
-            x = RNG.standard_normal((1, 4, 4, 2)).astype(dtype)
-            x[0, 1, 2, 0] = np.nan
-            b.add(
-                f"max_pool-{dtype}-nan",
-                tf.nn.max_pool(b.feed(x), 2, 2, "SAME"),
-                max_pool_np(x, (2, 2), (2, 2), "SAME"),
-            )
+            # NaN is the maximum of the windows it is in (both forms of the channel loop)
+            for channels in (2, 16):
+                x = RNG.standard_normal((1, 4, 4, channels)).astype(dtype)
+                x[0, 1, 2, 0] = x[0, 0, 0, 1] = x[0, 3, 3, 1] = np.nan
+                b.add(
+                    f"max_pool-{dtype}-nan-{channels}",
+                    tf.nn.max_pool(b.feed(x), 2, 2, "SAME"),
+                    max_pool_np(x, (2, 2), (2, 2), "SAME"),
+                )
         # the gradient goes to the first NaN of a window holding one, else to its first maximum
         x = np.array([[[[1, 3], [5, 3]], [[np.nan, 2], [np.nan, 1]]]], np.float32)
         dy = np.array([[[[7, 8]]]], np.float32)

@@ -295,6 +295,10 @@ def test_trajectory(case_name: str, dtype: str, mode: str, runner: str) -> None:
                 if key == "mat" and CASES[case_name].partial and slot != "var":
                     continue
                 rtol, floor = TOL[dtype]
+                if CASES[case_name].schedule == "decay":
+                    # the rate is a float32 pow: NumPy's array and scalar pow (and libm's powf)
+                    # may round it 1 ulp apart, which float64 variables then show
+                    rtol, floor = max(rtol, 2e-7), max(floor, 1e-7)
                 np.testing.assert_allclose(
                     got["vars"][key][slot],
                     value,

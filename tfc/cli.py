@@ -131,7 +131,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
         m = compile_embed(
             args.model,
             args.output,
-            batch=args.batch or 1,
+            batch=1 if args.batch is None else args.batch,
             prefix=args.prefix,
             inference_only=args.inference_only,
             weights=args.weights,
@@ -162,7 +162,7 @@ def _compile(args: argparse.Namespace) -> int:
         result = compile(
             args.model,
             args.output,
-            batch=args.batch or 32,
+            batch=32 if args.batch is None else args.batch,
             target=args.target,
             name=args.name,
             build=not args.no_build,
@@ -263,7 +263,8 @@ def _footprint(args: argparse.Namespace) -> int:
 
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
-        print(measure(args.model, args.batch or 1, options).report(), end="")
+        batch = 1 if args.batch is None else args.batch
+        print(measure(args.model, batch, options).report(), end="")
     except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
         return 1
@@ -277,7 +278,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
     if args.target == "embed":
         return _footprint(args)
-    args.batch = args.batch or 32
+    args.batch = 32 if args.batch is None else args.batch
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
@@ -311,7 +312,7 @@ def _graph(args: argparse.Namespace) -> int:
     from tfc.graphviz import GraphvizNotFound, write_graph
     from tfc.inspect import program_graph
 
-    args.batch = args.batch or 32
+    args.batch = 32 if args.batch is None else args.batch
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(

@@ -146,6 +146,7 @@ def render_program(
         name_literal=c_string(program.name),
         prefix=program.prefix,
         linkage=linkage,
+        exported=not linkage,  # a file-local program (embed) has no threads to set
         arena_bytes=program.arena_bytes,
         consts=program.consts,
         kernels=kernels,

@@ -1,8 +1,9 @@
 """The FMA peak of one core, measured: a C loop of 12 independent chains of vector FMAs (GCC/Clang
 vector extensions), built with `cc -O2 -march=native`, once with 32-byte vectors (AVX2) and once
 with 64-byte ones (AVX-512 where the CPU has it; elsewhere they split into pairs and spill, so
-that build is slower and does not count). Each runs for about 0.1 s five times; the best run
-counts (a peak is what the core can do)."""
+that build is slower and does not count). Each runs for about 0.1 s of CPU time five times,
+timed by the thread's CPU clock, so a busy machine's time slicing does not lower it; the best
+run counts (a peak is what the core can do)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ SOURCE = r"""
 #define LANES (VEC_BYTES / 4)
 typedef float v8 __attribute__((vector_size(VEC_BYTES)));
 
+/* CPU time of this thread: on a shared machine the time slices other processes take from
+   this one do not count against the core's rate */
 static double now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 

@@ -30,7 +30,7 @@ typedef struct {
     int64_t k_h, k_w, s_h, s_w, d_h, d_w;
     int64_t pad_top, pad_left;          /* rows/columns of zeros before the image */
     int64_t pix_block;                  /* direct: output pixels (or filter taps) per tile */
-    int64_t co_block;                   /* direct: channels per tile (a multiple of the SIMD width) */
+    int64_t co_block;                   /* direct: channels per tile (whole SIMD vectors) */
     int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
     int64_t cp;                         /* direct: channels of the padded filter (or gradient) */
     int64_t chunk;                      /* im2col: images per column matrix */
@@ -44,7 +44,7 @@ typedef struct {
 
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16
-#define TFC_CONV_MAX_NV 4
+#define TFC_CONV_MAX_NV 8
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)
 #define TFC_CONV_VBYTES 32

@@ -72,7 +72,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
             const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
             for (int64_t ci = 0; ci < c; ++ci) {
                 V w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v) memcpy(&w[v], fk + ci * cp + v * TFC_CONV_VL, sizeof(V));
+                for (int64_t v = 0; v < NV; ++v)
+                    memcpy(&w[v], fk + ci * cp + v * TFC_CONV_VL, sizeof(V));
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xk[p * px + ci];
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
@@ -113,9 +114,13 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
             for (int64_t co0 = 0; co0 < co; co0 += CB) {
                 const int64_t nc = co - co0 < CB ? co - co0 : CB;
                 for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
-                    int64_t kw_lo, kw_hi, unused, last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
-                    TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
-                    TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
+                    /* taps some pixel of the tile reads inside the image */
+                    const int64_t last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
+                    int64_t kw_lo, kw_hi, unused;
+                    TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo,
+                                                      &unused);
+                    TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused,
+                                                      &kw_hi);
                     const T *restrict xt = xr + ow0 * sw * c;
                     T *restrict yt = yr + ow0 * co + co0;
                     if (ow0 < full) {
@@ -200,6 +205,97 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_
                                       left + (g->out_w - 1) * g->s_w + 1);
 }
 
+/* One tile of the row-scatter gradient: the dy rows (co channels) of P output pixels dy_p
+ * apart times the transposed filter row ft [co, lp] of one kh, added to the P input segments
+ * of lp elements, seg_p apart in the bordered gradient dxb. The caller takes the P pixels from
+ * P output rows, so the segments never overlap (no store waits for another to land). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
+                                                     int64_t co, const T *restrict ft,
+                                                     int64_t lp, T *dxb, int64_t seg_p,
+                                                     const int64_t P) {
+    const int64_t NV = lp / TFC_CONV_VL;
+    const V zero = {0};
+    V acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    for (int64_t p = 0; p < P; ++p) {
+        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
+    }
+    for (int64_t o = 0; o < co; ++o) {
+        V w[TFC_CONV_MAX_NV];
+        for (int64_t v = 0; v < NV; ++v)
+            memcpy(&w[v], ft + o * lp + v * TFC_CONV_VL, sizeof(V));
+        for (int64_t p = 0; p < P; ++p) {
+            const T a = dy[p * dy_p + o];
+            for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
+        }
+    }
+    for (int64_t p = 0; p < P; ++p) {
+        T *seg = dxb + p * seg_p;
+        for (int64_t v = 0; v < NV; ++v) {
+            V cur;
+            memcpy(&cur, seg + v * TFC_CONV_VL, sizeof(V));
+            cur += acc[p][v];
+            memcpy(seg + v * TFC_CONV_VL, &cur, sizeof(V));
+        }
+    }
+}
+
+/* dx = the gradient of conv2d(x, f) by x for dilation 1 along the width, as scatters: each
+ * output pixel's dy row times the filter row of one kh (the k_w*in_c values of all its kw
+ * taps, contiguous in f and in dx) is added to the input row segment its window covered.
+ * Scratch: dxb [batch, hp, wp, in_c] then cp - k_w*in_c slack (the bordered gradient, cropped
+ * into dx at the end), ft [k_h, out_c, cp] (the filter transposed, rows padded to cp). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_plan *g,
+                                                               const T *restrict f,
+                                                               const T *restrict dy,
+                                                               T *restrict dx,
+                                                               T *restrict dxb,
+                                                               T *restrict ft) {
+    const int64_t c = g->in_c, co = g->out_c, lp = g->cp, seg = g->k_w * c;
+    for (int64_t kh = 0; kh < g->k_h; ++kh) {
+        for (int64_t o = 0; o < co; ++o) {
+            T *restrict row = ft + (kh * co + o) * lp;
+            for (int64_t t = 0; t < seg; ++t) row[t] = f[(kh * seg + t) * co + o];
+            for (int64_t t = seg; t < lp; ++t) row[t] = 0;
+        }
+    }
+    const int64_t size = g->batch * g->hp * g->wp * c + lp - seg;
+    for (int64_t i = 0; i < size; ++i) dxb[i] = 0;
+    /* tiles of P output rows at one column (their segments are in different rows) */
+    const int64_t P = g->pix_block, full = g->out_h / P * P;
+    const int64_t dy_p = g->out_w * co, seg_p = g->s_h * g->wp * c, step = g->s_w * c;
+    const int64_t gap = (lp + step - 1) / step;
+    for (int64_t n = 0; n < g->batch; ++n) {
+        for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += P) {
+            const T *restrict dr = dy + (n * g->out_h + oh0) * g->out_w * co;
+            for (int64_t kh = 0; kh < g->k_h; ++kh) {
+                T *xr = dxb + (n * g->hp + oh0 * g->s_h + kh * g->d_h) * g->wp * c;
+                const T *restrict fr = ft + kh * co * lp;
+                /* columns `gap` apart, so that consecutive tiles' segments never overlap:
+                 * no store then load of the same bytes in a row (gcc 12's predictive
+                 * commoning at -O3 mis-handles such partially overlapping vector accesses) */
+                for (int64_t r = 0; r < gap; ++r) {
+                    for (int64_t ow = r; ow < g->out_w; ow += gap) {
+                        if (oh0 < full) {
+                            TFC_CONV_FN(tfc_conv_rows_tile)(dr + ow * co, dy_p, co, fr, lp,
+                                                            xr + ow * step, seg_p, P);
+                        } else {
+                            TFC_CONV_FN(tfc_conv_rows_tile)(dr + ow * co, dy_p, co, fr, lp,
+                                                            xr + ow * step, seg_p,
+                                                            g->out_h - full);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (int64_t n = 0; n < g->batch; ++n) {
+        for (int64_t ih = 0; ih < g->in_h; ++ih) {
+            const T *restrict src = dxb + ((n * g->hp + ih + g->pad_top) * g->wp + g->pad_left) * c;
+            memcpy(dx + (n * g->in_h + ih) * g->in_w * c, src, (size_t)(g->in_w * c) * sizeof(T));
+        }
+    }
+}
+
 /* One tile of the filter gradient: P filter taps (at offsets off[] from a pixel's window in
  * xp) x CB channels of dy (row stride cp), summed over every output pixel. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
@@ -222,7 +318,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
             for (int64_t ow = 0; ow < g->out_w; ++ow) {
                 const T *restrict xo = xr + ow * g->s_w * c;
                 V w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v) memcpy(&w[v], gr + ow * cp + v * TFC_CONV_VL, sizeof(V));
+                for (int64_t v = 0; v < NV; ++v)
+                    memcpy(&w[v], gr + ow * cp + v * TFC_CONV_VL, sizeof(V));
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xo[off[p]];
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);

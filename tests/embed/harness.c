@@ -18,8 +18,10 @@ typedef union {
 } h_align;
 #define H_WORDS(bytes) (((bytes) + 7) / 8 + 1)
 static h_align arena[H_WORDS(H_ARENA_BYTES)];
-#if H_TRAIN
+#if H_STATE
 static h_align state[H_WORDS(H_STATE_BYTES)];
+#else
+static h_align state[1];
 #endif
 
 void harness_emit(uint32_t word);
@@ -37,9 +39,12 @@ static float outputs[H_OUT_COUNT];
 int harness_run(void);
 int harness_run(void) {
     int rc;
-#if H_TRAIN
+    (void)state;
+#if H_STATE
     rc = H_INIT(state);
     if (rc != 0) return 10 + rc;
+#endif
+#if H_TRAIN
     for (int step = 0; step <= H_STEPS; ++step) {
         if (step > 0) {
             float loss = 0;
@@ -52,7 +57,7 @@ int harness_run(void) {
         emit_floats(outputs, H_OUT_COUNT);
     }
 #else
-    rc = H_PREDICT(h_features, outputs, arena);
+    rc = H_PREDICT(state, h_features, outputs, arena);
     if (rc != 0) return 30 + rc;
     emit_floats(outputs, H_OUT_COUNT);
 #endif

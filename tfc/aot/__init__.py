@@ -58,6 +58,9 @@ tail of the data), ``model.h``/``model.c`` (the descriptor the drivers run: stat
 the role of each input and output), ``main_train.c``/``main_predict.c``, ``runtime/`` (the C
 runtime's headers and sources), a ``Makefile`` (``make`` rebuilds everything with only a C
 compiler; it honours CC and CFLAGS), and the executables ``train`` and ``predict``.
+
+``tfc compile --target embed`` writes a dependency-free library to embed instead: see
+`tfc.aot.embed`.
 """
 
 from __future__ import annotations

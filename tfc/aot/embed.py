@@ -16,8 +16,9 @@ the libm functions the model's ops use, nothing else.
 
 The weights blob is every variable's value, each at an offset model.h names, ordered by
 element size (8-byte types first), so its layout is the same on every ABI. Its values are the
-variables' initial values, as a tfc.Session with the model's seed computes them, or those of
-a checkpoint (``--checkpoint``). A model with a train signature keeps the variables in the state
+variables' initial values, as a tfc.Session with the model's seed computes them (tfc's NumPy
+interpreter computes them: generating the library needs no C compiler), or those of a
+checkpoint (``--checkpoint``). A model with a train signature keeps the variables in the state
 block (``init`` copies the blob there, ``train_step`` updates them, ``save``/``restore`` copy
 them out and back); with ``--inference-only`` ``predict`` reads the weights in place, from
 flash when they are ``const``.
@@ -215,7 +216,7 @@ def compile_embed(
     blob = _weights_blob(stored, weights_bytes)
     if not (out / "weights.bin").exists() or (out / "weights.bin").read_bytes() != blob:
         (out / "weights.bin").write_bytes(blob)
-    copy_embed_runtime(out)
+    copy_embed_runtime(out, files["model.c"])
     return embedded
 
 
@@ -314,9 +315,10 @@ def _layout_variables(state: list[StateEntry]) -> list[Variable]:
 def _initial_values(
     sigs: ModelSignatures, variables: list[Variable], checkpoint: str | os.PathLike | None
 ) -> dict[str, np.ndarray]:
-    """Each variable's value: its initializer's, run as tfc.Session runs it (the same Philox
-    streams, so the same numbers), or the checkpoint's."""
-    from tfc.session import Session
+    """Each variable's value: its initializer's, computed by tfc's NumPy interpreter (the same
+    Philox streams as a tfc.Session, so the same numbers, and no C compiler needed), or the
+    checkpoint's."""
+    from tfc.interp import Interpreter
     from tfc.variables import variables_initializer
 
     if not variables:
@@ -328,9 +330,9 @@ def _initial_values(
             + graph.get_collection(GraphKeys.LOCAL_VARIABLES),
             name="tfc_embed_init",
         )
-    with Session(graph=graph) as sess:
-        sess.run(init)
-        fetched = sess.run([graph.get_tensor_by_name(f"{v.name}:0") for v in variables])
+    interp = Interpreter(graph)
+    interp.run(init)
+    fetched = interp.run([graph.get_tensor_by_name(f"{v.name}:0") for v in variables])
     values = {v.name: np.asarray(x) for v, x in zip(variables, fetched)}
     if checkpoint is not None:
         from tfc.checkpoint import read_safetensors
@@ -452,7 +454,8 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
             doc.append(f"state: {M}STATE_BYTES bytes, 8-byte aligned, set by {P}init")
         elif m.stateful:
             params.append("const void *state")
-            doc.append(f"state: as {P}init or {P}train_step left it (read only)")
+            after = f"{P}init or {P}train_step" if m.trainable else f"{P}init"
+            doc.append(f"state: as {after} left it (read only)")
         elif m.external_weights:
             params.append("const void *weights")
             doc.append(f"weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned")
@@ -648,12 +651,12 @@ def library_sources() -> list[str]:
     return [f"runtime/src/{n}" for n in EMBED_RUNTIME_SOURCES]
 
 
-def copy_embed_runtime(outdir: Path) -> None:
-    """OUTDIR/runtime: the headers model.c includes (transitively, from tfc_runtime.h), and
-    the freestanding shims; stale files removed."""
+def copy_embed_runtime(outdir: Path, model_c: str) -> None:
+    """OUTDIR/runtime: the runtime headers `model_c` includes, transitively (followed, never
+    globbed), the listed runtime sources, and the freestanding shims; stale files removed."""
     root = runtime_dir()
     wanted: dict[str, Path] = {}
-    todo = ["tfc_runtime.h"]
+    todo = ["tfc_runtime.h", *_INCLUDE.findall(model_c)]
     while todo:
         name = todo.pop()
         if name in wanted or not (root / "include" / name).is_file():

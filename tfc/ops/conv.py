@@ -22,7 +22,7 @@ from tfc import dtypes as _dt
 from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Param, loop_kernel, type_tag, view
 from tfc.ops.constant import convert_to_tensor
-from tfc.ops.conv_algo import check_algorithm, plan_conv
+from tfc.ops.conv_algo import VECTOR_BYTES, check_algorithm, plan_conv
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
@@ -239,7 +239,7 @@ def conv_kernel(
     scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in plan.regions]
     data = {
         "plan": plan.initializer(),
-        "function": f"{_CONV_FUNCTIONS[kind]}_{plan.algorithm}_{type_tag(dtype)}",
+        "function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_{type_tag(dtype)}",
         "args": ", ".join(["x0", "x1", "y", *scratch]),
     }
     return Kernel("conv2d", params, data)
@@ -373,12 +373,26 @@ def _avg_pool_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return (sums / valid_counts(g)[None, :, :, None]).astype(x.dtype)
 
 
+def _max_step(g: Geometry, dtype: _dt.DType) -> str:
+    """The C statement yp[c] = max(m, v) (NaN wins) of MaxPool's channel loop. Two forms, as
+    gcc 12 vectorizes them (measured, LeNet's pools at b=64): two selects (vector compares and
+    blends) when the channels fill whole vectors (16 channels: 0.23 -> 0.04 ms), tfc_max's
+    short-circuit form otherwise, which it vectorizes across pixels instead (6 channels:
+    0.03 ms, against 0.11 as selects)."""
+    if g.in_c % (VECTOR_BYTES // dtype.size) == 0:
+        return f"const {dtype.c_type} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
+    return f"yp[c] = tfc_max_{type_tag(dtype)}(m, v);"
+
+
 def _pool_lower(template: str):
     def lower(ctx: OpContext) -> list:
         g = pool_geometry(ctx, concrete(ctx, 0))
         if empty_output(g):
             return []
-        return [window_kernel(template, g, ctx.out_dtypes[0], ("out0", "in0"))]
+        kernel = window_kernel(template, g, ctx.out_dtypes[0], ("out0", "in0"))
+        if template == "max_pool":
+            kernel.data["max_step"] = _max_step(g, ctx.out_dtypes[0])
+        return [kernel]
 
     return lower
 

@@ -4,13 +4,16 @@ The kernels are runtime/include/tfc_conv.h; this module picks one per op and sha
 time and lays out the temporary buffers (the op's arena scratch) it needs. The attribute
 `_algorithm` ("direct" or "im2col") forces a choice (tests run both on every shape).
 
-Measured on the 2-core AVX2/AVX-512 host (bench/lenet_kernels.py --kernels, f32, 1 thread, the
-plain GEMM of tfc_gemm.h at the time): the direct kernels reach 55-130 GFLOP/s on LeNet's
-shapes (1->6 and 6->16 channels, 5x5) where im2col+GEMM reaches about 10; with 64 -> 64
-channels and 3x3 taps the direct kernel still leads (the column copy costs as much as the
-products of a small-K GEMM). im2col is chosen where the GEMM has long rows and columns on
-both sides (K = k_h*k_w*in_c >= IM2COL_MIN_K and at least IM2COL_MIN_N output channels), which
-is where a packed, cache-blocked GEMM beats the register tiles that reread the filter.
+Measured (bench/lenet_kernels.py --kernels: f32, 1 thread, the 2-core AVX-512 host, the plain
+loop GEMM tfc_gemm.h had at the time): the direct kernels run LeNet's shapes (1->6 and 6->16
+channels, 5x5) at 55-130 GFLOP/s where im2col+GEMM runs at 4-13; both gradients lead at 32,
+64 and 128 channels with 3x3 taps too (55-120 GFLOP/s vs 1-60). The forward pass at 32 and
+64 channels was a toss-up on the shared machine (load 4-9): one run had im2col ahead (54 vs
+32, 86 vs 54 GFLOP/s), another direct (52 vs 9); at 128 channels direct led (93 vs 30). So
+im2col is chosen only past the measured range, for GEMMs long on both sides (K =
+k_h*k_w*in_c >= IM2COL_MIN_K and >= IM2COL_MIN_N output channels), where a packed,
+cache-blocked GEMM is what pays; re-measure the crossover with `--kernels` when tfc_gemm.h
+changes.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ if TYPE_CHECKING:
 
 ALGORITHMS = ("direct", "im2col")
 VECTOR_BYTES = 32  # the widest SIMD vector tfc_conv.h tiles with (AVX); narrower ones divide it
-IM2COL_MIN_K = 1024
-IM2COL_MIN_N = 128
+IM2COL_MIN_K = 2048
+IM2COL_MIN_N = 256
 IM2COL_COLUMN_BYTES = 4 << 20  # images per GEMM: as many as keep the column matrix this small
+ROWS_MAX_VECTORS = 4  # backprop input by row scatters: k_w*in_c up to 4 vectors (12 registers)
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 
 # the fields of tfc_conv_plan, in order
@@ -41,6 +45,7 @@ PLAN_FIELDS = (
 @dataclass(frozen=True)
 class ConvPlan:
     algorithm: str
+    kernel: str  # the tfc_conv.h function's variant: "direct", "rows" or "im2col"
     fields: dict[str, int]  # every field of tfc_conv_plan
     regions: tuple[int | None, ...]  # element offset of each scratch buffer in the scratch
     scratch_elements: int
@@ -102,7 +107,21 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         if kind == "filter":
             sizes.append(taps * g.out_c if chunk < g.batch else 0)
         regions, total = _layout(sizes)
-        return ConvPlan(algorithm, fields, regions, total)
+        return ConvPlan(algorithm, "im2col", fields, regions, total)
+
+    lanes = VECTOR_BYTES // dtype.size
+    segment = g.k_w * g.in_c
+    if kind == "input" and g.d_w == 1 and segment <= ROWS_MAX_VECTORS * lanes:
+        # scatter form: a kh's k_w*in_c filter values are contiguous in f and in dx, so each dy
+        # row times them is one run of vectors added to dx (no zeros multiplied, unlike the
+        # forward kernel on the stride-spread gradient, which for LeNet's conv2 multiplies
+        # 2.6x the products: 0.57 -> 0.3 ms)
+        lp = _round_up(segment, lanes)
+        hp, wp = padded_size(g)
+        fields.update(pix_block=max(1, 12 // (lp // lanes)), cp=lp, hp=hp, wp=wp)
+        sizes = [g.batch * hp * wp * g.in_c + lp - segment, g.k_h * g.out_c * lp]
+        regions, total = _layout(sizes)
+        return ConvPlan(algorithm, "rows", fields, regions, total)
 
     # direct: the channels of the tile are the output's (the image's for backprop input)
     channels = g.in_c if kind == "input" else g.out_c
@@ -130,4 +149,4 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         else:
             sizes = [border, g.batch * g.out_h * g.out_w * cp if cp != g.out_c else 0]
     regions, total = _layout(sizes)
-    return ConvPlan(algorithm, fields, regions, total)
+    return ConvPlan(algorithm, "direct", fields, regions, total)

@@ -63,12 +63,19 @@ def run_session(w: dict, d: dict, threads: int, plan) -> list[dict]:
 
 
 def _program_call(graph, sess, fetches, feeds):
-    """A step that calls the compiled program of `sess.run(fetches, feed)` directly."""
+    """A step that calls the compiled program of `sess.run(fetches, feed)` directly (and
+    raises the program's error, as Session.run would)."""
     requests = [RunRequest(graph, fetches, f, sess._iterators) for f in feeds]
     program = sess._program(requests[0])
     values = [r.feed_values for r in requests]
     n = len(values)
-    return lambda i: program(values[i % n])
+
+    def step(i):
+        rc = program(values[i % n])[0]
+        if rc != 0:
+            raise program.error(rc, graph)
+
+    return step
 
 
 def _profile(sess, fetches, feed, ms: float, plan) -> str:
