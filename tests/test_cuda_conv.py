@@ -238,7 +238,9 @@ def test_pool_kernels_emulated_on_the_host_match_numpy(tmp_path):
 # -- on a GPU ---------------------------------------------------------------------------------
 @pytest.mark.cuda
 @pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-@pytest.mark.parametrize("name", ["rect-kernel-strides", "dilated-valid", "lenet-c3"])
+@pytest.mark.parametrize(
+    "name", ["rect-kernel-strides", "dilated-valid", "lenet-c3", "gemm-partial-tiles"]
+)
 def test_conv_ops_on_gpu_match_numpy(name, monkeypatch):
     monkeypatch.setenv("TFC_DEVICE", "gpu")
     graph, fetches, feeds, want = _case(name, "float32")
