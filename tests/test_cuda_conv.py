@@ -49,11 +49,13 @@ POOL_OPS = ("MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "MaxPoolGradGrad
 RNG = np.random.default_rng(4242)
 
 
-# wider than test_ops_conv's: the forward runs as the implicit GEMM (partial tiles of pixels,
-# channels and taps on every side)
+# wider than test_ops_conv's: the forward (or the input gradient) runs as the implicit GEMM
+# (partial tiles of pixels, channels and taps on every side)
 WIDE = {
     "gemm-partial-tiles": ((2, 9, 7, 13), (3, 3, 13, 70), (1, 1), "SAME", (1, 2)),
     "gemm-s2": ((3, 10, 10, 16), (2, 2, 16, 64), (2, 2), "VALID", (1, 1)),
+    "gemm-input-same": ((2, 8, 9, 40), (3, 2, 40, 24), (1, 1), "SAME", (2, 1)),
+    "gemm-input-valid": ((1, 6, 7, 36), (3, 3, 36, 8), (1, 1), "VALID", (1, 2)),
 }
 SHAPES = {**CONVS, **WIDE}
 
@@ -177,6 +179,8 @@ CASES = [(name, "float32", None) for name in CONVS] + [
     ("gemm-partial-tiles", "float32", None),
     ("gemm-partial-tiles", "float64", None),
     ("gemm-s2", "float32", None),
+    ("gemm-input-same", "float32", None),
+    ("gemm-input-valid", "float64", None),
 ]
 
 
@@ -190,8 +194,9 @@ def test_conv_kernels_emulated_on_the_host_match_numpy(tmp_path):
             what = f"{op} {name} {dtype} {algorithm}"
             cases.append((f"c{k}_{op}", kernel, inputs, expected, tol(dtype, terms), what))
     kinds = {cuda_kernel_data(c[1])["kind"] for c in cases}
-    gemm = [cuda_kernel_data(c[1])["gemm"] for c in cases if c[0].endswith("_Conv2D")]
-    assert any(gemm) and not all(gemm)
+    for op in ("_Conv2D", "_Conv2DBackpropInput"):
+        gemm = [cuda_kernel_data(c[1])["gemm"] for c in cases if c[0].endswith(op)]
+        assert any(gemm) and not all(gemm), op
     chunked = [cuda_kernel_data(c[1])["chunks"] > 1 for c in cases if c[0].endswith("Filter")]
     assert kinds == {"forward", "input", "filter"} and any(chunked) and not all(chunked)
     _emulate(tmp_path, cases)
@@ -240,7 +245,8 @@ def test_pool_kernels_emulated_on_the_host_match_numpy(tmp_path):
 @pytest.mark.cuda
 @pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
 @pytest.mark.parametrize(
-    "name", ["rect-kernel-strides", "dilated-valid", "lenet-c3", "gemm-partial-tiles"]
+    "name",
+    ["rect-kernel-strides", "dilated-valid", "lenet-c3", "gemm-partial-tiles", "gemm-input-same"],
 )
 def test_conv_ops_on_gpu_match_numpy(name, monkeypatch):
     monkeypatch.setenv("TFC_DEVICE", "gpu")

@@ -91,8 +91,9 @@ def _matmul(kernel: Kernel) -> dict:
 CONV_THREADS_WANTED = 1 << 16  # backprop filter: split the pixel sum until this many threads
 CONV_MIN_PIXELS = 16  # ... but give each thread at least this many pixels
 CONV_PART_CAP = 1 << 22  # ... and keep its partial sums (static device memory) this small
-# forward with this many output channels and taps or more: the implicit GEMM (conv2d_gemm.cu.j2)
-# with tiles of (bm pixels, bn channels, bk taps), each thread (tm pixels, tn channels)
+# forward and stride-1 backprop input with this many channels out (n) and taps x channels in
+# (k) or more: the implicit GEMM (conv2d_gemm.cu.j2) with tiles of (bm pixels, bn channels,
+# bk taps), each thread (tm pixels, tn channels)
 CONV_GEMM_MIN_N = 32
 CONV_GEMM_MIN_K = 64
 CONV_GEMM_TILE = (64, 64, 16, 4, 4)
@@ -134,14 +135,18 @@ def _conv2d(kernel: Kernel) -> dict:
             **_grid(total * chunks, THREADS),
         )
         return data
-    gemm_m = g["batch"] * g["out_h"] * g["out_w"]
-    gemm_k = g["k_h"] * g["k_w"] * g["in_c"]
-    if kind == "forward" and g["out_c"] >= CONV_GEMM_MIN_N and gemm_k >= CONV_GEMM_MIN_K:
+    taps = g["k_h"] * g["k_w"]
+    if kind == "forward":
+        m, n, k = g["batch"] * g["out_h"] * g["out_w"], g["out_c"], taps * g["in_c"]
+    else:  # as a GEMM only with stride 1 (no output pixel is skipped)
+        m, n, k = g["batch"] * g["in_h"] * g["in_w"], g["in_c"], taps * g["out_c"]
+    unit = g["s_h"] == g["s_w"] == 1 or kind == "forward"
+    if unit and n >= CONV_GEMM_MIN_N and k >= CONV_GEMM_MIN_K:
         bm, bn, bk, tm, tn = CONV_GEMM_TILE
-        tiles = -(-gemm_m // bm) * -(-g["out_c"] // bn)
+        tiles = -(-m // bm) * -(-n // bn)
         data.update(
-            gemm=True, gemm_m=gemm_m, gemm_k=gemm_k, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
-            tiles_n=-(-g["out_c"] // bn), gemm_blocks=tiles, gemm_threads=(bm // tm) * (bn // tn),
+            gemm=True, gemm_m=m, gemm_n=n, gemm_k=k, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
+            tiles_n=-(-n // bn), gemm_blocks=tiles, gemm_threads=(bm // tm) * (bn // tn),
             blocks=min(tiles, MAX_BLOCKS),
         )  # fmt: skip
         return data
