@@ -91,12 +91,13 @@ def _matmul(kernel: Kernel) -> dict:
 CONV_THREADS_WANTED = 1 << 16  # backprop filter: split the pixel sum until this many threads
 CONV_MIN_PIXELS = 16  # ... but give each thread at least this many pixels
 CONV_PART_CAP = 1 << 22  # ... and keep its partial sums (static device memory) this small
-# forward and stride-1 backprop input with this many channels out (n) and taps x channels in
-# (k) or more: the implicit GEMM (conv2d_gemm.cu.j2) with tiles of (bm pixels, bn channels,
-# bk taps), each thread (tm pixels, tn channels)
+# a conv whose GEMM has n >= CONV_GEMM_MIN_N columns (channels it computes) and m, k >=
+# CONV_GEMM_MIN_K: the implicit GEMM (conv2d_gemm.cu.j2) with tiles of (bm rows, bn channels,
+# bk reduced), each thread (tm rows, tn channels)
 CONV_GEMM_MIN_N = 32
 CONV_GEMM_MIN_K = 64
 CONV_GEMM_TILE = (64, 64, 16, 4, 4)
+CONV_GEMM_BLOCKS_WANTED = 256  # backprop filter: split the pixel sum until this many blocks
 CONV_CHANNEL_BLOCKS = (4, 2, 1)  # forward, backprop input: channels per thread, the first dividing
 
 
@@ -113,6 +114,10 @@ def _conv2d(kernel: Kernel) -> dict:
     data: dict = dict(g)
     data.update(kind=kind, ctype=kernel.params[0].ctype, gemm=False)
     data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
+    gemm = _conv_gemm(kind, g)
+    if gemm:
+        data.update(gemm)
+        return data
     if kind == "filter":
         total = g["k_h"] * g["k_w"] * g["in_c"] * g["out_c"]
         count = g["batch"] * g["out_h"] * g["out_w"]
@@ -135,21 +140,6 @@ def _conv2d(kernel: Kernel) -> dict:
             **_grid(total * chunks, THREADS),
         )
         return data
-    taps = g["k_h"] * g["k_w"]
-    if kind == "forward":
-        m, n, k = g["batch"] * g["out_h"] * g["out_w"], g["out_c"], taps * g["in_c"]
-    else:  # as a GEMM only with stride 1 (no output pixel is skipped)
-        m, n, k = g["batch"] * g["in_h"] * g["in_w"], g["in_c"], taps * g["out_c"]
-    unit = g["s_h"] == g["s_w"] == 1 or kind == "forward"
-    if unit and n >= CONV_GEMM_MIN_N and k >= CONV_GEMM_MIN_K:
-        bm, bn, bk, tm, tn = CONV_GEMM_TILE
-        tiles = -(-m // bm) * -(-n // bn)
-        data.update(
-            gemm=True, gemm_m=m, gemm_n=n, gemm_k=k, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
-            tiles_n=-(-n // bn), gemm_blocks=tiles, gemm_threads=(bm // tm) * (bn // tn),
-            blocks=min(tiles, MAX_BLOCKS),
-        )  # fmt: skip
-        return data
     # a thread computes `cb` consecutive channels of one pixel: each value it loads from the
     # image (the gradient) is used cb times
     channels = g["out_c"] if kind == "forward" else g["in_c"]
@@ -159,6 +149,38 @@ def _conv2d(kernel: Kernel) -> dict:
     names = ["n", "oh", "ow", "cj"] if kind == "forward" else ["n", "ih", "iw", "cj"]
     data.update(cb=cb, unravel=unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS))
     return data
+
+
+def _conv_gemm(kind: str, g: dict) -> dict:
+    """The template data of the implicit GEMM of conv2d_gemm.cu.j2 for this conv, or {} where
+    the shape is too narrow for its tiles (or a strided input gradient, which skips pixels)."""
+    taps = g["k_h"] * g["k_w"]
+    pixels = g["batch"] * g["out_h"] * g["out_w"]
+    if kind == "forward":  # (output pixels, output channels, taps x input channels)
+        m, n, k = pixels, g["out_c"], taps * g["in_c"]
+    elif kind == "input":  # (input pixels, input channels, taps x output channels)
+        if g["s_h"] != 1 or g["s_w"] != 1:
+            return {}
+        m, n, k = g["batch"] * g["in_h"] * g["in_w"], g["in_c"], taps * g["out_c"]
+    else:  # (taps x input channels, output channels, output pixels)
+        m, n, k = taps * g["in_c"], g["out_c"], pixels
+    if n < CONV_GEMM_MIN_N or min(m, k) < CONV_GEMM_MIN_K:
+        return {}
+    bm, bn, bk, tm, tn = CONV_GEMM_TILE
+    tiles = -(-m // bm) * -(-n // bn)
+    chunks = 1
+    if kind == "filter":  # the long pixel sum: split it until there are enough blocks
+        chunks = min(-(-CONV_GEMM_BLOCKS_WANTED // tiles), -(-k // (4 * bk)))
+        chunks = max(1, min(chunks, CONV_PART_CAP // (m * n)))
+    per_chunk = -(-k // chunks)
+    chunk_k = -(-per_chunk // bk) * bk  # a multiple of bk
+    chunks = -(-k // chunk_k)  # no empty chunk
+    return {
+        "gemm": True, "gemm_m": m, "gemm_n": n, "gemm_k": k, "bm": bm, "bn": bn, "bk": bk,
+        "tm": tm, "tn": tn, "tiles_n": -(-n // bn), "gemm_blocks": tiles,
+        "gemm_threads": (bm // tm) * (bn // tn), "gemm_chunks": chunks, "chunk_k": chunk_k,
+        "blocks": min(tiles * chunks, MAX_BLOCKS), "finish": _grid(m * n, THREADS),
+    }  # fmt: skip
 
 
 # -- pooling kernels (ops/conv.py's window_kernel: every geometry size as a string) ------------
