@@ -87,7 +87,7 @@ def tfc_step(model: str, batch: int):
 
 
 # -- PyTorch ----------------------------------------------------------------------------------
-def torch_step(model: str, batch: int, compiled: bool):
+def torch_step(model: str, batch: int, compiled: bool, mode: str = "default"):
     import torch
     from torch import nn
 
@@ -105,7 +105,7 @@ def torch_step(model: str, batch: int, compiled: bool):
         )  # fmt: skip
     net = net.to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=LR)
-    forward = torch.compile(net) if compiled else net
+    forward = torch.compile(net, mode=mode) if compiled else net
     loss_fn = nn.CrossEntropyLoss()
 
     def step(xb, yb):
@@ -127,6 +127,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--only", default=",".join(CONFIGS))
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument(
+        "--compile-mode",
+        default="default",
+        help="torch.compile's mode (default, reduce-overhead: CUDA graphs, max-autotune...)",
+    )
     args = parser.parse_args()
     try:
         import torch
@@ -135,7 +140,8 @@ def main() -> None:
         gpu = torch.cuda.get_device_name() if have_torch else "?"
     except ImportError:
         have_torch, gpu = False, "?"
-    print(f"GPU: {gpu}; torch: {torch.__version__ if have_torch else 'not available'}")
+    print(f"GPU: {gpu}; torch: {torch.__version__ if have_torch else 'not available'}; "
+          f"torch.compile mode: {args.compile_mode}")  # fmt: skip
     rows = []
     for name in args.only.split(","):
         model, batch = CONFIGS[name]
@@ -149,7 +155,7 @@ def main() -> None:
         eager = timed(torch_step(model, batch, False), data, args.steps) if have_torch else None
         comp = None
         if have_torch and not args.no_compile:
-            comp = timed(torch_step(model, batch, True), data, args.steps)
+            comp = timed(torch_step(model, batch, True, args.compile_mode), data, args.steps)
         rows.append((name, ours, eager, comp, build))
         print(f"{name}: tfc {ours:.3f} ms (first run incl. build {build:.1f} s), "
               f"eager {eager}, compile {comp}", flush=True)  # fmt: skip

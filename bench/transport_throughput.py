@@ -35,8 +35,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=7)
     parser.add_argument("--sizes-mb", default="1,64")
-    parser.add_argument("--wire", default="f32", choices=["f32", "f16", "bf16"],
-                        help="the transport's wire dtype (f16/bf16 halve the bytes sent)")  # fmt: skip
+    parser.add_argument(
+        "--wire", default="f32", choices=["f32", "f16", "bf16"],
+        help="the transport's wire dtype (f16/bf16 halve the bytes sent)",
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         binary = build_driver(Path(tmp) / "driver", ["-O2"])

@@ -106,8 +106,11 @@ def training_graphs() -> dict[str, tuple]:
         ys.append(x * bias)  # a broadcast: its gradient sums back to the bias's shape
         fetches = tfc.gradients([tfc.reduce_sum(y * y) for y in ys], [x, bias])
         fetches.append(tfc.assign_sub(v, x))
-        fetches.append(tfc.train.RMSPropOptimizer(0.1, centered=True).minimize(
-            tfc.reduce_sum(tfc.square(v * x))))
+        fetches.append(
+            tfc.train.RMSPropOptimizer(0.1, centered=True).minimize(
+                tfc.reduce_sum(tfc.square(v * x))
+            )
+        )
     feed = {x: np.random.default_rng(2).random((4, 6), np.float32), bias: np.ones(6, np.float32)}
     graphs["gradients"] = (graph, fetches, feed)
     return graphs
@@ -220,8 +223,9 @@ def test_training_steps_on_gpu_equal_cpu(model):
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4, atol=1e-4)
     assert cpu_weights.keys() == gpu_weights.keys()
     for name in cpu_weights:
-        np.testing.assert_allclose(gpu_weights[name], cpu_weights[name], rtol=1e-4, atol=1e-4,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            gpu_weights[name], cpu_weights[name], rtol=1e-4, atol=1e-4, err_msg=name
+        )
 
 
 @pytest.mark.cuda
@@ -241,3 +245,71 @@ def test_training_step_is_memcheck_clean(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "ERROR SUMMARY: 0 errors" in proc.stdout
+
+
+# -- tfc compile --target cuda ------------------------------------------------------------------
+IRIS = ROOT / "samples" / "iris_model.py"
+IRIS_TRAIN = ROOT / "samples" / "data" / "iris_training.csv"
+IRIS_TEST = ROOT / "samples" / "data" / "iris_test.csv"
+
+
+@pytest.fixture(scope="module")
+def cuda_executables(tmp_path_factory):
+    if NVCC is None:
+        pytest.skip("nvcc (the CUDA toolkit) is not installed")
+    out = tmp_path_factory.mktemp("iris_cuda")
+    arch = None if GPU_OK else "sm_80"
+    result = tfc.compile(str(IRIS), out, batch=32, target="cuda", cuda_arch=arch)
+    return result
+
+
+def test_compile_target_cuda_builds_executables(cuda_executables):
+    out = cuda_executables.outdir
+    assert sorted(p.name for p in out.glob("program_*")) == [
+        "program_init.cu", "program_predict.cu", "program_predict_one.cu", "program_train.cu",
+    ]  # fmt: skip
+    assert "$(NVCC)" in (out / "Makefile").read_text()
+    assert cuda_executables.train.stat().st_size > 0 and cuda_executables.predict.exists()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_cuda_executables_train_like_the_cpu_ones(cuda_executables, tmp_path):
+    cpu = tfc.compile(str(IRIS), tmp_path / "cpu", batch=32, target="generic")
+    results = {}
+    for name, built in (("cpu", cpu), ("cuda", cuda_executables)):
+        ckpt = tmp_path / f"ckpt_{name}"
+        args = ["--data", IRIS_TRAIN, "--steps", 300, "--checkpoint-dir", ckpt, "--no-shuffle"]
+        subprocess.run([str(built.train), *map(str, args)], check=True, capture_output=True)
+        pred = subprocess.run(
+            [str(built.predict), "--checkpoint", str(ckpt), "--data", str(IRIS_TEST)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        results[name] = (tfc.train.load_checkpoint(str(ckpt)), pred.stdout.splitlines()[-1])
+    (cpu_ckpt, cpu_acc), (gpu_ckpt, gpu_acc) = results["cpu"], results["cuda"]
+    assert gpu_acc == cpu_acc and cpu_acc.startswith("accuracy")
+    names = cpu_ckpt.get_variable_to_shape_map()
+    assert names == gpu_ckpt.get_variable_to_shape_map()
+    for name in names:
+        np.testing.assert_allclose(gpu_ckpt.get_tensor(name), cpu_ckpt.get_tensor(name),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)  # fmt: skip
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_a_failing_gpu_kernel_reports_like_the_cpu():
+    with tfc.device("/gpu:0"):
+        logits = tfc.placeholder(tfc.float32, [4, 3])
+        labels = tfc.placeholder(tfc.int64, [4])
+        loss = tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    feed = {logits: np.zeros((4, 3), np.float32), labels: np.array([0, 7, 1, -2])}
+    with tfc.Session() as sess, pytest.raises(tfc.errors.InvalidArgumentError) as info:
+        sess.run(loss, feed)
+    assert "Received a label value of -2 which is outside the valid range of [0, 3)" in str(
+        info.value
+    )
+    assert "Label values: 0 7 1 -2" in str(info.value)
+    assert info.value.op is not None and info.value.op.type == "SparseSoftmaxCrossEntropyWithLogits"
+    feed[labels] = np.array([0, 2, 1, 1])  # the program still runs after a failure
+    with tfc.Session() as sess:
+        np.testing.assert_allclose(sess.run(loss, feed), np.full(4, np.log(3.0)), rtol=1e-6)

@@ -117,10 +117,12 @@ SIZES = [
     (6, 16, 8),  # one full micro-tile
     (7, 17, 5),  # one more than a tile each way
     (5, 3, 2),
-    (1, 40, 30),
+    (1, 40, 30),  # one row: the unpacked row path when B is row-major
+    (2, 1030, 20),  # two rows, past the row path's 1024-column chunk, a partial vector
     (40, 1, 30),
     (13, 29, 256),  # K exactly one block
-    (73, 35, 257),  # M past one MC block, K one past KC
+    (73, 35, 257),  # K one past KC
+    (151, 21, 40),  # M past one MC block (144 rows)
     (9, 50, 700),  # three K blocks
 ]
 
@@ -150,7 +152,7 @@ def test_general_strides(lib, ta, tb):
     ],
     ids=lambda e: ",".join(f"{k}={v}" for k, v in e.items()),
 )
-@pytest.mark.parametrize("size", [(7, 17, 5), (30, 40, 300), (1, 1, 1)], ids=str)
+@pytest.mark.parametrize("size", [(7, 17, 5), (30, 40, 300), (1, 1, 1), (2, 1030, 7)], ids=str)
 def test_every_epilogue(lib, epilogue, size):
     _gemm(lib, *size, ldc_pad=3, **epilogue)
     _gemm(lib, *size, dtype=np.float64, tb=True, **epilogue)
@@ -207,7 +209,7 @@ def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib):
     whole = np.zeros((M, N), np.float32)
     h.h_gemm_plain_f32(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole))
     by_rows = np.zeros((M, N), np.float32)
-    for i0, rows in ((0, 1), (1, 6), (7, 13), (20, 30)):
+    for i0, rows in ((0, 1), (1, 2), (3, 4), (7, 13), (20, 30)):  # the row path and the packed
         h.h_gemm_plain_f32(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]))
     np.testing.assert_array_equal(by_rows, whole)
 
@@ -255,8 +257,8 @@ def test_thread_count_from_the_environment(lib, monkeypatch):
 
 # -- through generated code -----------------------------------------------------------------------
 def _mlp_step(threads_config=None, disable=()):
-    """A dense head and its gradients: relu(x W + b) with M = 150 rows (two 72-row GEMM blocks
-    and a partial one), fused updates whose dW lives in scratch."""
+    """A dense head and its gradients: relu(x W + b) with M = 150 rows (a 144-row GEMM block and
+    a partial one), fused updates whose dW lives in scratch."""
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(3)
@@ -289,11 +291,11 @@ def test_generated_dense_heads_fused_or_not_threaded_or_not_agree():
     assert np.isfinite(plain[0]) and plain[0] > 0
 
 
-@pytest.mark.parametrize("relu", [False, True])
-@pytest.mark.parametrize("bias_add", ["add", "bias_add", "none"])
-def test_dense_heads_are_one_gemm_call_with_the_unfused_bits(relu, bias_add):
-    if bias_add == "none" and not relu:
-        pytest.skip("a bare MatMul is no head")
+@pytest.mark.parametrize(
+    "bias_add,relu",
+    [("add", False), ("add", True), ("bias_add", False), ("bias_add", True), ("none", True)],
+)
+def test_dense_heads_are_one_gemm_call_with_the_unfused_bits(bias_add, relu):
     rng = np.random.default_rng(2)
     xv = rng.normal(size=(77, 40)).astype(np.float32)
     xv[3, 5] = np.nan  # NaN rows stay NaN through the ReLU, as Relu's own kernel keeps them
@@ -374,7 +376,8 @@ SANITIZED_MAIN = textwrap.dedent(
         for (int64_t i = 0; i < M; ++i)
             for (int64_t j = 0; j < N; ++j) {
                 double s = epi ? (double)C0[i * N + j] + bias[j] : 0.0;
-                for (int64_t k = 0; k < K; ++k) s += (double)A[i * sam + k * sak] * B[k * sbk + j * sbn];
+                for (int64_t k = 0; k < K; ++k)
+                    s += (double)A[i * sam + k * sak] * B[k * sbk + j * sbn];
                 if (epi && s < 0) s = 0;
                 if (fabs(s - C[i * N + j]) > 1e-4 * (1 + sqrt((double)K))) bad = 1;
             }
@@ -400,27 +403,32 @@ SANITIZED_MAIN = textwrap.dedent(
 )
 
 
-def test_gemm_is_clean_under_asan_and_ubsan(tmp_path):
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "thread"])
+def test_gemm_is_clean_under_sanitizers(tmp_path, sanitizer):
+    """ASan/UBSan: no read past an operand, no undefined behaviour; TSan: the pool's hand-off
+    of tasks between threads has no data race (the main runs 1 and 2 threads)."""
     cc = compiler()
-    libasan = subprocess.run(
-        [cc, "-print-file-name=libasan.so"], capture_output=True, text=True
+    runtime = "libasan.so" if sanitizer.startswith("address") else "libtsan.so"
+    found = subprocess.run(
+        [cc, f"-print-file-name={runtime}"], capture_output=True, text=True
     ).stdout.strip()
-    if not os.path.isabs(libasan):
-        pytest.skip("the C compiler has no AddressSanitizer runtime")
+    if not os.path.isabs(found):
+        pytest.skip(f"the C compiler has no {runtime}")
     source = tmp_path / "gemm_main.c"
     source.write_text("#define _DEFAULT_SOURCE\n" + SANITIZED_MAIN)
     binary = tmp_path / "gemm_main"
     flags = ["-std=c11", "-O1", "-march=native", "-Wall", "-Wextra", "-Werror", "-g"]
-    sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    sanitize = [f"-fsanitize={sanitizer}", "-fno-sanitize-recover=all"]
     subprocess.run(
         [cc, *flags, *sanitize, "-I", str(runtime_dir() / "include"), str(source), "-o",
          str(binary), "-lm", "-pthread"],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1")
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1",
+               TSAN_OPTIONS="halt_on_error=1")  # fmt: skip
     proc = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "GEMM-SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
-    assert "runtime error" not in proc.stderr
+    assert "runtime error" not in proc.stderr and "WARNING: ThreadSanitizer" not in proc.stderr
 
 
 def test_generic_and_embedded_builds_compile_without_warnings(tmp_path):

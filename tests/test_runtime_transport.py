@@ -1,4 +1,4 @@
-"""runtime/src tensor transport: frames, rendezvous, 16-bit wire floats, cluster token, bad peers."""
+"""runtime/src/transport: frames, rendezvous, 16-bit wire floats, cluster token, bad peers."""
 
 import hashlib
 import hmac
@@ -10,6 +10,7 @@ import struct
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -99,15 +100,21 @@ class Task:
 def builds(tmp_path_factory):
     """The driver plain (-O2) and with AddressSanitizer + UBSan (-O1): (binary, env) pairs."""
     root = tmp_path_factory.mktemp("transport")
-    plain = (build_driver(root / "plain", ["-O2"]), dict(os.environ))
     libasan = subprocess.run(
         [compiler(), "-print-file-name=libasan.so"], capture_output=True, text=True
     ).stdout.strip()
-    if not os.path.isabs(libasan):
-        return {"plain": plain, "sanitized": None}
+    with ThreadPoolExecutor(2) as pool:  # the two builds at once
+        plain_build = pool.submit(build_driver, root / "plain", ["-O2"])
+        if os.path.isabs(libasan):
+            sanitized_build = pool.submit(
+                build_driver, root / "sanitized", ["-O1", "-g", *SANITIZE]
+            )
+        plain = (plain_build.result(), dict(os.environ))
+        if not os.path.isabs(libasan):
+            return {"plain": plain, "sanitized": None}
+        binary = sanitized_build.result()
     env = dict(os.environ, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
     env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
-    binary = build_driver(root / "sanitized", ["-O1", "-g", *SANITIZE])
     probe = subprocess.run([str(binary)], input="selftest\n", capture_output=True, text=True,
                            env=env)  # fmt: skip
     if "LeakSanitizer has encountered a fatal error" in probe.stderr:  # no ptrace here
@@ -206,12 +213,24 @@ def _pair(cluster, wire="f32", **env):
 # ---- the pieces: CRC32C, SHA-256/HMAC, 16-bit floats ----
 
 
-def _crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc ^= byte
+def _crc32c_table():
+    table = []
+    for byte in range(256):
+        crc = byte
         for _ in range(8):
             crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+        table.append(crc)
+    return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def _crc32c(data: bytes) -> int:
+    """CRC32C (Castagnoli, reflected), a byte at a time: the reference for the C code."""
+    crc, table = 0xFFFFFFFF, _CRC32C_TABLE
+    for byte in data:
+        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
     return crc ^ 0xFFFFFFFF
 
 
@@ -284,22 +303,24 @@ def test_16_bit_floats_match_numpy(builds, tmp_path):
         task = cluster.task()
         rng = np.random.default_rng(1)
         for x in _special_floats(rng):
-            got = np.frombuffer(bytes.fromhex(task("f16 " + _hex(x))), np.uint16)
             with np.errstate(over="ignore"):
                 want = x.astype(np.float16).view(np.uint16)
             nan = np.isnan(x)
-            np.testing.assert_array_equal(got[~nan], want[~nan])
-            assert np.isnan(got[nan].view(np.float16)).all()
+            for command in ("f16", "f16_portable"):  # F16C where the CPU has it, and without
+                got = np.frombuffer(bytes.fromhex(task(f"{command} {_hex(x)}")), np.uint16)
+                np.testing.assert_array_equal(got[~nan], want[~nan])
+                assert np.isnan(got[nan].view(np.float16)).all()
             got = np.frombuffer(bytes.fromhex(task("bf16 " + _hex(x))), np.uint16)
             want = _bf16_reference(x)
             np.testing.assert_array_equal(got[~nan], want[~nan])
             assert ((got[nan] & 0x7F80) == 0x7F80).all() and ((got[nan] & 0x7F) != 0).all()
         every = np.arange(65536, dtype=np.uint32).astype(np.uint16)
-        got = np.frombuffer(bytes.fromhex(task("widen16 f16 " + _hex(every))), np.float32)
         want = every.view(np.float16).astype(np.float32)
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         ok = ~np.isnan(want)
-        np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+        for kind in ("f16", "f16_portable"):
+            got = np.frombuffer(bytes.fromhex(task(f"widen16 {kind} {_hex(every)}")), np.float32)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
         got = np.frombuffer(bytes.fromhex(task("widen16 bf16 " + _hex(every))), np.uint32)
         np.testing.assert_array_equal(got, every.astype(np.uint32) << 16)
         assert not cluster.close()
@@ -365,7 +386,9 @@ def test_16_bit_wire_halves_the_bytes(plain_cluster, wire):
     if wire == "f16":
         want = a.astype(np.float16).astype(np.float32)
     else:
-        want = (_bf16_reference(a.ravel()).astype(np.uint32) << 16).view(np.float32).reshape(a.shape)
+        want = (
+            (_bf16_reference(a.ravel()).astype(np.uint32) << 16).view(np.float32).reshape(a.shape)
+        )
     np.testing.assert_array_equal(np.isnan(got), np.isnan(a))
     ok = ~np.isnan(a)
     np.testing.assert_array_equal(got[ok], want[ok])
@@ -380,7 +403,7 @@ def test_many_tensors_and_steps_and_poll(cluster):
     assert client("stress_send 0 20 40") == "ok"
     assert server.answer() == "ok"
     # poll: wait for whichever of several keys comes first, without taking it
-    assert server("poll * 0 grads/w0 grads/w1") .startswith("ERR 4 ")
+    assert server("poll * 0 grads/w0 grads/w1").startswith("ERR 4 ")
     assert client("send 0 grads/w1 5 float32 2 0000803f00000040") == "ok"
     assert server("poll * 5000 grads/w0 grads/w1") == "index 1"
     step, got = _parse_tensor(server("recv grads/w1 * float32 2 0"), np.float32)
@@ -440,6 +463,56 @@ def test_recv_timeout_mismatch_and_cancel(cluster):
     assert server("cancel") == "ok"
     answer = server("recv later 0 float32 2 -1")
     assert answer.startswith("ERR 1 "), answer
+
+
+def test_recvs_posted_ahead(cluster):
+    server, client = _pair(cluster)
+    requests = [server(f"post ahead {step} int32 2") for step in range(3)]
+    assert requests == ["request 0", "request 1", "request 2"]
+    for step in (2, 0, 1):  # sent out of order, each lands in its own buffer
+        value = struct.pack("<ii", step, -step).hex()
+        assert client(f"send 0 ahead {step} int32 2 {value}") == "ok"
+    for step in range(3):
+        assert (
+            server(f"wait {step} 5000")
+            == f"tensor {step} 2 " + struct.pack("<ii", step, -step).hex()
+        )
+    # a wait that times out leaves the request posted: a later wait gets the tensor
+    assert server("post later * float64 -") == "request 0"
+    assert server("wait 0 100").startswith("ERR 4 ")
+    assert client("send 0 later 9 float64 - " + struct.pack("<d", 2.5).hex()) == "ok"
+    assert server("wait 0 5000") == "tensor 9 - " + struct.pack("<d", 2.5).hex()
+    # an abandoned request takes nothing: the tensor waits for the next recv
+    assert server("post gone 0 int32 -") == "request 0"
+    assert server("abandon 0") == "ok"
+    assert client("send 0 gone 0 int32 - 07000000") == "ok"
+    assert server("recv gone 0 int32 - 5000") == "tensor 0 - 07000000"
+
+
+def test_stalled_peers_time_out_while_others_are_served(plain_cluster):
+    server, client = _pair(plain_cluster, IO_MS=300)
+    silent = socket.create_connection(("127.0.0.1", server.port), timeout=5)  # says nothing
+    stalled = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        assert _handshake(stalled) == (0x41434654, 0)
+        stalled.sendall(_frame(key=b"slow")[:40])  # half a frame, then nothing
+        for step in range(3):  # meanwhile the good connection is served
+            assert client(f"send 0 fast {step} int32 - 2a000000") == "ok"
+            assert server(f"recv fast {step} int32 - 5000") == f"tensor {step} - 2a000000"
+        deadline = time.monotonic() + 5
+        silent_peer = f"127.0.0.1:{silent.getsockname()[1]}"
+        stalled_peer = f"127.0.0.1:{stalled.getsockname()[1]}"
+        while True:
+            log = server.log()
+            if f"from {silent_peer}: handshake (hello): timed out" in log and (
+                f"bad frame from {stalled_peer}: truncated: dims and key: timed out" in log
+            ):
+                break
+            assert time.monotonic() < deadline, log
+            time.sleep(0.05)
+    finally:
+        silent.close()
+        stalled.close()
 
 
 # ---- the cluster token ----
@@ -516,8 +589,10 @@ def _frame(key=b"k", step=1, dtype=3, wire=None, dims=(2,), payload=None, **over
     fields = dict(magic=0x46434654, version=1, key_len=len(key), rank=len(dims),
                   nbytes=len(payload))  # fmt: skip
     fields.update(override)
-    head = struct.pack("<IHHqIBBBBQ", fields["magic"], fields["version"], 0, step,
-                       fields["key_len"], dtype, wire, fields["rank"], 0, fields["nbytes"])  # fmt: skip
+    head = struct.pack(
+        "<IHHqIBBBBQ", fields["magic"], fields["version"], 0, step, fields["key_len"], dtype,
+        wire, fields["rank"], 0, fields["nbytes"],
+    )  # fmt: skip
     body = head + b"".join(struct.pack("<q", d) for d in dims) + key + payload
     return body + struct.pack("<I", _crc32c(body))
 
@@ -549,7 +624,7 @@ def test_bad_frames_close_only_that_connection(cluster):
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
             assert _handshake(s) == (0x41434654, 0)
             s.sendall(_frame(key=b"good_before", step=n))  # a good frame first: it arrives
-            peer = "127.0.0.1:%d" % s.getsockname()[1]
+            peer = f"127.0.0.1:{s.getsockname()[1]}"
             s.sendall(data)
             s.shutdown(socket.SHUT_WR)
             try:  # the server closes this connection (a reset when it left bytes unread)
@@ -567,3 +642,36 @@ def test_bad_frames_close_only_that_connection(cluster):
     assert server("stats").split()[5] == str(len(CORRUPTIONS))
     # nothing that was refused ever reached the table
     assert server("recv k * int32 * 0").startswith("ERR 4 ")
+
+
+@pytest.mark.parametrize("wire", ["f32", "f16"])
+def test_tensors_of_several_chunks(plain_cluster, wire):
+    """Over 1 MB a frame is checksummed and converted chunk by chunk, into the recv's buffer."""
+    server, client = _pair(plain_cluster, wire=wire)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2048, 2048, (3, 700_001)).astype(np.float32)  # exact in float16 too
+    dims = _dims(a.shape)
+    assert client(f"send 0 big 0 float32 {dims} {_hex(a)}") == "ok"  # arrives first
+    _, got = _parse_tensor(server(f"recv big 0 float32 {dims} 20000"), np.float32)
+    np.testing.assert_array_equal(got, a)
+    server.post(f"recv big 1 float32 {dims} 20000")  # posted first
+    time.sleep(0.05)
+    assert client(f"send 0 big 1 float32 {dims} {_hex(a[::-1])}") == "ok"
+    _, got = _parse_tensor(server.answer(), np.float32)
+    np.testing.assert_array_equal(got, a[::-1])
+
+
+def test_recv_posted_in_the_middle_of_a_frame(plain_cluster):
+    """The reader moves what it already has into a recv posted mid-frame and goes on there."""
+    server = plain_cluster.listening()
+    a = np.arange(300_000, dtype=np.int32)  # 1.2 MB: two chunks
+    frame = _frame(key=b"mid", step=4, dims=a.shape, payload=a.tobytes())
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        assert _handshake(s) == (0x41434654, 0)
+        s.sendall(frame[:600_000])
+        time.sleep(0.3)  # the reader has the first chunk and waits for more
+        server.post("recv mid 4 int32 300000 20000")
+        time.sleep(0.3)  # the recv is posted
+        s.sendall(frame[600_000:])
+        _, got = _parse_tensor(server.answer(), np.int32)
+    np.testing.assert_array_equal(got, a)

@@ -33,6 +33,8 @@ typedef struct {{ char *msg; int64_t cap; const char *node; }} tfc_error;
 int64_t {p}arena_bytes(void);
 int {p}run(void *const *state, const void *const *inputs, void *const *outputs,
            const void *const *consts, void *arena_base, tfc_error *err);
+int {p}run_device(void *const *state, const void *const *inputs, void *const *outputs,
+                  const void *const *consts, void *arena_base, tfc_error *err);
 int {p}run_host(void *const *state, const void *const *inputs, void *const *outputs,
                 const void *const *consts, void *arena_base, tfc_error *err);
 """
@@ -129,6 +131,17 @@ def _link_flags() -> list[str]:
         if d.exists():
             flags += ["-Xlinker", f"-rpath,{d}"]
     return flags + (["-lcublas"] if has_cublas() else [])
+
+
+def executable_flags(cuda_arch: str | Sequence[str] | None = None) -> tuple[list, list]:
+    """(nvcc flags compiling a program to an object, the libraries linking it into an
+    executable) for `tfc compile --target cuda`."""
+    flags = build_flags(cuda_arch)
+    libs = []
+    for d in _lib_dirs():
+        if d.exists():
+            libs += [f"-L{d}", f"-Wl,-rpath,{d}"]
+    return flags, libs + ["-lcudart"] + (["-lcublas"] if has_cublas() else []) + ["-lstdc++"]
 
 
 def _run_nvcc(cmd: list[str], source: Path, name: str, key: str) -> None:

@@ -30,10 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     comp.add_argument(
         "--target",
-        choices=["host", "generic", "embed"],
+        choices=["host", "generic", "embed", "cuda"],
         default="host",
         help="host: optimize for this CPU (-march=native); generic: any CPU of its "
-        "architecture; embed: a dependency-free C99 library (model.h, model.c) to embed",
+        "architecture; embed: a dependency-free C99 library (model.h, model.c) to embed; "
+        "cuda: the programs run on an NVIDIA GPU (nvcc)",
+    )
+    comp.add_argument(
+        "--cuda-arch",
+        metavar="LIST",
+        help="with --target cuda: GPU architectures, e.g. sm_80,sm_90 (default: the GPU present)",
     )
     _add_embed_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
@@ -168,6 +174,7 @@ def _compile(args: argparse.Namespace) -> int:
             build=not args.no_build,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
             cluster=args.cluster,
+            cuda_arch=args.cuda_arch,
         )
     except (ModelError, CompileError, FileNotFoundError, ValueError) as e:
         print(f"tfc compile: error: {e}", file=sys.stderr)

@@ -17,6 +17,7 @@ THREADS = 256  # threads per block of the element-wise kernels
 MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
 REDUCE_THREADS = 128  # threads per output of a block reduction
 BLOCK_REDUCE_MIN = 64  # reduce this many elements or more per output with a block
+BLOCKS_WANTED = 1024  # a reduction splits its work into about this many blocks
 
 
 def unravel(index: str, bounds: Sequence[int], names: Sequence[str]) -> list[str]:
@@ -63,8 +64,13 @@ def _reduce(kernel: Kernel) -> dict:
     combine = kernel.data["combine"]
     out_count = kernel.data["out_count"]
     block = count >= BLOCK_REDUCE_MIN
+    # enough blocks to fill the GPU: few outputs with many elements each split into chunks
+    chunks = max(1, min(-(-count // (REDUCE_THREADS * 8)), BLOCKS_WANTED // out_count))
+    per_chunk = -(-count // chunks)
     return {
         "block": block,
+        "chunks": chunks,
+        "per_chunk": per_chunk,
         "out_unravel": unravel("o", [d[0] for d in kept], kept_names),
         "base": base,
         "count": count,
@@ -74,8 +80,10 @@ def _reduce(kernel: Kernel) -> dict:
         "merge": "sh[threadIdx.x] = "
         + combine.format(a="sh[threadIdx.x]", b="sh[threadIdx.x + s]")
         + ";",
+        "finish_merge": "acc = " + combine.format(a="acc", b="b") + ";",
+        "finish_blocks": max(1, min(-(-out_count // 256), MAX_BLOCKS)),
         **_grid(out_count, REDUCE_THREADS if block else THREADS),
-        **({"blocks": max(1, min(out_count, 65535))} if block else {}),
+        **({"blocks": max(1, min(out_count * chunks, 65535))} if block else {}),
     }
 
 

@@ -109,7 +109,9 @@ def render_program(
             name = names.setdefault(text, f"{program.local_prefix}k{len(names)}")
             if bound.kernel.can_fail:
                 args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
-                lines.append(target.fail_call.format(name=name, args=args, node=c_string(step.node)))
+                lines.append(
+                    target.fail_call.format(name=name, args=args, node=c_string(step.node))
+                )
                 sites.append(c_string(step.node))
             else:
                 lines.append(f"{name}({', '.join(bound.args)});")
@@ -168,7 +170,17 @@ def _staging(program: LoweredProgram, align: int = 256) -> dict:
         nbytes = num_elements(spec.shape) * spec.dtype.size
         out.append({"offset": offset, "bytes": nbytes})
         offset += -(-max(nbytes, 1) // align) * align
+    written = set(program.vars_written)
+    state = [
+        {
+            "bytes": num_elements(s.shape) * s.dtype.size,
+            "written": s.kind == "rng" or s.name in written,
+        }
+        for s in program.slots
+    ]
     return {
+        "state_bytes": state,
+        "external_bytes": [c.nbytes for c in program.external_consts],
         "staging_offset": start,
         "staged_feeds": feeds,
         "staged_fetches": fetches,

@@ -16,8 +16,10 @@
  * tiles go through the same micro-kernel on zero-padded panels, so every element of C is the
  * same chain of multiply-adds over k = 0..K-1 whatever its position, the block sizes or the
  * number of threads: a product computed row by row or split across threads has the same bits.
- * Packing buffers live on the stack ((MC + NR) * KC elements, 90 KiB for float on hosts, 10 KiB
- * under TFC_EMBED): no allocation, no alignment requirement on any pointer. Large products are
+ * Products of 1 or 2 rows with row-major B skip the packing (B streams once per row into
+ * accumulators of TFC_GEMM_ROW_COLS columns): the same chains, so the same bits again.
+ * Packing buffers live on the stack ((MC + NR) * KC elements, 160 KiB on hosts, 9 KiB under
+ * TFC_EMBED): no allocation, no alignment requirement on any pointer. Large products are
  * split over N panels between the threads of tfc_threads.h (the K reduction is never split).
  */
 #ifndef TFC_GEMM_H
@@ -32,12 +34,18 @@
 #ifdef TFC_EMBED
 #define TFC_GEMM_KC 64
 #define TFC_GEMM_MC 24
+#define TFC_GEMM_ROW_COLS 256
 #else
-#define TFC_GEMM_KC 256
-#define TFC_GEMM_MC 72
+#define TFC_GEMM_KC 256 /* float; double: half, the same bytes */
+#define TFC_GEMM_MC 144
+#define TFC_GEMM_ROW_COLS 1024
 #endif
 #endif
 #define TFC_GEMM_MR 6
+/* products of at most this many rows (B row-major) skip the packing: one pass over B per row */
+#ifndef TFC_GEMM_ROWS_MAX
+#define TFC_GEMM_ROWS_MAX 2
+#endif
 /* products with fewer multiply-adds than this stay on one thread */
 #ifndef TFC_GEMM_PARALLEL_MIN
 #define TFC_GEMM_PARALLEL_MIN (1 << 20)
@@ -68,7 +76,7 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
 
 /* One float GEMM family per type: T the element, V its 32-byte vector, VI the same-width integer
  * vector, VL lanes, NR = 2 VL columns per micro-tile. */
-#define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VI, VL)                                                 \
+#define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VI, VL, KC)                                             \
     enum { tfc_gemm_nr_##tag = 2 * (VL) };                                                       \
                                                                                                  \
     /* the micro-kernel: C[MR, NR] (row stride ldc) from packed a[kc][MR] and b[kc][NR];       \
@@ -174,12 +182,12 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
     static inline void tfc_gemm_columns_##tag(const tfc_gemm_args_##tag *g, int64_t n0,         \
                                               int64_t n1) {                                      \
         enum { NR = 2 * (VL), MR = TFC_GEMM_MR };                                                \
-        T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * TFC_GEMM_KC];                               \
-        T bpack[TFC_GEMM_KC * NR];                                                               \
+        T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * (KC)];                                      \
+        T bpack[(KC) * NR];                                                                      \
         T tile[MR * NR], tile_bias[NR];                                                          \
         const int64_t M = g->M, K = g->K, ldc = g->ldc;                                          \
-        for (int64_t p0 = 0; p0 < K; p0 += TFC_GEMM_KC) {                                        \
-            const int64_t kc = K - p0 < TFC_GEMM_KC ? K - p0 : TFC_GEMM_KC;                      \
+        for (int64_t p0 = 0; p0 < K; p0 += (KC)) {                                               \
+            const int64_t kc = K - p0 < (KC) ? K - p0 : (KC);                                    \
             const int first = p0 == 0, last = p0 + kc == K;                                      \
             const T beta = first ? g->beta : (T)1;                                               \
             const int relu = last && g->relu;                                                    \
@@ -218,6 +226,64 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
+    /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows;     \
+     * B streams row by row into accumulators of up to 1024 columns (in L1), each element the    \
+     * same multiply-add chain as in the micro-kernel (a partial vector goes through a padded    \
+     * copy) */                                                                                  \
+    static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c) {     \
+        enum { NB = TFC_GEMM_ROW_COLS / (VL) };                                                  \
+        const int64_t N = g->N, K = g->K, sak = g->sak, sbk = g->sbk;                            \
+        for (int64_t j0 = 0; j0 < N; j0 += NB * (VL)) {                                          \
+            const int64_t nc = N - j0 < NB * (VL) ? N - j0 : NB * (VL);                          \
+            const int64_t nv = (nc + (VL)-1) / (VL), whole = nc / (VL);                          \
+            V acc[NB];                                                                           \
+            T pad[VL];                                                                           \
+            for (int64_t v = 0; v < nv; ++v) {                                                   \
+                for (int64_t l = 0; l < (VL); ++l) {                                             \
+                    const int64_t j = v * (VL) + l;                                              \
+                    pad[l] = j < nc && g->beta != (T)0 ? c[j0 + j] : (T)0;                       \
+                }                                                                                \
+                memcpy(&acc[v], pad, sizeof(V));                                                 \
+                if (g->beta != (T)0 && g->beta != (T)1) acc[v] *= g->beta;                       \
+            }                                                                                    \
+            for (int64_t k = 0; k < K; ++k) {                                                    \
+                const T ak = g->alpha == (T)1 ? a[k * sak] : g->alpha * a[k * sak];              \
+                const V av = (V){0} + ak;                                                        \
+                const T *b = g->B + k * sbk + j0;                                                \
+                for (int64_t v = 0; v < whole; ++v) {                                            \
+                    V bv;                                                                        \
+                    memcpy(&bv, b + v * (VL), sizeof(V));                                        \
+                    acc[v] = TFC_GEMM_FMA_##tag(av, bv, acc[v]);                                 \
+                }                                                                                \
+                if (whole < nv) {                                                                \
+                    V bv;                                                                        \
+                    for (int64_t l = 0; l < (VL); ++l)                                           \
+                        pad[l] = whole * (VL) + l < nc ? b[whole * (VL) + l] : (T)0;             \
+                    memcpy(&bv, pad, sizeof(V));                                                 \
+                    acc[whole] = TFC_GEMM_FMA_##tag(av, bv, acc[whole]);                         \
+                }                                                                                \
+            }                                                                                    \
+            for (int64_t v = 0; v < nv; ++v) {                                                   \
+                if (g->bias != NULL) {                                                           \
+                    V bv;                                                                        \
+                    for (int64_t l = 0; l < (VL); ++l) {                                         \
+                        const int64_t j = v * (VL) + l;                                          \
+                        pad[l] = j < nc ? g->bias[j0 + j] : (T)0;                                \
+                    }                                                                            \
+                    memcpy(&bv, pad, sizeof(V));                                                 \
+                    acc[v] += bv;                                                                \
+                }                                                                                \
+                if (g->relu) acc[v] = (V)((VI)acc[v] & ~(VI)(acc[v] < (V){0}));                  \
+                if (v < whole) {                                                                 \
+                    memcpy(c + j0 + v * (VL), &acc[v], sizeof(V));                               \
+                } else {                                                                         \
+                    memcpy(pad, &acc[v], sizeof(V));                                             \
+                    memcpy(c + j0 + v * (VL), pad, (size_t)(nc - v * (VL)) * sizeof(T));         \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
     static inline void tfc_gemm_task_##tag(void *ctx, int64_t task) {                            \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
         const int64_t n0 = task * g->panels_per_task * 2 * (VL);                                 \
@@ -242,6 +308,10 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
                                  beta, relu, 0};                                                 \
+        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */ \
+            for (int64_t i = 0; i < M; ++i) tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc);    \
+            return;                                                                              \
+        }                                                                                        \
         const int64_t panels = (N + 2 * (VL)-1) / (2 * (VL));                                    \
         int64_t tasks = tfc_threads_count();                                                     \
         if ((double)M * (double)N * (double)K < (double)TFC_GEMM_PARALLEL_MIN) tasks = 1;        \
@@ -250,6 +320,10 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
             tfc_gemm_columns_##tag(&g, 0, N);                                                    \
             return;                                                                              \
         }                                                                                        \
+        /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
+         * machine) leaves its share to the others; a task repacks A, so not smaller */         \
+        const int64_t finer = tasks * 3 < panels / 4 ? tasks * 3 : panels / 4;                  \
+        if (finer > tasks) tasks = finer;                                                        \
         g.panels_per_task = (panels + tasks - 1) / tasks;                                        \
         tasks = (panels + g.panels_per_task - 1) / g.panels_per_task;                            \
         tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
@@ -260,8 +334,8 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         tfc_gemm_##tag##_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, N, (T)1, (T)0, NULL, 0);       \
     }
 
-TFC_DEFINE_GEMM_FLOAT(f32, float, tfc_vf32, tfc_vi32, TFC_GEMM_VBYTES / 4)
-TFC_DEFINE_GEMM_FLOAT(f64, double, tfc_vf64, tfc_vi64, TFC_GEMM_VBYTES / 8)
+TFC_DEFINE_GEMM_FLOAT(f32, float, tfc_vf32, tfc_vi32, TFC_GEMM_VBYTES / 4, TFC_GEMM_KC)
+TFC_DEFINE_GEMM_FLOAT(f64, double, tfc_vf64, tfc_vi64, TFC_GEMM_VBYTES / 8, TFC_GEMM_KC / 2)
 
 /* Integer products (wrapping: the arithmetic is done in the unsigned type W). */
 #define TFC_DEFINE_GEMM_INT(tag, T, W)                                                           \

@@ -67,8 +67,11 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
 
 #include "tfc_math.h"
 #include "tfc_philox.h"
+#ifndef __CUDACC__
+/* the CPU's GEMM and convolutions: CUDA programs have kernels of their own (tfc_cuda.h) */
 #include "tfc_gemm.h"
 #include "tfc_conv.h"
+#endif
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */
 #include "tfc_checkpoint.h"

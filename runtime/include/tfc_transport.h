@@ -37,7 +37,8 @@
  * (io_timeout_ms), recv (its own argument). Nothing blocks forever unless asked to (-1).
  *
  * Thread-safety: every function may be called from any thread at once, except create and
- * destroy. Logs go through tfc_platform.h's TFC_LOG hook.
+ * destroy. Logs go through tfc_platform.h's TFC_LOG hook. Tensors that arrive are kept until
+ * received (memory grows if nobody receives them); buffers must be aligned to their dtype.
  *
  * Status codes (tfc_runtime.h): TFC_OK; TFC_ERR_INVALID_ARGUMENT (bad config, address, key,
  * tensor, or a received tensor that does not match the caller's dtype/shape);
@@ -183,7 +184,8 @@ typedef struct {
 void tfc_transport_get_stats(const tfc_transport *t, tfc_transport_stats *stats);
 
 /* Close every connection, stop and join the threads, free what arrived and was never
- * received. Blocked calls in other threads return TFC_ERR_CANCELLED first. NULL is a no-op. */
+ * received. Call it when no other thread uses the transport any more (tfc_transport_cancel
+ * wakes them first). NULL is a no-op. */
 void tfc_transport_destroy(tfc_transport *t);
 
 /* Pieces of the wire protocol, exposed for tests and benchmarks. */
@@ -194,6 +196,9 @@ void tfc_transport_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 void tfc_transport_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void tfc_transport_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
 void tfc_transport_bf16_to_f32(const uint16_t *src, float *dst, int64_t n);
+/* The same without F16C instructions (what other CPUs run), for tests. */
+void tfc_transport_f32_to_f16_portable(const float *src, uint16_t *dst, int64_t n);
+void tfc_transport_f16_to_f32_portable(const uint16_t *src, float *dst, int64_t n);
 /* SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104) of the cluster-token handshake. */
 void tfc_sha256(const void *data, size_t n, uint8_t digest[32]);
 void tfc_hmac_sha256(const void *key, size_t key_len, const void *data, size_t n,

@@ -6,14 +6,16 @@
  *   send PEER KEY STEP DTYPE DIMS HEX  -> "ok"               (DIMS: "2,3", "-" for a scalar)
  *   recv KEY STEP DTYPE DIMS TIMEOUT   -> "tensor STEP DIMS HEX" (STEP "*": any; DIMS "*": any)
  *   poll STEP TIMEOUT KEY...           -> "index I"
+ *   post KEY STEP DTYPE DIMS -> "request I";  wait I TIMEOUT -> as recv;  abandon I -> "ok"
  *   stress_send PEER KEYS STEPS        -> "ok": KEYS tensors per step, content from (key, step)
  *   stress_recv KEYS STEPS TIMEOUT     -> "ok" once every one arrived with the right bytes
  *   cancel | stats | quit
  *   bench_send PEER BYTES REPS / bench_recv BYTES REPS  -> "seconds S" (receiver, after rep 0)
  *   raw_listen / raw_accept BYTES REPS / raw_send HOST:PORT BYTES REPS: plain TCP, the peer
  *   selftest                           -> known vectors of CRC32C, SHA-256, HMAC-SHA256
- *   crc HEX | hmac KEYHEX DATAHEX | f16 HEX | bf16 HEX  (HEX of float32 in, of uint16 out)
- *   widen16 f16|bf16 HEX               -> HEX of float32
+ *   crc HEX | hmac KEYHEX DATAHEX | f16 HEX | f16_portable HEX | bf16 HEX
+ *                                      (HEX of float32 in, of uint16 out)
+ *   widen16 f16|f16_portable|bf16 HEX  -> HEX of float32 (f16_portable: never F16C)
  * Errors: "ERR CODE MESSAGE". Everything the transport logs goes to stderr. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -76,21 +78,45 @@ static void print_dims(const tfc_transport_tensor *x) {
     for (int i = 0; i < x->rank; ++i) printf(i ? ",%" PRId64 : "%" PRId64, x->dims[i]);
 }
 
+static int nibble(char c) {
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
 static uint8_t *from_hex(const char *hex, size_t *n) {
     size_t len = strlen(hex) / 2;
     uint8_t *out = (uint8_t *)malloc(len ? len : 1);
-    for (size_t i = 0; i < len; ++i) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        out[i] = (uint8_t)v;
-    }
+    for (size_t i = 0; i < len; ++i)
+        out[i] = (uint8_t)(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
     *n = len;
     return out;
 }
 
 static void print_hex(const void *data, size_t n) {
-    for (size_t i = 0; i < n; ++i) printf("%02x", ((const uint8_t *)data)[i]);
+    static const char digits[] = "0123456789abcdef";
+    char *text = (char *)malloc(2 * n + 1);
+    for (size_t i = 0; i < n; ++i) {
+        text[2 * i] = digits[((const uint8_t *)data)[i] >> 4];
+        text[2 * i + 1] = digits[((const uint8_t *)data)[i] & 15];
+    }
+    fwrite(text, 1, 2 * n, stdout);
+    free(text);
 }
+
+static void print_tensor(const tfc_transport_tensor *x, int64_t step) {
+    int64_t count = 1;
+    for (int i = 0; i < x->rank; ++i) count *= x->dims[i];
+    printf("tensor %" PRId64 " ", step);
+    print_dims(x);
+    printf(" ");
+    print_hex(x->data, (size_t)(count * tfc_transport_dtype_size(x->dtype)));
+    printf("\n");
+}
+
+/* recvs posted ahead (post / wait / abandon) */
+#define MAX_POSTED 8
+static tfc_transport_request *POSTED[MAX_POSTED];
+static tfc_transport_tensor POSTED_TENSORS[MAX_POSTED];
+static uint8_t POSTED_DATA[MAX_POSTED][1 << 16];
 
 /* The content of stress tensor `k` at `step`: float32[k % 5 + 1, 7], every value distinct. */
 static void stress_tensor(int k, int64_t step, float *buf, tfc_transport_tensor *x) {
@@ -105,17 +131,23 @@ static void stress_tensor(int k, int64_t step, float *buf, tfc_transport_tensor 
 
 static int raw_listen_fd = -1;
 
+static uint8_t next_byte(uint32_t *seed) {
+    *seed = *seed * 1103515245u + 12345u;
+    return (uint8_t)(*seed >> 16);
+}
+
 static int selftest(void) {
     /* CRC32C check value (RFC 3720's iSCSI test: "123456789"), 32 zero bytes (RFC 3720 B.4) */
     uint8_t zeros[32] = {0}, buf[4099];
     if (tfc_crc32c(0, "123456789", 9) != 0xE3069283u) return printf("bad crc32c check\n"), 1;
     if (tfc_crc32c(0, zeros, 32) != 0x8A9136AAu) return printf("bad crc32c zeros\n"), 1;
     uint32_t seed = 1;
-    for (size_t i = 0; i < sizeof buf; ++i) buf[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    for (size_t i = 0; i < sizeof buf; ++i) buf[i] = next_byte(&seed);
     for (size_t off = 0; off < 9; ++off)
         for (size_t n = 0; n < 300; n += 7) {
             uint32_t a = tfc_crc32c(0, buf + off, n), b = tfc_crc32c_portable(0, buf + off, n);
-            uint32_t split = tfc_crc32c(tfc_crc32c(0, buf + off, n / 3), buf + off + n / 3, n - n / 3);
+            uint32_t head = tfc_crc32c(0, buf + off, n / 3);
+            uint32_t split = tfc_crc32c(head, buf + off + n / 3, n - n / 3);
             if (a != b || a != split) return printf("crc32c paths differ at %zu+%zu\n", off, n), 1;
         }
     for (size_t off = 0; off < 9; ++off) /* each SIMD path's loop, fold-down and tail */
@@ -125,7 +157,7 @@ static int selftest(void) {
         }
     size_t big = 3 * 8192 * 2 + 3 * 256 + 77;
     uint8_t *large = (uint8_t *)malloc(big + 8);
-    for (size_t i = 0; i < big + 8; ++i) large[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    for (size_t i = 0; i < big + 8; ++i) large[i] = next_byte(&seed);
     for (size_t off = 0; off < 8; off += 3)
         for (size_t n = big - 3 * 8192; n <= big; n += 3 * 8192 / 2 + 13)
             if (tfc_crc32c(0, large + off, n) != tfc_crc32c_portable(0, large + off, n)) {
@@ -192,20 +224,36 @@ static int command(char *line) {
         memset(&x, 0, sizeof x);
         x.dtype = dtype_of(argv[3]);
         parse_dims(argv[4], &x);
-        x.nbytes = 1 << 20;
+        x.nbytes = 16 << 20; /* up to 16 MB: several wire chunks */
         x.data = malloc((size_t)x.nbytes);
         int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]), got;
         if (report(tfc_transport_recv(T, argv[1], step, &x, atoll(argv[5]), &got, &ERR)) ==
-            TFC_OK) {
-            int64_t count = 1;
-            for (int i = 0; i < x.rank; ++i) count *= x.dims[i];
-            printf("tensor %" PRId64 " ", got);
-            print_dims(&x);
-            printf(" ");
-            print_hex(x.data, (size_t)(count * tfc_transport_dtype_size(x.dtype)));
-            printf("\n");
-        }
+            TFC_OK)
+            print_tensor(&x, got);
         free(x.data);
+    } else if (strcmp(cmd, "post") == 0 && argc == 5) {
+        int i = 0;
+        while (i < MAX_POSTED && POSTED[i] != NULL) ++i;
+        if (i == MAX_POSTED) return printf("ERR -1 too many posted recvs\n"), 0;
+        tfc_transport_tensor *x = &POSTED_TENSORS[i];
+        memset(x, 0, sizeof *x);
+        x->dtype = dtype_of(argv[3]);
+        parse_dims(argv[4], x);
+        x->nbytes = 1 << 16;
+        x->data = POSTED_DATA[i];
+        int64_t step = strcmp(argv[2], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[2]);
+        if (report(tfc_transport_recv_post(T, argv[1], step, x, &POSTED[i], &ERR)) == TFC_OK)
+            printf("request %d\n", i);
+    } else if (strcmp(cmd, "wait") == 0 && argc == 3) {
+        int i = atoi(argv[1]);
+        int64_t got;
+        int rc = report(tfc_transport_recv_wait(T, POSTED[i], atoll(argv[2]), &got, &ERR));
+        if (rc != TFC_ERR_DEADLINE_EXCEEDED) POSTED[i] = NULL;
+        if (rc == TFC_OK) print_tensor(&POSTED_TENSORS[i], got);
+    } else if (strcmp(cmd, "abandon") == 0 && argc == 2) {
+        tfc_transport_recv_abandon(T, POSTED[atoi(argv[1])]);
+        POSTED[atoi(argv[1])] = NULL;
+        printf("ok\n");
     } else if (strcmp(cmd, "poll") == 0 && argc >= 4) {
         int index = -1;
         int64_t step = strcmp(argv[1], "*") == 0 ? TFC_TRANSPORT_ANY_STEP : atoll(argv[1]);
@@ -267,6 +315,8 @@ static int command(char *line) {
         int reps = atoi(argv[2]), rc = TFC_OK;
         /* two buffers: the recv of step r + 1 is posted before step r is waited for */
         float *data[2] = {(float *)malloc((size_t)bytes), (float *)malloc((size_t)bytes)};
+        memset(data[0], 0, (size_t)bytes); /* page faults are no part of the measurement */
+        memset(data[1], 0, (size_t)bytes);
         tfc_transport_tensor x[2] = {{TFC_DTYPE_F32, 1, {bytes / 4}, data[0], bytes},
                                      {TFC_DTYPE_F32, 1, {bytes / 4}, data[1], bytes}};
         tfc_transport_request *req[2] = {NULL, NULL};
@@ -301,6 +351,7 @@ static int command(char *line) {
         size_t bytes = (size_t)atoll(argv[1]);
         int reps = atoi(argv[2]);
         char *buf = (char *)malloc(bytes);
+        memset(buf, 0, bytes);
         double start = 0;
         for (int r = 0; r < reps; ++r) {
             for (size_t got = 0; got < bytes;) {
@@ -325,7 +376,8 @@ static int command(char *line) {
         inet_pton(AF_INET, host, &a.sin_addr);
         int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return printf("ERR -1 raw connect\n"), 0;
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+            return printf("ERR -1 raw connect\n"), 0;
         size_t bytes = (size_t)atoll(argv[2]);
         int reps = atoi(argv[3]);
         char *buf = (char *)malloc(bytes);
@@ -354,13 +406,16 @@ static int command(char *line) {
         print_hex(mac, 32);
         printf("\n");
         free(key), free(data);
-    } else if ((strcmp(cmd, "f16") == 0 || strcmp(cmd, "bf16") == 0) && argc == 2) {
+    } else if ((strcmp(cmd, "f16") == 0 || strcmp(cmd, "bf16") == 0 ||
+                strcmp(cmd, "f16_portable") == 0) &&
+               argc == 2) {
         size_t n;
         uint8_t *data = from_hex(argv[1], &n);
         uint16_t *out = (uint16_t *)malloc(n / 2 + 2);
         float *in = (float *)malloc(n + 4);
         memcpy(in, data, n);
-        if (cmd[0] == 'f') tfc_transport_f32_to_f16(in, out, (int64_t)n / 4);
+        if (strcmp(cmd, "f16") == 0) tfc_transport_f32_to_f16(in, out, (int64_t)n / 4);
+        else if (cmd[0] == 'f') tfc_transport_f32_to_f16_portable(in, out, (int64_t)n / 4);
         else tfc_transport_f32_to_bf16(in, out, (int64_t)n / 4);
         print_hex(out, n / 2);
         printf("\n");
@@ -371,7 +426,8 @@ static int command(char *line) {
         uint16_t *in = (uint16_t *)malloc(n + 2);
         float *out = (float *)malloc(2 * n + 4);
         memcpy(in, data, n);
-        if (argv[1][0] == 'f') tfc_transport_f16_to_f32(in, out, (int64_t)n / 2);
+        if (strcmp(argv[1], "f16") == 0) tfc_transport_f16_to_f32(in, out, (int64_t)n / 2);
+        else if (argv[1][0] == 'f') tfc_transport_f16_to_f32_portable(in, out, (int64_t)n / 2);
         else tfc_transport_bf16_to_f32(in, out, (int64_t)n / 2);
         print_hex(out, 2 * n);
         printf("\n");
@@ -399,6 +455,7 @@ int main(void) {
         fflush(stdout);
     }
     free(line);
+    for (int i = 0; i < MAX_POSTED; ++i) tfc_transport_recv_abandon(T, POSTED[i]);
     tfc_transport_destroy(T);
     if (raw_listen_fd >= 0) close(raw_listen_fd);
     return 0;

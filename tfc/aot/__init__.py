@@ -79,7 +79,7 @@ from tfc.config import CompileOptions
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
 
-TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS}
+TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS, "cuda": GENERIC_FLAGS}
 
 
 @dataclass
@@ -110,6 +110,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     build: bool = True,
     options: CompileOptions | None = None,
     cluster: Any = None,
+    cuda_arch: str | None = None,
 ) -> CompiledModel:
     """Compile `model` into OUTDIR and build its `train` and `predict` executables.
 
@@ -121,7 +122,10 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     own build adds -Werror. With `build=False` only the sources and the Makefile are written.
     `options` chooses the optimization passes (all by default). With `cluster` (a cluster
     JSON file or tfc.aot.distributed.Cluster), the model is compiled for distributed training
-    instead: one `train` executable for every task (tfc/aot/distributed.py).
+    instead: one `train` executable for every task (tfc/aot/distributed.py). `target` "cuda"
+    compiles the programs to CUDA (nvcc; for the GPU present, or `cuda_arch` such as
+    "sm_80,sm_90"): the executables run every step on the GPU, state copied in and out around
+    each program run.
     """
     if cluster is not None:
         from tfc.aot.distributed import compile_distributed
@@ -135,18 +139,35 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     default_name, fn = load_signatures_function(model)
     name = _c_identifier(name or default_name)
     passes = (options or CompileOptions()).pipeline()
+    if target == "cuda":  # fused kernels run GEMM rows in host loops
+        passes = [p for p in passes if p != "fuse"]
     plan = plan_model(build_signatures(name, fn), int(batch), passes)
+    cuda = None
+    if target == "cuda":
+        from tfc.backend_cuda import executable_flags
+        from tfc.render import render_program
+        from tfc.targets import CUDA
+
+        for program in plan.programs.values():
+            program.source, program.suffix = render_program(program.lowered, CUDA), ".cu"
+        cuda = executable_flags(cuda_arch)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     executables = [e for e in ("train", "predict") if e in plan.programs]
     opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
+    for stale in outdir.glob("program_*.c*"):  # another target's programs
+        if stale.name not in {p.filename for p in plan.programs.values()}:
+            stale.unlink()
     for filename, text in model_sources(plan, executables).items():
         write_if_changed(outdir / filename, text)
-    write_if_changed(outdir / "Makefile", render_makefile(plan, executables, opt))
+    make_cuda = {"nvcc_flags": " ".join(cuda[0]), "libs": " ".join(cuda[1])} if cuda else None
+    write_if_changed(outdir / "Makefile", render_makefile(plan, executables, opt, make_cuda))
     copy_runtime(outdir)
     built = {}
     if build:
-        built = build_executables(outdir, executables, model_objects(plan), [*opt, "-Werror"])
+        built = build_executables(
+            outdir, executables, model_objects(plan), [*opt, "-Werror"], cuda=cuda
+        )
     return CompiledModel(outdir, plan, built)
 
 

@@ -54,7 +54,7 @@ def _headers_digest(outdir: Path) -> str:
 
 def _compile_object(cc: str, flags: list[str], outdir: Path, source: str, key_base: str) -> str:
     src = outdir / source
-    obj = outdir / "obj" / (source[:-2] + ".o")
+    obj = outdir / "obj" / (source.rsplit(".", 1)[0] + ".o")
     h = hashlib.sha256(key_base.encode())
     h.update(source.encode() + b"\0" + src.read_bytes())
     cached = cache_dir() / "objects" / f"{h.hexdigest()[:32]}.o"
@@ -74,17 +74,32 @@ def _compile_object(cc: str, flags: list[str], outdir: Path, source: str, key_ba
 
 
 def build_executables(
-    outdir: Path, executables: list[str], model_objects: list[str], cflags: list[str]
+    outdir: Path,
+    executables: list[str],
+    model_objects: list[str],
+    cflags: list[str],
+    cuda: tuple[list[str], list[str]] | None = None,
 ) -> dict[str, Path]:
-    """Compile OUTDIR's sources and link `executables` (main_<name>.c each); their paths."""
+    """Compile OUTDIR's sources and link `executables` (main_<name>.c each); their paths.
+    `cuda`: (nvcc flags, link libraries) when the programs are CUDA (.cu) sources."""
     cc = compiler()
     flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
     key_base = "\0".join([" ".join(flags), _toolchain_identity(cc), _headers_digest(outdir)])
     runtime = sorted(f"runtime/src/{f.name}" for f in (outdir / "runtime" / "src").glob("*.c"))
     mains = [f"main_{e}.c" for e in executables]
-    sources = [o[len("obj/") : -2] + ".c" for o in model_objects] + mains + runtime
+    suffix = ".cu" if cuda else ".c"
+    programs = [o[len("obj/") : -2] + (suffix if "/program_" in o else ".c") for o in model_objects]
+    sources = programs + mains + runtime
+
+    def compile_one(source: str) -> str:
+        if source.endswith(".cu"):
+            nvcc_flags = [*cuda[0], "-Iruntime/include", "-I."]  # type: ignore[index]
+            nvcc_key = "\0".join([" ".join(nvcc_flags), _toolchain_identity("nvcc"), key_base])
+            return _compile_object("nvcc", nvcc_flags, outdir, source, nvcc_key)
+        return _compile_object(cc, flags, outdir, source, key_base)
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objects = list(pool.map(lambda s: _compile_object(cc, flags, outdir, s, key_base), sources))
+        objects = list(pool.map(compile_one, sources))
     by_source = dict(zip(sources, objects))
     archive = outdir / "obj" / "libtfcrt.a"
     archive.unlink(missing_ok=True)
@@ -94,7 +109,9 @@ def build_executables(
     for e, main in zip(executables, mains):
         tmp = f".{e}.tmp"
         _run(
-            [cc, *cflags, "-o", tmp, by_source[main], *model_objects, "obj/libtfcrt.a", "-lm", "-pthread"],
+            [cc, *cflags, "-o", tmp, by_source[main], *model_objects, "obj/libtfcrt.a", "-lm"]
+            + ["-pthread"]
+            + (cuda[1] if cuda else []),
             outdir,
         )
         os.replace(outdir / tmp, outdir / e)  # a running executable keeps its old file

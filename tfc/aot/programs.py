@@ -29,10 +29,11 @@ class Program:
     input_names: list[str]  # what each feed is for: "features", "labels", a hyperparameter
     output_names: list[str]
     slots: list[int] = field(default_factory=list)  # indices into ModelPlan.state
+    suffix: str = ".c"  # ".cu" for the CUDA target
 
     @property
     def filename(self) -> str:
-        return f"program_{self.role}.c"
+        return f"program_{self.role}{self.suffix}"
 
 
 @dataclass(frozen=True)

@@ -165,11 +165,16 @@ def render_main(plan: ModelPlan, executable: str) -> str:
 
 def model_objects(plan: ModelPlan) -> list[str]:
     """The objects of the model's own sources, as the Makefile and the build name them."""
-    return ["obj/model.o"] + [f"obj/{p.filename[:-2]}.o" for p in plan.programs.values()]
+    programs = [p.filename.rsplit(".", 1)[0] for p in plan.programs.values()]  # .c or .cu
+    return ["obj/model.o"] + [f"obj/{stem}.o" for stem in programs]
 
 
-def render_makefile(plan: ModelPlan, executables: list[str], cflags: list[str]) -> str:
+def render_makefile(
+    plan: ModelPlan, executables: list[str], cflags: list[str], cuda: dict | None = None
+) -> str:
+    """`cuda` (the CUDA target): {"nvcc_flags": ..., "libs": ...} for the .cu programs."""
     return get_template("c/Makefile.j2").render(
+        cuda=cuda,
         version=__version__,
         name=plan.name,
         cflags=" ".join(cflags),

@@ -8,8 +8,10 @@ input in memory order with the accumulators of the Sum/Mean/Max... kernels (doub
 float32 sums over a trailing reduced suffix), so they too give the unfused bits. A MatMul
 member is computed GEMM_ROWS rows at a time (one tfc_gemm_<t>_ex call: packed panels, all
 threads) into an output's buffer, or into the node's scratch memory when no output keeps the
-product; the body then post-processes those rows while they are in cache. A fused optimizer update runs in the
-body (its gradient is element-wise) or in a loop after the nest (its gradient is a reduction).
+product; the body then post-processes those rows while they are in cache. A dense head
+(MatMul [+ bias] [+ Relu], only the last exported) is one GEMM call with that epilogue. A fused
+optimizer update runs in the body (its gradient is element-wise) or in a loop after the nest
+(its gradient is a reduction).
 """
 
 from __future__ import annotations
@@ -330,7 +332,7 @@ def _arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
     return _dt.as_dtype(arg[2].dtype)
 
 
-GEMM_ROWS = 72  # rows of a fused product per GEMM call: a multiple of the micro-tile's 6
+GEMM_ROWS = 144  # rows of a fused product per GEMM call: one MC block of tfc_gemm.h
 
 
 def gemm_block_rows(m: Member) -> int:

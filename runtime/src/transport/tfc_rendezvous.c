@@ -233,7 +233,8 @@ int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
     char *copy = (char *)TFC_MALLOC(n);
     if (r == NULL || copy == NULL) {
         TFC_FREE(r), TFC_FREE(copy);
-        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport recv_post: out of memory");
+        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED,
+                                  "transport recv_post: out of memory");
     }
     memcpy(copy, key, n);
     r->key_copy = copy;

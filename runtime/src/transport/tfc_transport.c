@@ -21,6 +21,8 @@
 #include "tfc_transport_internal.h"
 
 
+#define FAIL tfc_transport_fail
+
 static char *dup_string(const char *s) {
     size_t n = strlen(s) + 1;
     char *copy = (char *)TFC_MALLOC(n);
@@ -79,7 +81,8 @@ static int read_frame(tfc_conn *c, char *why, size_t cap) {
         return -1;
     }
     tfc_entry *posted = tfc_rendezvous_find(t, ENTRY_POSTED, key_bytes, h.step);
-    if (posted != NULL && !tfc_rendezvous_fits(posted->want, h.dtype, h.rank, h.dims, nbytes)) posted = NULL;
+    if (posted != NULL && !tfc_rendezvous_fits(posted->want, h.dtype, h.rank, h.dims, nbytes))
+        posted = NULL;
     if (posted != NULL) posted->state = ENTRY_FILLING;
     pthread_mutex_unlock(&t->lock);
 
@@ -114,7 +117,8 @@ static int read_frame(tfc_conn *c, char *why, size_t cap) {
                 late = NULL;
             pthread_mutex_unlock(&t->lock);
             if (late != NULL) {
-                memcpy(late->want->data, dest, (size_t)(off / (uint64_t)wire_size * (uint64_t)size));
+                size_t done = (size_t)(off / (uint64_t)wire_size * (uint64_t)size);
+                memcpy(late->want->data, dest, done);
                 TFC_FREE(dest), TFC_FREE((void *)arrived->key), TFC_FREE(arrived);
                 arrived = NULL;
                 posted = late;
@@ -191,7 +195,8 @@ static void *reader_main(void *arg) {
         }
         if (r < 0 && !tfc_transport_flag(&t->stop)) {
             TFC_STAT_ADD(t, bad_frames, 1);
-            tfc_transport_log(t, "error", "bad frame from %s: %s; closing that connection", c->peer, why);
+            tfc_transport_log(t, "error", "bad frame from %s: %s; closing that connection",
+                              c->peer, why);
         }
     }
     close(c->fd);
@@ -247,7 +252,8 @@ static void *accept_main(void *arg) {
         }
         TFC_SNPRINTF(c->peer, sizeof c->peer, "%s:%d", host, port);
         if (pthread_create(&c->thread, NULL, reader_main, c) != 0) {
-            tfc_transport_log(t, "error", "cannot start a thread for the connection from %s", c->peer);
+            tfc_transport_log(t, "error", "cannot start a thread for the connection from %s",
+                              c->peer);
             close(fd);
             TFC_FREE(c);
             continue;
@@ -264,23 +270,23 @@ int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out
                          tfc_error *err) {
     static const tfc_transport_config defaults;
     const tfc_transport_config *cfg = config != NULL ? config : &defaults;
-    if (out == NULL) return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport: out is NULL");
+    if (out == NULL) return FAIL(err, TFC_ERR_INVALID_ARGUMENT, "transport: out is NULL");
     *out = NULL;
     if (cfg->port < 0 || cfg->port > 65535)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport: port %d is not in [0, 65535]",
+        return FAIL(err, TFC_ERR_INVALID_ARGUMENT, "transport: port %d is not in [0, 65535]",
                     cfg->port);
     if (cfg->wire_dtype != 0 && cfg->wire_dtype != TFC_DTYPE_F32 &&
         cfg->wire_dtype != TFC_DTYPE_F16 && cfg->wire_dtype != TFC_DTYPE_BF16)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return FAIL(err, TFC_ERR_INVALID_ARGUMENT,
                     "transport: wire dtype %d is not float32, float16 or bfloat16",
                     cfg->wire_dtype);
     if (cfg->connect_timeout_ms < 0 || cfg->io_timeout_ms < 0 || cfg->max_frame_bytes < 0)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport: negative timeout or frame limit");
+        return FAIL(err, TFC_ERR_INVALID_ARGUMENT, "transport: negative timeout or frame limit");
     const char *host = cfg->bind_host != NULL ? cfg->bind_host : "127.0.0.1";
     const char *token = cfg->token != NULL ? cfg->token : getenv("TFC_CLUSTER_TOKEN");
 
     tfc_transport *t = (tfc_transport *)TFC_MALLOC(sizeof *t);
-    if (t == NULL) return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport: out of memory");
+    if (t == NULL) return FAIL(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport: out of memory");
     memset(t, 0, sizeof *t);
     t->listen_fd = t->wake[0] = t->wake[1] = -1;
     t->name = dup_string(cfg->name != NULL ? cfg->name : "tfc");
@@ -298,7 +304,7 @@ int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out
     pthread_condattr_destroy(&attr);
     if (t->name == NULL || t->token == NULL) {
         tfc_transport_destroy(t);
-        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport: out of memory");
+        return FAIL(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport: out of memory");
     }
 
     char port[16];
@@ -311,7 +317,7 @@ int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out
     int gai = getaddrinfo(host, port, &hints, &res);
     if (gai != 0) {
         tfc_transport_destroy(t);
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport: cannot resolve bind host '%s': %s",
+        return FAIL(err, TFC_ERR_INVALID_ARGUMENT, "transport: cannot resolve bind host '%s': %s",
                     host, gai_strerror(gai));
     }
     int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
@@ -322,11 +328,12 @@ int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out
         if (fd >= 0) close(fd);
         freeaddrinfo(res);
         tfc_transport_destroy(t);
-        return tfc_transport_fail(err, TFC_ERR_UNKNOWN, "transport: cannot listen on %s:%s: %s", host, port,
+        return FAIL(err, TFC_ERR_UNKNOWN, "transport: cannot listen on %s:%s: %s", host, port,
                     strerror(e));
     }
     freeaddrinfo(res);
-    tfc_wire_socket_options(fd);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* accept only after poll says so */
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
     t->listen_fd = fd;
     struct sockaddr_storage bound;
     socklen_t len = sizeof bound;
@@ -339,7 +346,7 @@ int tfc_transport_create(const tfc_transport_config *config, tfc_transport **out
         if (t->wake[0] >= 0) close(t->wake[0]), close(t->wake[1]);
         t->wake[0] = t->wake[1] = -1;
         tfc_transport_destroy(t);
-        return tfc_transport_fail(err, TFC_ERR_UNKNOWN, "transport: cannot start the accept thread: %s",
+        return FAIL(err, TFC_ERR_UNKNOWN, "transport: cannot start the accept thread: %s",
                     strerror(e));
     }
     *out = t;

@@ -13,7 +13,8 @@
 #define TFC_WIRE_VERSION 1
 #define TFC_WIRE_HEADER_BYTES 32
 #define TFC_WIRE_NONCE_BYTES 32
-#define TFC_WIRE_CHUNK (256 * 1024) /* payload bytes checksummed (and converted) per step */
+#define TFC_WIRE_CHUNK (1024 * 1024) /* payload bytes checksummed (and converted) per step */
+#define TFC_WIRE_WAKE_MS 100
 
 /* The fixed part of a frame, decoded. */
 typedef struct {
@@ -48,8 +49,9 @@ uint64_t tfc_wire_get_u64(const uint8_t *p);
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t tfc_wire_now_ms(void);
 
-/* Socket I/O on a non-blocking fd: every wait for progress is at most `stall_ms` (-1: none),
- * and `*stop` (may be NULL), checked at least every 100 ms, ends the wait. Results: */
+/* Socket I/O on a connected fd set up by tfc_wire_socket_options: a wait for progress lasts at
+ * most `stall_ms` (-1: no limit), and `*stop` (may be NULL), checked at least every
+ * TFC_WIRE_WAKE_MS, ends it. Results: */
 enum {
     TFC_IO_OK = 0,
     TFC_IO_CLOSED = 1,  /* the peer closed (EOF) before all bytes came */
@@ -61,6 +63,10 @@ int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int 
                        size_t *got);
 int tfc_wire_write_full(int fd, const void *buf, size_t n, int64_t stall_ms,
                         const int *stop);
+/* The same; `more` says that more of the frame follows at once (MSG_MORE: the kernel need not
+ * push a short segment out on its own). */
+int tfc_wire_write_flags(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop,
+                         int more);
 const char *tfc_wire_io_name(int io_status);
 
 /* Fill `buf` with `n` bytes from the OS's random source; 0 on success. */
@@ -76,7 +82,7 @@ int tfc_handshake_client(int fd, const char *token, int64_t timeout_ms,
 int tfc_handshake_server(int fd, const char *token, int64_t timeout_ms,
                          const int *stop, char *why, size_t cap);
 
-/* ---- the transport's state, shared by tfc_transport.c, tfc_rendezvous.c, tfc_transport_send.c ---- */
+/* ---- the transport's state (tfc_transport.c, tfc_rendezvous.c, tfc_transport_send.c) ---- */
 #include <pthread.h>
 
 enum { ENTRY_ARRIVED, ENTRY_POSTED, ENTRY_FILLING, ENTRY_DONE };
@@ -142,7 +148,8 @@ void tfc_transport_log(tfc_transport *t, const char *level, const char *fmt, ...
 int tfc_transport_fail(tfc_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int tfc_transport_flag(const int *flag);
-/* TCP_NODELAY, non-blocking, close-on-exec. */
+/* A connected socket: TCP_NODELAY, close-on-exec, blocking calls that return at least every
+ * TFC_WIRE_WAKE_MS (SO_RCVTIMEO, SO_SNDTIMEO). */
 void tfc_wire_socket_options(int fd);
 
 /* The rendezvous table; t->lock held. */

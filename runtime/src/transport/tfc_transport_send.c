@@ -1,6 +1,7 @@
 /* Outbound: connections to peers (retry with backoff, handshake) and sending frames. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
@@ -45,8 +46,11 @@ static int split_address(const char *address, char *host, size_t host_cap, char 
 static int connect_once(tfc_transport *t, const struct addrinfo *ai, int64_t wait_ms) {
     int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
     if (fd < 0) return -1;
-    tfc_wire_socket_options(fd);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* to bound the connect's wait */
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        tfc_wire_socket_options(fd);
+        return fd;
+    }
     if (errno != EINPROGRESS) {
         int e = errno;
         close(fd);
@@ -79,6 +83,7 @@ static int connect_once(tfc_transport *t, const struct addrinfo *ai, int64_t wai
         errno = so_error;
         return -1;
     }
+    tfc_wire_socket_options(fd);
     return fd;
 }
 
@@ -231,7 +236,7 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
     memcpy(head + n, key, h.key_len);
     n += h.key_len;
     uint32_t crc = tfc_crc32c(0, head, n);
-    int io = tfc_wire_write_full(p->fd, head, n, t->io_timeout_ms, &t->cancelled);
+    int io = tfc_wire_write_flags(p->fd, head, n, t->io_timeout_ms, &t->cancelled, 1);
     const uint8_t *src = (const uint8_t *)x->data;
     for (uint64_t off = 0; off < h.payload_bytes && io == TFC_IO_OK;) {
         size_t chunk = h.payload_bytes - off < TFC_WIRE_CHUNK ? (size_t)(h.payload_bytes - off)
@@ -246,8 +251,9 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
                 tfc_transport_f32_to_bf16(from, to, (int64_t)chunk / 2);
             out = p->staging;
         }
+        /* the checksum after the send: the kernel's copy brought the chunk into the cache */
+        io = tfc_wire_write_flags(p->fd, out, chunk, t->io_timeout_ms, &t->cancelled, 1);
         crc = tfc_crc32c(crc, out, chunk);
-        io = tfc_wire_write_full(p->fd, out, chunk, t->io_timeout_ms, &t->cancelled);
         off += chunk;
     }
     uint8_t tail[4];

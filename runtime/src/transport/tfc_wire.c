@@ -4,14 +4,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 #include "tfc_transport_internal.h"
 
@@ -182,22 +186,79 @@ static float f16_to_f32_one(uint16_t h) {
     return f;
 }
 
-void tfc_transport_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
+void tfc_transport_f32_to_f16_portable(const float *src, uint16_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16_one(src[i]);
 }
 
-void tfc_transport_f16_to_f32(const uint16_t *src, float *dst, int64_t n) {
+void tfc_transport_f16_to_f32_portable(const uint16_t *src, float *dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32_one(src[i]);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* F16C converts 8 at a time, IEEE round to nearest even, subnormals, Inf and NaN included. */
+__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src,
+                                                                uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    tfc_transport_f32_to_f16_portable(src + i, dst + i, n - i);
+}
+
+__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *src,
+                                                                float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i half = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(half));
+    }
+    tfc_transport_f16_to_f32_portable(src + i, dst + i, n - i);
+}
+
+/* CPUID: F16C, AVX and OSXSAVE, and the OS saves the YMM registers (XGETBV); asked once. */
+static int has_f16c(void) {
+    static int known = -1;
+    int has = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (has < 0) {
+        unsigned a, b, c, d, lo = 0, hi = 0;
+        has = __get_cpuid(1, &a, &b, &c, &d) && (c & (7u << 27)) == (7u << 27);
+        if (has) __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        (void)hi;
+        has = has && (lo & 6u) == 6u;
+        __atomic_store_n(&known, has, __ATOMIC_RELAXED);
+    }
+    return has;
+}
+#define TFC_WIRE_F16C 1
+#endif
+
+void tfc_transport_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
+#ifdef TFC_WIRE_F16C
+    if (has_f16c()) {
+        f32_to_f16_f16c(src, dst, n);
+        return;
+    }
+#endif
+    tfc_transport_f32_to_f16_portable(src, dst, n);
+}
+
+void tfc_transport_f16_to_f32(const uint16_t *src, float *dst, int64_t n) {
+#ifdef TFC_WIRE_F16C
+    if (has_f16c()) {
+        f16_to_f32_f16c(src, dst, n);
+        return;
+    }
+#endif
+    tfc_transport_f16_to_f32_portable(src, dst, n);
+}
+
 void tfc_transport_f32_to_bf16(const float *src, uint16_t *dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < n; ++i) { /* branch-free, so the compiler vectorizes it */
         uint32_t x;
         memcpy(&x, &src[i], 4);
-        if ((x & 0x7FFFFFFFu) > 0x7F800000u)
-            dst[i] = (uint16_t)((x >> 16) | 0x40u); /* NaN: quiet, never rounded to Inf */
-        else
-            dst[i] = (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+        uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+        uint32_t quiet_nan = (x >> 16) | 0x40u; /* NaN stays NaN, never rounds to Inf */
+        dst[i] = (uint16_t)((x & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
     }
 }
 
@@ -216,42 +277,38 @@ int64_t tfc_wire_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int stopped(const int *stop) { return stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE); }
-
-/* Wait until fd is ready for `events`, at most stall_ms, waking every 100 ms to check *stop. */
-static int wait_ready(int fd, short events, int64_t stall_ms, const int *stop) {
-    int64_t deadline = stall_ms < 0 ? -1 : tfc_wire_now_ms() + stall_ms;
-    for (;;) {
-        if (stopped(stop)) return TFC_IO_STOPPED;
-        int64_t wait = 100;
-        if (deadline >= 0) {
-            int64_t left = deadline - tfc_wire_now_ms();
-            if (left <= 0) return TFC_IO_TIMEOUT;
-            if (left < wait) wait = left;
-        }
-        struct pollfd p = {fd, events, 0};
-        int r = poll(&p, 1, (int)wait);
-        if (r > 0) return TFC_IO_OK; /* errors and hang-ups show in the next read or write */
-        if (r < 0 && errno != EINTR) return TFC_IO_ERROR;
-    }
+static int stopped(const int *stop) {
+    return stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
 }
 
+/* After a socket call that moved no byte: TFC_IO_OK to call again, or why not. */
+static int keep_waiting(int64_t last_progress, int64_t stall_ms, const int *stop) {
+    if (stopped(stop)) return TFC_IO_STOPPED;
+    if (stall_ms >= 0 && tfc_wire_now_ms() - last_progress >= stall_ms) return TFC_IO_TIMEOUT;
+    return TFC_IO_OK;
+}
+
+/* The sockets block, with SO_RCVTIMEO / SO_SNDTIMEO of TFC_WIRE_WAKE_MS: one recv of a whole
+ * chunk (MSG_WAITALL) sleeps in the kernel until it is there, and still comes back often
+ * enough to see a stop flag or a stalled peer. */
 int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int *stop,
                        size_t *got) {
     uint8_t *p = (uint8_t *)buf;
     size_t done = 0;
     int status = TFC_IO_OK;
+    int64_t last = tfc_wire_now_ms();
     while (done < n) {
-        ssize_t r = recv(fd, p + done, n - done, 0);
+        ssize_t r = recv(fd, p + done, n - done, MSG_WAITALL);
         if (r > 0) {
             done += (size_t)r;
+            last = tfc_wire_now_ms();
         } else if (r == 0) {
             status = TFC_IO_CLOSED;
             break;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            status = wait_ready(fd, POLLIN, stall_ms, stop);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            status = keep_waiting(last, stall_ms, stop);
             if (status != TFC_IO_OK) break;
-        } else if (errno != EINTR) {
+        } else {
             status = TFC_IO_ERROR;
             break;
         }
@@ -261,16 +318,29 @@ int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int 
 }
 
 int tfc_wire_write_full(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop) {
+    return tfc_wire_write_flags(fd, buf, n, stall_ms, stop, 0);
+}
+
+int tfc_wire_write_flags(int fd, const void *buf, size_t n, int64_t stall_ms, const int *stop,
+                         int more) {
     const uint8_t *p = (const uint8_t *)buf;
     size_t done = 0;
+    int64_t last = tfc_wire_now_ms();
+    int flags = MSG_NOSIGNAL;
+#ifdef MSG_MORE
+    if (more) flags |= MSG_MORE;
+#else
+    (void)more;
+#endif
     while (done < n) {
-        ssize_t r = send(fd, p + done, n - done, MSG_NOSIGNAL);
-        if (r >= 0) {
+        ssize_t r = send(fd, p + done, n - done, flags);
+        if (r > 0) {
             done += (size_t)r;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int status = wait_ready(fd, POLLOUT, stall_ms, stop);
+            last = tfc_wire_now_ms();
+        } else if (r == 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            int status = keep_waiting(last, stall_ms, stop);
             if (status != TFC_IO_OK) return status;
-        } else if (errno != EINTR) {
+        } else {
             return TFC_IO_ERROR;
         }
     }
@@ -309,6 +379,9 @@ int tfc_wire_mac_equal(const uint8_t *a, const uint8_t *b) {
 void tfc_wire_socket_options(int fd) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     fcntl(fd, F_SETFD, FD_CLOEXEC);
+    struct timeval wake = {0, TFC_WIRE_WAKE_MS * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof wake);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wake, sizeof wake);
 }
