@@ -106,6 +106,7 @@ CONV_GEMM_MIN_N = 32
 CONV_GEMM_MIN_K = 64
 CONV_GEMM_TILE = (64, 64, 16, 4, 4)
 CONV_GEMM_BLOCKS_WANTED = 256  # backprop filter: split the pixel sum until this many blocks
+CONV_FILTER_CHANNEL_BLOCKS = (16, 8, 4, 2, 1)  # backprop filter: the same, gradient channels
 CONV_CHANNEL_BLOCKS = (4, 2, 1)  # forward, backprop input: channels per thread, the first dividing
 
 
@@ -129,23 +130,27 @@ def _conv2d(kernel: Kernel) -> dict:
     if kind == "filter":
         total = g["k_h"] * g["k_w"] * g["in_c"] * g["out_c"]
         count = g["batch"] * g["out_h"] * g["out_w"]
+        cb = next(b for b in CONV_FILTER_CHANNEL_BLOCKS if g["out_c"] % b == 0)
+        groups = total // cb
         chunks = min(
-            -(-CONV_THREADS_WANTED // total),
+            -(-CONV_THREADS_WANTED // groups),
             -(-count // CONV_MIN_PIXELS),
             max(1, CONV_PART_CAP // total),
         )
         chunks = max(1, chunks)
         per_chunk = -(-count // chunks)
         chunks = -(-count // per_chunk)  # no empty chunk
-        taps = [g["k_h"], g["k_w"], g["in_c"], g["out_c"]]
+        taps = [g["k_h"], g["k_w"], g["in_c"], g["out_c"] // cb]
         data.update(
-            unravel=unravel("f", taps, ["kh", "kw", "ci", "co"]),
+            unravel=unravel("f", taps, ["kh", "kw", "ci", "cj"]),
             count=count,
+            cb=cb,
+            groups=groups,
             chunks=chunks,
             per_chunk=per_chunk,
             filter_size=total,
             finish=_grid(total, THREADS),
-            **_grid(total * chunks, THREADS),
+            **_grid(groups * chunks, THREADS),
         )
         return data
     # a thread computes `cb` consecutive channels of one pixel: each value it loads from the
