@@ -201,7 +201,7 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
                 tfc_gemm_pack_a_##tag(mc, kc, g->A + i0 * g->sam + p0 * g->sak, g->sam, g->sak,  \
                                       g->alpha, apack);                                          \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
-                    const int64_t nc = n1 - j0 < NR ? n1 - j0 : NR;                              \
+                    const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
                     tfc_gemm_pack_b_##tag(nc, kc, g->B + p0 * g->sbk + j0 * g->sbn, g->sbk,      \
                                           g->sbn, bpack);                                        \
                     const T *bias = last && g->bias != NULL ? g->bias + j0 : NULL;               \
@@ -210,7 +210,7 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
                         bias = tile_bias;                                                        \
                     }                                                                            \
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
-                        const int64_t mr = mc - i < MR ? mc - i : MR;                            \
+                        const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * ldc + j0;                                       \
                         if (mr == MR && nc == NR) {                                              \
                             tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, ldc, beta, bias, \
