@@ -4,6 +4,7 @@ and training survives a SIGKILLed worker or ps. Every process has a timeout and 
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,7 +76,10 @@ def _accuracy(ckpt: Path) -> float:
     return float(np.mean(np.argmax(x, axis=1) == y))
 
 
-def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path):
+@pytest.mark.parametrize("n_ps", [1, 2])
+def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path, n_ps):
+    """Data parallel (and, with 2 ps tasks, the variables sharded over them by layer): the
+    weights after 10 steps are those of one process training on the global batch."""
     tmp, rows, dist = build
     single = tfc_compile(MODEL, tmp / "single", batch=2 * B, target="generic")
     steps = ["--steps", "10", "--save-every", "0"]
@@ -83,23 +87,33 @@ def test_sync_two_workers_equal_one_process_with_twice_the_batch(build, tmp_path
         [str(single.train), "--data", str(rows), "--checkpoint-dir", str(tmp_path / "one"),
          *steps], check=True, timeout=TIMEOUT, capture_output=True,
     )  # fmt: skip
-    ps, workers = _cluster(2)
+    ports = free_ports(n_ps + 2)
+    ps = [f"127.0.0.1:{p}" for p in ports[:n_ps]]
+    workers = [f"127.0.0.1:{p}" for p in ports[n_ps:]]
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps({"ps": ps, "worker": workers}))
-    common = [str(dist / "train"), *steps, "--data", str(rows), "--timeout-ms", "2000"]
-    tf_config = {"cluster": {"ps": ps, "worker": workers}, "task": {"type": "ps", "index": 0}}
-    _run_all(
-        [
-            # the ps from TF_CONFIG, the workers from the ranks mpirun and SLURM set
-            [*common, "--checkpoint-dir", str(tmp_path / "dist")],
-            [*common, "--cluster", str(cluster)],
-            [*common, "--cluster", str(cluster)],
-        ],
-        [{"TF_CONFIG": json.dumps(tf_config)}, {"OMPI_COMM_WORLD_RANK": "1"},
-         {"SLURM_PROCID": "2"}],
-    )  # fmt: skip
+    if n_ps > 1:
+        dist = tfc_compile(MODEL, tmp / "dist2", batch=B, target="generic", cluster=cluster)
+        dist = dist.outdir
+    common = [str(dist / "train"), *steps, "--data", str(rows), "--timeout-ms", "2000",
+              "--checkpoint-dir", str(tmp_path / "dist")]  # fmt: skip
+    if n_ps == 1:  # the ps from TF_CONFIG, the workers from the ranks mpirun and SLURM set
+        tf_config = {"cluster": {"ps": ps, "worker": workers}, "task": {"type": "ps", "index": 0}}
+        commands = [common, [*common, "--cluster", str(cluster)],
+                    [*common, "--cluster", str(cluster)]]  # fmt: skip
+        envs = [{"TF_CONFIG": json.dumps(tf_config)}, {"OMPI_COMM_WORLD_RANK": "1"},
+                {"SLURM_PROCID": "2"}]  # fmt: skip
+    else:
+        commands = [[*common, "--cluster", str(cluster), "--job", job, "--task", str(i)]
+                    for job, n in (("ps", n_ps), ("worker", 2)) for i in range(n)]  # fmt: skip
+        envs = [{}] * len(commands)
+    _run_all(commands, envs)
     want, _ = read_safetensors(tmp_path / "one" / "model.ckpt-10.safetensors")
-    got, _ = read_safetensors(tmp_path / "dist" / "ps-0" / "model.ckpt-10.safetensors")
+    got = {}
+    for k in range(n_ps):
+        shard, _ = read_safetensors(tmp_path / "dist" / f"ps-{k}" / "model.ckpt-10.safetensors")
+        assert shard and not set(shard) & set(got)  # each variable on exactly one ps task
+        got.update(shard)
     assert set(got) == set(want)
     assert int(got["global_step"]) == 10
     for name in want:
@@ -153,11 +167,26 @@ def test_async_reaches_target_accuracy(build, tmp_path):
     rc, launcher = _launch(dist, [
         "--async", "--data", str(rows), "--steps", "800", "--log-every", "100",
         "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
+        "--wire-dtype", "bfloat16",  # the whitepaper's lossy 16-bit transfers
     ])  # fmt: skip
     assert rc == 0, "\n".join(launcher.lines[-30:])
     _check_checkpoints(tmp_path / "ck" / "ps-0", 800)
     assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-800.safetensors") >= 0.9
     assert any("[worker:1]" in line for line in launcher.lines)
+
+
+def test_backup_workers_late_gradients_are_dropped(build, tmp_path):
+    _, rows, dist = build
+    rc, launcher = _launch(dist, [
+        "--sync", "--replicas-to-aggregate", "2", "--data", str(rows), "--steps", "600",
+        "--log-every", "100", "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
+    ], workers=3)  # fmt: skip
+    log = "\n".join(launcher.lines[-30:])
+    assert rc == 0, log
+    done = next(line for line in launcher.lines if "ps:0: done at step 600" in line)
+    assert int(re.search(r"\((\d+) late gradient sets dropped\)", done).group(1)) > 0, log
+    _check_checkpoints(tmp_path / "ck" / "ps-0", 600)
+    assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-600.safetensors") >= 0.9
 
 
 @pytest.mark.parametrize("victim", [("worker", 1), ("ps", 0)])
@@ -191,7 +220,7 @@ def test_mpirun_starts_one_ps_and_two_workers(build, tmp_path):
         capture_output=True, text=True, timeout=TIMEOUT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ps:0: done at step 100" in proc.stdout
+    assert "ps:0: done at step 100 " in proc.stdout
     assert "worker:1: done" in proc.stdout
     _check_checkpoints(tmp_path / "ck" / "ps-0", 100)
 
@@ -227,3 +256,157 @@ def test_whitepaper_style_sample_end_to_end():
     line = proc.stdout.strip().splitlines()[-1]
     assert line.startswith("synchronous, 1 ps + 2 workers, 300 steps: held-out accuracy ")
     assert float(line.rsplit(" ", 1)[1]) >= 0.9
+
+
+def test_launch_stops_every_task_on_ctrl_c(build, tmp_path):
+    import signal
+
+    _, rows, dist = build
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfc.cli", "launch", str(dist), "--ps", "1", "--workers", "2",
+         "--", "--data", str(rows), "--steps", "100000000", "--log-every", "1000"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    lines, pids = [], []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if m := re.search(r"started (\S+) \(pid (\d+)\)", line):
+                pids.append(int(m.group(2)))
+            if "global_step" in line and "[launch]" in line and len(pids) == 3:
+                break
+        assert len(pids) == 3, "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, "".join(lines) + out
+    assert "interrupted; stopping every task" in out
+    for pid in pids:  # reaped: no process, not even a zombie, is left
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def _signatures_with(place_model):
+    import tfc as tf
+
+    def signatures():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        y = tf.placeholder(tf.int64, [None], name="y")
+        with place_model():
+            w = tf.Variable(tf.zeros([4, 3]), name="W")
+            loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=tf.matmul(x, w))
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        return {"train": {"inputs": {"features": x, "labels": y}, "loss": loss,
+                          "train_op": train}}  # fmt: skip
+
+    return signatures
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [
+        ("/job:worker/task:0", r"variables \['W'\] are on the worker; place variables on /job:ps"),
+        ("/gpu:0", r"placed on /job:ps/replica:0/task:0/device:GPU:0 \(op 'W'\)"),
+        ("/job:worker/task:1", r"an op is placed on /job:worker/replica:0/task:1"),
+        ("/job:ps/task:3", r"placed on /job:ps/replica:0/task:3.*job 'ps' has 1 task"),
+    ],
+)
+def test_distributed_compile_errors_name_the_problem(tmp_path, device, message):
+    import tfc as tf
+    from tfc.aot import ModelError
+
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ["h:1"], "worker": ["h:2", "h:3"]}))
+    with pytest.raises(ModelError, match=message):
+        tfc_compile(_signatures_with(lambda: tf.device(device)), tmp_path / "out",
+                    cluster=cluster, build=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{", "not JSON"),
+        ('{"ps": ["a:1"]}', '"worker" must be a non-empty list'),
+        ('{"ps": ["a"], "worker": ["b:2"]}', '"ps" must be a non-empty list of "host:port"'),
+        ('{"ps": ["a:1"], "worker": ["b:2"], "evaluator": ["c:3"]}', "unknown job"),
+    ],
+)
+def test_cluster_files_are_checked(text, message):
+    from tfc.aot import ModelError
+    from tfc.aot.distributed import Cluster
+
+    with pytest.raises(ModelError, match=message):
+        Cluster.from_json(text, "cluster.json")
+    tf_config = {"cluster": {"ps": ["a:1"], "worker": ["b:2"]}, "task": {"type": "ps"}}
+    assert Cluster.from_json(json.dumps(tf_config)).worker == ["b:2"]
+
+
+def _row_partitioned_model():
+    import tfc as tf
+
+    tf.set_random_seed(5)
+    x = tf.placeholder(tf.float32, [None, 64], name="x")
+    y = tf.placeholder(tf.int64, [None], name="y")
+    w = tf.get_variable("hidden/W", [64, 32], partitioner=tf.fixed_size_partitioner(2))
+    b = tf.get_variable("hidden/b", [32], initializer=tf.zeros_initializer())
+    v = tf.get_variable("out/W", [32, 10])
+    logits = tf.matmul(tf.nn.relu(tf.matmul(x, w) + b), v)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+    step = tf.train.get_or_create_global_step()
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step)
+    return {"train": {"inputs": {"features": x, "labels": y}, "loss": loss, "train_op": train}}
+
+
+def test_a_variable_split_by_rows_over_two_ps_tasks_trains_as_one_process(build, tmp_path):
+    tmp, rows, _ = build
+    ports = free_ports(4)
+    ps = [f"127.0.0.1:{p}" for p in ports[:2]]
+    workers = [f"127.0.0.1:{p}" for p in ports[2:]]
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"ps": ps, "worker": workers}))
+    kw = dict(target="generic", name="partitioned")
+    single = tfc_compile(_row_partitioned_model, tmp / "part1", batch=2 * B, **kw)
+    dist = tfc_compile(_row_partitioned_model, tmp / "part2", batch=B, cluster=cluster, **kw)
+    steps = ["--steps", "10", "--save-every", "0", "--data", str(rows)]
+    subprocess.run([str(single.train), *steps, "--checkpoint-dir", str(tmp_path / "one")],
+                   check=True, timeout=TIMEOUT, capture_output=True)  # fmt: skip
+    _run_all(
+        [[str(dist.outdir / "train"), *steps, "--cluster", str(cluster), "--job", job, "--task",
+          str(i), "--checkpoint-dir", str(tmp_path / "dist")]
+         for job, i in (("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1))],
+        [{}] * 4,
+    )  # fmt: skip
+    want, _ = read_safetensors(tmp_path / "one" / "model.ckpt-10.safetensors")
+    shards = [read_safetensors(tmp_path / "dist" / f"ps-{k}" / "model.ckpt-10.safetensors")[0]
+              for k in range(2)]  # fmt: skip
+    assert "hidden/W/part_0" in shards[0] and "hidden/W/part_1" in shards[1]
+    got = {**shards[0], **shards[1]}
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_fixed_size_partitioner_splits_rows_as_tensorflow():
+    import tfc as tf
+
+    x = tf.placeholder(tf.float32, [4, 5])
+    w = tf.get_variable("W", [5, 3], partitioner=tf.fixed_size_partitioner(2))
+    assert [v.op.name for v in w] == ["W/part_0", "W/part_1"]
+    assert [v.shape.as_list() for v in w] == [[3, 3], [2, 3]]  # the first shards get the extra
+    assert len(tf.get_variable("V", [1, 4], partitioner=tf.fixed_size_partitioner(3))) == 1
+    y = tf.reduce_sum(tf.matmul(x, w) * np.arange(3, dtype=np.float32))
+    grads = tf.gradients(y, list(w))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        xv = np.random.default_rng(0).normal(size=(4, 5)).astype(np.float32)
+        full = np.concatenate(sess.run(list(w)))
+        got_y, g0, g1 = sess.run([y, *grads], {x: xv})
+    np.testing.assert_allclose(got_y, np.sum(xv @ full * np.arange(3)), rtol=1e-5)
+    want = np.outer(xv.sum(axis=0), np.arange(3))
+    np.testing.assert_allclose(np.concatenate([g0, g1]), want, rtol=1e-5, atol=1e-6)

@@ -101,6 +101,10 @@ def test_no_tensor_crosses_the_same_cut_twice():
     # gradients of W1 go from the worker to ps 0, not to ps 1
     to_ps1 = {c.tensor[0] for c in cuts if c.dst_device == PS[1] and c.tensor}
     assert not any("W1" in t for t in to_ps1)
+    # constants read across a cut (the optimizer's momentum, created on the worker) are
+    # copied into the reading partition, not sent every step
+    assert not any(c.tensor and program.node(c.tensor[0])["op"] == "Const" for c in cuts)
+    assert any("/_copy_to_ps_0" in n for n in parts[PS[0]].nx.nodes)
     # each partition's nodes are all on its device
     for device, part in parts.items():
         assert {part.node(n)["device"] for n in part.nx.nodes} == {device}

@@ -37,6 +37,7 @@ from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.variables import *
+from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
 from tfc.passes.gradients import AggregationMethod, gradients

@@ -361,6 +361,14 @@ def get_variable(
         )
     dtype = _dt.as_dtype(dtype or scope.dtype or _dt.float32)
     initializer = initializer if initializer is not None else scope.initializer
+    if unused.get("partitioner") is not None:  # shards NAME/part_K (tfc/partitioned_variables.py)
+        from tfc.partitioned_variables import create_partitioned_variable
+
+        store[full] = create_partitioned_variable(
+            get_variable, full, name, shape, dtype, initializer, unused["partitioner"],
+            regularizer=regularizer, trainable=trainable, collections=collections,
+        )  # fmt: skip
+        return store[full]
     if (
         isinstance(initializer, (Tensor, Variable))
         or not callable(initializer)

@@ -53,7 +53,9 @@
 
 /* the micro-kernel's vectors: 32 bytes where AVX has 16 registers of that width, else 16 bytes
  * (SSE, NEON; scalar targets split them lane by lane) */
-#if defined(__AVX__)
+#if defined(__AVX512F__) && !defined(TFC_EMBED)
+#define TFC_GEMM_VBYTES 64 /* 32 registers of 64 bytes: 6 x 32 floats in 12 of them */
+#elif defined(__AVX__)
 #define TFC_GEMM_VBYTES 32
 #else
 #define TFC_GEMM_VBYTES 16
@@ -66,7 +68,10 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
 /* a*b + c as one fused multiply-add where the target has one (ISO C mode does not contract;
  * clang does within an expression). Macros, not functions: a 32-byte vector passed by value
  * changes the ABI on targets without AVX. */
-#if defined(__FMA__) && defined(__AVX__) && defined(__GNUC__) && !defined(__clang__)
+#if TFC_GEMM_VBYTES == 64 && defined(__GNUC__) && !defined(__clang__)
+#define TFC_GEMM_FMA_f32(a, b, c) __builtin_ia32_vfmaddps512_mask((a), (b), (c), (unsigned short)0xFFFF, 4)
+#define TFC_GEMM_FMA_f64(a, b, c) __builtin_ia32_vfmaddpd512_mask((a), (b), (c), (unsigned char)0xFF, 4)
+#elif defined(__FMA__) && defined(__AVX__) && defined(__GNUC__) && !defined(__clang__)
 #define TFC_GEMM_FMA_f32(a, b, c) __builtin_ia32_vfmaddps256((a), (b), (c))
 #define TFC_GEMM_FMA_f64(a, b, c) __builtin_ia32_vfmaddpd256((a), (b), (c))
 #else

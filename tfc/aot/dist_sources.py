@@ -70,11 +70,11 @@ def _tasks(plan: DistributedPlan) -> list[tuple[str, TaskPlan, bool]]:
 
 # runtime sources only distributed programs need (sockets, threads): not in runtime/src itself,
 # which every native build compiles
-RUNTIME_SUBDIRS = ("transport", "dist")
+RUNTIME_SUBDIRS = ("transport", "distributed")
 
 
 def copy_dist_runtime(outdir: Path) -> None:
-    """OUTDIR/runtime/src/{transport,dist}: the transport and the driver, exactly."""
+    """OUTDIR/runtime/src/{transport,distributed}: the transport and the driver, exactly."""
     root = runtime_dir() / "src"
     for sub in RUNTIME_SUBDIRS:
         wanted = {f.name: f for pattern in ("*.c", "*.h") for f in (root / sub).glob(pattern)}
@@ -161,6 +161,7 @@ def dist_sources(plan: DistributedPlan) -> dict[str, str]:
 
 def render_dist_makefile(plan: DistributedPlan, cflags: list[str]) -> str:
     return get_template("c/Makefile.j2").render(
+        cuda=None,  # distributed programs are C (compile refuses GPUs in a cluster)
         version=__version__,
         name=plan.name,
         cflags=" ".join([*cflags, "-pthread"]),

@@ -181,8 +181,12 @@ def plan_distributed(
     except PlacementError as e:
         raise ModelError(str(e)) from None
     parts = program.graph_attrs["partitions"]
-    for device in parts:
-        _ps_task(device, n_ps)
+    for device, part in parts.items():
+        try:
+            _ps_task(device, n_ps)
+        except ModelError as e:
+            first = min(part.nx.nodes, key=lambda n: part.node(n)["id"])
+            raise ModelError(f"{e} (op '{first}')") from None
     if WORKER not in parts:
         raise ModelError("no op of the train step runs on the worker: nothing to replicate")
     for spec in feeds:
@@ -215,6 +219,7 @@ def plan_distributed(
     wprog.input_names = input_names + [f"recv:{k}" for k in inputs_at]
     wprog.output_names = ["loss"] + [f"send:{k}" for k in outputs_at]
     worker = TaskPlan(f"{name}_worker", {"train": wprog})
+    _layout_task_state(sigs, worker)
 
     # the ps tasks
     with graph.as_default():
@@ -300,7 +305,6 @@ def plan_distributed(
                     if s.kind == "var" and s.name == step.op.name
                 )
                 global_step_ps = k
-    _layout_task_state(sigs, worker)
     hyper = {
         h: (input_names.index(h), tr.defaults[h]) for h in tr.hyperparameters
     }  # fmt: skip

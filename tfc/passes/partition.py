@@ -4,7 +4,9 @@ Guarantees, for a placed graph (tfc/passes/place.py): every node is in exactly o
 the one of its device; an edge between two devices becomes a _Send in the producer's partition
 and a _Recv in the consumer's, with one pair per (tensor, destination device), as the
 whitepaper's canonicalization describes: a tensor read by several ops of one device crosses
-that cut once. A control edge between devices becomes a pair carrying an empty tensor. The
+that cut once. A control edge between devices becomes a pair carrying an empty tensor. A
+constant (a Const without inputs) read on another device is copied into that partition
+instead: nothing crosses a cut for it. The
 fetches, targets and feeds of the program go to the partition that holds their node; each
 partition's _Send nodes are among its targets, so pruning keeps them.
 
@@ -108,12 +110,34 @@ def split_by_device(graph: Graph) -> tuple[dict[str, Graph], list[CutEdge]]:
         )
         return edge
 
+    copies: dict[tuple[str, str], str] = {}
+
+    def copy_const(src: str, dst_device: str) -> str:
+        """A constant read on another device is copied there rather than sent every step."""
+        found = copies.get((src, dst_device))
+        if found is None:
+            nonlocal next_id
+            part = parts[dst_device]
+            found = _fresh_name(part, f"{src}/_copy_to_{_device_tag(dst_device)}")
+            node = graph.node(src)
+            part._next_id = next_id
+            part.add_node(found, "Const", [], dict(node["attrs"]), list(node["dtypes"]),
+                          list(node["shapes"]), device=dst_device)  # fmt: skip
+            next_id += 1
+            copies[(src, dst_device)] = found
+        return found
+
+    def is_plain_const(name: str) -> bool:
+        return graph.node(name)["op"] == "Const" and graph.nx.in_degree(name) == 0
+
     for u, v, k, data in sorted(
         graph.nx.edges(keys=True, data=True),
         key=lambda e: (graph.node(e[1])["id"], str(e[2]), graph.node(e[0])["id"]),
     ):
         if device_of[u] == device_of[v]:
             parts[device_of[u]].nx.add_edge(u, v, key=k, **data)
+        elif k != CONTROL and is_plain_const(u):
+            parts[device_of[v]].nx.add_edge(copy_const(u, device_of[v]), v, key=k, **data)
         elif k == CONTROL:
             parts[device_of[v]].add_control_edge(cut(u, None, device_of[v]).recv, v)
         else:

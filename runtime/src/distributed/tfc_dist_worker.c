@@ -1,0 +1,247 @@
+/* A worker task of the distributed `train` (see tfc_dist_main.c for the protocol). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tfc_driver.h"
+#include "tfc_dist_internal.h"
+
+static const char *const PROG = TFC_DIST_PROG;
+
+static int set_scalar(void *buf, int dtype, double value) {
+    switch (dtype) {
+    case TFC_DT_F32: *(float *)buf = (float)value; return 0;
+    case TFC_DT_F64: *(double *)buf = value; return 0;
+    case TFC_DT_I32: *(int32_t *)buf = (int32_t)value; return 0;
+    case TFC_DT_I64: *(int64_t *)buf = (int64_t)value; return 0;
+    default: *(unsigned char *)buf = value != 0.0; return 0;
+    }
+}
+
+/* Tell ps k the newest step this worker has all values of (-1: none): a ps that is further
+ * sends it the current values. Only after a wait timed out: values may be on their way. */
+static void hello(task_ctx *c, int k, int64_t last, tfc_error *err) {
+    tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
+    char key[64];
+    snprintf(key, sizeof(key), "tfc:hello@w%d", c->task);
+    tfc_transport_tensor t;
+    tfc_dist_tensor(&hs, &last, &t);
+    c->hello_step += 1;
+    if (tfc_dist_send(c, c->o->ps_hosts[k], key, c->hello_step, &t, err) != TFC_OK) {
+        fprintf(stderr, "%s: ps %d (%s): %s\n", c->name, k, c->o->ps_hosts[k], err->msg);
+        fflush(stderr);
+    }
+}
+
+/* Drop values of ps k that arrived without their control tensor: the ps sends them again. */
+static void drain_values(task_ctx *c, int k, void **inputs) {
+    const tfc_dist_model *m = c->m;
+    const tfc_program *step = m->worker->train;
+    char msg[256];
+    tfc_error err = {msg, sizeof(msg), NULL};
+    for (int i = 0; i < m->n_links; ++i) {
+        const tfc_dist_link *l = &m->links[i];
+        if (l->src != k || l->dst != -1) continue;
+        tfc_transport_tensor v;
+        tfc_dist_tensor(&step->inputs[l->dst_index], inputs[l->dst_index], &v);
+        while (tfc_transport_recv(c->t, l->key, TFC_TRANSPORT_ANY_STEP, &v, 0, NULL, &err) ==
+               TFC_OK) {
+        }
+    }
+}
+
+/* The newest control tensor of ps k: {step, stop}, with the values of its step in `inputs`
+ * (those of skipped steps are dropped). Values lost on the way (a connection to a process
+ * that died) are asked for again. Returns 0, or 1 when ps k answered nothing for
+ * --give-up-ms. */
+static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], int64_t last_seen,
+                          tfc_error *err) {
+    const tfc_dist_model *m = c->m;
+    const tfc_program *step = m->worker->train;
+    char key[64];
+    snprintf(key, sizeof(key), "tfc:ctl@ps%d", k);
+    int64_t two = 2;
+    tfc_tensor_spec ctl_spec = {"ctl", TFC_DT_I64, 1, &two, 16};
+    tfc_transport_tensor t;
+    tfc_dist_tensor(&ctl_spec, ctl, &t);
+    double waited = 0;
+    for (;;) {
+        int rc = tfc_transport_recv(c->t, key, TFC_TRANSPORT_ANY_STEP, &t, c->o->timeout_ms,
+                                    NULL, err);
+        if (rc != TFC_OK) {
+            if (rc != TFC_ERR_DEADLINE_EXCEEDED)
+                return tfc_driver_error(PROG, "%s: %s", c->name, err->msg);
+            waited += (double)c->o->timeout_ms;
+            fprintf(stderr, "%s: no values from ps %d for %.0f s; saying hello again\n",
+                    c->name, k, waited / 1000);
+            fflush(stderr);
+            if (waited >= (double)c->o->give_up_ms)
+                return tfc_driver_error(PROG, "%s: ps %d lost for %.0f s: giving up", c->name,
+                                        k, waited / 1000);
+            drain_values(c, k, inputs);
+            hello(c, k, last_seen, err);
+            continue;
+        }
+        int complete = 1;
+        for (;;) { /* values of every step up to the newest control tensor arrived before it */
+            int64_t newer[2];
+            tfc_transport_tensor nt;
+            tfc_dist_tensor(&ctl_spec, newer, &nt);
+            int stop = (int)ctl[1];
+            for (int i = 0; i < m->n_links && !stop && complete; ++i) {
+                const tfc_dist_link *l = &m->links[i];
+                if (l->src != k || l->dst != -1) continue;
+                tfc_transport_tensor v;
+                tfc_dist_tensor(&step->inputs[l->dst_index], inputs[l->dst_index], &v);
+                if (tfc_transport_recv(c->t, l->key, ctl[0], &v, c->o->timeout_ms, NULL,
+                                       err) != TFC_OK) {
+                    fprintf(stderr, "%s: values of step %" PRId64 " from ps %d incomplete "
+                            "(%s); asking again\n", c->name, ctl[0], k, err->msg);
+                    fflush(stderr);
+                    complete = 0;
+                }
+            }
+            if (!complete) break;
+            if (stop) return 0;
+            if (tfc_transport_recv(c->t, key, TFC_TRANSPORT_ANY_STEP, &nt, 0, NULL, err) != 0)
+                return 0;
+            ctl[0] = newer[0];
+            ctl[1] = newer[1];
+        }
+        hello(c, k, ctl[0] - 1, err); /* the ps resends this step's values */
+        tfc_dist_tensor(&ctl_spec, ctl, &t);
+    }
+}
+
+int tfc_dist_worker_main(task_ctx *c) {
+    const tfc_dist_model *m = c->m;
+    const tfc_model *wm = m->worker;
+    const tfc_program *p = wm->train;
+    dist_options *o = c->o;
+    char msg[4096];
+    tfc_error err = {msg, sizeof(msg), NULL};
+    msg[0] = '\0';
+    int status = 1;
+    tfc_dataset data;
+    memset(&data, 0, sizeof(data));
+    tfc_model_state st;
+    memset(&st, 0, sizeof(st));
+    tfc_batcher batcher;
+    memset(&batcher, 0, sizeof(batcher));
+    int batcher_ok = 0;
+    int64_t global = m->batch * o->n_workers;
+    int64_t *rows = malloc((size_t)global * sizeof(int64_t));
+    int64_t *ps_step = calloc((size_t)m->n_ps, sizeof(int64_t));
+    for (int k = 0; ps_step != NULL && k < m->n_ps; ++k) ps_step[k] = -1;
+    void **inputs = tfc_dist_alloc_buffers(p->inputs, p->n_inputs);
+    void **outputs = tfc_dist_alloc_buffers(p->outputs, p->n_outputs);
+    if (rows == NULL || ps_step == NULL || inputs == NULL || outputs == NULL) {
+        tfc_driver_error(PROG, "out of memory");
+        goto out;
+    }
+    if (tfc_dataset_load(&data, o->data, &err) != TFC_OK) {
+        tfc_driver_error(PROG, "%s", msg);
+        goto out;
+    }
+    const tfc_tensor_spec *fin = &p->inputs[wm->train_features];
+    const tfc_tensor_spec *lin = wm->train_labels >= 0 ? &p->inputs[wm->train_labels] : NULL;
+    int64_t n_features = tfc_tensor_example_size(fin);
+    int64_t n_labels = lin != NULL ? tfc_tensor_example_size(lin) : 0;
+    if (data.cols != n_features + n_labels) {
+        tfc_driver_error(PROG, "%s has %" PRId64 " columns; model '%s' takes %" PRId64,
+                         o->data, data.cols, m->name, n_features + n_labels);
+        goto out;
+    }
+    if (tfc_model_state_init(&st, wm, (uint64_t)o->seed + (uint64_t)c->task, &err) != TFC_OK) {
+        tfc_driver_error(PROG, "%s", msg);
+        goto out;
+    }
+    for (int i = 0; i < wm->n_hyperparameters; ++i) {
+        const tfc_hyperparameter *h = &wm->hyperparameters[i];
+        set_scalar(inputs[h->input], p->inputs[h->input].dtype, o->hparams[i]);
+    }
+    printf("%s: batch %" PRId64 " of a global batch %" PRId64 ", %s\n", c->name, m->batch,
+           global, o->sync ? "synchronous" : "asynchronous");
+    fflush(stdout);
+    int64_t next_step = -1, steps_done = 0, logged = 0;
+    double t_log = tfc_driver_seconds();
+    for (;;) {
+        int stop = 0;
+        int64_t s = -1;
+        for (int k = 0; k < m->n_ps; ++k) {
+            int64_t ctl[2];
+            if (worker_wait_ps(c, k, inputs, ctl, ps_step[k], &err)) goto out;
+            ps_step[k] = ctl[0];
+            stop |= ctl[1] != 0;
+            if (k == (m->global_step_ps >= 0 ? m->global_step_ps : 0)) s = ctl[0];
+        }
+        if (stop) break;
+        if (s != next_step || !batcher_ok) {
+            tfc_batcher_free(&batcher);
+            if (tfc_batcher_init(&batcher, data.rows, global, (uint64_t)o->seed, o->shuffle,
+                                 s * global, &err) != TFC_OK) {
+                tfc_driver_error(PROG, "%s", msg);
+                goto out;
+            }
+            batcher_ok = 1;
+        }
+        tfc_batcher_next(&batcher, rows);
+        next_step = s + 1;
+        const int64_t *mine = rows + c->task * m->batch;
+        if (tfc_dataset_gather(&data, mine, m->batch, 0, n_features, fin->dtype,
+                               inputs[wm->train_features], &err) != TFC_OK ||
+            (lin != NULL && tfc_dataset_gather(&data, mine, m->batch, n_features, n_labels,
+                                               lin->dtype, inputs[wm->train_labels],
+                                               &err) != TFC_OK)) {
+            tfc_driver_error(PROG, "%s", msg);
+            goto out;
+        }
+        if (tfc_model_run(&st, p, (const void *const *)inputs, outputs, &err) != TFC_OK) {
+            tfc_driver_error(PROG, "%s: step %" PRId64 ": %s%s%s", c->name, s, msg,
+                             err.node ? " at node " : "", err.node ? err.node : "");
+            goto out;
+        }
+        char key[TFC_TRANSPORT_MAX_KEY];
+        for (int i = 0; i < m->n_links; ++i) {
+            const tfc_dist_link *l = &m->links[i];
+            if (l->src != -1) continue;
+            tfc_transport_tensor t;
+            tfc_dist_tensor(&p->outputs[l->src_index], outputs[l->src_index], &t);
+            tfc_dist_worker_key(key, sizeof(key), l->key, c->task);
+            if (tfc_dist_send(c, o->ps_hosts[l->dst], key, ps_step[l->dst], &t, &err) != TFC_OK) {
+                /* a lost ps: its replacement serves us again after our hello */
+                fprintf(stderr, "%s: sending to ps %d: %s\n", c->name, l->dst, msg);
+                fflush(stderr);
+                break;
+            }
+        }
+        ++steps_done;
+        if (o->log_every > 0 && (s + 1) % o->log_every == 0) {
+            double now = tfc_driver_seconds();
+            double loss = tfc_driver_element(outputs[wm->train_loss],
+                                             p->outputs[wm->train_loss].dtype, 0);
+            printf("%s: step %" PRId64 "  loss %.6g  %.0f examples/s\n", c->name, s + 1, loss,
+                   (double)(steps_done - logged) * (double)m->batch /
+                       (now - t_log > 1e-9 ? now - t_log : 1e-9));
+            fflush(stdout);
+            t_log = now;
+            logged = steps_done;
+        }
+    }
+    printf("%s: done after %" PRId64 " steps of its own\n", c->name, steps_done);
+    fflush(stdout);
+    status = 0;
+out:
+    if (batcher_ok) tfc_batcher_free(&batcher);
+    free(rows);
+    free(ps_step);
+    tfc_dist_free_buffers(inputs, p->n_inputs);
+    tfc_dist_free_buffers(outputs, p->n_outputs);
+    tfc_model_state_free(&st);
+    tfc_dataset_free(&data);
+    return status;
+}
