@@ -57,19 +57,19 @@ def tfc_calls(xs, fs, stride, padding):
     return [lambda s=s: sess.run(s) for s in sums]
 
 
-def torch_calls(xs, fs, stride, padding):
+def torch_calls(xs, fs, stride, padding, device="cuda"):
     import torch
     import torch.nn.functional as F
     from torch.nn.grad import conv2d_input, conv2d_weight
 
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(xs[0], xs[3], xs[1], xs[2], device="cuda", generator=g)
-    w = torch.randn(fs[3], fs[2], fs[0], fs[1], device="cuda", generator=g)
-    pad = "same" if padding == "SAME" and stride == 1 else 0
-    if padding == "SAME" and stride != 1:
-        pad = (fs[0] - 1) // 2  # the same output size as TF's SAME for these odd kernels
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(xs[0], xs[3], xs[1], xs[2], device=device, generator=g)
+    w = torch.randn(fs[3], fs[2], fs[0], fs[1], device=device, generator=g)
+    # the same output size as TF's SAME for these odd kernels (the gradient functions take no
+    # "same" string)
+    pad = (fs[0] - 1) // 2 if padding == "SAME" else 0
     y = F.conv2d(x, w, stride=stride, padding=pad)
-    dy = torch.randn(y.shape, device="cuda", generator=g)
+    dy = torch.randn(y.shape, device=device, generator=g)
     return [
         lambda: F.conv2d(x, w, stride=stride, padding=pad).sum().item(),
         lambda: conv2d_input(x.shape, w, dy, stride=stride, padding=pad).sum().item(),
