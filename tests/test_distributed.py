@@ -200,7 +200,9 @@ def test_training_survives_a_killed_task(build, tmp_path, victim):
     log = "\n".join(launcher.lines[-40:])
     assert rc == 0, log
     task = next(t for t in launcher.tasks if (t.job, t.index) == victim)
-    assert task.restarts == 1, log
+    # killed once; on a loaded machine its restart may itself time out (300 ms) and be
+    # restarted again, within the launcher's max_restarts
+    assert task.restarts >= 1, log
     _check_checkpoints(tmp_path / "ck" / "ps-0", 1200)
     assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-1200.safetensors") >= 0.9
     if victim[0] == "ps":
