@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.interp import InterpState, Interpreter, evaluate_partitions, partition_program
+from tfc.interp import Interpreter, InterpState, evaluate_partitions, partition_program
 from tfc.signature import FeedSpec
 
 WORKER = "/job:worker/replica:0/task:0/device:CPU:0"

@@ -72,8 +72,8 @@ def test_colocate_with_overrides_device_scope():
         a = tf.constant(1.0, name="a")
     with tf.device("/job:worker/task:1"):
         with tf.colocate_with(a):
-            b = tf.identity(a, name="b")
-        c = tf.identity(a, name="c")
+            tf.identity(a, name="b")
+        tf.identity(a, name="c")
     dev = _placed()
     assert dev["b"] == dev["a"] == "/job:ps/replica:0/task:0/device:CPU:0"
     assert dev["c"] == "/job:worker/replica:0/task:1/device:CPU:0"

@@ -7,14 +7,7 @@
 #ifndef TFC_PHILOX_H
 #define TFC_PHILOX_H
 
-/* TFC_HD: also compile these helpers for the GPU when nvcc builds a CUDA program (empty in C). */
-#ifndef TFC_HD
-#ifdef __CUDACC__
-#define TFC_HD __host__ __device__
-#else
-#define TFC_HD
-#endif
-#endif
+#include "tfc_hd.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -9,14 +9,7 @@
 
 #include "tfc_platform.h"
 
-/* TFC_HD: helpers also compiled for the GPU when nvcc builds a CUDA program (empty in C). */
-#ifndef TFC_HD
-#ifdef __CUDACC__
-#define TFC_HD __host__ __device__
-#else
-#define TFC_HD
-#endif
-#endif
+#include "tfc_hd.h"
 
 /* Status codes: the values of TensorFlow's error codes, so Python maps them to tf.errors. */
 enum {

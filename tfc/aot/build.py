@@ -34,13 +34,18 @@ def copy_runtime(outdir: Path) -> None:
     root = runtime_dir()
     for sub, patterns in (("include", ("*.h",)), ("src", ("*.c", "*.h"))):
         wanted = {f.name: f for pattern in patterns for f in (root / sub).glob(pattern)}
-        target = outdir / "runtime" / sub
-        target.mkdir(parents=True, exist_ok=True)
-        for existing in target.iterdir():
-            if existing.is_file() and existing.name not in wanted:
-                existing.unlink()
-        for name, src in wanted.items():
-            write_if_changed(target / name, src.read_text())
+        sync_dir(outdir / "runtime" / sub, wanted)
+
+
+def sync_dir(target: Path, wanted: dict[str, Path]) -> None:
+    """Make the files of TARGET exactly `wanted` (name -> source): stale ones removed, the
+    rest written only where they differ (so make rebuilds only what changed)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for existing in target.iterdir():
+        if existing.is_file() and existing.name not in wanted:
+            existing.unlink()
+    for name, src in wanted.items():
+        write_if_changed(target / name, src.read_text())
 
 
 def _headers_digest(outdir: Path) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tfc import __version__
-from tfc.aot.build import write_if_changed
+from tfc.aot.build import sync_dir
 from tfc.aot.distributed import DistributedPlan, TaskPlan
 from tfc.aot.sources import _DT, BASE_CFLAGS, _Arrays, _dims, _nbytes, _program
 from tfc.backend_c import runtime_dir
@@ -78,13 +78,7 @@ def copy_dist_runtime(outdir: Path) -> None:
     root = runtime_dir() / "src"
     for sub in RUNTIME_SUBDIRS:
         wanted = {f.name: f for pattern in ("*.c", "*.h") for f in (root / sub).glob(pattern)}
-        target = outdir / "runtime" / "src" / sub
-        target.mkdir(parents=True, exist_ok=True)
-        for existing in target.iterdir():
-            if existing.is_file() and existing.name not in wanted:
-                existing.unlink()
-        for name, src in wanted.items():
-            write_if_changed(target / name, src.read_text())
+        sync_dir(outdir / "runtime" / "src" / sub, wanted)
 
 
 def dist_runtime_objects() -> list[str]:

@@ -36,7 +36,7 @@ import numpy as np
 
 from tfc import __version__
 from tfc import dtypes as _dt
-from tfc.aot.build import write_if_changed
+from tfc.aot.build import sync_dir, write_if_changed
 from tfc.aot.programs import Program, StateEntry, _feed, _layout_state
 from tfc.aot.signatures import (
     ModelError,
@@ -663,20 +663,11 @@ def copy_embed_runtime(outdir: Path, model_c: str) -> None:
             continue
         wanted[name] = root / "include" / name
         todo.extend(_INCLUDE.findall(wanted[name].read_text()))
-    _sync(outdir / "runtime" / "include", wanted)
+    sync_dir(outdir / "runtime" / "include", wanted)
     sources = {n: root / "src" / n for n in EMBED_RUNTIME_SOURCES}
     if sources or (outdir / "runtime" / "src").exists():
-        _sync(outdir / "runtime" / "src", sources)
-    _sync(
+        sync_dir(outdir / "runtime" / "src", sources)
+    sync_dir(
         outdir / "runtime" / "freestanding",
         {n: root / "freestanding" / n for n in _FREESTANDING},
     )
-
-
-def _sync(target: Path, wanted: dict[str, Path]) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    for existing in target.iterdir():
-        if existing.is_file() and existing.name not in wanted:
-            existing.unlink()
-    for name, src in wanted.items():
-        write_if_changed(target / name, src.read_text())
