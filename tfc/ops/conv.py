@@ -22,7 +22,7 @@ from tfc import dtypes as _dt
 from tfc.graph import Tensor, name_scope
 from tfc.kernels import Kernel, Param, loop_kernel, type_tag, view
 from tfc.ops.constant import convert_to_tensor
-from tfc.ops.conv_algo import VECTOR_BYTES, check_algorithm, plan_conv
+from tfc.ops.conv_algo import check_algorithm, plan_conv
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
@@ -374,14 +374,12 @@ def _avg_pool_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
 
 
 def _max_step(g: Geometry, dtype: _dt.DType) -> str:
-    """The C statement yp[c] = max(m, v) (NaN wins) of MaxPool's channel loop. Two forms, as
-    gcc 12 vectorizes them (measured, LeNet's pools at b=64): two selects (vector compares and
-    blends) when the channels fill whole vectors (16 channels: 0.23 -> 0.04 ms), tfc_max's
-    short-circuit form otherwise, which it vectorizes across pixels instead (6 channels:
-    0.03 ms, against 0.11 as selects)."""
-    if g.in_c % (VECTOR_BYTES // dtype.size) == 0:
-        return f"const {dtype.c_type} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
-    return f"yp[c] = tfc_max_{type_tag(dtype)}(m, v);"
+    """The C statement yp[c] = max(m, v) (NaN wins) of MaxPool's channel loop, as two selects
+    (vector compares and blends, no branch). tfc_max's short-circuit form looked faster for
+    LeNet's 6 channels on zero inputs (0.03 ms) but branches on the data: on the benchmark's
+    images conv1's pool took 0.53 ms with it, against about 0.1 ms as selects."""
+    del g  # one form for every geometry
+    return f"const {dtype.c_type} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
 
 
 def _pool_lower(template: str):
