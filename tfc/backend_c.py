@@ -19,8 +19,10 @@ import tempfile
 import threading
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import cffi
+import numpy as np
 
 COMMON_FLAGS = ["-std=c11", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
 HOST_FLAGS = ["-O3", "-march=native"]
@@ -38,8 +40,8 @@ int {p}run(void *const *state, const void *const *inputs, void *const *outputs,
 """
 
 _lock = threading.Lock()
-_loaded: dict[Path, object] = {}
-_ffis: dict[str, cffi.FFI] = {}
+_loaded: dict[tuple[str, Path], object] = {}
+_ffis: dict[tuple[str, str], cffi.FFI] = {}
 
 
 class CompileError(RuntimeError):
@@ -162,23 +164,49 @@ def _dump(source: str, name: str, key: str) -> None:
             path.write_text(source)
 
 
-def ffi_for(prefix: str) -> cffi.FFI:
+def ffi_for(prefix: str, cdef: str = _CDEF) -> cffi.FFI:
+    """One FFI per (declarations, symbol prefix): `cdef` is formatted with p=prefix."""
     with _lock:
-        ffi = _ffis.get(prefix)
+        ffi = _ffis.get((cdef, prefix))
         if ffi is None:
             ffi = cffi.FFI()
-            ffi.cdef(_CDEF.format(p=prefix))
-            _ffis[prefix] = ffi
+            ffi.cdef(cdef.format(p=prefix))
+            _ffis[(cdef, prefix)] = ffi
         return ffi
 
 
-def load_library(path: Path, prefix: str = "tfc_") -> tuple[cffi.FFI, object]:
-    """dlopen a built program once per process; later loads reuse the handle."""
-    ffi = ffi_for(prefix)
+def bind_io(ffi: cffi.FFI, inputs: Any, outputs: Any, feeds: list, fetches: list) -> tuple:
+    """Point a program's `inputs` at the feeds and its `outputs` at a new array per fetch spec
+    (shape, dtype): (the cffi buffers to keep alive during the call, the result arrays)."""
+    held = []
+    for i, value in enumerate(feeds):
+        held.append(ffi.from_buffer(np.ascontiguousarray(value)))
+        inputs[i] = held[-1]
+    results = [np.empty(f.shape, dtype=f.dtype.np) for f in fetches]
+    for j, value in enumerate(results):
+        held.append(ffi.from_buffer(value))
+        outputs[j] = held[-1]
+    return held, results
+
+
+def program_error(ffi: cffi.FFI, errbuf: Any, err: Any, rc: int, graph: Any) -> Exception:
+    """The tf.errors exception of a failed program call: its message and the failing node."""
+    from tfc import errors
+
+    message = ffi.string(errbuf).decode(errors="replace")
+    node = ffi.string(err.node).decode() if err.node != ffi.NULL else None
+    op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+    return errors.error_for_code(rc)(None, op, message)
+
+
+def load_library(path: Path, prefix: str = "tfc_", cdef: str = _CDEF) -> tuple[cffi.FFI, object]:
+    """dlopen a built program once per process; later loads reuse the handle. `cdef` declares
+    its entry points (the C programs' by default; the CUDA backend passes its own)."""
+    ffi = ffi_for(prefix, cdef)
     with _lock:
-        lib = _loaded.get(path)
+        lib = _loaded.get((cdef, path))
         if lib is None:
-            lib = _loaded[path] = ffi.dlopen(str(path))
+            lib = _loaded[(cdef, path)] = ffi.dlopen(str(path))
         else:
             BUILD_STATS["memory_hits"] += 1
     return ffi, lib

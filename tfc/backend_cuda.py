@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -23,7 +22,17 @@ from typing import Any
 import cffi
 import numpy as np
 
-from tfc.backend_c import BUILD_STATS, CompileError, _dump, cache_dir, cache_key, runtime_dir
+from tfc.backend_c import (
+    BUILD_STATS,
+    CompileError,
+    _dump,
+    bind_io,
+    cache_dir,
+    cache_key,
+    load_library,
+    program_error,
+    runtime_dir,
+)
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
 COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
@@ -51,10 +60,6 @@ const char *cudaGetErrorString(int error);
 """
 _H2D, _D2H = 1, 2
 _ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76
-
-_lock = threading.Lock()
-_loaded: dict[Path, Any] = {}
-_ffis: dict[str, cffi.FFI] = {}
 
 
 class CudaUnavailable(RuntimeError):
@@ -324,25 +329,8 @@ class DeviceState:
 
 
 # -- loading and running --------------------------------------------------------------------------
-def _ffi_for(prefix: str) -> cffi.FFI:
-    with _lock:
-        ffi = _ffis.get(prefix)
-        if ffi is None:
-            ffi = cffi.FFI()
-            ffi.cdef(_CDEF.format(p=prefix))
-            _ffis[prefix] = ffi
-        return ffi
-
-
 def load_cuda_library(path: Path, prefix: str = "tfc_") -> tuple[cffi.FFI, Any]:
-    ffi = _ffi_for(prefix)
-    with _lock:
-        lib = _loaded.get(path)
-        if lib is None:
-            lib = _loaded[path] = ffi.dlopen(str(path))
-        else:
-            BUILD_STATS["memory_hits"] += 1
-    return ffi, lib
+    return load_library(path, prefix, _CDEF)
 
 
 class CudaProgram:
@@ -383,25 +371,12 @@ class CudaProgram:
         device = self.session._device_state()
         for i, slot in enumerate(self.lowered.slots):
             self.state[i] = ffi.cast("void *", device.device_pointer(slot))
-        held = []
-        for i, value in enumerate(feeds):
-            buf = ffi.from_buffer(np.ascontiguousarray(value))
-            held.append(buf)
-            self.inputs[i] = buf
-        results = [np.empty(f.shape, dtype=f.dtype.np) for f in self.lowered.fetches]
-        for j, value in enumerate(results):
-            buf = ffi.from_buffer(value)
-            held.append(buf)
-            self.outputs[j] = buf
+        held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
         self.err.node = ffi.NULL
         arena = ffi.cast("void *", self.arena.ptr)
         rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
+        del held  # the buffers stay alive through the call
         return rc, results
 
     def error(self, rc: int, graph: Any) -> Any:
-        from tfc import errors
-
-        message = self.ffi.string(self.errbuf).decode(errors="replace")
-        node = self.ffi.string(self.err.node).decode() if self.err.node != self.ffi.NULL else None
-        op = graph.get_operation_by_name(node) if node and node in graph.nx else None
-        return errors.error_for_code(rc)(None, op, message)
+        return program_error(self.ffi, self.errbuf, self.err, rc, graph)

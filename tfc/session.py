@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tfc import errors
-from tfc.backend_c import build_shared_library, load_library
+from tfc.backend_c import bind_io, build_shared_library, load_library, program_error
 from tfc.config import compile_options, session_threads
 from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
@@ -70,27 +70,15 @@ class CompiledProgram:
     on_device = False  # runs on the host (CudaProgram runs on the GPU)
 
     def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
-        ffi = self.ffi
-        held = []
-        for i, value in enumerate(feeds):
-            buf = ffi.from_buffer(value)
-            held.append(buf)
-            self.inputs[i] = buf
-        results = [np.empty(f.shape, dtype=f.dtype.np) for f in self.lowered.fetches]
-        for j, value in enumerate(results):
-            buf = ffi.from_buffer(value)
-            held.append(buf)
-            self.outputs[j] = buf
-        self.err.node = ffi.NULL
+        held, results = bind_io(self.ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
+        self.err.node = self.ffi.NULL
         self._set_threads(session_threads(self._config))
         rc = self._run(self.state, self.inputs, self.outputs, self.consts, self.arena_ptr, self.err)
+        del held  # the buffers stay alive through the call
         return rc, results
 
     def error(self, rc: int, graph: Graph) -> errors.OpError:
-        message = self.ffi.string(self.errbuf).decode(errors="replace")
-        node = self.ffi.string(self.err.node).decode() if self.err.node != self.ffi.NULL else None
-        op = graph.get_operation_by_name(node) if node and node in graph.nx else None
-        return errors.error_for_code(rc)(None, op, message)
+        return program_error(self.ffi, self.errbuf, self.err, rc, graph)
 
 
 class Session:
