@@ -37,7 +37,7 @@ import numpy as np
 from tfc import __version__
 from tfc import dtypes as _dt
 from tfc.aot.build import sync_dir, write_if_changed
-from tfc.aot.programs import Program, StateEntry, _feed, _layout_state
+from tfc.aot.programs import Program, StateEntry, _feed, _layout_state, train_feeds
 from tfc.aot.signatures import (
     ModelError,
     ModelSignatures,
@@ -51,7 +51,7 @@ from tfc.kernels import c_initializer
 from tfc.lower import lower_program
 from tfc.passes import run_passes
 from tfc.render import get_template, render_program
-from tfc.signature import FeedSpec, make_program_graph
+from tfc.signature import make_program_graph
 
 __all__ = ["compile_embed", "EmbeddedModel", "EMBED_CFLAGS"]
 
@@ -154,14 +154,7 @@ def compile_embed(
     lower_bounds: list[int] = []
     if trainable:
         tr = sigs.train
-        feeds = [_feed(tr.features, batch)]
-        names = ["features"]
-        if tr.labels is not None:
-            feeds.append(_feed(tr.labels, batch))
-            names.append("labels")
-        for name, t in tr.hyperparameters.items():
-            feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
-            names.append(name)
+        feeds, names = train_feeds(tr, batch)
         programs["train"] = _compile_program(
             sigs, prefix, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]),
             passes, arena_align, lower_bounds,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfc import dtypes as _dt
-from tfc.aot.signatures import ModelError, ModelSignatures
+from tfc.aot.signatures import ModelError, ModelSignatures, TrainSignature
 from tfc.graph import GraphKeys
 from tfc.lower import LoweredProgram, lower_program
 from tfc.passes import PIPELINE, run_passes
@@ -57,6 +57,20 @@ class ModelPlan:
     signatures: ModelSignatures
 
 
+def train_feeds(tr: TrainSignature, batch: int) -> tuple[list[FeedSpec], list[str]]:
+    """The train program's feeds and their names: features, labels (if any), then each
+    hyperparameter placeholder as a scalar."""
+    feeds = [_feed(tr.features, batch)]
+    names = ["features"]
+    if tr.labels is not None:
+        feeds.append(_feed(tr.labels, batch))
+        names.append("labels")
+    for name, t in tr.hyperparameters.items():
+        feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
+        names.append(name)
+    return feeds, names
+
+
 def _feed(tensor, batch: int) -> FeedSpec:
     dims = tensor.shape.as_list()
     if dims[0] is not None and dims[0] != batch:
@@ -95,14 +109,7 @@ def plan_model(sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE) 
             )
             init = variables_initializer(variables, name="tfc_init")
         programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes)
-        feeds = [_feed(tr.features, batch)]
-        names = ["features"]
-        if tr.labels is not None:
-            feeds.append(_feed(tr.labels, batch))
-            names.append("labels")
-        for name, t in tr.hyperparameters.items():
-            feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
-            names.append(name)
+        feeds, names = train_feeds(tr, batch)
         programs["train"] = _compile(
             sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes
         )
