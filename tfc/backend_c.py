@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -128,29 +129,47 @@ def cache_key(source: str, flags: list[str], cc: str) -> str:
 def build_shared_library(source: str, name: str = "program", native: bool = True) -> Path:
     """Compile `source` into a shared library (or find it in the cache); returns its path."""
     cc, flags = compiler(), build_flags(native)
-    key = cache_key(source, flags, cc)
+    include = str(runtime_dir() / "include")
+    return cached_build(
+        source, name, cache_key(source, flags, cc), ".c", ".so", cc,
+        lambda src, out: [cc, *flags, "-I", include, "-o", str(out), str(src), "-lm", "-pthread"],
+    )  # fmt: skip
+
+
+def cached_build(
+    source: str,
+    name: str,
+    key: str,
+    ext: str,
+    suffix: str,
+    tool: str,
+    command: Callable[[Path, Path], list[str]],
+    rejects: Callable[[subprocess.CompletedProcess], bool] = lambda proc: proc.returncode != 0,
+) -> Path:
+    """The cache's KEY+suffix built from `source` by command(src, out), building it if absent.
+    The readable source stays beside it as KEY+ext; a build that `rejects` keeps it as
+    failed-KEY+ext and raises CompileError naming `tool`, the program and the command."""
     _dump(source, name, key)
     directory = cache_dir()
-    target = directory / f"{key}.so"
+    target = directory / f"{key}{suffix}"
     if target.exists():
         BUILD_STATS["disk_hits"] += 1
         return target
     with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
-        src = Path(tmp) / f"{key}.c"
+        src = Path(tmp) / f"{key}{ext}"
         src.write_text(source)
-        out = Path(tmp) / f"{key}.so"
-        include = str(runtime_dir() / "include")
-        cmd = [cc, *flags, "-I", include, "-o", str(out), str(src), "-lm", "-pthread"]
+        out = Path(tmp) / f"{key}{suffix}"
+        cmd = command(src, out)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         BUILD_STATS["compiles"] += 1
-        if proc.returncode != 0:
-            kept = directory / f"failed-{key}.c"
+        if rejects(proc):
+            kept = directory / f"failed-{key}{ext}"
             shutil.copyfile(src, kept)
             raise CompileError(
-                f"{cc} failed on the generated program '{name}' (kept at {kept}):\n"
+                f"{tool} failed on the generated program '{name}' (kept at {kept}):\n"
                 f"{' '.join(cmd)}\n{proc.stderr.strip()}"
             )
-        os.replace(src, directory / f"{key}.c")  # the readable source beside its library
+        os.replace(src, directory / f"{key}{ext}")  # the readable source beside its build
         os.replace(out, target)  # atomic: a concurrent process sees all of it or nothing
     return target
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -23,12 +21,10 @@ import cffi
 import numpy as np
 
 from tfc.backend_c import (
-    BUILD_STATS,
     CompileError,
-    _dump,
     bind_io,
-    cache_dir,
     cache_key,
+    cached_build,
     load_library,
     program_error,
     runtime_dir,
@@ -149,18 +145,6 @@ def executable_flags(cuda_arch: str | Sequence[str] | None = None) -> tuple[list
     return flags, libs + ["-lcudart"] + (["-lcublas"] if has_cublas() else []) + ["-lstdc++"]
 
 
-def _run_nvcc(cmd: list[str], source: Path, name: str, key: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    BUILD_STATS["compiles"] += 1
-    if proc.returncode != 0 or "warning" in proc.stderr:
-        kept = cache_dir() / f"failed-{key}.cu"
-        shutil.copyfile(source, kept)
-        raise CompileError(
-            f"nvcc failed on the generated CUDA program '{name}' (kept at {kept}):\n"
-            f"{' '.join(cmd)}\n{proc.stderr.strip()}"
-        )
-
-
 _OUTPUTS = {"shared": ".so", "object": ".o", "ptx": ".ptx"}
 
 
@@ -181,22 +165,12 @@ def compile_cuda(
     if output == "ptx":  # one virtual architecture: PTX is not a fat binary
         flags = [f for f in flags if not f.startswith(("-gencode", "arch="))]
         flags += ["-arch", arch_flags(cuda_arch)[-1].split("=")[-1]]
-    key = cache_key(source, flags + mode, nvcc())
-    _dump(source, name, key)
-    directory = cache_dir()
-    target = directory / f"{key}{suffix}"
-    if target.exists():
-        BUILD_STATS["disk_hits"] += 1
-        return target
-    with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
-        src = Path(tmp) / f"{key}.cu"
-        src.write_text(source)
-        out = Path(tmp) / f"{key}{suffix}"
-        cmd = [nvcc(), *flags, "-I", str(runtime_dir() / "include"), "-o", str(out), str(src)]
-        _run_nvcc(cmd + mode, src, name, key)
-        os.replace(src, directory / f"{key}.cu")
-        os.replace(out, target)
-    return target
+    include = str(runtime_dir() / "include")
+    return cached_build(
+        source, name, cache_key(source, flags + mode, nvcc()), ".cu", suffix, "nvcc",
+        lambda src, out: [nvcc(), *flags, "-I", include, "-o", str(out), str(src), *mode],
+        rejects=lambda proc: proc.returncode != 0 or "warning" in proc.stderr,  # -Werror
+    )  # fmt: skip
 
 
 # -- the CUDA runtime, from Python ----------------------------------------------------------------

@@ -90,6 +90,9 @@ void *tfc_aligned_alloc(int64_t nbytes);
 /* Elements per example of a batch-major tensor: the product of its dims after the first. */
 int64_t tfc_tensor_example_size(const tfc_tensor_spec *t);
 
+/* The index of the hyperparameter named by the `len` bytes at `name`, or -1. */
+int tfc_model_find_hparam(const tfc_model *m, const char *name, size_t len);
+
 typedef struct {
     const tfc_model *model;
     void **buffers;  /* one per state entry */

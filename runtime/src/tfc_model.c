@@ -37,6 +37,14 @@ int64_t tfc_tensor_example_size(const tfc_tensor_spec *t) {
     return n;
 }
 
+int tfc_model_find_hparam(const tfc_model *m, const char *name, size_t len) {
+    for (int i = 0; i < m->n_hyperparameters; ++i)
+        if (strlen(m->hyperparameters[i].name) == len &&
+            strncmp(m->hyperparameters[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
 static uint64_t mix64(uint64_t z) {
     z += 0x9E3779B97F4A7C15u;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;

@@ -54,14 +54,6 @@ typedef struct {
     double *hparams; /* one value per hyperparameter */
 } train_options;
 
-static int find_hparam(const tfc_model *m, const char *name, size_t len) {
-    for (int i = 0; i < m->n_hyperparameters; ++i)
-        if (strlen(m->hyperparameters[i].name) == len &&
-            strncmp(m->hyperparameters[i].name, name, len) == 0)
-            return i;
-    return -1;
-}
-
 static int unknown_hparam(const tfc_model *m, const char *option, const char *name, int len) {
     char known[512] = "";
     size_t used = 0;
@@ -116,14 +108,14 @@ static int parse_options(const tfc_model *m, int argc, char **argv, train_option
         } else if (OPTION("--lr")) {
             if (r < 0) return 1;
             static const char lr[] = "learning_rate";
-            int h = find_hparam(m, lr, sizeof(lr) - 1);
+            int h = tfc_model_find_hparam(m, lr, sizeof(lr) - 1);
             if (h < 0) return unknown_hparam(m, "--lr", lr, (int)sizeof(lr) - 1);
             if (tfc_driver_double(PROG, "--lr", v, &o->hparams[h])) return 1;
         } else if (OPTION("--hparam")) {
             if (r < 0) return 1;
             const char *eq = strchr(v, '=');
             if (eq == NULL) return tfc_driver_error(PROG, "--hparam %s: expected NAME=VALUE", v);
-            int h = find_hparam(m, v, (size_t)(eq - v));
+            int h = tfc_model_find_hparam(m, v, (size_t)(eq - v));
             if (h < 0) return unknown_hparam(m, "--hparam", v, (int)(eq - v));
             if (tfc_driver_double(PROG, "--hparam", eq + 1, &o->hparams[h])) return 1;
         } else {

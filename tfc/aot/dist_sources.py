@@ -9,7 +9,7 @@ from pathlib import Path
 from tfc import __version__
 from tfc.aot.build import sync_dir
 from tfc.aot.distributed import DistributedPlan, TaskPlan
-from tfc.aot.sources import _DT, BASE_CFLAGS, _Arrays, _dims, _nbytes, _program
+from tfc.aot.sources import BASE_CFLAGS, _Arrays, _program, state_specs
 from tfc.backend_c import runtime_dir
 from tfc.kernels import c_string
 from tfc.render import get_template
@@ -20,14 +20,7 @@ _FIELDS = {"init": "init", "train": "train", "apply": "train", "serve": "predict
 
 def _task_descriptor(plan: DistributedPlan, task: TaskPlan, is_worker: bool) -> str:
     arrays = _Arrays()
-    state_items = []
-    for i, s in enumerate(task.state):
-        dims = _dims(arrays, f"state_dims{i}", s.shape)
-        kind = "TFC_STATE_VARIABLE" if s.kind == "var" else "TFC_STATE_RANDOM"
-        state_items.append(
-            f"{{{c_string(s.name)}, {kind}, {_DT[s.dtype]}, {len(s.shape)}, {dims}, "
-            f"{_nbytes(s.dtype, s.shape)}, {int(s.saved)}, {s.seed}u, {s.seed2}u}}"
-        )
+    state_items = state_specs(arrays, task.state)
     programs = {
         _FIELDS[role]: _program(arrays, None, p) for role, p in task.programs.items()
     }  # fmt: skip

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from tfc.aot.programs import Program, StateEntry, _feed, _layout_state
+from tfc.aot.programs import Program, StateEntry, _layout_state, train_feeds
 from tfc.aot.signatures import ModelError, ModelSignatures
 from tfc.device import DeviceSpec
 from tfc.graph import GraphKeys
@@ -63,8 +63,10 @@ class Cluster:
         jobs = {}
         for job in ("ps", "worker"):
             hosts = spec.get(job)
-            if not isinstance(hosts, list) or not hosts or not all(
-                isinstance(h, str) and h.rpartition(":")[2].isdigit() for h in hosts
+            if (
+                not isinstance(hosts, list)
+                or not hosts
+                or not all(isinstance(h, str) and h.rpartition(":")[2].isdigit() for h in hosts)
             ):
                 raise ModelError(
                     f'{where}: "{job}" must be a non-empty list of "host:port" strings, '
@@ -162,14 +164,7 @@ def plan_distributed(
     if sigs.train is None:
         raise ModelError("distributed training needs a train signature")
     tr, graph, name, n_ps = sigs.train, sigs.graph, sigs.name, len(cluster.ps)
-    feeds = [_feed(tr.features, batch)]
-    input_names = ["features"]
-    if tr.labels is not None:
-        feeds.append(_feed(tr.labels, batch))
-        input_names.append("labels")
-    for hname, t in tr.hyperparameters.items():
-        feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
-        input_names.append(hname)
+    feeds, input_names = train_feeds(tr, batch)
     program = make_program_graph(
         graph, [(tr.loss.op.name, tr.loss.value_index)], [tr.train_op.name], feeds
     )
@@ -288,9 +283,7 @@ def plan_distributed(
                 f"recv:{key}" for key, (task, _) in inputs_at.items() if task == k
             ]
         if part is None or not mine:
-            raise ModelError(
-                f"ps task {k} holds no variable of the train step: use fewer ps tasks"
-            )
+            raise ModelError(f"ps task {k} holds no variable of the train step: use fewer ps tasks")
         ps_plans.append(TaskPlan(f"{name}_{role}", programs))
 
     step = get_global_step(graph)

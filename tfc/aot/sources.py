@@ -97,17 +97,23 @@ def _program(arrays: _Arrays, plan: ModelPlan, p: Program) -> str:
     return f"&{name}[0]" if name != "NULL" else name
 
 
-def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
-    """model.h and model.c of `plan`."""
-    arrays = _Arrays()
-    state_items = []
-    for i, s in enumerate(plan.state):
+def state_specs(arrays: _Arrays, state: list) -> list[str]:
+    """The tfc_state_spec initializers of `state` (their dims arrays added to `arrays`)."""
+    items = []
+    for i, s in enumerate(state):
         dims = _dims(arrays, f"state_dims{i}", s.shape)
         kind = "TFC_STATE_VARIABLE" if s.kind == "var" else "TFC_STATE_RANDOM"
-        state_items.append(
+        items.append(
             f"{{{c_string(s.name)}, {kind}, {_DT[s.dtype]}, {len(s.shape)}, {dims}, "
             f"{_nbytes(s.dtype, s.shape)}, {int(s.saved)}, {s.seed}u, {s.seed2}u}}"
         )
+    return items
+
+
+def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
+    """model.h and model.c of `plan`."""
+    arrays = _Arrays()
+    state_items = state_specs(arrays, plan.state)
     programs = {role: _program(arrays, plan, p) for role, p in plan.programs.items()}
     state = arrays.add("state", "tfc_state_spec", state_items)
     train = plan.programs.get("train")

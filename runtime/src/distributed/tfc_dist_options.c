@@ -205,14 +205,6 @@ static char *read_file(const char *path) {
     return buf;
 }
 
-static int find_hparam(const tfc_model *m, const char *name, size_t len) {
-    for (int i = 0; i < m->n_hyperparameters; ++i)
-        if (strlen(m->hyperparameters[i].name) == len &&
-            strncmp(m->hyperparameters[i].name, name, len) == 0)
-            return i;
-    return -1;
-}
-
 /* 0: run, 1: failed (message printed), 2: --help printed. */
 int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_options *o) {
     const tfc_model *w = m->worker;
@@ -285,7 +277,7 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
             if (!is_lr && eq == NULL)
                 return tfc_driver_error(PROG, "--hparam %s: expected NAME=VALUE", v);
             size_t len = is_lr ? strlen(name) : (size_t)(eq - v);
-            int h = find_hparam(w, name, len);
+            int h = tfc_model_find_hparam(w, name, len);
             if (h < 0)
                 return tfc_driver_error(PROG, "model '%s' declares no hyperparameter '%.*s'",
                                         m->name, (int)len, name);
