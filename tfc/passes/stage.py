@@ -68,11 +68,13 @@ def _device_order(devices: set[str]) -> list[str]:
 
 
 def assign_stages(graph: Graph) -> tuple[dict[str, int], list[str]]:
-    """(node -> stage index, the device of each stage): stages in run order, see the module
-    doc. A constant or feed goes to the first stage that reads it (stage 0 if none does)."""
+    """(node -> stage index, the device of each stage), stages in run order; see the module
+    doc. A constant or feed goes to the first stage that reads it (stage 0 if none does); a
+    NoOp computes nothing, so it joins the last stage of its inputs, whatever its device."""
     device_of = {n: graph.node(n)["device"] for n in graph.nx.nodes}
     free = {n for n in graph.nx.nodes if _is_free(graph, n)}
-    devices = _device_order({device_of[n] for n in graph.nx.nodes if n not in free})
+    anywhere = {n for n in graph.nx.nodes if graph.op_type(n) == "NoOp"}
+    devices = _device_order({device_of[n] for n in graph.nx.nodes if n not in free | anywhere})
     devices = devices or _device_order(set(device_of.values()))[:1]
     stage: dict[str, int] = {n: 0 for n in graph.nx.nodes if n not in free}
     sequence = devices
@@ -84,11 +86,14 @@ def assign_stages(graph: Graph) -> tuple[dict[str, int], list[str]]:
         best = None
         for shift in range(len(devices)):
             rotation = devices[shift:] + devices[:shift]
-            trial = _stages_in(order, topo, free, device_of, rotation)
-            if best is None or len(set(trial.values())) < len(set(best[0].values())):
-                best = (trial, rotation)
+            early = _earliest_stages(order, topo, free, anywhere, device_of, rotation)
+            late = _latest_stages(order, topo, free, anywhere, device_of, rotation, early)
+            for trial in (early, late):
+                cost = (len(set(trial.values())), _crossings(graph, trial, free, rotation))
+                if best is None or cost < best[0]:
+                    best = (cost, trial, rotation)
         assert best is not None
-        stage, rotation = best
+        _, stage, rotation = best
         used = sorted(set(stage.values()))  # renumbered without the stages nobody uses
         sequence = [rotation[s % len(rotation)] for s in used]
         stage = {n: used.index(s) for n, s in stage.items()}
@@ -98,26 +103,64 @@ def assign_stages(graph: Graph) -> tuple[dict[str, int], list[str]]:
     return stage, sequence
 
 
-def _stages_in(order, topo, free, device_of, rotation) -> dict[str, int]:
-    """Each node's stage when stage i runs on rotation[i % len(rotation)]: the first stage of
-    its device not before its inputs' on that device and after its inputs' elsewhere."""
+def _earliest_stages(order, topo, free, anywhere, device_of, rotation) -> dict[str, int]:
+    """Each node's first possible stage when stage i runs on rotation[i % len(rotation)]: the
+    first of its device not before its inputs' stages on that device and after the others'."""
     stage: dict[str, int] = {}
+
+    def device(n: str) -> str:
+        return rotation[stage[n] % len(rotation)] if n in anywhere else device_of[n]
+
     for n in topo:
-        first = 0
-        for p in order.pred[n]:
-            if p not in free:
-                first = max(first, stage[p] + (device_of[p] != device_of[n]))
+        preds = [p for p in order.pred[n] if p not in free]
+        if n in anywhere:
+            stage[n] = max((stage[p] for p in preds), default=0)
+            continue
+        first = max((stage[p] + (device(p) != device_of[n]) for p in preds), default=0)
         while rotation[first % len(rotation)] != device_of[n]:
             first += 1
         stage[n] = first
     return stage
 
 
+def _latest_stages(order, topo, free, anywhere, device_of, rotation, early) -> dict[str, int]:
+    """The earliest stages with every node that has successors moved as late as they allow
+    (in reverse order, so chains move together): a variable read just before its use rather
+    than sent on from the first stage."""
+    stage = dict(early)
+
+    def device(n: str) -> str:
+        return rotation[stage[n] % len(rotation)] if n in anywhere else device_of[n]
+
+    for n in reversed(topo):
+        succs = list(order.succ[n])
+        if n in anywhere or not succs:
+            continue
+        last = min(stage[m] - (device(m) != device_of[n]) for m in succs)
+        while rotation[last % len(rotation)] != device_of[n]:
+            last -= 1
+        stage[n] = max(last, stage[n])
+    return stage
+
+
+def _crossings(graph: Graph, stage: dict[str, int], free: set[str], rotation: list) -> int:
+    """The tensors that would cross between stages: (tensor, reading stage) pairs."""
+    pairs = set()
+    for u, v, data in graph.nx.edges(data=True):
+        if "out" not in data or u in free or stage[u] == stage[v]:
+            continue
+        same_device = stage[u] % len(rotation) == stage[v] % len(rotation)
+        if graph.op_type(u) == "VariableV2" and same_device:
+            continue  # a variable is in every stage of its device that uses it
+        pairs.add((u, data["out"], stage[v]))
+    return len(pairs)
+
+
 def stage_devices(graph: Graph) -> Graph:
     """Store the stages of a placed program as graph_attrs["stages"] (see the module doc)."""
     stage_of, devices = assign_stages(graph)
     for name, s in stage_of.items():
-        if _is_free(graph, name):  # a host value: it goes where it is first read
+        if _is_free(graph, name) or graph.op_type(name) == "NoOp":  # they go anywhere
             graph.node(name)["device"] = devices[s]
     labels = {n: f"s{s}" for n, s in stage_of.items()}
     parts, cuts = split_by_device(graph, labels, copy_feeds=True)
