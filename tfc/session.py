@@ -166,10 +166,15 @@ class Session:
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
         """A program with ops on a GPU, cut into host and GPU stages (tfc/staged.py). One stage
         is one program, with one host call; several run as a StagedProgram."""
+        from tfc.passes.place import PlacementError
         from tfc.staged import StagedProgram, plan_stages
 
         soft = bool(getattr(self.config, "allow_soft_placement", False))
-        planned = plan_stages(graph, self._passes, name, soft, verify=self._verify)
+        try:
+            planned = plan_stages(graph, self._passes, name, soft, verify=self._verify)
+        except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
+            op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
+            raise errors.InvalidArgumentError(None, op, str(e)) from None
         programs = [self._stage_program(lowered, stage.on_gpu) for stage, lowered in planned]
         if len(programs) == 1:
             return programs[0]

@@ -34,7 +34,11 @@ VARIABLE_OPS = frozenset({"VariableV2"})
 
 
 class PlacementError(ValueError):
-    pass
+    """A device no op of a group can have; `node` names the op when one op is to blame."""
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 def full_device_name(spec: DeviceSpec, default: DeviceSpec) -> str:
@@ -135,7 +139,8 @@ def _host_spec(
         f"Cannot assign a device for operation '{name}': Could not satisfy explicit device "
         f"specification '{asked}' because no supported kernel for {spec.device_type} devices "
         f"is available (op: '{graph.op_type(name)}' runs on the host only; "
-        "ConfigProto(allow_soft_placement=True) places it on the CPU)"
+        "ConfigProto(allow_soft_placement=True) places it on the CPU)",
+        name,
     )
 
 
