@@ -5,18 +5,23 @@ device part": values may cross both ways (CPU -> GPU -> CPU ...). So every node 
 stages alternate between the devices, and a node goes to the first stage of its device that
 comes after the stages of its inputs on the other device and not before those on its own
 (the edges of `tfc.passes.schedule.dependency_graph`, so a variable's reads still come before
-the writes they do not depend on). Both orders of the devices are tried; the one with fewer
-stages wins (ties: the host first). Constants and feeds are host values every stage can read:
-they never delay a stage. A program on one device is one stage.
+the writes they do not depend on). A second candidate then moves every node with successors
+to the latest stage they allow (so a weight is read in the stage that uses it, not sent on
+from the first). Both orders of the devices are tried, each candidate of each; the fewest
+stages win, then the fewest tensors crossing, then the host first. Constants and feeds are host
+values every stage can read: they never delay a stage; a NoOp computes nothing and joins the
+last stage of its inputs, whatever its device. A program on one device is one stage.
 
 The cut is partition.py's (`split_by_device` with one part per stage): one _Send/_Recv pair per
 (tensor, reading stage); constants and feeds are copied into the stages that read them, a
 variable is in every stage of its device that uses it (one buffer). Each part then becomes a
-program of its own: every data _Recv is an input (a Feed after the program's feeds it reads)
-and every data _Send an output (a fetch after the program's fetches it holds). Those inputs
-and outputs are the host/device copies: a GPU program copies its host inputs to the device and
-its outputs back (its staging), so no copy op is needed. Control pairs vanish: the stage order
-runs their source first; a control _Send's source becomes a target of its stage.
+program of its own: every data _Recv becomes an input (a Feed, among the program's feeds the
+stage reads) and every data _Send an output (a fetch after the program's fetches it holds).
+Those inputs and outputs are the host/device copies: a GPU program copies its host inputs to
+the device and its outputs back in its one host call (its staging), so no copy op is needed;
+the price is that a GPU value read by a later GPU stage goes through host memory too. Control
+pairs vanish: the stage order runs their source first; a control _Send's source becomes a
+target of its stage.
 
 Guarantees: graph_attrs["stages"] lists `Stage`s in run order; consecutive stages are on
 different devices; every stage reads only program feeds and outputs of earlier stages; running
@@ -89,14 +94,12 @@ def assign_stages(graph: Graph) -> tuple[dict[str, int], list[str]]:
             early = _earliest_stages(order, topo, free, anywhere, device_of, rotation)
             late = _latest_stages(order, topo, free, anywhere, device_of, rotation, early)
             for trial in (early, late):
-                cost = (len(set(trial.values())), _crossings(graph, trial, free, rotation))
-                if best is None or cost < best[0]:
-                    best = (cost, trial, rotation)
+                trial, trial_sequence = _compact(trial, rotation)
+                crossings = _crossings(graph, trial, free, trial_sequence)
+                if best is None or (len(trial_sequence), crossings) < best[0]:
+                    best = ((len(trial_sequence), crossings), trial, trial_sequence)
         assert best is not None
-        _, stage, rotation = best
-        used = sorted(set(stage.values()))  # renumbered without the stages nobody uses
-        sequence = [rotation[s % len(rotation)] for s in used]
-        stage = {n: used.index(s) for n, s in stage.items()}
+        _, stage, sequence = best
     for n in free:
         readers = [stage[v] for v in graph.nx.successors(n)]
         stage[n] = min(readers, default=0)
@@ -143,14 +146,26 @@ def _latest_stages(order, topo, free, anywhere, device_of, rotation, early) -> d
     return stage
 
 
-def _crossings(graph: Graph, stage: dict[str, int], free: set[str], rotation: list) -> int:
+def _compact(stage: dict[str, int], rotation: list[str]) -> tuple[dict[str, int], list[str]]:
+    """The stages renumbered 0, 1, ... without those nobody uses, neighbours on one device
+    merged (nothing runs between them); and the device of each."""
+    sequence: list[str] = []
+    number: dict[int, int] = {}
+    for s in sorted(set(stage.values())):
+        device = rotation[s % len(rotation)]
+        if not sequence or sequence[-1] != device:
+            sequence.append(device)
+        number[s] = len(sequence) - 1
+    return {n: number[s] for n, s in stage.items()}, sequence
+
+
+def _crossings(graph: Graph, stage: dict[str, int], free: set[str], sequence: list) -> int:
     """The tensors that would cross between stages: (tensor, reading stage) pairs."""
     pairs = set()
     for u, v, data in graph.nx.edges(data=True):
         if "out" not in data or u in free or stage[u] == stage[v]:
             continue
-        same_device = stage[u] % len(rotation) == stage[v] % len(rotation)
-        if graph.op_type(u) == "VariableV2" and same_device:
+        if graph.op_type(u) == "VariableV2" and sequence[stage[u]] == sequence[stage[v]]:
             continue  # a variable is in every stage of its device that uses it
         pairs.add((u, data["out"], stage[v]))
     return len(pairs)
