@@ -94,12 +94,14 @@ def test_every_stage_compiles_host_stages_as_c_and_gpu_stages_with_nvcc():
         assert built.stat().st_size > 0
 
 
-def _install_c_stages(sess, fetches, feed_dict=None) -> StagedProgram:
+def _install_c_stages(sess, fetches, feed_dict=None, iterators=None) -> StagedProgram:
     """Make `sess` run `fetches` as its stages, each compiled to C, the GPU stages too: the
-    stage plumbing (order, hand-overs, state per stage) without a GPU."""
-    request = RunRequest(sess.graph, fetches, feed_dict)
+    stage plumbing (order, hand-overs, state per stage) without a GPU. With `iterators` (the
+    session's), the signature includes the elements of the iterators it reads (it takes one)."""
+    request = RunRequest(sess.graph, fetches, feed_dict, iterators)
     graph = make_program_graph(sess.graph, request.fetch_keys, request.targets, request.feeds)
-    planned = plan_stages(graph, sess._passes, "staged")
+    soft = bool(getattr(sess.config, "allow_soft_placement", False))
+    planned = plan_stages(graph, sess._passes, "staged", soft)
     programs = [CompiledProgram(sess, low, render_program(low)) for _, low in planned]
     staged = StagedProgram(sess, "staged", [s for s, _ in planned], programs,
                            len(request.fetches))  # fmt: skip
@@ -125,6 +127,32 @@ def test_stages_run_in_turn_compute_what_the_unsplit_program_does():
     for name in VARIABLES:
         np.testing.assert_allclose(variables[name], want_vars[name], rtol=1e-5, atol=1e-7,
                                    err_msg=name)  # fmt: skip
+
+
+def _iterator_model():
+    with tf.device("/gpu:0"):
+        dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(2)
+        iterator = dataset.make_initializable_iterator()
+        v = tf.Variable(tf.fill([2], 10.0), name="v")
+        out = iterator.get_next() * 2.0 + v
+    return iterator, v, out
+
+
+def test_iterator_ops_under_gpu_run_in_a_host_stage_with_soft_placement():
+    iterator, v, out = _iterator_model()
+    config = tf.ConfigProto(allow_soft_placement=True)
+    with tf.Session(config=config) as sess:
+        init = _install_c_stages(sess, [iterator.initializer, v.initializer])
+        host, gpu = init.stages
+        assert not host.on_gpu and set(host.graph.nx.nodes) == {"MakeIterator"}
+        assert gpu.on_gpu and "v/Assign" in gpu.graph.nx
+        sess.run([iterator.initializer, v.initializer])
+        (step,) = _install_c_stages(sess, out, iterators=sess._iterators).stages
+        assert step.on_gpu and step.inputs == [("feed", 0)]  # get_next is fed: all on the GPU
+        for _ in range(2):  # an initializer run restarts the iterator
+            sess.run([iterator.initializer, v.initializer])
+            got = [sess.run(out) for _ in range(4)]
+            np.testing.assert_array_equal(got, np.arange(8).reshape(4, 2) * 2 + 10)
 
 
 def test_a_host_only_op_under_gpu_without_soft_placement_fails_as_in_tf():
@@ -177,11 +205,7 @@ def test_an_all_gpu_training_step_is_one_cuda_program():
 @pytest.mark.cuda
 @pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
 def test_iterator_ops_under_gpu_run_on_the_host_with_soft_placement():
-    with tf.device("/gpu:0"):
-        dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(2)
-        iterator = dataset.make_initializable_iterator()
-        v = tf.Variable(tf.fill([2], 10.0), name="v")
-        out = iterator.get_next() * 2.0 + v
+    iterator, v, out = _iterator_model()
     config = tf.ConfigProto(allow_soft_placement=True)
     with tf.Session(config=config) as sess:
         sess.run([iterator.initializer, v.initializer])
