@@ -9,9 +9,12 @@ import pytest
 
 import tfc as tf
 from tfc.interp import Interpreter, InterpState, evaluate_stages
+from tfc.lower import lower_program
 from tfc.passes import pipeline, run_passes
+from tfc.render import render_program
 from tfc.signature import RunRequest, make_program_graph
 from tfc.staged import GPU_DEVICE, plan_stages
+from tfc.targets import CUDA
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -200,6 +203,12 @@ def test_an_all_gpu_training_step_is_one_program(model):
     assert len(planned) == 1 and planned[0][0].on_gpu
     ops = {planned[0][0].graph.op_type(n) for n in planned[0][0].graph.graph_attrs["schedule"]}
     assert "Fusion" not in ops and "ApplyAdam" in ops  # unfused, the whole step
+    # the same CUDA as compiling the whole graph unplaced, as sessions did before stages
+    whole = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    whole = run_passes(whole, [p for p in pipeline() if p != "fuse"])
+    assert render_program(planned[0][1], CUDA) == render_program(
+        lower_program(whole, name="train"), CUDA
+    )
 
 
 def test_host_only_ops_of_a_gpu_program_run_on_the_host():

@@ -76,7 +76,7 @@ def _cpu_reference(batches):
 def _planned(graph, fetches, feed_dict=None):
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    return plan_stages(program, tf.CompileOptions().pipeline(), "train")
+    return plan_stages(program, tf.CompileOptions().pipeline(), "train", verify=True)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
@@ -101,7 +101,7 @@ def _install_c_stages(sess, fetches, feed_dict=None, iterators=None) -> StagedPr
     request = RunRequest(sess.graph, fetches, feed_dict, iterators)
     graph = make_program_graph(sess.graph, request.fetch_keys, request.targets, request.feeds)
     soft = bool(getattr(sess.config, "allow_soft_placement", False))
-    planned = plan_stages(graph, sess._passes, "staged", soft)
+    planned = plan_stages(graph, sess._passes, "staged", soft, verify=True)
     programs = [CompiledProgram(sess, low, render_program(low)) for _, low in planned]
     staged = StagedProgram(sess, "staged", [s for s, _ in planned], programs,
                            len(request.fetches))  # fmt: skip

@@ -181,8 +181,11 @@ class Session:
         return StagedProgram(self, name, [stage for stage, _ in planned], programs, n_fetches)
 
     def _stage_program(self, lowered: LoweredProgram, on_gpu: bool) -> Any:
-        if not on_gpu:
-            return CompiledProgram(self, lowered, render_program(lowered))
+        if on_gpu:
+            return self._gpu_program(lowered)
+        return CompiledProgram(self, lowered, render_program(lowered))
+
+    def _gpu_program(self, lowered: LoweredProgram) -> Any:
         from tfc.backend_cuda import CudaProgram
         from tfc.targets import CUDA
 
