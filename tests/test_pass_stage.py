@@ -218,9 +218,7 @@ def test_host_only_ops_of_a_gpu_program_run_on_the_host():
         v = tf.Variable(tf.ones([2]), name="v")
     with pytest.raises(ValueError, match="operation 'MakeIterator'.*'/device:GPU:0'"):
         _staged(tf.get_default_graph(), [iterator.initializer, v.initializer])
-    _, program = _staged(
-        tf.get_default_graph(), [iterator.initializer, v.initializer], soft=True
-    )
+    _, program = _staged(tf.get_default_graph(), [iterator.initializer, v.initializer], soft=True)
     host, gpu = program.graph_attrs["stages"]
     assert (host.device, set(host.graph.nx.nodes)) == (CPU, {"MakeIterator"})
     assert gpu.device == GPU and "v/Assign" in gpu.graph.nx

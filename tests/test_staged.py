@@ -176,8 +176,9 @@ def test_mixed_host_and_gpu_session_equals_the_cpu_session():
     model = x, y, loss, train, _ = _model("/gpu:0")
     with tf.Session() as sess:
         losses, variables = _train(sess, model, batches)
-        step = sess._program(RunRequest(sess.graph, [loss, train], {x: batches[0][0],
-                                                                    y: batches[0][1]}))
+        step = sess._program(
+            RunRequest(sess.graph, [loss, train], {x: batches[0][0], y: batches[0][1]})
+        )
         assert isinstance(step, StagedProgram)
         assert [type(p) for p in step.programs] == [CudaProgram, CompiledProgram] * 2
         # the host's variables live on the host only, the GPU's on the GPU
