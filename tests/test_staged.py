@@ -22,10 +22,6 @@ from tfc.targets import CUDA
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 GPU_OK, GPU_WHY = gpu_status()
-on_gpu = [
-    pytest.mark.cuda,
-    pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}"),
-]
 VARIABLES = ("W1", "b", "W2", "W1/Momentum", "b/Momentum", "W2/Momentum")
 
 
