@@ -39,9 +39,9 @@ OP_TEST_MODULES = [
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
-# not in GPU programs: fused ops come from the fuse pass, which GPU programs skip; tf.data's
-# iterator ops read host memory (a program holding them runs on the CPU)
-NOT_ON_GPU = {"Fusion", "IteratorGetNext", "MakeIterator"}
+# not in GPU programs: fused ops come from the fuse pass, which GPU programs skip; host-only
+# ops (OpDef.host_only: tf.data's iterator ops) are placed on the host (tfc/passes/place.py)
+NOT_ON_GPU = {"Fusion"} | {op for op, d in REGISTRY.items() if d.host_only}
 
 
 def op_batches() -> dict[str, CaseBatch]:

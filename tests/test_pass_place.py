@@ -1,5 +1,6 @@
 """Placement: tf.device scopes, colocation groups, replica_device_setter, conflicts."""
 
+import numpy as np
 import pytest
 
 import tfc as tf
@@ -117,3 +118,59 @@ def test_replica_device_setter_round_robins_variables():
     assert dev["v3/Assign"] == "/job:ps/replica:0/task:1/device:CPU:0"
     assert tf.train.replica_device_setter(ps_tasks=0) is None
     assert tf.train.replica_device_setter(cluster={"ps": ["a:1", "b:2", "c:3"]}) is not None
+
+
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _iterator_under_gpu():
+    with tf.device("/gpu:0"):
+        dataset = tf.data.Dataset.from_tensor_slices(np.arange(6, dtype=np.float32)).batch(2)
+        iterator = dataset.make_initializable_iterator()
+        doubled = tf.multiply(iterator.get_next(), 2.0, name="doubled")
+    return iterator, doubled
+
+
+def test_host_only_ops_under_gpu_need_soft_placement():
+    _iterator_under_gpu()
+    # TF1 without allow_soft_placement: the error names the op and the device it asked for
+    with pytest.raises(
+        PlacementError,
+        match=r"operation 'MakeIterator': Could not satisfy explicit device specification "
+        r"'/device:GPU:0' because no supported kernel for GPU devices",
+    ):
+        _placed()
+    dev = _placed(allow_soft_placement=True)
+    assert dev["MakeIterator"] == dev["IteratorGetNext"] == CPU
+    assert dev["doubled"] == "/job:localhost/replica:0/task:0/device:GPU:0"
+
+
+def test_gpu_default_device_places_unplaced_ops_on_the_gpu_and_host_only_ops_on_the_host():
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(6, dtype=np.float32)).batch(2)
+    iterator = dataset.make_one_shot_iterator()
+    x = iterator.get_next()
+    y = tf.multiply(x, 3.0, name="y")
+    with tf.device("/cpu:0"):
+        z = tf.exp(y, name="z")
+    with tf.device("/job:localhost"):  # a job and no device type: its CPU, as without a default
+        tf.identity(z, name="w")
+    with tf.device("/gpu:0"), tf.colocate_with(x):  # colocation wins over the scope: the host
+        tf.identity(x, name="near_x")
+    dev = _placed(default_device=GPU)  # no soft placement: only defaults move
+    assert dev["IteratorGetNext"] == dev["near_x"] == CPU
+    assert dev["y"] == GPU
+    assert dev["z"] == dev["w"] == CPU
+
+
+def test_explicit_gpu_in_a_host_only_group_is_an_error_naming_the_op():
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(6, dtype=np.float32)).batch(2)
+    x = dataset.make_one_shot_iterator().get_next()
+    with tf.colocate_with(x):
+        tf.identity(x, name="near_x")
+    # a member of the iterator's group asks for a GPU itself (as a device function could)
+    tf.get_default_graph().node("near_x")["device"] = "/job:localhost/task:0/gpu:0"
+    with pytest.raises(PlacementError, match=r"'IteratorGetNext'.*'/job:localhost/task:0"):
+        _placed(default_device=GPU)
+    dev = _placed(default_device=GPU, allow_soft_placement=True)
+    assert dev["near_x"] == dev["IteratorGetNext"] == CPU

@@ -190,3 +190,21 @@ def evaluate_partitions(
     if failures:
         raise failures[0]
     return results
+
+
+# -- host/device stages --------------------------------------------------------------------------
+def evaluate_stages(
+    stages: list, feed_values: list[np.ndarray], n_fetches: int, state: InterpState
+) -> list[np.ndarray]:
+    """Run the stages of tfc/passes/stage.py in order (each scheduled), handing each the program
+    feeds and the earlier stages' outputs it reads; returns the program's `n_fetches` fetches."""
+    results: list[Any] = [None] * n_fetches
+    sent: dict[str, np.ndarray] = {}
+    for stage in stages:
+        inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
+        for (kind, k), value in zip(stage.outputs, evaluate(stage.graph, inputs, state)):
+            if kind == "fetch":
+                results[k] = value
+            else:
+                sent[k] = value
+    return results

@@ -116,15 +116,22 @@ class Session:
         with self._lock:
             program = self._program(request)
             self._check_initialized(program.lowered)
-            if self._gpu is not None:  # the program's state where it runs
-                self._gpu.before(program)
-            rc, results = program(request.feed_values)
-            if self._gpu is not None:
-                self._gpu.after(program)
+            rc, results = self._call_program(program, request.feed_values)
             if rc != 0:
                 raise program.error(rc, self.graph)
             self._initialized.update(program.lowered.vars_written)
         return request.results(results)
+
+    def _call_program(self, program: Any, feeds: list) -> tuple[int, list]:
+        """Call one compiled program with its state where it runs: the variables a GPU program
+        uses on the device, those a host program uses in the host buffers (copied when the
+        other side wrote them last)."""
+        if self._gpu is not None:
+            self._gpu.before(program)
+        rc, results = program(feeds)
+        if self._gpu is not None:  # made by the program's call when it ran on the GPU first
+            self._gpu.after(program)
+        return rc, results
 
     def source(self, fetches: Any, feed_dict: Any = None) -> str:
         """The generated C source of the program that `run(fetches, feed_dict)` executes."""
@@ -140,24 +147,43 @@ class Session:
 
         return profile(self, fetches, feed_dict, runs=runs)
 
-    def _program(self, request: RunRequest) -> CompiledProgram:
+    def _program(self, request: RunRequest) -> Any:
         key = (request.signature(), self.graph.version)
         program = self._programs.get(key)
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
-            on_gpu = _placed_on_gpu(graph)
-            # fused kernels run GEMM rows inside host loops: GPU programs are compiled unfused
-            passes = [p for p in self._passes if p != "fuse"] if on_gpu else self._passes
-            graph = run_passes(graph, passes, verify=self._verify)
             name = _program_name(fetches, targets)
-            lowered = lower_program(graph, name=name)
-            if on_gpu:
-                program = self._gpu_program(lowered)
+            if _placed_on_gpu(graph):
+                program = self._placed_program(graph, name, len(fetches))
             else:
+                graph = run_passes(graph, self._passes, verify=self._verify)
+                lowered = lower_program(graph, name=name)
                 program = CompiledProgram(self, lowered, render_program(lowered))
             self._programs[key] = program
         return program
+
+    def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
+        """A program with ops on a GPU, cut into host and GPU stages (tfc/staged.py). One stage
+        is one program, with one host call; several run as a StagedProgram."""
+        from tfc.passes.place import PlacementError
+        from tfc.staged import StagedProgram, plan_stages
+
+        soft = bool(getattr(self.config, "allow_soft_placement", False))
+        try:
+            planned = plan_stages(graph, self._passes, name, soft, verify=self._verify)
+        except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
+            op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
+            raise errors.InvalidArgumentError(None, op, str(e)) from None
+        programs = [self._stage_program(lowered, stage.on_gpu) for stage, lowered in planned]
+        if len(programs) == 1:
+            return programs[0]
+        return StagedProgram(self, name, [stage for stage, _ in planned], programs, n_fetches)
+
+    def _stage_program(self, lowered: LoweredProgram, on_gpu: bool) -> Any:
+        if on_gpu:
+            return self._gpu_program(lowered)
+        return CompiledProgram(self, lowered, render_program(lowered))
 
     def _gpu_program(self, lowered: LoweredProgram) -> Any:
         from tfc.backend_cuda import CudaProgram
@@ -331,9 +357,10 @@ def _program_name(fetches: list, targets: list) -> str:
 
 
 def _placed_on_gpu(graph: Graph) -> bool:
-    """Whether a program goes to the GPU: any of its ops placed on one (tf.device("/gpu:0")),
+    """Whether a program uses the GPU: any of its ops placed on one (tf.device("/gpu:0")),
     or TFC_DEVICE=gpu in the environment (every program, e.g. to run the op tests there).
-    The whole program then runs there; feeds and fetches are copied in and out."""
+    Its ops then run on the GPU unless placed on a CPU or host-only; feeds and fetches are
+    copied in and out."""
     if os.environ.get("TFC_DEVICE", "").lower() == "gpu":
         return True
     return any("GPU" in (data.get("device") or "").upper() for _, data in graph.nx.nodes(data=True))

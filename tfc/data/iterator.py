@@ -38,6 +38,7 @@ register(
         lower=_fed_only,
         differentiable=False,
         stateful=True,  # every run takes a new element: never merged or folded
+        host_only=True,  # its elements come from the Python pipeline, in host memory
     )
 )
 
@@ -51,6 +52,7 @@ register(
         lower=lambda ctx: [],
         differentiable=False,
         stateful=True,
+        host_only=True,  # restarts a Python pipeline
     )
 )
 

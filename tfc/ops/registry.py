@@ -7,7 +7,8 @@ An `OpDef` is the single source of truth for one op type (its TF name, e.g. "Mat
     grad(op, *dys)       -> one gradient per input (None where not differentiable); for an op
                             that broadcasts its inputs, a gradient may have the output's shape:
                             the gradient pass sums it back to the input's shape
-plus flags: stateful/random ops are never merged, folded or pruned while their effects are wanted;
+plus flags: `host_only` ops never run on a GPU (placement keeps them on the host);
+stateful/random ops are never merged, folded or pruned while their effects are wanted;
 `const_inputs` are inputs whose *values* must be known when compiling (shapes, axes, perms;
 negative indices count from the last input);
 `ref_inputs` are inputs that name a variable to update; `alias` is the input whose buffer the
@@ -57,6 +58,9 @@ class OpDef:
     # bytes of arena the node's kernels use as temporary memory during its own step (packed GEMM
     # panels, im2col columns); a kernel Param with buf="scratch" points at them (64-byte aligned)
     scratch: Callable[[OpContext], int] | None = None
+    # the op's kernel needs the host CPU (host memory, stdio, files, Python), so it can never
+    # run on a GPU: placement puts it on the CPU of its task (tfc/passes/place.py)
+    host_only: bool = False
 
 
 REGISTRY: dict[str, OpDef] = {}

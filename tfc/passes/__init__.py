@@ -32,6 +32,8 @@ PASSES: dict[str, str] = {
     "place": "tfc.passes.place:place_devices",
     # one subgraph per device, a Send/Recv pair on every cut edge (distributed programs)
     "partition": "tfc.passes.partition:partition_graph",
+    # stages alternating between the host and a GPU, copies on the cut edges (GPU sessions)
+    "stage": "tfc.passes.stage:stage_devices",
     # a topological order; variable reads before writes they do not depend on
     "schedule": "tfc.passes.schedule:schedule_graph",
     # an arena offset (or a feed/output/variable/constant slot) for every tensor

@@ -17,6 +17,7 @@ returns the graph; `split_by_device` is the function itself.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfc.graph import CONTROL, Graph
@@ -49,43 +50,67 @@ def _fresh_name(part: Graph, base: str) -> str:
     return name
 
 
-def split_by_device(graph: Graph) -> tuple[dict[str, Graph], list[CutEdge]]:
-    """The partitions (device -> Graph, devices in order of their first node) and the cuts."""
+def split_by_device(
+    graph: Graph, part_of: Mapping[str, str] | None = None, copy_feeds: bool = False
+) -> tuple[dict[str, Graph], list[CutEdge]]:
+    """The partitions (device -> Graph, devices in order of their first node) and the cuts.
+
+    `part_of` (node -> part name) cuts finer than by device: the parts are keyed by those
+    names, every part's nodes must share one device, and a variable read or updated in several
+    parts of its device is in each of them under its own name (one buffer: nothing crosses for
+    it). With `copy_feeds`, a Feed read in another part is copied there like a constant (the
+    caller hands every part the feeds it reads)."""
     if not graph.graph_attrs.get("placed"):
         raise ValueError("partition_graph needs a placed graph: run the 'place' pass first")
     device_of = {n: graph.node(n)["device"] for n in graph.nx.nodes}
+    part_of = device_of if part_of is None else part_of
     parts: dict[str, Graph] = {}
     next_id = graph._next_id
     for name in graph.node_names():
-        device = device_of[name]
-        part = parts.get(device)
+        key = part_of[name]
+        part = parts.get(key)
         if part is None:
-            part = parts[device] = Graph()
+            part = parts[key] = Graph()
             part.graph_attrs = {
                 k: v for k, v in graph.graph_attrs.items()
                 if k in ("specialized", "placed", "default_device", "cluster")
             }  # fmt: skip
-            part.graph_attrs.update(device=device, fetches=[], fetch_index=[], targets=[])
+            part.graph_attrs.update(device=device_of[name], fetches=[], fetch_index=[], targets=[])
             part.graph_attrs["feeds"] = list(graph.graph_attrs.get("feeds", []))
+        elif part.graph_attrs["device"] != device_of[name]:
+            raise ValueError(
+                f"part '{key}' holds ops of two devices: {part.graph_attrs['device']} and "
+                f"'{name}' on {device_of[name]}"
+            )
         node = dict(graph.node(name))
         part.nx.add_node(name, **node)
     for part in parts.values():
         part._next_id = next_id
+    by_device = part_of is device_of
+
+    def tag(key: str) -> str:
+        """A part's name in node names: its device, and the part's own name if finer."""
+        device_tag = _device_tag(parts[key].graph_attrs["device"])
+        return device_tag if by_device else f"{device_tag}_{key}"
+
+    def endpoint(key: str) -> str:
+        device = parts[key].graph_attrs["device"]
+        return device if by_device else f"{device}@{key}"
+
     cuts: dict[tuple, CutEdge] = {}
 
-    def cut(src: str, out: int | None, dst_device: str) -> CutEdge:
+    def cut(src: str, out: int | None, dst: str) -> CutEdge:
         nonlocal next_id
-        src_device = device_of[src]
+        src_part = part_of[src]
+        src_device, dst_device = device_of[src], parts[dst].graph_attrs["device"]
         tensor = f"^{src}" if out is None else f"{src}:{out}"
-        found = cuts.get((tensor, dst_device))
+        found = cuts.get((tensor, dst))
         if found is not None:
             return found
-        tag = _device_tag(dst_device)
         suffix = "ctrl" if out is None else str(out)
-        send = _fresh_name(parts[src_device], f"{src}/_send_{suffix}_to_{tag}")
-        src_tag = _device_tag(src_device)
-        recv = _fresh_name(parts[dst_device], f"{src}/_recv_{suffix}_from_{src_tag}")
-        key = rendezvous_key(src_device, dst_device, tensor)
+        send = _fresh_name(parts[src_part], f"{src}/_send_{suffix}_to_{tag(dst)}")
+        recv = _fresh_name(parts[dst], f"{src}/_recv_{suffix}_from_{tag(src_part)}")
+        key = rendezvous_key(endpoint(src_part), endpoint(dst), tensor)
         if out is None:
             dtype, shape = CONTROL_DTYPE, CONTROL_SHAPE
             send_inputs, send_control = [], [src]
@@ -94,9 +119,9 @@ def split_by_device(graph: Graph) -> tuple[dict[str, Graph], list[CutEdge]]:
             send_inputs, send_control = [(src, out)], []
         common = {"key": key, "send_device": src_device, "recv_device": dst_device}
         for part, name, op, inputs, control, attrs, outs in (
-            (parts[src_device], send, "_Send", send_inputs, send_control, common, []),
-            (parts[dst_device], recv, "_Recv", [], [], {**common, "dtype": dtype,
-                                                         "shape": shape}, [(dtype, shape)]),
+            (parts[src_part], send, "_Send", send_inputs, send_control, common, []),
+            (parts[dst], recv, "_Recv", [], [], {**common, "dtype": dtype,
+                                                 "shape": shape}, [(dtype, shape)]),
         ):  # fmt: skip
             part._next_id = next_id
             part.add_node(
@@ -104,50 +129,56 @@ def split_by_device(graph: Graph) -> tuple[dict[str, Graph], list[CutEdge]]:
                 device=part.graph_attrs["device"], control_inputs=control,
             )  # fmt: skip
             next_id += 1
-        parts[src_device].graph_attrs["targets"].append(send)
-        edge = cuts[(tensor, dst_device)] = CutEdge(
+        parts[src_part].graph_attrs["targets"].append(send)
+        edge = cuts[(tensor, dst)] = CutEdge(
             key, src_device, dst_device, None if out is None else (src, out), send, recv
         )
         return edge
 
     copies: dict[tuple[str, str], str] = {}
 
-    def copy_const(src: str, dst_device: str) -> str:
-        """A constant read on another device is copied there rather than sent every step."""
-        found = copies.get((src, dst_device))
+    def copy_node(src: str, dst: str) -> str:
+        """A constant read in another part is copied there rather than sent every step; so is a
+        feed with `copy_feeds`, and a variable in another part of its device (same name)."""
+        found = copies.get((src, dst))
         if found is None:
             nonlocal next_id
-            part = parts[dst_device]
-            found = _fresh_name(part, f"{src}/_copy_to_{_device_tag(dst_device)}")
-            node = graph.node(src)
+            part, node = parts[dst], graph.node(src)
+            found = src  # a feed's or variable's name is what binds it to its buffer
+            if node["op"] == "Const":
+                found = _fresh_name(part, f"{src}/_copy_to_{tag(dst)}")
             part._next_id = next_id
-            part.add_node(found, "Const", [], dict(node["attrs"]), list(node["dtypes"]),
-                          list(node["shapes"]), device=dst_device)  # fmt: skip
+            part.add_node(found, node["op"], [], dict(node["attrs"]), list(node["dtypes"]),
+                          list(node["shapes"]), device=part.graph_attrs["device"])  # fmt: skip
             next_id += 1
-            copies[(src, dst_device)] = found
+            copies[(src, dst)] = found
         return found
 
-    def is_plain_const(name: str) -> bool:
-        return graph.node(name)["op"] == "Const" and graph.nx.in_degree(name) == 0
+    def is_copied(name: str, dst: str) -> bool:
+        op = graph.node(name)["op"]
+        if op == "VariableV2":  # ref edges never cross devices (placement colocates them)
+            return device_of[name] == parts[dst].graph_attrs["device"]
+        return graph.nx.in_degree(name) == 0 and (op == "Const" or (copy_feeds and op == "Feed"))
 
     for u, v, k, data in sorted(
         graph.nx.edges(keys=True, data=True),
         key=lambda e: (graph.node(e[1])["id"], str(e[2]), graph.node(e[0])["id"]),
     ):
-        if device_of[u] == device_of[v]:
-            parts[device_of[u]].nx.add_edge(u, v, key=k, **data)
-        elif k != CONTROL and is_plain_const(u):
-            parts[device_of[v]].nx.add_edge(copy_const(u, device_of[v]), v, key=k, **data)
+        dst = part_of[v]
+        if part_of[u] == dst:
+            parts[dst].nx.add_edge(u, v, key=k, **data)
+        elif k != CONTROL and is_copied(u, dst):
+            parts[dst].nx.add_edge(copy_node(u, dst), v, key=k, **data)
         elif k == CONTROL:
-            parts[device_of[v]].add_control_edge(cut(u, None, device_of[v]).recv, v)
+            parts[dst].add_control_edge(cut(u, None, dst).recv, v)
         else:
-            parts[device_of[v]].nx.add_edge(cut(u, data["out"], device_of[v]).recv, v, key=k, out=0)
+            parts[dst].nx.add_edge(cut(u, data["out"], dst).recv, v, key=k, out=0)
     for j, (src, out) in enumerate(graph.graph_attrs.get("fetches", [])):
-        attrs = parts[device_of[src]].graph_attrs
+        attrs = parts[part_of[src]].graph_attrs
         attrs["fetches"].append((src, out))
         attrs["fetch_index"].append(j)
     for target in graph.graph_attrs.get("targets", []):
-        parts[device_of[target]].graph_attrs["targets"].append(target)
+        parts[part_of[target]].graph_attrs["targets"].append(target)
     for part in parts.values():
         part.version += 1
     return parts, list(cuts.values())

@@ -9,8 +9,16 @@ partial specs of a group's members are merged; two members asking for different 
 field is an error naming both. Fields left open come from the default device: an op with no job
 runs in the task of `graph_attrs["default_device"]` (the client's task, /job:localhost/replica:0
 /task:0 when unset); an op with a job but no task goes to task 0 of that job; no device type
-means CPU:0. With `graph_attrs["cluster"]` ({job: number of tasks}) every job and task is
-checked against the cluster.
+means CPU:0, except for an op naming neither job nor device type, which takes the default
+device's type (a Session's GPU programs default to GPU:0, as TF1 prefers a GPU when present).
+With `graph_attrs["cluster"]` ({job: number of tasks}) every job and task is checked against
+the cluster.
+
+Host-only ops (OpDef.host_only: tf.data's iterator ops) never land on a GPU: a group holding
+one that would go to a GPU only by default goes to the CPU of its task; one whose members ask
+for a GPU explicitly goes there only with `graph_attrs["allow_soft_placement"]`
+(ConfigProto(allow_soft_placement=True)), else placement fails as TF1's does, naming the op and
+the device.
 """
 
 from __future__ import annotations
@@ -26,12 +34,19 @@ VARIABLE_OPS = frozenset({"VariableV2"})
 
 
 class PlacementError(ValueError):
-    pass
+    """A device no op of a group can have; `node` names the op when one op is to blame."""
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 def full_device_name(spec: DeviceSpec, default: DeviceSpec) -> str:
     """`spec` with every open field filled: job, replica, task from `default` when `spec`
-    names no job, else replica 0 and task 0 of its job; CPU:0 when no device type is given."""
+    names no job, else replica 0 and task 0 of its job; the device type (and index) from
+    `default` when `spec` names neither job nor type, else CPU:0 when no type is given."""
+    if spec.job is None and spec.device_type is None and default.device_type is not None:
+        spec = replace(spec, device_type=default.device_type, device_index=default.device_index)
     if spec.job is None:
         spec = replace(
             spec,
@@ -108,6 +123,27 @@ def _merge_group(graph: Graph, members: list[str]) -> DeviceSpec:
     return DeviceSpec(**merged)
 
 
+def _host_spec(
+    graph: Graph, name: str, spec: DeviceSpec, default: DeviceSpec, soft: bool
+) -> DeviceSpec:
+    """The spec of a group holding the host-only op `name`: its CPU when a GPU is asked for
+    by default or (with soft placement) explicitly; an explicit GPU without it is an error."""
+    if spec.device_type is None and spec.job is None and default.device_type not in (None, "CPU"):
+        return replace(spec, device_type="CPU", device_index=0)
+    if spec.device_type in (None, "CPU"):
+        return spec
+    if soft:
+        return replace(spec, device_type="CPU", device_index=0)
+    asked = graph.node(name)["device"] or spec.to_string()
+    raise PlacementError(
+        f"Cannot assign a device for operation '{name}': Could not satisfy explicit device "
+        f"specification '{asked}' because no supported kernel for {spec.device_type} devices "
+        f"is available (op: '{graph.op_type(name)}' runs on the host only; "
+        "ConfigProto(allow_soft_placement=True) places it on the CPU)",
+        name,
+    )
+
+
 def _check_cluster(graph: Graph, name: str, device: str, cluster: dict[str, int]) -> None:
     spec = DeviceSpec.from_string(device)
     if spec.job not in cluster:
@@ -133,8 +169,13 @@ def place_devices(graph: Graph) -> Graph:
         task=default.task or 0,
     )
     cluster = graph.graph_attrs.get("cluster")
+    soft = bool(graph.graph_attrs.get("allow_soft_placement"))
     for members in colocation_groups(graph).values():
-        device = full_device_name(_merge_group(graph, members), default)
+        spec = _merge_group(graph, members)
+        host_only = [n for n in members if get_opdef(graph.op_type(n)).host_only]
+        if host_only:
+            spec = _host_spec(graph, host_only[0], spec, default, soft)
+        device = full_device_name(spec, default)
         for name in members:
             if cluster is not None:
                 _check_cluster(graph, name, device, cluster)

@@ -1,0 +1,210 @@
+"""Sessions running host and GPU stages (tfc/staged.py). Without a GPU: every stage's source
+compiles (C; CUDA with nvcc, warnings as errors), and the stages run in turn with every stage
+compiled to C match the unsplit CPU program. On a GPU (`cuda` marker): the stages run on the
+host and the GPU and match a CPU-only session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import tfc as tf
+from tfc.backend_c import build_shared_library
+from tfc.backend_cuda import compile_cuda, gpu_status
+from tfc.render import render_program
+from tfc.session import CompiledProgram
+from tfc.signature import RunRequest, make_program_graph
+from tfc.staged import StagedProgram, plan_stages
+from tfc.targets import CUDA
+
+NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
+GPU_OK, GPU_WHY = gpu_status()
+VARIABLES = ("W1", "b", "W2", "W1/Momentum", "b/Momentum", "W2/Momentum")
+
+
+def _model(gpu: str, host: str = "/cpu:0"):
+    """A training step whose first layer and head are on `gpu`, with a bias (variable, its use
+    and its update) on `host`: on a GPU its values cross GPU -> host -> GPU -> host."""
+    tf.set_random_seed(7)
+    x = tf.placeholder(tf.float32, [16, 5], name="x")
+    y = tf.placeholder(tf.int32, [16], name="y")
+    with tf.device(gpu):
+        w1 = tf.Variable(tf.random_normal([5, 6], stddev=0.5), name="W1")
+        h = tf.nn.relu(tf.matmul(x, w1))
+    with tf.device(host):
+        b = tf.Variable(tf.random_uniform([6], -0.1, 0.1), name="b")
+        s = tf.tanh(h + b)
+    with tf.device(gpu):
+        w2 = tf.Variable(tf.random_normal([6, 3], stddev=0.5), name="W2")
+        logits = tf.matmul(s, w2)
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
+        train = tf.train.MomentumOptimizer(0.2, 0.9).minimize(loss)
+    init = tf.global_variables_initializer()
+    return x, y, loss, train, init
+
+
+def _batches(n: int = 4):
+    rng = np.random.default_rng(3)
+    return [(rng.normal(size=(16, 5)).astype(np.float32), rng.integers(0, 3, 16).astype(np.int32))
+            for _ in range(n)]  # fmt: skip
+
+
+def _train(sess, model, batches):
+    x, y, loss, train, init = model
+    sess.run(init)
+    losses = [sess.run([loss, train], {x: bx, y: by})[0] for bx, by in batches]
+    return losses, {v: sess.read_variable(v) for v in VARIABLES}
+
+
+def _cpu_reference(batches):
+    graph = tf.Graph()
+    with graph.as_default():
+        model = _model("/cpu:0")
+    with tf.Session(graph=graph) as sess:
+        return _train(sess, model, batches)
+
+
+def _planned(graph, fetches, feed_dict=None):
+    request = RunRequest(graph, fetches, feed_dict)
+    program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    return plan_stages(program, tf.CompileOptions().pipeline(), "train", verify=True)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
+def test_every_stage_compiles_host_stages_as_c_and_gpu_stages_with_nvcc():
+    x, y, loss, train, _ = _model("/gpu:0")
+    bx, by = _batches(1)[0]
+    planned = _planned(tf.get_default_graph(), [loss, train], {x: bx, y: by})
+    assert [stage.on_gpu for stage, _ in planned] == [True, False, True, False]
+    for i, (stage, lowered) in enumerate(planned):
+        if stage.on_gpu:  # the whole program, host code too; -Werror: warnings fail it
+            source = render_program(lowered, CUDA)
+            built = compile_cuda(source, name=f"stage{i}", cuda_arch="sm_80", output="object")
+        else:
+            built = build_shared_library(render_program(lowered), name=f"stage{i}")
+        assert built.stat().st_size > 0
+
+
+def _install_c_stages(sess, fetches, feed_dict=None, iterators=None) -> StagedProgram:
+    """Make `sess` run `fetches` as its stages, each compiled to C, the GPU stages too: the
+    stage plumbing (order, hand-overs, state per stage) without a GPU. With `iterators` (the
+    session's), the signature includes the elements of the iterators it reads (it takes one)."""
+    request = RunRequest(sess.graph, fetches, feed_dict, iterators)
+    graph = make_program_graph(sess.graph, request.fetch_keys, request.targets, request.feeds)
+    soft = bool(getattr(sess.config, "allow_soft_placement", False))
+    planned = plan_stages(graph, sess._passes, "staged", soft, verify=True)
+    programs = [CompiledProgram(sess, low, render_program(low)) for _, low in planned]
+    staged = StagedProgram(sess, "staged", [s for s, _ in planned], programs,
+                           len(request.fetches))  # fmt: skip
+    sess._programs[(request.signature(), sess.graph.version)] = staged
+    return staged
+
+
+def test_stages_run_in_turn_compute_what_the_unsplit_program_does():
+    batches = _batches()
+    want_losses, want_vars = _cpu_reference(batches)
+    model = x, y, loss, train, init = _model("/gpu:0")
+    with tf.Session() as sess:
+        init_stages = _install_c_stages(sess, init)
+        step = _install_c_stages(sess, [loss, train], {x: batches[0][0], y: batches[0][1]})
+        assert [s.on_gpu for s in init_stages.stages] == [False, True]  # ties: the host first
+        assert [s.on_gpu for s in step.stages] == [True, False, True, False]
+        assert set(step.lowered.vars_read_first) == {"W1", "b", "W2", "W1/Momentum",
+                                                     "b/Momentum", "W2/Momentum"}  # fmt: skip
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value W1"):
+            sess.run([loss, train], {x: batches[0][0], y: batches[0][1]})
+        losses, variables = _train(sess, model, batches)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    for name in VARIABLES:
+        np.testing.assert_allclose(variables[name], want_vars[name], rtol=1e-5, atol=1e-7,
+                                   err_msg=name)  # fmt: skip
+
+
+def _iterator_model():
+    with tf.device("/gpu:0"):
+        dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(2)
+        iterator = dataset.make_initializable_iterator()
+        v = tf.Variable(tf.fill([2], 10.0), name="v")
+        out = iterator.get_next() * 2.0 + v
+    return iterator, v, out
+
+
+def test_iterator_ops_under_gpu_run_in_a_host_stage_with_soft_placement():
+    iterator, v, out = _iterator_model()
+    config = tf.ConfigProto(allow_soft_placement=True)
+    with tf.Session(config=config) as sess:
+        init = _install_c_stages(sess, [iterator.initializer, v.initializer])
+        host, gpu = init.stages
+        assert not host.on_gpu and set(host.graph.nx.nodes) == {"MakeIterator"}
+        assert gpu.on_gpu and "v/Assign" in gpu.graph.nx
+        sess.run([iterator.initializer, v.initializer])
+        (step,) = _install_c_stages(sess, out, iterators=sess._iterators).stages
+        assert step.on_gpu and step.inputs == [("feed", 0)]  # get_next is fed: all on the GPU
+        for _ in range(2):  # an initializer run restarts the iterator
+            sess.run([iterator.initializer, v.initializer])
+            got = [sess.run(out) for _ in range(4)]
+            np.testing.assert_array_equal(got, np.arange(8).reshape(4, 2) * 2 + 10)
+
+
+def test_a_host_only_op_under_gpu_without_soft_placement_fails_as_in_tf():
+    with tf.device("/gpu:0"):
+        dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(2)
+        iterator = dataset.make_initializable_iterator()
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError) as info:
+        sess.run(iterator.initializer)
+    assert "Cannot assign a device for operation 'MakeIterator'" in str(info.value)
+    assert "'/device:GPU:0'" in str(info.value) and info.value.op.type == "MakeIterator"
+
+
+# -- on a GPU ---------------------------------------------------------------------------------
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_mixed_host_and_gpu_session_equals_the_cpu_session():
+    from tfc.backend_cuda import CudaProgram
+
+    batches = _batches()
+    want_losses, want_vars = _cpu_reference(batches)
+    model = x, y, loss, train, _ = _model("/gpu:0")
+    with tf.Session() as sess:
+        losses, variables = _train(sess, model, batches)
+        step = sess._program(
+            RunRequest(sess.graph, [loss, train], {x: batches[0][0], y: batches[0][1]})
+        )
+        assert isinstance(step, StagedProgram)
+        assert [type(p) for p in step.programs] == [CudaProgram, CompiledProgram] * 2
+        # the host's variables live on the host only, the GPU's on the GPU
+        assert ("var", "b") not in sess._gpu.buffers and ("var", "W1") in sess._gpu.buffers
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-4, atol=1e-5)
+    for name in VARIABLES:
+        np.testing.assert_allclose(variables[name], want_vars[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)  # fmt: skip
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_an_all_gpu_training_step_is_one_cuda_program():
+    from tfc.backend_cuda import CudaProgram
+
+    batches = _batches(2)
+    want_losses, _ = _cpu_reference(batches)
+    model = _model("/gpu:0", host="/gpu:0")
+    with tf.Session() as sess:
+        losses, _ = _train(sess, model, batches)
+        assert all(isinstance(p, CudaProgram) for p in sess._programs.values())
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_iterator_ops_under_gpu_run_on_the_host_with_soft_placement():
+    iterator, v, out = _iterator_model()
+    config = tf.ConfigProto(allow_soft_placement=True)
+    with tf.Session(config=config) as sess:
+        sess.run([iterator.initializer, v.initializer])
+        got = [sess.run(out) for _ in range(4)]
+    np.testing.assert_array_equal(got, np.arange(8, dtype=np.float32).reshape(4, 2) * 2 + 10)
