@@ -1,6 +1,8 @@
 """The CUDA backend. Without a GPU: the generated CUDA of every op compiles with nvcc, warnings
-as errors. On a GPU (`cuda` marker; skipped with the reason elsewhere): every op batch of the op
-tests and the training steps of the MLP and LeNet samples against the CPU and NumPy."""
+as errors. On a GPU (`cuda` marker; skipped with the reason elsewhere) and under CUDA device
+emulation (TFC_CUDA=emulate: the same programs built by the host C++ compiler, their kernels run
+on the CPU; no GPU or nvcc needed): every op batch of the op tests and the training steps of the
+MLP and LeNet samples against the CPU and NumPy, and a failing kernel's report."""
 
 from __future__ import annotations
 
@@ -33,6 +35,18 @@ on_gpu = [
     pytest.mark.cuda,
     pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}"),
 ]
+# where the CUDA programs of a test run: the GPU, or the CPU under device emulation
+DEVICES = [pytest.param("gpu", marks=on_gpu), "emulated"]
+
+
+@pytest.fixture
+def cuda_device(request, monkeypatch) -> str:
+    """Selects the device of a test parametrized over DEVICES (TFC_CUDA, for the session)."""
+    device = request.param
+    monkeypatch.setenv("TFC_CUDA", "emulate" if device == "emulated" else "gpu")
+    return device
+
+
 OP_TEST_MODULES = [
     "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
     "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics",
@@ -172,6 +186,7 @@ def test_fat_binary_flags_name_every_architecture():
 def test_gpu_placement_without_a_gpu_says_why(monkeypatch):
     if GPU_OK:
         pytest.skip("this machine has a GPU")
+    monkeypatch.delenv("TFC_CUDA", raising=False)
     with tfc.device("/gpu:0"):
         a = tfc.placeholder(tfc.float32, [3])
         b = a * 2.0
@@ -179,11 +194,10 @@ def test_gpu_placement_without_a_gpu_says_why(monkeypatch):
         sess.run(b, {a: np.ones(3, np.float32)})
 
 
-# -- on a GPU ---------------------------------------------------------------------------------
+# -- on a GPU, and emulated on the CPU ---------------------------------------------------------
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", sorted(op_batches()))
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_op_batch_on_gpu_matches_numpy(name, monkeypatch):
+def test_op_batch_on_gpu_matches_numpy(name, cuda_device, monkeypatch):
     monkeypatch.setenv("TFC_DEVICE", "gpu")
     batch = op_batches()[name]
     keys = list(batch.cases)
@@ -193,7 +207,7 @@ def test_op_batch_on_gpu_matches_numpy(name, monkeypatch):
         assert all(p.on_device for p in sess._programs.values())
     for key, value in zip(keys, got):
         _, expected, rtol, atol = batch.cases[key]
-        assert_same(value, expected, rtol, atol, f"{key} on the GPU vs NumPy")
+        assert_same(value, expected, rtol, atol, f"{key} on the {cuda_device} device vs NumPy")
 
 
 def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
@@ -214,10 +228,9 @@ def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
     return losses, weights
 
 
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("model", ["digits_model", "lenet_model"])
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_training_steps_on_gpu_equal_cpu(model):
+def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
     cpu_losses, cpu_weights = _train(model, 5, "cpu", None)
     gpu_losses, gpu_weights = _train(model, 5, "gpu", None)
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4, atol=1e-4)
@@ -295,9 +308,8 @@ def test_cuda_executables_train_like_the_cpu_ones(cuda_executables, tmp_path):
                                    rtol=1e-4, atol=1e-5, err_msg=name)  # fmt: skip
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_a_failing_gpu_kernel_reports_like_the_cpu():
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_a_failing_gpu_kernel_reports_like_the_cpu(cuda_device):
     with tfc.device("/gpu:0"):
         logits = tfc.placeholder(tfc.float32, [4, 3])
         labels = tfc.placeholder(tfc.int64, [4])

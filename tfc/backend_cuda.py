@@ -5,7 +5,8 @@ cffi loads it and the CUDA runtime, and device buffers hold a session's state on
 folder above nvcc's). Builds target the GPU present, or the architectures given
 (`cuda_arch="sm_80,sm_90"`: a fat binary plus PTX of the newest); without cuBLAS in the
 toolkit, GEMM uses the generated tiled kernel (TFC_NO_CUBLAS). Nothing here needs a GPU until
-a program runs: a machine with nvcc and no GPU still builds every program.
+a program runs: a machine with nvcc and no GPU still builds every program. With TFC_CUDA=emulate
+(tfc/backend_cuda_emu.py) programs run on the CPU instead, built by the host C++ compiler.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tfc.backend_c import (
     program_error,
     runtime_dir,
 )
+from tfc.backend_cuda_emu import DESCRIPTION, compile_emulated, emulated_runtime, emulating
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
 COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
@@ -191,9 +193,14 @@ def _cudart() -> tuple[cffi.FFI, Any]:
     raise CudaUnavailable("the CUDA runtime (libcudart.so) cannot be loaded: " + "; ".join(errors))
 
 
-def _check(code: int, what: str) -> None:
+def _device_runtime() -> tuple[cffi.FFI, Any]:
+    """The CUDA runtime that device buffers go through: libcudart, or the emulated one."""
+    return emulated_runtime() if emulating() else _cudart()
+
+
+def _check(code: int, what: str, runtime: tuple[cffi.FFI, Any] | None = None) -> None:
     if code != 0:
-        ffi, rt = _cudart()
+        ffi, rt = runtime or _cudart()
         raise CudaUnavailable(f"{what}: {ffi.string(rt.cudaGetErrorString(code)).decode()}")
 
 
@@ -222,26 +229,29 @@ def present_arch() -> str | None:
 
 
 class DeviceBuffer:
-    """`nbytes` of GPU memory, freed with the object."""
+    """`nbytes` of GPU memory (of the emulated device's, under TFC_CUDA=emulate), freed with the
+    object by the runtime that allocated it."""
 
     def __init__(self, nbytes: int) -> None:
-        ffi, rt = _cudart()
+        self._runtime = ffi, rt = _device_runtime()
         self.nbytes = max(int(nbytes), 1)
         ptr = ffi.new("void **")
-        _check(rt.cudaMalloc(ptr, self.nbytes), f"cudaMalloc of {self.nbytes} bytes")
+        _check(rt.cudaMalloc(ptr, self.nbytes), f"cudaMalloc of {self.nbytes} bytes", self._runtime)
         self.ptr = ptr[0]
         self._rt = rt
 
     def upload(self, array: np.ndarray) -> None:
-        ffi, rt = _cudart()
+        ffi, rt = self._runtime
         array = np.ascontiguousarray(array)
         if array.nbytes:
-            _check(rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _H2D), "upload")
+            code = rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _H2D)
+            _check(code, "upload", self._runtime)
 
     def download(self, array: np.ndarray) -> None:
-        ffi, rt = _cudart()
+        ffi, rt = self._runtime
         if array.nbytes:
-            _check(rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _D2H), "download")
+            code = rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _D2H)
+            _check(code, "download", self._runtime)
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         if getattr(self, "ptr", None) is not None:
@@ -308,20 +318,30 @@ def load_cuda_library(path: Path, prefix: str = "tfc_") -> tuple[cffi.FFI, Any]:
 
 
 class CudaProgram:
-    """One signature's program on the GPU: its device arena (with the staging of feeds and
-    fetches) and its slots in the session's DeviceState. A call is one host call into the
-    library: feeds copied in, every kernel queued on one stream, fetches copied out."""
+    """One signature's program on the GPU (or on the emulated device, under TFC_CUDA=emulate):
+    its device arena (with the staging of feeds and fetches) and its slots in the session's
+    DeviceState. A call is one host call into the library: feeds copied in, every kernel queued
+    on one stream, fetches copied out."""
 
     on_device = True
 
     def __init__(self, session: Any, lowered: Any, source: str, cuda_arch: Any = None) -> None:
-        ok, why = gpu_status()
-        if not ok:
-            raise CudaUnavailable(f"cannot run '{lowered.name}' on /gpu:0: {why}")
+        self.emulated = emulating()
+        if self.emulated:
+            path = compile_emulated(source, name=lowered.name)
+            self.device = DESCRIPTION
+        else:
+            ok, why = gpu_status()
+            if not ok:
+                raise CudaUnavailable(
+                    f"cannot run '{lowered.name}' on /gpu:0: {why} (TFC_CUDA=emulate runs CUDA "
+                    "programs emulated on the CPU)"
+                )
+            path = compile_cuda(source, name=lowered.name, cuda_arch=cuda_arch)
+            self.device = f"GPU {why}"
         self.lowered = lowered
         self.source = source
         self.session = session
-        path = compile_cuda(source, name=lowered.name, cuda_arch=cuda_arch)
         self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run_host")
         ffi = self.ffi
