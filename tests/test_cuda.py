@@ -241,6 +241,33 @@ def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
         )
 
 
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+@pytest.mark.parametrize("name", ["optimizers", "gradients"])
+def test_training_graphs_on_gpu_equal_cpu(name, cuda_device, monkeypatch):
+    """Every optimizer's update, and the gradients of the unary functions, softmax, pad, gather
+    and a broadcast, give the CPU's numbers over three steps."""
+    results = {}
+    for device in ("cpu", "gpu"):
+        graph, fetches, feed = training_graphs()[name]  # a fresh graph: the same initial weights
+        with graph.as_default():
+            init = tfc.global_variables_initializer()
+        monkeypatch.setenv("TFC_DEVICE", device)
+        with tfc.Session(graph=graph) as sess:
+            sess.run(init)
+            values = [sess.run(fetches, feed) for _ in range(3)]
+            weights = {v: sess.read_variable(v) for v in sorted(sess.initialized_variables())}
+            assert all(p.on_device == (device == "gpu") for p in sess._programs.values())
+        results[device] = values, weights
+    (cpu_values, cpu_weights), (gpu_values, gpu_weights) = results["cpu"], results["gpu"]
+    for step, (cpu, gpu) in enumerate(zip(cpu_values, gpu_values)):
+        for i, (c, g) in enumerate(zip(cpu, gpu)):
+            if c is not None:
+                np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-5, err_msg=f"{step}.{i}")
+    assert cpu_weights.keys() == gpu_weights.keys() and cpu_weights
+    for var in cpu_weights:
+        np.testing.assert_allclose(gpu_weights[var], cpu_weights[var], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
 @pytest.mark.skipif(shutil.which("compute-sanitizer") is None, reason="no compute-sanitizer")
