@@ -352,3 +352,21 @@ def test_a_failing_gpu_kernel_reports_like_the_cpu(cuda_device):
     feed[labels] = np.array([0, 2, 1, 1])  # the program still runs after a failure
     with tfc.Session() as sess:
         np.testing.assert_allclose(sess.run(loss, feed), np.full(4, np.log(3.0)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_an_out_of_range_gather_index_names_its_node(cuda_device):
+    with tfc.device("/gpu:0"):
+        params = tfc.placeholder(tfc.float32, [4, 3])
+        indices = tfc.placeholder(tfc.int32, [2])
+        picked = tfc.gather(params, indices, name="pick") * 2.0
+    feed = {params: np.arange(12, dtype=np.float32).reshape(4, 3), indices: np.array([1, 9])}
+    with tfc.Session() as sess:
+        with pytest.raises(tfc.errors.InvalidArgumentError, match=r"indices\[1\] = 9 is not in"):
+            sess.run(picked, feed)
+        assert sess._programs and all(p.on_device for p in sess._programs.values())
+        feed[indices] = np.array([3, 0])
+        np.testing.assert_array_equal(sess.run(picked, feed), [[18, 20, 22], [0, 2, 4]])
+    with tfc.Session() as sess, pytest.raises(tfc.errors.InvalidArgumentError) as info:
+        sess.run(picked, {params: feed[params], indices: np.array([-1, 0])})
+    assert info.value.op is not None and info.value.op.name == "pick"
