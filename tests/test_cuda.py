@@ -370,3 +370,44 @@ def test_an_out_of_range_gather_index_names_its_node(cuda_device):
     with tfc.Session() as sess, pytest.raises(tfc.errors.InvalidArgumentError) as info:
         sess.run(picked, {params: feed[params], indices: np.array([-1, 0])})
     assert info.value.op is not None and info.value.op.name == "pick"
+
+
+class ForeignDeviceArray:
+    """Another library's device array (a pycuda GPUArray, a CuPy array...) as tfc sees one: only
+    `__cuda_array_interface__`, here over device memory tfc allocated."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.owner = tfc.DeviceArray.from_numpy(array)
+        self.__cuda_array_interface__ = {
+            "shape": array.shape, "typestr": array.dtype.str, "data": (self.owner.ptr, False),
+            "strides": None, "version": 3,
+        }  # fmt: skip
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_device_arrays_feed_and_fetch_without_host_copies(cuda_device):
+    with tfc.device("/gpu:0"):
+        a = tfc.placeholder(tfc.float32, [2, 3])
+        b = tfc.placeholder(tfc.float32, [3])
+        y = tfc.nn.relu(a * b) + 1.0
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    w = np.array([2, 3, -1], np.float32)
+    expected = np.maximum(x * w, 0) + 1
+    on_device = tfc.RunOptions(fetches_on_device=True)
+    with tfc.Session() as sess:
+        feeds = {a: tfc.DeviceArray.from_numpy(x), b: ForeignDeviceArray(w)}
+        np.testing.assert_array_equal(sess.run(y, feeds), expected)  # device in, host out
+        fetched = sess.run(y, feeds, options=on_device)
+        assert isinstance(fetched, tfc.DeviceArray) and fetched.shape == (2, 3)
+        np.testing.assert_array_equal(fetched.get(), expected)
+        again = sess.run(y, {a: fetched, b: w}, options=on_device)  # a fetch fed back in place
+        np.testing.assert_array_equal(again.get(), np.maximum(expected * w, 0) + 1)
+        mixed = sess.run([y, y], {a: x, b: w}, options=on_device)  # host in, device out
+        assert all(isinstance(m, tfc.DeviceArray) for m in mixed)
+        np.testing.assert_array_equal(mixed[1].get(), expected)
+        assert all(p.on_device for p in sess._programs.values())
+        with pytest.raises(ValueError, match="holds float64, the tensor is float32"):
+            sess.run(y, {a: ForeignDeviceArray(x.astype(np.float64)), b: w})
+    z = tfc.placeholder(tfc.float32, [3])
+    with tfc.Session() as sess:  # a CPU program gets a host copy of a device feed
+        np.testing.assert_array_equal(sess.run(z * 2.0, {z: ForeignDeviceArray(w)}), w * 2)

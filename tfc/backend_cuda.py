@@ -344,6 +344,7 @@ class CudaProgram:
         self.session = session
         self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run_host")
+        self._run_device = getattr(self.lib, f"{lowered.prefix}run_device")
         ffi = self.ffi
         self.arena = DeviceBuffer(getattr(self.lib, f"{lowered.prefix}arena_bytes")())
         self._consts = []
@@ -360,17 +361,28 @@ class CudaProgram:
         self.err.msg = self.errbuf
         self.err.cap = 1024
 
-    def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+    def __call__(self, feeds: list, fetches_on_device: bool = False) -> tuple[int, list]:
+        """Run on host feeds (NumPy) and/or device feeds (tfc.device_array.DeviceFeed): host
+        feeds and fetches go through the program's staging (run_host) unless a feed is in device
+        memory or the fetches should stay there (run_device, tfc.DeviceArray results)."""
         ffi = self.ffi
         device = self.session._device_state()
         for i, slot in enumerate(self.lowered.slots):
             self.state[i] = ffi.cast("void *", device.device_pointer(slot))
-        held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
         self.err.node = ffi.NULL
         arena = ffi.cast("void *", self.arena.ptr)
-        rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
-        del held  # the buffers stay alive through the call
-        return rc, results
+        if not fetches_on_device and all(isinstance(f, np.ndarray) for f in feeds):
+            held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
+            rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
+            return rc, results
+        from tfc.device_array import bind_device_io
+
+        held, results = bind_device_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
+        rc = self._run_device(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
+        del held  # the feeds' device memory stays alive through the call
+        if rc != 0 or fetches_on_device:
+            return rc, results
+        return rc, [r.get() for r in results]
 
     def error(self, rc: int, graph: Any) -> Any:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)

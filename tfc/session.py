@@ -17,7 +17,7 @@ import numpy as np
 
 from tfc import errors
 from tfc.backend_c import bind_io, build_shared_library, load_library, program_error
-from tfc.config import compile_options, session_threads
+from tfc.config import compile_options, fetches_on_device, session_threads
 from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
 from tfc.lower import LoweredProgram, Slot, lower_program
@@ -118,7 +118,10 @@ class Session:
             self._check_initialized(program.lowered)
             if self._gpu is not None:  # the program's state where it runs
                 self._gpu.before(program)
-            rc, results = program(request.feed_values)
+            if program.on_device:  # device feeds are read in place, fetches may stay there
+                rc, results = program(request.feed_values, fetches_on_device(options))
+            else:
+                rc, results = program([_host_value(v) for v in request.feed_values])
             if self._gpu is not None:
                 self._gpu.after(program)
             if rc != 0:
@@ -328,6 +331,11 @@ def _program_name(fetches: list, targets: list) -> str:
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text
+
+
+def _host_value(value: Any) -> np.ndarray:
+    """A feed as a CPU program takes it: device feeds copied to the host."""
+    return value if isinstance(value, np.ndarray) else value.to_host()
 
 
 def _placed_on_gpu(graph: Graph) -> bool:
