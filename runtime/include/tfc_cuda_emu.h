@@ -8,7 +8,9 @@
  * as a fiber (its own stack, ucontext): if it finishes without reaching __syncthreads(), the
  * other threads simply run to completion one by one; if it reaches a barrier, every thread of
  * the block runs as a fiber and __syncthreads() switches to the next one, so the block's threads
- * really interleave at each barrier. The order is fixed: runs are deterministic.
+ * really interleave at each barrier. The order is fixed: runs are deterministic. The launch
+ * state is static, per program: one run of a program at a time, as with its one stream and
+ * device status on a GPU (a Session runs one program call at a time).
  *
  * With TFC_CUDA_EMU_EXPORT defined, only the runtime API (memory, copies, errors) is compiled,
  * with C linkage: the library tfc's Python side allocates emulated device buffers with. */
