@@ -1,6 +1,8 @@
 """The CUDA backend. Without a GPU: the generated CUDA of every op compiles with nvcc, warnings
-as errors. On a GPU (`cuda` marker; skipped with the reason elsewhere): every op batch of the op
-tests and the training steps of the MLP and LeNet samples against the CPU and NumPy."""
+as errors. On a GPU (`cuda` marker; skipped with the reason elsewhere) and under CUDA device
+emulation (TFC_CUDA=emulate: the same programs built by the host C++ compiler, their kernels run
+on the CPU; no GPU or nvcc needed): every op batch of the op tests and the training steps of the
+MLP and LeNet samples against the CPU and NumPy, and a failing kernel's report."""
 
 from __future__ import annotations
 
@@ -33,6 +35,18 @@ on_gpu = [
     pytest.mark.cuda,
     pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}"),
 ]
+# where the CUDA programs of a test run: the GPU, or the CPU under device emulation
+DEVICES = [pytest.param("gpu", marks=on_gpu), "emulated"]
+
+
+@pytest.fixture
+def cuda_device(request, monkeypatch) -> str:
+    """Selects the device of a test parametrized over DEVICES (TFC_CUDA, for the session)."""
+    device = request.param
+    monkeypatch.setenv("TFC_CUDA", "emulate" if device == "emulated" else "gpu")
+    return device
+
+
 OP_TEST_MODULES = [
     "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
     "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics",
@@ -172,6 +186,7 @@ def test_fat_binary_flags_name_every_architecture():
 def test_gpu_placement_without_a_gpu_says_why(monkeypatch):
     if GPU_OK:
         pytest.skip("this machine has a GPU")
+    monkeypatch.delenv("TFC_CUDA", raising=False)
     with tfc.device("/gpu:0"):
         a = tfc.placeholder(tfc.float32, [3])
         b = a * 2.0
@@ -179,11 +194,10 @@ def test_gpu_placement_without_a_gpu_says_why(monkeypatch):
         sess.run(b, {a: np.ones(3, np.float32)})
 
 
-# -- on a GPU ---------------------------------------------------------------------------------
+# -- on a GPU, and emulated on the CPU ---------------------------------------------------------
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", sorted(op_batches()))
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_op_batch_on_gpu_matches_numpy(name, monkeypatch):
+def test_op_batch_on_gpu_matches_numpy(name, cuda_device, monkeypatch):
     monkeypatch.setenv("TFC_DEVICE", "gpu")
     batch = op_batches()[name]
     keys = list(batch.cases)
@@ -193,7 +207,7 @@ def test_op_batch_on_gpu_matches_numpy(name, monkeypatch):
         assert all(p.on_device for p in sess._programs.values())
     for key, value in zip(keys, got):
         _, expected, rtol, atol = batch.cases[key]
-        assert_same(value, expected, rtol, atol, f"{key} on the GPU vs NumPy")
+        assert_same(value, expected, rtol, atol, f"{key} on the {cuda_device} device vs NumPy")
 
 
 def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
@@ -214,10 +228,9 @@ def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
     return losses, weights
 
 
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("model", ["digits_model", "lenet_model"])
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_training_steps_on_gpu_equal_cpu(model):
+def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
     cpu_losses, cpu_weights = _train(model, 5, "cpu", None)
     gpu_losses, gpu_weights = _train(model, 5, "gpu", None)
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4, atol=1e-4)
@@ -226,6 +239,33 @@ def test_training_steps_on_gpu_equal_cpu(model):
         np.testing.assert_allclose(
             gpu_weights[name], cpu_weights[name], rtol=1e-4, atol=1e-4, err_msg=name
         )
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+@pytest.mark.parametrize("name", ["optimizers", "gradients"])
+def test_training_graphs_on_gpu_equal_cpu(name, cuda_device, monkeypatch):
+    """Every optimizer's update, and the gradients of the unary functions, softmax, pad, gather
+    and a broadcast, give the CPU's numbers over three steps."""
+    results = {}
+    for device in ("cpu", "gpu"):
+        graph, fetches, feed = training_graphs()[name]  # a fresh graph: the same initial weights
+        with graph.as_default():
+            init = tfc.global_variables_initializer()
+        monkeypatch.setenv("TFC_DEVICE", device)
+        with tfc.Session(graph=graph) as sess:
+            sess.run(init)
+            values = [sess.run(fetches, feed) for _ in range(3)]
+            weights = {v: sess.read_variable(v) for v in sorted(sess.initialized_variables())}
+            assert all(p.on_device == (device == "gpu") for p in sess._programs.values())
+        results[device] = values, weights
+    (cpu_values, cpu_weights), (gpu_values, gpu_weights) = results["cpu"], results["gpu"]
+    for step, (cpu, gpu) in enumerate(zip(cpu_values, gpu_values)):
+        for i, (c, g) in enumerate(zip(cpu, gpu)):
+            if c is not None:
+                np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-5, err_msg=f"{step}.{i}")
+    assert cpu_weights.keys() == gpu_weights.keys() and cpu_weights
+    for var in cpu_weights:
+        np.testing.assert_allclose(gpu_weights[var], cpu_weights[var], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.cuda
@@ -295,9 +335,8 @@ def test_cuda_executables_train_like_the_cpu_ones(cuda_executables, tmp_path):
                                    rtol=1e-4, atol=1e-5, err_msg=name)  # fmt: skip
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_a_failing_gpu_kernel_reports_like_the_cpu():
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_a_failing_gpu_kernel_reports_like_the_cpu(cuda_device):
     with tfc.device("/gpu:0"):
         logits = tfc.placeholder(tfc.float32, [4, 3])
         labels = tfc.placeholder(tfc.int64, [4])
@@ -313,3 +352,62 @@ def test_a_failing_gpu_kernel_reports_like_the_cpu():
     feed[labels] = np.array([0, 2, 1, 1])  # the program still runs after a failure
     with tfc.Session() as sess:
         np.testing.assert_allclose(sess.run(loss, feed), np.full(4, np.log(3.0)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_an_out_of_range_gather_index_names_its_node(cuda_device):
+    with tfc.device("/gpu:0"):
+        params = tfc.placeholder(tfc.float32, [4, 3])
+        indices = tfc.placeholder(tfc.int32, [2])
+        picked = tfc.gather(params, indices, name="pick") * 2.0
+    feed = {params: np.arange(12, dtype=np.float32).reshape(4, 3), indices: np.array([1, 9])}
+    with tfc.Session() as sess:
+        with pytest.raises(tfc.errors.InvalidArgumentError, match=r"indices\[1\] = 9 is not in"):
+            sess.run(picked, feed)
+        assert sess._programs and all(p.on_device for p in sess._programs.values())
+        feed[indices] = np.array([3, 0])
+        np.testing.assert_array_equal(sess.run(picked, feed), [[18, 20, 22], [0, 2, 4]])
+    with tfc.Session() as sess, pytest.raises(tfc.errors.InvalidArgumentError) as info:
+        sess.run(picked, {params: feed[params], indices: np.array([-1, 0])})
+    assert info.value.op is not None and info.value.op.name == "pick"
+
+
+class ForeignDeviceArray:
+    """Another library's device array (a pycuda GPUArray, a CuPy array...) as tfc sees one: only
+    `__cuda_array_interface__`, here over device memory tfc allocated."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.owner = tfc.DeviceArray.from_numpy(array)
+        self.__cuda_array_interface__ = {
+            "shape": array.shape, "typestr": array.dtype.str, "data": (self.owner.ptr, False),
+            "strides": None, "version": 3,
+        }  # fmt: skip
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_device_arrays_feed_and_fetch_without_host_copies(cuda_device):
+    with tfc.device("/gpu:0"):
+        a = tfc.placeholder(tfc.float32, [2, 3])
+        b = tfc.placeholder(tfc.float32, [3])
+        y = tfc.nn.relu(a * b) + 1.0
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    w = np.array([2, 3, -1], np.float32)
+    expected = np.maximum(x * w, 0) + 1
+    on_device = tfc.RunOptions(fetches_on_device=True)
+    with tfc.Session() as sess:
+        feeds = {a: tfc.DeviceArray.from_numpy(x), b: ForeignDeviceArray(w)}
+        np.testing.assert_array_equal(sess.run(y, feeds), expected)  # device in, host out
+        fetched = sess.run(y, feeds, options=on_device)
+        assert isinstance(fetched, tfc.DeviceArray) and fetched.shape == (2, 3)
+        np.testing.assert_array_equal(fetched.get(), expected)
+        again = sess.run(y, {a: fetched, b: w}, options=on_device)  # a fetch fed back in place
+        np.testing.assert_array_equal(again.get(), np.maximum(expected * w, 0) + 1)
+        mixed = sess.run([y, y], {a: x, b: w}, options=on_device)  # host in, device out
+        assert all(isinstance(m, tfc.DeviceArray) for m in mixed)
+        np.testing.assert_array_equal(mixed[1].get(), expected)
+        assert all(p.on_device for p in sess._programs.values())
+        with pytest.raises(ValueError, match="holds float64, the tensor is float32"):
+            sess.run(y, {a: ForeignDeviceArray(x.astype(np.float64)), b: w})
+    z = tfc.placeholder(tfc.float32, [3])
+    with tfc.Session() as sess:  # a CPU program gets a host copy of a device feed
+        np.testing.assert_array_equal(sess.run(z * 2.0, {z: ForeignDeviceArray(w)}), w * 2)

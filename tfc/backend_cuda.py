@@ -5,7 +5,8 @@ cffi loads it and the CUDA runtime, and device buffers hold a session's state on
 folder above nvcc's). Builds target the GPU present, or the architectures given
 (`cuda_arch="sm_80,sm_90"`: a fat binary plus PTX of the newest); without cuBLAS in the
 toolkit, GEMM uses the generated tiled kernel (TFC_NO_CUBLAS). Nothing here needs a GPU until
-a program runs: a machine with nvcc and no GPU still builds every program.
+a program runs: a machine with nvcc and no GPU still builds every program. With TFC_CUDA=emulate
+(tfc/backend_cuda_emu.py) programs run on the CPU instead, built by the host C++ compiler.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tfc.backend_c import (
     program_error,
     runtime_dir,
 )
+from tfc.backend_cuda_emu import DESCRIPTION, compile_emulated, emulated_runtime, emulating
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
 COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
@@ -191,9 +193,14 @@ def _cudart() -> tuple[cffi.FFI, Any]:
     raise CudaUnavailable("the CUDA runtime (libcudart.so) cannot be loaded: " + "; ".join(errors))
 
 
-def _check(code: int, what: str) -> None:
+def _device_runtime() -> tuple[cffi.FFI, Any]:
+    """The CUDA runtime that device buffers go through: libcudart, or the emulated one."""
+    return emulated_runtime() if emulating() else _cudart()
+
+
+def _check(code: int, what: str, runtime: tuple[cffi.FFI, Any] | None = None) -> None:
     if code != 0:
-        ffi, rt = _cudart()
+        ffi, rt = runtime or _cudart()
         raise CudaUnavailable(f"{what}: {ffi.string(rt.cudaGetErrorString(code)).decode()}")
 
 
@@ -222,26 +229,29 @@ def present_arch() -> str | None:
 
 
 class DeviceBuffer:
-    """`nbytes` of GPU memory, freed with the object."""
+    """`nbytes` of GPU memory (of the emulated device's, under TFC_CUDA=emulate), freed with the
+    object by the runtime that allocated it."""
 
     def __init__(self, nbytes: int) -> None:
-        ffi, rt = _cudart()
+        self._runtime = ffi, rt = _device_runtime()
         self.nbytes = max(int(nbytes), 1)
         ptr = ffi.new("void **")
-        _check(rt.cudaMalloc(ptr, self.nbytes), f"cudaMalloc of {self.nbytes} bytes")
+        _check(rt.cudaMalloc(ptr, self.nbytes), f"cudaMalloc of {self.nbytes} bytes", self._runtime)
         self.ptr = ptr[0]
         self._rt = rt
 
     def upload(self, array: np.ndarray) -> None:
-        ffi, rt = _cudart()
+        ffi, rt = self._runtime
         array = np.ascontiguousarray(array)
         if array.nbytes:
-            _check(rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _H2D), "upload")
+            code = rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _H2D)
+            _check(code, "upload", self._runtime)
 
     def download(self, array: np.ndarray) -> None:
-        ffi, rt = _cudart()
+        ffi, rt = self._runtime
         if array.nbytes:
-            _check(rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _D2H), "download")
+            code = rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _D2H)
+            _check(code, "download", self._runtime)
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         if getattr(self, "ptr", None) is not None:
@@ -308,22 +318,33 @@ def load_cuda_library(path: Path, prefix: str = "tfc_") -> tuple[cffi.FFI, Any]:
 
 
 class CudaProgram:
-    """One signature's program on the GPU: its device arena (with the staging of feeds and
-    fetches) and its slots in the session's DeviceState. A call is one host call into the
-    library: feeds copied in, every kernel queued on one stream, fetches copied out."""
+    """One signature's program on the GPU (or on the emulated device, under TFC_CUDA=emulate):
+    its device arena (with the staging of feeds and fetches) and its slots in the session's
+    DeviceState. A call is one host call into the library: feeds copied in, every kernel queued
+    on one stream, fetches copied out."""
 
     on_device = True
 
     def __init__(self, session: Any, lowered: Any, source: str, cuda_arch: Any = None) -> None:
-        ok, why = gpu_status()
-        if not ok:
-            raise CudaUnavailable(f"cannot run '{lowered.name}' on /gpu:0: {why}")
+        self.emulated = emulating()
+        if self.emulated:
+            path = compile_emulated(source, name=lowered.name)
+            self.device = DESCRIPTION
+        else:
+            ok, why = gpu_status()
+            if not ok:
+                raise CudaUnavailable(
+                    f"cannot run '{lowered.name}' on /gpu:0: {why} (TFC_CUDA=emulate runs CUDA "
+                    "programs emulated on the CPU)"
+                )
+            path = compile_cuda(source, name=lowered.name, cuda_arch=cuda_arch)
+            self.device = f"GPU {why}"
         self.lowered = lowered
         self.source = source
         self.session = session
-        path = compile_cuda(source, name=lowered.name, cuda_arch=cuda_arch)
         self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run_host")
+        self._run_device = getattr(self.lib, f"{lowered.prefix}run_device")
         ffi = self.ffi
         self.arena = DeviceBuffer(getattr(self.lib, f"{lowered.prefix}arena_bytes")())
         self._consts = []
@@ -340,17 +361,28 @@ class CudaProgram:
         self.err.msg = self.errbuf
         self.err.cap = 1024
 
-    def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+    def __call__(self, feeds: list, fetches_on_device: bool = False) -> tuple[int, list]:
+        """Run on host feeds (NumPy) and/or device feeds (tfc.device_array.DeviceFeed): host
+        feeds and fetches go through the program's staging (run_host) unless a feed is in device
+        memory or the fetches should stay there (run_device, tfc.DeviceArray results)."""
         ffi = self.ffi
         device = self.session._device_state()
         for i, slot in enumerate(self.lowered.slots):
             self.state[i] = ffi.cast("void *", device.device_pointer(slot))
-        held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
         self.err.node = ffi.NULL
         arena = ffi.cast("void *", self.arena.ptr)
-        rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
-        del held  # the buffers stay alive through the call
-        return rc, results
+        if not fetches_on_device and all(isinstance(f, np.ndarray) for f in feeds):
+            held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
+            rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
+            return rc, results
+        from tfc.device_array import bind_device_io
+
+        held, results = bind_device_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
+        rc = self._run_device(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
+        del held  # the feeds' device memory stays alive through the call
+        if rc != 0 or fetches_on_device:
+            return rc, results
+        return rc, [r.get() for r in results]
 
     def error(self, rc: int, graph: Any) -> Any:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CompileOptions", "ConfigProto", "get_num_threads", "set_num_threads"]
+__all__ = ["CompileOptions", "ConfigProto", "RunOptions", "get_num_threads", "set_num_threads"]
 
 _num_threads = 0  # set_num_threads's count; 0: the environment's TFC_NUM_THREADS, else 1
 
@@ -79,6 +79,23 @@ class ConfigProto:
     gpu_options: Any = None
     graph_options: Any = None
     compile_options: CompileOptions = field(default_factory=CompileOptions)
+
+
+@dataclass
+class RunOptions:
+    """TF1's per-call options for Session.run(options=). `fetches_on_device`: a program that runs
+    on the GPU (or the emulated device) returns its fetches as tfc.DeviceArray, left in device
+    memory, instead of NumPy copies; CPU programs return NumPy arrays either way. The TF fields
+    are accepted and kept but change nothing."""
+
+    trace_level: int = 0
+    timeout_in_ms: int = 0
+    fetches_on_device: bool = False
+
+
+def fetches_on_device(options: Any) -> bool:
+    """Whether Session.run's `options` ask for GPU programs' fetches as device arrays."""
+    return bool(getattr(options, "fetches_on_device", False))
 
 
 def compile_options(config: Any) -> CompileOptions:

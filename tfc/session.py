@@ -17,7 +17,7 @@ import numpy as np
 
 from tfc import errors
 from tfc.backend_c import bind_io, build_shared_library, load_library, program_error
-from tfc.config import compile_options, session_threads
+from tfc.config import compile_options, fetches_on_device, session_threads
 from tfc.data.runtime import IteratorStates
 from tfc.graph import Graph, get_default_graph
 from tfc.lower import LoweredProgram, Slot, lower_program
@@ -116,19 +116,23 @@ class Session:
         with self._lock:
             program = self._program(request)
             self._check_initialized(program.lowered)
-            rc, results = self._call_program(program, request.feed_values)
+            rc, results = self._call_program(program, request.feed_values, options)
             if rc != 0:
                 raise program.error(rc, self.graph)
             self._initialized.update(program.lowered.vars_written)
         return request.results(results)
 
-    def _call_program(self, program: Any, feeds: list) -> tuple[int, list]:
+    def _call_program(self, program: Any, feeds: list, options: Any = None) -> tuple[int, list]:
         """Call one compiled program with its state where it runs: the variables a GPU program
         uses on the device, those a host program uses in the host buffers (copied when the
-        other side wrote them last)."""
+        other side wrote them last). A GPU program reads device feeds in place and may leave
+        its fetches on the device (RunOptions.fetches_on_device); a host program gets copies."""
         if self._gpu is not None:
             self._gpu.before(program)
-        rc, results = program(feeds)
+        if program.on_device:
+            rc, results = program(feeds, fetches_on_device(options))
+        else:
+            rc, results = program([_host_value(v) for v in feeds])
         if self._gpu is not None:  # made by the program's call when it ran on the GPU first
             self._gpu.after(program)
         return rc, results
@@ -354,6 +358,11 @@ def _program_name(fetches: list, targets: list) -> str:
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text
+
+
+def _host_value(value: Any) -> np.ndarray:
+    """A feed as a CPU program takes it: device feeds copied to the host."""
+    return value if isinstance(value, np.ndarray) else value.to_host()
 
 
 def _placed_on_gpu(graph: Graph) -> bool:

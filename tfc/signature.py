@@ -136,8 +136,13 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
                 "include Python scalars, strings, lists, numpy ndarrays, or TensorHandles."
             )
         try:
-            with np.errstate(all="ignore"):
-                array = np.asarray(value, dtype=tensor.dtype.np, order="C")
+            if hasattr(value, "__cuda_array_interface__"):  # in device memory: fed in place
+                from tfc.device_array import device_feed
+
+                array = device_feed(value, tensor.dtype.np, tensor.name)
+            else:
+                with np.errstate(all="ignore"):
+                    array = np.asarray(value, dtype=tensor.dtype.np, order="C")
         except (TypeError, ValueError, OverflowError) as e:
             raise ValueError(
                 f"Cannot convert the value fed for '{tensor.name}' to {tensor.dtype.name}: {e}"
@@ -151,9 +156,9 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
     return list(fed), list(fed.values())
 
 
-def as_result(array: np.ndarray) -> Any:
-    """Scalars come back as NumPy scalars, as TF1 returns them."""
-    return array[()] if array.ndim == 0 else array
+def as_result(array: Any) -> Any:
+    """Scalars come back as NumPy scalars, as TF1 returns them (device arrays as they are)."""
+    return array[()] if isinstance(array, np.ndarray) and array.ndim == 0 else array
 
 
 def flatten_fetches(fetches: Any) -> tuple[list, Callable[[list], Any]]:

@@ -4,11 +4,26 @@
  * for kernels that fail (TFC_SNPRINTF on the device), the per-program device status a failing
  * kernel reports to, the stream and cuBLAS handle every launch uses, and GEMM: cuBLAS for
  * float and double, a tiled kernel for integers and for strides cuBLAS cannot express (and for
- * everything when TFC_NO_CUBLAS is defined). */
+ * everything when TFC_NO_CUBLAS is defined).
+ *
+ * Kernels are launched with TFC_CUDA_LAUNCH(kernel, blocks, threads, args...): the <<<>>> launch
+ * on the program's stream under nvcc; with TFC_CUDA_DEVICE_EMULATION defined, the program is
+ * plain C++ for the host compiler (tfc_cuda_emu.h) and every launch runs on the CPU. */
 #ifndef TFC_CUDA_H
 #define TFC_CUDA_H
 
+#ifdef TFC_CUDA_DEVICE_EMULATION
+#include "tfc_cuda_emu.h"
+#ifndef TFC_NO_CUBLAS
+#define TFC_NO_CUBLAS /* no cuBLAS on the host: GEMM is the tiled kernel, emulated like the rest */
+#endif
+#define TFC_CUDA_LAUNCH(kernel, blocks, threads, ...) \
+    tfc_emu_launch((blocks), (threads), [&]() { kernel(__VA_ARGS__); })
+#else
 #include <cuda_runtime.h>
+#define TFC_CUDA_LAUNCH(kernel, blocks, threads, ...) \
+    kernel<<<(blocks), (threads), 0, tfc_cuda_stream>>>(__VA_ARGS__)
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,8 +34,10 @@
 
 #define TFC_HD __host__ __device__
 
+#ifdef __CUDACC__
 /* C kernels that run on the GPU as they are keep their gcc loop pragmas: not an error here */
 #pragma nv_diag_suppress 1675
+#endif
 
 /* -- messages without printf: %s, %d, %lld, %g (six decimals) and %% -------------------------- */
 static TFC_HD inline int tfc_fmt_put(char *out, size_t cap, int n, char c) {
@@ -255,8 +272,8 @@ static inline int tfc_cuda_finish(tfc_error *err, const char *const *sites, int 
         dim3 threads(TFC_CUDA_TILE, TFC_CUDA_TILE);                                             \
         dim3 blocks((unsigned)((N + TFC_CUDA_TILE - 1) / TFC_CUDA_TILE),                        \
                     (unsigned)((M + TFC_CUDA_TILE - 1) / TFC_CUDA_TILE));                       \
-        tfc_cuda_gemm_kernel_##tag<<<blocks, threads, 0, tfc_cuda_stream>>>(M, N, K, A, sam, sak, \
-                                                                            B, sbk, sbn, C);    \
+        TFC_CUDA_LAUNCH(tfc_cuda_gemm_kernel_##tag, blocks, threads, M, N, K, A, sam, sak, B, sbk, \
+                        sbn, C);                                                                \
     }
 
 TFC_CUDA_DEFINE_GEMM_KERNEL(f32, float, float)

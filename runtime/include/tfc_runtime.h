@@ -60,8 +60,9 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
 
 #include "tfc_math.h"
 #include "tfc_philox.h"
-#ifndef __CUDACC__
-/* the CPU's GEMM and convolutions: CUDA programs have kernels of their own (tfc_cuda.h) */
+#if !defined(__CUDACC__) && !defined(TFC_CUDA_DEVICE_EMULATION)
+/* the CPU's GEMM and convolutions: CUDA programs (emulated ones too) have kernels of their own
+ * (tfc_cuda.h) */
 #include "tfc_gemm.h"
 #include "tfc_conv.h"
 #endif

@@ -23,8 +23,9 @@
 
 typedef void (*tfc_threads_fn)(void *ctx, int64_t task);
 
-/* nvcc compiles CUDA programs as C++ (no C11 atomics); their host side needs no pool */
-#if defined(TFC_NO_THREADS) || defined(__CUDACC__)
+/* nvcc compiles CUDA programs as C++ (no C11 atomics), and so does the host compiler emulating
+ * them (TFC_CUDA_DEVICE_EMULATION); their host side needs no pool */
+#if defined(TFC_NO_THREADS) || defined(__CUDACC__) || defined(TFC_CUDA_DEVICE_EMULATION)
 
 static inline void tfc_threads_set(int n) { (void)n; }
 static inline int tfc_threads_count(void) { return 1; }
