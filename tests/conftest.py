@@ -15,3 +15,12 @@ def fresh_default_graph():
     tfc.reset_default_graph()
     yield
     tfc.reset_default_graph()
+
+
+@pytest.fixture
+def cuda_device(request, monkeypatch) -> str:
+    """Selects the device of a test parametrized over cuda_devices.DEVICES: the GPU, or the CPU
+    under CUDA device emulation (TFC_CUDA, read by the session's CUDA backend)."""
+    device = request.param
+    monkeypatch.setenv("TFC_CUDA", "emulate" if device == "emulated" else "gpu")
+    return device

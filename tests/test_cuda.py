@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_devices import DEVICES, GPU_OK, GPU_WHY
 from opcheck import CaseBatch, assert_same
 
 import tfc
-from tfc.backend_cuda import compile_cuda, gpu_status
+from tfc.backend_cuda import compile_cuda
 from tfc.lower import lower_program
 from tfc.ops.registry import REGISTRY
 from tfc.passes import pipeline, run_passes
@@ -30,21 +31,6 @@ from tfc.targets import CUDA
 ROOT = Path(__file__).resolve().parent.parent
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
-GPU_OK, GPU_WHY = gpu_status()
-on_gpu = [
-    pytest.mark.cuda,
-    pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}"),
-]
-# where the CUDA programs of a test run: the GPU, or the CPU under device emulation
-DEVICES = [pytest.param("gpu", marks=on_gpu), "emulated"]
-
-
-@pytest.fixture
-def cuda_device(request, monkeypatch) -> str:
-    """Selects the device of a test parametrized over DEVICES (TFC_CUDA, for the session)."""
-    device = request.param
-    monkeypatch.setenv("TFC_CUDA", "emulate" if device == "emulated" else "gpu")
-    return device
 
 
 OP_TEST_MODULES = [

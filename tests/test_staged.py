@@ -1,7 +1,8 @@
 """Sessions running host and GPU stages (tfc/staged.py). Without a GPU: every stage's source
 compiles (C; CUDA with nvcc, warnings as errors), and the stages run in turn with every stage
-compiled to C match the unsplit CPU program. On a GPU (`cuda` marker): the stages run on the
-host and the GPU and match a CPU-only session."""
+compiled to C match the unsplit CPU program. On a GPU (`cuda` marker) and under CUDA device
+emulation (TFC_CUDA=emulate): the stages run on the host and the (emulated) GPU and match a
+CPU-only session."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import shutil
 
 import numpy as np
 import pytest
+from cuda_devices import DEVICES
 
 import tfc as tf
 from tfc.backend_c import build_shared_library
-from tfc.backend_cuda import compile_cuda, gpu_status
+from tfc.backend_cuda import compile_cuda
 from tfc.render import render_program
 from tfc.session import CompiledProgram
 from tfc.signature import RunRequest, make_program_graph
@@ -21,7 +23,6 @@ from tfc.staged import StagedProgram, plan_stages
 from tfc.targets import CUDA
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
-GPU_OK, GPU_WHY = gpu_status()
 VARIABLES = ("W1", "b", "W2", "W1/Momentum", "b/Momentum", "W2/Momentum")
 
 
@@ -161,10 +162,9 @@ def test_a_host_only_op_under_gpu_without_soft_placement_fails_as_in_tf():
     assert "'/device:GPU:0'" in str(info.value) and info.value.op.type == "MakeIterator"
 
 
-# -- on a GPU ---------------------------------------------------------------------------------
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_mixed_host_and_gpu_session_equals_the_cpu_session():
+# -- on a GPU, and emulated on the CPU ----------------------------------------------------
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_mixed_host_and_gpu_session_equals_the_cpu_session(cuda_device):
     from tfc.backend_cuda import CudaProgram
 
     batches = _batches()
@@ -185,9 +185,8 @@ def test_mixed_host_and_gpu_session_equals_the_cpu_session():
                                    err_msg=name)  # fmt: skip
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_an_all_gpu_training_step_is_one_cuda_program():
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_an_all_gpu_training_step_is_one_cuda_program(cuda_device):
     from tfc.backend_cuda import CudaProgram
 
     batches = _batches(2)
@@ -199,9 +198,8 @@ def test_an_all_gpu_training_step_is_one_cuda_program():
     np.testing.assert_allclose(losses, want_losses, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_iterator_ops_under_gpu_run_on_the_host_with_soft_placement():
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_iterator_ops_under_gpu_run_on_the_host_with_soft_placement(cuda_device):
     iterator, v, out = _iterator_model()
     config = tf.ConfigProto(allow_soft_placement=True)
     with tf.Session(config=config) as sess:
