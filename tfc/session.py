@@ -24,6 +24,7 @@ from tfc.lower import LoweredProgram, Slot, lower_program
 from tfc.passes import run_passes
 from tfc.render import render_program
 from tfc.signature import RunRequest, make_program_graph
+from tfc.targets import CUDA, C
 
 _ALIGN = 64
 
@@ -147,9 +148,10 @@ class Session:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             on_gpu = _placed_on_gpu(graph)
-            # fused kernels run GEMM rows inside host loops: GPU programs are compiled unfused
-            passes = [p for p in self._passes if p != "fuse"] if on_gpu else self._passes
-            graph = run_passes(graph, passes, verify=self._verify)
+            target = CUDA if on_gpu else C
+            graph = run_passes(
+                graph, self._passes, verify=self._verify, options=target.pass_options()
+            )
             name = _program_name(fetches, targets)
             lowered = lower_program(graph, name=name)
             if on_gpu:
@@ -161,7 +163,6 @@ class Session:
 
     def _gpu_program(self, lowered: LoweredProgram) -> Any:
         from tfc.backend_cuda import CudaProgram
-        from tfc.targets import CUDA
 
         return CudaProgram(self, lowered, render_program(lowered, CUDA))
 

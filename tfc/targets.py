@@ -27,6 +27,13 @@ class Target:
     profiles: bool = True  # whether the TFC_PROFILE build exists for this target
     # "module:function" adding target-specific data to a kernel's (thread indexing, say)
     data_adapter: str | None = None
+    # whether the fuse pass may put a MatMul in a group: the C kernel computes the product's
+    # rows inside its loop nest, which a GPU kernel cannot (its GEMM is a host-side launch)
+    fuse_matmul: bool = True
+
+    def pass_options(self) -> dict[str, dict]:
+        """Keyword arguments of passes for programs of this target (run_passes' `options`)."""
+        return {"fuse": {"matmul_groups": self.fuse_matmul}}
 
 
 C = Target(
@@ -49,6 +56,7 @@ CUDA = Target(
     copy_function="tfc_cuda_memcpy",
     profiles=False,
     data_adapter="tfc.kernels_cuda:cuda_kernel_data",
+    fuse_matmul=False,
 )
 
 TARGETS = {"c": C, "cuda": CUDA}

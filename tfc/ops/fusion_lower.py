@@ -151,7 +151,7 @@ class _Lowering:
             Param(f"x{k}", self.ctx.in_dtypes[k].c_type, True, f"in{k}")
             for k in sorted(self.used_inputs)
         ]
-        return fused_kernel(params, prologue, nests)
+        return fused_kernel(params, prologue, nests, self.ctx)
 
     def _dense_head(self) -> list | None:
         """MatMul [+ bias over columns] [+ Relu] with only the last exported: one GEMM call whose
@@ -204,7 +204,7 @@ class _Lowering:
             f"{sbk}, {sbn}, y0, {n}, {one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, "
             f"{int(relu)});"
         )
-        return fused_kernel(params, [call], [])
+        return fused_kernel(params, [call], [], ctx)
 
     def _phase(self, phase: int) -> list[str]:
         plan, members, outputs = self.plan, self.members, self.outputs

@@ -54,8 +54,10 @@ from tfc.passes.schedule import dependency_graph
 from tfc.tensor_shape import num_elements
 
 
-def fuse_elementwise(graph: Graph) -> Graph:
-    fuser = _Fuser(graph)
+def fuse_elementwise(graph: Graph, matmul_groups: bool = True) -> Graph:
+    """`matmul_groups` False: no MatMul joins a group (a target whose kernels cannot compute
+    a product's rows inside the loop nest: CUDA)."""
+    fuser = _Fuser(graph, matmul_groups)
     for name in fuser.order:
         fuser.place(name)
     for name in fuser.order:
@@ -70,14 +72,17 @@ def fuse_elementwise(graph: Graph) -> Graph:
 class _Fuser:
     """Clusters of nodes (each node starts alone); fusable clusters grow by merging."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, matmul_groups: bool = True) -> None:
         self.graph = graph
         self.order = list(
             nx.lexicographical_topological_sort(graph.nx, key=lambda n: graph.node(n)["id"])
         )
         self.topo = {n: i for i, n in enumerate(self.order)}
         self.fetched = {tuple(t) for t in graph.graph_attrs.get("fetches", [])}
-        self.kinds = {n: k for n in self.order if (k := _kind(graph, n)) is not None}
+        self.kinds = {
+            n: k for n in self.order
+            if (k := _kind(graph, n)) is not None and (matmul_groups or k != "matmul")
+        }  # fmt: skip
         self.succ = _ordering_edges(graph)
         self.cluster = {n: i for i, n in enumerate(self.order)}
         self.nodes: dict[int, set[str]] = {i: {n} for i, n in enumerate(self.order)}
