@@ -39,9 +39,9 @@ OP_TEST_MODULES = [
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
-# not in GPU programs: fused ops come from the fuse pass, which GPU programs skip; tf.data's
-# iterator ops read host memory (a program holding them runs on the CPU)
-NOT_ON_GPU = {"Fusion", "IteratorGetNext", "MakeIterator"}
+# not in GPU programs: tf.data's iterator ops read host memory (a program holding them runs on
+# the CPU)
+NOT_ON_GPU = {"IteratorGetNext", "MakeIterator"}
 
 
 def op_batches() -> dict[str, CaseBatch]:
@@ -116,11 +116,15 @@ def training_graphs() -> dict[str, tuple]:
     return graphs
 
 
-def cuda_source(graph, fetches, feed_dict, name: str) -> tuple[str, set[str]]:
-    """The CUDA program a GPU session compiles (no optimization pass), and its op types."""
+def cuda_source(
+    graph, fetches, feed_dict, name: str, optimize: bool = False
+) -> tuple[str, set[str]]:
+    """The CUDA program a GPU session compiles (no optimization pass, or all of them with the
+    CUDA target's options: fused kernels), and its op types."""
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    program = run_passes(program, pipeline([]))
+    passes = pipeline() if optimize else pipeline([])
+    program = run_passes(program, passes, options=CUDA.pass_options())
     ops = {program.node(n)["op"] for n in program.graph_attrs["schedule"]}
     return render_program(lower_program(program, name=name), CUDA), ops
 
@@ -132,6 +136,7 @@ def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:
         programs[name] = cuda_source(batch.graph, tensors, batch.feed_dict, name)
     for name, (graph, fetches, feed) in training_graphs().items():
         programs[name] = cuda_source(graph, fetches, feed, name)
+        programs[name + ".fused"] = cuda_source(graph, fetches, feed, name + ".fused", True)
     return programs
 
 
