@@ -10,8 +10,11 @@ reduction; `<name>_finish` stores the outputs of o and runs what reads reduced v
 finished, element-wise members after the reductions, an update of a reduced gradient). The
 kernels of templates/cuda/kernels/fused.cu.j2 give each output one thread (short reductions)
 or split its range over the threads of blocks merged in a fixed tree (long ones): the same
-order of summation on every run. MatMul members are not lowered here: the CUDA target asks
-the fuse pass for no MatMul groups (Target.fuse_matmul).
+order of summation on every run. A MatMul member is one GEMM (cuBLAS) launched before the
+kernel, writing the whole product into the output that holds its rows; the kernel then reads
+it there as its epilogue (bias, activation, gradients). The C kernel keeps only a block of
+rows in scratch memory where no output holds the product: the CUDA target asks the fuse pass
+for no such group (Target.fuse_row_scratch).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from tfc.kernels import (
     contiguous_strides,
     format_expr,
     index_expr,
+    type_tag,
 )
 from tfc.kernels_cuda import (
     BLOCK_REDUCE_MIN,
@@ -58,10 +62,10 @@ class _CudaFusion:
         self.update = ctx.attrs.get("update")
         grad = self.update.grad if self.update is not None else None
         self.plan = plan_fusion(self.members, self.outputs, list(ctx.in_shapes), grad)
-        if self.plan.matmul is not None:
+        if self.plan.matmul is not None and ctx.attrs.get("row_scratch") is not None:
             raise NotImplementedError(
-                f"Fusion '{ctx.name}' holds a MatMul: the CUDA target's fuse pass forms no "
-                "MatMul groups (Target.fuse_matmul)"
+                f"Fusion '{ctx.name}' keeps its product's rows in scratch memory: the CUDA "
+                "target's fuse pass forms no such group (Target.fuse_row_scratch)"
             )
         self.reduces = [j for j, m in enumerate(self.members) if m.kind == "reduce"]
         self._index_space()
@@ -106,10 +110,11 @@ class _CudaFusion:
 
     # -- statements ----------------------------------------------------------------------------
     def data(self) -> dict:
+        launch = {"launch_before": self._gemm()}
         if not self.reduces:
             body = self._phase(0, [])
             total = math.prod(self.kept)
-            return {
+            return launch | {
                 "reduce": False,
                 "at_body": _coordinates("t", self.kept, self.kept_vars, "rest") + body,
                 "at_unused": self._unused(body),
@@ -117,7 +122,26 @@ class _CudaFusion:
                 "threads": THREADS,
                 "blocks": max(1, min(-(-total // THREADS), MAX_BLOCKS)),
             }
-        return self._reduce_data()
+        return launch | self._reduce_data()
+
+    def _gemm(self) -> list[str]:
+        """The GEMM of a MatMul member, launched before the kernel: the whole product into the
+        output that holds its rows (the MatMul's own, or one post-processing it in place)."""
+        if self.plan.matmul is None:
+            return []
+        m = self.members[self.plan.matmul]
+        (_, a), (_, b) = m.args
+        a_shape, b_shape = self.ctx.in_shapes[a], self.ctx.in_shapes[b]
+        ta, tb = bool(m.attrs.get("transpose_a")), bool(m.attrs.get("transpose_b"))
+        sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
+        sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
+        k = a_shape[0] if ta else a_shape[1]
+        rows, n = m.shape
+        out = f"y{self.plan.row_buffer}"
+        return [
+            f"tfc_cuda_gemm_{type_tag(m.dtype)}({rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
+            f"{sbk}, {sbn}, {out});"
+        ]
 
     def _reduce_data(self) -> dict:
         accs = []
@@ -210,6 +234,13 @@ class _CudaFusion:
                     body += self._reduced_value(j, k, j in read)
                 continue
             if not plan.needed[j] or plan.phase[j] != phase:
+                continue
+            if m.kind == "matmul":  # the GEMM launched before the kernel wrote it there
+                if j in read:
+                    row = self.outputs[plan.row_buffer]
+                    at = self.index(self.out_at[row])
+                    body.append(f"const {m.dtype.c_type} v{j} = y{plan.row_buffer}[{at}];")
+                    self.names[j] = f"v{j}"
                 continue
             operands = [
                 self.names[m.args[p][1]] if m.args[p][0] == "m"
