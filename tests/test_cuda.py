@@ -274,6 +274,8 @@ def test_compile_target_cuda_builds_executables(cuda_executables):
         "program_init.cu", "program_predict.cu", "program_predict_one.cu", "program_train.cu",
     ]  # fmt: skip
     assert "$(NVCC)" in (out / "Makefile").read_text()
+    # the fuse pass ran: the dense layers' bias + activation are fused kernels on the GPU
+    assert "fused element-wise ops" in (out / "program_train.cu").read_text()
     assert cuda_executables.train.stat().st_size > 0 and cuda_executables.predict.exists()
 
 

@@ -40,7 +40,7 @@ from tfc.kernels_cuda import (
     THREADS,
     unravel,
 )
-from tfc.ops.fusion_lower import _arg_dtype, _reduction, _update_lines, member_expr
+from tfc.ops.fusion_lower import arg_dtype, member_expr, member_reduction, update_lines
 from tfc.ops.fusion_plan import arg_shape, loads_of, plan_fusion, reduce_axes, value_args
 from tfc.ops.reduce import _mean_finalize
 from tfc.ops.registry import OpContext
@@ -147,7 +147,7 @@ class _CudaFusion:
         accs = []
         for j in self.reduces:
             m, k = self.members[j], len(accs)
-            spec = _reduction(m)
+            spec = member_reduction(m)
             wide = spec.wide_float32 and m.dtype is _dt.float32
             combine = format_expr(spec.combine[m.dtype.kind], m.dtype, a="{a}", b="{b}")
             accs.append({
@@ -247,7 +247,7 @@ class _CudaFusion:
                 else load_names[(m.args[p][1], plan.arg_dims[j][p])]
                 for p in value_args(m)
             ]  # fmt: skip
-            dtypes = [_arg_dtype(ctx, members, a) for a in m.args]
+            dtypes = [arg_dtype(ctx, members, a) for a in m.args]
             expr = member_expr(m, operands, dtypes)
             if expr is None:
                 self.names[j] = operands[-1]
@@ -259,7 +259,7 @@ class _CudaFusion:
                 body.append(f"y{o}[{self.index(self.out_at[j])}] = {self.names[j]};")
         if update_here:
             params, used = [], set()
-            body += _update_lines(ctx, self.update, self.names[grad],
+            body += update_lines(ctx, self.update, self.names[grad],
                                   self.index(self.ref_at), params, used)  # fmt: skip
         return body
 
