@@ -154,8 +154,8 @@ class _CudaFusion:
                 "ctype": "double" if wide else m.dtype.c_type,
                 "name": f"acc{k}",
                 "init": f"({m.dtype.c_type})({c_literal(spec.identity(m.dtype), m.dtype)})",
-                "merge": f"sh{k}[threadIdx.x] = "
-                + combine.format(a=f"sh{k}[threadIdx.x]", b=f"sh{k}[threadIdx.x + s]") + ";",
+                "merge": _merge(combine, k, "threadIdx.x"),
+                "merge_host": _merge(combine, k, "tid"),  # the emulation's thread loop
                 "combine": combine,
             })  # fmt: skip
         span = self._phase(0, accs)
@@ -287,3 +287,10 @@ def _coordinates(index: str, bounds: list[int], names: list[str], rest: str) -> 
         f"(void){index};",
         *(f"(void){v};" for v in names),
     ]
+
+
+def _merge(combine: str, k: int, thread: str) -> str:
+    """A step of the shared-memory tree: thread `thread` folds in its partner's partial."""
+    return (
+        f"sh{k}[{thread}] = " + combine.format(a=f"sh{k}[{thread}]", b=f"sh{k}[{thread} + s]") + ";"
+    )
