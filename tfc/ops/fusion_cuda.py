@@ -9,12 +9,14 @@ producers at the points (o, r) of a range of r and folds them into one accumulat
 reduction; `<name>_finish` stores the outputs of o and runs what reads reduced values (means
 finished, element-wise members after the reductions, an update of a reduced gradient). The
 kernels of templates/cuda/kernels/fused.cu.j2 give each output one thread (short reductions)
-or split its range over the threads of blocks merged in a fixed tree (long ones): the same
-order of summation on every run. A MatMul member is one GEMM (cuBLAS) launched before the
-kernel, writing the whole product into the output that holds its rows; the kernel then reads
-it there as its epilogue (bias, activation, gradients). The C kernel keeps only a block of
-rows in scratch memory where no output holds the product: the CUDA target asks the fuse pass
-for no such group (Target.fuse_row_scratch).
+or split its range over the threads of blocks merged in a fixed tree, finishing in a second
+kernel (long ones, and any with a fused update): the same order of summation on every run.
+
+A MatMul member is one GEMM (cuBLAS) launched before the kernel, writing the whole product
+into the output that holds its rows; the kernel then reads it there as its epilogue (bias,
+activation, gradients). The C kernel keeps only a block of rows in scratch memory where no
+output holds the product: the CUDA target asks the fuse pass for no such group
+(Target.fuse_row_scratch).
 """
 
 from __future__ import annotations
@@ -161,7 +163,10 @@ class _CudaFusion:
         span = self._phase(0, accs)
         finish = self._phase(1, accs)
         out_count, count = math.prod(self.kept), math.prod(self.reduced)
-        block = count >= BLOCK_REDUCE_MIN
+        # a fused update after the reductions writes variables that other outputs' threads
+        # may still read before them (a variable read along a reduced dim): the separate
+        # finishing kernel of the block form runs after every read
+        block = count >= BLOCK_REDUCE_MIN or self.update is not None
         # enough blocks to fill the GPU: few outputs with many elements each split into chunks
         chunks = max(1, min(-(-count // (REDUCE_THREADS * 8)), BLOCKS_WANTED // out_count))
         per_chunk = -(-count // chunks)
