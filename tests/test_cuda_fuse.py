@@ -24,7 +24,6 @@ from tfc.backend_cuda import COMMON_FLAGS, compile_cuda, nvcc
 from tfc.interp import Interpreter, evaluate
 from tfc.lower import lower_program
 from tfc.ops.fusion import is_fusion
-from tfc.ops.fusion_plan import plan_fusion
 from tfc.passes import pipeline, run_passes
 from tfc.render import render_kernel, render_program
 from tfc.signature import RunRequest, make_program_graph
@@ -301,29 +300,8 @@ def _fusion_cases(name: str) -> list[tuple]:
                 expected = np.asarray(values[(n, index)])
                 before[p.name] = np.full(expected.shape, 7, expected.dtype)  # all are written
                 after[p.name] = expected
-        product = _product(program, n, [values[t] for t in inputs])
-        if product is not None:  # the GEMM before the kernel writes it (cuBLAS: not emulated)
-            param, value = product
-            before[param] = value.astype(before[param].dtype)
         cases.append((f"{name.replace('.', '_')}_f{k}", bound.kernel, before, after, n))
     return cases
-
-
-def _product(program, node: str, inputs: list) -> tuple[str, np.ndarray] | None:
-    """The output parameter a fused MatMul's GEMM writes, and the product (None: no MatMul)."""
-    attrs = program.node(node)["attrs"]
-    members, outputs = list(attrs["members"]), list(attrs["outputs"])
-    update = attrs.get("update")
-    shapes = [np.shape(v) for v in inputs]
-    plan = plan_fusion(members, outputs, shapes, update.grad if update is not None else None)
-    if plan.matmul is None:
-        return None
-    m = members[plan.matmul]
-    (_, a), (_, b) = m.args
-    x, y = np.asarray(inputs[a]), np.asarray(inputs[b])
-    x = x.T if m.attrs.get("transpose_a") else x
-    y = y.T if m.attrs.get("transpose_b") else y
-    return f"y{plan.row_buffer}", x.astype(np.float64) @ y.astype(np.float64)
 
 
 @needs_nvcc

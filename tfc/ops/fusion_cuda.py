@@ -112,7 +112,8 @@ class _CudaFusion:
 
     # -- statements ----------------------------------------------------------------------------
     def data(self) -> dict:
-        launch = {"launch_before": self._gemm()}
+        launch = {"launch_before": self._gemm("tfc_cuda_gemm"),
+                  "emulate_before": self._gemm("tfc_cuda_gemm_host")}  # fmt: skip
         if not self.reduces:
             body = self._phase(0, [])
             total = math.prod(self.kept)
@@ -126,9 +127,10 @@ class _CudaFusion:
             }
         return launch | self._reduce_data()
 
-    def _gemm(self) -> list[str]:
+    def _gemm(self, function: str) -> list[str]:
         """The GEMM of a MatMul member, launched before the kernel: the whole product into the
-        output that holds its rows (the MatMul's own, or one post-processing it in place)."""
+        output that holds its rows (the MatMul's own, or one post-processing it in place);
+        `function` tfc_cuda_gemm (the device's) or tfc_cuda_gemm_host (the emulation's)."""
         if self.plan.matmul is None:
             return []
         m = self.members[self.plan.matmul]
@@ -141,7 +143,7 @@ class _CudaFusion:
         rows, n = m.shape
         out = f"y{self.plan.row_buffer}"
         return [
-            f"tfc_cuda_gemm_{type_tag(m.dtype)}({rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
+            f"{function}_{type_tag(m.dtype)}({rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
             f"{sbk}, {sbn}, {out});"
         ]
 
