@@ -93,8 +93,12 @@ def fused_graphs() -> dict[str, tuple]:
         loss = tfc.reduce_mean(tfc.square(h - 0.5))
         grads = tfc.gradients(loss, [w, bias, x])
         init = tfc.global_variables_initializer()
-    feed = {x: _rng(8).standard_normal((16, 12), np.float32)}
-    graphs["dense"] = (graph, [h, loss, *grads], feed, [init])
+        a = tfc.placeholder(tfc.float64, [5, 6])  # transposed operands, float64
+        c = tfc.placeholder(tfc.float64, [4, 5])
+        t = tfc.tanh(tfc.matmul(a, c, transpose_a=True, transpose_b=True) - 1.0)
+    feed = {x: _rng(8).standard_normal((16, 12), np.float32),
+            a: _rng(12).standard_normal((5, 6)), c: _rng(13).standard_normal((4, 5))}  # fmt: skip
+    graphs["dense"] = (graph, [h, loss, *grads, t], feed, [init])
     graph = tfc.Graph()
     with graph.as_default():  # fused updates: a gradient computed element-wise (a weight
         # multiplying the input) and a reduced one (a bias) for each optimizer
