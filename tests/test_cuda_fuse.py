@@ -190,8 +190,12 @@ def _kernel_kind(text: str) -> str:
 
 def test_only_the_c_target_keeps_fused_products_in_row_scratch():
     """CUDA programs fuse MatMuls whose product an output holds (the GEMM writes it whole), not
-    those whose rows only a scratch block holds (the C kernel's GEMM runs inside its loop)."""
-    for options, scratch in ((None, True), (CUDA.pass_options(), False)):
+    those whose rows only a scratch block holds (the C kernel's GEMM runs inside its loop); a
+    target may also ask for no MatMul groups at all (Target.fuse_matmul)."""
+    no_matmul = {"fuse": {"matmul_groups": False}}
+    for options, scratch, matmul in (
+        (None, True, True), (CUDA.pass_options(), False, True), (no_matmul, False, False)
+    ):  # fmt: skip
         kinds, scratches = set(), set()
         for name in ("dense", "digits_model", "lenet_model"):
             graph, fetches, feed, _ = GRAPHS[name]
@@ -203,7 +207,7 @@ def test_only_the_c_target_keeps_fused_products_in_row_scratch():
                     attrs = program.node(n)["attrs"]
                     kinds.update(m.kind for m in attrs["members"])
                     scratches.add(attrs.get("row_scratch") is not None)
-        assert "matmul" in kinds and "reduce" in kinds
+        assert ("matmul" in kinds) == matmul and "reduce" in kinds
         assert (True in scratches) == scratch
 
 
