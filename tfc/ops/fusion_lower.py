@@ -17,6 +17,7 @@ optimizer update runs in the body (its gradient is element-wise) or in a loop af
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tfc import dtypes as _dt
 from tfc.kernels import (
@@ -151,7 +152,7 @@ class _Lowering:
             Param(f"x{k}", self.ctx.in_dtypes[k].c_type, True, f"in{k}")
             for k in sorted(self.used_inputs)
         ]
-        return fused_kernel(params, prologue, nests, self.ctx)
+        return fused_kernel(params, prologue, nests, _node_only(self.ctx))
 
     def _dense_head(self) -> list | None:
         """MatMul [+ bias over columns] [+ Relu] with only the last exported: one GEMM call whose
@@ -204,7 +205,7 @@ class _Lowering:
             f"{sbk}, {sbn}, y0, {n}, {one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, "
             f"{int(relu)});"
         )
-        return fused_kernel(params, [call], [], ctx)
+        return fused_kernel(params, [call], [], _node_only(ctx))
 
     def _phase(self, phase: int) -> list[str]:
         plan, members, outputs = self.plan, self.members, self.outputs
@@ -318,6 +319,11 @@ class _Lowering:
         else:
             out = f"y{o}[{nest.index(at)}]"
             body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
+
+
+def _node_only(ctx: OpContext) -> OpContext:
+    """The node's own context, without the program graph (what a kernel may keep)."""
+    return replace(ctx, graph=None, inputs=(), state=None, ref_names=())
 
 
 def member_reduction(m: Member) -> Reduction:
