@@ -76,12 +76,16 @@ def fused_graphs() -> dict[str, tuple]:
         c = tfc.placeholder(tfc.float32, [4, 70, 3])  # reduced dims between and around kept ones
         mid = tfc.reduce_sum(tfc.square(c) + 1.0, axis=1) * 0.5
         outer = tfc.reduce_min(tfc.abs(c) - 2.0, axis=[0, 2], keepdims=True)
+        g = tfc.placeholder(tfc.float32, [4, 70, 3])  # bool accumulators
+        some = tfc.reduce_any(tfc.abs(g) > 2.5, axis=1)
+        every = tfc.reduce_all(tfc.abs(g) < 2.5, axis=1)
     feed = {x: _rng(4).standard_normal((8, 300), np.float32),
             b: _rng(5).standard_normal(300, np.float32),
             i: _rng(6).integers(-50, 50, (40, 3)),
             v: _rng(7).standard_normal((5, 70)),
-            c: _rng(11).standard_normal((4, 70, 3), np.float32)}  # fmt: skip
-    fetches = [rows, cols, peak, total, isum, vm, vx, mid, outer]
+            c: _rng(11).standard_normal((4, 70, 3), np.float32),
+            g: _rng(14).standard_normal((4, 70, 3), np.float32)}  # fmt: skip
+    fetches = [rows, cols, peak, total, isum, vm, vx, mid, outer, some, every]
     graphs["reductions"] = (graph, fetches, feed, [])
     graph = tfc.Graph()
     with graph.as_default():  # dense layers: GEMM, then bias + relu fused; their gradients
