@@ -83,7 +83,8 @@ def run_passes(
 
     `dump` names a directory that receives the graph in text form after every pass.
     `options` maps a pass name to keyword arguments of its function (a target's choices,
-    Target.pass_options: the CUDA target's fuse pass forms no MatMul groups).
+    Target.pass_options: for CUDA, the fuse pass forms no group that keeps a product's rows in
+    scratch memory).
     """
     from tfc.verify import verify_graph
 
