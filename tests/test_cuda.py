@@ -39,9 +39,9 @@ OP_TEST_MODULES = [
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
-# not in GPU programs: fused ops come from the fuse pass, which GPU programs skip; host-only
-# ops (OpDef.host_only: tf.data's iterator ops) are placed on the host (tfc/passes/place.py)
-NOT_ON_GPU = {"Fusion"} | {op for op, d in REGISTRY.items() if d.host_only}
+# not in GPU programs: host-only ops (OpDef.host_only: tf.data's iterator ops) are placed on the
+# host (tfc/passes/place.py)
+NOT_ON_GPU = {op for op, d in REGISTRY.items() if d.host_only}
 
 
 def op_batches() -> dict[str, CaseBatch]:
@@ -116,11 +116,15 @@ def training_graphs() -> dict[str, tuple]:
     return graphs
 
 
-def cuda_source(graph, fetches, feed_dict, name: str) -> tuple[str, set[str]]:
-    """The CUDA program a GPU session compiles (no optimization pass), and its op types."""
+def cuda_source(
+    graph, fetches, feed_dict, name: str, optimize: bool = False
+) -> tuple[str, set[str]]:
+    """The CUDA program a GPU session compiles (no optimization pass, or all of them with the
+    CUDA target's options: fused kernels), and its op types."""
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    program = run_passes(program, pipeline([]))
+    passes = pipeline() if optimize else pipeline([])
+    program = run_passes(program, passes, options=CUDA.pass_options())
     ops = {program.node(n)["op"] for n in program.graph_attrs["schedule"]}
     return render_program(lower_program(program, name=name), CUDA), ops
 
@@ -132,6 +136,7 @@ def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:
         programs[name] = cuda_source(batch.graph, tensors, batch.feed_dict, name)
     for name, (graph, fetches, feed) in training_graphs().items():
         programs[name] = cuda_source(graph, fetches, feed, name)
+        programs[name + ".fused"] = cuda_source(graph, fetches, feed, name + ".fused", True)
     return programs
 
 
@@ -295,6 +300,8 @@ def test_compile_target_cuda_builds_executables(cuda_executables):
         "program_init.cu", "program_predict.cu", "program_predict_one.cu", "program_train.cu",
     ]  # fmt: skip
     assert "$(NVCC)" in (out / "Makefile").read_text()
+    # the fuse pass ran: the dense layers' bias + activation are fused kernels on the GPU
+    assert "fused element-wise ops" in (out / "program_train.cu").read_text()
     assert cuda_executables.train.stat().st_size > 0 and cuda_executables.predict.exists()
 
 

@@ -303,12 +303,14 @@ def nest_lines(
 
 
 def fused_kernel(
-    params: Sequence[Param], prologue: Sequence[str], nests: Sequence[str]
+    params: Sequence[Param], prologue: Sequence[str], nests: Sequence[str], fusion: object = None
 ) -> list[Kernel]:
     """One kernel running `prologue` (statements, e.g. the initial values of reductions), then
     `nests` (indented lines from `nest_lines`: a loop nest, and maybe one after it finishing
-    reduced values)."""
-    return [Kernel("fused", list(params), {"prologue": list(prologue), "nests": list(nests)})]
+    reduced values). `fusion` (the node's OpContext) is what a target that does not run the C
+    loop nest lowers the same node from (CUDA: tfc/ops/fusion_cuda.py)."""
+    data = {"prologue": list(prologue), "nests": list(nests), "fusion": fusion}
+    return [Kernel("fused", list(params), data)]
 
 
 # -- C spelling of values -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ computed once in Python so the templates in templates/cuda/kernels only interpol
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from collections.abc import Sequence
@@ -20,8 +21,11 @@ BLOCK_REDUCE_MIN = 64  # reduce this many elements or more per output with a blo
 BLOCKS_WANTED = 1024  # a reduction splits its work into about this many blocks
 
 
-def unravel(index: str, bounds: Sequence[int], names: Sequence[str]) -> list[str]:
-    """Statements declaring `names` (int64) as the row-major coordinates of `index` in `bounds`.
+def unravel(
+    index: str, bounds: Sequence[int], names: Sequence[str], rest: str = "rest"
+) -> list[str]:
+    """Statements declaring `names` (int64) as the row-major coordinates of `index` in `bounds`
+    (`rest`: the name of the remainder, distinct where two unravel in one scope).
     The divisions run in 32 bits when the whole range fits (they are the costly part)."""
     if not bounds:
         return []
@@ -29,11 +33,11 @@ def unravel(index: str, bounds: Sequence[int], names: Sequence[str]) -> list[str
         return [f"const int64_t {names[0]} = {index};"]
     small = math.prod(bounds) < 2**31
     rtype, suffix = ("unsigned", "u") if small else ("uint64_t", "ull")
-    lines = [f"{rtype} rest = ({rtype}){index};"]
+    lines = [f"{rtype} {rest} = ({rtype}){index};"]
     for k in reversed(range(1, len(bounds))):
-        lines.append(f"const int64_t {names[k]} = (int64_t)(rest % {bounds[k]}{suffix});")
-        lines.append(f"rest /= {bounds[k]}{suffix};")
-    lines.append(f"const int64_t {names[0]} = (int64_t)rest;")
+        lines.append(f"const int64_t {names[k]} = (int64_t)({rest} % {bounds[k]}{suffix});")
+        lines.append(f"{rest} /= {bounds[k]}{suffix};")
+    lines.append(f"const int64_t {names[0]} = (int64_t){rest};")
     return lines
 
 
@@ -221,10 +225,14 @@ _ADAPTERS = {
     "avg_pool": _POOLED,
     "avg_pool_grad": _POOL_INPUT,
     "max_pool_grad_grad": _POOLED,
+    "fused": "tfc.ops.fusion_cuda:fusion_kernel_data",  # imported when used: it imports the ops
 }
 
 
 def cuda_kernel_data(kernel: Kernel) -> dict:
     """Extra template data the CUDA kernel template of `kernel` needs ({} when none)."""
     adapter = _ADAPTERS.get(kernel.template)
+    if isinstance(adapter, str):
+        module, function = adapter.split(":")
+        adapter = getattr(importlib.import_module(module), function)
     return adapter(kernel) if adapter else {}

@@ -24,6 +24,7 @@ from tfc.lower import LoweredProgram, Slot, lower_program
 from tfc.passes import run_passes
 from tfc.render import render_program
 from tfc.signature import RunRequest, make_program_graph
+from tfc.targets import CUDA, C
 
 _ALIGN = 64
 
@@ -161,7 +162,7 @@ class Session:
             if _placed_on_gpu(graph):
                 program = self._placed_program(graph, name, len(fetches))
             else:
-                graph = run_passes(graph, self._passes, verify=self._verify)
+                graph = run_passes(graph, self._passes, self._verify, options=C.pass_options())
                 lowered = lower_program(graph, name=name)
                 program = CompiledProgram(self, lowered, render_program(lowered))
             self._programs[key] = program
@@ -191,7 +192,6 @@ class Session:
 
     def _gpu_program(self, lowered: LoweredProgram) -> Any:
         from tfc.backend_cuda import CudaProgram
-        from tfc.targets import CUDA
 
         return CudaProgram(self, lowered, render_program(lowered, CUDA))
 

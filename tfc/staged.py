@@ -20,10 +20,12 @@ from tfc.graph import Graph
 from tfc.lower import LoweredProgram, lower_program
 from tfc.passes import run_passes
 from tfc.passes.stage import FEED, FETCH, Stage
+from tfc.targets import CUDA, C, Target
 
 # where a GPU program's ops go when they name no device (TF1 prefers the GPU when present)
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
-# fused kernels run GEMM rows inside host loops: programs with GPU stages are compiled unfused
+# run per stage, after the cut: fusion with the options of the stage's target (a group never
+# spans devices), then its schedule and memory plan
 LATE_PASSES = ("fuse", "schedule", "memory")
 
 
@@ -33,24 +35,32 @@ def plan_stages(
 ) -> list[tuple[Stage, LoweredProgram]]:  # fmt: skip
     """The lowered programs of a program graph with ops on a GPU, one per stage in run order:
     the optimizations of `passes` (not fuse), placement (ops naming no device go to the GPU,
-    host-only ops to the host), the stage cut, then each stage scheduled and planned. A program
+    host-only ops to the host), the stage cut, then each stage fused for its target (CUDA or
+    C), scheduled and planned. A program
     on one device is one stage, compiled whole: feeds and fetches in the program's order."""
     graph = run_passes(graph, [p for p in passes if p not in LATE_PASSES], verify=verify)
     graph.graph_attrs.update(default_device=GPU_DEVICE, allow_soft_placement=allow_soft_placement)
     graph = run_passes(graph, ["place", "stage"], verify=verify)
     stages: list[Stage] = graph.graph_attrs["stages"]
+    late = [p for p in passes if p in LATE_PASSES]
     if len(stages) <= 1:
         device = stages[0].device if stages else GPU_DEVICE
-        graph = run_passes(graph, ["schedule", "memory"], verify=verify)
+        on_gpu = stages[0].on_gpu if stages else True
+        graph = run_passes(graph, late, verify=verify, options=_target(on_gpu).pass_options())
         inputs = [(FEED, i) for i in range(len(graph.graph_attrs["feeds"]))]
         outputs = [(FETCH, j) for j in range(len(graph.graph_attrs["fetches"]))]
         whole = Stage(device, graph, inputs, outputs)  # type: ignore[arg-type]
         return [(whole, lower_program(graph, name=name))]
     planned = []
     for i, stage in enumerate(stages):
-        stage.graph = run_passes(stage.graph, ["schedule", "memory"], verify=verify)
+        options = _target(stage.on_gpu).pass_options()
+        stage.graph = run_passes(stage.graph, late, verify=verify, options=options)
         planned.append((stage, lower_program(stage.graph, name=f"{name}.stage{i}")))
     return planned
+
+
+def _target(on_gpu: bool) -> Target:
+    return CUDA if on_gpu else C
 
 
 @dataclass

@@ -27,6 +27,15 @@ class Target:
     profiles: bool = True  # whether the TFC_PROFILE build exists for this target
     # "module:function" adding target-specific data to a kernel's (thread indexing, say)
     data_adapter: str | None = None
+    # whether the fuse pass may put a MatMul in a group, and one whose product only a block of
+    # rows in scratch memory holds: the C kernel computes the rows inside its loop nest; a CUDA
+    # kernel launches the whole GEMM first, into an output the size of the product
+    fuse_matmul: bool = True
+    fuse_row_scratch: bool = True
+
+    def pass_options(self) -> dict[str, dict]:
+        """Keyword arguments of passes for programs of this target (run_passes' `options`)."""
+        return {"fuse": {"matmul_groups": self.fuse_matmul, "row_scratch": self.fuse_row_scratch}}
 
 
 C = Target(
@@ -49,6 +58,7 @@ CUDA = Target(
     copy_function="tfc_cuda_memcpy",
     profiles=False,
     data_adapter="tfc.kernels_cuda:cuda_kernel_data",
+    fuse_row_scratch=False,
 )
 
 TARGETS = {"c": C, "cuda": CUDA}

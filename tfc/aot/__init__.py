@@ -76,6 +76,7 @@ from tfc.aot.signatures import ModelError, build_signatures, load_signatures_fun
 from tfc.aot.sources import model_objects, model_sources, render_makefile
 from tfc.backend_c import GENERIC_FLAGS, HOST_FLAGS
 from tfc.config import CompileOptions
+from tfc.targets import TARGETS
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
 
@@ -139,9 +140,8 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     default_name, fn = load_signatures_function(model)
     name = _c_identifier(name or default_name)
     passes = (options or CompileOptions()).pipeline()
-    if target == "cuda":  # fused kernels run GEMM rows in host loops
-        passes = [p for p in passes if p != "fuse"]
-    plan = plan_model(build_signatures(name, fn), int(batch), passes)
+    pass_options = TARGETS["cuda" if target == "cuda" else "c"].pass_options()
+    plan = plan_model(build_signatures(name, fn), int(batch), passes, pass_options)
     cuda = None
     if target == "cuda":
         from tfc.backend_cuda import executable_flags

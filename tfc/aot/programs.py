@@ -83,7 +83,7 @@ def _feed(tensor, batch: int) -> FeedSpec:
 
 
 def _compile(
-    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes=PIPELINE
+    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes=PIPELINE, options=None
 ) -> Program:
     graph = make_program_graph(
         sigs.graph,
@@ -91,13 +91,16 @@ def _compile(
         [op.name for op in targets],
         feeds,
     )
-    graph = run_passes(graph, passes)
+    graph = run_passes(graph, passes, options=options)
     lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=f"{sigs.name}_{role}_")
     return Program(role, lowered, render_program(lowered), list(names[0]), list(names[1]))
 
 
-def plan_model(sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE) -> ModelPlan:
-    """Compile the model's programs for `batch` with `passes` and lay out their shared state."""
+def plan_model(
+    sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE, pass_options=None
+) -> ModelPlan:
+    """Compile the model's programs for `batch` with `passes` (their keyword arguments:
+    `pass_options`, a target's Target.pass_options()) and lay out their shared state."""
     if batch < 1:
         raise ModelError(f"batch must be at least 1, got {batch}")
     graph, programs = sigs.graph, {}
@@ -108,10 +111,10 @@ def plan_model(sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE) 
                 GraphKeys.LOCAL_VARIABLES
             )
             init = variables_initializer(variables, name="tfc_init")
-        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes)
+        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes, pass_options)
         feeds, names = train_feeds(tr, batch)
         programs["train"] = _compile(
-            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes
+            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes, pass_options
         )
     if sigs.predict is not None:
         pr = sigs.predict
@@ -127,6 +130,7 @@ def plan_model(sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE) 
                 [_feed(pr.features, n)],
                 (["features"], list(pr.outputs)),
                 passes,
+                pass_options,
             )
             for key, fetch in zip(pr.outputs, program.lowered.fetches):
                 if not fetch.shape or fetch.shape[0] != n:

@@ -17,6 +17,7 @@ optimizer update runs in the body (its gradient is element-wise) or in a loop af
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tfc import dtypes as _dt
 from tfc.kernels import (
@@ -133,7 +134,7 @@ class _Lowering:
         reduces = [j for j, m in enumerate(members) if m.kind == "reduce"]
         prologue = []
         for j in reduces:
-            spec = _reduction(members[j])
+            spec = member_reduction(members[j])
             init = c_literal(spec.identity(members[j].dtype), members[j].dtype)
             o, count = self.outputs.index(j), num_elements(members[j].shape)
             loop = f"for (int64_t o = 0; o < {count}; ++o) " if count > 1 else ""
@@ -151,7 +152,7 @@ class _Lowering:
             Param(f"x{k}", self.ctx.in_dtypes[k].c_type, True, f"in{k}")
             for k in sorted(self.used_inputs)
         ]
-        return fused_kernel(params, prologue, nests)
+        return fused_kernel(params, prologue, nests, _node_only(self.ctx))
 
     def _dense_head(self) -> list | None:
         """MatMul [+ bias over columns] [+ Relu] with only the last exported: one GEMM call whose
@@ -204,7 +205,7 @@ class _Lowering:
             f"{sbk}, {sbn}, y0, {n}, {one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, "
             f"{int(relu)});"
         )
-        return fused_kernel(params, [call], [])
+        return fused_kernel(params, [call], [], _node_only(ctx))
 
     def _phase(self, phase: int) -> list[str]:
         plan, members, outputs = self.plan, self.members, self.outputs
@@ -274,7 +275,7 @@ class _Lowering:
                 else load_names[(m.args[p][1], plan.arg_dims[j][p])]
                 for p in value_args(m)
             ]  # fmt: skip
-            dtypes = [_arg_dtype(self.ctx, members, a) for a in m.args]
+            dtypes = [arg_dtype(self.ctx, members, a) for a in m.args]
             expr = member_expr(m, operands, dtypes)
             if expr is None:
                 self.names[j] = operands[-1]
@@ -285,7 +286,7 @@ class _Lowering:
             if members[j].kind == "map" and plan.phase[j] == phase:
                 body.append(f"y{o}[{nest.index(out_at[j])}] = {self.names[j]};")
         if update_here:
-            body += _update_lines(self.ctx, self.update, self.names[grad],
+            body += update_lines(self.ctx, self.update, self.names[grad],
                                   nest.index(ref_at), self.params, self.used_inputs)  # fmt: skip
         if phase == 1 and not body:
             return []
@@ -296,7 +297,7 @@ class _Lowering:
         phase 1: finish a mean, and load the value when later members read it."""
         m = self.members[j]
         o = self.outputs.index(j)
-        spec = _reduction(m)
+        spec = member_reduction(m)
         if phase == 1:
             out = f"y{o}[{nest.index(at)}]"
             x_shape = arg_shape(self.members, list(self.ctx.in_shapes), m.args[0])
@@ -320,11 +321,18 @@ class _Lowering:
             body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
 
 
-def _reduction(m: Member) -> Reduction:
+def _node_only(ctx: OpContext) -> OpContext:
+    """The node's own context, without the program graph (what a kernel may keep)."""
+    return replace(ctx, graph=None, inputs=(), state=None, ref_names=())
+
+
+def member_reduction(m: Member) -> Reduction:
+    """The accumulation of a reduce member (the gradient pass's SumToShape is a wide sum)."""
     return _SUM_TO_SHAPE if m.op == "SumToShape" else REDUCTIONS[m.op]
 
 
-def _arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
+def arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
+    """The dtype of a member's argument: a fusion input, an earlier member or a constant."""
     if arg[0] == "in":
         return ctx.in_dtypes[arg[1]]
     if arg[0] == "m":
@@ -381,7 +389,7 @@ def _gemm_rows(
     return outer, inner
 
 
-def _update_lines(
+def update_lines(
     ctx: OpContext, update, grad: str, ref_index: str, params: list, used_inputs: set
 ) -> list[str]:
     """The optimizer's statements (training_ops' own) on one element: the gradient `grad`,

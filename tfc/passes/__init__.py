@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tfc.graph import Graph
@@ -79,15 +79,20 @@ def run_passes(
     passes: Sequence[str] = PIPELINE,
     verify: bool = False,
     dump: str | os.PathLike | None = None,
+    options: Mapping[str, Mapping[str, object]] | None = None,
 ) -> Graph:
     """Run `passes` by name; with `verify`, check the graph invariants after each one.
 
     `dump` names a directory that receives the graph in text form after every pass.
+    `options` maps a pass name to keyword arguments of its function (a target's choices,
+    Target.pass_options: for CUDA, the fuse pass forms no group that keeps a product's rows in
+    scratch memory).
     """
     from tfc.verify import verify_graph
 
+    options = options or {}
     for i, name in enumerate(passes):
-        graph = get_pass(name)(graph)
+        graph = get_pass(name)(graph, **options.get(name, {}))
         if verify:
             verify_graph(graph, after=name)
         if dump is not None:

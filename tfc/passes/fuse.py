@@ -54,8 +54,11 @@ from tfc.passes.schedule import dependency_graph
 from tfc.tensor_shape import num_elements
 
 
-def fuse_elementwise(graph: Graph) -> Graph:
-    fuser = _Fuser(graph)
+def fuse_elementwise(graph: Graph, matmul_groups: bool = True, row_scratch: bool = True) -> Graph:
+    """`matmul_groups` False: no MatMul joins a group. `row_scratch` False: no group whose
+    product only a scratch block of rows would hold (a target that computes the whole product
+    before the loop, into an output: CUDA)."""
+    fuser = _Fuser(graph, matmul_groups, row_scratch)
     for name in fuser.order:
         fuser.place(name)
     for name in fuser.order:
@@ -70,14 +73,18 @@ def fuse_elementwise(graph: Graph) -> Graph:
 class _Fuser:
     """Clusters of nodes (each node starts alone); fusable clusters grow by merging."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, matmul_groups: bool = True, row_scratch: bool = True) -> None:
         self.graph = graph
+        self.row_scratch = row_scratch
         self.order = list(
             nx.lexicographical_topological_sort(graph.nx, key=lambda n: graph.node(n)["id"])
         )
         self.topo = {n: i for i, n in enumerate(self.order)}
         self.fetched = {tuple(t) for t in graph.graph_attrs.get("fetches", [])}
-        self.kinds = {n: k for n in self.order if (k := _kind(graph, n)) is not None}
+        self.kinds = {
+            n: k for n in self.order
+            if (k := _kind(graph, n)) is not None and (matmul_groups or k != "matmul")
+        }  # fmt: skip
         self.succ = _ordering_edges(graph)
         self.cluster = {n: i for i, n in enumerate(self.order)}
         self.nodes: dict[int, set[str]] = {i: {n} for i, n in enumerate(self.order)}
@@ -154,6 +161,8 @@ class _Fuser:
             return False
         try:
             spec = build_spec(self.graph, group, self, update)
+            if spec.row_scratch is not None and not self.row_scratch:
+                return False
             grad = spec.update.grad if spec.update is not None else None
             plan = plan_fusion(spec.members, spec.outputs, spec.in_shapes, grad)
         except Unfusable:

@@ -1,0 +1,381 @@
+"""Fused kernels on the CUDA target (tfc/ops/fusion_cuda.py, templates/cuda/kernels/fused.cu.j2).
+
+Without a GPU: GPU programs are compiled with the fuse pass; every Fusion node becomes a
+parallel kernel (never the one-thread fallback) and the programs compile with nvcc, warnings
+as errors; each fused kernel, built for the host (TFC_CUDA_EMULATE: every thread's work in
+thread order, with the functions the device runs), computes the values and variable updates
+the NumPy references of its node give. On a GPU (`cuda` marker): fused training steps equal
+the CPU's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from test_cuda import GPU_OK, GPU_WHY, training_graphs
+
+import tfc
+from tfc.backend_c import runtime_dir
+from tfc.backend_cuda import COMMON_FLAGS, compile_cuda, nvcc
+from tfc.interp import Interpreter, evaluate
+from tfc.lower import lower_program
+from tfc.ops.fusion import is_fusion
+from tfc.passes import pipeline, run_passes
+from tfc.render import render_kernel, render_program
+from tfc.signature import RunRequest, make_program_graph
+from tfc.targets import CUDA
+
+NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
+SERIAL = "one GPU thread runs the C kernel"  # the comment of templates/cuda/serial.cu.j2
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def fused_graphs() -> dict[str, tuple]:
+    """(graph, fetches, feed_dict, init fetches) exercising each kind of fused group."""
+    graphs = {}
+    graph = tfc.Graph()
+    with graph.as_default():  # element-wise chains: broadcasting, views, casts, selects
+        x = tfc.placeholder(tfc.float32, [6, 1, 5])
+        b = tfc.placeholder(tfc.float32, [5])
+        n = tfc.placeholder(tfc.int32, [6, 5])
+        y = tfc.nn.relu(tfc.reshape(x, [6, 5]) * 2.0 + b)
+        z = tfc.where(y > 0.5, tfc.tanh(y), tfc.cast(n, tfc.float32) - y)
+        w = tfc.expand_dims(tfc.sigmoid(z), 0) + tfc.square(b)
+        k = (n * 3 + 1) % 7 - n
+        d = tfc.placeholder(tfc.float64, [3, 4])
+        e = tfc.exp(d) * 0.5 - tfc.reshape(tfc.cast(tfc.reshape(x, [6, 5])[:3, :4], tfc.float64),
+                                           [3, 4])  # fmt: skip
+    feed = {x: _rng(0).standard_normal((6, 1, 5), np.float32),
+            b: _rng(1).standard_normal(5, np.float32),
+            n: _rng(2).integers(-9, 9, (6, 5)).astype(np.int32),
+            d: _rng(3).standard_normal((3, 4))}  # fmt: skip
+    graphs["elementwise"] = (graph, [y, z, w, k, e], feed, [])
+    graph = tfc.Graph()
+    with graph.as_default():  # chains ending in reductions (short: a thread per output; long:
+        # blocks), element-wise ops on reduced values, several reductions over the same dims
+        x = tfc.placeholder(tfc.float32, [8, 300])
+        b = tfc.placeholder(tfc.float32, [300])
+        h = tfc.square(x - b)
+        rows = tfc.sqrt(tfc.reduce_mean(h, axis=1, keepdims=True)) + 1.0
+        cols = tfc.reduce_sum(h, axis=0)
+        peak = tfc.reduce_max(tfc.abs(x) * 3.0, axis=0)
+        total = tfc.reduce_sum(tfc.exp(x * 0.01))
+        i = tfc.placeholder(tfc.int64, [40, 3])
+        isum = tfc.reduce_sum(i * i, axis=0) - 2
+        v = tfc.placeholder(tfc.float64, [5, 70])
+        vm = tfc.reduce_mean(tfc.sin(v), axis=1) * 2.0
+        vx = tfc.reduce_max(tfc.sin(v), axis=1)
+        c = tfc.placeholder(tfc.float32, [4, 70, 3])  # reduced dims between and around kept ones
+        mid = tfc.reduce_sum(tfc.square(c) + 1.0, axis=1) * 0.5
+        outer = tfc.reduce_min(tfc.abs(c) - 2.0, axis=[0, 2], keepdims=True)
+        g = tfc.placeholder(tfc.float32, [4, 70, 3])  # bool accumulators
+        some = tfc.reduce_any(tfc.abs(g) > 2.5, axis=1)
+        every = tfc.reduce_all(tfc.abs(g) < 2.5, axis=1)
+    feed = {x: _rng(4).standard_normal((8, 300), np.float32),
+            b: _rng(5).standard_normal(300, np.float32),
+            i: _rng(6).integers(-50, 50, (40, 3)),
+            v: _rng(7).standard_normal((5, 70)),
+            c: _rng(11).standard_normal((4, 70, 3), np.float32),
+            g: _rng(14).standard_normal((4, 70, 3), np.float32)}  # fmt: skip
+    fetches = [rows, cols, peak, total, isum, vm, vx, mid, outer, some, every]
+    graphs["reductions"] = (graph, fetches, feed, [])
+    graph = tfc.Graph()
+    with graph.as_default():  # dense layers: GEMM, then bias + relu fused; their gradients
+        # (relu-grad + bias-grad: the gradient pass's SumToShape)
+        x = tfc.placeholder(tfc.float32, [16, 12])
+        w = tfc.Variable(tfc.random_normal([12, 7], seed=3))
+        bias = tfc.Variable(tfc.random_normal([7], seed=4))
+        h = tfc.nn.relu(tfc.matmul(x, w) + bias)
+        loss = tfc.reduce_mean(tfc.square(h - 0.5))
+        grads = tfc.gradients(loss, [w, bias, x])
+        init = tfc.global_variables_initializer()
+        a = tfc.placeholder(tfc.float64, [5, 6])  # transposed operands, float64
+        c = tfc.placeholder(tfc.float64, [4, 5])
+        t = tfc.tanh(tfc.matmul(a, c, transpose_a=True, transpose_b=True) - 1.0)
+    feed = {x: _rng(8).standard_normal((16, 12), np.float32),
+            a: _rng(12).standard_normal((5, 6)), c: _rng(13).standard_normal((4, 5))}  # fmt: skip
+    graphs["dense"] = (graph, [h, loss, *grads, t], feed, [init])
+    graph = tfc.Graph()
+    with graph.as_default():  # fused updates: a gradient computed element-wise (a weight
+        # multiplying the input) and a reduced one (a bias) for each optimizer
+        x = tfc.placeholder(tfc.float32, [9, 4])
+        ops = []
+        for k, opt in enumerate((
+            tfc.train.GradientDescentOptimizer(0.1),
+            tfc.train.MomentumOptimizer(0.1, 0.9),
+            tfc.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+            tfc.train.AdamOptimizer(0.05),
+            tfc.train.AdagradOptimizer(0.1),
+            tfc.train.RMSPropOptimizer(0.1),
+        )):  # fmt: skip
+            w = tfc.Variable(tfc.random_normal([9, 4], seed=10 + k))
+            c = tfc.Variable(tfc.random_normal([4], seed=20 + k))
+            ops.append(opt.minimize(tfc.reduce_sum(tfc.square(x * w + c))))
+        init = tfc.global_variables_initializer()
+    feed = {x: _rng(9).standard_normal((9, 4), np.float32)}
+    graphs["updates"] = (graph, ops, feed, [init])
+    graph = tfc.Graph()
+    with graph.as_default():  # fused updates of gradients computed element-wise, alone
+        x = tfc.placeholder(tfc.float32, [3, 5])
+        ops = []
+        for k, opt in enumerate((
+            tfc.train.GradientDescentOptimizer(0.1),
+            tfc.train.MomentumOptimizer(0.1, 0.9),
+            tfc.train.AdamOptimizer(0.05),
+            tfc.train.RMSPropOptimizer(0.1, centered=True),
+        )):  # fmt: skip
+            w = tfc.Variable(tfc.random_normal([3, 5], seed=30 + k))
+            ops.append(opt.minimize(tfc.reduce_sum(tfc.square(x * w - 1.0))))
+        init = tfc.global_variables_initializer()
+    feed = {x: _rng(10).standard_normal((3, 5), np.float32)}
+    graphs["updates_elementwise"] = (graph, ops, feed, [init])
+    training = training_graphs()
+    for name, (graph, fetches, feed) in training.items():
+        if not name.endswith(".init"):
+            if name + ".init" in training:
+                init = training[name + ".init"][1]
+            else:
+                with graph.as_default():
+                    init = [tfc.global_variables_initializer()]
+            graphs[name] = (graph, fetches, feed, init)
+    return graphs
+
+
+def gpu_program(graph, fetches, feed):
+    """The program graph a GPU session compiles (every pass, the CUDA target's options)."""
+    request = RunRequest(graph, fetches, feed)
+    program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    return request, run_passes(program, pipeline(), options=CUDA.pass_options())
+
+
+GRAPHS = fused_graphs()
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_gpu_programs_are_fused_into_parallel_kernels(name):
+    graph, fetches, feed, _ = GRAPHS[name]
+    _, program = gpu_program(graph, fetches, feed)
+    lowered = lower_program(program, name=name)
+    fused = [s for s in lowered.steps if is_fusion(s.op)]
+    assert fused, "no fused group"
+    for step in fused:
+        (bound,) = step.kernels
+        assert all(p.buf != "scratch" for p in bound.kernel.params)
+        text = render_kernel(bound.kernel, CUDA, name="k")
+        assert SERIAL not in text and "<<<1, 1," not in text, step.node
+
+
+def test_each_kind_of_group_is_formed():
+    ops, kinds = set(), set()
+    for name, (graph, fetches, feed, _) in GRAPHS.items():
+        _, program = gpu_program(graph, fetches, feed)
+        for step in lower_program(program, name=name).steps:
+            if is_fusion(step.op):
+                ops.add(step.op)
+                kinds.add(_kernel_kind(render_kernel(step.kernels[0].kernel, CUDA)))
+    updates = ("GradientDescent", "Momentum", "Adam", "Adagrad", "RMSProp", "CenteredRMSProp")
+    assert {"Fusion", "FusedAssign", *(f"FusedApply{u}" for u in updates)} <= ops
+    assert kinds == {"per-element", "thread per output", "blocks"}
+
+
+def _kernel_kind(text: str) -> str:
+    if "_at(int64_t t" in text:
+        return "per-element"
+    return "blocks" if "__shared__" in text else "thread per output"
+
+
+def test_only_the_c_target_keeps_fused_products_in_row_scratch():
+    """CUDA programs fuse MatMuls whose product an output holds (the GEMM writes it whole), not
+    those whose rows only a scratch block holds (the C kernel's GEMM runs inside its loop); a
+    target may also ask for no MatMul groups at all (Target.fuse_matmul)."""
+    no_matmul = {"fuse": {"matmul_groups": False}}
+    for options, scratch, matmul in (
+        (None, True, True), (CUDA.pass_options(), False, True), (no_matmul, False, False)
+    ):  # fmt: skip
+        kinds, scratches = set(), set()
+        for name in ("dense", "digits_model", "lenet_model"):
+            graph, fetches, feed, _ = GRAPHS[name]
+            request = RunRequest(graph, fetches, feed)
+            program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+            program = run_passes(program, pipeline(), options=options)
+            for n in program.nx:
+                if is_fusion(program.op_type(n)):
+                    attrs = program.node(n)["attrs"]
+                    kinds.update(m.kind for m in attrs["members"])
+                    scratches.add(attrs.get("row_scratch") is not None)
+        assert ("matmul" in kinds) == matmul and "reduce" in kinds
+        assert (True in scratches) == scratch
+
+
+@needs_nvcc
+def test_fused_gpu_programs_compile_with_nvcc_without_warnings():
+    for name, (graph, fetches, feed, _) in GRAPHS.items():
+        _, program = gpu_program(graph, fetches, feed)
+        source = render_program(lower_program(program, name=name), CUDA)
+        assert compile_cuda(source, name=name, cuda_arch="sm_80", output="object").stat().st_size
+
+
+# -- the kernels' numbers, emulated on the host ---------------------------------------------------
+def _harness(kernels: list[tuple[str, object]]) -> str:
+    """A host program running each kernel's emulation on its parameters' files <dir>/<label>.<p>
+    and writing the parameters it may write (outputs, updated variables) back to them."""
+    parts = ["#include <stdlib.h>", '#include "tfc_cuda.h"', ""]
+    calls = []
+    for label, kernel in kernels:
+        parts.append(render_kernel(kernel, CUDA, name=label))
+        lines = [f"(void)&{label};", "size_t n;"]
+        for p in kernel.params:
+            lines.append(f'{p.ctype} *{p.name} = ({p.ctype} *)load(dir, "{label}.{p.name}", &n);')
+        lines.append(f"{label}_emulate({', '.join(p.name for p in kernel.params)});")
+        for p in kernel.params:
+            if not p.const:
+                lines.append(f'save(dir, "{label}.{p.name}", {p.name});')
+            lines.append(f"free({p.name});")
+        calls.append("    {\n" + "".join(f"        {line}\n" for line in lines) + "    }")
+    parts.append(r"""
+static size_t bytes_of[1024];
+static void *pointers[1024];
+static int n_pointers;
+static FILE *open_in(const char *dir, const char *file, const char *mode) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, mode);
+    if (f == NULL) { fprintf(stderr, "cannot open %s\n", path); exit(2); }
+    return f;
+}
+static void *load(const char *dir, const char *file, size_t *bytes) {
+    FILE *f = open_in(dir, file, "rb");
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc((size_t)n + 1);
+    if (p == NULL || fread(p, 1, (size_t)n, f) != (size_t)n || n_pointers == 1024) exit(3);
+    fclose(f);
+    *bytes = (size_t)n;
+    bytes_of[n_pointers] = (size_t)n;
+    pointers[n_pointers++] = p;
+    return p;
+}
+static void save(const char *dir, const char *file, const void *p) {
+    size_t bytes = 0;
+    for (int k = 0; k < n_pointers; ++k) if (pointers[k] == p) bytes = bytes_of[k];
+    FILE *f = open_in(dir, file, "wb");
+    if (fwrite(p, 1, bytes, f) != bytes) exit(4);
+    fclose(f);
+}
+int main(int argc, char **argv) {
+    if (argc != 2) return 1;
+    const char *dir = argv[1];
+""")
+    parts += calls
+    parts.append("    return 0;\n}\n")
+    return "\n".join(parts)
+
+
+def _fusion_cases(name: str) -> list[tuple]:
+    """(label, kernel, {param: value before}, {param: value expected after}) of every fused
+    kernel of the GPU program of GRAPHS[name]: the NumPy references evaluate the fused graph
+    (the Fusion ops' own references), fetching every fused node's inputs and outputs."""
+    graph, fetches, feed, init = GRAPHS[name]
+    request, program = gpu_program(graph, fetches, feed)
+    lowered = lower_program(program, name=name)
+    steps = {s.node: s for s in lowered.steps if is_fusion(s.op)}
+    interp = Interpreter(graph)
+    if init:
+        interp.run(init)
+    wanted = []
+    for n in steps:
+        wanted += [tuple(t) for t in program.input_edges(n)]
+        wanted += [(n, o) for o in range(len(program.node(n)["dtypes"]))]
+    program.graph_attrs["fetches"] = wanted
+    values = dict(zip(wanted, evaluate(program, request.feed_values, interp.state)))
+    cases = []
+    for k, (n, step) in enumerate(sorted(steps.items())):
+        (bound,) = step.kernels
+        inputs = [tuple(t) for t in program.input_edges(n)]
+        before, after = {}, {}
+        for p in bound.kernel.params:
+            index = int(p.buf.removeprefix("in").removeprefix("out"))
+            if p.buf.startswith("in"):
+                before[p.name] = np.array(values[inputs[index]])
+                if not p.const:  # a variable the fused update writes
+                    after[p.name] = interp.state.vars[inputs[index][0]]
+            else:
+                expected = np.asarray(values[(n, index)])
+                before[p.name] = np.full(expected.shape, 7, expected.dtype)  # all are written
+                after[p.name] = expected
+        cases.append((f"{name.replace('.', '_')}_f{k}", bound.kernel, before, after, n))
+    return cases
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_fused_kernels_emulated_on_the_host_match_the_references(name, tmp_path):
+    cases = _fusion_cases(name)
+    for label, _, before, _, _ in cases:
+        for param, value in before.items():
+            np.ascontiguousarray(value).tofile(tmp_path / f"{label}.{param}")
+    source = tmp_path / "harness.cu"
+    source.write_text(_harness([(c[0], c[1]) for c in cases]))
+    exe = tmp_path / "harness"
+    flags = [*COMMON_FLAGS, "-gencode", "arch=compute_80,code=compute_80"]
+    flags += ["-DTFC_NO_CUBLAS", "-DTFC_CUDA_EMULATE", "-I", str(runtime_dir() / "include")]
+    proc = subprocess.run([nvcc(), *flags, "-o", str(exe), str(source)], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr[-4000:]
+    run = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    for label, _, _, after, node in cases:
+        for param, expected in after.items():
+            got = np.fromfile(tmp_path / f"{label}.{param}", expected.dtype)
+            what = f"{node} {param}"
+            if expected.dtype.kind == "f":
+                np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=2e-5,
+                                           atol=1e-5, err_msg=what)  # fmt: skip
+            else:
+                np.testing.assert_array_equal(got.reshape(expected.shape), expected, what)
+
+
+# -- on a GPU ---------------------------------------------------------------------------------
+def _steps(name: str, device: str, steps: int = 3) -> tuple[list, dict]:
+    """The fetched values of `steps` runs of GRAPHS[name] (fresh graphs: the same seeds give
+    the same initial weights) and the variables after them, on `device` ("cpu", "gpu")."""
+    graph, fetches, feed, init = fused_graphs()[name]
+    fetched = []
+    os.environ["TFC_DEVICE"] = device
+    try:
+        with tfc.Session(graph=graph) as sess:
+            if init:
+                sess.run(init)
+            for _ in range(steps):
+                fetched += [v for v in sess.run(fetches, feed) if v is not None]
+            weights = {v: sess.read_variable(v) for v in sorted(sess.initialized_variables())}
+            if device == "gpu":
+                assert all(p.on_device for p in sess._programs.values())
+    finally:
+        os.environ.pop("TFC_DEVICE", None)
+    return fetched, weights
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
+def test_fused_programs_on_gpu_equal_cpu(name):
+    cpu, cpu_weights = _steps(name, "cpu")
+    gpu, gpu_weights = _steps(name, "gpu")
+    assert len(cpu) == len(gpu)
+    for k, (want, got) in enumerate(zip(cpu, gpu)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"fetch {k}")
+    assert cpu_weights.keys() == gpu_weights.keys()
+    for var in cpu_weights:
+        np.testing.assert_allclose(
+            gpu_weights[var], cpu_weights[var], rtol=1e-4, atol=1e-4, err_msg=var
+        )
