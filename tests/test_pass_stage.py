@@ -202,10 +202,10 @@ def test_an_all_gpu_training_step_is_one_program(model):
     )  # fmt: skip
     assert len(planned) == 1 and planned[0][0].on_gpu
     ops = {planned[0][0].graph.op_type(n) for n in planned[0][0].graph.graph_attrs["schedule"]}
-    assert "Fusion" not in ops and "ApplyAdam" in ops  # unfused, the whole step
-    # the same CUDA as compiling the whole graph unplaced, as sessions did before stages
+    assert "Fusion" in ops  # fused for CUDA, the whole step
+    # the same CUDA as compiling the whole graph unplaced with CUDA's pass options
     whole = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    whole = run_passes(whole, [p for p in pipeline() if p != "fuse"])
+    whole = run_passes(whole, pipeline(), options=CUDA.pass_options())
     assert render_program(planned[0][1], CUDA) == render_program(
         lower_program(whole, name="train"), CUDA
     )
