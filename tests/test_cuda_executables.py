@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cuda_devices import DEVICES, GPU_OK
+from test_cuda_emulated import _sanitizer_runtime
 
 import tfc
 from tfc.backend_c import CompileError
@@ -35,6 +36,7 @@ BUILDS = [pytest.param("gpu", marks=needs_nvcc), pytest.param("emulated", marks=
 # near 2 s; the progress lines (every 100 steps) and the accuracy are compared either way
 STEPS = {"gpu": 300, "emulated": 100}
 PROGRESS = re.compile(r"^step (\d+)  loss (\S+)  \d+ examples/s$", re.M)
+SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +153,33 @@ def test_the_makefile_rebuilds_the_emulated_executables_without_warnings(compile
     for name in results["tfc"].get_variable_to_shape_map():  # the same compilers and flags
         np.testing.assert_array_equal(
             results["make"].get_tensor(name), results["tfc"].get_tensor(name), err_msg=name
+        )
+
+
+@needs_cxx
+@pytest.mark.skipif(_sanitizer_runtime() is None, reason="the C++ compiler has no libasan")
+def test_emulated_executables_with_sanitizers_train_the_same_bits(compiled, tmp_path, monkeypatch):
+    """TFC_CUDA_EMU_FLAGS instruments the programs (ASan, UBSan: each kernel's indexing), and
+    the executables link the sanitizers' runtimes: 20 steps run clean and give the plain
+    emulated build's checkpoint exactly (the same -O0 arithmetic)."""
+    monkeypatch.setenv("TFC_CUDA_EMU_FLAGS", SANITIZE)
+    sanitized = tfc.compile(str(IRIS), tmp_path / "asan", target="cuda", cuda_emulate=True)
+    assert "-fsanitize=address,undefined" in (sanitized.outdir / "Makefile").read_text()
+    # no leak check: a program's device copies (arena, state) live until exit, as on a GPU
+    env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0"}
+    results = {}
+    for name, built in (("plain", compiled("emulated")), ("sanitized", sanitized)):
+        ckpt = tmp_path / f"ckpt_{name}"
+        args = ["--data", IRIS_TRAIN, "--steps", 20, "--checkpoint-dir", ckpt, "--no-shuffle"]
+        proc = subprocess.run(
+            [str(built.train), *map(str, args)], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 0 and "runtime error" not in proc.stderr, proc.stderr[-4000:]
+        results[name] = tfc.train.load_checkpoint(str(ckpt))
+    assert b"__asan_report_load" in sanitized.train.read_bytes()  # instrumented and linked
+    for name in results["plain"].get_variable_to_shape_map():
+        np.testing.assert_array_equal(
+            results["sanitized"].get_tensor(name), results["plain"].get_tensor(name), err_msg=name
         )
 
 

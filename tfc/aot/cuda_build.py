@@ -60,10 +60,12 @@ def emulated_toolchain() -> CudaToolchain:
         "kernel launch runs on the CPU (runtime/include/tfc_cuda_emu.h); no GPU or nvcc needed.",
     ]
     what = "the host C++ compiler of CUDA device emulation; TFC_CXX or CXX names another"
+    flags = object_flags()
+    # sanitizers of TFC_CUDA_EMU_FLAGS instrument the programs: the link needs their runtimes
+    libs = [f for f in flags if f.startswith("-fsanitize")] + ["-lstdc++"]
     return CudaToolchain(
-        host_cxx(), object_flags(), ["-lstdc++"], "CUDA_EMU_CXX", "CUDA_EMU_FLAGS", what, comment,
-        emulated=True,
-    )  # fmt: skip
+        host_cxx(), flags, libs, "CUDA_EMU_CXX", "CUDA_EMU_FLAGS", what, comment, emulated=True
+    )
 
 
 def cuda_toolchain(cuda_arch: str | Sequence[str] | None, emulate: bool | None) -> CudaToolchain:
