@@ -2,7 +2,8 @@
 under CUDA device emulation (the host C++ compiler; `--cuda-emulate` or TFC_CUDA=emulate), where
 they run anywhere. On a GPU (`cuda` marker) and emulated: the Iris `train` and `predict` give the
 CPU executables' checkpoint, progress and predictions. The emulated build is warning-free at
--Wall -Wextra, and the Makefile written with it rebuilds it that way."""
+-Wall -Wextra, the Makefile written with it rebuilds it that way, and its programs run clean
+under ASan and UBSan."""
 
 from __future__ import annotations
 
