@@ -2,7 +2,8 @@
 as errors. On a GPU (`cuda` marker; skipped with the reason elsewhere) and under CUDA device
 emulation (TFC_CUDA=emulate: the same programs built by the host C++ compiler, their kernels run
 on the CPU; no GPU or nvcc needed): every op batch of the op tests and the training steps of the
-MLP and LeNet samples against the CPU and NumPy, and a failing kernel's report."""
+MLP and LeNet samples against the CPU and NumPy, and a failing kernel's report. The executables of
+`tfc compile --target cuda` are tested in test_cuda_executables.py."""
 
 from __future__ import annotations
 
@@ -276,56 +277,6 @@ def test_training_step_is_memcheck_clean(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "ERROR SUMMARY: 0 errors" in proc.stdout
-
-
-# -- tfc compile --target cuda ------------------------------------------------------------------
-IRIS = ROOT / "samples" / "iris_model.py"
-IRIS_TRAIN = ROOT / "samples" / "data" / "iris_training.csv"
-IRIS_TEST = ROOT / "samples" / "data" / "iris_test.csv"
-
-
-@pytest.fixture(scope="module")
-def cuda_executables(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("nvcc (the CUDA toolkit) is not installed")
-    out = tmp_path_factory.mktemp("iris_cuda")
-    arch = None if GPU_OK else "sm_80"
-    result = tfc.compile(str(IRIS), out, batch=32, target="cuda", cuda_arch=arch)
-    return result
-
-
-def test_compile_target_cuda_builds_executables(cuda_executables):
-    out = cuda_executables.outdir
-    assert sorted(p.name for p in out.glob("program_*")) == [
-        "program_init.cu", "program_predict.cu", "program_predict_one.cu", "program_train.cu",
-    ]  # fmt: skip
-    assert "$(NVCC)" in (out / "Makefile").read_text()
-    # the fuse pass ran: the dense layers' bias + activation are fused kernels on the GPU
-    assert "fused element-wise ops" in (out / "program_train.cu").read_text()
-    assert cuda_executables.train.stat().st_size > 0 and cuda_executables.predict.exists()
-
-
-@pytest.mark.cuda
-@pytest.mark.skipif(not GPU_OK, reason=f"no GPU to run CUDA programs on: {GPU_WHY}")
-def test_cuda_executables_train_like_the_cpu_ones(cuda_executables, tmp_path):
-    cpu = tfc.compile(str(IRIS), tmp_path / "cpu", batch=32, target="generic")
-    results = {}
-    for name, built in (("cpu", cpu), ("cuda", cuda_executables)):
-        ckpt = tmp_path / f"ckpt_{name}"
-        args = ["--data", IRIS_TRAIN, "--steps", 300, "--checkpoint-dir", ckpt, "--no-shuffle"]
-        subprocess.run([str(built.train), *map(str, args)], check=True, capture_output=True)
-        pred = subprocess.run(
-            [str(built.predict), "--checkpoint", str(ckpt), "--data", str(IRIS_TEST)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        results[name] = (tfc.train.load_checkpoint(str(ckpt)), pred.stdout.splitlines()[-1])
-    (cpu_ckpt, cpu_acc), (gpu_ckpt, gpu_acc) = results["cpu"], results["cuda"]
-    assert gpu_acc == cpu_acc and cpu_acc.startswith("accuracy")
-    names = cpu_ckpt.get_variable_to_shape_map()
-    assert names == gpu_ckpt.get_variable_to_shape_map()
-    for name in names:
-        np.testing.assert_allclose(gpu_ckpt.get_tensor(name), cpu_ckpt.get_tensor(name),
-                                   rtol=1e-4, atol=1e-5, err_msg=name)  # fmt: skip
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)

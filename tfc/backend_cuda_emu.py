@@ -8,6 +8,8 @@ built from the same header, so the session's device buffers take the same path a
 needs neither a GPU nor nvcc: the tests use it to check the CUDA backend's numbers anywhere.
 
 Environment: TFC_CXX (or CXX) picks the compiler, TFC_CUDA_EMU_FLAGS adds flags (sanitizers).
+`tfc compile --target cuda` builds its executables' programs the same way under emulation
+(tfc/aot/cuda_build.py).
 """
 
 from __future__ import annotations
@@ -65,6 +67,13 @@ def host_cxx() -> str:
 
 def emulation_flags() -> list[str]:
     return EMULATION_FLAGS + shlex.split(os.environ.get("TFC_CUDA_EMU_FLAGS", ""))
+
+
+def object_flags() -> list[str]:
+    """The emulation's flags compiling a program to an object (`tfc compile --target cuda`
+    executables, which link the objects with the C runtime drivers): a shared library's less
+    -shared."""
+    return [f for f in emulation_flags() if f != "-shared"]
 
 
 def compile_emulated(source: str, name: str = "program") -> Path:

@@ -41,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LIST",
         help="with --target cuda: GPU architectures, e.g. sm_80,sm_90 (default: the GPU present)",
     )
+    comp.add_argument(
+        "--cuda-emulate",
+        action="store_true",
+        default=None,
+        help="with --target cuda: build the CUDA programs with the host C++ compiler under CUDA "
+        "device emulation, every kernel run on the CPU (no GPU or nvcc needed; for testing); "
+        "also selected by TFC_CUDA=emulate",
+    )
     _add_embed_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
@@ -175,12 +183,15 @@ def _compile(args: argparse.Namespace) -> int:
             options=CompileOptions(passes=parse_pass_list(args.passes)),
             cluster=args.cluster,
             cuda_arch=args.cuda_arch,
+            cuda_emulate=args.cuda_emulate,
         )
     except (ModelError, CompileError, FileNotFoundError, ValueError) as e:
         print(f"tfc compile: error: {e}", file=sys.stderr)
         return 1
     plan = result.plan
     print(f"compiled model '{plan.name}' (batch {plan.batch}) into {result.outdir}")
+    if result.cuda_emulated:
+        print("  CUDA device emulation: the executables run every kernel on the CPU")
     for role, program in plan.programs.items():
         print(f"  {program.filename:24} {role}, arena {program.lowered.arena_bytes} bytes")
     for name, path in result.executables.items():

@@ -90,6 +90,7 @@ class CompiledModel:
     outdir: Path
     plan: ModelPlan
     executables: dict[str, Path]  # "train", "predict" -> path (empty when not built)
+    cuda_emulated: bool = False  # the CUDA programs run under device emulation, on the CPU
 
     @property
     def train(self) -> Path:
@@ -112,6 +113,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     options: CompileOptions | None = None,
     cluster: Any = None,
     cuda_arch: str | None = None,
+    cuda_emulate: bool | None = None,
 ) -> CompiledModel:
     """Compile `model` into OUTDIR and build its `train` and `predict` executables.
 
@@ -126,8 +128,12 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     instead: one `train` executable for every task (tfc/aot/distributed.py). `target` "cuda"
     compiles the programs to CUDA (nvcc; for the GPU present, or `cuda_arch` such as
     "sm_80,sm_90"): the executables run every step on the GPU, state copied in and out around
-    each program run.
+    each program run. `cuda_emulate` (default: whether TFC_CUDA=emulate) builds the same CUDA
+    programs with the host C++ compiler under device emulation instead: the executables run
+    every kernel on the CPU, need no GPU or nvcc, and so does the Makefile's build.
     """
+    if cuda_emulate and (target != "cuda" or cluster is not None):
+        raise ValueError("CUDA device emulation needs target 'cuda' (and no cluster)")
     if cluster is not None:
         from tfc.aot.distributed import compile_distributed
 
@@ -144,13 +150,13 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     plan = plan_model(build_signatures(name, fn), int(batch), passes, pass_options)
     cuda = None
     if target == "cuda":
-        from tfc.backend_cuda import executable_flags
+        from tfc.aot.cuda_build import cuda_toolchain
         from tfc.render import render_program
         from tfc.targets import CUDA
 
         for program in plan.programs.values():
             program.source, program.suffix = render_program(program.lowered, CUDA), ".cu"
-        cuda = executable_flags(cuda_arch)
+        cuda = cuda_toolchain(cuda_arch, cuda_emulate)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     executables = [e for e in ("train", "predict") if e in plan.programs]
@@ -160,7 +166,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
             stale.unlink()
     for filename, text in model_sources(plan, executables).items():
         write_if_changed(outdir / filename, text)
-    make_cuda = {"nvcc_flags": " ".join(cuda[0]), "libs": " ".join(cuda[1])} if cuda else None
+    make_cuda = cuda.makefile_fields() if cuda else None
     write_if_changed(outdir / "Makefile", render_makefile(plan, executables, opt, make_cuda))
     copy_runtime(outdir)
     built = {}
@@ -168,7 +174,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
         built = build_executables(
             outdir, executables, model_objects(plan), [*opt, "-Werror"], cuda=cuda
         )
-    return CompiledModel(outdir, plan, built)
+    return CompiledModel(outdir, plan, built, cuda is not None and cuda.emulated)
 
 
 def _c_identifier(name: str) -> str:

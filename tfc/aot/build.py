@@ -14,9 +14,13 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfc.aot.sources import BASE_CFLAGS
 from tfc.backend_c import CompileError, _toolchain_identity, cache_dir, compiler, runtime_dir
+
+if TYPE_CHECKING:
+    from tfc.aot.cuda_build import CudaToolchain
 
 
 def write_if_changed(path: Path, text: str) -> None:
@@ -66,7 +70,10 @@ def _compile_object(cc: str, flags: list[str], outdir: Path, source: str, key_ba
     obj.parent.mkdir(parents=True, exist_ok=True)
     if not cached.exists():
         cmd = [cc, *flags, "-c", source, "-o", str(obj.relative_to(outdir))]
-        proc = subprocess.run(cmd, cwd=outdir, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, cwd=outdir, capture_output=True, text=True)
+        except FileNotFoundError as e:
+            raise CompileError(f"{cc} not found compiling {src}: {e}") from e
         if proc.returncode != 0:
             raise CompileError(f"{cc} failed on {src}:\n{' '.join(cmd)}\n{proc.stderr.strip()}")
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -83,10 +90,11 @@ def build_executables(
     executables: list[str],
     model_objects: list[str],
     cflags: list[str],
-    cuda: tuple[list[str], list[str]] | None = None,
+    cuda: CudaToolchain | None = None,
 ) -> dict[str, Path]:
     """Compile OUTDIR's sources and link `executables` (main_<name>.c each); their paths.
-    `cuda`: (nvcc flags, link libraries) when the programs are CUDA (.cu) sources."""
+    `cuda`: the compiler of the programs and the link's libraries when they are CUDA (.cu)
+    sources (nvcc, or the host C++ compiler under device emulation)."""
     cc = compiler()
     flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
     key_base = "\0".join([" ".join(flags), _toolchain_identity(cc), _headers_digest(outdir)])
@@ -97,12 +105,15 @@ def build_executables(
     sources = programs + mains + runtime
 
     def compile_one(source: str) -> str:
-        if source.endswith(".cu"):
-            nvcc_flags = [*cuda[0], "-Iruntime/include", "-I."]  # type: ignore[index]
-            nvcc_key = "\0".join([" ".join(nvcc_flags), _toolchain_identity("nvcc"), key_base])
-            return _compile_object("nvcc", nvcc_flags, outdir, source, nvcc_key)
+        if cuda is not None and source.endswith(".cu"):
+            cu_flags = [*cuda.flags, "-Iruntime/include", "-I."]
+            cu_key = "\0".join([" ".join(cu_flags), _toolchain_identity(cuda.compiler), key_base])
+            return _compile_object(cuda.compiler, cu_flags, outdir, source, cu_key)
         return _compile_object(cc, flags, outdir, source, key_base)
 
+    if cuda is not None and shutil.which(cuda.compiler) is None:
+        first = next(s for s in sources if s.endswith(".cu"))
+        raise CompileError(f"{cuda.compiler} ({cuda.what}) not found: cannot compile {first}")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         objects = list(pool.map(compile_one, sources))
     by_source = dict(zip(sources, objects))
@@ -116,7 +127,7 @@ def build_executables(
         _run(
             [cc, *cflags, "-o", tmp, by_source[main], *model_objects, "obj/libtfcrt.a", "-lm"]
             + ["-pthread"]
-            + (cuda[1] if cuda else []),
+            + (cuda.libs if cuda else []),
             outdir,
         )
         os.replace(outdir / tmp, outdir / e)  # a running executable keeps its old file

@@ -178,7 +178,8 @@ def model_objects(plan: ModelPlan) -> list[str]:
 def render_makefile(
     plan: ModelPlan, executables: list[str], cflags: list[str], cuda: dict | None = None
 ) -> str:
-    """`cuda` (the CUDA target): {"nvcc_flags": ..., "libs": ...} for the .cu programs."""
+    """`cuda` (the CUDA target): the .cu programs' compiler, flags and link libraries, as
+    tfc.aot.cuda_build.CudaToolchain.makefile_fields gives them."""
     return get_template("c/Makefile.j2").render(
         cuda=cuda,
         version=__version__,
