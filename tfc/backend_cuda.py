@@ -30,7 +30,13 @@ from tfc.backend_c import (
     program_error,
     runtime_dir,
 )
-from tfc.backend_cuda_emu import DESCRIPTION, compile_emulated, emulated_runtime, emulating
+from tfc.backend_cuda_emu import (
+    DESCRIPTION,
+    RUNTIME_CDEF,
+    compile_emulated,
+    emulated_runtime,
+    emulating,
+)
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
 COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
@@ -46,16 +52,6 @@ int {p}run_host(void *const *state, const void *const *inputs, void *const *outp
                 const void *const *consts, void *arena_base, tfc_error *err);
 """
 
-_CUDART_CDEF = """
-int cudaGetDeviceCount(int *count);
-int cudaDeviceGetAttribute(int *value, int attr, int device);
-int cudaMalloc(void **ptr, size_t size);
-int cudaFree(void *ptr);
-int cudaMemcpy(void *dst, const void *src, size_t count, int kind);
-int cudaMemset(void *ptr, int value, size_t count);
-int cudaDeviceSynchronize(void);
-const char *cudaGetErrorString(int error);
-"""
 _H2D, _D2H = 1, 2
 _ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76
 
@@ -179,7 +175,7 @@ def compile_cuda(
 @cache
 def _cudart() -> tuple[cffi.FFI, Any]:
     ffi = cffi.FFI()
-    ffi.cdef(_CUDART_CDEF)
+    ffi.cdef(RUNTIME_CDEF)
     names = []
     for d in _lib_dirs():
         names += sorted(str(p) for p in d.glob("libcudart.so*")) if d.exists() else []

@@ -38,7 +38,8 @@ _RUNTIME_SOURCE = """/* the emulated CUDA runtime API, for tfc's Python side (de
 #include "tfc_cuda_emu.h"
 """
 
-_RUNTIME_CDEF = """
+# the CUDA runtime calls tfc makes from Python: libcudart's, or the emulated library's
+RUNTIME_CDEF = """
 int cudaGetDeviceCount(int *count);
 int cudaDeviceGetAttribute(int *value, int attr, int device);
 int cudaMalloc(void **ptr, size_t size);
@@ -93,7 +94,7 @@ def compile_emulated(source: str, name: str = "program") -> Path:
 def _runtime(flags: str) -> tuple[cffi.FFI, Any]:
     path = compile_emulated(_RUNTIME_SOURCE, name="cuda_emulated_runtime")
     ffi = cffi.FFI()
-    ffi.cdef(_RUNTIME_CDEF)
+    ffi.cdef(RUNTIME_CDEF)
     return ffi, ffi.dlopen(str(path))
 
 
