@@ -327,25 +327,4 @@ TFC_CUDA_DEFINE_BLAS_GEMM(f64, double, cublasDgemm)
 #define tfc_cuda_gemm_i32 tfc_cuda_gemm_tiled_i32
 #define tfc_cuda_gemm_i64 tfc_cuda_gemm_tiled_i64
 
-#ifdef TFC_CUDA_EMULATE
-/* The same GEMM on the host, for the kernels' emulation in tests without a GPU (a fused MatMul's
- * product before its epilogue): the tiled kernel's accumulator type, k in order. */
-#define TFC_CUDA_DEFINE_HOST_GEMM(tag, T, W)                                                    \
-    static inline void tfc_cuda_gemm_host_##tag(int64_t M, int64_t N, int64_t K, const T *A,    \
-                                                int64_t sam, int64_t sak, const T *B,           \
-                                                int64_t sbk, int64_t sbn, T *C) {               \
-        for (int64_t i = 0; i < M; ++i)                                                         \
-            for (int64_t j = 0; j < N; ++j) {                                                   \
-                W acc = 0;                                                                      \
-                for (int64_t k = 0; k < K; ++k)                                                 \
-                    acc += (W)A[i * sam + k * sak] * (W)B[k * sbk + j * sbn];                   \
-                C[i * N + j] = (T)acc;                                                          \
-            }                                                                                   \
-    }
-TFC_CUDA_DEFINE_HOST_GEMM(f32, float, float)
-TFC_CUDA_DEFINE_HOST_GEMM(f64, double, double)
-TFC_CUDA_DEFINE_HOST_GEMM(i32, int32_t, uint32_t)
-TFC_CUDA_DEFINE_HOST_GEMM(i64, int64_t, uint64_t)
-#endif
-
 #endif /* TFC_CUDA_H */

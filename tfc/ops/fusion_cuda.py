@@ -112,8 +112,7 @@ class _CudaFusion:
 
     # -- statements ----------------------------------------------------------------------------
     def data(self) -> dict:
-        launch = {"launch_before": self._gemm("tfc_cuda_gemm"),
-                  "emulate_before": self._gemm("tfc_cuda_gemm_host")}  # fmt: skip
+        launch = {"launch_before": self._gemm()}
         if not self.reduces:
             body = self._phase(0, [])
             total = math.prod(self.kept)
@@ -127,10 +126,9 @@ class _CudaFusion:
             }
         return launch | self._reduce_data()
 
-    def _gemm(self, function: str) -> list[str]:
+    def _gemm(self) -> list[str]:
         """The GEMM of a MatMul member, launched before the kernel: the whole product into the
-        output that holds its rows (the MatMul's own, or one post-processing it in place);
-        `function` tfc_cuda_gemm (the device's) or tfc_cuda_gemm_host (the emulation's)."""
+        output that holds its rows (the MatMul's own, or one post-processing it in place)."""
         if self.plan.matmul is None:
             return []
         m = self.members[self.plan.matmul]
@@ -143,7 +141,7 @@ class _CudaFusion:
         rows, n = m.shape
         out = f"y{self.plan.row_buffer}"
         return [
-            f"{function}_{type_tag(m.dtype)}({rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
+            f"tfc_cuda_gemm_{type_tag(m.dtype)}({rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
             f"{sbk}, {sbn}, {out});"
         ]
 
@@ -158,8 +156,7 @@ class _CudaFusion:
                 "ctype": "double" if wide else m.dtype.c_type,
                 "name": f"acc{k}",
                 "init": f"({m.dtype.c_type})({c_literal(spec.identity(m.dtype), m.dtype)})",
-                "merge": _merge(combine, k, "threadIdx.x"),
-                "merge_host": _merge(combine, k, "tid"),  # the emulation's thread loop
+                "merge": _merge(combine, k),
                 "combine": combine,
             })  # fmt: skip
         span = self._phase(0, accs)
@@ -296,8 +293,10 @@ def _coordinates(index: str, bounds: list[int], names: list[str], rest: str) -> 
     ]
 
 
-def _merge(combine: str, k: int, thread: str) -> str:
-    """A step of the shared-memory tree: thread `thread` folds in its partner's partial."""
+def _merge(combine: str, k: int) -> str:
+    """A step of the shared-memory tree: the thread folds in its partner's partial."""
     return (
-        f"sh{k}[{thread}] = " + combine.format(a=f"sh{k}[{thread}]", b=f"sh{k}[{thread} + s]") + ";"
+        f"sh{k}[threadIdx.x] = "
+        + combine.format(a=f"sh{k}[threadIdx.x]", b=f"sh{k}[threadIdx.x + s]")
+        + ";"
     )
