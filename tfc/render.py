@@ -91,10 +91,13 @@ def render_program(
     target: Target = C,
     profile: bool | None = None,
     linkage: str = "",
+    mixed_io: bool = False,
 ) -> str:
     """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build.
     `linkage` "static inline " keeps the entry points in their file (the embeddable library's
-    model.c holds every program and calls them itself)."""
+    model.c holds every program and calls them itself). `mixed_io` adds a CUDA program's
+    run_mixed entry point (each feed and fetch in host or device memory: a stage of a staged
+    Session program); other programs go without it, so their code stays as it was."""
     if profile is None:
         profile = profiling_requested()
     profile = profile and target.profiles
@@ -148,6 +151,7 @@ def render_program(
         name_literal=c_string(program.name),
         prefix=program.prefix,
         linkage=linkage,
+        mixed_io=mixed_io,
         exported=not linkage,  # a file-local program (embed) has no threads to set
         arena_bytes=program.arena_bytes,
         consts=program.consts,
