@@ -231,9 +231,11 @@ def test_a_gpu_value_skips_the_host_stage_between_gpu_stages(cuda_device):
         for bx, by in batches:
             w1 = sess.read_variable("W1")
             losses.append(sess.run([loss, train], {x: bx, y: by})[0])
-            # the host got Relu once (for its stage), the bias gradient once; Relu for the
-            # GPU stage stayed in the buffer, which holds this step's hidden layer
-            assert step.copies_to_host == {"Relu:0": 1, "gradients/add_grad/SumToShape:0": 1}
+            # the host got Relu once (for its stage), the bias gradient once, the loss; Relu
+            # for the GPU stage stayed in the buffer, which holds this step's hidden layer
+            assert step.copies_to_host == {
+                "Relu:0": 1, "gradients/add_grad/SumToShape:0": 1, ("fetch", 0): 1,
+            }  # fmt: skip
             assert step.resident[relu].owner is buffer
             np.testing.assert_allclose(buffer.get(), np.maximum(bx @ w1, 0), rtol=1e-5, atol=1e-6)
         variables = {v: sess.read_variable(v) for v in VARIABLES}
@@ -291,9 +293,12 @@ def test_fetches_of_gpu_stages_follow_run_options(cuda_device):
         assert [type(v) for v in want] == [np.float32, np.ndarray, np.ndarray]  # host copies
         step = sess._program(RunRequest(sess.graph, [loss, h, s], {x: bx, y: by}))
         assert [st.on_gpu for st in step.stages] == [True, False, True]
+        # h, fetched to the host, is what the host stage reads: it came out once
+        assert step.copies_to_host == {("fetch", 0): 1, ("fetch", 1): 1}
         got = sess.run([loss, h, s], {x: tf.DeviceArray.from_numpy(bx), y: by}, options=on_device)
         # the GPU stages' fetches stay on the device, the host stage's come as NumPy
         assert [type(v) for v in got] == [tf.DeviceArray, tf.DeviceArray, np.ndarray]
+        assert step.copies_to_host == {"Relu:0": 1}  # for the host stage only
         assert got[1].shape == (16, 6) and got[1].dtype == np.float32
         np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-6)
         np.testing.assert_array_equal(got[1].get(), want[1])

@@ -160,8 +160,9 @@ def bind_mixed_io(
 ) -> tuple[list, list]:  # fmt: skip
     """Point a GPU program's run_mixed at each feed where it is (a DeviceFeed in place, a NumPy
     array through the staging) and each fetch where `where` says: False a new NumPy array, True
-    a new DeviceArray, a DeviceArray that one (written in place: a buffer reused run after run).
-    Sets the on-host flags; returns (what to keep alive during the call, the results)."""
+    a new DeviceArray, a DeviceArray that one (written in place: a buffer reused run after run),
+    None nowhere (not wanted: its result is None). Sets the on-host flags; returns (what to keep
+    alive during the call, the results)."""
     from tfc.backend_cuda import _device_runtime
 
     held: list = []
@@ -178,6 +179,10 @@ def bind_mixed_io(
         _device_runtime()[1].cudaDeviceSynchronize()
     results: list = []
     for j, (spec, want) in enumerate(zip(fetches, where, strict=True)):
+        if want is None:
+            fetch_on_host[j] = 2  # left in its staging, not copied out
+            results.append(None)
+            continue
         fetch_on_host[j] = want is False
         if want is False:
             results.append(np.empty(spec.shape, dtype=spec.dtype.np))

@@ -106,8 +106,9 @@ class StagedProgram:
         )
         self._failed: Any = None
         self.resident = self._device_hand_offs()
-        # how often the last run copied a hand-off's tensor ("node:out") or a device feed
-        # (("feed", index)) from device to host memory: once each at most
+        self.fetched_twin = self._fetched_twins()
+        # how often the last run copied a hand-off's tensor ("node:out"), a fetch (("fetch",
+        # index)) or a device feed (("feed", index)) from device to host memory: once at most
         self.copies_to_host: Counter = Counter()
 
     def _device_hand_offs(self) -> dict[str, Any]:
@@ -130,22 +131,32 @@ class StagedProgram:
                     resident[key] = DeviceFeed(array.ptr, array.shape, array.dtype, array)
         return resident
 
+    def _fetched_twins(self) -> dict[str, int]:
+        """The host-bound hand-offs whose tensor their GPU stage also fetches, with the index
+        of that fetch: when the fetch comes to the host, the host stages read it (one copy)."""
+        twins: dict[str, int] = {}
+        for stage, program in zip(self.stages, self.programs):
+            if not program.on_device:
+                continue
+            tensors = [tuple(t) for t in stage.graph.graph_attrs["fetches"]]
+            fetched = {tensors[j]: k for j, (kind, k) in enumerate(stage.outputs) if kind == FETCH}
+            for j, (kind, key) in enumerate(stage.outputs):
+                if kind == CUT and key not in self.resident and tensors[j] in fetched:
+                    twins[key] = fetched[tensors[j]]
+        return twins
+
     def __call__(self, feeds: list, fetches_on_device: bool = False) -> tuple[int, list]:
         """Run the stages in turn on the run's feeds (NumPy arrays or device_array.DeviceFeeds);
         GPU fetches stay on the device with `fetches_on_device`."""
         results: list[Any] = [None] * self.n_fetches
         sent: dict[str, Any] = {}
-        on_host: dict[int, np.ndarray] = {}  # device feeds copied for host stages, once per run
+        on_host: dict[tuple, np.ndarray] = {}  # device feeds copied for host stages, once a run
         self.copies_to_host.clear()
         for stage, program in zip(self.stages, self.programs):
             inputs = [feeds[k] if kind == FEED else sent[k] for kind, k in stage.inputs]
             if not program.on_device:
                 inputs = [self._on_host(v, src, on_host) for v, src in zip(inputs, stage.inputs)]
-            where = [
-                bool(fetches_on_device) if kind == FETCH else
-                self.resident[k].owner if k in self.resident else False
-                for kind, k in stage.outputs
-            ]  # fmt: skip
+            where = [self._where(kind, k, fetches_on_device) for kind, k in stage.outputs]
             rc, outputs = self._session._call_stage(program, inputs, where)
             if rc != 0:
                 self._failed = program
@@ -155,11 +166,24 @@ class StagedProgram:
                     results[k] = value
                 elif k in self.resident:
                     sent[k] = self.resident[k]
-                else:
+                elif value is not None:  # else its fetched twin, below
                     sent[k] = value
-                    if program.on_device:
-                        self.copies_to_host[key_tensor(k)] += 1
+                if program.on_device and isinstance(value, np.ndarray):
+                    self.copies_to_host[key_tensor(k) if kind == CUT else (kind, k)] += 1
+            for kind, k in stage.outputs:
+                if kind == CUT and k not in sent:
+                    sent[k] = results[self.fetched_twin[k]]
         return 0, results
+
+    def _where(self, kind: str, k: Any, fetches_on_device: bool) -> Any:
+        """Where a GPU stage puts an output (device_array.bind_mixed_io's `where`): a fetch as
+        RunOptions say, a hand-off in its device buffer, or on the host unless its fetched
+        twin comes there."""
+        if kind == FETCH:
+            return bool(fetches_on_device)
+        if k in self.resident:
+            return self.resident[k].owner
+        return None if k in self.fetched_twin and not fetches_on_device else False
 
     def _on_host(self, value: Any, source: tuple[str, Any], done: dict) -> Any:
         """`value` as a host stage reads it: a device feed copied to the host once per run."""
