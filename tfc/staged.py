@@ -6,13 +6,13 @@ calls them in order: a stage's inputs are the run's feeds and the values earlier
 output (the hand-offs). A hand-off stays where its producer and its readers are: a GPU value
 that only GPU stages read is written by its producer into a device buffer of this program
 (allocated once: the shapes are static) and read there in place; one a host stage reads comes
-back to the host, once however many host stages read it (the stage pass gives it one key). A
-GPU stage reads device feeds in place and copies host values in through its staging, all in
-its one host call (CudaProgram's run_mixed); fetches follow RunOptions.fetches_on_device. A
-host stage gets a host copy of a device feed, made once per run. Variables stay where they are
-placed: the
-session hands each stage its state through `Session._call_program`, which keeps the GPU copy
-(backend_cuda.DeviceState) and the host buffer of each variable coherent per stage.
+back to the host, once however many host stages read it (the stage pass gives it one key), and
+not at all when the user fetches it to the host anyway (the host stages read the fetch). A GPU
+stage reads device feeds in place and copies host values in through its staging, all in its
+one host call (CudaProgram's run_mixed); fetches follow RunOptions.fetches_on_device. A host
+stage gets a host copy of a device feed, made once per run. Variables stay where they are
+placed: the session hands each stage its state through `Session._call_stage`, which keeps the
+GPU copy (backend_cuda.DeviceState) and the host buffer of each variable coherent per stage.
 """
 
 from __future__ import annotations

@@ -161,14 +161,15 @@ def _compact(stage: dict[str, int], rotation: list[str]) -> tuple[dict[str, int]
 
 
 def _crossings(graph: Graph, stage: dict[str, int], free: set[str], sequence: list) -> int:
-    """The tensors that would cross between stages: (tensor, reading stage) pairs."""
+    """The tensors that would cross between stages: (tensor, reading device) pairs, as the
+    stages of one device that read a tensor share its hand-off (_share_sends)."""
     pairs = set()
     for u, v, data in graph.nx.edges(data=True):
         if "out" not in data or u in free or stage[u] == stage[v]:
             continue
         if graph.op_type(u) == "VariableV2" and sequence[stage[u]] == sequence[stage[v]]:
             continue  # a variable is in every stage of its device that uses it
-        pairs.add((u, data["out"], stage[v]))
+        pairs.add((u, data["out"], sequence[stage[v]]))
     return len(pairs)
 
 
