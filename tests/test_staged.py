@@ -237,6 +237,8 @@ def test_a_gpu_value_skips_the_host_stage_between_gpu_stages(cuda_device):
                 "Relu:0": 1, "gradients/add_grad/SumToShape:0": 1, ("fetch", 0): 1,
             }  # fmt: skip
             assert step.resident[relu].owner is buffer
+            # x is read by both GPU stages: the second reads the first one's copy in place
+            assert step.copies_to_device == {("feed", 0): 1, ("feed", 1): 1, "Tanh:0": 1}
             np.testing.assert_allclose(buffer.get(), np.maximum(bx @ w1, 0), rtol=1e-5, atol=1e-6)
         variables = {v: sess.read_variable(v) for v in VARIABLES}
     np.testing.assert_allclose(losses, want_losses, rtol=1e-4, atol=1e-5)
@@ -299,6 +301,7 @@ def test_fetches_of_gpu_stages_follow_run_options(cuda_device):
         # the GPU stages' fetches stay on the device, the host stage's come as NumPy
         assert [type(v) for v in got] == [tf.DeviceArray, tf.DeviceArray, np.ndarray]
         assert step.copies_to_host == {"Relu:0": 1}  # for the host stage only
+        assert step.copies_to_device == {("feed", 1): 1, "Tanh:0": 1}  # x stayed on the device
         assert got[1].shape == (16, 6) and got[1].dtype == np.float32
         np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-6)
         np.testing.assert_array_equal(got[1].get(), want[1])

@@ -31,6 +31,7 @@ from tfc.backend_c import (
     runtime_dir,
 )
 from tfc.backend_cuda_emu import DESCRIPTION, compile_emulated, emulated_runtime, emulating
+from tfc.render import staging_layout
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
 COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
@@ -361,6 +362,8 @@ class CudaProgram:
         self.state = ffi.new("void *[]", max(len(lowered.slots), 1))
         self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
         self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        # where run_mixed copies each host feed in, kept there until the next run
+        self.feed_staging = [f["offset"] for f in staging_layout(lowered)["staged_feeds"]]
         self.feed_on_host = ffi.new("unsigned char[]", max(len(lowered.feeds), 1))
         self.fetch_on_host = ffi.new("unsigned char[]", max(len(lowered.fetches), 1))
         self.errbuf = ffi.new("char[]", 1024)
@@ -408,6 +411,15 @@ class CudaProgram:
                              self.feed_on_host, self.fetch_on_host, self.err)  # fmt: skip
         del held  # the host feeds and results stay alive through the call
         return rc, results
+
+    def staged_feed(self, i: int) -> Any:
+        """Feed i's device copy from the last run_mixed call that staged it (a host feed), as a
+        DeviceFeed: valid until this program runs again."""
+        from tfc.device_array import DeviceFeed, device_address
+
+        spec = self.lowered.feeds[i]
+        ptr = device_address(self.arena) + self.feed_staging[i]
+        return DeviceFeed(ptr, tuple(spec.shape), np.dtype(spec.dtype.np), self.arena)
 
     def error(self, rc: int, graph: Any) -> Any:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)

@@ -163,7 +163,7 @@ def bind_mixed_io(
     a new DeviceArray, a DeviceArray that one (written in place: a buffer reused run after run),
     None nowhere (not wanted: its result is None). Sets the on-host flags; returns (what to keep
     alive during the call, the results)."""
-    from tfc.backend_cuda import _device_runtime
+    from tfc.backend_cuda import DeviceBuffer, _device_runtime
 
     held: list = []
     foreign = False
@@ -173,7 +173,8 @@ def bind_mixed_io(
             held.append(ffi.from_buffer(np.ascontiguousarray(value)))
             inputs[i] = held[-1]
         else:
-            foreign = foreign or not isinstance(value.owner, DeviceArray)
+            # tfc's own memory (an array, or a program's arena) is ready: its writer finished
+            foreign = foreign or not isinstance(value.owner, (DeviceArray, DeviceBuffer))
             inputs[i] = ffi.cast("void *", value.ptr)
     if foreign:  # written on another library's stream, maybe still running: wait for it
         _device_runtime()[1].cudaDeviceSynchronize()

@@ -145,7 +145,7 @@ def render_program(
     return template.render(
         sites=sites or ["NULL"],
         n_sites=len(sites),
-        **_staging(program),
+        **staging_layout(program),
         version=__version__,
         name=program.name,
         name_literal=c_string(program.name),
@@ -165,8 +165,9 @@ def render_program(
     )
 
 
-def _staging(program: LoweredProgram, align: int = 256) -> dict:
-    """Where a device program stages host feeds and fetches: after its arena, each aligned."""
+def staging_layout(program: LoweredProgram, align: int = 256) -> dict:
+    """Where a device program stages host feeds and fetches: after its arena, each aligned
+    (the offsets are from the start of its device arena)."""
     offset = -(-program.arena_bytes // align) * align
     start = offset
     feeds, fetches = [], []

@@ -9,7 +9,8 @@ that only GPU stages read is written by its producer into a device buffer of thi
 back to the host, once however many host stages read it (the stage pass gives it one key), and
 not at all when the user fetches it to the host anyway (the host stages read the fetch). A GPU
 stage reads device feeds in place and copies host values in through its staging, all in its
-one host call (CudaProgram's run_mixed); fetches follow RunOptions.fetches_on_device. A host
+one host call (CudaProgram's run_mixed); later GPU stages read that staged copy in place (so
+a host value is copied in once); fetches follow RunOptions.fetches_on_device. A host
 stage gets a host copy of a device feed, made once per run. Variables stay where they are
 placed: the session hands each stage its state through `Session._call_stage`, which keeps the
 GPU copy (backend_cuda.DeviceState) and the host buffer of each variable coherent per stage.
@@ -110,6 +111,7 @@ class StagedProgram:
         # how often the last run copied a hand-off's tensor ("node:out"), a fetch (("fetch",
         # index)) or a device feed (("feed", index)) from device to host memory: once at most
         self.copies_to_host: Counter = Counter()
+        self.copies_to_device: Counter = Counter()  # the same, host to device
 
     def _device_hand_offs(self) -> dict[str, Any]:
         """A device buffer for every hand-off that a GPU program writes and only GPU programs
@@ -151,16 +153,27 @@ class StagedProgram:
         results: list[Any] = [None] * self.n_fetches
         sent: dict[str, Any] = {}
         on_host: dict[tuple, np.ndarray] = {}  # device feeds copied for host stages, once a run
+        on_device: dict[tuple, Any] = {}  # host values a GPU stage staged, for later GPU stages
         self.copies_to_host.clear()
+        self.copies_to_device.clear()
         for stage, program in zip(self.stages, self.programs):
-            inputs = [feeds[k] if kind == FEED else sent[k] for kind, k in stage.inputs]
-            if not program.on_device:
-                inputs = [self._on_host(v, src, on_host) for v, src in zip(inputs, stage.inputs)]
+            sources = stage.inputs
+            inputs = [feeds[k] if kind == FEED else sent[k] for kind, k in sources]
+            if program.on_device:
+                inputs = [on_device.get(src, v) for v, src in zip(inputs, sources)]
+            else:
+                inputs = [self._on_host(v, src, on_host) for v, src in zip(inputs, sources)]
             where = [self._where(kind, k, fetches_on_device) for kind, k in stage.outputs]
             rc, outputs = self._session._call_stage(program, inputs, where)
             if rc != 0:
                 self._failed = program
                 return rc, results
+            for i, (value, src) in enumerate(zip(inputs, sources)):
+                if program.on_device and isinstance(value, np.ndarray):
+                    # its copy stays in the stage's staging until the stage runs again (the
+                    # next run): the later GPU stages of this run read it there
+                    on_device[src] = program.staged_feed(i)
+                    self.copies_to_device[key_tensor(src[1]) if src[0] == CUT else src] += 1
             for (kind, k), value in zip(stage.outputs, outputs):
                 if kind == FETCH:
                     results[k] = value
