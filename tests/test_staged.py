@@ -2,7 +2,8 @@
 compiles (C; CUDA with nvcc, warnings as errors), and the stages run in turn with every stage
 compiled to C match the unsplit CPU program. On a GPU (`cuda` marker) and under CUDA device
 emulation (TFC_CUDA=emulate): the stages run on the host and the (emulated) GPU and match a
-CPU-only session."""
+CPU-only session, and each hand-off is copied between host and device at most once (counted by
+StagedProgram.copies_to_host / copies_to_device)."""
 
 from __future__ import annotations
 
