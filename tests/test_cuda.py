@@ -355,3 +355,36 @@ def test_device_arrays_feed_and_fetch_without_host_copies(cuda_device):
     z = tfc.placeholder(tfc.float32, [3])
     with tfc.Session() as sess:  # a CPU program gets a host copy of a device feed
         np.testing.assert_array_equal(sess.run(z * 2.0, {z: ForeignDeviceArray(w)}), w * 2)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_a_gpu_program_puts_each_input_and_output_where_asked_in_one_call(cuda_device):
+    from tfc.device_array import device_feed
+    from tfc.staged import plan_stages
+
+    with tfc.device("/gpu:0"):
+        a = tfc.placeholder(tfc.float32, [2, 3])
+        b = tfc.placeholder(tfc.float32, [3])
+        y = tfc.nn.relu(a * b) + 1.0
+        z, u, v = a - b, a + b, a * 3.0
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    w = np.array([2, 3, -1], np.float32)
+    want_y, want_z, want_u = np.maximum(x * w, 0) + 1, x - w, x + w
+    user = tfc.get_default_graph()
+    request = RunRequest(user, [y, z, u, v], {a: x, b: w})
+    graph = make_program_graph(user, request.fetch_keys, request.targets, request.feeds)
+    with tfc.Session() as sess:
+        ((_, lowered),) = plan_stages(graph, sess._passes, "mixed")
+        program = sess._gpu_program(lowered, mixed_io=True)  # as a stage of a staged program
+        assert [tuple(f.shape) for f in lowered.fetches] == [(2, 3)] * 4
+        kept = tfc.DeviceArray((2, 3), np.float32)  # a buffer the caller reuses
+        for feeds in ([x, w], [device_feed(tfc.DeviceArray.from_numpy(x), np.float32, "a"), w]):
+            rc, (host, fresh, same, dropped) = program(feeds, [False, True, kept, None])
+            assert rc == 0 and isinstance(host, np.ndarray) and dropped is None
+            assert isinstance(fresh, tfc.DeviceArray) and same is kept
+            np.testing.assert_array_equal(host, want_y)
+            np.testing.assert_array_equal(fresh.get(), want_z)
+            np.testing.assert_array_equal(kept.get(), want_u)
+        whole = sess._gpu_program(lowered)  # a program run whole has no run_mixed
+        with pytest.raises(ValueError, match="rendered without run_mixed"):
+            whole([x, w], [False] * 4)

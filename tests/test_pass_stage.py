@@ -76,6 +76,32 @@ def test_values_crossing_both_ways_make_alternating_stages():
     assert [s.on_gpu for s in stages] == [True, False, True]
 
 
+def test_stages_of_one_device_reading_a_tensor_share_one_hand_off():
+    x = tf.placeholder(tf.float32, [4, 3], name="x")
+    with tf.device("/gpu:0"):
+        w = tf.Variable(tf.ones([3, 2]), name="W")
+        h = tf.matmul(x, w, name="h")
+    with tf.device("/cpu:0"):
+        c = tf.exp(h, name="c")
+    with tf.device("/gpu:0"):
+        d = tf.multiply(c, 2.0, name="d")
+    with tf.device("/cpu:0"):
+        e = tf.add(h, d, name="e")  # h again, two host stages on
+    request, program = _staged(tf.get_default_graph(), [e], {x: np.ones((4, 3), np.float32)})
+    stages = program.graph_attrs["stages"]
+    assert [s.on_gpu for s in stages] == [True, False, True, False]
+    h_to_cpu = f"{GPU}@s0;{CPU}@s1;h:0"
+    assert stages[0].outputs == [("cut", h_to_cpu)]  # one copy of h for both host stages
+    assert stages[0].graph.graph_attrs["fetches"] == [("h", 0)]
+    assert stages[1].inputs == [("cut", h_to_cpu)] and ("cut", h_to_cpu) in stages[3].inputs
+    cuts = [c for c in program.graph_attrs["stage_cuts"] if c.tensor == ("h", 0)]
+    assert len(cuts) == 2 and {c.key for c in cuts} == {h_to_cpu}
+    state = InterpState()
+    state.vars["W"] = np.ones((3, 2), np.float32)
+    (got,) = _run_stages(program, request, state)
+    np.testing.assert_allclose(got, np.full((4, 2), 3 + 2 * np.exp(3)), rtol=1e-6)
+
+
 def _mixed_model():
     """A training step: the first layer on the GPU, a host-placed bias (variable and update
     on the CPU), the rest on the GPU; the gradients cross back to the host for the bias."""

@@ -2,7 +2,8 @@
 compiles (C; CUDA with nvcc, warnings as errors), and the stages run in turn with every stage
 compiled to C match the unsplit CPU program. On a GPU (`cuda` marker) and under CUDA device
 emulation (TFC_CUDA=emulate): the stages run on the host and the (emulated) GPU and match a
-CPU-only session."""
+CPU-only session, and each hand-off is copied between host and device at most once (counted by
+StagedProgram.copies_to_host / copies_to_device)."""
 
 from __future__ import annotations
 
@@ -83,8 +84,8 @@ def test_every_stage_compiles_host_stages_as_c_and_gpu_stages_with_nvcc():
     planned = _planned(tf.get_default_graph(), [loss, train], {x: bx, y: by})
     assert [stage.on_gpu for stage, _ in planned] == [True, False, True, False]
     for i, (stage, lowered) in enumerate(planned):
-        if stage.on_gpu:  # the whole program, host code too; -Werror: warnings fail it
-            source = render_program(lowered, CUDA)
+        if stage.on_gpu:  # the whole program, host code and run_mixed too; -Werror
+            source = render_program(lowered, CUDA, mixed_io=True)
             built = compile_cuda(source, name=f"stage{i}", cuda_arch="sm_80", output="object")
         else:
             built = build_shared_library(render_program(lowered), name=f"stage{i}")
@@ -206,3 +207,105 @@ def test_iterator_ops_under_gpu_run_on_the_host_with_soft_placement(cuda_device)
         sess.run([iterator.initializer, v.initializer])
         got = [sess.run(out) for _ in range(4)]
     np.testing.assert_array_equal(got, np.arange(8, dtype=np.float32).reshape(4, 2) * 2 + 10)
+
+
+def _relu_hand_off(step: StagedProgram) -> str:
+    """The key under which the first GPU stage hands Relu (the hidden layer) to the second."""
+    (key,) = [k for kind, k in step.stages[2].inputs if kind == "cut" and k.endswith(";Relu:0")]
+    return key
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_a_gpu_value_skips_the_host_stage_between_gpu_stages(cuda_device):
+    batches = _batches()
+    want_losses, want_vars = _cpu_reference(batches)
+    x, y, loss, train, init = _model("/gpu:0")
+    with tf.Session() as sess:
+        sess.run(init)
+        step = sess._program(
+            RunRequest(sess.graph, [loss, train], {x: batches[0][0], y: batches[0][1]})
+        )
+        relu = _relu_hand_off(step)  # GPU stage 0 -> GPU stage 2, past the host's stage 1
+        assert set(step.resident) == {relu}
+        buffer = step.resident[relu].owner  # allocated with the program, not per run
+        losses = []
+        for bx, by in batches:
+            w1 = sess.read_variable("W1")
+            losses.append(sess.run([loss, train], {x: bx, y: by})[0])
+            # the host got Relu once (for its stage), the bias gradient once, the loss; Relu
+            # for the GPU stage stayed in the buffer, which holds this step's hidden layer
+            assert step.copies_to_host == {
+                "Relu:0": 1, "gradients/add_grad/SumToShape:0": 1, ("fetch", 0): 1,
+            }  # fmt: skip
+            assert step.resident[relu].owner is buffer
+            # x is read by both GPU stages: the second reads the first one's copy in place
+            assert step.copies_to_device == {("feed", 0): 1, ("feed", 1): 1, "Tanh:0": 1}
+            np.testing.assert_allclose(buffer.get(), np.maximum(bx @ w1, 0), rtol=1e-5, atol=1e-6)
+        variables = {v: sess.read_variable(v) for v in VARIABLES}
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-4, atol=1e-5)
+    for name in VARIABLES:
+        np.testing.assert_allclose(variables[name], want_vars[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)  # fmt: skip
+
+
+def _two_host_readers():
+    """h on the GPU, read by two host stages (c, e) with a GPU stage (d) between them; x is
+    read by the first GPU stage and by the last host stage."""
+    x = tf.placeholder(tf.float32, [4, 3], name="x")
+    with tf.device("/gpu:0"):
+        w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 6, name="W")
+        h = tf.matmul(x, w, name="h")
+    with tf.device("/cpu:0"):
+        c = tf.exp(h, name="c")
+    with tf.device("/gpu:0"):
+        d = tf.multiply(c, 2.0, name="d")
+    with tf.device("/cpu:0"):
+        e = tf.add(h, d, name="e") + tf.reduce_sum(x)
+    return x, w, h, e
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_a_gpu_value_two_host_stages_read_is_copied_once(cuda_device):
+    x, w, h, e = _two_host_readers()
+    feed = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    hv = feed @ (np.arange(6, dtype=np.float32).reshape(3, 2) / 6)
+    want = hv + 2 * np.exp(hv) + feed.sum()
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_allclose(sess.run(e, {x: feed}), want, rtol=1e-5)
+        step = sess._program(RunRequest(sess.graph, e, {x: feed}))
+        assert [s.on_gpu for s in step.stages] == [True, False, True, False]
+        assert step.resident == {}  # every hand-off here has a host reader
+        assert step.copies_to_host == {"h:0": 1, "d:0": 1}  # h once, for both host stages
+        # a device feed: the GPU stage reads it in place, the host stage gets one copy
+        got = sess.run(e, {x: tf.DeviceArray.from_numpy(feed)})
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        assert step.copies_to_host == {"h:0": 1, "d:0": 1, ("feed", 0): 1}
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_fetches_of_gpu_stages_follow_run_options(cuda_device):
+    x, y, loss, _, init = _model("/gpu:0")
+    graph = tf.get_default_graph()
+    h, s = graph.get_tensor_by_name("Relu:0"), graph.get_tensor_by_name("Tanh:0")
+    bx, by = _batches(1)[0]
+    on_device = tf.RunOptions(fetches_on_device=True)
+    with tf.Session() as sess:
+        sess.run(init)
+        want = sess.run([loss, h, s], {x: bx, y: by})
+        assert [type(v) for v in want] == [np.float32, np.ndarray, np.ndarray]  # host copies
+        step = sess._program(RunRequest(sess.graph, [loss, h, s], {x: bx, y: by}))
+        assert [st.on_gpu for st in step.stages] == [True, False, True]
+        # h, fetched to the host, is what the host stage reads: it came out once
+        assert step.copies_to_host == {("fetch", 0): 1, ("fetch", 1): 1}
+        got = sess.run([loss, h, s], {x: tf.DeviceArray.from_numpy(bx), y: by}, options=on_device)
+        # the GPU stages' fetches stay on the device, the host stage's come as NumPy
+        assert [type(v) for v in got] == [tf.DeviceArray, tf.DeviceArray, np.ndarray]
+        assert step.copies_to_host == {"Relu:0": 1}  # for the host stage only
+        assert step.copies_to_device == {("feed", 1): 1, "Tanh:0": 1}  # x stayed on the device
+        assert got[1].shape == (16, 6) and got[1].dtype == np.float32
+        np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-6)
+        np.testing.assert_array_equal(got[1].get(), want[1])
+        np.testing.assert_array_equal(got[2], want[2])
+        np.testing.assert_allclose(want[1], np.maximum(bx @ sess.read_variable("W1"), 0),
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip

@@ -37,6 +37,7 @@ from tfc.backend_cuda_emu import (
     emulated_runtime,
     emulating,
 )
+from tfc.render import staging_layout
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
 COMMON_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", *WARNING_FLAGS]
@@ -50,6 +51,9 @@ int {p}run_device(void *const *state, const void *const *inputs, void *const *ou
                   const void *const *consts, void *arena_base, tfc_error *err);
 int {p}run_host(void *const *state, const void *const *inputs, void *const *outputs,
                 const void *const *consts, void *arena_base, tfc_error *err);
+int {p}run_mixed(void *const *state, const void *const *inputs, void *const *outputs,
+                 const void *const *consts, void *arena_base, const unsigned char *feed_on_host,
+                 const unsigned char *fetch_on_host, tfc_error *err);
 """
 
 _H2D, _D2H = 1, 2
@@ -341,6 +345,8 @@ class CudaProgram:
         self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run_host")
         self._run_device = getattr(self.lib, f"{lowered.prefix}run_device")
+        # only a stage of a staged program has it (render_program's mixed_io)
+        self._run_mixed = getattr(self.lib, f"{lowered.prefix}run_mixed", None)
         ffi = self.ffi
         self.arena = DeviceBuffer(getattr(self.lib, f"{lowered.prefix}arena_bytes")())
         self._consts = []
@@ -352,21 +358,29 @@ class CudaProgram:
         self.state = ffi.new("void *[]", max(len(lowered.slots), 1))
         self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
         self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        # where run_mixed copies each host feed in, kept there until the next run
+        self.feed_staging = [f["offset"] for f in staging_layout(lowered)["staged_feeds"]]
+        self.feed_on_host = ffi.new("unsigned char[]", max(len(lowered.feeds), 1))
+        self.fetch_on_host = ffi.new("unsigned char[]", max(len(lowered.fetches), 1))
         self.errbuf = ffi.new("char[]", 1024)
         self.err = ffi.new("tfc_error *")
         self.err.msg = self.errbuf
         self.err.cap = 1024
 
-    def __call__(self, feeds: list, fetches_on_device: bool = False) -> tuple[int, list]:
+    def __call__(self, feeds: list, fetches_on_device: bool | list = False) -> tuple[int, list]:
         """Run on host feeds (NumPy) and/or device feeds (tfc.device_array.DeviceFeed): host
         feeds and fetches go through the program's staging (run_host) unless a feed is in device
-        memory or the fetches should stay there (run_device, tfc.DeviceArray results)."""
+        memory or the fetches should stay there (run_device, tfc.DeviceArray results). A list
+        says it per fetch (device_array.bind_mixed_io: NumPy, a new DeviceArray, or one to
+        write) and runs run_mixed: device feeds in place, host ones staged, in one host call."""
         ffi = self.ffi
         device = self.session._device_state()
         for i, slot in enumerate(self.lowered.slots):
             self.state[i] = ffi.cast("void *", device.device_pointer(slot))
         self.err.node = ffi.NULL
         arena = ffi.cast("void *", self.arena.ptr)
+        if isinstance(fetches_on_device, list):
+            return self._call_mixed(feeds, fetches_on_device, arena)
         if not fetches_on_device and all(isinstance(f, np.ndarray) for f in feeds):
             held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
             rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
@@ -379,6 +393,29 @@ class CudaProgram:
         if rc != 0 or fetches_on_device:
             return rc, results
         return rc, [r.get() for r in results]
+
+    def _call_mixed(self, feeds: list, where: list, arena: Any) -> tuple[int, list]:
+        from tfc.device_array import bind_mixed_io
+
+        if self._run_mixed is None:
+            raise ValueError(f"'{self.lowered.name}' was rendered without run_mixed (mixed_io)")
+        held, results = bind_mixed_io(
+            self.ffi, self.inputs, self.outputs, self.feed_on_host, self.fetch_on_host, feeds,
+            self.lowered.fetches, where,
+        )  # fmt: skip
+        rc = self._run_mixed(self.state, self.inputs, self.outputs, self.consts, arena,
+                             self.feed_on_host, self.fetch_on_host, self.err)  # fmt: skip
+        del held  # the host feeds and results stay alive through the call
+        return rc, results
+
+    def staged_feed(self, i: int) -> Any:
+        """Feed i's device copy from the last run_mixed call that staged it (a host feed), as a
+        DeviceFeed: valid until this program runs again."""
+        from tfc.device_array import DeviceFeed, device_address
+
+        spec = self.lowered.feeds[i]
+        ptr = device_address(self.arena) + self.feed_staging[i]
+        return DeviceFeed(ptr, tuple(spec.shape), np.dtype(spec.dtype.np), self.arena)
 
     def error(self, rc: int, graph: Any) -> Any:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)

@@ -152,3 +152,47 @@ def bind_device_io(
     for j, result in enumerate(results):
         outputs[j] = ffi.cast("void *", result.ptr)
     return held, results
+
+
+def bind_mixed_io(
+    ffi: Any, inputs: Any, outputs: Any, feed_on_host: Any, fetch_on_host: Any, feeds: list,
+    fetches: list, where: list,
+) -> tuple[list, list]:  # fmt: skip
+    """Point a GPU program's run_mixed at each feed where it is (a DeviceFeed in place, a NumPy
+    array through the staging) and each fetch where `where` says: False a new NumPy array, True
+    a new DeviceArray, a DeviceArray that one (written in place: a buffer reused run after run),
+    None nowhere (not wanted: its result is None). Sets the on-host flags; returns (what to keep
+    alive during the call, the results)."""
+    from tfc.backend_cuda import DeviceBuffer, _device_runtime
+
+    held: list = []
+    foreign = False
+    for i, value in enumerate(feeds):
+        feed_on_host[i] = not isinstance(value, DeviceFeed)
+        if feed_on_host[i]:
+            held.append(ffi.from_buffer(np.ascontiguousarray(value)))
+            inputs[i] = held[-1]
+        else:
+            # tfc's own memory (an array, or a program's arena) is ready: its writer finished
+            foreign = foreign or not isinstance(value.owner, (DeviceArray, DeviceBuffer))
+            inputs[i] = ffi.cast("void *", value.ptr)
+    if foreign:  # written on another library's stream, maybe still running: wait for it
+        _device_runtime()[1].cudaDeviceSynchronize()
+    results: list = []
+    for j, (spec, want) in enumerate(zip(fetches, where, strict=True)):
+        if want is None:
+            fetch_on_host[j] = 2  # left in its staging, not copied out
+            results.append(None)
+            continue
+        fetch_on_host[j] = want is False
+        if want is False:
+            results.append(np.empty(spec.shape, dtype=spec.dtype.np))
+            held.append(ffi.from_buffer(results[-1]))
+            outputs[j] = held[-1]
+            continue
+        result = DeviceArray(spec.shape, spec.dtype.np) if want is True else want
+        if (result.shape, result.dtype) != (tuple(spec.shape), np.dtype(spec.dtype.np)):
+            raise ValueError(f"fetch {j} is {spec.dtype.name}{list(spec.shape)}, not {result}")
+        results.append(result)
+        outputs[j] = ffi.cast("void *", result.ptr)
+    return held, results

@@ -91,10 +91,13 @@ def render_program(
     target: Target = C,
     profile: bool | None = None,
     linkage: str = "",
+    mixed_io: bool = False,
 ) -> str:
     """The C source of `program`; `profile` (default: TFC_PROFILE) renders the profile build.
     `linkage` "static inline " keeps the entry points in their file (the embeddable library's
-    model.c holds every program and calls them itself)."""
+    model.c holds every program and calls them itself). `mixed_io` adds a CUDA program's
+    run_mixed entry point (each feed and fetch in host or device memory: a stage of a staged
+    Session program); other programs go without it, so their code stays as it was."""
     if profile is None:
         profile = profiling_requested()
     profile = profile and target.profiles
@@ -142,12 +145,13 @@ def render_program(
     return template.render(
         sites=sites or ["NULL"],
         n_sites=len(sites),
-        **_staging(program),
+        **staging_layout(program),
         version=__version__,
         name=program.name,
         name_literal=c_string(program.name),
         prefix=program.prefix,
         linkage=linkage,
+        mixed_io=mixed_io,
         exported=not linkage,  # a file-local program (embed) has no threads to set
         arena_bytes=program.arena_bytes,
         consts=program.consts,
@@ -161,8 +165,9 @@ def render_program(
     )
 
 
-def _staging(program: LoweredProgram, align: int = 256) -> dict:
-    """Where a device program stages host feeds and fetches: after its arena, each aligned."""
+def staging_layout(program: LoweredProgram, align: int = 256) -> dict:
+    """Where a device program stages host feeds and fetches: after its arena, each aligned
+    (the offsets are from the start of its device arena)."""
     offset = -(-program.arena_bytes // align) * align
     start = offset
     feeds, fetches = [], []

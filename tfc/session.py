@@ -24,6 +24,7 @@ from tfc.lower import LoweredProgram, Slot, lower_program
 from tfc.passes import run_passes
 from tfc.render import render_program
 from tfc.signature import RunRequest, make_program_graph
+from tfc.staged import StagedProgram
 from tfc.targets import CUDA, C
 
 _ALIGN = 64
@@ -127,11 +128,19 @@ class Session:
         """Call one compiled program with its state where it runs: the variables a GPU program
         uses on the device, those a host program uses in the host buffers (copied when the
         other side wrote them last). A GPU program reads device feeds in place and may leave
-        its fetches on the device (RunOptions.fetches_on_device); a host program gets copies."""
+        its fetches on the device (RunOptions.fetches_on_device); a host program gets copies.
+        A staged program hands its stages on to _call_stage."""
+        if isinstance(program, StagedProgram):
+            return program(feeds, fetches_on_device(options))
+        return self._call_stage(program, feeds, fetches_on_device(options))
+
+    def _call_stage(self, program: Any, feeds: list, on_device: bool | list) -> tuple[int, list]:
+        """_call_program with where a GPU program leaves its fetches: `on_device`, for all or
+        per fetch (CudaProgram's list, for the hand-offs of a staged program's stages)."""
         if self._gpu is not None:
             self._gpu.before(program)
         if program.on_device:
-            rc, results = program(feeds, fetches_on_device(options))
+            rc, results = program(feeds, on_device)
         else:
             rc, results = program([_host_value(v) for v in feeds])
         if self._gpu is not None:  # made by the program's call when it ran on the GPU first
@@ -172,7 +181,7 @@ class Session:
         """A program with ops on a GPU, cut into host and GPU stages (tfc/staged.py). One stage
         is one program, with one host call; several run as a StagedProgram."""
         from tfc.passes.place import PlacementError
-        from tfc.staged import StagedProgram, plan_stages
+        from tfc.staged import plan_stages
 
         soft = bool(getattr(self.config, "allow_soft_placement", False))
         try:
@@ -180,20 +189,21 @@ class Session:
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
             raise errors.InvalidArgumentError(None, op, str(e)) from None
-        programs = [self._stage_program(lowered, stage.on_gpu) for stage, lowered in planned]
+        staged = len(planned) > 1  # its GPU stages take hand-offs in device memory (run_mixed)
+        programs = [self._stage_program(low, stage.on_gpu, staged) for stage, low in planned]
         if len(programs) == 1:
             return programs[0]
         return StagedProgram(self, name, [stage for stage, _ in planned], programs, n_fetches)
 
-    def _stage_program(self, lowered: LoweredProgram, on_gpu: bool) -> Any:
+    def _stage_program(self, lowered: LoweredProgram, on_gpu: bool, staged: bool = False) -> Any:
         if on_gpu:
-            return self._gpu_program(lowered)
+            return self._gpu_program(lowered, mixed_io=staged)
         return CompiledProgram(self, lowered, render_program(lowered))
 
-    def _gpu_program(self, lowered: LoweredProgram) -> Any:
+    def _gpu_program(self, lowered: LoweredProgram, mixed_io: bool = False) -> Any:
         from tfc.backend_cuda import CudaProgram
 
-        return CudaProgram(self, lowered, render_program(lowered, CUDA))
+        return CudaProgram(self, lowered, render_program(lowered, CUDA, mixed_io=mixed_io))
 
     def _device_state(self) -> Any:
         """The GPU copies of this session's variables and random streams (made on first use)."""

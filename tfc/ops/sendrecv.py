@@ -67,3 +67,8 @@ register(
 def rendezvous_key(src_device: str, dst_device: str, tensor: str) -> str:
     """The key of the pair that moves `tensor` ("node:out", or "^node" for a control edge)."""
     return f"{src_device};{dst_device};{tensor}"
+
+
+def key_tensor(key: str) -> str:
+    """The tensor a rendezvous key moves: rendezvous_key's `tensor`."""
+    return key.rpartition(";")[2]

@@ -13,15 +13,16 @@ values every stage can read: they never delay a stage; a NoOp computes nothing a
 last stage of its inputs, whatever its device. A program on one device is one stage.
 
 The cut is partition.py's (`split_by_device` with one part per stage): one _Send/_Recv pair per
-(tensor, reading stage); constants and feeds are copied into the stages that read them, a
+(tensor, reading stage), then one _Send per (tensor, reading device): the stages of one device
+that read a tensor share one hand-off under one key, so a GPU value read by two host stages is
+copied to the host once. Constants and feeds are copied into the stages that read them, a
 variable is in every stage of its device that uses it (one buffer). Each part then becomes a
 program of its own: every data _Recv becomes an input (a Feed, among the program's feeds the
 stage reads) and every data _Send an output (a fetch after the program's fetches it holds).
-Those inputs and outputs are the host/device copies: a GPU program copies its host inputs to
-the device and its outputs back in its one host call (its staging), so no copy op is needed;
-the price is that a GPU value read by a later GPU stage goes through host memory too. Control
-pairs vanish: the stage order runs their source first; a control _Send's source becomes a
-target of its stage.
+Those inputs and outputs are the hand-offs between stages: where each one lives (host or
+device memory) is tfc/staged.py's choice, made in each GPU program's one host call, so no
+copy op is needed. Control pairs vanish: the stage order runs their source first; a control
+_Send's source becomes a target of its stage.
 
 Guarantees: graph_attrs["stages"] lists `Stage`s in run order; consecutive stages are on
 different devices; every stage reads only program feeds and outputs of earlier stages; running
@@ -31,13 +32,13 @@ are dropped. The stage graphs are pruned, not scheduled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
 from tfc.device import DeviceSpec
 from tfc.graph import CONTROL, Graph
-from tfc.passes.partition import split_by_device
+from tfc.passes.partition import CutEdge, split_by_device
 from tfc.passes.prune import prune_graph
 from tfc.passes.schedule import dependency_graph
 from tfc.signature import FeedSpec
@@ -160,14 +161,15 @@ def _compact(stage: dict[str, int], rotation: list[str]) -> tuple[dict[str, int]
 
 
 def _crossings(graph: Graph, stage: dict[str, int], free: set[str], sequence: list) -> int:
-    """The tensors that would cross between stages: (tensor, reading stage) pairs."""
+    """The tensors that would cross between stages: (tensor, reading device) pairs, as the
+    stages of one device that read a tensor share its hand-off (_share_sends)."""
     pairs = set()
     for u, v, data in graph.nx.edges(data=True):
         if "out" not in data or u in free or stage[u] == stage[v]:
             continue
         if graph.op_type(u) == "VariableV2" and sequence[stage[u]] == sequence[stage[v]]:
             continue  # a variable is in every stage of its device that uses it
-        pairs.add((u, data["out"], stage[v]))
+        pairs.add((u, data["out"], sequence[stage[v]]))
     return len(pairs)
 
 
@@ -179,7 +181,7 @@ def stage_devices(graph: Graph) -> Graph:
             graph.node(name)["device"] = devices[s]
     labels = {n: f"s{s}" for n, s in stage_of.items()}
     parts, cuts = split_by_device(graph, labels, copy_feeds=True)
-    graph.graph_attrs["stage_cuts"] = cuts
+    graph.graph_attrs["stage_cuts"] = _share_sends(parts, cuts)
     feeds = list(graph.graph_attrs.get("feeds", []))
     stages = []
     for label in sorted(parts, key=lambda k: int(k[1:])):
@@ -188,6 +190,37 @@ def stage_devices(graph: Graph) -> Graph:
             stages.append(stage)
     graph.graph_attrs["stages"] = stages
     return graph
+
+
+def _share_sends(parts: dict[str, Graph], cuts: list[CutEdge]) -> list[CutEdge]:
+    """One data _Send per (tensor, reading device): a later reader on the device of an earlier
+    one receives the earlier one's key and its own _Send goes. The cuts, with the keys and
+    sends the receivers now use."""
+    first: dict[tuple, CutEdge] = {}
+    shared = []
+    for cut in cuts:
+        if cut.tensor is None:
+            shared.append(cut)
+            continue
+        kept = first.setdefault((cut.tensor, cut.dst_device), cut)
+        if kept is not cut:
+            source = _holding(parts, cut.send, cut.key)
+            source.remove_node(cut.send)
+            source.graph_attrs["targets"].remove(cut.send)
+            recv = _holding(parts, cut.recv, cut.key).node(cut.recv)
+            recv["attrs"] = {**recv["attrs"], "key": kept.key}
+            cut = replace(cut, key=kept.key, send=kept.send)
+        shared.append(cut)
+    return shared
+
+
+def _holding(parts: dict[str, Graph], name: str, key: str) -> Graph:
+    """The part holding the _Send or _Recv `name` of `key` (a _Recv's name repeats in every
+    stage that receives the same tensor from the same stage)."""
+    return next(
+        part for part in parts.values()
+        if name in part.nx and part.node(name)["attrs"].get("key") == key
+    )  # fmt: skip
 
 
 def _as_program(part: Graph, feeds: list[FeedSpec]) -> Stage:
