@@ -24,7 +24,7 @@ class DeviceArray:
     `get()` for a NumPy copy, `__cuda_array_interface__` for other GPU libraries."""
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: Any = None) -> None:
-        from tfc.backend_cuda import DeviceBuffer
+        from tfc.device_memory import DeviceBuffer
 
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
@@ -163,7 +163,8 @@ def bind_mixed_io(
     a new DeviceArray, a DeviceArray that one (written in place: a buffer reused run after run),
     None nowhere (not wanted: its result is None). Sets the on-host flags; returns (what to keep
     alive during the call, the results)."""
-    from tfc.backend_cuda import DeviceBuffer, _device_runtime
+    from tfc.backend_cuda import _device_runtime
+    from tfc.device_memory import DeviceBuffer
 
     held: list = []
     foreign = False

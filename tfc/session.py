@@ -105,7 +105,7 @@ class Session:
         self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
-        self._gpu: Any = None  # backend_cuda.DeviceState once a program ran on the GPU
+        self._gpu: Any = None  # device_memory.DeviceState once a program ran on the GPU
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -208,7 +208,7 @@ class Session:
     def _device_state(self) -> Any:
         """The GPU copies of this session's variables and random streams (made on first use)."""
         if self._gpu is None:
-            from tfc.backend_cuda import DeviceState
+            from tfc.device_memory import DeviceState
 
             self._gpu = DeviceState(self._slot_buffer)
         return self._gpu

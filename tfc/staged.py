@@ -13,7 +13,7 @@ one host call (CudaProgram's run_mixed); later GPU stages read that staged copy 
 a host value is copied in once); fetches follow RunOptions.fetches_on_device. A host
 stage gets a host copy of a device feed, made once per run. Variables stay where they are
 placed: the session hands each stage its state through `Session._call_stage`, which keeps the
-GPU copy (backend_cuda.DeviceState) and the host buffer of each variable coherent per stage.
+GPU copy (device_memory.DeviceState) and the host buffer of each variable coherent per stage.
 """
 
 from __future__ import annotations
