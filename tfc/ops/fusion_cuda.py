@@ -42,8 +42,8 @@ from tfc.kernels_cuda import (
     THREADS,
     unravel,
 )
-from tfc.ops.fusion_lower import arg_dtype, member_expr, member_reduction, update_lines
-from tfc.ops.fusion_plan import arg_shape, loads_of, plan_fusion, reduce_axes, value_args
+from tfc.ops.fusion_members import map_member, member_reduction, phase_reads, update_lines
+from tfc.ops.fusion_plan import arg_shape, loads_of, plan_fusion, reduce_axes
 from tfc.ops.reduce import _mean_finalize
 from tfc.ops.registry import OpContext
 
@@ -220,9 +220,7 @@ class _CudaFusion:
             body.append(f"const {ctx.in_dtypes[k].c_type} {name} = x{k}[{at}];")
         grad = self.update.grad if self.update is not None else None
         update_here = grad is not None and phase == int(bool(self.reduces))
-        read = {members[c].args[p][1] for c in range(len(members))
-                if plan.needed[c] and plan.phase[c] == phase
-                for p in value_args(members[c]) if members[c].args[p][0] == "m"}  # fmt: skip
+        read = phase_reads(plan, members, phase)
         if update_here:
             read.add(grad)
         for j, m in enumerate(members):
@@ -246,18 +244,7 @@ class _CudaFusion:
                     body.append(f"const {m.dtype.c_type} v{j} = y{plan.row_buffer}[{at}];")
                     self.names[j] = f"v{j}"
                 continue
-            operands = [
-                self.names[m.args[p][1]] if m.args[p][0] == "m"
-                else load_names[(m.args[p][1], plan.arg_dims[j][p])]
-                for p in value_args(m)
-            ]  # fmt: skip
-            dtypes = [arg_dtype(ctx, members, a) for a in m.args]
-            expr = member_expr(m, operands, dtypes)
-            if expr is None:
-                self.names[j] = operands[-1]
-            else:
-                body.append(f"const {m.dtype.c_type} v{j} = {expr};")
-                self.names[j] = f"v{j}"
+            body += map_member(ctx, plan, members, j, self.names, load_names)
         for o, j in enumerate(self.outputs):
             if members[j].kind == "map" and plan.phase[j] == phase:
                 body.append(f"y{o}[{self.index(self.out_at[j])}] = {self.names[j]};")

@@ -28,26 +28,25 @@ from tfc.kernels import (
     format_expr,
     fused_kernel,
     index_expr,
-    math_suffix,
     nest_lines,
     type_tag,
 )
-from tfc.ops.fusion import UPDATES
+from tfc.ops.fusion_members import (
+    map_member,
+    member_reduction,
+    phase_reads,
+    update_lines,
+)
 from tfc.ops.fusion_plan import (
     Member,
     arg_shape,
     loads_of,
     plan_fusion,
     reduce_axes,
-    value_args,
 )
-from tfc.ops.math import _cast_expr
-from tfc.ops.reduce import REDUCTIONS, Reduction, _mean_finalize
-from tfc.ops.registry import OpContext, get_opdef
+from tfc.ops.reduce import _mean_finalize
+from tfc.ops.registry import OpContext
 from tfc.tensor_shape import num_elements
-
-_SUM_TO_SHAPE = Reduction({"f": "{a} + {b}"}, lambda d: 0, None, wide_float32=True)
-_FORWARD = ("Fill", "Tile", "SumToShape")  # members whose value is one of their inputs' values
 
 
 class _Nest:
@@ -79,28 +78,6 @@ class _Nest:
     def index(self, operand: int, levels: int | None = None) -> str:
         levels = len(self.bounds) if levels is None else levels
         return index_expr(self.strides[operand][:levels], self.vars[:levels])
-
-
-def member_expr(m: Member, operands: list[str], dtypes: list[_dt.DType]) -> str | None:
-    """The C expression of a map member over its operands' names; None when the member's
-    value is one of its operands' (views, broadcasts, Fill)."""
-    if m.kind == "view" or m.op in _FORWARD:
-        return None
-    if m.op in ("ZerosLike", "OnesLike"):
-        return c_literal(0 if m.op == "ZerosLike" else 1, m.dtype)
-    if m.op == "Cast":
-        return _cast_expr(dtypes[0], m.dtype).format(*operands)
-    if m.op == "SelectV2":
-        return f"{operands[0]} ? {operands[1]} : {operands[2]}"
-    if m.op in ("AddN", "BiasAdd"):
-        add = get_opdef("Add").expr.expr_for(m.dtype)
-        expr = operands[0]
-        for operand in operands[1:]:
-            expr = format_expr(add, m.dtype, expr, operand)
-        return expr
-    table = get_opdef(m.op).expr
-    extra = table.params(m.attrs, dtypes[0]) if table.params else {}
-    return format_expr(table.expr_for(dtypes[0]), dtypes[0], *operands, **extra)
 
 
 def lower_fusion(ctx: OpContext) -> list:
@@ -241,9 +218,7 @@ class _Lowering:
                 f"const {self.ctx.in_dtypes[k].c_type} {prefix}{n} = x{k}[{nest.index(at)}];"
             )
         # the members whose values are read in this loop (by members of the phase, the update)
-        read = {members[c].args[p][1] for c in range(len(members))
-                if plan.needed[c] and plan.phase[c] == phase
-                for p in value_args(members[c]) if members[c].args[p][0] == "m"}  # fmt: skip
+        read = phase_reads(plan, members, phase)
         if update_here:
             read.add(grad)
         for j, m in enumerate(members):
@@ -270,18 +245,7 @@ class _Lowering:
                     body.append(f"const {m.dtype.c_type} v{j} = {source}[{index}];")
                     self.names[j] = f"v{j}"
                 continue
-            operands = [
-                self.names[m.args[p][1]] if m.args[p][0] == "m"
-                else load_names[(m.args[p][1], plan.arg_dims[j][p])]
-                for p in value_args(m)
-            ]  # fmt: skip
-            dtypes = [arg_dtype(self.ctx, members, a) for a in m.args]
-            expr = member_expr(m, operands, dtypes)
-            if expr is None:
-                self.names[j] = operands[-1]
-            else:
-                body.append(f"const {m.dtype.c_type} v{j} = {expr};")
-                self.names[j] = f"v{j}"
+            body += map_member(self.ctx, plan, members, j, self.names, load_names)
         for o, j in enumerate(outputs):
             if members[j].kind == "map" and plan.phase[j] == phase:
                 body.append(f"y{o}[{nest.index(out_at[j])}] = {self.names[j]};")
@@ -324,20 +288,6 @@ class _Lowering:
 def _node_only(ctx: OpContext) -> OpContext:
     """The node's own context, without the program graph (what a kernel may keep)."""
     return replace(ctx, graph=None, inputs=(), state=None, ref_names=())
-
-
-def member_reduction(m: Member) -> Reduction:
-    """The accumulation of a reduce member (the gradient pass's SumToShape is a wide sum)."""
-    return _SUM_TO_SHAPE if m.op == "SumToShape" else REDUCTIONS[m.op]
-
-
-def arg_dtype(ctx: OpContext, members: list[Member], arg: tuple) -> _dt.DType:
-    """The dtype of a member's argument: a fusion input, an earlier member or a constant."""
-    if arg[0] == "in":
-        return ctx.in_dtypes[arg[1]]
-    if arg[0] == "m":
-        return members[arg[1]].dtype
-    return _dt.as_dtype(arg[2].dtype)
 
 
 GEMM_ROWS = 144  # rows of a fused product per GEMM call: one MC block of tfc_gemm.h
@@ -387,31 +337,3 @@ def _gemm_rows(
         offset = "0" if rows == 1 else f"(i0 % {block}) * {n}" if block < rows else f"i0 * {n}"
         inner.append(f"const {m.dtype.c_type} *restrict s_row = s + {offset};")
     return outer, inner
-
-
-def update_lines(
-    ctx: OpContext, update, grad: str, ref_index: str, params: list, used_inputs: set
-) -> list[str]:
-    """The optimizer's statements (training_ops' own) on one element: the gradient `grad`,
-    variable and slots at `ref_index`, scalar hyper-parameters."""
-    rule = UPDATES[update.op]
-    dtype = ctx.in_dtypes[0]
-    names, lines, refs = {}, [], 0
-    node_index = 0
-    for name, kind in rule.inputs:
-        if kind == "dense":
-            lines.append(f"const {dtype.c_type} {name} = {grad};")
-            names[name] = name
-            continue
-        if kind == "ref":
-            params.append(Param(f"r{refs}", dtype.c_type, False, f"in{node_index}"))
-            names[name] = f"r{refs}[{ref_index}]"
-            refs += 1
-        else:  # a scalar hyper-parameter, read broadcast
-            used_inputs.add(node_index)
-            lines.append(f"const {dtype.c_type} {name} = x{node_index}[0];")
-            names[name] = name
-        node_index += 1
-    fmt = {"T": dtype.c_type, "one": c_literal(1, dtype), "sfx": math_suffix(dtype)}
-    attrs = {**rule.defaults, **update.attrs}
-    return lines + [s.format(**names, **fmt) for s in rule.statements(attrs, dtype)]
