@@ -143,7 +143,8 @@ def _ps_task(device: str, n_ps: int) -> int:
     if device != WORKER:
         raise ModelError(
             f"an op is placed on {device}: compiled data-parallel training runs the model on "
-            "/job:worker/task:0 (every worker runs a replica of it) and variables on /job:ps"
+            "/job:worker/task:0, its CPU:0 or GPU:0 (every worker runs a replica of it) and "
+            "variables on /job:ps"
         )
     return -1
 
