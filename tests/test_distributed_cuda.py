@@ -1,8 +1,9 @@
 """Compiled distributed training with GPU workers (`tfc compile --cluster --target cuda`): the
 worker step is a CUDA program, the ps programs stay C. On a GPU (`cuda` marker) and under device
-emulation, a synchronous 1 ps + 2 workers cluster trains to the C cluster's weights and losses;
-nvcc builds the cluster warning-free without a GPU; worker ops placed on /job:worker/device:GPU:0
-make the worker CUDA; what cannot be compiled is refused naming it."""
+emulation, a synchronous 1 ps + 2 workers cluster trains to the C cluster's weights and losses
+(and, emulated, runs clean under ASan and UBSan); nvcc builds the cluster warning-free without a
+GPU; worker ops placed on /job:worker/device:GPU:0 make the worker CUDA; what cannot be compiled
+is refused naming it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cuda_devices import DEVICES, GPU_OK
+from test_cuda_emulated import _sanitizer_runtime
+from test_cuda_executables import SANITIZE
 
 import tfc as tf
 from tfc.aot import ModelError
@@ -91,6 +94,22 @@ def test_gpu_workers_train_as_the_c_cluster(digits, tmp_path, cuda_device):
     assert set(progress) == {(w, s) for w in (0, 1) for s in steps}
     for key, loss in progress.items():
         assert loss == pytest.approx(want_progress[key], rel=1e-4, abs=1e-5), key
+
+
+@pytest.mark.skipif(_sanitizer_runtime() is None, reason="the C++ compiler has no libasan")
+def test_emulated_gpu_workers_run_clean_under_sanitizers(digits, tmp_path, monkeypatch):
+    """ASan and UBSan in the worker's CUDA program (its copies between the transport's host
+    buffers and the device, every kernel's indexing): the cluster trains clean, as the C one."""
+    rows, cluster, (want, _) = digits
+    monkeypatch.setenv("TFC_CUDA_EMU_FLAGS", SANITIZE)
+    # no leak check: a program's device copies (arena, state) live until exit, as on a GPU
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=0")
+    model = tfc_compile(MODEL, tmp_path / "out", batch=B, target="cuda", cluster=cluster,
+                        cuda_emulate=True)  # fmt: skip
+    assert "-fsanitize=address,undefined" in (model.outdir / "Makefile").read_text()
+    got, _ = _train(model.outdir, rows, tmp_path / "ckpt")
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
