@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         "--cluster",
         metavar="FILE",
         help='distributed training: a JSON ClusterSpec {"ps": [...], "worker": [...]}; '
-        "OUTDIR/train then runs any task (train --job worker --task 1 ...)",
+        "OUTDIR/train then runs any task (train --job worker --task 1 ...); with --target "
+        "cuda the workers compute on a GPU, the ps tasks in C",
     )
     _add_inspect_commands(sub)
     sub.add_parser(

@@ -125,22 +125,23 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     own build adds -Werror. With `build=False` only the sources and the Makefile are written.
     `options` chooses the optimization passes (all by default). With `cluster` (a cluster
     JSON file or tfc.aot.distributed.Cluster), the model is compiled for distributed training
-    instead: one `train` executable for every task (tfc/aot/distributed.py). `target` "cuda"
+    instead: one `train` executable for every task (tfc/aot/distributed.py; with `target`
+    "cuda" the workers' step runs on their GPU, the ps tasks' programs in C). `target` "cuda"
     compiles the programs to CUDA (nvcc; for the GPU present, or `cuda_arch` such as
     "sm_80,sm_90"): the executables run every step on the GPU, state copied in and out around
     each program run. `cuda_emulate` (default: whether TFC_CUDA=emulate) builds the same CUDA
     programs with the host C++ compiler under device emulation instead: the executables run
     every kernel on the CPU, need no GPU or nvcc, and so does the Makefile's build.
     """
-    if cuda_emulate and (target != "cuda" or cluster is not None):
-        raise ValueError("CUDA device emulation needs target 'cuda' (and no cluster)")
     if cluster is not None:
-        from tfc.aot.distributed import compile_distributed
+        from tfc.aot.dist_sources import compile_distributed
 
         return compile_distributed(
             model, outdir, cluster, batch, target, name=name, cflags=cflags, build=build,
-            options=options,
+            options=options, cuda_arch=cuda_arch, cuda_emulate=cuda_emulate,
         )  # fmt: skip
+    if cuda_emulate and target != "cuda":
+        raise ValueError("CUDA device emulation needs target 'cuda'")
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
     default_name, fn = load_signatures_function(model)

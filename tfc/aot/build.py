@@ -91,17 +91,20 @@ def build_executables(
     model_objects: list[str],
     cflags: list[str],
     cuda: CudaToolchain | None = None,
+    cuda_objects: set[str] | None = None,
 ) -> dict[str, Path]:
     """Compile OUTDIR's sources and link `executables` (main_<name>.c each); their paths.
     `cuda`: the compiler of the programs and the link's libraries when they are CUDA (.cu)
-    sources (nvcc, or the host C++ compiler under device emulation)."""
+    sources (nvcc, or the host C++ compiler under device emulation); `cuda_objects` names the
+    objects of .cu programs (default: every program's; a cluster's GPU worker: the worker's)."""
     cc = compiler()
     flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
     key_base = "\0".join([" ".join(flags), _toolchain_identity(cc), _headers_digest(outdir)])
     runtime = sorted(f"runtime/src/{f.name}" for f in (outdir / "runtime" / "src").glob("*.c"))
     mains = [f"main_{e}.c" for e in executables]
-    suffix = ".cu" if cuda else ".c"
-    programs = [o[len("obj/") : -2] + (suffix if "/program_" in o else ".c") for o in model_objects]
+    if cuda_objects is None:
+        cuda_objects = {o for o in model_objects if "/program_" in o} if cuda else set()
+    programs = [o[len("obj/") : -2] + (".cu" if o in cuda_objects else ".c") for o in model_objects]
     sources = programs + mains + runtime
 
     def compile_one(source: str) -> str:

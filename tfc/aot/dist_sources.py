@@ -1,14 +1,15 @@
-"""The files of a distributed model's directory: every task role's programs and descriptor, the
-link table (tfc_dist.h), the `train` main and the Makefile. Python prepares every string; the
-templates only lay them out."""
+"""`tfc compile --cluster`: the files of a distributed model's directory (every task role's
+programs and descriptor, the link table (tfc_dist.h), the `train` main and the Makefile) and
+their build. Python prepares every string; the templates only lay them out."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tfc import __version__
 from tfc.aot.build import sync_dir
-from tfc.aot.distributed import DistributedPlan, TaskPlan
+from tfc.aot.distributed import Cluster, DistributedPlan, TaskPlan, plan_distributed
 from tfc.aot.sources import BASE_CFLAGS, _Arrays, _program, state_specs
 from tfc.backend_c import runtime_dir
 from tfc.kernels import c_string
@@ -146,9 +147,11 @@ def dist_sources(plan: DistributedPlan) -> dict[str, str]:
     return files
 
 
-def render_dist_makefile(plan: DistributedPlan, cflags: list[str]) -> str:
+def render_dist_makefile(plan: DistributedPlan, cflags: list[str], cuda: dict | None = None) -> str:
+    """`cuda`: the worker's .cu program's compiler, flags and link libraries (a GPU worker), as
+    tfc.aot.cuda_build.CudaToolchain.makefile_fields gives them; the ps programs stay C."""
     return get_template("c/Makefile.j2").render(
-        cuda=None,  # distributed programs are C (compile refuses GPUs in a cluster)
+        cuda=cuda,
         version=__version__,
         name=plan.name,
         cflags=" ".join([*cflags, "-pthread"]),
@@ -157,3 +160,74 @@ def render_dist_makefile(plan: DistributedPlan, cflags: list[str]) -> str:
         executables=[{"name": "train", "main": "obj/main_train.o"}],
         all_executables="train",
     )
+
+
+def compile_distributed(
+    model,
+    outdir: str | os.PathLike,
+    cluster: Cluster | str | os.PathLike,
+    batch: int = 32,
+    target: str = "host",
+    *,
+    name: str | None = None,
+    cflags: list[str] | None = None,
+    build: bool = True,
+    options=None,
+    cuda_arch: str | None = None,
+    cuda_emulate: bool | None = None,
+):
+    """`tfc compile MODEL --cluster FILE`: the programs of every task role and one `train`
+    executable that runs any task of the cluster (see runtime/src/tfc_dist_main.c). With
+    `target` "cuda", or worker ops placed on /job:worker/device:GPU:0, the worker step is a CUDA
+    program built as `tfc.compile` builds one (`cuda_arch`, `cuda_emulate`); `target` "cuda"
+    means generic C flags for the ps programs."""
+    from tfc.aot import TARGET_FLAGS, CompiledModel, _c_identifier
+    from tfc.aot.build import build_executables, copy_runtime, write_if_changed
+    from tfc.aot.signatures import build_signatures, load_signatures_function
+    from tfc.config import CompileOptions
+    from tfc.graph import device
+    from tfc.train.device_setter import replica_device_setter
+
+    if target not in TARGET_FLAGS:
+        raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
+    if not isinstance(cluster, Cluster):
+        cluster = Cluster.load(cluster)
+    default_name, fn = load_signatures_function(model)
+    name = _c_identifier(name or default_name)
+
+    def placed():
+        setter = replica_device_setter(ps_tasks=len(cluster.ps), worker_device="/job:worker")
+        with device(setter):
+            return fn()
+
+    passes = (options or CompileOptions()).pipeline()
+    sigs = build_signatures(name, placed)
+    plan = plan_distributed(sigs, int(batch), cluster, passes, worker_gpu=target == "cuda")
+    if cuda_emulate and not plan.worker_on_gpu:
+        raise ValueError("CUDA device emulation needs a GPU worker (target 'cuda')")
+    cuda = None
+    if plan.worker_on_gpu:
+        from tfc.aot.cuda_build import cuda_toolchain
+
+        cuda = cuda_toolchain(cuda_arch, cuda_emulate)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
+    files = dist_sources(plan)
+    for stale in outdir.glob("program_*.c*"):  # the worker of another target (make takes .c first)
+        if stale.name not in files:
+            stale.unlink()
+    for filename, text in files.items():
+        write_if_changed(outdir / filename, text)
+    make_cuda = cuda.makefile_fields() if cuda else None
+    write_if_changed(outdir / "Makefile", render_dist_makefile(plan, opt, make_cuda))
+    copy_runtime(outdir)
+    copy_dist_runtime(outdir)
+    built = {}
+    if build:
+        cuda_objects = {"obj/program_worker.o"} if cuda else set()
+        built = build_executables(
+            outdir, ["train"], dist_objects(plan), [*opt, "-pthread", "-Werror"], cuda=cuda,
+            cuda_objects=cuda_objects,
+        )  # fmt: skip
+    return CompiledModel(outdir, plan, built, cuda is not None and cuda.emulated)

@@ -12,6 +12,12 @@ partition becomes programs in which every _Recv is an input and every _Send an o
   to the workers; it may not depend on what it receives in the same step) and `apply`
   (inputs: what the workers send, averaged over the replicas of a synchronous step).
 
+A worker that computes on a GPU (`tfc compile --cluster --target cuda`, or worker ops placed on
+/job:worker/device:GPU:0 by the model) runs the same worker step compiled as CUDA: its C entry
+point takes the host buffers the transport fills and copies them in and out; the ps tasks stay
+C, parameters and their updates on the ps CPU, as in TF1's typical setup. The worker step is one
+program on one device: with a GPU, its ops placed on the worker's CPU run on the GPU too.
+
 Control edges between tasks need no messages: the driver (runtime/src/tfc_dist_main.c) runs a
 step's serve, the workers' steps and apply in that order. The link tables say which program
 input or output each rendezvous key is.
@@ -35,10 +41,12 @@ from tfc.passes import PIPELINE, run_passes
 from tfc.passes.place import PlacementError
 from tfc.render import render_program
 from tfc.signature import FeedSpec, make_program_graph
+from tfc.targets import CUDA, C, Target
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
 
 WORKER = "/job:worker/replica:0/task:0/device:CPU:0"
+WORKER_GPU = "/job:worker/replica:0/task:0/device:GPU:0"
 
 
 @dataclass
@@ -117,6 +125,7 @@ class DistributedPlan:
     global_step_ps: int  # the ps task that holds the global step, -1: none
     signatures: ModelSignatures
     hyperparameters: dict[str, tuple[int, float]]  # name -> (worker input, default)
+    worker_on_gpu: bool = False  # the worker step is CUDA (program_worker.cu)
 
     @property
     def programs(self) -> dict[str, Program]:
@@ -134,18 +143,38 @@ def _ps_task(device: str, n_ps: int) -> int:
     if device != WORKER:
         raise ModelError(
             f"an op is placed on {device}: compiled data-parallel training runs the model on "
-            "/job:worker/task:0 (every worker runs a replica of it) and variables on /job:ps"
+            "/job:worker/task:0, its CPU:0 or GPU:0 (every worker runs a replica of it) and "
+            "variables on /job:ps"
         )
     return -1
 
 
-def _compile_part(graph, name: str, role: str, fetches, targets, passes) -> Program:
+def _compile_part(
+    graph, name: str, role: str, fetches, targets, passes, target: Target = C
+) -> Program:
     graph.graph_attrs["fetches"] = list(fetches)
     graph.graph_attrs["targets"] = list(targets)
     graph.graph_attrs["feeds_cut"] = True
-    graph = run_passes(graph, [p for p in passes if p != "specialize"])
+    graph = run_passes(
+        graph, [p for p in passes if p != "specialize"], options=target.pass_options()
+    )
     lowered = lower_program(graph, name=f"{name}:{role}", prefix=f"{name}_{role}_")
-    return Program(role, lowered, render_program(lowered), [], [])
+    return Program(
+        role, lowered, render_program(lowered, target), [], [], suffix=target.source_suffix
+    )
+
+
+def _move_worker_to_gpu(graph, gpu: bool) -> bool:
+    """Whether the worker step runs on the GPU (`gpu`, or an op placed on the worker's GPU:0);
+    if so, every op of the worker task moves to WORKER, the one device of its one program, so
+    that no Send/Recv pair cuts the step between its CPU and GPU. Other worker devices are left
+    for _ps_task to refuse."""
+    on_worker = [n for n in graph.nx.nodes if graph.node(n)["device"] in (WORKER, WORKER_GPU)]
+    gpu = gpu or any(graph.node(n)["device"] == WORKER_GPU for n in on_worker)
+    if gpu:
+        for n in on_worker:
+            graph.node(n)["device"] = WORKER
+    return gpu
 
 
 def _recv_to_feed(graph, node: str, feeds: list) -> None:
@@ -158,9 +187,14 @@ def _recv_to_feed(graph, node: str, feeds: list) -> None:
 
 
 def plan_distributed(
-    sigs: ModelSignatures, batch: int, cluster: Cluster, passes: list[str] = PIPELINE
+    sigs: ModelSignatures,
+    batch: int,
+    cluster: Cluster,
+    passes: list[str] = PIPELINE,
+    worker_gpu: bool = False,
 ) -> DistributedPlan:
-    """Place and partition the train step of `sigs` and compile each task role's programs."""
+    """Place and partition the train step of `sigs` and compile each task role's programs;
+    the worker step as CUDA with `worker_gpu` or when the model places worker ops on a GPU."""
     if sigs.train is None:
         raise ModelError("distributed training needs a train signature")
     tr, graph, name, n_ps = sigs.train, sigs.graph, sigs.name, len(cluster.ps)
@@ -172,7 +206,9 @@ def plan_distributed(
         default_device=WORKER, cluster={"ps": n_ps, "worker": len(cluster.worker)}
     )
     try:
-        program = run_passes(program, ["prune", "specialize", "prune", "place", "partition"])
+        program = run_passes(program, ["prune", "specialize", "prune", "place"])
+        worker_gpu = _move_worker_to_gpu(program, worker_gpu)
+        program = run_passes(program, ["partition"])
     except PlacementError as e:
         raise ModelError(str(e)) from None
     parts = program.graph_attrs["partitions"]
@@ -210,7 +246,7 @@ def plan_distributed(
             wg.remove_node(node)
     wg.graph_attrs["feeds"] = wfeeds
     targets = [t for t in wg.graph_attrs["targets"] if t in wg.nx]
-    wprog = _compile_part(wg, name, "worker", wfetches, targets, passes)
+    wprog = _compile_part(wg, name, "worker", wfetches, targets, passes, CUDA if worker_gpu else C)
     wprog.input_names = input_names + [f"recv:{k}" for k in inputs_at]
     wprog.output_names = ["loss"] + [f"send:{k}" for k in outputs_at]
     worker = TaskPlan(f"{name}_worker", {"train": wprog})
@@ -306,7 +342,7 @@ def plan_distributed(
         src, src_index = outputs_at[key]
         links.append(Link(key, src, src_index, dst, dst_index))
     return DistributedPlan(
-        name, batch, cluster, worker, ps_plans, links, global_step_ps, sigs, hyper
+        name, batch, cluster, worker, ps_plans, links, global_step_ps, sigs, hyper, worker_gpu
     )
 
 
@@ -321,60 +357,3 @@ def _layout_task_state(sigs: ModelSignatures, task: TaskPlan) -> None:
                 f"variables {held} are on the worker; place variables on /job:ps "
                 "(tf.train.replica_device_setter does that)"
             )
-
-
-def compile_distributed(
-    model,
-    outdir: str | os.PathLike,
-    cluster: Cluster | str | os.PathLike,
-    batch: int = 32,
-    target: str = "host",
-    *,
-    name: str | None = None,
-    cflags: list[str] | None = None,
-    build: bool = True,
-    options=None,
-):
-    """`tfc compile MODEL --cluster FILE`: the programs of every task role and one `train`
-    executable that runs any task of the cluster (see runtime/src/tfc_dist_main.c)."""
-    from tfc.aot import TARGET_FLAGS, CompiledModel, _c_identifier
-    from tfc.aot.build import build_executables, copy_runtime, write_if_changed
-    from tfc.aot.dist_sources import (
-        copy_dist_runtime,
-        dist_objects,
-        dist_sources,
-        render_dist_makefile,
-    )
-    from tfc.aot.signatures import build_signatures, load_signatures_function
-    from tfc.config import CompileOptions
-    from tfc.graph import device
-    from tfc.train.device_setter import replica_device_setter
-
-    if target not in TARGET_FLAGS:
-        raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
-    if not isinstance(cluster, Cluster):
-        cluster = Cluster.load(cluster)
-    default_name, fn = load_signatures_function(model)
-    name = _c_identifier(name or default_name)
-
-    def placed():
-        setter = replica_device_setter(ps_tasks=len(cluster.ps), worker_device="/job:worker")
-        with device(setter):
-            return fn()
-
-    passes = (options or CompileOptions()).pipeline()
-    plan = plan_distributed(build_signatures(name, placed), int(batch), cluster, passes)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
-    for filename, text in dist_sources(plan).items():
-        write_if_changed(outdir / filename, text)
-    write_if_changed(outdir / "Makefile", render_dist_makefile(plan, opt))
-    copy_runtime(outdir)
-    copy_dist_runtime(outdir)
-    built = {}
-    if build:
-        built = build_executables(
-            outdir, ["train"], dist_objects(plan), [*opt, "-pthread", "-Werror"]
-        )
-    return CompiledModel(outdir, plan, built)
