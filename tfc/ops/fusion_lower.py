@@ -280,9 +280,27 @@ class _Lowering:
             before.setdefault(nest.suffix, []).append(f"{acc} acc{o} = {out};")
             body.append(f"acc{o} = " + combine.format(a=f"acc{o}", b=value) + ";")
             after.setdefault(nest.suffix, []).append(f"{out} = acc{o};")
+        elif num_elements(m.shape) <= _LOCAL_ACCUMULATORS:
+            # a few outputs (a bias gradient's channels): accumulate them in a local array, in
+            # the same order and precision as in y, so the compiler, which cannot tell y from
+            # the other outputs (one may be written in place of an input), keeps them in registers
+            count, ct = num_elements(m.shape), m.dtype.c_type
+            before.setdefault(0, []).extend([
+                f"{ct} acc{o}[{count}];",
+                f"for (int64_t o = 0; o < {count}; ++o) acc{o}[o] = y{o}[o];",
+            ])  # fmt: skip
+            acc = f"acc{o}[{nest.index(at)}]"
+            body.append(f"{acc} = " + combine.format(a=acc, b=value) + ";")
+            after.setdefault(0, []).insert(
+                0, f"for (int64_t o = 0; o < {count}; ++o) y{o}[o] = acc{o}[o];"
+            )
         else:
             out = f"y{o}[{nest.index(at)}]"
             body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
+
+
+# reductions to at most this many values accumulate in a local array (on the stack)
+_LOCAL_ACCUMULATORS = 64
 
 
 def _node_only(ctx: OpContext) -> OpContext:
