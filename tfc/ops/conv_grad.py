@@ -32,6 +32,7 @@ from tfc.ops.conv import (
     padded_size,
     pool_attrs,
     pool_geometry,
+    tiles_2x2,
     valid_counts,
     window_flops,
     window_kernel,
@@ -313,22 +314,8 @@ def _max_pool_grad_lower(ctx: OpContext) -> list:
     image = g.in_h * g.in_w * g.in_c
     kernel.data["image_size"] = str(image)
     kernel.data["index_type"] = "int32_t" if image < 2**31 else "int64_t"
-    kernel.data["tiled_2x2"] = ctx.type == "MaxPoolGrad" and _tiles_2x2(g)
+    kernel.data["tiled_2x2"] = ctx.type == "MaxPoolGrad" and tiles_2x2(g)
     return [kernel]
-
-
-# the tiled kernel keeps three rows on the stack: at most this many values per row
-_TILED_ROW_LIMIT = 512
-
-
-def _tiles_2x2(g: Geometry) -> bool:
-    """Whether 2x2 windows at stride 2 cover the input exactly, each pixel once (LeNet's pools):
-    then max_pool_grad.c.j2 writes every pixel once, branch-free, with no scatter."""
-    return (
-        (g.k_h, g.k_w, g.s_h, g.s_w, g.pad_top, g.pad_left) == (2, 2, 2, 2, 0, 0)
-        and (g.in_h, g.in_w) == (2 * g.out_h, 2 * g.out_w)
-        and g.in_w * g.in_c <= _TILED_ROW_LIMIT
-    )
 
 
 def _max_pool_grad_grad(op: Any, grad: Tensor) -> list:
