@@ -90,7 +90,11 @@ def avg_pool_np(x, k, strides, padding):
 
 
 def first_max(x, pixels, n, c):
-    """The first pixel of the window holding its maximum, scanning in row-major order."""
+    """The first pixel of the window holding its maximum (its first NaN when it holds one),
+    scanning in row-major order."""
+    nans = [(r, q) for r, q in pixels if np.isnan(x[n, r, q, c])]
+    if nans:
+        return nans[0]
     best = pixels[0]
     for r, q in pixels[1:]:
         if x[n, r, q, c] > x[n, best[0], best[1], c]:
@@ -170,6 +174,9 @@ POOLS = {
     "k5-edges": ((1, 5, 5, 1), (5, 5), (1, 1), "SAME"),
     "k3-s2-same-16-channels": ((2, 7, 6, 16), (3, 3), (2, 2), "SAME"),
     "lenet-s2": ((2, 28, 28, 6), (2, 2), (2, 2), "VALID"),
+    # 2x2 windows tiling the input exactly: MaxPoolGrad's branch-free kernel (max_pool_grad.c.j2)
+    "k2-s2-tiled": ((2, 6, 8, 3), (2, 2), (2, 2), "VALID"),
+    "k2-s2-same-tiled-6-channels": ((1, 4, 4, 6), (2, 2), (2, 2), "SAME"),
 }
 
 
@@ -280,6 +287,14 @@ def _build() -> CaseBatch:
         pooled = tf.nn.max_pool(xt, 2, 2, "VALID")
         gg = grad_op("MaxPoolGradGrad", [xt, pooled, b.feed(g)], attrs)
         b.add("max_pool_grad_grad-float32-nan", gg, np.array([[[[4, 1]]]], np.float32))
+        # the same over several tiled windows: NaNs in each column and row of a window, two in one
+        x = RNG.integers(-2, 3, (2, 4, 6, 3)).astype(np.float32)
+        x[0, 0, 1, 0] = x[0, 1, 0, 0] = x[0, 1, 3, 1] = x[1, 3, 5, 2] = x[1, 2, 4, 0] = np.nan
+        dy = RNG.standard_normal((2, 2, 3, 3)).astype(np.float32)
+        xt = b.feed(x)
+        (dx,) = tf.gradients(tf.nn.max_pool(xt, 2, 2, "VALID"), xt, grad_ys=b.feed(dy))
+        want = max_pool_grad_np(x, dy, (2, 2), (2, 2), "VALID")
+        b.add("max_pool_grad-float32-nan-tiled", dx, want)
         # the argument forms TF accepts: an int or two spatial values, `filters`, lower case
         x = RNG.standard_normal((2, 6, 6, 2)).astype("float32")
         f = RNG.standard_normal((3, 3, 2, 2)).astype("float32")

@@ -308,6 +308,25 @@ def test_elementwise_chains_with_broadcasting_give_the_same_bits():
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_rows_of_a_few_channels_run_several_rows_per_loop_and_give_the_same_bits():
+    # LeNet's BiasAdd + Relu over [N*H*W, 6]: 8 rows (48 values) per inner loop, the bias read
+    # from a local row repeated 8 times; rows of 3 and 5 values: 16 rows per loop
+    rng = np.random.default_rng(3)
+    fetches, feed = [], {}
+    for shape in [(2, 4, 5, 6), (48, 3), (32, 5)]:
+        x = tf.placeholder(tf.float32, shape)
+        b = tf.constant(rng.normal(size=shape[-1]).astype(np.float32))
+        fetches.append(tf.nn.relu(tf.nn.bias_add(x, b)) * 3.0)
+        feed[x] = rng.normal(size=shape).astype(np.float32)
+    source = _source(fetches, feed)
+    for rows, values in [(5, 48), (3, 48), (2, 80)]:
+        assert f"< {rows}; ++" in source and f"< {values}; ++" in source
+    unfused, fused = _both(fetches, feed)
+    _assert_identical(unfused, fused)
+    for got, want in zip(fused, _interpret(fetches, feed, [])):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_softmax_cross_entropy_forward_and_backward_give_the_same_bits():
     rng = np.random.default_rng(1)
     logits = tf.placeholder(tf.float32, [16, 10], name="logits")

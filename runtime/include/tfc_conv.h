@@ -30,6 +30,7 @@ typedef struct {
     int64_t k_h, k_w, s_h, s_w, d_h, d_w;
     int64_t pad_top, pad_left;          /* rows/columns of zeros before the image */
     int64_t pix_block;                  /* direct: output pixels (or filter taps) per tile */
+    int64_t pix_wide;                   /* the same for tiles of 64-byte vectors (AVX-512) */
     int64_t co_block;                   /* direct: channels per tile (whole SIMD vectors) */
     int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
     int64_t cp;                         /* direct: channels of the padded filter (or gradient) */
@@ -59,6 +60,12 @@ typedef struct {
 #include <immintrin.h>
 #define TFC_CONV_VMADD_f32(acc, a, w) _mm256_fmadd_ps(_mm256_set1_ps(a), (w), (acc))
 #define TFC_CONV_VMADD_f64(acc, a, w) _mm256_fmadd_pd(_mm256_set1_pd(a), (w), (acc))
+#if defined(__AVX512F__)
+/* 64-byte vectors for the tiles whose channels fill them (tfc_conv_impl.h picks per tile) */
+#define TFC_CONV_WBYTES 64
+#define TFC_CONV_WMADD_f32(acc, a, w) _mm512_fmadd_ps(_mm512_set1_ps(a), (w), (acc))
+#define TFC_CONV_WMADD_f64(acc, a, w) _mm512_fmadd_pd(_mm512_set1_pd(a), (w), (acc))
+#endif
 #else
 #define TFC_CONV_VMADD_f32(acc, a, w) ((acc) + (w) * (a))
 #define TFC_CONV_VMADD_f64(acc, a, w) ((acc) + (w) * (a))

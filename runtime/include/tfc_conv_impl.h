@@ -9,18 +9,76 @@
 
 /* SIMD vectors of T (GCC/Clang vector extensions: AVX, SSE, NEON, wasm or plain scalars) */
 typedef T TFC_CONV_FN(tfc_conv_vec) __attribute__((vector_size(TFC_CONV_VBYTES)));
-#define V TFC_CONV_FN(tfc_conv_vec)
-#define TFC_CONV_VL ((int64_t)(sizeof(V) / sizeof(T)))
-/* y[0:nc] = the first nc lanes of acc[0:CB/VL] */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_store)(T *restrict y, const V *restrict acc, int64_t nc,
-                                                 const int64_t CB) {
-    if (nc == CB) {
-        memcpy(y, acc, (size_t)CB * sizeof(T));
-    } else {
-        for (int64_t j = 0; j < nc; ++j) y[j] = acc[j / TFC_CONV_VL][j % TFC_CONV_VL];
-    }
+#define TFC_CONV_TV TFC_CONV_FN(tfc_conv_vec)
+#define TFC_CONV_TL ((int64_t)(sizeof(TFC_CONV_TV) / sizeof(T)))
+#define TFC_CONV_TMADD TFC_CONV_VMADD
+#define TFC_CONV_TFN(name) TFC_CONV_CAT(TFC_CONV_FN(name), narrow)
+#include "tfc_conv_tiles.h"
+#undef TFC_CONV_TV
+#undef TFC_CONV_TL
+#undef TFC_CONV_TMADD
+#undef TFC_CONV_TFN
+
+/* Tiles whose channels fill whole 64-byte vectors use them where the build has AVX-512: half
+ * the instructions of the AVX tiles (LeNet's 16-channel convolutions: 1.5-2x faster). CB (the
+ * plan's, a constant where the kernels are inlined) picks one of the two at compile time. */
+#if defined(TFC_CONV_WBYTES)
+typedef T TFC_CONV_FN(tfc_conv_wvec) __attribute__((vector_size(TFC_CONV_WBYTES)));
+#define TFC_CONV_TV TFC_CONV_FN(tfc_conv_wvec)
+#define TFC_CONV_TL ((int64_t)(sizeof(TFC_CONV_TV) / sizeof(T)))
+#define TFC_CONV_TMADD TFC_CONV_CAT(TFC_CONV_WMADD, TFC_CONV_TAG)
+#define TFC_CONV_TFN(name) TFC_CONV_CAT(TFC_CONV_FN(name), wide)
+#include "tfc_conv_tiles.h"
+#undef TFC_CONV_TV
+#undef TFC_CONV_TL
+#undef TFC_CONV_TMADD
+#undef TFC_CONV_TFN
+#define TFC_CONV_WIDE(cb) ((cb) * (int64_t)sizeof(T) % TFC_CONV_WBYTES == 0)
+#define TFC_CONV_PICK(name, cb, args)                                                            \
+    do {                                                                                         \
+        if (TFC_CONV_WIDE(cb))                                                                   \
+            TFC_CONV_CAT(TFC_CONV_FN(name), wide) args;                                          \
+        else                                                                                     \
+            TFC_CONV_CAT(TFC_CONV_FN(name), narrow) args;                                        \
+    } while (0)
+#else
+#define TFC_CONV_PICK(name, cb, args) TFC_CONV_CAT(TFC_CONV_FN(name), narrow) args
+#endif
+
+/* pixels (or filter taps) per tile of cb channels: the plan's for the vectors tiling them */
+TFC_CONV_INLINE int64_t TFC_CONV_FN(tfc_conv_pix)(const tfc_conv_plan *g, int64_t cb) {
+    (void)cb;
+#if defined(TFC_CONV_WBYTES)
+    if (TFC_CONV_WIDE(cb)) return g->pix_wide;
+#endif
+    return g->pix_block;
 }
 
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
+                                                int64_t col, int64_t kh_lo, int64_t kh_hi,
+                                                int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
+                                                int64_t c, const T *restrict f, int64_t cp,
+                                                T *restrict y, int64_t y_px, int64_t nc,
+                                                const int64_t P, const int64_t CB) {
+    TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
+                                      cp, y, y_px, nc, P, CB));
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
+                                                     int64_t co, const T *restrict ft,
+                                                     int64_t lp, T *dxb, int64_t seg_p,
+                                                     const int64_t P) {
+    TFC_CONV_PICK(tfc_conv_rows_tile, lp, (dy, dy_p, co, ft, lp, dxb, seg_p, P));
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
+                                                       const T *restrict xp,
+                                                       const int64_t *restrict off,
+                                                       const T *restrict dy, T *restrict df,
+                                                       int64_t nc, const int64_t P,
+                                                       const int64_t CB) {
+    TFC_CONV_PICK(tfc_conv_filter_tile, CB, (g, xp, off, dy, df, nc, P, CB));
+}
 /* xp[n, hp, wp, c] = x[n, h, w, c] placed at (top, left), zeros around it */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_border)(const T *restrict x, int64_t n_img, int64_t h,
                                                   int64_t w, int64_t c, int64_t top, int64_t left,
@@ -47,41 +105,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_pad_rows)(const T *restrict f, int64_t
         for (int64_t j = 0; j < c; ++j) fp[t * cp + j] = f[t * c + j];
         for (int64_t j = c; j < cp; ++j) fp[t * cp + j] = 0;
     }
-}
-
-/* One register tile of the direct convolution: P output pixels (px elements apart in x, y_px
- * in y) x CB channels, summed over the taps kh_lo..kh_hi x kw_lo..kw_hi (row, col elements
- * apart in x; the others read only zeros) of kh_n x kw_n and c input channels; f is the padded
- * filter [taps, c, cp] at the tile's first channel. Stores nc <= CB channels. P and CB are
- * constants where it is inlined, so acc lives in vector registers. */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
-                                                int64_t col, int64_t kh_lo, int64_t kh_hi,
-                                                int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
-                                                int64_t c, const T *restrict f, int64_t cp,
-                                                T *restrict y, int64_t y_px, int64_t nc,
-                                                const int64_t P, const int64_t CB) {
-    const int64_t NV = CB / TFC_CONV_VL;
-    const V zero = {0};
-    V acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
-    for (int64_t p = 0; p < P; ++p) {
-        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
-    }
-    for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
-        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
-            const T *restrict xk = x + kh * row + kw * col;
-            const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
-            for (int64_t ci = 0; ci < c; ++ci) {
-                V w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v)
-                    memcpy(&w[v], fk + ci * cp + v * TFC_CONV_VL, sizeof(V));
-                for (int64_t p = 0; p < P; ++p) {
-                    const T a = xk[p * px + ci];
-                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
-                }
-            }
-        }
-    }
-    for (int64_t p = 0; p < P; ++p) TFC_CONV_FN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB);
 }
 
 /* The taps k in [lo, hi) of kn whose position base + k*step lies in [from, to) */
@@ -158,7 +181,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g
     }
     TFC_CONV_FN(tfc_conv_direct_core)(g->batch, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
-                                      filter, g->cp, y, g->pix_block, g->co_block, g->pad_top,
+                                      filter, g->cp, y, TFC_CONV_FN(tfc_conv_pix)(g, g->co_block),
+                                      g->co_block, g->pad_top,
                                       g->pad_top + g->in_h, g->pad_left, g->pad_left + g->in_w);
 }
 
@@ -200,43 +224,10 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_
     }
     TFC_CONV_FN(tfc_conv_direct_core)(g->batch, g->hp, g->wp, co, dq, g->in_h, g->in_w, ci,
                                       g->k_h, g->k_w, 1, 1, g->d_h, g->d_w, ft, g->cp, dx,
-                                      g->pix_block, g->co_block, top < 0 ? 0 : top,
+                                      TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
+                                      top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
                                       left + (g->out_w - 1) * g->s_w + 1);
-}
-
-/* One tile of the row-scatter gradient: the dy rows (co channels) of P output pixels dy_p
- * apart times the transposed filter row ft [co, lp] of one kh, added to the P input segments
- * of lp elements, seg_p apart in the bordered gradient dxb. The caller takes the P pixels from
- * P output rows, so the segments never overlap (no store waits for another to land). */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
-                                                     int64_t co, const T *restrict ft,
-                                                     int64_t lp, T *dxb, int64_t seg_p,
-                                                     const int64_t P) {
-    const int64_t NV = lp / TFC_CONV_VL;
-    const V zero = {0};
-    V acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
-    for (int64_t p = 0; p < P; ++p) {
-        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
-    }
-    for (int64_t o = 0; o < co; ++o) {
-        V w[TFC_CONV_MAX_NV];
-        for (int64_t v = 0; v < NV; ++v)
-            memcpy(&w[v], ft + o * lp + v * TFC_CONV_VL, sizeof(V));
-        for (int64_t p = 0; p < P; ++p) {
-            const T a = dy[p * dy_p + o];
-            for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
-        }
-    }
-    for (int64_t p = 0; p < P; ++p) {
-        T *seg = dxb + p * seg_p;
-        for (int64_t v = 0; v < NV; ++v) {
-            V cur;
-            memcpy(&cur, seg + v * TFC_CONV_VL, sizeof(V));
-            cur += acc[p][v];
-            memcpy(seg + v * TFC_CONV_VL, &cur, sizeof(V));
-        }
-    }
 }
 
 /* dx = the gradient of conv2d(x, f) by x for dilation 1 along the width, as scatters: each
@@ -261,7 +252,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_pl
     const int64_t size = g->batch * g->hp * g->wp * c + lp - seg;
     for (int64_t i = 0; i < size; ++i) dxb[i] = 0;
     /* tiles of P output rows at one column (their segments are in different rows) */
-    const int64_t P = g->pix_block, full = g->out_h / P * P;
+    const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, lp), full = g->out_h / P * P;
     const int64_t dy_p = g->out_w * co, seg_p = g->s_h * g->wp * c, step = g->s_w * c;
     const int64_t gap = (lp + step - 1) / step;
     for (int64_t n = 0; n < g->batch; ++n) {
@@ -294,40 +285,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_pl
             memcpy(dx + (n * g->in_h + ih) * g->in_w * c, src, (size_t)(g->in_w * c) * sizeof(T));
         }
     }
-}
-
-/* One tile of the filter gradient: P filter taps (at offsets off[] from a pixel's window in
- * xp) x CB channels of dy (row stride cp), summed over every output pixel. */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
-                                                       const T *restrict xp,
-                                                       const int64_t *restrict off,
-                                                       const T *restrict dy, T *restrict df,
-                                                       int64_t nc, const int64_t P,
-                                                       const int64_t CB) {
-    const int64_t NV = CB / TFC_CONV_VL;
-    const V zero = {0};
-    V acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
-    for (int64_t p = 0; p < P; ++p) {
-        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
-    }
-    const int64_t c = g->in_c, cp = g->cp;
-    for (int64_t n = 0; n < g->batch; ++n) {
-        for (int64_t oh = 0; oh < g->out_h; ++oh) {
-            const T *restrict xr = xp + (n * g->hp + oh * g->s_h) * g->wp * c;
-            const T *restrict gr = dy + (n * g->out_h + oh) * g->out_w * cp;
-            for (int64_t ow = 0; ow < g->out_w; ++ow) {
-                const T *restrict xo = xr + ow * g->s_w * c;
-                V w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v)
-                    memcpy(&w[v], gr + ow * cp + v * TFC_CONV_VL, sizeof(V));
-                for (int64_t p = 0; p < P; ++p) {
-                    const T a = xo[off[p]];
-                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_VMADD(acc[p][v], a, w[v]);
-                }
-            }
-        }
-    }
-    for (int64_t p = 0; p < P; ++p) TFC_CONV_FN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB);
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_taps)(const tfc_conv_plan *g,
@@ -366,7 +323,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv
         TFC_CONV_FN(tfc_conv_pad_rows)(dy, g->batch * g->out_h * g->out_w, g->out_c, g->cp, dp);
         grad = dp;
     }
-    const int64_t taps = g->k_h * g->k_w * g->in_c, P = g->pix_block;
+    const int64_t taps = g->k_h * g->k_w * g->in_c;
+    const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, g->co_block);
     const int64_t full = taps / P * P;
     for (int64_t t0 = 0; t0 < full; t0 += P)
         TFC_CONV_FN(tfc_conv_filter_taps)(g, src, grad, df, t0, P);
@@ -479,8 +437,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv
 }
 
 #undef T
-#undef V
-#undef TFC_CONV_VL
+#undef TFC_CONV_WIDE
+#undef TFC_CONV_PICK
 #undef TFC_CONV_VMADD
 #undef TFC_CONV_FN
 #undef TFC_CONV_CAT

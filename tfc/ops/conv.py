@@ -382,6 +382,20 @@ def _max_step(g: Geometry, dtype: _dt.DType) -> str:
     return f"const {dtype.c_type} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
 
 
+# the tiled pool kernels keep a few rows on the stack: at most this many values per row
+_TILED_ROW_LIMIT = 512
+
+
+def tiles_2x2(g: Geometry) -> bool:
+    """Whether 2x2 windows at stride 2 cover the input exactly, each pixel once (LeNet's pools):
+    then max_pool.c.j2 and max_pool_grad.c.j2 work on whole rows, branch-free."""
+    return (
+        (g.k_h, g.k_w, g.s_h, g.s_w, g.pad_top, g.pad_left) == (2, 2, 2, 2, 0, 0)
+        and (g.in_h, g.in_w) == (2 * g.out_h, 2 * g.out_w)
+        and g.in_w * g.in_c <= _TILED_ROW_LIMIT
+    )
+
+
 def _pool_lower(template: str):
     def lower(ctx: OpContext) -> list:
         g = pool_geometry(ctx, concrete(ctx, 0))
@@ -390,6 +404,7 @@ def _pool_lower(template: str):
         kernel = window_kernel(template, g, ctx.out_dtypes[0], ("out0", "in0"))
         if template == "max_pool":
             kernel.data["max_step"] = _max_step(g, ctx.out_dtypes[0])
+            kernel.data["tiled_2x2"] = tiles_2x2(g)
         return [kernel]
 
     return lower

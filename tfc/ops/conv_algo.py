@@ -33,12 +33,18 @@ IM2COL_MIN_K = 2048
 IM2COL_MIN_N = 256
 IM2COL_COLUMN_BYTES = 4 << 20  # images per GEMM: as many as keep the column matrix this small
 ROWS_MAX_VECTORS = 4  # backprop input by row scatters: k_w*in_c up to 4 vectors (12 registers)
+# tfc_conv.h tiles with 64-byte vectors (built with AVX-512) where a tile's channels fill whole
+# ones; with 32 registers, such a tile takes more pixels (`pix_wide`): about this many accumulators
+WIDE_VECTOR_BYTES = 64
+WIDE_ACCUMULATORS = 24
+MAX_TILE_PIXELS = 16  # TFC_CONV_MAX_P
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 
 # the fields of tfc_conv_plan, in order
 PLAN_FIELDS = (
     "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
-    "d_h", "d_w", "pad_top", "pad_left", "pix_block", "co_block", "hp", "wp", "cp", "chunk",
+    "d_h", "d_w", "pad_top", "pad_left", "pix_block", "pix_wide", "co_block", "hp", "wp", "cp",
+    "chunk",
 )  # fmt: skip
 
 
@@ -91,11 +97,27 @@ def _channel_block(channels: int, dtype: _dt.DType) -> int:
     return lanes if channels <= lanes else 2 * lanes
 
 
+def _wide_vectors(channels: int, dtype: _dt.DType) -> int:
+    """64-byte vectors in a tile of `channels` (a channel block or padded row), 0 if not whole."""
+    size = channels * dtype.size
+    return size // WIDE_VECTOR_BYTES if size % WIDE_VECTOR_BYTES == 0 else 0
+
+
+def _wide_pixels(channels: int, dtype: _dt.DType, pix: int) -> int:
+    """pix_wide: the pixels of a tile of `channels` in 64-byte vectors (`pix` when not whole)."""
+    vectors = _wide_vectors(channels, dtype)
+    if not vectors:
+        return pix
+    return max(1, min(MAX_TILE_PIXELS, WIDE_ACCUMULATORS // vectors))
+
+
 def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`."""
     from tfc.ops.conv import padded_size  # conv.py lowers through this module
+
     fields = dict(g.__dict__)
-    fields.update(pix_block=1, co_block=1, hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
+    fields.update(pix_block=1, pix_wide=1, co_block=1)
+    fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
     algorithm = _choose(ctx, g)
     taps = g.k_h * g.k_w * g.in_c
     if algorithm == "im2col":
@@ -118,7 +140,8 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         # 2.6x the products: 0.57 -> 0.3 ms)
         lp = _round_up(segment, lanes)
         hp, wp = padded_size(g)
-        fields.update(pix_block=max(1, 12 // (lp // lanes)), cp=lp, hp=hp, wp=wp)
+        pix = max(1, 12 // (lp // lanes))
+        fields.update(pix_block=pix, pix_wide=_wide_pixels(lp, dtype, pix), cp=lp, hp=hp, wp=wp)
         sizes = [g.batch * hp * wp * g.in_c + lp - segment, g.k_h * g.out_c * lp]
         regions, total = _layout(sizes)
         return ConvPlan(algorithm, "rows", fields, regions, total)
@@ -132,9 +155,13 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         limit = 6 if wide else 12  # accumulators: 12 of the 16 AVX registers
         passes = -(-taps // limit)
         pix = -(-taps // passes)
+        # the same split of the taps for the 64-byte tiles
+        wide_limit = _wide_pixels(cb, dtype, limit)
+        pix_wide = -(-taps // -(-taps // wide_limit))
     else:
         pix = 6 if wide else 8
-    fields.update(pix_block=pix, co_block=cb, cp=cp)
+        pix_wide = _wide_pixels(cb, dtype, pix)
+    fields.update(pix_block=pix, pix_wide=pix_wide, co_block=cb, cp=cp)
     if kind == "input":
         hp, wp = g.in_h + (g.k_h - 1) * g.d_h, g.in_w + (g.k_w - 1) * g.d_w
         fields.update(hp=hp, wp=wp)

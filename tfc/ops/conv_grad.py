@@ -32,6 +32,7 @@ from tfc.ops.conv import (
     padded_size,
     pool_attrs,
     pool_geometry,
+    tiles_2x2,
     valid_counts,
     window_flops,
     window_kernel,
@@ -313,6 +314,7 @@ def _max_pool_grad_lower(ctx: OpContext) -> list:
     image = g.in_h * g.in_w * g.in_c
     kernel.data["image_size"] = str(image)
     kernel.data["index_type"] = "int32_t" if image < 2**31 else "int64_t"
+    kernel.data["tiled_2x2"] = ctx.type == "MaxPoolGrad" and tiles_2x2(g)
     return [kernel]
 
 

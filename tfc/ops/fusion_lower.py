@@ -11,7 +11,8 @@ threads) into an output's buffer, or into the node's scratch memory when no outp
 product; the body then post-processes those rows while they are in cache. A dense head
 (MatMul [+ bias] [+ Relu], only the last exported) is one GEMM call with that epilogue. A fused
 optimizer update runs in the body (its gradient is element-wise) or in a loop after the nest
-(its gradient is a reduction).
+(its gradient is a reduction). An element-wise nest over rows of a few values (a bias over
+6 channels) runs several rows per inner loop, so that loop fills whole vectors.
 """
 
 from __future__ import annotations
@@ -74,6 +75,24 @@ class _Nest:
         self.suffix = len(self.bounds)  # where the trailing run of reduced loops starts
         while self.suffix > 0 and kinds[self.suffix - 1]:
             self.suffix -= 1
+
+    def widen_rows(self, loads: set[int], lanes: int = 16) -> dict[int, tuple[int, int]]:
+        """Rows of a few values ([R, C], C < lanes: LeNet's 6 channels fill part of a vector)
+        become rows of P*C, P consecutive rows in one loop the compiler vectorizes. Operands
+        walking [R, C] contiguously keep their offsets; the loads repeating one row (a bias)
+        are returned, {operand: (P*C, C)}: they read a local copy of the row repeated P times.
+        No change (and {}) unless every operand is one of those or a scalar."""
+        if len(self.bounds) != 2 or self.bounds[1] >= lanes:
+            return {}
+        rows, cols = self.bounds
+        p = math.lcm(cols, lanes) // cols
+        repeated = {k for k, v in enumerate(self.strides) if v == [0, 1]}
+        walks = {tuple(v) for v in self.strides}
+        if rows % p or rows == p or not repeated <= loads or walks - {(cols, 1), (0, 1), (0, 0)}:
+            return {}
+        self.bounds = [rows // p, p * cols]
+        self.strides = [[p * cols, 1] if v == [cols, 1] else v for v in self.strides]
+        return {k: (p * cols, cols) for k in repeated}
 
     def index(self, operand: int, levels: int | None = None) -> str:
         levels = len(self.bounds) if levels is None else levels
@@ -209,14 +228,25 @@ class _Lowering:
         body: list[str] = []
         before: dict[int, list[str]] = {}
         after: dict[int, list[str]] = {}
+        # an element-wise nest over rows of a few values: several rows per inner loop (the same
+        # operations per element: the same bits)
+        simple = phase == 0 and grad is None and scratch is None and plan.matmul is None
+        simple = simple and not reduces and nest.merge
+        repeated = nest.widen_rows(set(load_at)) if simple else {}
         prefix = "ab"[phase]  # distinct names: with no loops both phases share one scope
         load_names = {}
         for n, ((k, dims), at) in enumerate(zip(loads, load_at)):
             self.used_inputs.add(k)
             load_names[(k, dims)] = f"{prefix}{n}"
-            body.append(
-                f"const {self.ctx.in_dtypes[k].c_type} {prefix}{n} = x{k}[{nest.index(at)}];"
-            )
+            ct, source = self.ctx.in_dtypes[k].c_type, f"x{k}[{nest.index(at)}]"
+            if at in repeated:
+                (width, cols), row = repeated[at], f"r{prefix}{n}"
+                before.setdefault(0, []).extend([
+                    f"{ct} {row}[{width}];",
+                    f"for (int64_t j = 0; j < {width}; ++j) {row}[j] = x{k}[j % {cols}];",
+                ])  # fmt: skip
+                source = f"{row}[{nest.vars[1]}]"
+            body.append(f"const {ct} {prefix}{n} = {source};")
         # the members whose values are read in this loop (by members of the phase, the update)
         read = phase_reads(plan, members, phase)
         if update_here:
@@ -280,9 +310,27 @@ class _Lowering:
             before.setdefault(nest.suffix, []).append(f"{acc} acc{o} = {out};")
             body.append(f"acc{o} = " + combine.format(a=f"acc{o}", b=value) + ";")
             after.setdefault(nest.suffix, []).append(f"{out} = acc{o};")
+        elif num_elements(m.shape) <= _LOCAL_ACCUMULATORS:
+            # a few outputs (a bias gradient's channels): accumulate them in a local array, in
+            # the same order and precision as in y, so the compiler, which cannot tell y from
+            # the other outputs (one may be written in place of an input), keeps them in registers
+            count, ct = num_elements(m.shape), m.dtype.c_type
+            before.setdefault(0, []).extend([
+                f"{ct} acc{o}[{count}];",
+                f"for (int64_t o = 0; o < {count}; ++o) acc{o}[o] = y{o}[o];",
+            ])  # fmt: skip
+            acc = f"acc{o}[{nest.index(at)}]"
+            body.append(f"{acc} = " + combine.format(a=acc, b=value) + ";")
+            after.setdefault(0, []).insert(
+                0, f"for (int64_t o = 0; o < {count}; ++o) y{o}[o] = acc{o}[o];"
+            )
         else:
             out = f"y{o}[{nest.index(at)}]"
             body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
+
+
+# reductions to at most this many values accumulate in a local array (on the stack)
+_LOCAL_ACCUMULATORS = 64
 
 
 def _node_only(ctx: OpContext) -> OpContext:

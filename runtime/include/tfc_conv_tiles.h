@@ -1,0 +1,118 @@
+/* The register tiles of tfc_conv_impl.h for one element type and one SIMD vector type:
+ * included once per vector width with TFC_CONV_TV (the vector type of T), TFC_CONV_TL (its
+ * lanes), TFC_CONV_TMADD (acc + a * w) and TFC_CONV_TFN (the functions' names) defined, so the
+ * same loops make AVX tiles and, where AVX-512 is there, 64-byte ones. No include guard. */
+
+/* y[0:nc] = the first nc lanes of acc[0:CB/VL] */
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *restrict y,
+                                                  const TFC_CONV_TV *restrict acc, int64_t nc,
+                                                  const int64_t CB) {
+    if (nc == CB) {
+        memcpy(y, acc, (size_t)CB * sizeof(T));
+    } else {
+        for (int64_t j = 0; j < nc; ++j) y[j] = acc[j / TFC_CONV_TL][j % TFC_CONV_TL];
+    }
+}
+
+/* One register tile of the direct convolution: P output pixels (px elements apart in x, y_px
+ * in y) x CB channels, summed over the taps kh_lo..kh_hi x kw_lo..kw_hi (row, col elements
+ * apart in x; the others read only zeros) of kh_n x kw_n and c input channels; f is the padded
+ * filter [taps, c, cp] at the tile's first channel. Stores nc <= CB channels. P and CB are
+ * constants where it is inlined, so acc lives in vector registers. */
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
+                                                 int64_t col, int64_t kh_lo, int64_t kh_hi,
+                                                 int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
+                                                 int64_t c, const T *restrict f, int64_t cp,
+                                                 T *restrict y, int64_t y_px, int64_t nc,
+                                                 const int64_t P, const int64_t CB) {
+    const int64_t NV = CB / TFC_CONV_TL;
+    const TFC_CONV_TV zero = {0};
+    TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    for (int64_t p = 0; p < P; ++p) {
+        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
+    }
+    for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
+        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+            const T *restrict xk = x + kh * row + kw * col;
+            const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
+            for (int64_t ci = 0; ci < c; ++ci) {
+                TFC_CONV_TV w[TFC_CONV_MAX_NV];
+                for (int64_t v = 0; v < NV; ++v)
+                    memcpy(&w[v], fk + ci * cp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
+                for (int64_t p = 0; p < P; ++p) {
+                    const T a = xk[p * px + ci];
+                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
+                }
+            }
+        }
+    }
+    for (int64_t p = 0; p < P; ++p) TFC_CONV_TFN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB);
+}
+
+/* One tile of the row-scatter gradient: the dy rows (co channels) of P output pixels dy_p
+ * apart times the transposed filter row ft [co, lp] of one kh, added to the P input segments
+ * of lp elements, seg_p apart in the bordered gradient dxb. The caller takes the P pixels from
+ * P output rows, so the segments never overlap (no store waits for another to land). */
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
+                                                      int64_t co, const T *restrict ft,
+                                                      int64_t lp, T *dxb, int64_t seg_p,
+                                                      const int64_t P) {
+    const int64_t NV = lp / TFC_CONV_TL;
+    const TFC_CONV_TV zero = {0};
+    TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    for (int64_t p = 0; p < P; ++p) {
+        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
+    }
+    for (int64_t o = 0; o < co; ++o) {
+        TFC_CONV_TV w[TFC_CONV_MAX_NV];
+        for (int64_t v = 0; v < NV; ++v)
+            memcpy(&w[v], ft + o * lp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
+        for (int64_t p = 0; p < P; ++p) {
+            const T a = dy[p * dy_p + o];
+            for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
+        }
+    }
+    for (int64_t p = 0; p < P; ++p) {
+        T *seg = dxb + p * seg_p;
+        for (int64_t v = 0; v < NV; ++v) {
+            TFC_CONV_TV cur;
+            memcpy(&cur, seg + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
+            cur += acc[p][v];
+            memcpy(seg + v * TFC_CONV_TL, &cur, sizeof(TFC_CONV_TV));
+        }
+    }
+}
+
+/* One tile of the filter gradient: P filter taps (at offsets off[] from a pixel's window in
+ * xp) x CB channels of dy (row stride cp), summed over every output pixel. */
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
+                                                        const T *restrict xp,
+                                                        const int64_t *restrict off,
+                                                        const T *restrict dy, T *restrict df,
+                                                        int64_t nc, const int64_t P,
+                                                        const int64_t CB) {
+    const int64_t NV = CB / TFC_CONV_TL;
+    const TFC_CONV_TV zero = {0};
+    TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    for (int64_t p = 0; p < P; ++p) {
+        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
+    }
+    const int64_t c = g->in_c, cp = g->cp;
+    for (int64_t n = 0; n < g->batch; ++n) {
+        for (int64_t oh = 0; oh < g->out_h; ++oh) {
+            const T *restrict xr = xp + (n * g->hp + oh * g->s_h) * g->wp * c;
+            const T *restrict gr = dy + (n * g->out_h + oh) * g->out_w * cp;
+            for (int64_t ow = 0; ow < g->out_w; ++ow) {
+                const T *restrict xo = xr + ow * g->s_w * c;
+                TFC_CONV_TV w[TFC_CONV_MAX_NV];
+                for (int64_t v = 0; v < NV; ++v)
+                    memcpy(&w[v], gr + ow * cp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
+                for (int64_t p = 0; p < P; ++p) {
+                    const T a = xo[off[p]];
+                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
+                }
+            }
+        }
+    }
+    for (int64_t p = 0; p < P; ++p) TFC_CONV_TFN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB);
+}
