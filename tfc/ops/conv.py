@@ -240,6 +240,7 @@ def conv_kernel(
     data = {
         "plan": plan.initializer(),
         "function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_{type_tag(dtype)}",
+        "part_function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_part_{type_tag(dtype)}",
         "args": ", ".join(["x0", "x1", "y", *scratch]),
     }
     return Kernel("conv2d", params, data)
