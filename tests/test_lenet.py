@@ -123,6 +123,34 @@ def test_native_step_and_predictions_match_the_session(build):
     np.testing.assert_allclose(np.load(root / "p.npy"), expected_p, rtol=0, atol=1e-5)
 
 
+def test_training_steps_have_the_same_bits_at_1_2_3_threads():
+    """Three Adam steps of LeNet at b=64 (the benchmark's batch: every convolution is split
+    over the threads) give the same losses and variables, bit for bit, at 1, 2 and 3 threads."""
+    _, lenet_model = _import_samples()
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, size=(64, 28, 28, 1)).astype(np.float32)
+    y = rng.integers(0, 10, size=64).astype(np.int32)
+    results = []
+    for threads in (1, 2, 3):
+        g = tf.Graph()
+        with g.as_default():
+            train = lenet_model.signatures()["train"]
+            init = tf.global_variables_initializer()
+            names = sorted(v.op.name for v in tf.global_variables())
+        assert len(names) == 33  # 10 weights, their 20 Adam slots, 2 beta powers, the step
+        config = tf.ConfigProto(intra_op_parallelism_threads=threads)
+        with tf.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            feed = {train["inputs"]["features"]: x, train["inputs"]["labels"]: y}
+            losses = [sess.run([train["loss"], train["train_op"]], feed)[0] for _ in range(3)]
+            results.append((losses, [sess.read_variable(n) for n in names]))
+    assert results[0][0][2] < results[0][0][0]  # it learns
+    for losses, values in results[1:]:
+        np.testing.assert_array_equal(losses, results[0][0])
+        for a, b in zip(values, results[0][1], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 SANITIZE = "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 SANITIZER_ENV = {"ASAN_OPTIONS": "exitcode=86:detect_leaks=1", "UBSAN_OPTIONS": "exitcode=87"}
 
@@ -148,7 +176,8 @@ def test_training_step_is_clean_under_sanitizers(build, tmp_path):
     if proc.returncode != 0 and "asan" in proc.stderr:
         pytest.skip(f"no sanitizer runtime: {proc.stderr[-300:]}")
     assert proc.returncode == 0, proc.stderr
-    env = {**os.environ, **SANITIZER_ENV}
+    # two threads: the kernels that split their work over the pool run their parts concurrently
+    env = {**os.environ, **SANITIZER_ENV, "TFC_NUM_THREADS": "2"}
     data = root / "data" / "train.npy"
     for name, exe in (("plain", root / "build"), ("sanitized", copy)):
         proc = subprocess.run(

@@ -465,3 +465,41 @@ def test_an_unknown_algorithm_is_named():
             {"strides": [1, 1, 1, 1], "padding": "SAME", "_algorithm": "fft"},
             name="c",
         )
+
+
+@pytest.mark.parametrize("algorithm", ["direct", "im2col"])
+@pytest.mark.parametrize("dilations", [(1, 1), (1, 2)])
+def test_threads_give_the_same_bits(algorithm, dilations):
+    """Each op at 1, 2 and 3 threads: the direct kernels split the batch into fixed parts (the
+    filter gradient sums one partial sum per part, in part order), so the bits do not depend on
+    the thread count. 37 images: parts of 3, the last of 1; enough work to be split (dilated
+    widths take backprop input's direct kernel, the others its row scatters)."""
+    xs, fs, st = (37, 13, 12, 4), (3, 3, 4, 8), (1, 1)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    f = RNG.standard_normal(fs).astype(np.float32)
+    dy = RNG.standard_normal(out_shape(xs, fs[:2], st, "SAME", fs[3], dilations))
+    dy = dy.astype(np.float32)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "_algorithm": algorithm,
+             "dilations": [1, *dilations, 1]}  # fmt: skip
+    xt, ft, dyt = (tf.placeholder(tf.float32, v.shape) for v in (x, f, dy))
+    y = grad_op("Conv2D", [xt, ft], attrs)
+    dx = grad_op("Conv2DBackpropInput", [tf.constant(list(xs)), ft, dyt], attrs)
+    df = grad_op("Conv2DBackpropFilter", [xt, tf.constant(list(fs)), dyt], attrs)
+    results = []
+    for threads in (1, 2, 3):
+        config = tf.ConfigProto(
+            intra_op_parallelism_threads=threads, compile_options=tf.CompileOptions(passes=[])
+        )
+        with tf.Session(config=config) as sess:
+            results.append(sess.run([y, dx, df], {xt: x, ft: f, dyt: dy}))
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+    rtol, atol = tol("float32", 3 * 3 * 8 * 37)
+    np.testing.assert_allclose(results[0][0], conv2d_np(x, f, st, "SAME", dilations), rtol, atol)
+    np.testing.assert_allclose(
+        results[0][1], conv2d_input_grad_np(xs, f, dy, st, "SAME", dilations), rtol, atol
+    )
+    np.testing.assert_allclose(
+        results[0][2], conv2d_filter_grad_np(x, fs, dy, st, "SAME", dilations), rtol, atol
+    )

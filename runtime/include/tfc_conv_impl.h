@@ -163,43 +163,68 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
 
 /* -- direct ------------------------------------------------------------------------------ */
 
-/* y = conv2d(x, f). Scratch: xp [batch, hp, wp, in_c], fp [k_h*k_w*in_c, cp]. */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g,
-                                                          const T *restrict x,
-                                                          const T *restrict f, T *restrict y,
-                                                          T *restrict xp, T *restrict fp) {
-    const T *src = x;
+/* One convolution's buffers, passed to the parts of its batch (tfc_conv_run_parts) */
+typedef struct {
+    const T *a, *b;
+    T *y, *s0, *s1, *s2;
+} TFC_CONV_FN(tfc_conv_call);
+
+/* the images [*n0, *n0 + *nb) of part `part` (chunk images each) */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_part_images)(const tfc_conv_plan *g, int64_t part,
+                                                       int64_t *n0, int64_t *nb) {
+    *n0 = part * g->chunk;
+    *nb = g->batch - *n0 < g->chunk ? g->batch - *n0 : g->chunk;
+}
+
+/* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c], fp (the
+ * filter with its rows padded, written by tfc_conv_forward_direct). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_plan *g,
+                                                               void *call, int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
+    int64_t n0, nb;
+    TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
+    const T *src = k->a + n0 * g->in_h * g->in_w * g->in_c;
     if (g->hp != g->in_h || g->wp != g->in_w) {
-        TFC_CONV_FN(tfc_conv_border)(x, g->batch, g->in_h, g->in_w, g->in_c, g->pad_top,
+        T *xp = k->s0 + n0 * g->hp * g->wp * g->in_c;
+        TFC_CONV_FN(tfc_conv_border)(src, nb, g->in_h, g->in_w, g->in_c, g->pad_top,
                                      g->pad_left, g->hp, g->wp, xp);
         src = xp;
     }
-    const T *filter = f;
-    if (g->cp != g->out_c) {
-        TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
-        filter = fp;
-    }
-    TFC_CONV_FN(tfc_conv_direct_core)(g->batch, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
+    const T *filter = g->cp != g->out_c ? k->s1 : k->b;
+    TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
-                                      filter, g->cp, y, TFC_CONV_FN(tfc_conv_pix)(g, g->co_block),
-                                      g->co_block, g->pad_top,
-                                      g->pad_top + g->in_h, g->pad_left, g->pad_left + g->in_w);
+                                      filter, g->cp, k->y + n0 * g->out_h * g->out_w * g->out_c,
+                                      TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
+                                      g->pad_top, g->pad_top + g->in_h, g->pad_left,
+                                      g->pad_left + g->in_w);
+}
+
+/* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts.
+ * Scratch: xp [batch, hp, wp, in_c], fp [k_h*k_w*in_c, cp]. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g,
+                                                          const T *x, const T *f, T *y, T *xp,
+                                                          T *fp, tfc_threads_fn part) {
+    if (g->cp != g->out_c) TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c,
+                                                          g->cp, fp);
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, xp, fp, NULL};
+    tfc_conv_run_parts(g, part, &call);
 }
 
 /* dx = the gradient of conv2d(x, f) by x: the forward kernel on dy spread out by the strides
  * and bordered (dq [batch, hp, wp, out_c], hp = in_h + (k_h-1)*d_h), with the filter flipped
- * and transposed (ft [k_h, k_w, out_c, cp], cp >= in_c). */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_plan *g,
-                                                                 const T *restrict f,
-                                                                 const T *restrict dy,
-                                                                 T *restrict dx,
-                                                                 T *restrict dq,
-                                                                 T *restrict ft) {
+ * and transposed (ft [k_h, k_w, out_c, cp], cp >= in_c), for the images of one part. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_conv_plan *g,
+                                                                      void *call, int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
     const int64_t co = g->out_c, ci = g->in_c;
     const int64_t top = (g->k_h - 1) * g->d_h - g->pad_top;
     const int64_t left = (g->k_w - 1) * g->d_w - g->pad_left;
-    for (int64_t i = 0; i < g->batch * g->hp * g->wp * co; ++i) dq[i] = 0;
-    for (int64_t n = 0; n < g->batch; ++n) {
+    int64_t n0, nb;
+    TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
+    T *restrict dq = k->s0 + n0 * g->hp * g->wp * co;
+    const T *restrict dy = k->b + n0 * g->out_h * g->out_w * co;
+    for (int64_t i = 0; i < nb * g->hp * g->wp * co; ++i) dq[i] = 0;
+    for (int64_t n = 0; n < nb; ++n) {
         for (int64_t oh = 0; oh < g->out_h; ++oh) {
             const int64_t u = oh * g->s_h + top;
             if (u < 0 || u >= g->hp) continue;
@@ -212,6 +237,21 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_
             }
         }
     }
+    TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, co, dq, g->in_h, g->in_w, ci,
+                                      g->k_h, g->k_w, 1, 1, g->d_h, g->d_w, k->s1, g->cp,
+                                      k->y + n0 * g->in_h * g->in_w * ci,
+                                      TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
+                                      top < 0 ? 0 : top,
+                                      top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
+                                      left + (g->out_w - 1) * g->s_w + 1);
+}
+
+/* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_plan *g,
+                                                                 const T *f, const T *dy, T *dx,
+                                                                 T *dq, T *ft,
+                                                                 tfc_threads_fn part) {
+    const int64_t co = g->out_c, ci = g->in_c;
     for (int64_t kh = 0; kh < g->k_h; ++kh) {
         for (int64_t kw = 0; kw < g->k_w; ++kw) {
             const T *restrict fs = f + ((g->k_h - 1 - kh) * g->k_w + (g->k_w - 1 - kw)) * ci * co;
@@ -222,44 +262,36 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_
             }
         }
     }
-    TFC_CONV_FN(tfc_conv_direct_core)(g->batch, g->hp, g->wp, co, dq, g->in_h, g->in_w, ci,
-                                      g->k_h, g->k_w, 1, 1, g->d_h, g->d_w, ft, g->cp, dx,
-                                      TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
-                                      top < 0 ? 0 : top,
-                                      top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1);
+    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, dq, ft, NULL};
+    tfc_conv_run_parts(g, part, &call);
 }
 
 /* dx = the gradient of conv2d(x, f) by x for dilation 1 along the width, as scatters: each
  * output pixel's dy row times the filter row of one kh (the k_w*in_c values of all its kw
- * taps, contiguous in f and in dx) is added to the input row segment its window covered.
- * Scratch: dxb [batch, hp, wp, in_c] then cp - k_w*in_c slack (the bordered gradient, cropped
- * into dx at the end), ft [k_h, out_c, cp] (the filter transposed, rows padded to cp). */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_plan *g,
-                                                               const T *restrict f,
-                                                               const T *restrict dy,
-                                                               T *restrict dx,
-                                                               T *restrict dxb,
-                                                               T *restrict ft) {
+ * taps, contiguous in f and in dx) is added to the input row segment its window covered, for
+ * the images of one part. Scratch: dxb, each image's bordered gradient [hp, wp, in_c] then
+ * cp - k_w*in_c slack (the last segments' padding lands there, not in the next image, which
+ * another thread may be writing), cropped into dx at the end; ft [k_h, out_c, cp] (the filter
+ * transposed, rows padded to cp). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows_part)(const tfc_conv_plan *g,
+                                                                    void *call, int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
     const int64_t c = g->in_c, co = g->out_c, lp = g->cp, seg = g->k_w * c;
-    for (int64_t kh = 0; kh < g->k_h; ++kh) {
-        for (int64_t o = 0; o < co; ++o) {
-            T *restrict row = ft + (kh * co + o) * lp;
-            for (int64_t t = 0; t < seg; ++t) row[t] = f[(kh * seg + t) * co + o];
-            for (int64_t t = seg; t < lp; ++t) row[t] = 0;
-        }
-    }
-    const int64_t size = g->batch * g->hp * g->wp * c + lp - seg;
-    for (int64_t i = 0; i < size; ++i) dxb[i] = 0;
+    const int64_t image = g->hp * g->wp * c + lp - seg;
+    int64_t n0, nb;
+    TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
+    T *dxb = k->s0 + n0 * image;
+    const T *restrict ft = k->s1;
+    for (int64_t i = 0; i < nb * image; ++i) dxb[i] = 0;
     /* tiles of P output rows at one column (their segments are in different rows) */
     const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, lp), full = g->out_h / P * P;
     const int64_t dy_p = g->out_w * co, seg_p = g->s_h * g->wp * c, step = g->s_w * c;
     const int64_t gap = (lp + step - 1) / step;
-    for (int64_t n = 0; n < g->batch; ++n) {
+    for (int64_t n = 0; n < nb; ++n) {
         for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += P) {
-            const T *restrict dr = dy + (n * g->out_h + oh0) * g->out_w * co;
+            const T *restrict dr = k->b + ((n0 + n) * g->out_h + oh0) * g->out_w * co;
             for (int64_t kh = 0; kh < g->k_h; ++kh) {
-                T *xr = dxb + (n * g->hp + oh0 * g->s_h + kh * g->d_h) * g->wp * c;
+                T *xr = dxb + n * image + (oh0 * g->s_h + kh * g->d_h) * g->wp * c;
                 const T *restrict fr = ft + kh * co * lp;
                 /* columns `gap` apart, so that consecutive tiles' segments never overlap:
                  * no store then load of the same bytes in a row (gcc 12's predictive
@@ -279,12 +311,30 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_pl
             }
         }
     }
-    for (int64_t n = 0; n < g->batch; ++n) {
+    for (int64_t n = 0; n < nb; ++n) {
         for (int64_t ih = 0; ih < g->in_h; ++ih) {
-            const T *restrict src = dxb + ((n * g->hp + ih + g->pad_top) * g->wp + g->pad_left) * c;
-            memcpy(dx + (n * g->in_h + ih) * g->in_w * c, src, (size_t)(g->in_w * c) * sizeof(T));
+            const T *restrict src = dxb + n * image + ((ih + g->pad_top) * g->wp + g->pad_left) * c;
+            memcpy(k->y + ((n0 + n) * g->in_h + ih) * g->in_w * c, src,
+                   (size_t)(g->in_w * c) * sizeof(T));
         }
     }
+}
+
+/* dx by row scatters over the batch's parts; ft (shared by them) is made first. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_plan *g,
+                                                               const T *f, const T *dy, T *dx,
+                                                               T *dxb, T *ft,
+                                                               tfc_threads_fn part) {
+    const int64_t c = g->in_c, co = g->out_c, lp = g->cp, seg = g->k_w * c;
+    for (int64_t kh = 0; kh < g->k_h; ++kh) {
+        for (int64_t o = 0; o < co; ++o) {
+            T *restrict row = ft + (kh * co + o) * lp;
+            for (int64_t t = 0; t < seg; ++t) row[t] = f[(kh * seg + t) * co + o];
+            for (int64_t t = seg; t < lp; ++t) row[t] = 0;
+        }
+    }
+    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, dxb, ft, NULL};
+    tfc_conv_run_parts(g, part, &call);
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_taps)(const tfc_conv_plan *g,
@@ -304,31 +354,55 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_taps)(const tfc_conv_plan *g,
     }
 }
 
-/* df = the gradient of conv2d(x, f) by f. Scratch: xp [batch, hp, wp, in_c] (the bordered
- * input), dp [batch*out_h*out_w, cp] (dy with its channels padded, when out_c < cp). */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv_plan *g,
-                                                                  const T *restrict x,
-                                                                  const T *restrict dy,
-                                                                  T *restrict df,
-                                                                  T *restrict xp,
-                                                                  T *restrict dp) {
-    const T *src = x;
+/* The filter gradient summed over the images of one part, into df (part 0) or its own slot of
+ * the partial sums. Scratch: xp [batch, hp, wp, in_c] (the bordered input), dp
+ * [batch*out_h*out_w, cp] (dy with its channels padded, when out_c < cp), sums [parts - 1,
+ * k_h*k_w*in_c*out_c]. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct_part)(const tfc_conv_plan *g,
+                                                                       void *call,
+                                                                       int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
+    const int64_t taps = g->k_h * g->k_w * g->in_c;
+    int64_t n0, nb;
+    TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
+    const T *src = k->a + n0 * g->in_h * g->in_w * g->in_c;
     if (g->hp != g->in_h || g->wp != g->in_w) {
-        TFC_CONV_FN(tfc_conv_border)(x, g->batch, g->in_h, g->in_w, g->in_c, g->pad_top,
+        T *xp = k->s0 + n0 * g->hp * g->wp * g->in_c;
+        TFC_CONV_FN(tfc_conv_border)(src, nb, g->in_h, g->in_w, g->in_c, g->pad_top,
                                      g->pad_left, g->hp, g->wp, xp);
         src = xp;
     }
-    const T *grad = dy;
+    const int64_t pixels = g->out_h * g->out_w;
+    const T *grad = k->b + n0 * pixels * g->out_c;
     if (g->cp != g->out_c) {
-        TFC_CONV_FN(tfc_conv_pad_rows)(dy, g->batch * g->out_h * g->out_w, g->out_c, g->cp, dp);
+        T *dp = k->s1 + n0 * pixels * g->cp;
+        TFC_CONV_FN(tfc_conv_pad_rows)(grad, nb * pixels, g->out_c, g->cp, dp);
         grad = dp;
     }
-    const int64_t taps = g->k_h * g->k_w * g->in_c;
+    T *df = part == 0 ? k->y : k->s2 + (part - 1) * taps * g->out_c;
+    tfc_conv_plan images = *g; /* the filter tiles sum over images.batch images */
+    images.batch = nb;
     const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, g->co_block);
     const int64_t full = taps / P * P;
     for (int64_t t0 = 0; t0 < full; t0 += P)
-        TFC_CONV_FN(tfc_conv_filter_taps)(g, src, grad, df, t0, P);
-    if (full < taps) TFC_CONV_FN(tfc_conv_filter_taps)(g, src, grad, df, full, taps - full);
+        TFC_CONV_FN(tfc_conv_filter_taps)(&images, src, grad, df, t0, P);
+    if (full < taps) TFC_CONV_FN(tfc_conv_filter_taps)(&images, src, grad, df, full, taps - full);
+}
+
+/* df = the gradient of conv2d(x, f) by f: each part's sum over its images, then those sums
+ * added in the order of the parts (the same bits whatever thread computed which part). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv_plan *g,
+                                                                  const T *x, const T *dy,
+                                                                  T *df, T *xp, T *dp, T *sums,
+                                                                  tfc_threads_fn part) {
+    TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, xp, dp, sums};
+    tfc_conv_run_parts(g, part, &call);
+    const int64_t size = g->k_h * g->k_w * g->in_c * g->out_c;
+    const int64_t parts = (g->batch + g->chunk - 1) / g->chunk;
+    for (int64_t p = 1; p < parts; ++p) {
+        const T *restrict s = sums + (p - 1) * size;
+        for (int64_t i = 0; i < size; ++i) df[i] += s[i];
+    }
 }
 
 /* -- im2col + GEMM ----------------------------------------------------------------------- */
@@ -385,7 +459,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_col2im)(const tfc_conv_plan *g, const 
 
 /* y = conv2d(x, f): per chunk of images, y rows = cols [pixels, k] x f [k, out_c].
  * Scratch: cols [chunk*out_h*out_w, k_h*k_w*in_c]. */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col)(const tfc_conv_plan *g,
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col_all)(const tfc_conv_plan *g,
                                                           const T *restrict x,
                                                           const T *restrict f, T *restrict y,
                                                           T *restrict cols) {
@@ -400,7 +474,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col)(const tfc_conv_plan *g
 
 /* dx: per chunk, cols = dy rows [pixels, out_c] x f^T [out_c, k], scattered back (col2im).
  * Scratch: cols as for the forward pass. */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col)(const tfc_conv_plan *g,
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col_all)(const tfc_conv_plan *g,
                                                                  const T *restrict f,
                                                                  const T *restrict dy,
                                                                  T *restrict dx,
@@ -417,7 +491,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col)(const tfc_conv_
 
 /* df = sum over chunks of cols^T [k, pixels] x dy rows [pixels, out_c].
  * Scratch: cols as for the forward pass, then part [k, out_c] (each later chunk's product). */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv_plan *g,
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col_all)(const tfc_conv_plan *g,
                                                                   const T *restrict x,
                                                                   const T *restrict dy,
                                                                   T *restrict df,
@@ -434,6 +508,54 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv
             for (int64_t i = 0; i < k * g->out_c; ++i) df[i] += part[i];
         }
     }
+}
+
+/* im2col runs as one part: its GEMMs split over the threads (tfc_gemm.h) */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col_part)(const tfc_conv_plan *g,
+                                                               void *call, int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
+    (void)part;
+    TFC_CONV_FN(tfc_conv_forward_im2col_all)(g, k->a, k->b, k->y, k->s0);
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col)(const tfc_conv_plan *g, const T *x,
+                                                          const T *f, T *y, T *cols,
+                                                          tfc_threads_fn part) {
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, cols, NULL, NULL};
+    (void)g;
+    part(&call, 0);
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col_part)(const tfc_conv_plan *g,
+                                                                      void *call, int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
+    (void)part;
+    TFC_CONV_FN(tfc_conv_backprop_input_im2col_all)(g, k->a, k->b, k->y, k->s0);
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col)(const tfc_conv_plan *g,
+                                                                 const T *f, const T *dy, T *dx,
+                                                                 T *cols, tfc_threads_fn part) {
+    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, cols, NULL, NULL};
+    (void)g;
+    part(&call, 0);
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col_part)(const tfc_conv_plan *g,
+                                                                       void *call,
+                                                                       int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
+    (void)part;
+    TFC_CONV_FN(tfc_conv_backprop_filter_im2col_all)(g, k->a, k->b, k->y, k->s0, k->s1);
+}
+
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv_plan *g,
+                                                                  const T *x, const T *dy,
+                                                                  T *df, T *cols, T *part_sum,
+                                                                  tfc_threads_fn part) {
+    TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, cols, part_sum, NULL};
+    (void)g;
+    part(&call, 0);
 }
 
 #undef T

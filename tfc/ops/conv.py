@@ -240,6 +240,7 @@ def conv_kernel(
     data = {
         "plan": plan.initializer(),
         "function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_{type_tag(dtype)}",
+        "part_function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_part_{type_tag(dtype)}",
         "args": ", ".join(["x0", "x1", "y", *scratch]),
     }
     return Kernel("conv2d", params, data)
@@ -396,6 +397,25 @@ def tiles_2x2(g: Geometry) -> bool:
     )
 
 
+# the tiled pool kernels split their row pairs into this many parts over the thread pool, when
+# the input has at least TILED_PARALLEL_MIN values: measured at 2 threads on LeNet's conv1
+# MaxPool + MaxPoolGrad split with no threshold, idle: 4.7k values 0.60x, 9.4k 0.92x, 18.8k
+# 1.20x, 37.6k 1.47x; with another process busy on the other core, 18.8k 0.51x, 37.6k 0.66x
+# (small gains, larger losses on a shared machine). Each value is computed alone, so any split
+# gives the same bits.
+TILED_ROW_PARTS = 16
+TILED_PARALLEL_MIN = 1 << 15
+
+
+def tiled_row_parts(g: Geometry) -> dict[str, str]:
+    """The template data splitting a tiled pool kernel's row pairs into parts."""
+    rows = g.batch * g.out_h
+    parts = TILED_ROW_PARTS if g.batch * g.in_h * g.in_w * g.in_c >= TILED_PARALLEL_MIN else 1
+    per_part = max(1, -(-rows // parts))
+    return {"rows": str(rows), "rows_per_part": str(per_part),
+            "row_parts": str(-(-rows // per_part))}  # fmt: skip
+
+
 def _pool_lower(template: str):
     def lower(ctx: OpContext) -> list:
         g = pool_geometry(ctx, concrete(ctx, 0))
@@ -405,6 +425,7 @@ def _pool_lower(template: str):
         if template == "max_pool":
             kernel.data["max_step"] = _max_step(g, ctx.out_dtypes[0])
             kernel.data["tiled_2x2"] = tiles_2x2(g)
+            kernel.data.update(tiled_row_parts(g))
         return [kernel]
 
     return lower

@@ -39,6 +39,10 @@ WIDE_VECTOR_BYTES = 64
 WIDE_ACCUMULATORS = 24
 MAX_TILE_PIXELS = 16  # TFC_CONV_MAX_P
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
+# the direct kernels split the batch into this many parts (of `chunk` images) that threads take
+# (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
+# part, has the same bits whatever the thread count; 16 parts balance 2 or 3 threads
+BATCH_PARTS = 16
 
 # the fields of tfc_conv_plan, in order
 PLAN_FIELDS = (
@@ -131,6 +135,8 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         regions, total = _layout(sizes)
         return ConvPlan(algorithm, "im2col", fields, regions, total)
 
+    fields["chunk"] = max(1, -(-g.batch // BATCH_PARTS))
+    parts = -(-g.batch // fields["chunk"])
     lanes = VECTOR_BYTES // dtype.size
     segment = g.k_w * g.in_c
     if kind == "input" and g.d_w == 1 and segment <= ROWS_MAX_VECTORS * lanes:
@@ -142,7 +148,8 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         hp, wp = padded_size(g)
         pix = max(1, 12 // (lp // lanes))
         fields.update(pix_block=pix, pix_wide=_wide_pixels(lp, dtype, pix), cp=lp, hp=hp, wp=wp)
-        sizes = [g.batch * hp * wp * g.in_c + lp - segment, g.k_h * g.out_c * lp]
+        # each image's bordered gradient then slack for its last segments' padding
+        sizes = [g.batch * (hp * wp * g.in_c + lp - segment), g.k_h * g.out_c * lp]
         regions, total = _layout(sizes)
         return ConvPlan(algorithm, "rows", fields, regions, total)
 
@@ -175,5 +182,6 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
             sizes = [border, taps * cp if cp != g.out_c else 0]
         else:
             sizes = [border, g.batch * g.out_h * g.out_w * cp if cp != g.out_c else 0]
+            sizes.append((parts - 1) * taps * g.out_c)  # the partial sums of parts 1, 2, ...
     regions, total = _layout(sizes)
     return ConvPlan(algorithm, "direct", fields, regions, total)

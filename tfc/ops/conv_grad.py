@@ -32,6 +32,7 @@ from tfc.ops.conv import (
     padded_size,
     pool_attrs,
     pool_geometry,
+    tiled_row_parts,
     tiles_2x2,
     valid_counts,
     window_flops,
@@ -315,6 +316,7 @@ def _max_pool_grad_lower(ctx: OpContext) -> list:
     kernel.data["image_size"] = str(image)
     kernel.data["index_type"] = "int32_t" if image < 2**31 else "int64_t"
     kernel.data["tiled_2x2"] = ctx.type == "MaxPoolGrad" and tiles_2x2(g)
+    kernel.data.update(tiled_row_parts(g))
     return [kernel]
 
 
