@@ -59,7 +59,7 @@ SHAPES = {**CONVS, **WIDE}
 # geometry from the C kernel's plan, whichever tfc_conv.h variant (and scratch) it names
 FORCED = ("rect-kernel-strides", "wide-channels-s2", "gemm-partial-tiles", "gemm-input-same")
 # the tfc_conv.h variants (conv_algo.ConvPlan.kernel) the cases reach, per op kind
-C_VARIANTS = {"forward": {"direct", "im2col"}, "input": {"direct", "rows", "im2col"},
+C_VARIANTS = {"forward": {"direct", "im2col", "columns"}, "input": {"direct", "rows", "im2col"},
               "filter": {"direct", "im2col"}}  # fmt: skip
 
 

@@ -158,6 +158,11 @@ CONVS = {
     "wide-channels-s2": ((3, 9, 8, 20), (3, 3, 20, 33), (2, 2), "SAME", (1, 1)),
     "kernel-is-input": ((2, 4, 5, 3), (4, 5, 3, 7), (1, 1), "VALID", (1, 1)),
     "batch1-k5-s2-valid": ((1, 11, 13, 5), (5, 5, 5, 9), (2, 2), "VALID", (1, 1)),
+    # few channels at stride 1 along the width: the columns kernel (conv_algo.columns_fit)
+    "cols-c1-odd-width": ((3, 9, 19, 1), (3, 5, 1, 6), (1, 1), "SAME", (1, 1)),
+    "cols-c2-valid-s2-rows": ((1, 11, 21, 2), (4, 3, 2, 5), (2, 1), "VALID", (1, 1)),
+    "cols-c3-dilated": ((2, 10, 17, 3), (3, 3, 3, 8), (1, 1), "SAME", (2, 3)),
+    "cols-c1-one-channel-out": ((2, 7, 35, 1), (5, 5, 1, 1), (3, 1), "SAME", (1, 1)),
     "lenet-c1": ((2, 28, 28, 1), (5, 5, 1, 6), (1, 1), "SAME", (1, 1)),
     "lenet-c3": ((2, 14, 14, 6), (5, 5, 6, 16), (1, 1), "VALID", (1, 1)),
 }
@@ -262,7 +267,7 @@ def _build() -> CaseBatch:
     b = CaseBatch()
     with b.graph.as_default():
         for dtype in F:
-            for algorithm in (None, "direct", "im2col"):
+            for algorithm in (None, "direct", "im2col", "columns"):
                 _conv_cases(b, dtype, algorithm)
             _pool_cases(b, dtype)
             # NaN is the maximum of the windows it is in (both forms of the channel loop)
@@ -467,7 +472,7 @@ def test_an_unknown_algorithm_is_named():
         )
 
 
-@pytest.mark.parametrize("algorithm", ["direct", "im2col"])
+@pytest.mark.parametrize("algorithm", ["direct", "im2col", "columns"])
 @pytest.mark.parametrize("dilations", [(1, 1), (1, 2)])
 def test_threads_give_the_same_bits(algorithm, dilations):
     """Each op at 1, 2 and 3 threads: the direct kernels split the batch into fixed parts (the
@@ -503,3 +508,25 @@ def test_threads_give_the_same_bits(algorithm, dilations):
     np.testing.assert_allclose(
         results[0][2], conv2d_filter_grad_np(x, fs, dy, st, "SAME", dilations), rtol, atol
     )
+
+
+def test_columns_runs_where_it_fits():
+    from tfc import dtypes
+    from tfc.ops.conv import Geometry
+    from tfc.ops.conv_algo import columns_fit
+
+    f32, f64 = dtypes.as_dtype("float32"), dtypes.as_dtype("float64")
+    lenet_c1 = Geometry(64, 28, 28, 1, 28, 28, 6, 5, 5, 1, 1, 1, 1, 2, 2)
+    assert columns_fit("forward", lenet_c1, f32) and columns_fit("forward", lenet_c1, f64)
+    # the gradients, stride 2 along the width, 16 output channels, 5 input ones: direct
+    assert not columns_fit("filter", lenet_c1, f32)
+    assert not columns_fit("input", lenet_c1, f32)
+    s_w2 = Geometry(1, 28, 28, 1, 14, 14, 6, 5, 5, 1, 2, 1, 1, 2, 2)
+    assert not columns_fit("forward", s_w2, f32)
+    c16 = Geometry(1, 28, 28, 1, 28, 28, 16, 5, 5, 1, 1, 1, 1, 2, 2)
+    assert not columns_fit("forward", c16, f32)
+    c5 = Geometry(1, 28, 28, 5, 28, 28, 6, 5, 5, 1, 1, 1, 1, 2, 2)
+    assert not columns_fit("forward", c5, f32)
+    # an image whose planes would not fit the stack allowance
+    big = Geometry(1, 200, 200, 1, 200, 200, 6, 5, 5, 1, 1, 1, 1, 2, 2)
+    assert not columns_fit("forward", big, f32)

@@ -33,7 +33,8 @@ typedef struct {
     int64_t pix_wide;                   /* the same for tiles of 64-byte vectors (AVX-512) */
     int64_t co_block;                   /* direct: channels per tile (whole SIMD vectors) */
     int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
-    int64_t cp;                         /* direct: channels of the padded filter (or gradient) */
+    int64_t cp;                         /* direct: channels of the padded filter (or gradient);
+                                           columns: the width of the bordered planes */
     int64_t chunk;                      /* im2col: images per column matrix */
 } tfc_conv_plan;
 
@@ -46,6 +47,9 @@ typedef struct {
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16
 #define TFC_CONV_MAX_NV 8
+/* columns: one image's bordered channel planes live on the stack, at most this many bytes */
+#define TFC_CONV_COLS_BYTES 40960
+#define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)
 #define TFC_CONV_VBYTES 32

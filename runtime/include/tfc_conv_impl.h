@@ -405,6 +405,88 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv
     }
 }
 
+/* -- columns ----------------------------------------------------------------------------- */
+
+/* The columns kernels (tfc_conv_tiles.h) use the widest vectors of the build */
+#if defined(TFC_CONV_WBYTES)
+#define TFC_CONV_CV TFC_CONV_FN(tfc_conv_wvec)
+#define TFC_CONV_CFN(name) TFC_CONV_CAT(TFC_CONV_FN(name), wide)
+#define TFC_CONV_CACC 24
+#else
+#define TFC_CONV_CV TFC_CONV_FN(tfc_conv_vec)
+#define TFC_CONV_CFN(name) TFC_CONV_CAT(TFC_CONV_FN(name), narrow)
+#define TFC_CONV_CACC 12
+#endif
+#define TFC_CONV_CL ((int64_t)(sizeof(TFC_CONV_CV) / sizeof(T)))
+#define TFC_CONV_COLS_VECTORS (TFC_CONV_COLS_BYTES / (int64_t)sizeof(TFC_CONV_CV))
+
+/* xb[ci, r, col] = image n bordered (zeros where outside x) at (r, col, ci): hp rows of
+ * g->cp columns per input channel */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_cols_planes)(const tfc_conv_plan *g,
+                                                       const T *restrict x, int64_t n,
+                                                       T *restrict xb) {
+    const int64_t c = g->in_c, wb = g->cp;
+    for (int64_t ci = 0; ci < c; ++ci) {
+        for (int64_t r = 0; r < g->hp; ++r) {
+            T *restrict row = xb + (ci * g->hp + r) * wb;
+            const int64_t ih = r - g->pad_top;
+            for (int64_t col = 0; col < wb; ++col) row[col] = 0;
+            if (ih < 0 || ih >= g->in_h) continue;
+            const T *restrict src = x + (n * g->in_h + ih) * g->in_w * c + ci;
+            const int64_t lo = g->pad_left, end = g->pad_left + g->in_w;
+            const int64_t hi = end < wb ? end : wb; /* VALID: columns no window reads */
+            for (int64_t col = lo; col < hi; ++col) row[col] = src[(col - lo) * c];
+        }
+    }
+}
+
+/* y = conv2d(x, f) for s_w == 1 by vectors of output columns, per output channel, for the
+ * images of one part. Each image is copied into bordered channel planes on the stack (at most
+ * TFC_CONV_COLS_BYTES; conv_algo.py checks), so the kernel needs no scratch. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_plan *g,
+                                                                void *call, int64_t part) {
+    const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
+    const T *restrict x = k->a, *restrict f = k->b;
+    T *restrict y = k->y;
+    int64_t n0, nb;
+    TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
+    TFC_CONV_CV store[TFC_CONV_COLS_VECTORS];
+    T *xb = (T *)store;
+    const int64_t co = g->out_c, wb = g->cp, R = TFC_CONV_CACC / co;
+    const int64_t full = g->out_h / R * R, E = g->out_w * co;
+    for (int64_t n = n0; n < n0 + nb; ++n) {
+        TFC_CONV_FN(tfc_conv_cols_planes)(g, x, n, xb);
+        for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += R) {
+            const T *restrict xr = xb + oh0 * g->s_h * wb;
+            T *restrict yr = y + (n * g->out_h + oh0) * E;
+            for (int64_t w0 = 0; w0 < g->out_w; w0 += TFC_CONV_CL) {
+                const int64_t nw = g->out_w - w0 < TFC_CONV_CL ? g->out_w - w0 : TFC_CONV_CL;
+                if (oh0 < full)
+                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * co, E, nw, R,
+                                                     co);
+                else
+                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * co, E, nw,
+                                                     g->out_h - full, co);
+            }
+        }
+    }
+}
+
+/* y = conv2d(x, f) by output columns, `part` (tfc_conv_forward_columns_part with the plan) over
+ * the batch's parts: each image is computed the same way whatever the thread count. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *g, const T *x,
+                                                           const T *f, T *y,
+                                                           tfc_threads_fn part) {
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, NULL, NULL, NULL};
+    tfc_conv_run_parts(g, part, &call);
+}
+
+#undef TFC_CONV_CV
+#undef TFC_CONV_CFN
+#undef TFC_CONV_CACC
+#undef TFC_CONV_CL
+#undef TFC_CONV_COLS_VECTORS
+
 /* -- im2col + GEMM ----------------------------------------------------------------------- */
 
 /* cols[r, (kh, kw, ci)] = x at the tap (kh, kw) of output pixel r of images n0..n0+nb, or 0 */

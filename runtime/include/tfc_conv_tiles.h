@@ -116,3 +116,45 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
     }
     for (int64_t p = 0; p < P; ++p) TFC_CONV_TFN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB);
 }
+
+/* -- columns: vectors of consecutive output columns, per output channel -------------------
+ * For s_w == 1, the output columns ow..ow+L-1 of one row read, at tap (kh, kw, ci), the input
+ * columns ow+kw*d_w.. of one row of channel ci: one (unaligned) load of the bordered plane of
+ * that channel, shared by every output channel, each with its filter value broadcast. So
+ * every lane is useful whatever the channel count (NHWC tiles use 6 of 8 or 16 for 6). */
+
+/* R output rows x co channels x L columns at y (row_y apart, co channels interleaved; nw <= L
+ * columns stored): sums over the taps of the planes xb (c planes of hp rows of wb) at the
+ * tile's first row and column times f [k_h, k_w, c, co] */
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
+                                                      const T *restrict xb, int64_t wb,
+                                                      const T *restrict f, T *restrict y,
+                                                      int64_t row_y, int64_t nw,
+                                                      const int64_t R, const int64_t CO) {
+    const TFC_CONV_TV zero = {0};
+    TFC_CONV_TV acc[TFC_CONV_COLS_MAX_ACC];
+    for (int64_t i = 0; i < R * CO; ++i) acc[i] = zero;
+    const int64_t c = g->in_c;
+    for (int64_t kh = 0; kh < g->k_h; ++kh) {
+        for (int64_t kw = 0; kw < g->k_w; ++kw) {
+            for (int64_t ci = 0; ci < c; ++ci) {
+                const T *restrict xk = xb + (ci * g->hp + kh * g->d_h) * wb + kw * g->d_w;
+                const T *restrict fk = f + ((kh * g->k_w + kw) * c + ci) * CO;
+                for (int64_t r = 0; r < R; ++r) {
+                    TFC_CONV_TV a;
+                    memcpy(&a, xk + r * g->s_h * wb, sizeof(a));
+                    for (int64_t o = 0; o < CO; ++o)
+                        acc[r * CO + o] = TFC_CONV_TMADD(acc[r * CO + o], fk[o], a);
+                }
+            }
+        }
+    }
+    for (int64_t r = 0; r < R; ++r) {
+        T t[TFC_CONV_COLS_MAX_ACC * TFC_CONV_TL];
+        memcpy(t, &acc[r * CO], (size_t)(CO * TFC_CONV_TL) * sizeof(T));
+        T *restrict yr = y + r * row_y;
+        for (int64_t w = 0; w < nw; ++w) {
+            for (int64_t o = 0; o < CO; ++o) yr[w * CO + o] = t[o * TFC_CONV_TL + w];
+        }
+    }
+}

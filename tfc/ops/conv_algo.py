@@ -2,7 +2,13 @@
 
 The kernels are runtime/include/tfc_conv.h; this module picks one per op and shape at compile
 time and lays out the temporary buffers (the op's arena scratch) it needs. The attribute
-`_algorithm` ("direct" or "im2col") forces a choice (tests run both on every shape).
+`_algorithm` ("direct", "im2col" or "columns") forces a choice (tests run each on every shape;
+"columns" runs only where `columns_fit` holds, direct elsewhere).
+
+columns (the forward pass, for few input and output channels at stride 1 along the width:
+LeNet's conv1, 1 -> 6 channels) vectorizes over consecutive output columns, one accumulator
+per output channel, instead of over the output channels, so every lane is useful where the
+channel tiles use 6 of 8 or 16, and one input load serves every output channel.
 
 Measured (bench/lenet_kernels.py --kernels: f32, 1 thread, the 2-core AVX-512 host, the plain
 loop GEMM tfc_gemm.h had at the time): the direct kernels run LeNet's shapes (1->6 and 6->16
@@ -27,7 +33,7 @@ from tfc.ops.registry import OpContext
 if TYPE_CHECKING:
     from tfc.ops.conv import Geometry
 
-ALGORITHMS = ("direct", "im2col")
+ALGORITHMS = ("direct", "im2col", "columns")
 VECTOR_BYTES = 32  # the widest SIMD vector tfc_conv.h tiles with (AVX); narrower ones divide it
 IM2COL_MIN_K = 2048
 IM2COL_MIN_N = 256
@@ -43,6 +49,9 @@ ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 # (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
 # part, has the same bits whatever the thread count; 16 parts balance 2 or 3 threads
 BATCH_PARTS = 16
+COLUMNS_STACK_BYTES = 40960  # TFC_CONV_COLS_BYTES: one image's bordered planes
+COLUMNS_MAX_IN_C = 4
+COLUMNS_MAX_OUT_C = 8
 
 # the fields of tfc_conv_plan, in order
 PLAN_FIELDS = (
@@ -86,10 +95,34 @@ def _layout(sizes: list[int]) -> tuple[tuple[int | None, ...], int]:
     return tuple(offsets), total
 
 
-def _choose(ctx: OpContext, g: Geometry) -> str:
+def _columns_width(g: Geometry, dtype: _dt.DType) -> int:
+    """The bordered planes' width for the columns kernel: out_w rounded up to whole 64-byte
+    vectors, then the taps' reach."""
+    lanes = WIDE_VECTOR_BYTES // dtype.size
+    return _round_up(g.out_w, lanes) + (g.k_w - 1) * g.d_w
+
+
+def columns_fit(kind: str, g: Geometry, dtype: _dt.DType) -> bool:
+    """Whether the columns kernel runs op `kind` of `g`: the forward pass at stride 1 along
+    the width, few channels, one image's planes within the stack allowance."""
+    from tfc.ops.conv import padded_size
+
+    if kind != "forward" or g.s_w != 1:
+        return False
+    if g.in_c > COLUMNS_MAX_IN_C or g.out_c > COLUMNS_MAX_OUT_C:
+        return False
+    hp, _ = padded_size(g)
+    return g.in_c * hp * _columns_width(g, dtype) * dtype.size <= COLUMNS_STACK_BYTES
+
+
+def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
     forced = ctx.attrs.get("_algorithm")
+    if forced == "columns":
+        return "columns" if columns_fit(kind, g, dtype) else "direct"
     if forced is not None:
         return forced
+    if g.in_c <= 3 and columns_fit(kind, g, dtype):
+        return "columns"
     k = g.k_h * g.k_w * g.in_c
     wide = k >= IM2COL_MIN_K and g.out_c >= IM2COL_MIN_N
     return "im2col" if wide else "direct"
@@ -122,8 +155,13 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
     fields = dict(g.__dict__)
     fields.update(pix_block=1, pix_wide=1, co_block=1)
     fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
-    algorithm = _choose(ctx, g)
+    algorithm = _choose(ctx, kind, g, dtype)
     taps = g.k_h * g.k_w * g.in_c
+    if algorithm == "columns":
+        hp, wp = padded_size(g)
+        fields.update(hp=hp, wp=wp, cp=_columns_width(g, dtype))
+        fields["chunk"] = max(1, -(-g.batch // BATCH_PARTS))  # images are independent
+        return ConvPlan(algorithm, "columns", fields, (), 0)
     if algorithm == "im2col":
         pixels = g.out_h * g.out_w
         per_image = max(pixels * taps * dtype.size, 1)
