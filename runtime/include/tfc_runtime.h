@@ -49,6 +49,23 @@ static inline TFC_HD int tfc_error_set(tfc_error *err, int code, const char *msg
     return code;
 }
 
+#if !defined(TFC_EMBED) && !defined(__CUDACC__) && !defined(TFC_CUDA_DEVICE_EMULATION)
+#include <stdarg.h>
+#include <stdio.h>
+/* tfc_error_set with a printf format: the host runtime's files, data readers and transport */
+static inline int tfc_error_setf(tfc_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline int tfc_error_setf(tfc_error *err, int code, const char *fmt, ...) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, (size_t)err->cap, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+#endif
+
 static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64_t pos, int64_t value,
                                   int64_t limit) {
     if (err != NULL && err->msg != NULL && err->cap > 0) {

@@ -116,7 +116,7 @@ int tfc_csv_parse(tfc_dataset *ds, const char *text, size_t size, tfc_error *err
         }
         seen_line = 1;
         if (cols >= 0 && csv_reserve(&t, cols) != 0) {
-            status = tfc_data_fail(err, TFC_ERR_RESOURCE_EXHAUSTED,
+            status = tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED,
                                    "%s: out of memory at line %lld", ds->path, (long long)line);
             break;
         }
@@ -128,11 +128,11 @@ int tfc_csv_parse(tfc_dataset *ds, const char *text, size_t size, tfc_error *err
             field_bounds(p, e, bad, &fs, &fe);
             int len = (int)(fe - fs);
             if (len == 0)
-                status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT,
+                status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                        "%s:%lld: column %lld is empty", ds->path,
                                        (long long)line, (long long)bad + 1);
             else
-                status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT,
+                status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                        "%s:%lld: column %lld: '%.*s%s' is not a number", ds->path,
                                        (long long)line, (long long)bad + 1,
                                        len > DATA_MAX_FIELD_SHOWN ? DATA_MAX_FIELD_SHOWN : len, fs,
@@ -140,7 +140,7 @@ int tfc_csv_parse(tfc_dataset *ds, const char *text, size_t size, tfc_error *err
             break;
         }
         if (n != cols) {
-            status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT,
+            status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                    "%s:%lld: %lld columns, but the first row (line %lld) has %lld",
                                    ds->path, (long long)line, (long long)n, (long long)first_line,
                                    (long long)cols);
@@ -151,7 +151,7 @@ int tfc_csv_parse(tfc_dataset *ds, const char *text, size_t size, tfc_error *err
         p = nl ? nl + 1 : end;
     }
     if (status == TFC_OK && t.rows == 0)
-        status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: no data rows", ds->path);
+        status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: no data rows", ds->path);
     if (status != TFC_OK) {
         free(t.values);
         free(t.lines);

@@ -12,16 +12,6 @@
 
 #include "tfc_data_internal.h"
 
-int tfc_data_fail(tfc_error *err, int code, const char *fmt, ...) {
-    if (err != NULL && err->msg != NULL && err->cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, (size_t)err->cap, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int64_t tfc_dtype_size(int dtype) {
     switch (dtype) {
     case TFC_DT_F32: return 4;
@@ -50,7 +40,7 @@ const char *tfc_dtype_name(int dtype) {
 static int read_file(const char *path, char **data, size_t *size, tfc_error *err) {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
-        return tfc_data_fail(err, errno == ENOENT ? TFC_ERR_NOT_FOUND : TFC_ERR_UNKNOWN,
+        return tfc_error_setf(err, errno == ENOENT ? TFC_ERR_NOT_FOUND : TFC_ERR_UNKNOWN,
                              "cannot open %s: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
@@ -70,10 +60,10 @@ static int read_file(const char *path, char **data, size_t *size, tfc_error *err
         if (got == 0) break;
     }
     if (oom) {
-        status = tfc_data_fail(err, TFC_ERR_RESOURCE_EXHAUSTED,
+        status = tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED,
                                "%s: out of memory reading the file", path);
     } else if (ferror(f)) {
-        status = tfc_data_fail(err, TFC_ERR_UNKNOWN, "cannot read %s: %s", path, strerror(errno));
+        status = tfc_error_setf(err, TFC_ERR_UNKNOWN, "cannot read %s: %s", path, strerror(errno));
     }
     fclose(f);
     if (status != TFC_OK) {
@@ -104,7 +94,7 @@ int tfc_dataset_load(tfc_dataset *ds, const char *path, tfc_error *err) {
     ds->path = copy_string(path);
     if (ds->path == NULL) {
         free(text);
-        return tfc_data_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+        return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
     }
     if (size >= TFC_NPY_MAGIC_LEN && memcmp(text, TFC_NPY_MAGIC, TFC_NPY_MAGIC_LEN) == 0)
         status = tfc_npy_parse(ds, (const unsigned char *)text, size, err);
@@ -137,7 +127,7 @@ const char *tfc_dataset_where(const tfc_dataset *ds, int64_t row, char *buf, siz
 int tfc_dataset_gather(const tfc_dataset *ds, const int64_t *rows, int64_t n, int64_t col,
                        int64_t ncols, int dtype, void *out, tfc_error *err) {
     if (col < 0 || ncols < 0 || col + ncols > ds->cols)
-        return tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: columns %lld..%lld requested of "
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: columns %lld..%lld requested of "
                              "%lld", ds->path, (long long)col + 1, (long long)(col + ncols),
                              (long long)ds->cols);
     for (int64_t i = 0; i < n; ++i) {
@@ -164,12 +154,12 @@ int tfc_dataset_gather(const tfc_dataset *ds, const int64_t *rows, int64_t n, in
                 if (exact) ((unsigned char *)out)[k] = v != 0.0;
                 break;
             default:
-                return tfc_data_fail(err, TFC_ERR_UNIMPLEMENTED, "%s: no conversion to element "
+                return tfc_error_setf(err, TFC_ERR_UNIMPLEMENTED, "%s: no conversion to element "
                                      "type %d", ds->path, dtype);
             }
             if (!exact) {
                 char where[512];
-                return tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: column %lld: %.17g is not "
+                return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: column %lld: %.17g is not "
                                      "%s (the model's input there is %s)",
                                      tfc_dataset_where(ds, rows[i], where, sizeof(where)),
                                      (long long)(col + j + 1), v,
@@ -217,12 +207,12 @@ int tfc_batcher_init(tfc_batcher *b, int64_t n_rows, int64_t batch, uint64_t see
                      int64_t start, tfc_error *err) {
     memset(b, 0, sizeof(*b));
     if (n_rows <= 0 || batch <= 0 || start < 0)
-        return tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "batches of %lld from %lld rows "
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "batches of %lld from %lld rows "
                              "starting at %lld", (long long)batch, (long long)n_rows,
                              (long long)start);
     b->order = malloc((size_t)n_rows * sizeof(int64_t));
     if (b->order == NULL)
-        return tfc_data_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory for %lld row indices",
+        return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory for %lld row indices",
                              (long long)n_rows);
     b->n_rows = n_rows;
     b->batch = batch;

@@ -9,12 +9,6 @@
 #define TFC_NPY_MAGIC "\x93NUMPY"
 #define TFC_NPY_MAGIC_LEN 6
 
-/* Write a printf-style message into err (when it has a buffer); returns `code`. */
-int tfc_data_fail(tfc_error *err, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* Parse a whole file's text into ds->rows, cols, values, lines (ds->path is set). */
 int tfc_csv_parse(tfc_dataset *ds, const char *text, size_t size, tfc_error *err);

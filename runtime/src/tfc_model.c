@@ -12,16 +12,6 @@
 #define MODEL_ALIGN 64 /* what generated kernels assume of every buffer */
 #define CHECKPOINT_BASENAME "model.ckpt" /* tf.train.Saver's usual name */
 
-static int model_fail(tfc_error *err, int code, const char *fmt, ...) {
-    if (err != NULL && err->msg != NULL && err->cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, (size_t)err->cap, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 void *tfc_aligned_alloc(int64_t nbytes) {
     if (nbytes < 0 || (uint64_t)nbytes > SIZE_MAX - MODEL_ALIGN) return NULL;
     size_t size = ((size_t)nbytes + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
@@ -91,7 +81,7 @@ int tfc_model_state_init(tfc_model_state *s, const tfc_model *m, uint64_t fallba
     return TFC_OK;
 oom:
     tfc_model_state_free(s);
-    return model_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory for the state of model %s",
+    return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory for the state of model %s",
                       m->name);
 }
 
@@ -126,7 +116,7 @@ int tfc_model_save(tfc_model_state *s, const char *dir, int64_t step, int max_to
                    char *prefix, size_t cap, tfc_error *err) {
     const tfc_model *m = s->model;
     tfc_checkpoint_tensor *ts = calloc((size_t)(m->n_state > 0 ? m->n_state : 1), sizeof(*ts));
-    if (ts == NULL) return model_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    if (ts == NULL) return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
     int n = 0;
     for (int i = 0; i < m->n_state; ++i)
         if (m->state[i].saved) checkpoint_tensor(&m->state[i], s->buffers[i], &ts[n++]);
@@ -154,9 +144,9 @@ static int checkpoint_file(const char *checkpoint, char *path, size_t cap, tfc_e
     int n = snprintf(path, cap, "%s%s", base, ends_with(base, ".safetensors") ? ""
                                                                                 : ".safetensors");
     if (n < 0 || (size_t)n >= cap)
-        return model_fail(err, TFC_ERR_OUT_OF_RANGE, "checkpoint path %s is too long", base);
+        return tfc_error_setf(err, TFC_ERR_OUT_OF_RANGE, "checkpoint path %s is too long", base);
     if (stat(path, &sb) != 0)
-        return model_fail(err, TFC_ERR_NOT_FOUND, "no checkpoint at %s (%s does not exist)",
+        return tfc_error_setf(err, TFC_ERR_NOT_FOUND, "no checkpoint at %s (%s does not exist)",
                           checkpoint, path);
     return TFC_OK;
 }
@@ -168,7 +158,7 @@ int tfc_model_restore(tfc_model_state *s, const char *checkpoint, const tfc_prog
     int status = checkpoint_file(checkpoint, file, sizeof(file), err);
     if (status != TFC_OK) return status;
     tfc_checkpoint_tensor *ts = calloc((size_t)(m->n_state > 0 ? m->n_state : 1), sizeof(*ts));
-    if (ts == NULL) return model_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    if (ts == NULL) return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
     int n = 0;
     if (program != NULL) {
         for (int k = 0; k < program->n_slots; ++k) {

@@ -51,7 +51,7 @@ static double npy_element(const unsigned char *p, char kind, int size) {
 int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_error *err) {
     const char *path = ds->path;
     if (size < 10)
-        return tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: truncated .npy header", path);
+        return tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: truncated .npy header", path);
     int major = data[6];
     size_t header_len, start;
     if (major == 1) {
@@ -59,17 +59,17 @@ int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_e
         start = 10;
     } else if (major == 2 || major == 3) {
         if (size < 12)
-            return tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: truncated .npy header", path);
+            return tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: truncated .npy header", path);
         header_len = (size_t)load_le(data + 8, 4);
         start = 12;
     } else {
-        return tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: unknown .npy format version %d", path,
+        return tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: unknown .npy format version %d", path,
                              major);
     }
     if (header_len > size - start)
-        return tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: truncated .npy header", path);
+        return tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: truncated .npy header", path);
     char *h = malloc(header_len + 1);
-    if (h == NULL) return tfc_data_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+    if (h == NULL) return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
     memcpy(h, data + start, header_len);
     h[header_len] = '\0';
 
@@ -82,7 +82,7 @@ int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_e
     const char *fo = npy_field(h, "'fortran_order'");
     const char *sh = npy_field(h, "'shape'");
     if (d == NULL || fo == NULL || sh == NULL || d[0] != '\'') {
-        status = tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: .npy header lacks descr, fortran_order "
+        status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: .npy header lacks descr, fortran_order "
                                "or shape: %.80s", path, h);
         goto done;
     }
@@ -95,7 +95,7 @@ int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_e
                 (kind == 'b' && elem == 1);
     int little = order == '<' || order == '|' || (order == '=' && elem == 1);
     if (!known || !little) {
-        status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: unsupported .npy element type "
+        status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: unsupported .npy element type "
                                "%.8s (expected a little-endian number: f4, f8, i1-i8, u1-u8, b1)",
                                path, d);
         goto done;
@@ -103,12 +103,12 @@ int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_e
     if (strncmp(fo, "True", 4) == 0) {
         fortran = 1;
     } else if (strncmp(fo, "False", 5) != 0) {
-        status = tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: bad fortran_order in .npy header",
+        status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: bad fortran_order in .npy header",
                                path);
         goto done;
     }
     if (sh[0] != '(') {
-        status = tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: bad shape in .npy header", path);
+        status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: bad shape in .npy header", path);
         goto done;
     }
     const char *s = sh + 1;
@@ -119,7 +119,7 @@ int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_e
         errno = 0;
         long long v = strtoll(s, &e, 10);
         if (e == s || v < 0 || errno != 0) {
-            status = tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: bad shape in .npy header", path);
+            status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: bad shape in .npy header", path);
             goto done;
         }
         if (rank < 2) dims[rank] = v;
@@ -129,30 +129,30 @@ int tfc_npy_parse(tfc_dataset *ds, const unsigned char *data, size_t size, tfc_e
         if (*s == ',') ++s;
     }
     if (rank != 2) {
-        status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: a %d-D array; expected a 2-D "
+        status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: a %d-D array; expected a 2-D "
                                "array (rows, columns)", path, rank);
         goto done;
     }
     if (dims[0] == 0) {
-        status = tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: no data rows", path);
+        status = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: no data rows", path);
         goto done;
     }
     size_t have = size - start - header_len;
     if (dims[1] > 0 && (uint64_t)dims[0] > (uint64_t)SIZE_MAX / (uint64_t)dims[1] / 8) {
-        status = tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: shape (%lld, %lld) is too large", path,
+        status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: shape (%lld, %lld) is too large", path,
                                (long long)dims[0], (long long)dims[1]);
         goto done;
     }
     size_t count = (size_t)dims[0] * (size_t)dims[1];
     if (count * (size_t)elem != have) {
-        status = tfc_data_fail(err, TFC_ERR_DATA_LOSS, "%s: shape (%lld, %lld) of %.4s needs %zu "
+        status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: shape (%lld, %lld) of %.4s needs %zu "
                                "bytes of data; the file has %zu", path, (long long)dims[0],
                                (long long)dims[1], d + 1, count * (size_t)elem, have);
         goto done;
     }
     double *values = malloc(count ? count * sizeof(double) : 1);
     if (values == NULL) {
-        status = tfc_data_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+        status = tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
         goto done;
     }
     const unsigned char *base = data + start + header_len;
@@ -181,7 +181,7 @@ int tfc_npy_write(const char *path, int dtype, int rank, const int64_t *dims, co
     case TFC_DT_I64: descr = "<i8"; break;
     case TFC_DT_BOOL: descr = "|b1"; break;
     default:
-        return tfc_data_fail(err, TFC_ERR_UNIMPLEMENTED, "%s: no .npy type for element type %d",
+        return tfc_error_setf(err, TFC_ERR_UNIMPLEMENTED, "%s: no .npy type for element type %d",
                              path, dtype);
     }
     char shape[512];
@@ -202,7 +202,7 @@ int tfc_npy_write(const char *path, int dtype, int rank, const int64_t *dims, co
     size_t padded = (total + 63) / 64 * 64;
     size_t header_len = padded - 10;
     if (header_len >= sizeof(header))
-        return tfc_data_fail(err, TFC_ERR_INVALID_ARGUMENT, "%s: too many dimensions", path);
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: too many dimensions", path);
     memset(header + n, ' ', header_len - (size_t)n);
     header[header_len - 1] = '\n';
     unsigned char pre[10];
@@ -213,7 +213,7 @@ int tfc_npy_write(const char *path, int dtype, int rank, const int64_t *dims, co
     pre[9] = (unsigned char)(header_len >> 8);
     FILE *f = fopen(path, "wb");
     if (f == NULL)
-        return tfc_data_fail(err, TFC_ERR_UNKNOWN, "cannot write %s: %s", path, strerror(errno));
+        return tfc_error_setf(err, TFC_ERR_UNKNOWN, "cannot write %s: %s", path, strerror(errno));
     size_t nbytes = (size_t)count * (size_t)tfc_dtype_size(dtype);
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, header_len, f) == header_len &&
              (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
@@ -223,7 +223,7 @@ int tfc_npy_write(const char *path, int dtype, int rank, const int64_t *dims, co
         saved_errno = errno;
     }
     if (!ok)
-        return tfc_data_fail(err, TFC_ERR_UNKNOWN, "cannot write %s: %s", path,
+        return tfc_error_setf(err, TFC_ERR_UNKNOWN, "cannot write %s: %s", path,
                              strerror(saved_errno));
     return TFC_OK;
 }

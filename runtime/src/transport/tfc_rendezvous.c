@@ -18,16 +18,6 @@ void tfc_transport_log(tfc_transport *t, const char *level, const char *fmt, ...
     TFC_LOG(level, line);
 }
 
-int tfc_transport_fail(tfc_error *err, int code, const char *fmt, ...) {
-    if (err != NULL && err->msg != NULL && err->cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, (size_t)err->cap, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int tfc_transport_flag(const int *flag) { return __atomic_load_n(flag, __ATOMIC_ACQUIRE); }
 
 static int entry_matches(const tfc_entry *e, const char *key, int64_t step) {
@@ -69,7 +59,7 @@ int tfc_rendezvous_fits(const tfc_transport_tensor *want, int dtype, int rank,
 static int check_key(const char *key, const char *what, tfc_error *err) {
     size_t n = key != NULL ? strlen(key) : 0;
     if (n == 0 || n > TFC_TRANSPORT_MAX_KEY)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport %s: the key must have 1 to %d bytes", what,
                                   TFC_TRANSPORT_MAX_KEY);
     return TFC_OK;
@@ -87,7 +77,7 @@ static int deliver(tfc_entry *a, tfc_transport_tensor *want, int64_t *step_out,
                          tfc_wire_dtype_name(want->dtype), want->nbytes);
         else
             tfc_wire_describe(want->dtype, want->rank, want->dims, expected, sizeof expected);
-        rc = tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        rc = tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                 "transport recv '%s' at step %" PRId64 ": expected %s, got %s",
                                 a->key, a->step, expected, got);
     } else {
@@ -104,18 +94,18 @@ static int deliver(tfc_entry *a, tfc_transport_tensor *want, int64_t *step_out,
 
 static int check_want(const tfc_transport_tensor *w, tfc_error *err) {
     if (w == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport recv: tensor is NULL");
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "transport recv: tensor is NULL");
     int64_t size = tfc_transport_dtype_size(w->dtype);
     if (size == 0 || w->dtype == TFC_DTYPE_F16 || w->dtype == TFC_DTYPE_BF16)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport recv: dtype %d is not one the transport carries",
                                   w->dtype);
     if (w->rank != TFC_TRANSPORT_ANY_RANK && (w->rank < 0 || w->rank > TFC_TRANSPORT_MAX_RANK))
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport recv: rank %d is not in [0, %d]", w->rank,
                                   TFC_TRANSPORT_MAX_RANK);
     if (w->nbytes < 0 || (w->nbytes > 0 && w->data == NULL))
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport recv: no buffer for %" PRId64 " bytes", w->nbytes);
     return TFC_OK;
 }
@@ -167,13 +157,13 @@ static int await_request(tfc_transport *t, tfc_transport_request *req, int64_t d
             if (tfc_transport_flag(&t->cancelled)) {
                 tfc_rendezvous_unlink(t, e);
                 pthread_mutex_unlock(&t->lock);
-                return tfc_transport_fail(err, TFC_ERR_CANCELLED, "transport recv '%s': cancelled",
+                return tfc_error_setf(err, TFC_ERR_CANCELLED, "transport recv '%s': cancelled",
                                           e->key);
             }
             if (deadline >= 0 && tfc_wire_now_ms() >= deadline) {
                 pthread_mutex_unlock(&t->lock);
                 *finished = 0;
-                return tfc_transport_fail(err, TFC_ERR_DEADLINE_EXCEEDED,
+                return tfc_error_setf(err, TFC_ERR_DEADLINE_EXCEEDED,
                                           "transport recv '%s' at step %" PRId64
                                           ": nothing arrived within %" PRId64 " ms",
                                           e->key, e->step, timeout_ms);
@@ -200,7 +190,7 @@ int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
                        tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
                        tfc_error *err) {
     if (t == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport recv: t is NULL");
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "transport recv: t is NULL");
     int rc = check_key(key, "recv", err);
     if (rc == TFC_OK) rc = check_want(tensor, err);
     if (rc != TFC_OK) return rc;
@@ -222,7 +212,7 @@ int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
                             tfc_transport_tensor *tensor, tfc_transport_request **req,
                             tfc_error *err) {
     if (t == NULL || req == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport recv_post: t or req is NULL");
     *req = NULL;
     int rc = check_key(key, "recv_post", err);
@@ -233,7 +223,7 @@ int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
     char *copy = (char *)TFC_MALLOC(n);
     if (r == NULL || copy == NULL) {
         TFC_FREE(r), TFC_FREE(copy);
-        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED,
+        return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED,
                                   "transport recv_post: out of memory");
     }
     memcpy(copy, key, n);
@@ -248,7 +238,7 @@ int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
 int tfc_transport_recv_wait(tfc_transport *t, tfc_transport_request *req, int64_t timeout_ms,
                             int64_t *step_out, tfc_error *err) {
     if (t == NULL || req == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport recv_wait: t or req is NULL");
     int64_t deadline = timeout_ms < 0 ? -1 : tfc_wire_now_ms() + timeout_ms;
     int finished;
@@ -270,7 +260,7 @@ void tfc_transport_recv_abandon(tfc_transport *t, tfc_transport_request *req) {
 int tfc_transport_poll(tfc_transport *t, const char *const *keys, int n, int64_t step,
                        int64_t timeout_ms, int *index, tfc_error *err) {
     if (t == NULL || keys == NULL || n <= 0 || index == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport poll: needs a transport, keys, n > 0 and index");
     for (int i = 0; i < n; ++i) {
         int rc = check_key(keys[i], "poll", err);
@@ -287,11 +277,11 @@ int tfc_transport_poll(tfc_transport *t, const char *const *keys, int n, int64_t
             }
         if (tfc_transport_flag(&t->cancelled)) {
             pthread_mutex_unlock(&t->lock);
-            return tfc_transport_fail(err, TFC_ERR_CANCELLED, "transport poll: cancelled");
+            return tfc_error_setf(err, TFC_ERR_CANCELLED, "transport poll: cancelled");
         }
         if (deadline >= 0 && tfc_wire_now_ms() >= deadline) {
             pthread_mutex_unlock(&t->lock);
-            return tfc_transport_fail(err, TFC_ERR_DEADLINE_EXCEEDED,
+            return tfc_error_setf(err, TFC_ERR_DEADLINE_EXCEEDED,
                                       "transport poll: none of %d keys ('%s'...) arrived "
                                       "within %" PRId64 " ms",
                                       n, keys[0], timeout_ms);

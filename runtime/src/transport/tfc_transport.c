@@ -21,7 +21,7 @@
 #include "tfc_transport_internal.h"
 
 
-#define FAIL tfc_transport_fail
+#define FAIL tfc_error_setf
 
 static char *dup_string(const char *s) {
     size_t n = strlen(s) + 1;

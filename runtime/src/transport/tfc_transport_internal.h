@@ -144,9 +144,6 @@ struct tfc_transport {
 /* A log line "transport NAME: ..." through TFC_LOG. */
 void tfc_transport_log(tfc_transport *t, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Write the message into err->msg; returns `code`. */
-int tfc_transport_fail(tfc_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 int tfc_transport_flag(const int *flag);
 /* A connected socket: TCP_NODELAY, close-on-exec, blocking calls that return at least every
  * TFC_WIRE_WAKE_MS (SO_RCVTIMEO, SO_SNDTIMEO). */

@@ -92,7 +92,7 @@ static int connect_once(tfc_transport *t, const struct addrinfo *ai, int64_t wai
 static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
     char host[256], port[16];
     if (split_address(p->address, host, sizeof host, port, sizeof port) != 0)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport connect: '%s' is not host:port", p->address);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -104,7 +104,7 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
     int attempts = 0;
     for (;;) {
         if (tfc_transport_flag(&t->cancelled))
-            return tfc_transport_fail(err, TFC_ERR_CANCELLED, "transport connect to %s: cancelled",
+            return tfc_error_setf(err, TFC_ERR_CANCELLED, "transport connect to %s: cancelled",
                                       p->address);
         int gai = getaddrinfo(host, port, &hints, &res);
         if (gai != 0) {
@@ -130,7 +130,7 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
                 if (code != TFC_ERR_UNAVAILABLE && code != TFC_ERR_DEADLINE_EXCEEDED) {
                     freeaddrinfo(res);
                     tfc_transport_log(t, "error", "connection to %s: %s", p->address, why);
-                    return tfc_transport_fail(err, code, "transport connect to %s: %s",
+                    return tfc_error_setf(err, code, "transport connect to %s: %s",
                                               p->address, why);
                 }
                 TFC_SNPRINTF(last, sizeof last, "%s", why);
@@ -140,7 +140,7 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
         }
         int64_t left = end - tfc_wire_now_ms();
         if (left <= 0)
-            return tfc_transport_fail(err, TFC_ERR_UNAVAILABLE,
+            return tfc_error_setf(err, TFC_ERR_UNAVAILABLE,
                                       "transport connect: cannot reach %s within %" PRId64
                                       " ms (%d attempts): %s",
                                       p->address, t->connect_timeout_ms, attempts, last);
@@ -151,10 +151,10 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
 
 int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_error *err) {
     if (t == NULL || address == NULL || peer == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport connect: needs a transport, an address and peer");
     if (strlen(address) >= sizeof(((tfc_peer *)NULL)->address))
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport connect: the address is too long");
     pthread_mutex_lock(&t->peers_lock);
     int id = -1;
@@ -167,7 +167,7 @@ int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_
                 (tfc_peer **)TFC_REALLOC(t->peers, (size_t)cap * sizeof *grown);
             if (grown == NULL) {
                 pthread_mutex_unlock(&t->peers_lock);
-                return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
+                return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
             }
             t->peers = grown;
             t->cap_peers = cap;
@@ -175,7 +175,7 @@ int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_
         tfc_peer *p = (tfc_peer *)TFC_MALLOC(sizeof *p);
         if (p == NULL) {
             pthread_mutex_unlock(&t->peers_lock);
-            return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
+            return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
         }
         memset(p, 0, sizeof *p);
         strcpy(p->address, address);
@@ -195,22 +195,22 @@ int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_
 
 static int check_tensor(const tfc_transport_tensor *x, tfc_error *err) {
     if (x == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport send: tensor is NULL");
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "transport send: tensor is NULL");
     int64_t size = tfc_transport_dtype_size(x->dtype);
     if (size == 0 || x->dtype == TFC_DTYPE_F16 || x->dtype == TFC_DTYPE_BF16)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send: dtype %d is not one the transport carries",
                                   x->dtype);
     if (x->rank < 0 || x->rank > TFC_TRANSPORT_MAX_RANK)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send: rank %d is not in [0, %d]", x->rank,
                                   TFC_TRANSPORT_MAX_RANK);
     int64_t count = tfc_wire_count(x->rank, x->dims);
     if (count < 0 || count > INT64_MAX / 8)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send: negative or too large dims");
     if (x->nbytes != count * size || (x->nbytes > 0 && x->data == NULL))
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send: nbytes %" PRId64 " is not the %" PRId64
                                   " bytes of the shape (or data is NULL)",
                                   x->nbytes, count * size);
@@ -266,14 +266,14 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
 int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step,
                        const tfc_transport_tensor *tensor, tfc_error *err) {
     if (t == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT, "transport send: t is NULL");
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "transport send: t is NULL");
     size_t key_len = key != NULL ? strlen(key) : 0;
     if (key_len == 0 || key_len > TFC_TRANSPORT_MAX_KEY)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send: the key must have 1 to %d bytes",
                                   TFC_TRANSPORT_MAX_KEY);
     if (step == TFC_TRANSPORT_ANY_STEP)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send '%s': TFC_TRANSPORT_ANY_STEP is for recv", key);
     int rc = check_tensor(tensor, err);
     if (rc != TFC_OK) return rc;
@@ -281,14 +281,14 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
     tfc_peer *p = peer >= 0 && peer < t->n_peers ? t->peers[peer] : NULL;
     pthread_mutex_unlock(&t->peers_lock);
     if (p == NULL)
-        return tfc_transport_fail(err, TFC_ERR_INVALID_ARGUMENT,
+        return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport send '%s': %d is not a connected peer", key, peer);
     int wire = tensor->dtype == TFC_DTYPE_F32 && t->wire_dtype ? t->wire_dtype : tensor->dtype;
     int64_t payload = tensor->nbytes / tfc_transport_dtype_size(tensor->dtype) *
                       tfc_transport_dtype_size(wire);
     int64_t frame = payload + TFC_WIRE_HEADER_BYTES + 8 * tensor->rank + (int64_t)key_len + 4;
     if (frame > t->max_frame_bytes)
-        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED,
+        return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED,
                                   "transport send '%s': a frame of %" PRId64
                                   " bytes is over the limit of %" PRId64,
                                   key, frame, t->max_frame_bytes);
@@ -296,7 +296,7 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
     if (wire != tensor->dtype && p->staging == NULL &&
         (p->staging = (uint8_t *)TFC_MALLOC(TFC_WIRE_CHUNK)) == NULL) {
         pthread_mutex_unlock(&p->lock);
-        return tfc_transport_fail(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     /* a lost connection (the peer restarted, say) is opened again, once per send */
     int io = TFC_IO_CLOSED;
@@ -324,6 +324,6 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
     int code = io == TFC_IO_STOPPED   ? TFC_ERR_CANCELLED
                : io == TFC_IO_TIMEOUT ? TFC_ERR_DEADLINE_EXCEEDED
                                       : TFC_ERR_UNAVAILABLE;
-    return tfc_transport_fail(err, code, "transport send '%s' at step %" PRId64 " to %s: %s", key,
+    return tfc_error_setf(err, code, "transport send '%s' at step %" PRId64 " to %s: %s", key,
                               step, p->address, tfc_wire_io_name(io));
 }
