@@ -42,7 +42,13 @@ from tfc.kernels_cuda import (
     THREADS,
     unravel,
 )
-from tfc.ops.fusion_members import map_member, member_reduction, phase_reads, update_lines
+from tfc.ops.fusion_members import (
+    map_member,
+    member_gemm,
+    member_reduction,
+    phase_reads,
+    update_lines,
+)
 from tfc.ops.fusion_plan import arg_shape, loads_of, plan_fusion, reduce_axes
 from tfc.ops.reduce import _mean_finalize
 from tfc.ops.registry import OpContext
@@ -132,12 +138,7 @@ class _CudaFusion:
         if self.plan.matmul is None:
             return []
         m = self.members[self.plan.matmul]
-        (_, a), (_, b) = m.args
-        a_shape, b_shape = self.ctx.in_shapes[a], self.ctx.in_shapes[b]
-        ta, tb = bool(m.attrs.get("transpose_a")), bool(m.attrs.get("transpose_b"))
-        sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
-        sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
-        k = a_shape[0] if ta else a_shape[1]
+        a, b, k, sam, sak, sbk, sbn = member_gemm(self.ctx, m)
         rows, n = m.shape
         out = f"y{self.plan.row_buffer}"
         return [

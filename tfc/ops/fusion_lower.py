@@ -34,6 +34,7 @@ from tfc.kernels import (
 )
 from tfc.ops.fusion_members import (
     map_member,
+    member_gemm,
     member_reduction,
     phase_reads,
     update_lines,
@@ -184,12 +185,7 @@ class _Lowering:
             last = j
         if bias is None and not relu:
             return None
-        (_, a), (_, b) = mm.args
-        a_shape, b_shape = ctx.in_shapes[a], ctx.in_shapes[b]
-        ta, tb = bool(mm.attrs.get("transpose_a")), bool(mm.attrs.get("transpose_b"))
-        sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
-        sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
-        k = a_shape[0] if ta else a_shape[1]
+        a, b, k, sam, sak, sbk, sbn = member_gemm(ctx, mm)
         m_rows, n = mm.shape
         one, zero = c_literal(1, mm.dtype), c_literal(0, mm.dtype)
         inputs = sorted({a, b} | ({bias} if bias is not None else set()))
@@ -362,12 +358,7 @@ def _gemm_rows(
     once before the loop when one block holds all rows), the next block of rows of the
     product, into output `row_buffer`'s rows or into the scratch rows, with s_row pointing at
     row i0's (the same operations per element as the whole product: the same bits)."""
-    (_, a), (_, b) = m.args
-    a_shape, b_shape = ctx.in_shapes[a], ctx.in_shapes[b]
-    ta, tb = bool(m.attrs.get("transpose_a")), bool(m.attrs.get("transpose_b"))
-    sam, sak = (1, a_shape[-1]) if ta else (a_shape[-1], 1)
-    sbk, sbn = (1, b_shape[-1]) if tb else (b_shape[-1], 1)
-    k = a_shape[0] if ta else a_shape[1]
+    a, b, k, sam, sak, sbk, sbn = member_gemm(ctx, m)
     rows, n = m.shape
     block = gemm_block_rows(m)
     one, zero = c_literal(1, m.dtype), c_literal(0, m.dtype)

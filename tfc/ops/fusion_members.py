@@ -8,6 +8,7 @@ from tfc import dtypes as _dt
 from tfc.kernels import Param, c_literal, format_expr, math_suffix
 from tfc.ops.fusion import UPDATES
 from tfc.ops.fusion_plan import Member, value_args
+from tfc.ops.linalg import matrix_strides
 from tfc.ops.math import _cast_expr
 from tfc.ops.reduce import REDUCTIONS, Reduction
 from tfc.ops.registry import OpContext, get_opdef
@@ -105,3 +106,13 @@ def update_lines(
     fmt = {"T": dtype.c_type, "one": c_literal(1, dtype), "sfx": math_suffix(dtype)}
     attrs = {**rule.defaults, **update.attrs}
     return lines + [s.format(**names, **fmt) for s in rule.statements(attrs, dtype)]
+
+
+def member_gemm(ctx: OpContext, m: Member) -> tuple[int, int, int, int, int, int, int]:
+    """(a, b, k, sam, sak, sbk, sbn) of a MatMul member: its operands' fusion inputs, the inner
+    size and the stored matrices' strides (C's row-block GEMMs and CUDA's one GEMM alike)."""
+    (_, a), (_, b) = m.args
+    a_shape, b_shape = ctx.in_shapes[a], ctx.in_shapes[b]
+    ta, tb = bool(m.attrs.get("transpose_a")), bool(m.attrs.get("transpose_b"))
+    k = a_shape[0] if ta else a_shape[1]
+    return (a, b, k, *matrix_strides(a_shape, b_shape, ta, tb))

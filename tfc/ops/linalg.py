@@ -106,6 +106,14 @@ def _matmul_reference(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarra
 
 
 # -- C lowering ---------------------------------------------------------------------------------
+def matrix_strides(a: tuple, b: tuple, ta: bool, tb: bool) -> tuple[int, int, int, int]:
+    """(sam, sak, sbk, sbn): the strides of the stored matrices a [.., m, k] and b [.., k, n] of a
+    MatMul (row-major; a transpose is just their swap), as tfc_gemm_* and the CUDA GEMM take."""
+    sam, sak = (1, a[-1]) if ta else (a[-1], 1)
+    sbk, sbn = (1, b[-1]) if tb else (b[-1], 1)
+    return sam, sak, sbk, sbn
+
+
 def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     dtype = ctx.out_dtypes[0]
     a, b = ctx.in_shapes
@@ -118,9 +126,7 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     if k == 0:
         # an empty sum: zeros, without touching the (empty, possibly NULL) inputs
         return loop_kernel(out, view("out0", dtype, out), [], "0")
-    # the stored matrices' strides; a transpose is just their swap
-    sam, sak = (1, a[-1]) if ta else (a[-1], 1)
-    sbk, sbn = (1, b[-1]) if tb else (b[-1], 1)
+    sam, sak, sbk, sbn = matrix_strides(a, b, ta, tb)
     batch = out[:-2]
     a_strides = _batch_strides(a, batch)
     b_strides = _batch_strides(b, batch)
