@@ -176,6 +176,19 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_part_images)(const tfc_conv_plan *g, i
     *nb = g->batch - *n0 < g->chunk ? g->batch - *n0 : g->chunk;
 }
 
+/* The input images [n0, n0 + nb) as the direct kernels read them: x itself, or bordered into
+ * the scratch xp [batch, hp, wp, in_c] (k->s0) at the same images. */
+TFC_CONV_INLINE const T *TFC_CONV_FN(tfc_conv_part_input)(const tfc_conv_plan *g,
+                                                          const TFC_CONV_FN(tfc_conv_call) *k,
+                                                          int64_t n0, int64_t nb) {
+    const T *src = k->a + n0 * g->in_h * g->in_w * g->in_c;
+    if (g->hp == g->in_h && g->wp == g->in_w) return src;
+    T *xp = k->s0 + n0 * g->hp * g->wp * g->in_c;
+    TFC_CONV_FN(tfc_conv_border)(src, nb, g->in_h, g->in_w, g->in_c, g->pad_top, g->pad_left,
+                                 g->hp, g->wp, xp);
+    return xp;
+}
+
 /* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c], fp (the
  * filter with its rows padded, written by tfc_conv_forward_direct). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_plan *g,
@@ -183,13 +196,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
     int64_t n0, nb;
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
-    const T *src = k->a + n0 * g->in_h * g->in_w * g->in_c;
-    if (g->hp != g->in_h || g->wp != g->in_w) {
-        T *xp = k->s0 + n0 * g->hp * g->wp * g->in_c;
-        TFC_CONV_FN(tfc_conv_border)(src, nb, g->in_h, g->in_w, g->in_c, g->pad_top,
-                                     g->pad_left, g->hp, g->wp, xp);
-        src = xp;
-    }
+    const T *src = TFC_CONV_FN(tfc_conv_part_input)(g, k, n0, nb);
     const T *filter = g->cp != g->out_c ? k->s1 : k->b;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
@@ -365,13 +372,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct_part)(const tfc
     const int64_t taps = g->k_h * g->k_w * g->in_c;
     int64_t n0, nb;
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
-    const T *src = k->a + n0 * g->in_h * g->in_w * g->in_c;
-    if (g->hp != g->in_h || g->wp != g->in_w) {
-        T *xp = k->s0 + n0 * g->hp * g->wp * g->in_c;
-        TFC_CONV_FN(tfc_conv_border)(src, nb, g->in_h, g->in_w, g->in_c, g->pad_top,
-                                     g->pad_left, g->hp, g->wp, xp);
-        src = xp;
-    }
+    const T *src = TFC_CONV_FN(tfc_conv_part_input)(g, k, n0, nb);
     const int64_t pixels = g->out_h * g->out_w;
     const T *grad = k->b + n0 * pixels * g->out_c;
     if (g->cp != g->out_c) {
