@@ -32,7 +32,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from tfc.aot.programs import Program, StateEntry, _layout_state, train_feeds
+from tfc.aot.programs import Program, StateEntry, _layout_state, signature_graph, train_feeds
 from tfc.aot.signatures import ModelError, ModelSignatures
 from tfc.device import DeviceSpec
 from tfc.graph import GraphKeys
@@ -199,9 +199,7 @@ def plan_distributed(
         raise ModelError("distributed training needs a train signature")
     tr, graph, name, n_ps = sigs.train, sigs.graph, sigs.name, len(cluster.ps)
     feeds, input_names = train_feeds(tr, batch)
-    program = make_program_graph(
-        graph, [(tr.loss.op.name, tr.loss.value_index)], [tr.train_op.name], feeds
-    )
+    program = signature_graph(sigs, [tr.loss], [tr.train_op], feeds)
     program.graph_attrs.update(
         default_device=WORKER, cluster={"ps": n_ps, "worker": len(cluster.worker)}
     )

@@ -37,7 +37,14 @@ import numpy as np
 from tfc import __version__
 from tfc import dtypes as _dt
 from tfc.aot.build import sync_dir, write_if_changed
-from tfc.aot.programs import Program, StateEntry, _feed, _layout_state, train_feeds
+from tfc.aot.programs import (
+    Program,
+    StateEntry,
+    _feed,
+    _layout_state,
+    signature_graph,
+    train_feeds,
+)
 from tfc.aot.signatures import (
     ModelError,
     ModelSignatures,
@@ -51,7 +58,6 @@ from tfc.kernels import c_initializer
 from tfc.lower import lower_program
 from tfc.passes import run_passes
 from tfc.render import get_template, render_program
-from tfc.signature import make_program_graph
 
 __all__ = ["compile_embed", "EmbeddedModel", "EMBED_CFLAGS"]
 
@@ -216,12 +222,7 @@ def compile_embed(
 def _compile_program(
     sigs: ModelSignatures, prefix, role, fetches, targets, feeds, names, passes, align, bounds
 ) -> Program:
-    graph = make_program_graph(
-        sigs.graph,
-        [(t.op.name, t.value_index) for t in fetches],
-        [op.name for op in targets],
-        feeds,
-    )
+    graph = signature_graph(sigs, fetches, targets, feeds)
     graph.graph_attrs["arena_align"] = align
     graph = run_passes(graph, passes)
     bounds.append(int(graph.graph_attrs["arena_lower_bound"]))

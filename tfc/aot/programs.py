@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from tfc import dtypes as _dt
 from tfc.aot.signatures import ModelError, ModelSignatures, TrainSignature
-from tfc.graph import GraphKeys
+from tfc.graph import Graph, GraphKeys
 from tfc.lower import LoweredProgram, lower_program
 from tfc.passes import PIPELINE, run_passes
 from tfc.render import render_program
@@ -82,15 +82,21 @@ def _feed(tensor, batch: int) -> FeedSpec:
     return FeedSpec((tensor.op.name, tensor.value_index), tensor.dtype, (batch, *dims[1:]))
 
 
-def _compile(
-    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes=PIPELINE, options=None
-) -> Program:
-    graph = make_program_graph(
+def signature_graph(sigs: ModelSignatures, fetches, targets, feeds) -> Graph:
+    """The program graph of one signature of the model: its fetches (tensors), targets (ops)
+    and feeds (FeedSpecs), before the passes (native, distributed and embedded builds)."""
+    return make_program_graph(
         sigs.graph,
         [(t.op.name, t.value_index) for t in fetches],
         [op.name for op in targets],
         feeds,
     )
+
+
+def _compile(
+    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes=PIPELINE, options=None
+) -> Program:
+    graph = signature_graph(sigs, fetches, targets, feeds)
     graph = run_passes(graph, passes, options=options)
     lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=f"{sigs.name}_{role}_")
     return Program(role, lowered, render_program(lowered), list(names[0]), list(names[1]))
