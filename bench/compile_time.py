@@ -22,7 +22,7 @@ MODEL = """
 import time
 import numpy as np
 import tfc as tf
-from tfc.backend_c import BUILD_STATS
+from tfc.backend.cc import BUILD_STATS
 
 x = tf.placeholder(tf.float32, [None, 64], name="x")
 w1 = tf.Variable(tf.random_uniform([64, 32], -0.1, 0.1, seed=1))

@@ -33,7 +33,7 @@ import digits_model  # noqa: E402
 
 import tfc as tf  # noqa: E402
 from tfc.aot import compile as tfc_compile  # noqa: E402
-from tfc.launch import Launcher, free_ports  # noqa: E402
+from tfc.aot.launch import Launcher, free_ports  # noqa: E402
 
 
 def mlp1024():
@@ -162,8 +162,17 @@ def main() -> None:
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        out += bench("digits", str(ROOT / "samples" / "digits_model.py"), [64, 128, 64, 10], 32,
-                     digits_model.training_rows(), args.steps, args.repeats, True, tmp)
+        out += bench(
+            "digits",
+            str(ROOT / "samples" / "digits_model.py"),
+            [64, 128, 64, 10],
+            32,
+            digits_model.training_rows(),
+            args.steps,
+            args.repeats,
+            True,
+            tmp,
+        )
         out += bench("mlp1024", mlp1024, [784, 1024, 1024, 10], 128, big,
                      max(20, args.steps // 10), args.repeats, False, tmp)  # fmt: skip
     print("\n".join(out))

@@ -5,7 +5,8 @@
 2. sgemm n x n x n for n = 64..1024: tfc_gemm_f32 (runtime/include/tfc_gemm.h, called from C)
    against NumPy's BLAS (OpenBLAS/MKL), one thread each; GFLOP/s and the fraction of the peak.
 3. The MNIST MLP 784-512-512-10 training step (ReLU, mean sparse softmax cross entropy, Adam),
-   batch 64 and 256: a tfc Session (timed by tfc.profile.time_runs: a loop in C) against PyTorch
+   batch 64 and 256: a tfc Session (timed by tfc.tools.profile.time_runs: a loop in C) against
+   PyTorch
    eager, same weights and data; the step-1 loss of each shows they compute the same thing.
    tfc also runs with 2 threads. Then the TFC_PROFILE-style table of where tfc's time goes.
 
@@ -33,8 +34,8 @@ import cffi  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tfc as tf  # noqa: E402
-from tfc.backend_c import build_shared_library  # noqa: E402
-from tfc.profile import profile, time_runs  # noqa: E402
+from tfc.backend.cc import build_shared_library  # noqa: E402
+from tfc.tools.profile import profile, time_runs  # noqa: E402
 
 HARNESS = r"""
 #include <time.h>

@@ -7,7 +7,7 @@ network in NCHW from tfc's initial weights (the step-1 losses are printed: they 
 Runtime the same inference graph built with onnx.helper. Everything on one thread; each figure
 is the median over rounds of many steps, the rounds of all frameworks interleaved so a change
 of the machine's load hits them alike; the 1-minute load average is printed before and after.
-tfc's steps are timed by a loop in C (tfc.profile.time_runs), the same feeds each step.
+tfc's steps are timed by a loop in C (tfc.tools.profile.time_runs), the same feeds each step.
 
 Run: pip install -e '.[bench]' && python bench/lenet_kernels.py [--rounds 11] [--kernels]
 """
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "samples"))
 
 import tfc  # noqa: E402
-from tfc.profile import profile, time_runs  # noqa: E402
+from tfc.tools.profile import profile, time_runs  # noqa: E402
 
 TRAIN_BATCH = 64
 

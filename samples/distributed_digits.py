@@ -68,7 +68,7 @@ def signatures():
 
 def held_out_accuracy(checkpoint: Path) -> float:
     """Accuracy of the checkpoint's weights on the 360 images training never sees."""
-    from tfc.checkpoint import read_safetensors
+    from tfc.io.checkpoint import read_safetensors
 
     weights, _ = read_safetensors(checkpoint)
     data = np.load(digits_model.DATA)
@@ -81,7 +81,7 @@ def held_out_accuracy(checkpoint: Path) -> float:
 
 def main() -> None:
     from tfc.aot import compile as tfc_compile
-    from tfc.launch import Launcher
+    from tfc.aot.launch import Launcher
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)

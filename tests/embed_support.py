@@ -11,7 +11,7 @@ import numpy as np
 import tfc
 from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed, library_sources
 from tfc.aot.signatures import build_signatures, load_signatures_function
-from tfc.graph import GraphKeys
+from tfc.ir.graph import GraphKeys
 from tfc.variables import variables_initializer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,7 +1,8 @@
 """Checking ops: many cases compiled into one program, compared three ways.
 
 Each case is a tensor plus the value NumPy says it should have. One Session.run compiles (with
-no optimization pass, so every op's own kernel runs) and runs all cases of a batch (a gcc run costs about a second, so batching keeps the suite fast);
+no optimization pass, so every op's own kernel runs) and runs all cases of a batch (a gcc run
+costs about a second, so batching keeps the suite fast);
 the interpreter runs the same graph with the ops' references. A case passes when the compiled
 value matches the reference and both match the independent NumPy expectation, dtype and shape
 included.
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import tfc
-from tfc.interp import Interpreter
+from tfc.reference.interp import Interpreter
 
 # relative tolerance per dtype: tight enough that a wrong index or a wrong formula fails
 RTOL = {"float32": 1e-5, "float64": 1e-12}

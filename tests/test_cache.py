@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = """
 import numpy as np
 import tfc as tf
-from tfc.backend_c import BUILD_STATS
+from tfc.backend.cc import BUILD_STATS
 x = tf.placeholder(tf.float32, [None, 3], name="x")
 y = tf.reduce_sum(tf.exp(x) * 2.0 + 1.0, axis=1)
 with tf.Session() as sess:

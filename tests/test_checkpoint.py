@@ -16,7 +16,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 import tfc as tf
-from tfc.checkpoint import (
+from tfc.io.checkpoint import (
     CheckpointReader,
     CorruptCheckpointError,
     format_checkpoint_state,

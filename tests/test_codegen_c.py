@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.backend_c import COMMON_FLAGS, build_flags, runtime_dir
-from tfc.lower import EMBED_LIMIT_BYTES
+from tfc.backend.cc import COMMON_FLAGS, build_flags, runtime_dir
+from tfc.codegen.lower import EMBED_LIMIT_BYTES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,7 +80,7 @@ SANITIZED_SCRIPT = textwrap.dedent(
     """
     import numpy as np
     import tfc as tf
-    from tfc.interp import Interpreter
+    from tfc.reference.interp import Interpreter
 
     rng = np.random.default_rng(0)
     x = tf.placeholder(tf.float32, [None, 5], name="x")

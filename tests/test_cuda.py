@@ -21,13 +21,14 @@ from cuda_devices import DEVICES, GPU_OK, GPU_WHY
 from opcheck import CaseBatch, assert_same
 
 import tfc
-from tfc.backend_cuda import compile_cuda
-from tfc.lower import lower_program
+from tfc.backend.cuda import compile_cuda
+from tfc.client.request import RunRequest
+from tfc.codegen.lower import lower_program
+from tfc.codegen.render import render_program
+from tfc.codegen.targets import CUDA
+from tfc.ir.program import make_program_graph
 from tfc.ops.registry import REGISTRY
 from tfc.passes import pipeline, run_passes
-from tfc.render import render_program
-from tfc.signature import RunRequest, make_program_graph
-from tfc.targets import CUDA
 
 ROOT = Path(__file__).resolve().parent.parent
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
@@ -164,7 +165,7 @@ def test_every_op_compiles_with_nvcc_without_warnings():
 
 @needs_nvcc
 def test_fat_binary_flags_name_every_architecture():
-    from tfc.backend_cuda import arch_flags
+    from tfc.backend.cuda import arch_flags
 
     flags = arch_flags("sm_80,sm_90")
     assert flags == [
@@ -359,8 +360,8 @@ def test_device_arrays_feed_and_fetch_without_host_copies(cuda_device):
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 def test_a_gpu_program_puts_each_input_and_output_where_asked_in_one_call(cuda_device):
-    from tfc.device_array import device_feed
-    from tfc.staged import plan_stages
+    from tfc.backend.device_array import device_feed
+    from tfc.client.staged import plan_stages
 
     with tfc.device("/gpu:0"):
         a = tfc.placeholder(tfc.float32, [2, 3])

@@ -37,8 +37,8 @@ from test_ops_conv import (
 )
 
 import tfc
-from tfc.backend_cuda import compile_cuda
-from tfc.kernels_cuda import cuda_kernel_data
+from tfc.backend.cuda import compile_cuda
+from tfc.codegen.cuda import cuda_kernel_data
 from tfc.ops.registry import apply_op
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")

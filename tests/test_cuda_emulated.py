@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import tfc
-from tfc.backend_c import CompileError
-from tfc.backend_cuda_emu import EMULATION_FLAGS, compile_emulated, host_cxx
+from tfc.backend.cc import CompileError
+from tfc.backend.cuda_emu import EMULATION_FLAGS, compile_emulated, host_cxx
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_cxx = pytest.mark.skipif(shutil.which(host_cxx()) is None, reason="no host C++ compiler")

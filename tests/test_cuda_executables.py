@@ -19,9 +19,9 @@ from cuda_devices import DEVICES, GPU_OK
 from test_cuda_emulated import _sanitizer_runtime
 
 import tfc
-from tfc.backend_c import CompileError
-from tfc.backend_cuda_emu import host_cxx
-from tfc.cli import main as tfc_main
+from tfc.backend.cc import CompileError
+from tfc.backend.cuda_emu import host_cxx
+from tfc.tools.cli import main as tfc_main
 
 ROOT = Path(__file__).resolve().parent.parent
 IRIS = ROOT / "samples" / "iris_model.py"

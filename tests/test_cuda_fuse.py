@@ -19,14 +19,15 @@ from cuda_devices import DEVICES
 from test_cuda import training_graphs
 
 import tfc
-from tfc.backend_cuda import compile_cuda
-from tfc.interp import Interpreter
-from tfc.lower import lower_program
+from tfc.backend.cuda import compile_cuda
+from tfc.client.request import RunRequest
+from tfc.codegen.lower import lower_program
+from tfc.codegen.render import render_kernel, render_program
+from tfc.codegen.targets import CUDA
+from tfc.ir.program import make_program_graph
 from tfc.ops.fusion import is_fusion
 from tfc.passes import pipeline, run_passes
-from tfc.render import render_kernel, render_program
-from tfc.signature import RunRequest, make_program_graph
-from tfc.targets import CUDA
+from tfc.reference.interp import Interpreter
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.interp import Interpreter
-from tfc.random_seed import DEFAULT_GRAPH_SEED
+from tfc.ir.random_seed import DEFAULT_GRAPH_SEED
+from tfc.reference.interp import Interpreter
 
 RUNNERS = {"session": tf.Session, "interpreter": Interpreter}
 

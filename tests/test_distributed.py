@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from tfc.aot import compile as tfc_compile
-from tfc.checkpoint import read_safetensors
-from tfc.launch import Launcher, free_ports
+from tfc.aot.launch import Launcher, free_ports
+from tfc.io.checkpoint import read_safetensors
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "samples" / "digits_model.py"
@@ -265,7 +265,7 @@ def test_launch_stops_every_task_on_ctrl_c(build, tmp_path):
 
     _, rows, dist = build
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tfc.cli", "launch", str(dist), "--ps", "1", "--workers", "2",
+        [sys.executable, "-m", "tfc.tools.cli", "launch", str(dist), "--ps", "1", "--workers", "2",
          "--", "--data", str(rows), "--steps", "100000000", "--log-every", "1000"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -24,8 +24,8 @@ from test_cuda_executables import SANITIZE
 import tfc as tf
 from tfc.aot import ModelError
 from tfc.aot import compile as tfc_compile
-from tfc.checkpoint import read_safetensors
-from tfc.launch import Launcher
+from tfc.aot.launch import Launcher
+from tfc.io.checkpoint import read_safetensors
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "samples" / "digits_model.py"

@@ -144,7 +144,7 @@ def test_two_prefixed_models_link_into_one_program(tmp_path):
 
 
 def test_cli_compile_target_embed(tmp_path, capsys):
-    from tfc.cli import main
+    from tfc.tools.cli import main
 
     rc = main(["compile", "samples/iris_model.py", "--target", "embed", "-o", str(tmp_path),
                "--prefix", "iris_", "--batch", "8", "--inference-only"])  # fmt: skip
@@ -216,7 +216,7 @@ def test_footprint_reads_code_bytes_as_size_does(tmp_path):
 
 
 def test_inspect_target_embed_prints_the_footprint(capsys):
-    from tfc.cli import main
+    from tfc.tools.cli import main
 
     assert main(["inspect", "--target", "embed", "samples/iris_model.py"]) == 0
     out = capsys.readouterr().out
@@ -323,7 +323,7 @@ def test_int8_weights_cost_less_than_a_point_of_accuracy_on_digits(tmp_path):
 
     import tfc
     from tfc.aot.signatures import build_signatures, load_signatures_function
-    from tfc.graph import GraphKeys
+    from tfc.ir.graph import GraphKeys
     from tfc.variables import variables_initializer
 
     data = np.load(SAMPLES / "data" / "digits.npz")

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.interp import Interpreter
 from tfc.ops.registry import REGISTRY, OpDef, apply_op
+from tfc.reference.interp import Interpreter
 
 RNG = np.random.default_rng(20240611)
 H = 2.0**-10  # the five-point stencil's step (error O(h^4)); dyadic, so x +- 2h is exact

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 import tfc as tf
-from tfc.cli import main
-from tfc.config import CompileOptions
-from tfc.dump import graph_text
-from tfc.graphviz import graph_dot
-from tfc.inspect import inspect_model, program_graph, run_graph, signature_graph
-from tfc.lower import lower_program
+from tfc.client.config import CompileOptions
+from tfc.codegen.lower import lower_program
+from tfc.ir.dump import graph_text
 from tfc.ops.flops import expression_ops
 from tfc.ops.registry import get_opdef
 from tfc.passes import run_passes
-from tfc.program_stats import arena_stats, parse_arena_line
+from tfc.tools.cli import main
+from tfc.tools.graphviz import graph_dot
+from tfc.tools.inspect import inspect_model, program_graph, run_graph, signature_graph
+from tfc.tools.program_stats import arena_stats, parse_arena_line
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 IRIS, DIGITS, LENET = (SAMPLES / f"{m}_model.py" for m in ("iris", "digits", "lenet"))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.cli import main as tfc_main
+from tfc.tools.cli import main as tfc_main
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"

@@ -7,7 +7,7 @@ import pytest
 from opcheck import CaseBatch
 
 import tfc as tf
-from tfc.interp import Interpreter
+from tfc.reference.interp import Interpreter
 
 RNG = np.random.default_rng(2024)
 F = ["float32", "float64"]

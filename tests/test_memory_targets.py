@@ -14,10 +14,10 @@ import pytest
 
 import tfc as tf
 from tfc.aot.signatures import build_signatures, load_signatures_function
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import PIPELINE, pipeline, run_passes
 from tfc.passes.memory import STRATEGIES, plan_memory
-from tfc.signature import FeedSpec, make_program_graph
-from tfc.verify import verify_graph
+from tfc.passes.verify import verify_graph
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 MODEL_FILES = sorted(SAMPLES.glob("*_model.py"))  # lenet_model.py joins when it lands
@@ -145,7 +145,7 @@ def test_lenet_training_step_meets_the_arena_targets(batch):
 def test_training_with_in_place_reuse_matches_the_interpreter():
     """Numbers do not change when values share bytes: a compiled training step against the
     ops' NumPy references, over several steps (in-place ReLU and ReLU gradients included)."""
-    from tfc.interp import Interpreter
+    from tfc.reference.interp import Interpreter
 
     rng = np.random.default_rng(0)
     x = tf.placeholder(tf.float32, [None, 6], name="x")

@@ -14,7 +14,7 @@ import pytest
 
 import tfc as tf
 from tfc.aot import ModelError
-from tfc.cli import main as tfc_main
+from tfc.tools.cli import main as tfc_main
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "samples" / "iris_model.py"

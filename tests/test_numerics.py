@@ -5,7 +5,7 @@ import pytest
 from opcheck import CaseBatch
 
 import tfc as tf
-from tfc.interp import Interpreter
+from tfc.reference.interp import Interpreter
 
 RNG = np.random.default_rng(77)
 F = ["float32", "float64"]

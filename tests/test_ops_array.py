@@ -5,7 +5,7 @@ import pytest
 from opcheck import CaseBatch, assert_same
 
 import tfc as tf
-from tfc.interp import Interpreter
+from tfc.reference.interp import Interpreter
 
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]
 

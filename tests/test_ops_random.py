@@ -10,9 +10,9 @@ import pytest
 from opcheck import CaseBatch, assert_same
 
 import tfc as tf
-from tfc import philox
-from tfc.interp import Interpreter
-from tfc.random_seed import DEFAULT_GRAPH_SEED, get_seed
+from tfc.ir.random_seed import DEFAULT_GRAPH_SEED, get_seed
+from tfc.ops import philox
+from tfc.reference.interp import Interpreter
 
 ROOT = Path(tf.__file__).resolve().parent.parent  # where the subprocesses import tfc from
 M32 = 0xFFFFFFFF

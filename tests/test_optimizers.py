@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.interp import Interpreter
 from tfc.ops import training_ops
+from tfc.reference.interp import Interpreter
 
 STEPS = 20
 _rng = np.random.default_rng(7)

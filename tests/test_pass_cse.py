@@ -5,8 +5,8 @@ import re
 import numpy as np
 
 import tfc as tf
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import run_passes
-from tfc.signature import FeedSpec, make_program_graph
 
 BEFORE = ["prune", "specialize", "prune"]
 

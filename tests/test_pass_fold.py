@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import run_passes
 from tfc.passes.fold import FOLD_LIMIT_BYTES
-from tfc.signature import FeedSpec, make_program_graph
 
 BEFORE = ["prune", "specialize", "prune"]
 

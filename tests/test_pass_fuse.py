@@ -11,11 +11,11 @@ import pytest
 from test_codegen_c import _sanitizer_env
 
 import tfc as tf
-from tfc.interp import InterpState, evaluate
-from tfc.lower import lower_program
+from tfc.codegen.lower import lower_program
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.ops import training_ops
 from tfc.passes import OPTIMIZATIONS, pipeline, run_passes
-from tfc.signature import FeedSpec, make_program_graph
+from tfc.reference.interp import InterpState, evaluate
 
 REPO = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("digits_mlp_sample", REPO / "samples/digits_mlp.py")

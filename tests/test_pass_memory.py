@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import run_passes
 from tfc.passes.memory import ARENA_ALIGN, STRATEGIES, plan_memory
-from tfc.signature import FeedSpec, make_program_graph
-from tfc.verify import GraphInvariantError, verify_graph
+from tfc.passes.verify import GraphInvariantError, verify_graph
 
 PIPELINE = ["prune", "specialize", "prune", "schedule", "memory"]
 
@@ -257,7 +257,7 @@ def test_every_strategy_gives_a_valid_plan_and_the_smallest_wins(strategy):
 
 
 def _with_scratch(monkeypatch, op_type, nbytes):
-    """Give every `op_type` node `nbytes` of scratch memory (a kernel that needs temporary space)."""
+    """Give every `op_type` node `nbytes` of scratch memory (a kernel needing temporary space)."""
     import dataclasses
 
     from tfc.ops import registry

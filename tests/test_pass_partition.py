@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.interp import Interpreter, InterpState, evaluate_partitions, partition_program
-from tfc.signature import FeedSpec
+from tfc.ir.program import FeedSpec
+from tfc.reference.interp import Interpreter, InterpState, evaluate_partitions, partition_program
 
 WORKER = "/job:worker/replica:0/task:0/device:CPU:0"
 PS = [f"/job:ps/replica:0/task:{i}/device:CPU:0" for i in range(2)]

@@ -5,7 +5,7 @@ import pytest
 
 import tfc as tf
 from tfc.passes.place import PlacementError, place_devices
-from tfc.verify import verify_graph
+from tfc.passes.verify import verify_graph
 
 
 def _placed(graph=None, **attrs):

@@ -3,8 +3,8 @@
 import pytest
 
 import tfc as tf
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import run_passes
-from tfc.signature import FeedSpec, make_program_graph
 
 
 def _program(fetches, targets=(), feeds=()):

@@ -4,10 +4,10 @@ import networkx as nx
 import pytest
 
 import tfc as tf
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import run_passes
 from tfc.passes.memory import analyze_liveness
 from tfc.passes.schedule import SCHEDULERS, Costs, dependency_graph
-from tfc.signature import FeedSpec, make_program_graph
 
 PASSES = ["prune", "specialize", "prune", "schedule"]
 

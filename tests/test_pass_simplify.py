@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.ops.registry import apply_op
 from tfc.passes import run_passes
-from tfc.signature import FeedSpec, make_program_graph
 
 BEFORE = ["prune", "specialize", "prune"]
 

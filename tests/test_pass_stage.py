@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.interp import Interpreter, InterpState, evaluate_stages
-from tfc.lower import lower_program
+from tfc.client.request import RunRequest
+from tfc.client.staged import GPU_DEVICE, plan_stages
+from tfc.codegen.lower import lower_program
+from tfc.codegen.render import render_program
+from tfc.codegen.targets import CUDA
+from tfc.ir.program import make_program_graph
 from tfc.passes import pipeline, run_passes
-from tfc.render import render_program
-from tfc.signature import RunRequest, make_program_graph
-from tfc.staged import GPU_DEVICE, plan_stages
-from tfc.targets import CUDA
+from tfc.reference.interp import Interpreter, InterpState, evaluate_stages
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"

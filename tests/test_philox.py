@@ -5,8 +5,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from tfc import philox
-from tfc.backend_c import compiler, runtime_dir
+from tfc.backend.cc import compiler, runtime_dir
+from tfc.ops import philox
 
 # Random123's kat_vectors for philox4x32 with 10 rounds: counter words, key words, result words
 KNOWN_ANSWERS = [

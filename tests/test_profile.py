@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.backend_c import build_shared_library
-from tfc.cli import main
-from tfc.lower import lower_program
+from tfc.backend.cc import build_shared_library
+from tfc.client.request import RunRequest
+from tfc.codegen.lower import lower_program
+from tfc.codegen.render import render_program
+from tfc.ir.program import make_program_graph
 from tfc.passes import run_passes
-from tfc.profile import profile, time_runs
-from tfc.render import render_program
-from tfc.signature import RunRequest, make_program_graph
+from tfc.tools.cli import main
+from tfc.tools.profile import profile, time_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE_SYMBOLS = (

@@ -9,8 +9,8 @@ from safetensors.numpy import load_file, save_file
 from test_checkpoint import _VALID, CORRUPTIONS, corrupt_file
 
 import tfc as tf
-from tfc.backend_c import compiler, runtime_dir
-from tfc.checkpoint import CorruptCheckpointError, read_safetensors, write_safetensors
+from tfc.backend.cc import compiler, runtime_dir
+from tfc.io.checkpoint import CorruptCheckpointError, read_safetensors, write_safetensors
 
 # A command-line driver: each command exercises one entry point and prints what it got, or
 # "ERR <code> <message>" and exits 1.

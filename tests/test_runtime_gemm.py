@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.backend_c import build_shared_library, compiler, runtime_dir
+from tfc.backend.cc import build_shared_library, compiler, runtime_dir
 
 HARNESS = textwrap.dedent(
     """

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from tfc.backend_c import compiler, runtime_dir
+from tfc.backend.cc import compiler, runtime_dir
 
 TRANSPORT_SOURCES = [
     "tfc_transport.c",

@@ -15,13 +15,14 @@ import pytest
 from cuda_devices import DEVICES
 
 import tfc as tf
-from tfc.backend_c import build_shared_library
-from tfc.backend_cuda import compile_cuda
-from tfc.render import render_program
-from tfc.session import CompiledProgram
-from tfc.signature import RunRequest, make_program_graph
-from tfc.staged import StagedProgram, plan_stages
-from tfc.targets import CUDA
+from tfc.backend.cc import build_shared_library
+from tfc.backend.cuda import compile_cuda
+from tfc.client.request import RunRequest
+from tfc.client.session import CompiledProgram
+from tfc.client.staged import StagedProgram, plan_stages
+from tfc.codegen.render import render_program
+from tfc.codegen.targets import CUDA
+from tfc.ir.program import make_program_graph
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 VARIABLES = ("W1", "b", "W2", "W1/Momentum", "b/Momentum", "W2/Momentum")
@@ -166,7 +167,7 @@ def test_a_host_only_op_under_gpu_without_soft_placement_fails_as_in_tf():
 # -- on a GPU, and emulated on the CPU ----------------------------------------------------
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 def test_mixed_host_and_gpu_session_equals_the_cpu_session(cuda_device):
-    from tfc.backend_cuda import CudaProgram
+    from tfc.backend.cuda import CudaProgram
 
     batches = _batches()
     want_losses, want_vars = _cpu_reference(batches)
@@ -188,7 +189,7 @@ def test_mixed_host_and_gpu_session_equals_the_cpu_session(cuda_device):
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 def test_an_all_gpu_training_step_is_one_cuda_program(cuda_device):
-    from tfc.backend_cuda import CudaProgram
+    from tfc.backend.cuda import CudaProgram
 
     batches = _batches(2)
     want_losses, _ = _cpu_reference(batches)

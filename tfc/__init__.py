@@ -4,13 +4,12 @@
 tf.matmul, ...; tf.Session().run() compiles what the fetches need to native code and runs it.
 """
 
-__version__ = "0.1.0"
-
 # ruff: noqa: E402, F401, F403, I001  (the public namespace is assembled in dependency order)
-from tfc import dtypes, errors
-from tfc.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
-from tfc.dtypes import double, float
-from tfc.graph import (
+from tfc.version import __version__
+from tfc.ir import dtypes, errors
+from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
+from tfc.ir.dtypes import double, float
+from tfc.ir.graph import (
     Graph,
     GraphKeys,
     Operation,
@@ -25,7 +24,7 @@ from tfc.graph import (
     name_scope,
     reset_default_graph,
 )
-from tfc.tensor_shape import Dimension, TensorShape
+from tfc.ir.tensor_shape import Dimension, TensorShape
 from tfc.ops.constant import constant, convert_to_tensor, placeholder, placeholder_with_default
 from tfc.ops.math import *
 from tfc.ops.logic import *
@@ -37,17 +36,24 @@ from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.variables import *
+from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
-from tfc.passes.gradients import AggregationMethod, gradients
+from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
-from tfc.config import CompileOptions, ConfigProto, RunOptions, get_num_threads, set_num_threads
-from tfc.device_array import DeviceArray
-from tfc.session import InteractiveSession, Session, get_default_session
+from tfc.client.config import (
+    CompileOptions,
+    ConfigProto,
+    RunOptions,
+    get_num_threads,
+    set_num_threads,
+)
+from tfc.backend.device_array import DeviceArray
+from tfc.client.session import InteractiveSession, Session, get_default_session
 from tfc.ops.operators import install_operators as _install_operators
 
-_install_operators()
+_install_operators(Tensor, Variable)
 newaxis = None
 from tfc.aot import compile

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.array import concat, reshape
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.math import cast

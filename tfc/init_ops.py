@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
 from tfc.ops.array import fill, ones, zeros
 from tfc.ops.constant import constant
 from tfc.ops.random import random_normal, random_uniform, truncated_normal

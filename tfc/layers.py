@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tfc import init_ops
-from tfc.graph import Tensor
+import tfc.init_ops as init_ops
+from tfc.ir.graph import Tensor
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.linalg import matmul
 from tfc.ops.nn import bias_add

@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import GraphKeys, Tensor, get_collection, get_default_graph, name_scope
-from tfc.ops import array as _array
-from tfc.ops import math as _math
-from tfc.ops import nn_loss
+import tfc.ops.array as _array
+import tfc.ops.math as _math
+import tfc.ops.nn_loss as nn_loss
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import GraphKeys, Tensor, get_collection, get_default_graph, name_scope
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.logic import equal, where
 from tfc.ops.math import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfc import dtypes as _dt
-from tfc.graph import GraphKeys, Tensor, name_scope
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import GraphKeys, Tensor, name_scope
 from tfc.ops.array import reshape, size
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group

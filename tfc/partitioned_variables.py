@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.tensor_shape import TensorShape
+from tfc.ir import dtypes as _dt
+from tfc.ir.tensor_shape import TensorShape
 
 __all__ = ["fixed_size_partitioner", "PartitionedVariable"]
 
@@ -64,7 +64,7 @@ class PartitionedVariable:
         return list(self._variables)
 
     def as_tensor(self):
-        from tfc.graph import name_scope
+        from tfc.ir.graph import name_scope
         from tfc.ops.array_join import concat
 
         if self._concat is None:
@@ -114,7 +114,8 @@ def create_partitioned_variable(get_variable: Callable, full: str, name: str, sh
         else:
             part_init = initializer
         variables.append(
-            get_variable(f"{name}/part_{k}", shape=shard, dtype=dtype, initializer=part_init,
-                         **kwargs)  # fmt: skip
+            get_variable(
+                f"{name}/part_{k}", shape=shard, dtype=dtype, initializer=part_init, **kwargs
+            )  # fmt: skip
         )
     return PartitionedVariable(full, shape, dtype, variables, axis)

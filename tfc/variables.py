@@ -10,21 +10,22 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from tfc import dtypes as _dt
-from tfc.graph import (
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import (
     Graph,
     GraphKeys,
     Operation,
     Tensor,
     colocate_with,
+    default_session,
     get_default_graph,
     name_scope,
 )
+from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group, no_op
 from tfc.ops.registry import apply_op
 from tfc.ops.state import assign, assign_add, assign_sub
-from tfc.tensor_shape import TensorShape
 
 __all__ = [
     "Variable",
@@ -183,9 +184,7 @@ class Variable:
 
     def load(self, value: Any, session: Any = None) -> None:
         """Write `value` into the variable (through a fed assignment)."""
-        from tfc.session import get_default_session_or_raise
-
-        session = session or get_default_session_or_raise("load a Variable")
+        session = session or default_session("load a Variable")
         if not hasattr(self, "_load_placeholder"):
             from tfc.ops.constant import placeholder
 
@@ -391,7 +390,7 @@ def get_variable(
                 f"Shape of a new variable ({full}) must be fully defined, but is {shape}."
             )
         if initializer is None:
-            from tfc import init_ops
+            import tfc.init_ops as init_ops
 
             initializer = (
                 init_ops.glorot_uniform_initializer()

@@ -74,9 +74,9 @@ from tfc.aot.build import build_executables, copy_runtime, write_if_changed
 from tfc.aot.programs import ModelPlan, plan_model
 from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
 from tfc.aot.sources import model_objects, model_sources, render_makefile
-from tfc.backend_c import GENERIC_FLAGS, HOST_FLAGS
-from tfc.config import CompileOptions
-from tfc.targets import TARGETS
+from tfc.backend.cc import GENERIC_FLAGS, HOST_FLAGS
+from tfc.client.config import CompileOptions
+from tfc.codegen.targets import TARGETS
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
 
@@ -152,8 +152,8 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     cuda = None
     if target == "cuda":
         from tfc.aot.cuda_build import cuda_toolchain
-        from tfc.render import render_program
-        from tfc.targets import CUDA
+        from tfc.codegen.render import render_program
+        from tfc.codegen.targets import CUDA
 
         for program in plan.programs.values():
             program.source, program.suffix = render_program(program.lowered, CUDA), ".cu"

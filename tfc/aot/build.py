@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfc.aot.sources import BASE_CFLAGS
-from tfc.backend_c import CompileError, _toolchain_identity, cache_dir, compiler, runtime_dir
+from tfc.backend.cc import CompileError, _toolchain_identity, cache_dir, compiler, runtime_dir
 
 if TYPE_CHECKING:
     from tfc.aot.cuda_build import CudaToolchain

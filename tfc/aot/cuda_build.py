@@ -42,7 +42,7 @@ class CudaToolchain:
 
 def nvcc_toolchain(cuda_arch: str | Sequence[str] | None = None) -> CudaToolchain:
     """nvcc for the GPU present (or `cuda_arch`), linked with the CUDA runtime (and cuBLAS)."""
-    from tfc.backend_cuda import executable_flags
+    from tfc.backend.cuda import executable_flags
 
     flags, libs = executable_flags(cuda_arch)
     # "nvcc" as the Makefile's NVCC default names it, so both builds run the same compiler
@@ -53,7 +53,7 @@ def emulated_toolchain() -> CudaToolchain:
     """The host C++ compiler with the device emulation's flags (tfc/backend_cuda_emu.py): every
     kernel launch of the executables runs on the CPU. The programs are C++, so the link adds
     libstdc++; no CUDA library is needed."""
-    from tfc.backend_cuda_emu import host_cxx, object_flags
+    from tfc.backend.cuda_emu import host_cxx, object_flags
 
     comment = [
         "CUDA device emulation: the .cu programs are built by the host C++ compiler and every",
@@ -73,7 +73,7 @@ def cuda_toolchain(cuda_arch: str | Sequence[str] | None, emulate: bool | None) 
     TFC_CUDA=emulate), else nvcc. `cuda_arch` means nothing to the emulation: no device code is
     compiled for an architecture there."""
     if emulate is None:
-        from tfc.backend_cuda_emu import emulating
+        from tfc.backend.cuda_emu import emulating
 
         emulate = emulating()
     return emulated_toolchain() if emulate else nvcc_toolchain(cuda_arch)

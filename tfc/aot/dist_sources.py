@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tfc import __version__
 from tfc.aot.build import sync_dir
 from tfc.aot.distributed import Cluster, DistributedPlan, TaskPlan, plan_distributed
 from tfc.aot.sources import BASE_CFLAGS, _Arrays, _program, state_specs
-from tfc.backend_c import runtime_dir
-from tfc.kernels import c_string
-from tfc.render import get_template
+from tfc.backend.cc import runtime_dir
+from tfc.codegen.render import get_template
+from tfc.ops.kernels import c_string
+from tfc.version import __version__
 
 # what each role's program is in the task's tfc_model (see runtime/include/tfc_dist.h)
 _FIELDS = {"init": "init", "train": "train", "apply": "train", "serve": "predict"}
@@ -184,8 +184,8 @@ def compile_distributed(
     from tfc.aot import TARGET_FLAGS, CompiledModel, _c_identifier
     from tfc.aot.build import build_executables, copy_runtime, write_if_changed
     from tfc.aot.signatures import build_signatures, load_signatures_function
-    from tfc.config import CompileOptions
-    from tfc.graph import device
+    from tfc.client.config import CompileOptions
+    from tfc.ir.graph import device
     from tfc.train.device_setter import replica_device_setter
 
     if target not in TARGET_FLAGS:

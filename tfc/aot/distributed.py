@@ -34,14 +34,14 @@ import networkx as nx
 
 from tfc.aot.programs import Program, StateEntry, _layout_state, signature_graph, train_feeds
 from tfc.aot.signatures import ModelError, ModelSignatures
-from tfc.device import DeviceSpec
-from tfc.graph import GraphKeys
-from tfc.lower import lower_program
+from tfc.codegen.lower import lower_program
+from tfc.codegen.render import render_program
+from tfc.codegen.targets import CUDA, C, Target
+from tfc.ir.device import DeviceSpec
+from tfc.ir.graph import GraphKeys
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import PIPELINE, run_passes
 from tfc.passes.place import PlacementError
-from tfc.render import render_program
-from tfc.signature import FeedSpec, make_program_graph
-from tfc.targets import CUDA, C, Target
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
 

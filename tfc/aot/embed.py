@@ -34,8 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from tfc import __version__
-from tfc import dtypes as _dt
 from tfc.aot.build import sync_dir, write_if_changed
 from tfc.aot.programs import (
     Program,
@@ -51,13 +49,15 @@ from tfc.aot.signatures import (
     build_signatures,
     load_signatures_function,
 )
-from tfc.backend_c import runtime_dir
-from tfc.config import CompileOptions
-from tfc.graph import GraphKeys
-from tfc.kernels import c_initializer
-from tfc.lower import lower_program
+from tfc.backend.cc import runtime_dir
+from tfc.client.config import CompileOptions
+from tfc.codegen.lower import lower_program
+from tfc.codegen.render import get_template, render_program
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import GraphKeys
+from tfc.ops.kernels import c_initializer
 from tfc.passes import run_passes
-from tfc.render import get_template, render_program
+from tfc.version import __version__
 
 __all__ = ["compile_embed", "EmbeddedModel", "EMBED_CFLAGS"]
 
@@ -235,7 +235,7 @@ def _compile_program(
 def _check_rows_independent(sigs: ModelSignatures) -> None:
     """--max-batch runs predict one example at a time: fine only if an example's outputs do
     not depend on the other examples of its batch (no reduction or normalization across it)."""
-    from tfc.interp import Interpreter
+    from tfc.reference.interp import Interpreter
     from tfc.variables import variables_initializer
 
     pr, graph = sigs.predict, sigs.graph
@@ -312,7 +312,7 @@ def _initial_values(
     """Each variable's value: its initializer's, computed by tfc's NumPy interpreter (the same
     Philox streams as a tfc.Session, so the same numbers, and no C compiler needed), or the
     checkpoint's."""
-    from tfc.interp import Interpreter
+    from tfc.reference.interp import Interpreter
     from tfc.variables import variables_initializer
 
     if not variables:
@@ -329,7 +329,7 @@ def _initial_values(
     fetched = interp.run([graph.get_tensor_by_name(f"{v.name}:0") for v in variables])
     values = {v.name: np.asarray(x) for v, x in zip(variables, fetched)}
     if checkpoint is not None:
-        from tfc.checkpoint import read_safetensors
+        from tfc.io.checkpoint import read_safetensors
 
         path = str(checkpoint)
         if not path.endswith(".safetensors") and not os.path.exists(path):

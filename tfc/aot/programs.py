@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfc import dtypes as _dt
 from tfc.aot.signatures import ModelError, ModelSignatures, TrainSignature
-from tfc.graph import Graph, GraphKeys
-from tfc.lower import LoweredProgram, lower_program
+from tfc.codegen.lower import LoweredProgram, lower_program
+from tfc.codegen.render import render_program
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Graph, GraphKeys
+from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes import PIPELINE, run_passes
-from tfc.render import render_program
-from tfc.signature import FeedSpec, make_program_graph
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
 

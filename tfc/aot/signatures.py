@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Graph, Operation, Tensor
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Graph, Operation, Tensor
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the element types the drivers convert data to and checkpoints hold
@@ -155,7 +155,7 @@ def _hyperparameter(graph: Graph, name: str, value: Any) -> tuple[Tensor, float]
         )
     if t.dtype not in (_dt.float32, _dt.float64, _dt.int32, _dt.int64):
         raise ModelError(f"{where}: {t.name} must be a number, not {t.dtype.name}")
-    from tfc.interp import Interpreter
+    from tfc.reference.interp import Interpreter
 
     try:
         default = Interpreter(graph).run(t.op.inputs[0])

@@ -6,11 +6,11 @@ the templates in tfc/templates/c/ only lay them out.
 
 from __future__ import annotations
 
-from tfc import __version__
-from tfc import dtypes as _dt
 from tfc.aot.programs import ModelPlan, Program
-from tfc.kernels import c_initializer, c_string
-from tfc.render import get_template
+from tfc.codegen.render import get_template
+from tfc.ir import dtypes as _dt
+from tfc.ops.kernels import c_initializer, c_string
+from tfc.version import __version__
 
 # TensorFlow's DataType numbers, as runtime/include/tfc_data.h names them
 _DT = {

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfc import errors
-from tfc.tensor_shape import shape_str
+from tfc.ir import errors
+from tfc.ir.tensor_shape import shape_str
 
 Block = list  # list[np.ndarray]: one array per component, equal leading dimensions
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
 from tfc.data.iterator import Iterator
 from tfc.data.mapping import Map
 from tfc.data.pipeline import Batch, Range, Repeat, Skip, Stage, Take, Tensors, TensorSlices
 from tfc.data.shuffle import Shuffle
 from tfc.data.structure import flatten, leaf_paths, pack
-from tfc.graph import Tensor
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
+from tfc.ir.random_seed import get_seed
 from tfc.ops.registry import constant_value
-from tfc.random_seed import get_seed
 
 
 class Dataset:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from tfc import dtypes as _dt
 from tfc.data.pipeline import Stage
 from tfc.data.structure import ElementSpec, flatten, pack
-from tfc.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.ir.tensor_shape import TensorShape, shapes_compatible
 from tfc.ops.registry import OpDef, apply_op, register
-from tfc.tensor_shape import TensorShape, shapes_compatible
 
 # graphs that hold iterator ops: Session.run of any other graph skips the iterator hook
 GRAPHS_WITH_ITERATORS: weakref.WeakSet[Graph] = weakref.WeakSet()

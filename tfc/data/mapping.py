@@ -11,7 +11,7 @@ import numpy as np
 from tfc.data.blocks import Block, block_len, group_rows
 from tfc.data.pipeline import IterationContext, Stage
 from tfc.data.structure import ElementSpec, flatten, lists_to_tuples, pack
-from tfc.graph import Graph, Tensor, get_default_graph
+from tfc.ir.graph import Graph, Tensor, get_default_graph
 from tfc.ops.constant import convert_to_tensor, placeholder
 
 MAP_CHUNK = 1024  # elements mapped before their results move on (bounds the read-ahead)

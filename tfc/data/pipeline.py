@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
 from tfc.data.blocks import Block, block_len, concat_rows, slice_rows
 from tfc.data.structure import ElementSpec
+from tfc.ir import dtypes as _dt
 
 RANGE_CHUNK = 1 << 16  # Dataset.range materializes this many elements at a time
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from tfc import errors
 from tfc.data.blocks import Block, block_len
 from tfc.data.iterator import GRAPHS_WITH_ITERATORS, Iterator
 from tfc.data.pipeline import IterationContext, Stage
-from tfc.graph import CONTROL, Graph, Tensor
+from tfc.ir import errors
+from tfc.ir.graph import CONTROL, Graph, Tensor
 
 
 @dataclass(frozen=True)

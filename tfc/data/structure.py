@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tfc import dtypes as _dt
-from tfc.tensor_shape import Shape, TensorShape, shape_str
+from tfc.ir import dtypes as _dt
+from tfc.ir.tensor_shape import Shape, TensorShape, shape_str
 
 
 def _is_namedtuple(value: Any) -> bool:

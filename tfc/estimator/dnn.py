@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import init_ops
+import tfc.init_ops as init_ops
 from tfc.estimator.estimator import Estimator, EstimatorSpec, ModeKeys, RunConfig
 from tfc.feature_column import input_layer
-from tfc.graph import Tensor
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
 from tfc.layers import dense
 from tfc.metrics import accuracy, mean
 from tfc.ops.argminmax import argmax

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from tfc import errors
-from tfc import logging as tf_logging
-from tfc.graph import Graph, GraphKeys, Operation, Tensor
+import tfc.logging as tf_logging
+from tfc.client.session import Session
+from tfc.ir import errors
+from tfc.ir.graph import Graph, GraphKeys, Operation, Tensor
 from tfc.ops.array import shape
-from tfc.session import Session
 from tfc.train.saver import Saver, latest_checkpoint
 from tfc.train.training_util import get_or_create_global_step
 from tfc.variables import global_variables_initializer, local_variables_initializer

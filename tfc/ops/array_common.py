@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
-from tfc.kernels import Kernel, Operand, contiguous_strides, loop_kernel
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import Dimension, Shape, TensorShape, shape_str
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.kernels import Kernel, Operand, contiguous_strides, loop_kernel
 from tfc.ops.registry import OpContext, check_dtype, constant_value
-from tfc.tensor_shape import Dimension, Shape, TensorShape, shape_str
 
 INDEX_DTYPES = (_dt.int32, _dt.int64)
 

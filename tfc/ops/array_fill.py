@@ -6,9 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Operand, c_literal, loop_kernel
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.array_common import (
     INDEX_DTYPES,
     check_rank,
@@ -21,6 +20,7 @@ from tfc.ops.array_shape import reshape, shape
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reduce_sum_over
+from tfc.ops.kernels import Operand, c_literal, loop_kernel
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register, same_as_input
 
 

@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Kernel, Param
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, index_tensor, min_rank_for_axis
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reshape_to, select, shape_tensor
+from tfc.ops.kernels import Kernel, Param
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
 

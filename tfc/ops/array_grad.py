@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tfc.kernels import Operand, c_literal, contiguous_strides, loop_kernel
+from tfc.ir.tensor_shape import shape_str
 from tfc.ops.array_common import (
     INDEX_DTYPES,
     check_rank,
@@ -23,8 +23,8 @@ from tfc.ops.array_common import (
 )
 from tfc.ops.array_index import _MASKS, _strided_slice_plan
 from tfc.ops.flops import no_flops, per_input_element
+from tfc.ops.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
-from tfc.tensor_shape import shape_str
 
 
 # -- StridedSliceGrad(shape, begin, end, strides, dy) --------------------------------------------

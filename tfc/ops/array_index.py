@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Operand, contiguous_strides
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import Dimension, is_fully_defined, shape_str
 from tfc.ops.array_common import (
     INDEX_DTYPES,
     check_rank,
@@ -25,8 +25,8 @@ from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to, shape_tensor
+from tfc.ops.kernels import Operand, contiguous_strides
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
-from tfc.tensor_shape import Dimension, is_fully_defined, shape_str
 
 
 # -- Slice ---------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Operand, contiguous_strides
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import Dimension
 from tfc.ops.array_common import (
     INDEX_DTYPES,
     check_rank,
@@ -27,9 +27,9 @@ from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.elementwise import convert_operands
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reduce_sum_over, reshape_to
+from tfc.ops.kernels import Operand, contiguous_strides
 from tfc.ops.math import floormod
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
-from tfc.tensor_shape import Dimension
 
 
 def _check_values_dtypes(ctx: OpContext, n: int) -> None:

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Operand, c_literal, contiguous_strides, loop_kernel
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, contiguous, index_tensor, strided_copy
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reduce_sum_over, reshape_to, shape_tensor
+from tfc.ops.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Operand, contiguous_strides
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import is_fully_defined, num_elements, shape_str
 from tfc.ops.array_common import (
     INDEX_DTYPES,
     check_rank,
@@ -23,6 +23,7 @@ from tfc.ops.array_common import (
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to
+from tfc.ops.kernels import Operand, contiguous_strides
 from tfc.ops.registry import (
     OpContext,
     OpDef,
@@ -32,7 +33,6 @@ from tfc.ops.registry import (
     register,
     same_as_input,
 )
-from tfc.tensor_shape import is_fully_defined, num_elements, shape_str
 
 
 def _view_reference(ctx: OpContext, x: np.ndarray, *_: Any) -> np.ndarray:

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import TensorShape, merge_shapes, shape_str
 from tfc.ops.registry import OpDef, apply_op, register
-from tfc.tensor_shape import TensorShape, merge_shapes, shape_str
 
 # -- Const ---------------------------------------------------------------------------------------
 register(

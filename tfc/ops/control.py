@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfc.graph import Operation, control_dependencies, get_default_graph
+from tfc.ir.graph import Operation, control_dependencies, get_default_graph
 from tfc.ops.registry import OpDef, apply_op, register
 
 __all__ = ["no_op", "group"]

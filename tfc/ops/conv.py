@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Kernel, Param, loop_kernel, type_tag, view
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import Shape, num_elements
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.conv_algo import check_algorithm, plan_conv
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
+from tfc.ops.kernels import Kernel, Param, loop_kernel, type_tag, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
-from tfc.tensor_shape import Shape, num_elements
 
 __all__ = ["conv2d", "max_pool", "avg_pool"]
 

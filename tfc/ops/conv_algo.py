@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tfc import dtypes as _dt
+from tfc.ir import dtypes as _dt
 from tfc.ops.registry import OpContext
 
 if TYPE_CHECKING:

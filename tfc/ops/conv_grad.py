@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc.graph import Tensor
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import Shape, num_elements, shape_str
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, int_list, shape_value
 from tfc.ops.conv import (
     FLOATS,
@@ -44,7 +45,6 @@ from tfc.ops.conv_algo import check_algorithm
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
-from tfc.tensor_shape import Shape, num_elements, shape_str
 
 
 def _sizes(ctx: OpContext, i: int, what: str) -> tuple:

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from tfc import errors
-from tfc.graph import Tensor
-from tfc.kernels import ExprTable, format_expr, loop_kernel, view
+from tfc.ir import errors
+from tfc.ir.graph import Tensor
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
+from tfc.ops.kernels import ExprTable, format_expr, loop_kernel, view
 from tfc.ops.registry import (
     OpContext,
     OpDef,

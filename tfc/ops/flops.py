@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from tfc.tensor_shape import Shape
+from tfc.ir.tensor_shape import Shape
 
 FlopsRule = Callable[..., int]
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.kernels import format_expr
+from tfc.ir import dtypes as _dt
 from tfc.ops.flops import elementwise_flops
 from tfc.ops.fusion_plan import arg_shape, loads_of, plan_fusion
+from tfc.ops.kernels import format_expr
 from tfc.ops.registry import OpContext, OpDef, as_output_list, get_opdef, register
 from tfc.ops.training_ops import _SPECS as _TRAINING_SPECS
 
@@ -195,13 +195,13 @@ def _inplace(ctx: OpContext) -> tuple[int, ...]:
 
 
 def _scratch(ctx: OpContext) -> int:
-    from tfc.ops.fusion_lower import fusion_scratch_bytes
+    from tfc.codegen.fusion_lower import fusion_scratch_bytes
 
     return fusion_scratch_bytes(ctx)
 
 
 def _lower(ctx: OpContext) -> list:
-    from tfc.ops.fusion_lower import lower_fusion
+    from tfc.codegen.fusion_lower import lower_fusion
 
     return lower_fusion(ctx)
 

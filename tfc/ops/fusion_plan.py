@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfc import dtypes as _dt
+from tfc.ir import dtypes as _dt
+from tfc.ir.tensor_shape import num_elements
 from tfc.ops.grad_ops import _summed_axes
 from tfc.ops.reduce import REDUCTIONS
 from tfc.ops.registry import get_opdef
-from tfc.tensor_shape import num_elements
 
 VIEW_OPS = ("Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze")
 # element-wise ops without an ExprTable; their C expressions are in fusion_lower.py

@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
-from tfc.kernels import loop_kernel, reduce_kernel, view
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import is_fully_defined, shape_str
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, shape_value
 from tfc.ops.constant import constant
 from tfc.ops.elementwise import convert_operands
 from tfc.ops.flops import per_input_element
+from tfc.ops.kernels import loop_kernel, reduce_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
-from tfc.tensor_shape import is_fully_defined, shape_str
 
 __all__ = [
     "sum_to_shape",

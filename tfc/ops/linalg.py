@@ -7,9 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import (
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import Shape
+from tfc.ops.constant import convert_to_tensor
+from tfc.ops.flops import matmul_flops
+from tfc.ops.kernels import (
     Kernel,
     Param,
     broadcast_strides,
@@ -21,8 +24,6 @@ from tfc.kernels import (
     type_tag,
     view,
 )
-from tfc.ops.constant import convert_to_tensor
-from tfc.ops.flops import matmul_flops
 from tfc.ops.registry import (
     OpContext,
     OpDef,
@@ -32,7 +33,6 @@ from tfc.ops.registry import (
     check_same_dtypes,
     register,
 )
-from tfc.tensor_shape import Shape
 
 __all__ = ["matmul"]
 

@@ -6,9 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
-from tfc.kernels import loop_kernel, view
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.elementwise import (
     binary_frontend,
@@ -18,6 +17,7 @@ from tfc.ops.elementwise import (
 )
 from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
+from tfc.ops.kernels import loop_kernel, view
 from tfc.ops.registry import OpDef, apply_op, broadcast_shape, register
 
 __all__ = [

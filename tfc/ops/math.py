@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import format_expr, loop_kernel, view
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.elementwise import (
     binary_frontend,
@@ -20,6 +19,7 @@ from tfc.ops.elementwise import (
 )
 from tfc.ops.flops import elements, per_output_element
 from tfc.ops.grad_ops import select
+from tfc.ops.kernels import format_expr, loop_kernel, view
 from tfc.ops.registry import (
     OpDef,
     apply_op,

@@ -6,7 +6,7 @@ element-wise pass instead of a chain of kernels. Their own rules give second der
 
 from __future__ import annotations
 
-from tfc.graph import Tensor
+from tfc.ir.graph import Tensor
 from tfc.ops.elementwise import register_elementwise
 from tfc.ops.registry import apply_op
 

@@ -7,15 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Kernel, Operand, Param, c_literal, format_expr, loop_kernel, view
-from tfc.ops import array as _array
+import tfc.ops.array as _array
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.elementwise import apply_elementwise, register_elementwise
 from tfc.ops.flops import per_input_element, per_output_element
 from tfc.ops.grad_ops import reduce_sum_over, shape_tensor
+from tfc.ops.kernels import Kernel, Operand, Param, c_literal, format_expr, loop_kernel, view
 from tfc.ops.math import divide, floor, sigmoid, tanh, to_float
 from tfc.ops.random import random_uniform
 from tfc.ops.registry import (
@@ -27,7 +28,6 @@ from tfc.ops.registry import (
     constant_value,
     register,
 )
-from tfc.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
 
 __all__ = [
     "relu",

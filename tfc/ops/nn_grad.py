@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
-from tfc.kernels import Kernel, Param, c_literal, format_expr
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import num_elements, shapes_compatible
 from tfc.ops.constant import constant
 from tfc.ops.elementwise import register_elementwise
 from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
+from tfc.ops.kernels import Kernel, Param, c_literal, format_expr
 from tfc.ops.math import _sigmoid
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
-from tfc.tensor_shape import num_elements, shapes_compatible
 
 
 def _grad_op(op_type: str, *inputs: Tensor, **attrs: float) -> Tensor:

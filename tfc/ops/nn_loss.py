@@ -6,19 +6,19 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors
-from tfc.graph import Operation, Tensor, name_scope
-from tfc.kernels import Kernel, Param, c_literal, c_string, format_expr
-from tfc.ops import array as _array
+import tfc.ops.array as _array
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Operation, Tensor, name_scope
+from tfc.ir.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
 from tfc.ops.flops import per_input_element
+from tfc.ops.kernels import Kernel, Param, c_literal, c_string, format_expr
 from tfc.ops.logic import greater_equal, where
 from tfc.ops.math import add, cast, exp, log1p, multiply, negative, square, subtract
 from tfc.ops.nn import log_softmax
 from tfc.ops.reduce import reduce_sum
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
-from tfc.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
 
 __all__ = [
     "softmax_cross_entropy_with_logits",

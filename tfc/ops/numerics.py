@@ -6,15 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors
-from tfc.graph import Operation, Tensor, control_dependencies, get_default_graph, name_scope
-from tfc.kernels import Kernel, Param, c_string
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Operation, Tensor, control_dependencies, get_default_graph, name_scope
+from tfc.ir.tensor_shape import num_elements
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group
 from tfc.ops.flops import per_input_element
+from tfc.ops.kernels import Kernel, Param, c_string
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, get_opdef, register
-from tfc.tensor_shape import num_elements
 
 __all__ = [
     "check_numerics",

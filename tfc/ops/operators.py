@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfc.graph import Tensor
-from tfc.ops import array as _array
-from tfc.ops import linalg as _linalg
-from tfc.ops import logic as _logic
-from tfc.ops import math as _math
+import tfc.ops.array as _array
+import tfc.ops.linalg as _linalg
+import tfc.ops.logic as _logic
+import tfc.ops.math as _math
+from tfc.ir.graph import Tensor
 
 _BINARY = {
     # dunder: (function, op name TF1 gives it)
@@ -59,8 +59,7 @@ def _install(cls: type) -> None:
     cls.__array_ufunc__ = None  # NumPy defers `ndarray + tensor` to Tensor.__radd__
 
 
-def install_operators() -> None:
-    from tfc.variables import Variable
-
-    _install(Tensor)
-    _install(Variable)
+def install_operators(*classes: type) -> None:
+    """Give `classes` (Tensor, and Variable from the namespace layer) the operators above."""
+    for cls in classes:
+        _install(cls)

@@ -7,13 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors, philox
-from tfc.graph import Tensor, name_scope
-from tfc.kernels import Kernel, Param, c_literal, type_tag, unsigned_ctype
+import tfc.ops.philox as philox
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.random_seed import get_seed, set_random_seed
+from tfc.ir.tensor_shape import Shape, num_elements
 from tfc.ops.array_common import index_tensor, int_list, shape_value
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_output_element
+from tfc.ops.kernels import Kernel, Param, c_literal, type_tag, unsigned_ctype
 from tfc.ops.math import add
 from tfc.ops.registry import (
     OpContext,
@@ -22,8 +25,6 @@ from tfc.ops.registry import (
     check_dtype,
     register,
 )
-from tfc.random_seed import get_seed, set_random_seed
-from tfc.tensor_shape import Shape, num_elements
 
 __all__ = [
     "random_uniform",

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Operation, Tensor, name_scope
-from tfc.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
-from tfc.ops import logic as _logic
-from tfc.ops import math as _math
+import tfc.ops.logic as _logic
+import tfc.ops.math as _math
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Operation, Tensor, name_scope
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import per_input_element
 from tfc.ops.grad_ops import broadcast_to, kept_dims_shape, select, static_shape
+from tfc.ops.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 
 __all__ = [
@@ -345,7 +345,7 @@ def _reduce_unknown_rank(op_type: str, x: Tensor, keep: bool, name: str | None) 
     """axis=None on a tensor whose rank is not known yet. TF1 reduces over range(rank(x));
     reducing the flattened tensor over its one axis visits the same elements in the same
     order, and needs no Range op. keepdims restores rank(x) ones once the rank is known."""
-    from tfc.ops import array
+    import tfc.ops.array as array
 
     flat = array.reshape(x, [-1])
     axes = constant(np.zeros(1, dtype=np.int32))

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Graph, Operation, Tensor, get_default_graph
-from tfc.kernels import ExprTable
-from tfc.tensor_shape import Shape, is_fully_defined, num_elements, shape_str
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.ir.tensor_shape import Shape, is_fully_defined, num_elements, shape_str
+from tfc.ops.kernels import ExprTable
 
 
 @dataclass

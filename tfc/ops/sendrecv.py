@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfc import dtypes as _dt
+from tfc.ir import dtypes as _dt
 from tfc.ops.registry import OpContext, OpDef, register
 
 CONTROL_DTYPE = _dt.float32

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from tfc.graph import Tensor
-from tfc.kernels import format_expr, loop_kernel, view
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import merge_shapes, shape_str
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops, per_output_element
+from tfc.ops.kernels import format_expr, loop_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
-from tfc.tensor_shape import merge_shapes, shape_str
 
 __all__ = ["assign", "assign_add", "assign_sub"]
 

@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc.graph import Tensor
-from tfc.kernels import c_literal, math_suffix, update_kernel, view
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
+from tfc.ir.tensor_shape import merge_shapes, shape_str
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import elements, expression_ops
+from tfc.ops.kernels import c_literal, math_suffix, update_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, get_opdef, register
 from tfc.ops.state import variable_ref
-from tfc.tensor_shape import merge_shapes, shape_str
 
 __all__ = [
     "apply_gradient_descent",

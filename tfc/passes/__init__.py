@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from tfc.graph import Graph
+from tfc.ir.graph import Graph
 
 # name -> "module:function", imported when first used
 PASSES: dict[str, str] = {
@@ -88,7 +88,7 @@ def run_passes(
     Target.pass_options: for CUDA, the fuse pass forms no group that keeps a product's rows in
     scratch memory).
     """
-    from tfc.verify import verify_graph
+    from tfc.passes.verify import verify_graph
 
     options = options or {}
     for i, name in enumerate(passes):
@@ -96,7 +96,7 @@ def run_passes(
         if verify:
             verify_graph(graph, after=name)
         if dump is not None:
-            from tfc.dump import graph_text
+            from tfc.ir.dump import graph_text
 
             path = Path(dump) / f"{i:02d}_{name}.txt"
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from tfc.graph import Graph
+from tfc.ir.graph import Graph
+from tfc.ir.tensor_shape import is_fully_defined, num_elements
 from tfc.ops.registry import OpContext, as_output_list, get_opdef
 from tfc.passes.rewrite import Effects, remove_unused
-from tfc.tensor_shape import is_fully_defined, num_elements
 
 # Folded values up to this size become Consts, which the C backend embeds in the source (below
 # its 64 KiB embed limit, so never passed in). A larger result (`tf.zeros([4096, 4096])`) stays

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from tfc.graph import Graph
+from tfc.ir.graph import Graph
+from tfc.ir.tensor_shape import num_elements
 from tfc.ops.fusion import (
     UPDATES,
     FusedUpdate,
@@ -51,7 +52,6 @@ from tfc.ops.fusion_plan import (
 )
 from tfc.ops.registry import get_opdef
 from tfc.passes.schedule import dependency_graph
-from tfc.tensor_shape import num_elements
 
 
 def fuse_elementwise(graph: Graph, matmul_groups: bool = True, row_scratch: bool = True) -> Graph:

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tfc.graph import Graph
+from tfc.ir.graph import Graph
+from tfc.ir.tensor_shape import num_elements
 from tfc.ops.registry import OpContext, get_opdef
-from tfc.tensor_shape import num_elements
 
 ARENA_ALIGN = 64
 

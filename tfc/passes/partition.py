@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tfc.graph import CONTROL, Graph
+from tfc.ir.graph import CONTROL, Graph
 from tfc.ops.sendrecv import CONTROL_DTYPE, CONTROL_SHAPE, rendezvous_key
 
 
@@ -37,7 +37,7 @@ class CutEdge:
 
 
 def _device_tag(device: str) -> str:
-    """"/job:ps/replica:0/task:1/device:CPU:0" -> "ps_1_cpu_0" (for node names)."""
+    """ "/job:ps/replica:0/task:1/device:CPU:0" -> "ps_1_cpu_0" (for node names)."""
     fields = dict(re.findall(r"(job|replica|task|device):([^/]+)", device))
     kind = fields.get("device", "cpu").replace(":", "_").lower()
     return f"{fields.get('job', 'local')}_{fields.get('task', '0')}_{kind}"

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 
-from tfc.device import DeviceSpec
-from tfc.graph import Graph
+from tfc.ir.device import DeviceSpec
+from tfc.ir.graph import Graph
 from tfc.ops.registry import get_opdef
 
 DEFAULT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -83,7 +83,7 @@ def colocation_groups(graph: Graph) -> dict[str, list[str]]:
     for name in graph.node_names():
         node = graph.node(name)
         for cls in node["attrs"].get("_class", ()):
-            target = cls[len("loc:@"):] if cls.startswith("loc:@") else None
+            target = cls[len("loc:@") :] if cls.startswith("loc:@") else None
             if target in parent:
                 union(target, name)
         refs = get_opdef(node["op"]).ref_inputs

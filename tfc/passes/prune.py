@@ -8,8 +8,8 @@ PlaceholderWithDefault becomes an Identity of its default (so it takes the defau
 
 from __future__ import annotations
 
-from tfc import errors
-from tfc.graph import Graph
+from tfc.ir import errors
+from tfc.ir.graph import Graph
 from tfc.ops.constant import missing_feed_message
 
 

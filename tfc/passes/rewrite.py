@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from tfc.graph import CONTROL, Graph
+from tfc.ir.graph import CONTROL, Graph
 from tfc.ops.registry import get_opdef
 
 

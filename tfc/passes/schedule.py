@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import networkx as nx
 
-from tfc.graph import Graph
+from tfc.ir.graph import Graph
 from tfc.ops.registry import get_opdef
 from tfc.passes.memory import analyze_liveness, arena_model
 

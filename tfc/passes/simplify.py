@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from tfc.graph import Graph
+from tfc.ir.graph import Graph
 from tfc.ops.registry import get_opdef
 from tfc.passes.rewrite import Effects, is_effect_free, remove_unused, replace_node
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from tfc import dtypes as _dt
-from tfc import errors
-from tfc.graph import Graph
+from tfc.ir import dtypes as _dt
+from tfc.ir import errors
+from tfc.ir.graph import Graph
+from tfc.ir.tensor_shape import is_fully_defined, shape_str
 from tfc.ops.registry import OpContext, constant_value, get_opdef, infer_outputs
-from tfc.tensor_shape import is_fully_defined, shape_str
 
 _SHAPE_OPS = ("Shape", "Size", "Rank")
 

@@ -26,8 +26,8 @@ _Send's source becomes a target of its stage.
 
 Guarantees: graph_attrs["stages"] lists `Stage`s in run order; consecutive stages are on
 different devices; every stage reads only program feeds and outputs of earlier stages; running
-them in order computes the program (`tfc.interp.evaluate_stages`). Stages that end up empty
-are dropped. The stage graphs are pruned, not scheduled.
+them in order computes the program (`tfc.reference.interp.evaluate_stages`). Stages that end
+up empty are dropped. The stage graphs are pruned, not scheduled.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
-from tfc.device import DeviceSpec
-from tfc.graph import CONTROL, Graph
+from tfc.ir.device import DeviceSpec
+from tfc.ir.graph import CONTROL, Graph
+from tfc.ir.program import FeedSpec
 from tfc.passes.partition import CutEdge, split_by_device
 from tfc.passes.prune import prune_graph
 from tfc.passes.schedule import dependency_graph
-from tfc.signature import FeedSpec
 
 FEED, FETCH, CUT = "feed", "fetch", "cut"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tfc.device import DeviceSpec
+from tfc.ir.device import DeviceSpec
 
 __all__ = ["replica_device_setter"]
 

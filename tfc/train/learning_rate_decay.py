@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfc.graph import Tensor, name_scope
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.logic import equal, less_equal, where
 from tfc.ops.math import add, cast, ceil, divide, exp, floor, minimum, multiply, negative, pow

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfc import dtypes as _dt
-from tfc.graph import (
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import (
     GraphKeys,
     Operation,
     Tensor,
@@ -90,7 +90,7 @@ class Optimizer:
         grad_loss: Tensor | None = None,
     ) -> list[tuple[Tensor | None, Variable]]:
         """[(gradient of `loss` with respect to v, v)] for v in var_list (default: trainable)."""
-        from tfc.passes.gradients import gradients
+        from tfc.autodiff.gradients import gradients
 
         if gate_gradients not in (self.GATE_NONE, self.GATE_OP, self.GATE_GRAPH):
             raise ValueError(

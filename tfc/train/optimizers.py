@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfc.graph import (
+import tfc.ops.training_ops as training_ops
+from tfc.ir.graph import (
     Operation,
     Tensor,
     colocate_with,
     control_dependencies,
     get_default_graph,
 )
-from tfc.ops import training_ops
 from tfc.ops.control import group
 from tfc.train.optimizer import Optimizer, cast_to
 from tfc.variables import Variable

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tfc import errors
-from tfc.checkpoint import (
+from tfc.io.checkpoint import (
     SUFFIX,
     CheckpointReader,
     CheckpointState,
@@ -29,7 +28,8 @@ from tfc.checkpoint import (
     write_file_atomically,
     write_safetensors,
 )
-from tfc.graph import GraphKeys, Tensor, get_default_graph
+from tfc.ir import errors
+from tfc.ir.graph import GraphKeys, Tensor, get_default_graph
 from tfc.variables import Variable
 
 __all__ = [
@@ -447,6 +447,6 @@ def _check_graph(sess: Any, variables: dict[str, Any]) -> None:
 
 
 def _tf_dtype_name(np_dtype: np.dtype) -> str:
-    from tfc import dtypes
+    from tfc.ir import dtypes
 
     return dtypes.as_dtype(np_dtype.newbyteorder("=")).tf_name

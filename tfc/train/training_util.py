@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfc import dtypes as _dt
-from tfc.graph import Graph, GraphKeys, Tensor, get_default_graph, name_scope
 from tfc.init_ops import zeros_initializer
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Graph, GraphKeys, Tensor, get_default_graph, name_scope
 from tfc.variables import Variable, get_variable
 
 __all__ = [

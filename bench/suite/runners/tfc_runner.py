@@ -18,7 +18,7 @@ from suite import models_tfc
 from suite.measure import LoadProbe, Timing, time_steps
 from suite.runners import cross_entropy, result
 from tfc.aot import TARGET_FLAGS
-from tfc.signature import RunRequest
+from tfc.client.request import RunRequest
 
 VERSION = f"tfc {getattr(tf, '__version__', '')}".strip()
 

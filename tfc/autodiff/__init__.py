@@ -1,0 +1,1 @@
+"""Automatic differentiation: tf.gradients builds gradient ops from each op's rule."""

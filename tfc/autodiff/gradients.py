@@ -1,0 +1,271 @@
+"""tf.gradients: reverse-mode differentiation as one backward walk over local per-op rules.
+
+Guarantees: the result is aligned with `xs`; an entry is None when its x is not connected to
+any y through differentiable float ops (integer and bool tensors carry no gradient); otherwise
+it is a tensor of x's dtype and shape holding sum_j d(sum(ys[j] * grad_ys[j])) / dx.
+
+How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are
+visited in reverse topological order. At each op the gradients of its outputs are summed
+(`tf.add_n`: fan-out) and handed to the op's rule (`OpDef.grad(op, *dys)`), which returns
+one gradient per input. A rule returns, for input i, either a gradient of that input's shape
+or, for ops that broadcast their inputs (Add, Mul, SelectV2, BatchMatMulV2's batch dims...),
+one of the output's shape; this module then sums it back to the input's shape (SumToShape,
+tfc/ops/grad_ops.py), the one place where broadcasting is undone. The reduction is skipped
+when the static shapes prove the two shapes equal; otherwise the input's shape comes from a
+`Shape` op, which is a constant once the fed shapes are known, so None dims work.
+New ops are created under `gradients/` with TF1's names (`gradients/MatMul_grad/MatMul_1`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import networkx as nx
+
+from tfc.ir.graph import Graph, Operation, Tensor
+from tfc.ops.array import fill, identity
+from tfc.ops.constant import constant, convert_to_tensor
+from tfc.ops.grad_ops import shape_tensor, sum_to_shape
+from tfc.ops.math import add_n
+from tfc.ops.registry import get_opdef
+
+__all__ = ["gradients", "AggregationMethod"]
+
+_Key = tuple[str, int]
+
+
+class AggregationMethod:
+    """TF1's ways of summing fan-out gradients; tfc sums them all with one AddN kernel."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+_METHODS = (
+    None,
+    AggregationMethod.ADD_N,
+    AggregationMethod.EXPERIMENTAL_TREE,
+    AggregationMethod.EXPERIMENTAL_ACCUMULATE_N,
+)
+
+
+def gradients(
+    ys: Any,
+    xs: Any,
+    grad_ys: Any = None,
+    name: str = "gradients",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+    stop_gradients: Any = None,
+) -> list[Tensor | None]:
+    """`tf.gradients`: the symbolic derivatives of sum(ys) with respect to each of `xs`.
+
+    ys, xs: a tensor or a list of them; an x may be a `tf.Variable` (its value). grad_ys: one
+    tensor per y (None: ones), the gradient flowing into each y. stop_gradients: tensors held
+    constant. gate_gradients: an op's input gradients are all computed before any is used.
+    """
+    if aggregation_method not in _METHODS:
+        raise ValueError(f"Invalid aggregation_method specified {aggregation_method}.")
+    ys = [convert_to_tensor(y) for y in _as_list(ys, "ys")]
+    xs = [_as_x(x) for x in _as_list(xs, "xs")]
+    grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys, "grad_ys")
+    if len(grad_ys) != len(ys):
+        raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
+    stop_list = [] if stop_gradients is None else _as_list(stop_gradients, "stop_gradients")
+    stops = {convert_to_tensor(t).op.name for t in stop_list}
+    graph = _common_graph(ys + xs)
+    with graph.as_default(), graph.name_scope(name or "gradients"):
+        walk = _BackwardWalk(graph, ys, xs, stops, colocate_gradients_with_ops, gate_gradients)
+        walk.seed(ys, grad_ys)
+        walk.run()
+        return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+
+
+# -- arguments ------------------------------------------------------------------------------------
+def _as_list(value: Any, what: str) -> list:
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if what in ("ys", "xs") and any(v is None for v in items):
+        raise ValueError(f"{what} must be tensors, got None in {items!r}")
+    return items
+
+
+def _as_x(x: Any) -> Tensor:
+    """A Variable means the variable itself (TF1's ref), so every read of it is differentiated."""
+    variable = getattr(x, "_variable", None)
+    return variable if isinstance(variable, Tensor) else convert_to_tensor(x)
+
+
+def _common_graph(tensors: Sequence[Tensor]) -> Graph:
+    graph = tensors[0].graph
+    for t in tensors[1:]:
+        if t.graph is not graph:
+            raise ValueError(f"{t} must be from the same graph as {tensors[0]}.")
+    return graph
+
+
+def _trainable(t: Tensor) -> bool:
+    return t.dtype.is_floating
+
+
+# -- the walk -------------------------------------------------------------------------------------
+class _BackwardWalk:
+    """The gradients of one tf.gradients call: per tensor, the contributions collected so far."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        ys: list[Tensor],
+        xs: list[Tensor],
+        stops: set[str],
+        colocate: bool,
+        gate: bool,
+    ) -> None:
+        self.graph = graph
+        self.stops = stops
+        self.colocate = colocate
+        self.gate = gate
+        self.between = _ops_between(graph, [y.op.name for y in ys], [x.op.name for x in xs])
+        self.grads: dict[_Key, list[Tensor]] = {}
+
+    def seed(self, ys: list[Tensor], grad_ys: list[Any]) -> None:
+        for i, (y, gy) in enumerate(zip(ys, grad_ys)):
+            if not _trainable(y):
+                continue
+            if gy is None:
+                one = constant(1, dtype=y.dtype, name=f"grad_ys_{i}")
+                gy = fill(shape_tensor(y), one)
+            else:
+                gy = convert_to_tensor(gy)
+                if gy.dtype != y.dtype:
+                    raise TypeError(
+                        f"grad_ys[{i}] has dtype {gy.dtype.name}, but ys[{i}] ({y.name}) has "
+                        f"dtype {y.dtype.name}"
+                    )
+                if not _compatible(gy._shape_tuple, y._shape_tuple):
+                    raise ValueError(
+                        f"grad_ys[{i}] has shape {gy.shape}, incompatible with the shape "
+                        f"{y.shape} of ys[{i}] ({y.name})"
+                    )
+            self.grads.setdefault((y.op.name, y.value_index), []).append(gy)
+
+    def total(self, key: _Key) -> Tensor | None:
+        """The summed gradient of one tensor (None when nothing reached it); summed once."""
+        parts = self.grads.get(key)
+        if not parts:
+            return None
+        if len(parts) > 1:
+            self.grads[key] = parts = [add_n(parts)]
+        return parts[0]
+
+    def run(self) -> None:
+        order = nx.lexicographical_topological_sort(
+            self.graph.nx.subgraph(self.between), key=lambda n: self.graph.node(n)["id"]
+        )
+        for name in reversed(list(order)):
+            op = self.graph.get_operation_by_name(name)
+            dys = [self.total((name, i)) for i in range(len(op.outputs))]
+            if all(d is None for d in dys) or name in self.stops:
+                continue
+            if not any(t.op.name in self.between for t in op.inputs):
+                continue  # an x that no other x flows into: nothing upstream wants gradients
+            opdef = get_opdef(op.type)
+            if not opdef.differentiable:
+                continue
+            if opdef.grad is None:
+                raise LookupError(
+                    f"No gradient defined for operation '{name}' (op type: {op.type})"
+                )
+            colocated = self.graph.colocate_with(op) if self.colocate else contextlib.nullcontext()
+            with self.graph.name_scope(name + "_grad"), colocated:
+                self._apply_rule(op, opdef.grad, dys)
+
+    def _apply_rule(self, op: Operation, rule: Any, dys: list[Tensor | None]) -> None:
+        # a rule sees a gradient for every float output: zeros where none flowed (Unpack, Split)
+        outputs = op.outputs
+        dys = [
+            fill(shape_tensor(t), constant(0, dtype=t.dtype)) if d is None and _trainable(t) else d
+            for d, t in zip(dys, outputs)
+        ]
+        inputs = op.inputs
+        in_grads = list(rule(op, *dys))
+        if len(in_grads) != len(inputs):
+            raise ValueError(
+                f"The gradient rule of {op.type} returned {len(in_grads)} gradients for "
+                f"'{op.name}', which has {len(inputs)} inputs"
+            )
+        wanted = []
+        for i, (x, g) in enumerate(zip(inputs, in_grads)):
+            if g is None or not _trainable(x) or x.op.name not in self.between:
+                continue
+            g = convert_to_tensor(g)
+            if g.dtype != x.dtype:
+                raise TypeError(
+                    f"The gradient rule of {op.type} gave input {i} of '{op.name}' a gradient "
+                    f"of dtype {g.dtype.name}; the input has dtype {x.dtype.name}"
+                )
+            if not _shapes_match(op, g, x):
+                g = sum_to_shape(g, x)
+            wanted.append((x, g))
+        if self.gate and len(wanted) > 1:
+            with (
+                self.graph.name_scope("tuple"),
+                self.graph.control_dependencies([g.op for _, g in wanted]),
+            ):
+                wanted = [(x, identity(g)) for x, g in wanted]
+        for x, g in wanted:
+            self.grads.setdefault((x.op.name, x.value_index), []).append(g)
+
+
+def _ops_between(graph: Graph, y_ops: list[str], x_ops: list[str]) -> set[str]:
+    """Ops reachable from an x op and reaching a y op, by data edges (x and y ops included)."""
+    reached = set(x_ops)
+    stack = list(x_ops)
+    while stack:
+        for consumer, _ in graph.consumers(stack.pop()):
+            if consumer not in reached:
+                reached.add(consumer)
+                stack.append(consumer)
+    between = {y for y in y_ops if y in reached}
+    stack = list(between)
+    while stack:
+        for src, _ in graph.input_edges(stack.pop()):
+            if src in reached and src not in between:
+                between.add(src)
+                stack.append(src)
+    return between
+
+
+# -- where broadcasting must be undone -----------------------------------------------------------
+def _compatible(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) and all(p is None or q is None or p == q for p, q in zip(a, b))
+
+
+def _shapes_match(op: Operation, g: Tensor, x: Tensor) -> bool:
+    """Whether g has x's shape whatever is fed: the same static shape, and every unknown dim
+    pinned. An op broadcasting x along dim k would make the output's dim k the other input's
+    if that one is known (the shapes would then differ statically) or x's if it is 1; only
+    another input unknown at k leaves the question to run time."""
+    g_shape, x_shape = g._shape_tuple, x._shape_tuple
+    if g_shape is None or x_shape is None or tuple(g_shape) != tuple(x_shape):
+        return False
+    rank = len(g_shape)
+    for k, d in enumerate(g_shape):
+        if d is not None:
+            continue
+        for other in op.inputs:
+            shape = other._shape_tuple
+            if other is x:  # x itself (x * x) has x's shape: no broadcast between them
+                continue
+            if shape is None:
+                return False
+            pos = k - (rank - len(shape))
+            if 0 <= pos < len(shape) and shape[pos] is None:
+                return False
+    return True

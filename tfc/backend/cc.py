@@ -1,0 +1,231 @@
+"""Building generated C: the system compiler makes a shared library, cached on disk by content.
+
+The cache key hashes the source, the flags, the compiler binary (path, size, mtime: no process
+is started to ask its version), the runtime headers and, for -march=native builds, the CPU.
+A second process compiling the same program finds the library and starts no compiler.
+Environment: TFC_CC (or CC) picks the compiler, TFC_CFLAGS adds flags (sanitizers, say),
+TFC_CACHE_DIR moves the cache, TFC_DUMP_DIR receives a copy of every generated source file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import cffi
+import numpy as np
+
+COMMON_FLAGS = ["-std=c11", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
+HOST_FLAGS = ["-O3", "-march=native"]
+GENERIC_FLAGS = ["-O3"]
+
+# counts for tests and measurements: how often each path was taken in this process
+BUILD_STATS = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
+
+_CDEF = """
+typedef struct {{ char *msg; int64_t cap; const char *node; }} tfc_error;
+int64_t {p}arena_bytes(void);
+void {p}set_num_threads(int n);
+int {p}run(void *const *state, const void *const *inputs, void *const *outputs,
+           const void *const *consts, void *arena_base, tfc_error *err);
+"""
+
+_lock = threading.Lock()
+_loaded: dict[tuple[str, Path], object] = {}
+_ffis: dict[tuple[str, str], cffi.FFI] = {}
+
+
+class CompileError(RuntimeError):
+    """The C compiler rejected generated code (a tfc bug): the message holds its diagnostics."""
+
+
+def runtime_dir() -> Path:
+    """The hand-written C runtime: beside the package in a checkout, inside it in a wheel."""
+    here = Path(__file__).resolve().parent.parent  # the tfc package
+    for candidate in (here.parent / "runtime", here / "runtime"):
+        if (candidate / "include" / "tfc_runtime.h").exists():
+            return candidate
+    raise FileNotFoundError(
+        f"tfc's C runtime (runtime/include/tfc_runtime.h) is missing near {here}"
+    )
+
+
+def compiler() -> str:
+    return os.environ.get("TFC_CC") or os.environ.get("CC") or "cc"
+
+
+def build_flags(native: bool = True) -> list[str]:
+    extra = shlex.split(os.environ.get("TFC_CFLAGS", ""))
+    return COMMON_FLAGS + (HOST_FLAGS if native else GENERIC_FLAGS) + extra
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("TFC_CACHE_DIR")
+    if configured:
+        path = Path(configured)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = Path(base) / "tfc"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@cache
+def _runtime_digest(root: str) -> str:
+    h = hashlib.sha256()
+    for f in sorted(Path(root).rglob("*")):
+        if f.is_file():
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@cache
+def _cpu_identity() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags")):
+                return platform.machine() + line
+    except OSError:
+        pass
+    return platform.machine() + platform.processor()
+
+
+def _toolchain_identity(cc: str) -> str:
+    path = shutil.which(cc)
+    if path is None:
+        raise CompileError(
+            f"C compiler '{cc}' not found; install gcc or clang, or point TFC_CC at one"
+        )
+    st = os.stat(path)
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def cache_key(source: str, flags: list[str], cc: str) -> str:
+    h = hashlib.sha256()
+    for part in (
+        source,
+        " ".join(flags),
+        _toolchain_identity(cc),
+        _runtime_digest(str(runtime_dir())),
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    if "-march=native" in flags:
+        h.update(_cpu_identity().encode())
+    return h.hexdigest()[:32]
+
+
+def build_shared_library(source: str, name: str = "program", native: bool = True) -> Path:
+    """Compile `source` into a shared library (or find it in the cache); returns its path."""
+    cc, flags = compiler(), build_flags(native)
+    include = str(runtime_dir() / "include")
+    return cached_build(
+        source, name, cache_key(source, flags, cc), ".c", ".so", cc,
+        lambda src, out: [cc, *flags, "-I", include, "-o", str(out), str(src), "-lm", "-pthread"],
+    )  # fmt: skip
+
+
+def cached_build(
+    source: str,
+    name: str,
+    key: str,
+    ext: str,
+    suffix: str,
+    tool: str,
+    command: Callable[[Path, Path], list[str]],
+    rejects: Callable[[subprocess.CompletedProcess], bool] = lambda proc: proc.returncode != 0,
+) -> Path:
+    """The cache's KEY+suffix built from `source` by command(src, out), building it if absent.
+    The readable source stays beside it as KEY+ext; a build that `rejects` keeps it as
+    failed-KEY+ext and raises CompileError naming `tool`, the program and the command."""
+    _dump(source, name, key)
+    directory = cache_dir()
+    target = directory / f"{key}{suffix}"
+    if target.exists():
+        BUILD_STATS["disk_hits"] += 1
+        return target
+    with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
+        src = Path(tmp) / f"{key}{ext}"
+        src.write_text(source)
+        out = Path(tmp) / f"{key}{suffix}"
+        cmd = command(src, out)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        BUILD_STATS["compiles"] += 1
+        if rejects(proc):
+            kept = directory / f"failed-{key}{ext}"
+            shutil.copyfile(src, kept)
+            raise CompileError(
+                f"{tool} failed on the generated program '{name}' (kept at {kept}):\n"
+                f"{' '.join(cmd)}\n{proc.stderr.strip()}"
+            )
+        os.replace(src, directory / f"{key}{ext}")  # the readable source beside its build
+        os.replace(out, target)  # atomic: a concurrent process sees all of it or nothing
+    return target
+
+
+def _dump(source: str, name: str, key: str) -> None:
+    dump_dir = os.environ.get("TFC_DUMP_DIR")
+    if dump_dir:
+        path = Path(dump_dir) / f"{name}-{key[:12]}.c"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != source:
+            path.write_text(source)
+
+
+def ffi_for(prefix: str, cdef: str = _CDEF) -> cffi.FFI:
+    """One FFI per (declarations, symbol prefix): `cdef` is formatted with p=prefix."""
+    with _lock:
+        ffi = _ffis.get((cdef, prefix))
+        if ffi is None:
+            ffi = cffi.FFI()
+            ffi.cdef(cdef.format(p=prefix))
+            _ffis[(cdef, prefix)] = ffi
+        return ffi
+
+
+def bind_io(ffi: cffi.FFI, inputs: Any, outputs: Any, feeds: list, fetches: list) -> tuple:
+    """Point a program's `inputs` at the feeds and its `outputs` at a new array per fetch spec
+    (shape, dtype): (the cffi buffers to keep alive during the call, the result arrays)."""
+    held = []
+    for i, value in enumerate(feeds):
+        held.append(ffi.from_buffer(np.ascontiguousarray(value)))
+        inputs[i] = held[-1]
+    results = [np.empty(f.shape, dtype=f.dtype.np) for f in fetches]
+    for j, value in enumerate(results):
+        held.append(ffi.from_buffer(value))
+        outputs[j] = held[-1]
+    return held, results
+
+
+def program_error(ffi: cffi.FFI, errbuf: Any, err: Any, rc: int, graph: Any) -> Exception:
+    """The tf.errors exception of a failed program call: its message and the failing node."""
+    from tfc.ir import errors
+
+    message = ffi.string(errbuf).decode(errors="replace")
+    node = ffi.string(err.node).decode() if err.node != ffi.NULL else None
+    op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+    return errors.error_for_code(rc)(None, op, message)
+
+
+def load_library(path: Path, prefix: str = "tfc_", cdef: str = _CDEF) -> tuple[cffi.FFI, object]:
+    """dlopen a built program once per process; later loads reuse the handle. `cdef` declares
+    its entry points (the C programs' by default; the CUDA backend passes its own)."""
+    ffi = ffi_for(prefix, cdef)
+    with _lock:
+        lib = _loaded.get((cdef, path))
+        if lib is None:
+            lib = _loaded[(cdef, path)] = ffi.dlopen(str(path))
+        else:
+            BUILD_STATS["memory_hits"] += 1
+    return ffi, lib

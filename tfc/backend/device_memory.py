@@ -1,0 +1,103 @@
+"""Device memory a session holds: buffers on the GPU (or on the emulated device, under
+TFC_CUDA=emulate), and the session's variables and random streams kept coherent between the
+host and the device. The CUDA runtime they call is tfc.backend_cuda's (libcudart, or the
+emulated library), imported when a buffer is made: that module imports this one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _runtime() -> Any:
+    from tfc.backend import cuda as backend_cuda
+
+    return backend_cuda
+
+
+class DeviceBuffer:
+    """`nbytes` of GPU memory (of the emulated device's, under TFC_CUDA=emulate), freed with the
+    object by the runtime that allocated it."""
+
+    def __init__(self, nbytes: int) -> None:
+        cuda = _runtime()
+        self._runtime = ffi, rt = cuda._device_runtime()
+        self._check = cuda._check
+        self.nbytes = max(int(nbytes), 1)
+        ptr = ffi.new("void **")
+        code = rt.cudaMalloc(ptr, self.nbytes)
+        self._check(code, f"cudaMalloc of {self.nbytes} bytes", self._runtime)
+        self.ptr = ptr[0]
+        self._rt = rt
+
+    def upload(self, array: np.ndarray) -> None:
+        ffi, rt = self._runtime
+        array = np.ascontiguousarray(array)
+        if array.nbytes:
+            code = rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _runtime()._H2D)
+            self._check(code, "upload", self._runtime)
+
+    def download(self, array: np.ndarray) -> None:
+        ffi, rt = self._runtime
+        if array.nbytes:
+            code = rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _runtime()._D2H)
+            self._check(code, "download", self._runtime)
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        if getattr(self, "ptr", None) is not None:
+            self._rt.cudaFree(self.ptr)
+            self.ptr = None
+
+
+class DeviceState:
+    """A session's variables and random streams on the GPU, coherent with the host copies: each
+    slot is fresh on the host, on the device, or both; a program gets its slots where it runs."""
+
+    def __init__(self, host_buffer) -> None:
+        self._host_buffer = host_buffer  # slot -> the session's host array
+        self.buffers: dict[tuple[str, str], DeviceBuffer] = {}
+        self.fresh: dict[tuple[str, str], str] = {}  # "host", "device" or "both"
+
+    def device_pointer(self, slot: Any) -> Any:
+        key = (slot.kind, slot.name)
+        host = self._host_buffer(slot)
+        buf = self.buffers.get(key)
+        if buf is None:
+            buf = self.buffers[key] = DeviceBuffer(host.nbytes)
+            self.fresh.setdefault(key, "host")
+        if self.fresh.get(key, "host") == "host":
+            buf.upload(host)
+            self.fresh[key] = "both"
+        return buf.ptr
+
+    def to_host(self, kind: str, name: str) -> None:
+        key = (kind, name)
+        if self.fresh.get(key) == "device":
+            self.buffers[key].download(self._host_buffer_of(kind, name))
+            self.fresh[key] = "both"
+
+    def _host_buffer_of(self, kind: str, name: str) -> np.ndarray:
+        from tfc.codegen.lower import Slot
+
+        return self._host_buffer(Slot(kind, name, None, ()))  # type: ignore[arg-type]
+
+    def before(self, program: Any) -> None:
+        for slot in program.lowered.slots:
+            if program.on_device:
+                self.device_pointer(slot)
+            else:
+                self.to_host(slot.kind, slot.name)
+
+    def after(self, program: Any) -> None:
+        where = "device" if program.on_device else "host"
+        written = set(program.lowered.vars_written)
+        for slot in program.lowered.slots:
+            if slot.kind == "rng" or slot.name in written:
+                if where == "host" and (slot.kind, slot.name) not in self.buffers:
+                    continue
+                self.fresh[(slot.kind, slot.name)] = where
+
+    def host_wrote(self, kind: str, name: str) -> None:
+        if (kind, name) in self.buffers:
+            self.fresh[(kind, name)] = "host"

@@ -1,0 +1,1 @@
+"""Running compiled programs: Session, staged host/GPU programs, run requests, options."""

@@ -1,0 +1,389 @@
+"""Session: compiles each (fetches, feeds, feed shapes) signature to native code and runs it.
+
+The session owns the state that outlives one run: variable buffers, their initialized flags,
+and the streams of random ops. Every compiled program of the session binds the same buffers,
+so `sess.run(init)` and `sess.run(train_op)` see one set of variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
+from tfc.client.config import compile_options, fetches_on_device, session_threads
+from tfc.client.request import RunRequest
+from tfc.client.staged import StagedProgram
+from tfc.codegen.lower import LoweredProgram, Slot, lower_program
+from tfc.codegen.render import render_program
+from tfc.codegen.targets import CUDA, C
+from tfc.data.runtime import IteratorStates
+from tfc.ir import errors
+from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
+from tfc.ir.program import make_program_graph
+from tfc.passes import run_passes
+
+_ALIGN = 64
+
+
+def aligned_zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A zeroed array whose data starts on a 64-byte boundary (what the kernels assume)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % _ALIGN
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
+
+
+class CompiledProgram:
+    """One signature's native program, with its arena and the pointer tables it is called with."""
+
+    def __init__(self, session: Session, lowered: LoweredProgram, source: str) -> None:
+        self.lowered = lowered
+        self.source = source
+        path = build_shared_library(source, name=lowered.name)
+        self.ffi, self.lib = load_library(path, lowered.prefix)
+        self._run = getattr(self.lib, f"{lowered.prefix}run")
+        self._set_threads = getattr(self.lib, f"{lowered.prefix}set_num_threads")
+        self._config = session.config
+        ffi = self.ffi
+        self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
+        self._keep = [session._slot_buffer(slot) for slot in lowered.slots] + list(
+            lowered.external_consts
+        )
+        self.state = ffi.new(
+            "void *[]", [ffi.from_buffer(b) for b in self._keep[: len(lowered.slots)]] or 1
+        )
+        self.consts = ffi.new(
+            "void *[]", [ffi.from_buffer(c) for c in lowered.external_consts] or 1
+        )
+        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
+        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        self.errbuf = ffi.new("char[]", 1024)
+        self.err = ffi.new("tfc_error *")
+        self.err.msg = self.errbuf
+        self.err.cap = 1024
+        self.arena_ptr = ffi.from_buffer(self.arena)
+
+    on_device = False  # runs on the host (CudaProgram runs on the GPU)
+
+    def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+        held, results = bind_io(self.ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
+        self.err.node = self.ffi.NULL
+        self._set_threads(session_threads(self._config))
+        rc = self._run(self.state, self.inputs, self.outputs, self.consts, self.arena_ptr, self.err)
+        del held  # the buffers stay alive through the call
+        return rc, results
+
+    def error(self, rc: int, graph: Graph) -> errors.OpError:
+        return program_error(self.ffi, self.errbuf, self.err, rc, graph)
+
+
+class Session:
+    """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
+        if target not in ("", None):
+            raise ValueError(
+                f"Session target {target!r}: tfc runs distributed training as compiled "
+                "executables (tfc compile --cluster), not through a remote session"
+            )
+        self.graph = graph or get_default_graph()
+        self.config = config
+        self._passes = compile_options(config).pipeline()
+        self._closed = False
+        self._lock = threading.RLock()
+        self._programs: dict[tuple, CompiledProgram] = {}
+        self._vars: dict[str, np.ndarray] = {}
+        self._rng: dict[str, np.ndarray] = {}
+        self._initialized: set[str] = set()
+        # tf.data iterators' positions are per session; map functions run in sessions of their own
+        self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
+        self._verify = bool(os.environ.get("TFC_VERIFY"))
+        self._default_cm: Any = None
+        self._gpu: Any = None  # device_memory.DeviceState once a program ran on the GPU
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(
+        self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
+    ) -> Any:
+        """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        with self._lock:
+            program = self._program(request)
+            self._check_initialized(program.lowered)
+            rc, results = self._call_program(program, request.feed_values, options)
+            if rc != 0:
+                raise program.error(rc, self.graph)
+            self._initialized.update(program.lowered.vars_written)
+        return request.results(results)
+
+    def _call_program(self, program: Any, feeds: list, options: Any = None) -> tuple[int, list]:
+        """Call one compiled program with its state where it runs: the variables a GPU program
+        uses on the device, those a host program uses in the host buffers (copied when the
+        other side wrote them last). A GPU program reads device feeds in place and may leave
+        its fetches on the device (RunOptions.fetches_on_device); a host program gets copies.
+        A staged program hands its stages on to _call_stage."""
+        if isinstance(program, StagedProgram):
+            return program(feeds, fetches_on_device(options))
+        return self._call_stage(program, feeds, fetches_on_device(options))
+
+    def _call_stage(self, program: Any, feeds: list, on_device: bool | list) -> tuple[int, list]:
+        """_call_program with where a GPU program leaves its fetches: `on_device`, for all or
+        per fetch (CudaProgram's list, for the hand-offs of a staged program's stages)."""
+        if self._gpu is not None:
+            self._gpu.before(program)
+        if program.on_device:
+            rc, results = program(feeds, on_device)
+        else:
+            rc, results = program([_host_value(v) for v in feeds])
+        if self._gpu is not None:  # made by the program's call when it ran on the GPU first
+            self._gpu.after(program)
+        return rc, results
+
+    def source(self, fetches: Any, feed_dict: Any = None) -> str:
+        """The generated C source of the program that `run(fetches, feed_dict)` executes."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        with self._lock:
+            return self._program(RunRequest(self.graph, fetches, feed_dict)).source
+
+    def profile(self, fetches: Any, feed_dict: Any = None, runs: int = 100) -> Any:
+        """Time each kernel of `run(fetches, feed_dict)`'s program over `runs` runs (they train,
+        as runs do): a `tfc.tools.profile.Profile`; `print(profile.table())` shows it."""
+        from tfc.tools.profile import profile
+
+        return profile(self, fetches, feed_dict, runs=runs)
+
+    def _program(self, request: RunRequest) -> Any:
+        key = (request.signature(), self.graph.version)
+        program = self._programs.get(key)
+        if program is None:
+            fetches, targets = request.fetch_keys, request.targets
+            graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            name = _program_name(fetches, targets)
+            if _placed_on_gpu(graph):
+                program = self._placed_program(graph, name, len(fetches))
+            else:
+                graph = run_passes(graph, self._passes, self._verify, options=C.pass_options())
+                lowered = lower_program(graph, name=name)
+                program = CompiledProgram(self, lowered, render_program(lowered))
+            self._programs[key] = program
+        return program
+
+    def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
+        """A program with ops on a GPU, cut into host and GPU stages (tfc/staged.py). One stage
+        is one program, with one host call; several run as a StagedProgram."""
+        from tfc.client.staged import plan_stages
+        from tfc.passes.place import PlacementError
+
+        soft = bool(getattr(self.config, "allow_soft_placement", False))
+        try:
+            planned = plan_stages(graph, self._passes, name, soft, verify=self._verify)
+        except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
+            op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
+            raise errors.InvalidArgumentError(None, op, str(e)) from None
+        staged = len(planned) > 1  # its GPU stages take hand-offs in device memory (run_mixed)
+        programs = [self._stage_program(low, stage.on_gpu, staged) for stage, low in planned]
+        if len(programs) == 1:
+            return programs[0]
+        return StagedProgram(self, name, [stage for stage, _ in planned], programs, n_fetches)
+
+    def _stage_program(self, lowered: LoweredProgram, on_gpu: bool, staged: bool = False) -> Any:
+        if on_gpu:
+            return self._gpu_program(lowered, mixed_io=staged)
+        return CompiledProgram(self, lowered, render_program(lowered))
+
+    def _gpu_program(self, lowered: LoweredProgram, mixed_io: bool = False) -> Any:
+        from tfc.backend.cuda import CudaProgram
+
+        return CudaProgram(self, lowered, render_program(lowered, CUDA, mixed_io=mixed_io))
+
+    def _device_state(self) -> Any:
+        """The GPU copies of this session's variables and random streams (made on first use)."""
+        if self._gpu is None:
+            from tfc.backend.device_memory import DeviceState
+
+            self._gpu = DeviceState(self._slot_buffer)
+        return self._gpu
+
+    def _check_initialized(self, lowered: LoweredProgram) -> None:
+        for var in lowered.vars_read_first:
+            if var not in self._initialized:
+                op = self.graph.get_operation_by_name(var) if var in self.graph.nx else None
+                raise errors.FailedPreconditionError(
+                    None, op, f"Attempting to use uninitialized value {var}"
+                )
+
+    def _slot_buffer(self, slot: Any) -> np.ndarray:
+        """The session's buffer for a variable or a random op's stream, made on first use."""
+        if slot.kind == "var":
+            buf = self._vars.get(slot.name)
+            if buf is None:
+                buf = self._vars[slot.name] = aligned_zeros(slot.shape, slot.dtype.np)
+            return buf
+        state = self._rng.get(slot.name)
+        if state is None:
+            attrs = self.graph.node(slot.name)["attrs"]
+            seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
+            if seed == 0 and seed2 == 0:  # unseeded: fresh numbers every session, as in TF
+                seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+            state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)
+        return state
+
+    # -- variables' values (checkpoints read and write them here) ------------------------------
+    def read_variable(self, name: str) -> np.ndarray:
+        """A copy of variable `name`'s current value (the VariableV2 node's name)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if name not in self._initialized:
+            op = self.graph.get_operation_by_name(name) if name in self.graph.nx else None
+            raise errors.FailedPreconditionError(
+                None, op, f"Attempting to use uninitialized value {name}"
+            )
+        if self._gpu is not None:
+            self._gpu.to_host("var", name)
+        return np.array(self._vars[name], copy=True)
+
+    def write_variable(self, name: str, value: Any) -> None:
+        """Set variable `name` to `value` (converted to its dtype; the shape must match)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        node = self.graph.node(name) if name in self.graph.nx else None
+        if node is None or node["op"] != "VariableV2":
+            raise ValueError(f"'{name}' is not a variable of this session's graph")
+        dtype, shape = node["dtypes"][0], tuple(node["shapes"][0])
+        array = np.asarray(value, dtype=dtype.np)
+        if array.shape != shape:
+            raise ValueError(
+                f"Cannot assign a value of shape {array.shape} to variable '{name}' of shape "
+                f"{shape}"
+            )
+        with self._lock:
+            self._slot_buffer(Slot("var", name, dtype, shape))[...] = array
+            if self._gpu is not None:
+                self._gpu.host_wrote("var", name)
+            self._initialized.add(name)
+
+    def initialized_variables(self) -> set[str]:
+        return set(self._initialized)
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the native state: variables, random streams and compiled programs' arenas."""
+        with self._lock:
+            self._closed = True
+            self._programs.clear()
+            self._gpu = None
+            self._vars.clear()
+            self._rng.clear()
+            self._initialized.clear()
+            self._iterators.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def as_default(self) -> Any:
+        return _default_session(self)
+
+    def __enter__(self) -> Session:
+        self._default_cm = self.as_default()
+        self._default_cm.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._default_cm.__exit__(*exc)
+        self._default_cm = None
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+class InteractiveSession(Session):
+    """A session that installs itself as the default on construction (for shells, notebooks)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
+        super().__init__(target, graph, config)
+        self._interactive_cm = self.as_default()
+        self._interactive_cm.__enter__()
+
+    def close(self) -> None:
+        super().close()
+        cm, self._interactive_cm = getattr(self, "_interactive_cm", None), None
+        if cm is not None:
+            with contextlib.suppress(Exception):
+                cm.__exit__(None, None, None)
+
+
+# -- the default session ------------------------------------------------------------------------
+_local = threading.local()
+
+
+def _session_stack() -> list[Session]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+@contextlib.contextmanager
+def _default_session(session: Session) -> Iterator[Session]:
+    _session_stack().append(session)
+    try:
+        with session.graph.as_default():
+            yield session
+    finally:
+        stack = _session_stack()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is session:
+                del stack[i]
+                break
+
+
+def get_default_session() -> Session | None:
+    stack = _session_stack()
+    return stack[-1] if stack else None
+
+
+def get_default_session_or_raise(what: str) -> Session:
+    session = get_default_session()
+    if session is None:
+        raise ValueError(
+            f"Cannot {what} using `eval()`/`run()`: No default session is registered. Use "
+            "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`"
+        )
+    return session
+
+
+register_session_lookup(get_default_session_or_raise)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _program_name(fetches: list, targets: list) -> str:
+    names = [f"{n}_{i}" for n, i in fetches] + list(targets)
+    text = "+".join(names) or "empty"
+    return (text[:60] + "...") if len(text) > 63 else text
+
+
+def _host_value(value: Any) -> np.ndarray:
+    """A feed as a CPU program takes it: device feeds copied to the host."""
+    return value if isinstance(value, np.ndarray) else value.to_host()
+
+
+def _placed_on_gpu(graph: Graph) -> bool:
+    """Whether a program uses the GPU: any of its ops placed on one (tf.device("/gpu:0")),
+    or TFC_DEVICE=gpu in the environment (every program, e.g. to run the op tests there).
+    Its ops then run on the GPU unless placed on a CPU or host-only; feeds and fetches are
+    copied in and out."""
+    if os.environ.get("TFC_DEVICE", "").lower() == "gpu":
+        return True
+    return any("GPU" in (data.get("device") or "").upper() for _, data in graph.nx.nodes(data=True))

@@ -1,0 +1,1 @@
+"""Files: checkpoints, safetensors, checkpoint state, atomic writes."""

@@ -1,0 +1,1 @@
+"""The graph IR: graphs, tensors and operations, dtypes, shapes, devices, errors."""

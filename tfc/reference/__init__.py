@@ -1,0 +1,1 @@
+"""The reference interpreter: any graph run with the ops' NumPy references."""

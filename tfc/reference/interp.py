@@ -1,0 +1,211 @@
+"""The reference interpreter: runs a graph with the ops' NumPy references.
+
+It is the living definition of every op and the oracle of the tests. It takes the same path
+as compilation up to the schedule (prune, specialize, schedule), then evaluates each node with
+its `reference`. Variables behave as in generated code: one buffer per variable, updated in
+place, so values read through aliases (W/read) are the same in both; fetched values are
+copied when their node runs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from tfc.client.request import RunRequest
+from tfc.data.runtime import IteratorStates
+from tfc.ir import errors
+from tfc.ir.graph import Graph, get_default_graph
+from tfc.ir.program import make_program_graph
+from tfc.ops.registry import OpContext, as_output_list, get_opdef
+from tfc.passes import run_passes
+
+INTERP_PIPELINE = ["prune", "specialize", "prune", "schedule"]
+
+
+class InterpState:
+    """Variables, random streams and tf.data iterators of an interpreter session."""
+
+    def __init__(self) -> None:
+        self.vars: dict[str, np.ndarray] = {}
+        self.rng: dict[str, np.ndarray] = {}
+        # map functions of iterators are interpreted too, each in an interpreter of its own
+        self.iterators = IteratorStates(lambda graph: Interpreter(graph))
+        # where _Send/_Recv of partitioned graphs meet (evaluate_partitions), and the step
+        self.rendezvous: Any = None
+        self.step_id = 0
+
+    def variable(self, name: str) -> np.ndarray | None:
+        return self.vars.get(name)
+
+    def assign(self, name: str, value: np.ndarray) -> np.ndarray:
+        """Write `value` into the variable's buffer in place (made on first assignment)."""
+        buf = self.vars.get(name)
+        if buf is None or buf.shape != value.shape or buf.dtype != value.dtype:
+            buf = self.vars[name] = np.array(value, copy=True)
+        else:
+            buf[...] = value
+        return buf
+
+    def rng_state(self, name: str, attrs: dict) -> np.ndarray:
+        state = self.rng.get(name)
+        if state is None:
+            seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
+            if seed == 0 and seed2 == 0:
+                seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+            state = self.rng[name] = np.array([seed, seed2, 0], dtype=np.uint64)
+        return state
+
+
+class Interpreter:
+    """A session-like object that evaluates graphs with NumPy instead of compiled code."""
+
+    def __init__(self, graph: Graph | None = None) -> None:
+        self.graph = graph or get_default_graph()
+        self.state = InterpState()
+
+    def run(self, fetches: Any, feed_dict: Any = None) -> Any:
+        request = RunRequest(self.graph, fetches, feed_dict, self.state.iterators)
+        program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
+        program = run_passes(program, INTERP_PIPELINE)
+        return request.results(evaluate(program, request.feed_values, self.state))
+
+
+def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) -> list[np.ndarray]:
+    """Evaluate a scheduled program graph; returns one array per fetch."""
+    fetch_slots: dict[tuple[str, int], list[int]] = {}
+    for j, tensor in enumerate(program.graph_attrs["fetches"]):
+        fetch_slots.setdefault(tuple(tensor), []).append(j)
+    results: list[Any] = [None] * len(program.graph_attrs["fetches"])
+    values: dict[tuple[str, int], Any] = {}
+    for name in program.graph_attrs["schedule"]:
+        node = program.node(name)
+        opdef = get_opdef(node["op"])
+        inputs = program.input_edges(name)
+        args = [values[src] for src in inputs]
+        for i, arg in enumerate(args):
+            if arg is None and (i not in opdef.ref_inputs or opdef.reads_ref):
+                raise errors.FailedPreconditionError(
+                    None, None, f"Attempting to use uninitialized value {inputs[i][0]}"
+                )
+        if node["op"] == "Feed":
+            outs = [feed_values[node["attrs"]["index"]]]
+        else:
+            if opdef.reference is None:
+                raise NotImplementedError(f"Op '{node['op']}' has no NumPy reference")
+            ctx = OpContext(
+                name=name,
+                type=node["op"],
+                attrs=node["attrs"],
+                in_dtypes=[program.node(s)["dtypes"][i] for s, i in inputs],
+                in_shapes=[tuple(program.node(s)["shapes"][i]) for s, i in inputs],
+                out_dtypes=list(node["dtypes"]),
+                out_shapes=[tuple(s) for s in node["shapes"]],
+                graph=program,
+                inputs=inputs,
+                state=state,
+                ref_names=[inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)],
+            )
+            try:
+                outs = as_output_list(opdef.reference(ctx, *args))
+            except errors.OpError as e:
+                if e.op is None:  # name the failing node, as compiled runs do
+                    e.op = program.get_operation_by_name(name)
+                raise
+        for i, value in enumerate(outs):
+            if value is not None:
+                value = np.asarray(value)
+                expected = (node["dtypes"][i].np, tuple(node["shapes"][i]))
+                if (value.dtype, value.shape) != expected:
+                    raise AssertionError(
+                        f"reference of {node['op']} '{name}' returned {value.dtype}{value.shape}, "
+                        f"expected {expected[0]}{expected[1]}"
+                    )
+            values[(name, i)] = value
+            for j in fetch_slots.get((name, i), []):
+                if value is None:
+                    raise errors.FailedPreconditionError(
+                        None, None, f"Attempting to use uninitialized value {name}"
+                    )
+                results[j] = np.array(value, copy=True)
+    return results
+
+
+# -- partitioned graphs --------------------------------------------------------------------------
+PARTITION_PIPELINE = ["prune", "specialize", "prune", "place", "partition"]
+
+
+def partition_program(
+    graph: Graph,
+    fetches: list[tuple[str, int]],
+    targets: list[str] = (),
+    feeds: list = (),
+    **graph_attrs: Any,
+) -> tuple[Graph, dict[str, Graph]]:
+    """The program graph of a run, placed and cut into scheduled partitions (device -> Graph).
+
+    `graph_attrs` go to the program graph before placement ("default_device", "cluster")."""
+    program = make_program_graph(graph, fetches, targets, feeds)
+    program.graph_attrs.update(graph_attrs)
+    program = run_passes(program, PARTITION_PIPELINE)
+    parts = {
+        device: run_passes(part, ["schedule"])
+        for device, part in program.graph_attrs["partitions"].items()
+    }
+    return program, parts
+
+
+def evaluate_partitions(
+    parts: dict[str, Graph], feed_values: list[np.ndarray], state: InterpState
+) -> list[np.ndarray]:
+    """Evaluate the partitions of one step, each in its own thread, exchanging tensors through
+    `state.rendezvous` (a tfc.reference.rendezvous.LocalRendezvous, made on first use) under
+    `state.step_id`, which advances by one; returns the program's fetches in their order."""
+    import threading
+
+    from tfc.reference.rendezvous import LocalRendezvous
+
+    if state.rendezvous is None:
+        state.rendezvous = LocalRendezvous()
+    n = sum(len(p.graph_attrs["fetches"]) for p in parts.values())
+    results: list[Any] = [None] * n
+    failures: list[BaseException] = []
+
+    def run(part: Graph) -> None:
+        try:
+            values = evaluate(part, feed_values, state)
+            for j, value in zip(part.graph_attrs["fetch_index"], values):
+                results[j] = value
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            failures.append(e)
+            state.rendezvous.abort(e)
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in parts.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state.step_id += 1
+    if failures:
+        raise failures[0]
+    return results
+
+
+# -- host/device stages --------------------------------------------------------------------------
+def evaluate_stages(
+    stages: list, feed_values: list[np.ndarray], n_fetches: int, state: InterpState
+) -> list[np.ndarray]:
+    """Run the stages of tfc/passes/stage.py in order (each scheduled), handing each the program
+    feeds and the earlier stages' outputs it reads; returns the program's `n_fetches` fetches."""
+    results: list[Any] = [None] * n_fetches
+    sent: dict[str, np.ndarray] = {}
+    for stage in stages:
+        inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
+        for (kind, k), value in zip(stage.outputs, evaluate(stage.graph, inputs, state)):
+            if kind == "fetch":
+                results[k] = value
+            else:
+                sent[k] = value
+    return results

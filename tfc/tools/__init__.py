@@ -1,0 +1,1 @@
+"""User tools: the tfc command line, inspect, profile, graph drawing."""

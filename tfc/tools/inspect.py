@@ -1,0 +1,293 @@
+"""`tfc inspect` and `tfc graph`: what the pass pipeline does to one program, in numbers,
+text and pictures.
+
+For one program (a model file's train step or predict at a batch, or what a Session.run would
+compile) it reports the op count before and after every pass, the kernels of the lowered
+program, the arena next to its lower bound and its naive size, and the FLOPs and bytes one run
+computes and moves (tfc/program_stats.py says how each is counted); it can keep the graph's
+text after any pass, and hands the graph after any pass to tfc/graphviz.py to draw.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
+from tfc.client.config import CompileOptions
+from tfc.client.request import RunRequest
+from tfc.codegen.lower import LoweredProgram, lower_program
+from tfc.ir.graph import Graph, get_default_graph
+from tfc.ir.program import FeedSpec, make_program_graph
+from tfc.passes import PASSES, run_passes
+from tfc.passes import pipeline as pass_pipeline
+from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
+from tfc.tools.program_stats import (
+    FALLBACK_FLOPS_PER_ELEMENT,
+    ArenaStats,
+    CostEstimate,
+    arena_stats,
+    estimate_cost,
+    kernel_count,
+    parse_arena_line,
+)
+
+__all__ = [
+    "ArenaStats",
+    "CostEstimate",
+    "Inspection",
+    "arena_stats",
+    "estimate_cost",
+    "graph_dot",
+    "graph_html",
+    "graph_svg",
+    "inspect_model",
+    "parse_arena_line",
+    "program_graph",
+    "run_graph",
+    "signature_graph",
+    "write_graph",
+]
+
+
+@dataclass
+class PassRecord:
+    position: int  # 1-based, in the pipeline
+    name: str
+    ops_before: int
+    ops_after: int
+    seconds: float
+
+
+@dataclass
+class Inspection:
+    model: str
+    signature: str
+    batch: int
+    records: list[PassRecord]
+    graph: Graph  # after the whole pipeline
+    program: LoweredProgram
+    arena: ArenaStats
+    cost: CostEstimate
+    baseline_kernels: int | None = None  # with no optimization pass, when some ran
+    dump: str | None = None  # the graph's text after the --dump-after pass
+    dump_pass: str | None = None
+
+    @property
+    def kernels(self) -> int:
+        return kernel_count(self.program)
+
+    @property
+    def computing_nodes(self) -> int:
+        return sum(1 for step in self.program.steps if step.kernels)
+
+    def report(self) -> str:
+        lines = [f"tfc inspect: model {self.model}, signature {self.signature}, batch {self.batch}"]
+        lines.append(f"  {'#':>2}  {'pass':<12}{'ops before':>11}{'ops after':>11}{'time':>11}")
+        for r in self.records:
+            lines.append(
+                f"  {r.position:>2}  {r.name:<12}{r.ops_before:>11,}{r.ops_after:>11,}"
+                f"{r.seconds * 1e3:>8.1f} ms"
+            )
+        nodes = len(self.graph.node_names())
+        kernels = f"kernels {self.kernels:,} in {self.computing_nodes:,} of {nodes:,} nodes"
+        if self.baseline_kernels is not None:
+            kernels += f" ({self.baseline_kernels:,} with no optimization pass)"
+        lines.append(kernels)
+        lines.append(self.arena.line())
+        lines.append(
+            f"intermediates {self.arena.intermediate_bytes:,} B after the passes, "
+            f"{self.arena.naive_bytes:,} B with none (the naive total)"
+        )
+        cost = self.cost
+        top = sorted(cost.flops_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
+        shares = ", ".join(f"{t} {_percent(f, cost.flops)}" for t, f in top[:4] if f)
+        lines.append(f"flops {cost.flops:,} per step" + (f" ({shares})" if shares else ""))
+        intensity = cost.flops / cost.bytes_moved if cost.bytes_moved else 0.0
+        lines.append(f"bytes moved {cost.bytes_moved:,} per step ({intensity:.2f} FLOP/B)")
+        if cost.no_rule:
+            lines.append(
+                f"no FLOPs rule: {', '.join(cost.no_rule)} (counted as "
+                f"{FALLBACK_FLOPS_PER_ELEMENT} FLOP per output element)"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def _percent(part: int, whole: int) -> str:
+    share = 100 * part / whole
+    return "<1%" if share < 1 else f"{share:.0f}%"
+
+
+# -- the program of one signature ---------------------------------------------------------------
+def signature_graph(
+    model: Any, signature: str | None = None, batch: int = 32
+) -> tuple[str, str, Graph]:
+    """(model name, signature, program graph before any pass) for one signature of `model` (a
+    model file's path, a module or a signatures function; see `pydoc tfc.aot`). `signature` is
+    "train" or "predict"; by default train when the model has one."""
+    from tfc.aot.programs import _feed  # the feeds `tfc compile` gives the same program
+
+    name, fn = load_signatures_function(model)
+    sigs = build_signatures(name, fn)
+    available = [s for s in ("train", "predict") if getattr(sigs, s) is not None]
+    signature = signature or available[0]
+    if signature not in ("train", "predict"):
+        raise ModelError(f"unknown signature '{signature}': a model has train and predict")
+    if signature not in available:
+        raise ModelError(
+            f"model {name} has no '{signature}' signature; signatures() returns only "
+            f"{', '.join(available)}"
+        )
+    if batch < 1:
+        raise ModelError(f"batch must be at least 1, got {batch}")
+    if signature == "train":
+        tr = sigs.train
+        feeds = [_feed(tr.features, batch)]
+        if tr.labels is not None:
+            feeds.append(_feed(tr.labels, batch))
+        feeds += [
+            FeedSpec((t.op.name, t.value_index), t.dtype, ()) for t in tr.hyperparameters.values()
+        ]
+        fetches, targets = [tr.loss], [tr.train_op.name]
+    else:
+        pr = sigs.predict
+        feeds, fetches, targets = [_feed(pr.features, batch)], list(pr.outputs.values()), []
+    graph = make_program_graph(
+        sigs.graph, [(t.op.name, t.value_index) for t in fetches], targets, feeds
+    )
+    return name, signature, graph
+
+
+def pass_position(pipeline: Sequence[str], after: str | int) -> int:
+    """How many passes of `pipeline` run to get the graph "after" `after`: a pass name (its
+    first run), a 1-based position in the pipeline, or "none" (0: the graph before any pass)."""
+    text = str(after).strip()
+    if text == "none":
+        return 0
+    if text.isdigit():
+        position = int(text)
+        if not 0 <= position <= len(pipeline):
+            raise ValueError(
+                f"pass position {position} is out of range: the pipeline has {len(pipeline)} "
+                f"passes ({', '.join(pipeline)})"
+            )
+        return position
+    if text in pipeline:
+        return list(pipeline).index(text) + 1
+    if text in PASSES:
+        raise ValueError(
+            f"pass '{text}' does not run in this pipeline ({', '.join(pipeline)}); "
+            "choose the optimizations with --passes"
+        )
+    raise ValueError(
+        f"unknown pass '{text}'; the pipeline runs {', '.join(pipeline)} (a name, a position "
+        "from 1, or 'none' for the graph before any pass)"
+    )
+
+
+def run_pipeline(
+    graph: Graph, passes: Sequence[str], first: int = 1
+) -> tuple[Graph, list[PassRecord]]:
+    """Run `passes` in order, recording op counts and times (positions numbered from `first`).
+    Graph invariants are checked after each pass when TFC_VERIFY is set, as sessions do."""
+    verify = bool(os.environ.get("TFC_VERIFY"))
+    records = []
+    for i, name in enumerate(passes, start=first):
+        before = len(graph.node_names())
+        start = time.perf_counter()
+        graph = run_passes(graph, [name], verify=verify)
+        records.append(
+            PassRecord(i, name, before, len(graph.node_names()), time.perf_counter() - start)
+        )
+    return graph, records
+
+
+def program_graph(
+    model: Any,
+    signature: str | None = None,
+    batch: int = 32,
+    options: CompileOptions | None = None,
+    after: str | int | None = None,
+) -> tuple[str, str, Graph]:
+    """(model name, signature, program graph) after pass `after` (see `pass_position`; by
+    default after the whole pipeline): what `tfc graph` draws."""
+    pipeline = (options or CompileOptions()).pipeline()
+    stop = len(pipeline) if after is None else pass_position(pipeline, after)
+    name, signature, graph = signature_graph(model, signature, batch)
+    return name, signature, run_pipeline(graph, pipeline[:stop])[0]
+
+
+# -- measures -----------------------------------------------------------------------------------
+def run_graph(
+    fetches: Any,
+    feed_dict: Any = None,
+    graph: Graph | None = None,
+    options: CompileOptions | None = None,
+    after: str | int | None = None,
+) -> Graph:
+    """The program `Session.run(fetches, feed_dict)` compiles, after pass `after` (by default
+    after the whole pipeline), e.g. `write_graph(run_graph(train_op, {x: batch}), "g.svg")`."""
+    graph = graph or get_default_graph()
+    request = RunRequest(graph, fetches, feed_dict)
+    program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    pipeline = (options or CompileOptions()).pipeline()
+    stop = len(pipeline) if after is None else pass_position(pipeline, after)
+    return run_pipeline(program, pipeline[:stop])[0]
+
+
+# -- the whole inspection -----------------------------------------------------------------------
+def inspect_model(
+    model: Any,
+    signature: str | None = None,
+    batch: int = 32,
+    options: CompileOptions | None = None,
+    dump_after: str | int | None = None,
+) -> Inspection:
+    """Compile one signature of `model` pass by pass and measure the result (see the module
+    docstring). `dump_after` keeps the graph's text after that pass (see `pass_position`)."""
+    pipeline = (options or CompileOptions()).pipeline()
+    stop = len(pipeline) if dump_after is None else pass_position(pipeline, dump_after)
+    name, signature, graph = signature_graph(model, signature, batch)
+    unoptimized = pass_pipeline([])
+    baseline_graph = graph.copy()
+    graph, records = run_pipeline(graph, pipeline[:stop])
+    dump = dump_pass = None
+    if dump_after is not None:
+        from tfc.ir.dump import graph_text
+
+        dump = graph_text(graph)
+        dump_pass = f"{stop} ({pipeline[stop - 1]})" if stop else "0 (none)"
+    graph, rest = run_pipeline(graph, pipeline[stop:], first=stop + 1)
+    records += rest
+    program = lower_program(graph, name=f"{name}:{signature}")
+    baseline_graph = run_pipeline(baseline_graph, unoptimized)[0]
+    baseline = kernel_count(lower_program(baseline_graph)) if pipeline != unoptimized else None
+    return Inspection(
+        name,
+        signature,
+        batch,
+        records,
+        graph,
+        program,
+        arena_stats(graph, baseline_graph),
+        estimate_cost(graph, program),
+        baseline,
+        dump,
+        dump_pass,
+    )
+
+
+def write_dump(inspection: Inspection, output: str | os.PathLike | None) -> str | None:
+    """The --dump-after text, headed by the pass it follows: returned for stdout when `output`
+    is None, else written to that file."""
+    if inspection.dump is None:
+        return None
+    text = f"# graph after pass {inspection.dump_pass}\n{inspection.dump}"
+    if output is None:
+        return text
+    Path(output).write_text(text)
+    return None
