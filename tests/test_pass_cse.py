@@ -5,15 +5,18 @@ import re
 import numpy as np
 
 import tfc as tf
+from tfc.compiler import run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import run_passes
+from tfc.passes.cse import eliminate_common_subexpressions
+from tfc.passes.prune import prune_graph
+from tfc.passes.specialize import specialize_shapes
 
-BEFORE = ["prune", "specialize", "prune"]
+BEFORE = [prune_graph, specialize_shapes, prune_graph]
 
 
 def _cse(fetches, targets=(), feeds=()):
     g = make_program_graph(tf.get_default_graph(), fetches, targets, feeds)
-    return run_passes(g, BEFORE + ["cse"], verify=True)
+    return run_passes(g, BEFORE + [eliminate_common_subexpressions], verify=True)
 
 
 def _count(g, op):
@@ -71,7 +74,7 @@ def test_a_recomputed_loss_collapses_to_a_fixed_point():
     assert g.graph_attrs["fetches"] == [("loss", 0), ("summary_loss", 0)]
     assert g.input_edges("summary_loss") == [("loss", 0)]
     assert g.node("summary_loss")["op"] == "Identity"
-    again = run_passes(g.copy(), ["cse"], verify=True)
+    again = run_passes(g.copy(), [eliminate_common_subexpressions], verify=True)
     assert sorted(again.nx.nodes) == sorted(g.nx.nodes)  # a fixed point
 
 

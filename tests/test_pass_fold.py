@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.compiler import run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import run_passes
-from tfc.passes.fold import FOLD_LIMIT_BYTES
+from tfc.passes.fold import FOLD_LIMIT_BYTES, fold_constants
+from tfc.passes.prune import prune_graph
+from tfc.passes.specialize import specialize_shapes
 
-BEFORE = ["prune", "specialize", "prune"]
+BEFORE = [prune_graph, specialize_shapes, prune_graph]
 
 
 def _fold(fetches, targets=(), feeds=()):
     g = make_program_graph(tf.get_default_graph(), fetches, targets, feeds)
-    return run_passes(g, BEFORE + ["fold"], verify=True)
+    return run_passes(g, BEFORE + [fold_constants], verify=True)
 
 
 def _ops(g):

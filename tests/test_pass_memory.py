@@ -4,12 +4,15 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.compiler import run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import run_passes
 from tfc.passes.memory import ARENA_ALIGN, STRATEGIES, plan_memory
+from tfc.passes.prune import prune_graph
+from tfc.passes.schedule import schedule_graph
+from tfc.passes.specialize import specialize_shapes
 from tfc.passes.verify import GraphInvariantError, verify_graph
 
-PIPELINE = ["prune", "specialize", "prune", "schedule", "memory"]
+PIPELINE = [prune_graph, specialize_shapes, prune_graph, schedule_graph, plan_memory]
 
 
 def _plan(fetches, feeds=(), targets=()):

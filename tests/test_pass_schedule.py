@@ -4,12 +4,14 @@ import networkx as nx
 import pytest
 
 import tfc as tf
+from tfc.compiler import run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import run_passes
 from tfc.passes.memory import analyze_liveness
-from tfc.passes.schedule import SCHEDULERS, Costs, dependency_graph
+from tfc.passes.prune import prune_graph
+from tfc.passes.schedule import SCHEDULERS, Costs, dependency_graph, schedule_graph
+from tfc.passes.specialize import specialize_shapes
 
-PASSES = ["prune", "specialize", "prune", "schedule"]
+PASSES = [prune_graph, specialize_shapes, prune_graph, schedule_graph]
 
 
 def _program(fetches, targets=(), feeds=()):

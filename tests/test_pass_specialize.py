@@ -3,13 +3,15 @@
 import pytest
 
 import tfc as tf
+from tfc.compiler import run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import run_passes
+from tfc.passes.prune import prune_graph
+from tfc.passes.specialize import specialize_shapes
 
 
 def _specialize(fetches, feeds):
     g = make_program_graph(tf.get_default_graph(), fetches, (), feeds)
-    return run_passes(g, ["prune", "specialize", "prune"], verify=True)
+    return run_passes(g, [prune_graph, specialize_shapes, prune_graph], verify=True)
 
 
 def test_fed_shape_propagates():

@@ -75,8 +75,8 @@ from tfc.aot.programs import ModelPlan, plan_model
 from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
 from tfc.aot.sources import model_objects, model_sources, render_makefile
 from tfc.backend.cc import GENERIC_FLAGS, HOST_FLAGS
-from tfc.client.config import CompileOptions
-from tfc.codegen.targets import TARGETS
+from tfc.codegen.targets import CUDA, C
+from tfc.compiler import CompileOptions
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
 
@@ -147,16 +147,12 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     default_name, fn = load_signatures_function(model)
     name = _c_identifier(name or default_name)
     passes = (options or CompileOptions()).pipeline()
-    pass_options = TARGETS["cuda" if target == "cuda" else "c"].pass_options()
-    plan = plan_model(build_signatures(name, fn), int(batch), passes, pass_options)
+    code_target = CUDA if target == "cuda" else C
+    plan = plan_model(build_signatures(name, fn), int(batch), passes, code_target)
     cuda = None
     if target == "cuda":
         from tfc.aot.cuda_build import cuda_toolchain
-        from tfc.codegen.render import render_program
-        from tfc.codegen.targets import CUDA
 
-        for program in plan.programs.values():
-            program.source, program.suffix = render_program(program.lowered, CUDA), ".cu"
         cuda = cuda_toolchain(cuda_arch, cuda_emulate)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

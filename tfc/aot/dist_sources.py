@@ -184,7 +184,7 @@ def compile_distributed(
     from tfc.aot import TARGET_FLAGS, CompiledModel, _c_identifier
     from tfc.aot.build import build_executables, copy_runtime, write_if_changed
     from tfc.aot.signatures import build_signatures, load_signatures_function
-    from tfc.client.config import CompileOptions
+    from tfc.compiler import CompileOptions
     from tfc.ir.graph import device
     from tfc.train.device_setter import replica_device_setter
 

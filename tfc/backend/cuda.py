@@ -262,7 +262,7 @@ class CudaProgram:
         self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run_host")
         self._run_device = getattr(self.lib, f"{lowered.prefix}run_device")
-        # only a stage of a staged program has it (render_program's mixed_io)
+        # only a stage of a staged program has it (the compiled Program's mixed_io)
         self._run_mixed = getattr(self.lib, f"{lowered.prefix}run_mixed", None)
         ffi = self.ffi
         self.arena = DeviceBuffer(getattr(self.lib, f"{lowered.prefix}arena_bytes")())

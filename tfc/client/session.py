@@ -19,14 +19,13 @@ from tfc.backend.cc import bind_io, build_shared_library, load_library, program_
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.request import RunRequest
 from tfc.client.staged import StagedProgram
-from tfc.codegen.lower import LoweredProgram, Slot, lower_program
-from tfc.codegen.render import render_program
+from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
+from tfc.compiler import Program, compile_program, compile_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
-from tfc.passes import run_passes
 
 _ALIGN = 64
 
@@ -168,43 +167,38 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
-            name = _program_name(fetches, targets)
+            name = program_name(fetches, targets)
             if _placed_on_gpu(graph):
                 program = self._placed_program(graph, name, len(fetches))
             else:
-                graph = run_passes(graph, self._passes, self._verify, options=C.pass_options())
-                lowered = lower_program(graph, name=name)
-                program = CompiledProgram(self, lowered, render_program(lowered))
+                compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
+                program = CompiledProgram(self, compiled.lowered, compiled.source)
             self._programs[key] = program
         return program
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
-        """A program with ops on a GPU, cut into host and GPU stages (tfc/staged.py). One stage
-        is one program, with one host call; several run as a StagedProgram."""
-        from tfc.client.staged import plan_stages
+        """A program with ops on a GPU, cut into host and GPU stages (tfc/client/staged.py).
+        One stage is one program, with one host call; several run as a StagedProgram."""
         from tfc.passes.place import PlacementError
 
         soft = bool(getattr(self.config, "allow_soft_placement", False))
         try:
-            planned = plan_stages(graph, self._passes, name, soft, verify=self._verify)
+            compiled = compile_stages(graph, self._passes, name, soft, verify=self._verify)
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
             raise errors.InvalidArgumentError(None, op, str(e)) from None
-        staged = len(planned) > 1  # its GPU stages take hand-offs in device memory (run_mixed)
-        programs = [self._stage_program(low, stage.on_gpu, staged) for stage, low in planned]
+        programs = [self._stage_program(program) for _, program in compiled]
         if len(programs) == 1:
             return programs[0]
-        return StagedProgram(self, name, [stage for stage, _ in planned], programs, n_fetches)
+        return StagedProgram(self, name, [stage for stage, _ in compiled], programs, n_fetches)
 
-    def _stage_program(self, lowered: LoweredProgram, on_gpu: bool, staged: bool = False) -> Any:
-        if on_gpu:
-            return self._gpu_program(lowered, mixed_io=staged)
-        return CompiledProgram(self, lowered, render_program(lowered))
+    def _stage_program(self, program: Program) -> Any:
+        """A compiled stage (or a whole program) loaded where it runs: the GPU or the host."""
+        if program.target is CUDA:
+            from tfc.backend.cuda import CudaProgram
 
-    def _gpu_program(self, lowered: LoweredProgram, mixed_io: bool = False) -> Any:
-        from tfc.backend.cuda import CudaProgram
-
-        return CudaProgram(self, lowered, render_program(lowered, CUDA, mixed_io=mixed_io))
+            return CudaProgram(self, program.lowered, program.source)
+        return CompiledProgram(self, program.lowered, program.source)
 
     def _device_state(self) -> Any:
         """The GPU copies of this session's variables and random streams (made on first use)."""
@@ -368,7 +362,8 @@ register_session_lookup(get_default_session_or_raise)
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _program_name(fetches: list, targets: list) -> str:
+def program_name(fetches: list, targets: list) -> str:
+    """The name of a run signature's program (in its source and its build)."""
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text

@@ -1,7 +1,7 @@
 """Where a compiled program's time goes: per-kernel wall times, and a timing loop run in C.
 
 `profile(sess, fetches, feed_dict, runs=100)` (or `sess.profile(...)`) compiles the profile
-build of the program `sess.run(fetches, feed_dict)` runs (render_program(profile=True): every
+build of the program `sess.run(fetches, feed_dict)` runs (compile_program(profile=True): every
 step timed with CLOCK_MONOTONIC into a table in the library), runs it `runs` times on the
 session's variables, and returns a `Profile`: per graph node its op types, seconds per run,
 share and GFLOP/s (FLOPs by tfc's estimate, tfc/program_stats.py). `profile_model` does the
@@ -24,13 +24,12 @@ import numpy as np
 from tfc.backend.cc import build_shared_library
 from tfc.client.config import session_threads
 from tfc.client.request import RunRequest
-from tfc.client.session import CompiledProgram, Session, _program_name
-from tfc.codegen.lower import LoweredProgram, lower_program
-from tfc.codegen.render import render_program
+from tfc.client.session import CompiledProgram, Session, program_name
+from tfc.codegen.lower import LoweredProgram
+from tfc.compiler import compile_program
 from tfc.ir.graph import Graph
 from tfc.ir.program import make_program_graph
 from tfc.ops.fusion import is_fusion
-from tfc.passes import run_passes
 from tfc.tools.program_stats import node_flops
 
 __all__ = ["KernelTime", "Profile", "profile", "profile_model", "time_runs"]
@@ -120,9 +119,11 @@ def _profiled_program(sess: Session, request: RunRequest) -> _Profiled:
     entry = cache.get(key)
     if entry is None:
         graph = make_program_graph(sess.graph, request.fetch_keys, request.targets, request.feeds)
-        graph = run_passes(graph, sess._passes, verify=sess._verify)
-        lowered = lower_program(graph, name=_program_name(request.fetch_keys, request.targets))
-        source = render_program(lowered, profile=True)
+        name = program_name(request.fetch_keys, request.targets)
+        compiled = compile_program(
+            graph, sess._passes, name=name, profile=True, verify=sess._verify
+        )
+        graph, lowered, source = compiled.graph, compiled.lowered, compiled.source
         program = CompiledProgram(sess, lowered, source)
         # the same cached library CompiledProgram loaded: dlopen hands back the same handle
         path = build_shared_library(source, name=lowered.name)
