@@ -10,6 +10,7 @@ import pytest
 
 import tfc as tf
 from tfc.codegen.lower import lower_program
+from tfc.codegen.program_stats import arena_stats, parse_arena_line
 from tfc.compiler import CompileOptions, pass_name, run_passes
 from tfc.ir.dump import graph_text
 from tfc.ops.flops import expression_ops
@@ -17,7 +18,6 @@ from tfc.ops.registry import get_opdef
 from tfc.tools.cli import main
 from tfc.tools.graphviz import graph_dot
 from tfc.tools.inspect import inspect_model, program_graph, run_graph, signature_graph
-from tfc.tools.program_stats import arena_stats, parse_arena_line
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 IRIS, DIGITS, LENET = (SAMPLES / f"{m}_model.py" for m in ("iris", "digits", "lenet"))

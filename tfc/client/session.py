@@ -17,6 +17,7 @@ import numpy as np
 
 from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
 from tfc.client.config import compile_options, fetches_on_device, session_threads
+from tfc.client.profiling import Profile, ProfileBuild, loop_library
 from tfc.client.request import RunRequest
 from tfc.client.staged import StagedProgram
 from tfc.codegen.lower import LoweredProgram, Slot
@@ -79,6 +80,38 @@ class CompiledProgram:
         del held  # the buffers stay alive through the call
         return rc, results
 
+    def time_loop(self, feeds: list[np.ndarray], runs: int) -> tuple[int, float]:
+        """Call the program `runs` times on `feeds` from the timing loop in C: (its status,
+        seconds per run)."""
+        loop_ffi, loop = loop_library()
+        ffi = self.ffi
+        held = []  # the feeds' and fetches' buffers, alive until the loop returns
+        for i, value in enumerate(feeds):
+            held.append(ffi.from_buffer(value))
+            self.inputs[i] = held[-1]
+        for j, fetch in enumerate(self.lowered.fetches):
+            held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
+            self.outputs[j] = held[-1]
+        self.err.node = ffi.NULL
+        self._set_threads(session_threads(self._config))
+
+        def address(cdata: Any) -> int:
+            return int(ffi.cast("uintptr_t", cdata))
+
+        ns = loop_ffi.new("int64_t *")
+        rc = loop.tfc_time_runs(
+            address(self._run),
+            address(self.state),
+            address(self.inputs),
+            address(self.outputs),
+            address(self.consts),
+            address(self.arena_ptr),
+            address(self.err),
+            runs,
+            ns,
+        )
+        return rc, ns[0] / runs * 1e-9
+
     def error(self, rc: int, graph: Graph) -> errors.OpError:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)
 
@@ -98,6 +131,7 @@ class Session:
         self._closed = False
         self._lock = threading.RLock()
         self._programs: dict[tuple, CompiledProgram] = {}
+        self._profiled: dict[tuple, ProfileBuild] = {}  # profile builds, as _programs
         self._vars: dict[str, np.ndarray] = {}
         self._rng: dict[str, np.ndarray] = {}
         self._initialized: set[str] = set()
@@ -154,12 +188,62 @@ class Session:
         with self._lock:
             return self._program(RunRequest(self.graph, fetches, feed_dict)).source
 
-    def profile(self, fetches: Any, feed_dict: Any = None, runs: int = 100) -> Any:
-        """Time each kernel of `run(fetches, feed_dict)`'s program over `runs` runs (they train,
-        as runs do): a `tfc.tools.profile.Profile`; `print(profile.table())` shows it."""
-        from tfc.tools.profile import profile
+    # -- timing (tfc/client/profiling.py) -------------------------------------------------------
+    def profile(
+        self, fetches: Any, feed_dict: Any = None, runs: int = 100, warmup: int = 2
+    ) -> Profile:
+        """Time each kernel of `run(fetches, feed_dict)`'s program: its profile build run
+        `warmup` + `runs` times with the same feeds (iterators are read once; the runs train,
+        as runs do). `print(profile.table())` shows the result."""
+        if runs < 1:
+            raise ValueError(f"runs must be at least 1, got {runs}")
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        with self._lock:
+            build = self._profile_build(request)
+            program, lowered = build.program, build.lowered
+            self._check_initialized(lowered)
+            for i in range(warmup + runs):
+                if i == warmup:
+                    build.reset()
+                rc, _ = program(request.feed_values)
+                if rc != 0:
+                    raise program.error(rc, self.graph)
+                self._initialized.update(lowered.vars_written)
+            return build.profile(runs)
 
-        return profile(self, fetches, feed_dict, runs=runs)
+    def _profile_build(self, request: RunRequest) -> ProfileBuild:
+        key = (request.signature(), self.graph.version)
+        build = self._profiled.get(key)
+        if build is None:
+            fetches, targets = request.fetch_keys, request.targets
+            graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            compiled = compile_program(
+                graph, self._passes, C, name=program_name(fetches, targets), profile=True,
+                verify=self._verify,
+            )  # fmt: skip
+            program = CompiledProgram(self, compiled.lowered, compiled.source)
+            build = self._profiled[key] = ProfileBuild(compiled.graph, compiled.lowered, program)
+        return build
+
+    def time_runs(self, fetches: Any, feed_dict: Any = None, runs: int = 100) -> float:
+        """Seconds per run of `run(fetches, feed_dict)`'s program (the default build), run
+        `runs` times by a loop in C with the same feeds; the fetched values are not returned.
+        The runs train, as runs do."""
+        if runs < 1:
+            raise ValueError(f"runs must be at least 1, got {runs}")
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        with self._lock:
+            program = self._program(request)
+            self._check_initialized(program.lowered)
+            rc, seconds = program.time_loop(request.feed_values, runs)
+            if rc != 0:
+                raise program.error(rc, self.graph)
+            self._initialized.update(program.lowered.vars_written)
+        return seconds
 
     def _program(self, request: RunRequest) -> Any:
         key = (request.signature(), self.graph.version)
@@ -275,6 +359,7 @@ class Session:
         with self._lock:
             self._closed = True
             self._programs.clear()
+            self._profiled.clear()
             self._gpu = None
             self._vars.clear()
             self._rng.clear()

@@ -4,7 +4,7 @@ text and pictures.
 For one program (a model file's train step or predict at a batch, or what a Session.run would
 compile) it reports the op count before and after every pass, the kernels of the lowered
 program, the arena next to its lower bound and its naive size, and the FLOPs and bytes one run
-computes and moves (tfc/program_stats.py says how each is counted); it can keep the graph's
+computes and moves (tfc/codegen/program_stats.py says how each is counted); it can keep the graph's
 text after any pass, and hands the graph after any pass to tfc/graphviz.py to draw.
 """
 
@@ -21,6 +21,15 @@ from tfc.aot.programs import batch_feed, train_feeds
 from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
 from tfc.client.request import RunRequest
 from tfc.codegen.lower import LoweredProgram
+from tfc.codegen.program_stats import (
+    FALLBACK_FLOPS_PER_ELEMENT,
+    ArenaStats,
+    CostEstimate,
+    arena_stats,
+    estimate_cost,
+    kernel_count,
+    parse_arena_line,
+)
 from tfc.compiler import (
     PASS_NAMES,
     CompileOptions,
@@ -33,15 +42,6 @@ from tfc.compiler import (
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
 from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
-from tfc.tools.program_stats import (
-    FALLBACK_FLOPS_PER_ELEMENT,
-    ArenaStats,
-    CostEstimate,
-    arena_stats,
-    estimate_cost,
-    kernel_count,
-    parse_arena_line,
-)
 
 __all__ = [
     "ArenaStats",
