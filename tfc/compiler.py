@@ -51,20 +51,38 @@ from tfc.passes.stage import FEED, FETCH, Stage, stage_devices
 from tfc.passes.verify import verify_graph
 
 __all__ = [
+    "CLUSTER_PARTITION",
+    "CLUSTER_PLACEMENT",
+    "GPU_DEVICE",
+    "INTERP_PART_PIPELINE",
+    "INTERP_PIPELINE",
+    "OPTIMIZATIONS",
+    "PASS_NAMES",
+    "PIPELINE",
+    "STAGE_CUT",
+    "STAGE_LATE",
     "CompileOptions",
+    "Pass",
     "Program",
     "compile_program",
     "compile_stages",
+    "interpreter_partitions",
+    "interpreter_program",
+    "parse_pass_list",
+    "partition_by_device",
+    "pass_name",
     "pipeline",
+    "place_on_cluster",
     "run_passes",
+    "task_pipeline",
 ]
 
 Pass = Callable[..., Graph]
 
 # -- the passes, by the names users give them -----------------------------------------------------
 # CompileOptions(disable=["fuse"]), `tfc compile --passes fold,cse`, `tfc inspect --dump-after
-# specialize` and the dump files NN_<name>.txt name a pass so; the names of a target's pass
-# options (Target.pass_options) too.
+# specialize` and the dump files NN_<name>.txt name a pass so, and run_passes' `options` (a
+# target's Target.pass_options) are keyed by these names.
 PASS_NAMES: dict[Pass, str] = {
     # partial execution: cut the graph at the feeds, keep what the fetches need
     prune_graph: "prune",
@@ -94,14 +112,6 @@ PASS_NAMES: dict[Pass, str] = {
 def pass_name(p: Pass) -> str:
     """The name users give pass function `p` (its function name if it is none of tfc's)."""
     return PASS_NAMES.get(p, getattr(p, "__name__", str(p)))
-
-
-def named_pass(name: str) -> Pass:
-    """The pass function users call `name`."""
-    for p, known in PASS_NAMES.items():
-        if known == name:
-            return p
-    raise ValueError(f"Unknown pass '{name}'; known passes: {', '.join(PASS_NAMES.values())}")
 
 
 # -- the pipelines --------------------------------------------------------------------------------
@@ -150,8 +160,8 @@ CLUSTER_PARTITION: list[Pass] = [partition_graph]
 # Each task's part is compiled with task_pipeline(PIPELINE): its shapes are concrete already and
 # its feeds are the program's and the values it receives.
 
-# The reference interpreter: the path of compilation up to the schedule (no optimization: the
-# interpreter defines what the ops compute, so it evaluates the graph as the user built it) ...
+# The reference interpreter: the path of compilation up to the schedule, without the
+# optimizations (the ops' NumPy references evaluate the graph as the user built it) ...
 INTERP_PIPELINE: list[Pass] = [prune_graph, specialize_shapes, prune_graph, schedule_graph]
 # ... and for a partitioned run, each part of CLUSTER_PLACEMENT + CLUSTER_PARTITION scheduled.
 INTERP_PART_PIPELINE: list[Pass] = [schedule_graph]
@@ -235,7 +245,7 @@ def run_passes(
 
 
 # -- compiling one program ------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: it holds a whole graph
 class Program:
     """A program graph compiled for `target`: the graph after its pipeline (scheduled, memory
     planned), its lowering, and `source`, rendered for the target on first use (tfc inspect
