@@ -238,6 +238,11 @@ class Session:
         request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
         with self._lock:
             program = self._program(request)
+            if not isinstance(program, CompiledProgram):
+                raise ValueError(
+                    "time_runs times a program that runs on the host CPU; the program of "
+                    "these fetches runs on a GPU (ops placed there, or TFC_DEVICE=gpu)"
+                )
             self._check_initialized(program.lowered)
             rc, seconds = program.time_loop(request.feed_values, runs)
             if rc != 0:
