@@ -13,7 +13,8 @@ import tfc.ops.logic as _logic
 import tfc.ops.math as _math
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Operation, Tensor, name_scope
-from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.array_common import axis_tensor, pick_argument
+from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.grad_ops import broadcast_to, kept_dims_shape, select, static_shape
 from tfc.ops.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
@@ -305,21 +306,6 @@ for _type, _spec in REDUCTIONS.items():
 
 
 # -- frontends ----------------------------------------------------------------------------------
-def pick_argument(new: Any, new_name: str, old: Any, old_name: str) -> Any:
-    """TF1's deprecated-argument lookup: one of two spellings of an argument, not both."""
-    if new is not None and old is not None:
-        raise ValueError(f"Cannot specify both '{new_name}' and '{old_name}'.")
-    return new if new is not None else old
-
-
-def axis_tensor(axis: Any) -> Tensor:
-    if is_tensor_like(axis):
-        return convert_to_tensor(axis)
-    if isinstance(axis, (np.ndarray, np.generic)) and axis.dtype == np.int64:
-        return constant(axis)
-    return convert_to_tensor(axis, dtype=_dt.int32)  # TF's default Tidx, also for []
-
-
 def _reduce(
     op_type: str,
     input_tensor: Any,
