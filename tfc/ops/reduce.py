@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+import tfc.ops.array as _array
 import tfc.ops.logic as _logic
 import tfc.ops.math as _math
 from tfc.ir import dtypes as _dt
@@ -331,15 +332,13 @@ def _reduce_unknown_rank(op_type: str, x: Tensor, keep: bool, name: str | None) 
     """axis=None on a tensor whose rank is not known yet. TF1 reduces over range(rank(x));
     reducing the flattened tensor over its one axis visits the same elements in the same
     order, and needs no Range op. keepdims restores rank(x) ones once the rank is known."""
-    import tfc.ops.array as array
-
-    flat = array.reshape(x, [-1])
+    flat = _array.reshape(x, [-1])
     axes = constant(np.zeros(1, dtype=np.int32))
     attrs = {"keep_dims": False}
     if not keep:
         return apply_op(op_type, [flat, axes], attrs, name=name or op_type).outputs[0]
     total = apply_op(op_type, [flat, axes], attrs).outputs[0]
-    return array.reshape(total, array.ones_like(array.shape(x)), name=name)
+    return _array.reshape(total, _array.ones_like(_array.shape(x)), name=name)
 
 
 def _reduction_frontend(op_type: str, fn_name: str, what: str) -> Callable[..., Tensor]:
