@@ -247,7 +247,7 @@ def profiles(doc: dict) -> list[str]:
     lines = [
         "## Where tfc's time goes",
         "",
-        "Per-kernel times of tfc's program (its profile build, `tfc.profile`), slowest "
+        "Per-kernel times of tfc's program (its profile build, `Session.profile`), slowest "
         "first; a kernel's GFLOP/s use tfc's own FLOP count.",
         "",
     ]
