@@ -1,8 +1,8 @@
 """Benchmark tfc against PyTorch, JAX, TensorFlow and ONNX Runtime on the workloads of issue 5.
 
     python bench/run.py            # everything, 1 and 2 threads: writes bench/RESULTS.md,
-                                   # bench/results.json and the table in README.md's
-                                   # Performance section (about 10 minutes on 2 cores)
+                                   # bench/out/results.json (not committed) and the table
+                                   # in docs/performance.md (about 10 minutes on 2 cores)
     python bench/run.py --quick    # short rounds, 1 thread, no torch.compile: prints the
                                    # report (under a minute); --markdown/--json to keep it
 
@@ -24,10 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from suite import data, orchestrate, peak, readme, report, workloads  # noqa: E402
+from suite import data, marked_block, orchestrate, peak, report, workloads  # noqa: E402
 from suite.measure import LoadProbe, Plan  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
+PERFORMANCE_PAGE = BENCH.parent / "docs" / "performance.md"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -48,17 +49,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--json",
-        help="where to write the results document (default bench/results.json; quick: none)",
+        help="where to write the results document (default bench/out/results.json; quick: none)",
     )
     p.add_argument(
-        "--no-readme",
+        "--no-docs",
         action="store_true",
-        help="leave README.md alone (a full run updates its results table)",
+        help="leave docs/performance.md alone (a full run updates its results table)",
     )
     p.add_argument(
         "--render",
         metavar="RESULTS_JSON",
-        help="measure nothing: write the report (and README table) of a saved run",
+        help="measure nothing: write the report (and docs table) of a saved run",
     )
     p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
     p.add_argument(
@@ -193,20 +194,27 @@ def main(argv: list[str] | None = None) -> int:
         doc = run(args)
     text = report.render(doc, workloads.SCALING_TARGET if not args.tiny else None)
     markdown = args.markdown or (None if args.quick else str(BENCH / "RESULTS.md"))
-    json_path = args.json or (None if args.quick or args.render else str(BENCH / "results.json"))
-    if markdown:
+    json_path = args.json or (
+        None if args.quick or args.render else str(BENCH / "out" / "results.json")
+    )
+    # an existing report with markers keeps what is written around them (RESULTS.md's history)
+    if markdown and not (Path(markdown).exists() and marked_block.update(Path(markdown), text)):
         Path(markdown).write_text(text + "\n")
     if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(doc, indent=1) + "\n")
     full = (
         doc.get("command", "").strip() == "python bench/run.py"
         if args.render
         else not (args.quick or args.tiny or args.workloads or args.frameworks or args.threads)
     )
-    if full and not args.no_readme:
+    if full and not args.no_docs:
         block = report.summary(doc, workloads.SCALING_TARGET)
-        if readme.update(BENCH.parent / "README.md", block):
-            print("updated the table in README.md", file=sys.stderr)
+        if marked_block.update(PERFORMANCE_PAGE, block):
+            print(
+                f"updated the table in {PERFORMANCE_PAGE.relative_to(BENCH.parent)}",
+                file=sys.stderr,
+            )
     print(text)
     print(
         f"\n{doc['elapsed_s']:.0f} s"

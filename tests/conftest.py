@@ -24,3 +24,13 @@ def cuda_device(request, monkeypatch) -> str:
     device = request.param
     monkeypatch.setenv("TFC_CUDA", "emulate" if device == "emulated" else "gpu")
     return device
+
+
+@pytest.fixture
+def safetensors():
+    """The safetensors package, the independent reader and writer checkpoints are checked
+    against; an optional test dependency, so a test that takes it skips where it is missing."""
+    pytest.importorskip("safetensors.numpy", reason="safetensors (pip install safetensors) missing")
+    import safetensors
+
+    return safetensors

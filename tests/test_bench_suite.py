@@ -197,26 +197,26 @@ def test_a_missing_peer_is_reported_as_missing(tmp_path):
     assert "No module named 'torch'" in rows[0]["reason"]
 
 
-def test_readme_block_is_replaced_between_markers_only(tmp_path):
-    from suite import readme
+def test_block_is_replaced_between_markers_only(tmp_path):
+    from suite import marked_block
 
-    path = tmp_path / "README.md"
-    path.write_text(f"# x\n\n## Performance\n\n{readme.BEGIN}\nold table\n{readme.END}\n\n## y\n")
+    path = tmp_path / "performance.md"
+    path.write_text(
+        f"# x\n\n## Performance\n\n{marked_block.BEGIN}\nold table\n{marked_block.END}\n\n## y\n"
+    )
     block = report.summary(fixed_doc())
-    assert readme.update(path, block)
+    assert marked_block.update(path, block)
     text = path.read_text()
     assert "old table" not in text and text.startswith("# x\n\n## Performance\n")
     assert "| model m, b=4 | <= 0.80x best peer | 1 ms | JAX jit 2 ms | 0.5x | 0.10 | met |" in text
-    assert text.endswith(f"{readme.END}\n\n## y\n")
-    assert readme.update(path, "new") and "| model m" not in path.read_text()
+    assert text.endswith(f"{marked_block.END}\n\n## y\n")
+    assert marked_block.update(path, "new") and "| model m" not in path.read_text()
     path.write_text("no markers\n")
-    assert not readme.update(path, block) and path.read_text() == "no markers\n"
+    assert not marked_block.update(path, block) and path.read_text() == "no markers\n"
 
 
-def test_render_rewrites_the_report_of_a_saved_run(tmp_path):
-    saved, out = tmp_path / "results.json", tmp_path / "RESULTS.md"
-    saved.write_text(json.dumps(fixed_doc()))
-    proc = subprocess.run(
+def _render(saved: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [
             sys.executable,
             str(BENCH / "run.py"),
@@ -224,13 +224,34 @@ def test_render_rewrites_the_report_of_a_saved_run(tmp_path):
             str(saved),
             "--markdown",
             str(out),
-            "--no-readme",
+            "--no-docs",
         ],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=str(ROOT),
     )
+
+
+def test_render_rewrites_the_report_of_a_saved_run(tmp_path):
+    saved, out = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    saved.write_text(json.dumps(fixed_doc()))
+    proc = _render(saved, out)
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == report.render(fixed_doc(), workloads.SCALING_TARGET) + "\n"
     assert "STEP-1 LOSS MISMATCH: m PyTorch eager 1t" in proc.stderr
+
+
+def test_render_keeps_what_a_report_holds_around_its_markers(tmp_path):
+    """bench/RESULTS.md: the generated report between the markers, hand-written history below."""
+    from suite import marked_block
+
+    saved, out = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    saved.write_text(json.dumps(fixed_doc()))
+    out.write_text(f"{marked_block.BEGIN}\nold report\n{marked_block.END}\n\n## History\nkept\n")
+    proc = _render(saved, out)
+    assert proc.returncode == 0, proc.stderr
+    generated = report.render(fixed_doc(), workloads.SCALING_TARGET).rstrip()
+    assert out.read_text() == (
+        f"{marked_block.BEGIN}\n{generated}\n{marked_block.END}\n\n## History\nkept\n"
+    )

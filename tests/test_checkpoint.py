@@ -12,8 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors import safe_open
-from safetensors.numpy import load_file, save_file
 
 import tfc as tf
 from tfc.io.checkpoint import (
@@ -178,14 +176,14 @@ def corrupt_file(directory: Path, case: str) -> tuple[Path, str]:
     return path, problem
 
 
-def test_uncorrupted_base_reads_in_both_readers(tmp_path):
+def test_uncorrupted_base_reads_in_both_readers(tmp_path, safetensors):
     (tmp_path / "ok.safetensors").write_bytes(_VALID)
     arrays, metadata = read_safetensors(tmp_path / "ok.safetensors")
     assert metadata == {"format": "tfc"}
     np.testing.assert_array_equal(arrays["W"], _W)
     np.testing.assert_array_equal(arrays["b"], _B)
     np.testing.assert_array_equal(arrays["flag"], _FLAG)
-    reference = load_file(str(tmp_path / "ok.safetensors"))
+    reference = safetensors.numpy.load_file(str(tmp_path / "ok.safetensors"))
     np.testing.assert_array_equal(reference["W"], _W)
 
 
@@ -253,7 +251,7 @@ def test_save_restore_and_training_continues(tmp_path):
     assert gs_now == 5
 
 
-def test_checkpoints_are_safetensors_files(tmp_path):
+def test_checkpoints_are_safetensors_files(tmp_path, safetensors):
     W, b, gs, step = _model()
     saver = tf.train.Saver()
     with tf.Session() as sess:
@@ -261,27 +259,29 @@ def test_checkpoints_are_safetensors_files(tmp_path):
         sess.run(step)
         prefix = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=7)
         values = dict(zip(["W", "dense/b", "global_step"], sess.run([W, b, gs])))
-    loaded = load_file(prefix + ".safetensors")
+    loaded = safetensors.numpy.load_file(prefix + ".safetensors")
     assert loaded.keys() == values.keys()
     for name, want in values.items():
         assert loaded[name].dtype == np.asarray(want).dtype, name
         np.testing.assert_array_equal(loaded[name], want)
-    with safe_open(prefix + ".safetensors", "np") as f:
+    with safetensors.safe_open(prefix + ".safetensors", "np") as f:
         assert f.metadata() == {"format": "tfc", "global_step": "7"}
     # the file is what the reference writer makes of the same tensors, byte for byte
-    save_file(
+    safetensors.numpy.save_file(
         loaded, str(tmp_path / "ref.safetensors"), metadata={"format": "tfc", "global_step": "7"}
     )
-    with safe_open(str(tmp_path / "ref.safetensors"), "np") as f:
+    with safetensors.safe_open(str(tmp_path / "ref.safetensors"), "np") as f:
         assert f.metadata() == {"format": "tfc", "global_step": "7"}
     write_safetensors(tmp_path / "one.safetensors", loaded, {"format": "tfc"})
-    save_file(loaded, str(tmp_path / "ref1.safetensors"), metadata={"format": "tfc"})
+    safetensors.numpy.save_file(
+        loaded, str(tmp_path / "ref1.safetensors"), metadata={"format": "tfc"}
+    )
     assert (tmp_path / "one.safetensors").read_bytes() == (
         tmp_path / "ref1.safetensors"
     ).read_bytes()
 
 
-def test_restores_files_written_by_the_safetensors_package(tmp_path):
+def test_restores_files_written_by_the_safetensors_package(tmp_path, safetensors):
     W = tf.Variable(np.zeros((2, 3), np.float32), name="W")
     n = tf.Variable(np.zeros((), np.int32), name="n")
     flags = tf.Variable(np.zeros(3, bool), name="flags")
@@ -291,7 +291,7 @@ def test_restores_files_written_by_the_safetensors_package(tmp_path):
         "flags": np.array([True, False, True]),
         "unused": np.zeros(5, np.int64),
     }
-    save_file(want, str(tmp_path / "ext.safetensors"))
+    safetensors.numpy.save_file(want, str(tmp_path / "ext.safetensors"))
     saver = tf.train.Saver([W, n, flags])
     for path in (tmp_path / "ext", tmp_path / "ext.safetensors"):  # prefix or file
         with tf.Session() as sess:
@@ -358,7 +358,7 @@ def test_relative_paths_and_keeping_all(tmp_path, monkeypatch):
     assert len(list((tmp_path / "run").glob("*.safetensors"))) == 4
 
 
-def test_global_step_forms_and_names(tmp_path):
+def test_global_step_forms_and_names(tmp_path, safetensors):
     v = tf.Variable(np.ones(2, np.float32), name="v")
     step32 = tf.Variable(12, name="step32")
     saver = tf.train.Saver([v], pad_step_number=True)
@@ -375,13 +375,13 @@ def test_global_step_forms_and_names(tmp_path):
         assert plain.save(sess, str(tmp_path / "m")) == str(tmp_path / "m")
         with pytest.raises(ValueError, match="'latest_filename' collides with 'save_path'"):
             plain.save(sess, str(tmp_path / "checkpoint"))
-    with safe_open(str(tmp_path / "m-12.safetensors"), "np") as f:
+    with safetensors.safe_open(str(tmp_path / "m-12.safetensors"), "np") as f:
         assert f.metadata() == {"format": "tfc", "global_step": "12"}
-    with safe_open(str(tmp_path / "m.safetensors"), "np") as f:
+    with safetensors.safe_open(str(tmp_path / "m.safetensors"), "np") as f:
         assert f.metadata() == {"format": "tfc"}
 
 
-def test_var_list_forms(tmp_path):
+def test_var_list_forms(tmp_path, safetensors):
     a = tf.Variable(np.array([1.0, 2.0], np.float32), name="a")
     c = tf.Variable(np.array(3, np.int64), name="scope/c")
     with tf.Session() as sess:
@@ -389,9 +389,9 @@ def test_var_list_forms(tmp_path):
         tf.train.Saver([a]).save(sess, str(tmp_path / "list"))
         tf.train.Saver({"renamed": a, "c": c}).save(sess, str(tmp_path / "dict"))
         tf.train.Saver([c.op.outputs[0]]).save(sess, str(tmp_path / "ref"))
-    assert set(load_file(str(tmp_path / "list.safetensors"))) == {"a"}
-    assert set(load_file(str(tmp_path / "dict.safetensors"))) == {"renamed", "c"}
-    assert set(load_file(str(tmp_path / "ref.safetensors"))) == {"scope/c"}
+    assert set(safetensors.numpy.load_file(str(tmp_path / "list.safetensors"))) == {"a"}
+    assert set(safetensors.numpy.load_file(str(tmp_path / "dict.safetensors"))) == {"renamed", "c"}
+    assert set(safetensors.numpy.load_file(str(tmp_path / "ref.safetensors"))) == {"scope/c"}
     # a dict restores by its keys into other variables
     fresh = tf.Variable(np.zeros(2, np.float32), name="fresh")
     with tf.Session() as sess:
@@ -471,7 +471,7 @@ def test_save_errors(tmp_path):
 
 
 # -- the writer and reader directly ---------------------------------------------------------------
-def test_writer_checks_its_input_and_leaves_nothing_behind(tmp_path):
+def test_writer_checks_its_input_and_leaves_nothing_behind(tmp_path, safetensors):
     with pytest.raises(ValueError, match="tensor 'h' has dtype float16"):
         write_safetensors(tmp_path / "x.safetensors", {"h": np.zeros(2, np.float16)})
     with pytest.raises(ValueError, match="reserved"):
@@ -484,7 +484,9 @@ def test_writer_checks_its_input_and_leaves_nothing_behind(tmp_path):
     # big-endian and non-contiguous input is written little-endian and C-ordered
     source = np.arange(12, dtype=">i4").reshape(3, 4)[:, ::2]
     write_safetensors(tmp_path / "x.safetensors", {"a": source})
-    np.testing.assert_array_equal(load_file(str(tmp_path / "x.safetensors"))["a"], source)
+    np.testing.assert_array_equal(
+        safetensors.numpy.load_file(str(tmp_path / "x.safetensors"))["a"], source
+    )
     assert list(tmp_path.iterdir()) == [tmp_path / "x.safetensors"]
 
 

@@ -76,9 +76,7 @@ def _run(*args):
     return proc.stdout
 
 
-def test_native_step_and_predictions_match_the_session(build):
-    from safetensors.numpy import load_file
-
+def test_native_step_and_predictions_match_the_session(build, safetensors):
     root, x, y = build
     exe, ckpt = root / "build", root / "ckpt"
     out = _run(
@@ -115,7 +113,7 @@ def test_native_step_and_predictions_match_the_session(build):
         expected_p = sess.run(probabilities, {predict["inputs"]["features"]: x[:5]})
         expected = {v.op.name: sess.read_variable(v.op.name) for v in tf.global_variables()}
     assert abs(native_loss - loss) <= 1e-5
-    saved = load_file(str(ckpt / "model.ckpt-1.safetensors"))
+    saved = safetensors.numpy.load_file(str(ckpt / "model.ckpt-1.safetensors"))
     assert set(saved) == set(expected) and int(saved["global_step"]) == 1
     assert saved["conv1/kernel"].shape == (5, 5, 1, 6) and saved["fc3/kernel"].shape == (400, 120)
     for name, value in expected.items():
@@ -155,14 +153,12 @@ SANITIZE = "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-o
 SANITIZER_ENV = {"ASAN_OPTIONS": "exitcode=86:detect_leaks=1", "UBSAN_OPTIONS": "exitcode=87"}
 
 
-def test_training_step_is_clean_under_sanitizers(build, tmp_path):
+def test_training_step_is_clean_under_sanitizers(build, tmp_path, safetensors):
     """Two training steps and a prediction built with ASan and UBSan report nothing and save
     what the plain build saves: no undefined behaviour in the kernels, no access outside the
     arena and the tensors (within the arena, the op tests' exact comparisons guard the
     scratch buffers and tiles)."""
     import shutil
-
-    from safetensors.numpy import load_file
 
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
@@ -187,8 +183,8 @@ def test_training_step_is_clean_under_sanitizers(build, tmp_path):
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         assert "runtime error" not in proc.stderr and "Sanitizer" not in proc.stderr
-    a = load_file(str(tmp_path / "plain" / "model.ckpt-2.safetensors"))
-    b = load_file(str(tmp_path / "sanitized" / "model.ckpt-2.safetensors"))
+    a = safetensors.numpy.load_file(str(tmp_path / "plain" / "model.ckpt-2.safetensors"))
+    b = safetensors.numpy.load_file(str(tmp_path / "sanitized" / "model.ckpt-2.safetensors"))
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-5, err_msg=name)
     proc = subprocess.run(

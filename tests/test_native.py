@@ -93,12 +93,10 @@ def sanitized(build, tmp_path_factory):
     return copy
 
 
-def test_one_step_matches_the_session(build, tmp_path):
+def test_one_step_matches_the_session(build, tmp_path, safetensors):
     native = tmp_path / "ckpt"
     out = _train(build, native, 1, "--batch", BATCH, "--no-shuffle", "--log-every", 1).stdout
     native_loss = float(re.search(r"^step 1  loss (\S+)", out, re.M).group(1))
-
-    from safetensors.numpy import load_file
 
     sig = _iris_signatures()["train"]
     x, y = _load(TRAIN_CSV)
@@ -108,7 +106,7 @@ def test_one_step_matches_the_session(build, tmp_path):
         loss, _ = sess.run([sig["loss"], sig["train_op"]], feed)
         expected = _session_variables(sess)
     assert abs(native_loss - loss) <= 1e-5
-    saved = load_file(str(native / "model.ckpt-1.safetensors"))
+    saved = safetensors.numpy.load_file(str(native / "model.ckpt-1.safetensors"))
     assert set(saved) == set(expected)
     assert int(saved["global_step"]) == 1
     for name, value in expected.items():
@@ -120,13 +118,11 @@ def test_one_step_matches_the_session(build, tmp_path):
             np.testing.assert_allclose(sess.read_variable(name), value, atol=1e-5, err_msg=name)
 
 
-def test_initial_weights_and_npy_data_match(build, tmp_path):
+def test_initial_weights_and_npy_data_match(build, tmp_path, safetensors):
     """--steps 0 saves the initial values: the session's, from the same Philox streams; a
     .npy file of the same rows trains exactly as the CSV does."""
-    from safetensors.numpy import load_file
-
     _train(build, tmp_path / "a", 0)
-    initial = load_file(str(tmp_path / "a" / "model.ckpt-0.safetensors"))
+    initial = safetensors.numpy.load_file(str(tmp_path / "a" / "model.ckpt-0.safetensors"))
     _iris_signatures()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -136,8 +132,8 @@ def test_initial_weights_and_npy_data_match(build, tmp_path):
     np.save(tmp_path / "train.npy", np.loadtxt(TRAIN_CSV, delimiter=",", skiprows=1))
     for data, ckpt in ((TRAIN_CSV, "csv"), (tmp_path / "train.npy", "npy")):
         _train(build, tmp_path / ckpt, 3, data=data)
-    from_csv = load_file(str(tmp_path / "csv" / "model.ckpt-3.safetensors"))
-    from_npy = load_file(str(tmp_path / "npy" / "model.ckpt-3.safetensors"))
+    from_csv = safetensors.numpy.load_file(str(tmp_path / "csv" / "model.ckpt-3.safetensors"))
+    from_npy = safetensors.numpy.load_file(str(tmp_path / "npy" / "model.ckpt-3.safetensors"))
     for name in from_csv:
         np.testing.assert_array_equal(from_csv[name], from_npy[name], err_msg=name)
 
@@ -214,9 +210,7 @@ def test_native_and_session_training_agree_over_1000_steps(build, tmp_path):
         np.testing.assert_allclose(saved.get_tensor(name), value, rtol=1e-4, atol=1e-5)
 
 
-def test_resume_continues_the_global_step(build, tmp_path):
-    from safetensors.numpy import load_file
-
+def test_resume_continues_the_global_step(build, tmp_path, safetensors):
     resumed, straight = tmp_path / "resumed", tmp_path / "straight"
     _train(build, resumed, 5)
     out = _train(build, resumed, 9, "--log-every", 1).stdout
@@ -225,8 +219,8 @@ def test_resume_continues_the_global_step(build, tmp_path):
     assert "nothing to do" in _train(build, resumed, 9).stdout
     _train(build, straight, 9)
     # the example stream continues where it stood: resumed training is the same training
-    a = load_file(str(resumed / "model.ckpt-9.safetensors"))
-    b = load_file(str(straight / "model.ckpt-9.safetensors"))
+    a = safetensors.numpy.load_file(str(resumed / "model.ckpt-9.safetensors"))
+    b = safetensors.numpy.load_file(str(straight / "model.ckpt-9.safetensors"))
     assert int(a["global_step"]) == 9
     for name in b:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
@@ -279,10 +273,8 @@ def test_executables_need_only_libc_and_libm(build):
         assert libs and all(lib.rsplit("/", 1)[-1].startswith(allowed) for lib in libs), libs
 
 
-def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path):
+def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path, safetensors):
     """The copy was rebuilt by `make` (with sanitizers) and trains exactly as the original."""
-    from safetensors.numpy import load_file
-
     env = {**os.environ, **SANITIZER_ENV}
     for name, exe_dir in (("plain", build), ("sanitized", sanitized)):
         proc = _train(exe_dir, tmp_path / name, 20, "--save-every", 10, "--max-to-keep", 1, env=env)
@@ -291,8 +283,8 @@ def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path):
         "checkpoint",
         "model.ckpt-20.safetensors",
     ]
-    a = load_file(str(tmp_path / "plain" / "model.ckpt-20.safetensors"))
-    b = load_file(str(tmp_path / "sanitized" / "model.ckpt-20.safetensors"))
+    a = safetensors.numpy.load_file(str(tmp_path / "plain" / "model.ckpt-20.safetensors"))
+    b = safetensors.numpy.load_file(str(tmp_path / "sanitized" / "model.ckpt-20.safetensors"))
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-6, err_msg=name)
     proc = _predict(sanitized, tmp_path / "sanitized", TEST_CSV, "--output", tmp_path / "p.npy",
@@ -405,15 +397,13 @@ def test_missing_and_corrupt_checkpoints_are_clear_errors(sanitized, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "model.ckpt-7.safetensors"]
 
 
-def test_lr_overrides_the_learning_rate(build, tmp_path):
-    from safetensors.numpy import load_file
-
+def test_lr_overrides_the_learning_rate(build, tmp_path, safetensors):
     for lr in ("0", "0.01"):
         _train(build, tmp_path / lr, 2, "--lr", lr)
-    frozen = load_file(str(tmp_path / "0" / "model.ckpt-2.safetensors"))
-    moved = load_file(str(tmp_path / "0.01" / "model.ckpt-2.safetensors"))
+    frozen = safetensors.numpy.load_file(str(tmp_path / "0" / "model.ckpt-2.safetensors"))
+    moved = safetensors.numpy.load_file(str(tmp_path / "0.01" / "model.ckpt-2.safetensors"))
     assert "saved" in _train(build, tmp_path / "init", 0).stdout
-    initial = load_file(str(tmp_path / "init" / "model.ckpt-0.safetensors"))
+    initial = safetensors.numpy.load_file(str(tmp_path / "init" / "model.ckpt-0.safetensors"))
     np.testing.assert_array_equal(frozen["logits/kernel"], initial["logits/kernel"])
     assert np.abs(moved["logits/kernel"] - initial["logits/kernel"]).max() > 1e-3
 

@@ -1,40 +1,13 @@
-"""fuse_elementwise: which groups form, their outputs, and the same bits with fusion on and off."""
-
-import importlib.util
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+"""fuse_elementwise: which groups form, what they export, and how the graph is rewired."""
 
 import numpy as np
 import pytest
-from test_codegen_c import _sanitizer_env
+from passcheck import assert_graph, front, run
 
 import tfc as tf
-from tfc.codegen.lower import lower_program
-from tfc.compiler import OPTIMIZATIONS, pass_name, pipeline, run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.ops import training_ops
 from tfc.passes.fuse import fuse_elementwise
-from tfc.passes.memory import plan_memory
-from tfc.passes.prune import prune_graph
-from tfc.passes.schedule import schedule_graph
-from tfc.passes.specialize import specialize_shapes
-from tfc.reference.interp import InterpState, evaluate
-
-REPO = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("digits_mlp_sample", REPO / "samples/digits_mlp.py")
-digits_mlp = importlib.util.module_from_spec(_spec)  # the sample's model and data
-_spec.loader.exec_module(digits_mlp)
-
-FRONT = [prune_graph, specialize_shapes, prune_graph]
-UNFUSED = tf.CompileOptions(passes=[])
-FUSED = tf.CompileOptions(passes=["fuse"])
-# fusion alone, and fusion after the other optimizations (a graph without tuple identities...)
-PIPELINES = {
-    "fuse-alone": (UNFUSED, FUSED),
-    "all-optimizations": (tf.CompileOptions(disable=["fuse"]), tf.CompileOptions()),
-}
 
 
 def _feeds(feed_dict):
@@ -43,15 +16,15 @@ def _feeds(feed_dict):
     ]
 
 
-def _program(fetches, feed_dict=None, targets=(), passes=(fuse_elementwise,)):
-    """The program graph of `fetches` after the front passes and `passes`, checked."""
+def _program(fetches, feed_dict=None, targets=()):
+    """The program graph of `fetches` after the front passes and the fuse pass, checked."""
     graph = make_program_graph(
         tf.get_default_graph(),
         [(t.op.name, t.value_index) for t in fetches],
         [op.name for op in targets],
         _feeds(feed_dict or {}),
     )
-    return run_passes(graph, FRONT + list(passes), verify=True)
+    return run(fuse_elementwise, front(graph))
 
 
 def _fusions(graph):
@@ -69,49 +42,29 @@ def _ops(graph):
     return {graph.op_type(n) for n in graph.node_names()}
 
 
-def _both(fetches, feed_dict=None, init=None, steps=1, train=None, pipelines="fuse-alone"):
-    """The fetched values compiled without and with fusion (each in its own session), after
-    `steps` - 1 runs of `train`."""
-    results = []
-    for options in PIPELINES[pipelines]:
-        with tf.Session(config=options) as sess:
-            if init is not None:
-                sess.run(init)
-            for _ in range(steps - 1):
-                sess.run(train, feed_dict)
-            results.append(sess.run(fetches, feed_dict))
-    return results
-
-
-def _assert_identical(a, b):
-    for i, (x, y) in enumerate(zip(a, b)):
-        assert np.asarray(x).dtype == np.asarray(y).dtype, i
-        np.testing.assert_array_equal(x, y, err_msg=f"fetch {i}")
-
-
-def _source(fetches, feed_dict):
-    with tf.Session(config=FUSED) as sess:
-        return sess.source(fetches, feed_dict)
-
-
-def _interpret(fetches, feed_dict, passes):
-    """Values from the ops' NumPy references on the program after `passes` (the Fusion op's
-    reference when "fuse" is among them)."""
-    graph = _program(fetches, feed_dict, passes=list(passes) + [schedule_graph])
-    return evaluate(graph, list(feed_dict.values()), InterpState())
-
-
-# -- which groups form ---------------------------------------------------------------------------
+# -- which groups form, and how the graph around them is rewired -------------------------------
 def test_a_broadcasting_chain_becomes_one_node_with_one_output():
     x = tf.placeholder(tf.float32, [4, 3], name="x")
     b = tf.constant([1.0, 2.0, 3.0], name="b")
     y = tf.nn.relu(tf.multiply(x, 2.0, name="mul") + b, name="y")
     z = tf.exp(y, name="z")
     g = _program([z], {x: np.zeros((4, 3), np.float32)})
-    assert _fusions(g) == {"z/fusion": (["mul", "add", "y", "z"], ["z"])}
-    assert {"Mul", "Add", "Relu", "Exp"}.isdisjoint(_ops(g))
-    assert g.graph_attrs["fetches"] == [("z/fusion", 0)]
-    assert g.input_edges("z/fusion") == [("x", 0), ("Const", 0), ("b", 0)]  # Const: the 2.0
+    # one output (z, member 3); the Const is the 2.0
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[4,3] {dtype=float32, index=0, shape=(4, 3)}
+        b = Const() -> float32[3] {dtype=float32, value=[1.0, 2.0, 3.0]}
+        Const = Const() -> float32[] {dtype=float32, value=2.0}
+        z/fusion = Fusion(x:0, Const:0, b:0) -> float32[4,3] {outputs=(3,)}
+          members:
+            mul (Mul: in0, in1)
+            add (Add: m0, in2)
+            y (Relu: m1)
+            z (Exp: m2)
+        fetches: z/fusion:0
+        """,
+    )
 
 
 def test_a_member_needed_outside_becomes_an_output_and_consumers_are_rewired():
@@ -120,11 +73,24 @@ def test_a_member_needed_outside_becomes_an_output_and_consumers_are_rewired():
     z = tf.nn.softmax(tf.reshape(y, [2, 4]), name="z")  # not element-wise: reads y from outside
     w = tf.sqrt(y, name="w") * 3.0
     g = _program([y, z, w], {x: np.ones(8, np.float32)})
-    (fusion, (members, outputs)), *rest = _fusions(g).items()
-    assert not rest and members == ["add", "y", "w", "mul"] and outputs == ["y", "mul"]
-    assert g.graph_attrs["fetches"] == [(fusion, 0), ("z", 0), (fusion, 1)]
-    reshape = g.input_edges("z")[0][0]
-    assert g.input_edges(reshape)[0] == (fusion, 0)
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[8] {dtype=float32, index=0, shape=(8,)}
+        Const = Const() -> float32[] {dtype=float32, value=1.0}
+        Reshape/shape = Const() -> int32[2] {dtype=int32, value=[2, 4]}
+        Reshape = Reshape(mul/fusion:0, Reshape/shape:0) -> float32[2,4]
+        z = Softmax(Reshape:0) -> float32[2,4]
+        Const_1 = Const() -> float32[] {dtype=float32, value=3.0}
+        mul/fusion = Fusion(x:0, Const:0, Const_1:0) -> float32[8], float32[8] {outputs=(1, 3)}
+          members:
+            add (Add: in0, in1)
+            y (Square: m0)
+            w (Sqrt: m1)
+            mul (Mul: m2, in2)
+        fetches: mul/fusion:0, z:0, mul/fusion:1
+        """,
+    )
 
 
 def test_single_ops_and_stateful_or_random_ops_are_left_alone():
@@ -133,17 +99,36 @@ def test_single_ops_and_stateful_or_random_ops_are_left_alone():
     r = tf.random_uniform([5], seed=1, name="r")  # RandomUniform, then r/mul and r (an Add)
     lone = tf.negative(x, name="lone")
     before = tf.add(r * 2.0, x, name="before")  # random -> element-wise
-    step = tf.assign_add(v, before, name="step")  # stateful
+    step = tf.assign_add(v, before, name="step")  # stateful: its value is read, so it stays
     after = tf.exp(step, name="after") - 1.0  # element-wise after the update
     g = _program([lone, after], {x: np.ones(5, np.float32)})
-    assert g.op_type("lone") == "Neg" and g.op_type("r/RandomUniform") == "RandomUniform"
-    assert g.op_type("step") == "AssignAdd"  # its value is read: not folded into an update
-    assert _fusions(g) == {
-        "before/fusion": (["r/sub", "r/mul", "r", "mul", "before"], ["before"]),
-        "sub/fusion": (["after", "sub"], ["sub"]),
-    }
-    assert g.input_edges("step") == [("v", 0), ("before/fusion", 0)]
-    assert g.input_edges("sub/fusion") == [("step", 0), ("Const_1", 0)]
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[5] {dtype=float32, index=0, shape=(5,)}
+        v = VariableV2() -> float32[5] {dtype=float32, shape=(5,)}
+        r/shape = Const() -> int32[1] {dtype=int32, value=[5]}
+        r/min = Const() -> float32[] {dtype=float32, value=0.0}
+        r/max = Const() -> float32[] {dtype=float32, value=1.0}
+        r/RandomUniform = RandomUniform(r/shape:0) -> float32[5] {T=int32, dtype=float32, seed=87654321, seed2=1}
+        lone = Neg(x:0) -> float32[5]
+        Const = Const() -> float32[] {dtype=float32, value=2.0}
+        before/fusion = Fusion(r/max:0, r/min:0, r/RandomUniform:0, Const:0, x:0) -> float32[5] {outputs=(4,)}
+          members:
+            r/sub (Sub: in0, in1)
+            r/mul (Mul: in2, m0)
+            r (Add: m1, in1)
+            mul (Mul: m2, in3)
+            before (Add: m3, in4)
+        step = AssignAdd(v:0, before/fusion:0) -> float32[5]
+        Const_1 = Const() -> float32[] {dtype=float32, value=1.0}
+        sub/fusion = Fusion(step:0, Const_1:0) -> float32[5] {outputs=(1,)}
+          members:
+            after (Exp: in0)
+            sub (Sub: m0, in1)
+        fetches: lone:0, sub/fusion:0
+        """,  # noqa: E501
+    )
 
 
 def test_an_assignment_of_an_element_wise_value_runs_in_its_loop():
@@ -151,10 +136,21 @@ def test_an_assignment_of_an_element_wise_value_runs_in_its_loop():
     v = tf.Variable(tf.ones([5]), name="v")
     step = tf.assign(v, tf.sqrt(v.value() * x + 1.0, name="value"), name="step")
     g = _program([], {x: np.ones(5, np.float32)}, targets=[step.op])
-    assert _fusions(g) == {"step/fusion": (["mul", "add", "value"], [])}
-    assert g.op_type("step/fusion") == "FusedAssign" and g.graph_attrs["targets"] == ["step/fusion"]
-    feed = {x: np.arange(5, dtype=np.float32)}
-    _assert_identical(*_both([v], feed, v.initializer, steps=3, train=step.op))
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[5] {dtype=float32, index=0, shape=(5,)}
+        v = VariableV2() -> float32[5] {dtype=float32, shape=(5,)}
+        v/read = Identity(v:0) -> float32[5] {_class=['loc:@v']}
+        Const = Const() -> float32[] {dtype=float32, value=1.0}
+        step/fusion = FusedAssign(v:0, v/read:0, x:0, Const:0) -> () {outputs=(), update=step (Assign of member 2)}
+          members:
+            mul (Mul: in1, in2)
+            add (Add: m0, in3)
+            value (Sqrt: m1)
+        targets: step/fusion
+        """,  # noqa: E501
+    )
 
 
 def test_groups_are_convex():
@@ -164,8 +160,20 @@ def test_groups_are_convex():
     c = tf.add(a, s, name="c")
     d = tf.multiply(c, 2.0, name="d")
     g = _program([d], {x: np.ones((3, 4), np.float32)})
-    assert list(_fusions(g).values()) == [(["c", "d"], ["d"])]
-    assert g.op_type("a") == "Exp"
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[3,4] {dtype=float32, index=0, shape=(3, 4)}
+        a = Exp(x:0) -> float32[3,4]
+        s = Softmax(a:0) -> float32[3,4]
+        Const = Const() -> float32[] {dtype=float32, value=2.0}
+        d/fusion = Fusion(a:0, s:0, Const:0) -> float32[3,4] {outputs=(1,)}
+          members:
+            c (Add: in0, in1)
+            d (Mul: m0, in2)
+        fetches: d/fusion:0
+        """,
+    )
 
 
 def test_a_reduction_ends_a_chain_and_what_reads_it_runs_after_the_loop():
@@ -177,23 +185,44 @@ def test_a_reduction_ends_a_chain_and_what_reads_it_runs_after_the_loop():
     m = tf.reduce_mean(p, axis=1, name="m")  # other dims: another kernel
     g = _program([after, m], {x: np.ones((6, 5), np.float32)})
     # reductions are always outputs: their buffers are their accumulators
-    assert _fusions(g) == {
-        "after/fusion": (["p", "s", "t", "add", "after"], ["p", "s", "t", "after"])
-    }
-    assert g.op_type("m") == "Mean" and g.input_edges("m")[0] == ("after/fusion", 0)
-    source = _source([after, m], {x: np.ones((6, 5), np.float32)})
-    assert source.count("for (int64_t e0 = 0; e0 < 5; ++e0)") == 1  # the loop after
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[6,5] {dtype=float32, index=0, shape=(6, 5)}
+        after/fusion = Fusion(x:0) -> float32[6,5], float32[5], float32[5], float32[5] {outputs=(0, 1, 2, 4)}
+          members:
+            p (Mul: in0, in0)
+            s (Sum: m0, Const)
+            t (Max: m0, Const_1)
+            add (Add: m1, m2)
+            after (Sqrt: m3)
+        Const_2 = Const() -> int32[] {dtype=int32, value=1}
+        m = Mean(after/fusion:0, Const_2:0) -> float32[6] {keep_dims=False}
+        fetches: after/fusion:3, m:0
+        """,  # noqa: E501
+    )
 
 
-def test_matmul_bias_add_and_activation_are_one_kernel():
+def test_matmul_bias_add_and_activation_are_one_node():
     x = tf.placeholder(tf.float32, [7, 5], name="x")
     w = tf.constant(np.ones((5, 3), np.float32), name="w")
     b = tf.constant(np.ones(3, np.float32), name="b")
     h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w, name="mm"), b, name="ba"), name="h")
     g = _program([h], {x: np.ones((7, 5), np.float32)})
-    assert _fusions(g) == {"h/fusion": (["mm", "ba", "h"], ["h"])}
-    kernels = lower_program(run_passes(g, [schedule_graph, plan_memory])).steps
-    assert sum(len(s.kernels) for s in kernels) == 1
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[7,5] {dtype=float32, index=0, shape=(7, 5)}
+        w = Const() -> float32[5,3] {dtype=float32, value=[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]}
+        b = Const() -> float32[3] {dtype=float32, value=[1.0, 1.0, 1.0]}
+        h/fusion = Fusion(x:0, w:0, b:0) -> float32[7,3] {outputs=(2,)}
+          members:
+            mm (MatMul: in0, in1)
+            ba (BiasAdd: m0, in2)
+            h (Relu: m1)
+        fetches: h/fusion:0
+        """,  # noqa: E501
+    )
 
 
 def test_a_view_needed_outside_stays_and_reads_the_fusion():
@@ -201,10 +230,20 @@ def test_a_view_needed_outside_stays_and_reads_the_fusion():
     y = tf.identity(tf.abs(x, name="a"), name="view")
     z = tf.multiply(y, 2.0, name="z")
     g = _program([y, z], {x: np.ones(4, np.float32)})
-    assert list(_fusions(g).values()) == [(["a", "view", "z"], ["a", "z"])]
-    fusion = next(iter(_fusions(g)))
-    assert g.op_type("view") == "Identity" and g.input_edges("view") == [(fusion, 0)]
-    assert g.graph_attrs["fetches"] == [("view", 0), (fusion, 1)]
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[4] {dtype=float32, index=0, shape=(4,)}
+        view = Identity(z/fusion:0) -> float32[4]
+        Const = Const() -> float32[] {dtype=float32, value=2.0}
+        z/fusion = Fusion(x:0, Const:0) -> float32[4], float32[4] {outputs=(0, 2)}
+          members:
+            a (Abs: in0)
+            view (Identity: m0)
+            z (Mul: m1, in1)
+        fetches: view:0, z/fusion:1
+        """,
+    )
 
 
 def test_control_edges_move_to_the_fusion_node():
@@ -217,9 +256,21 @@ def test_control_edges_move_to_the_fusion_node():
     with tf.control_dependencies([b]):
         c = tf.identity(x, name="c")
     g = _program([c, b], {x: np.ones(3, np.float32)})
-    fusion = next(iter(_fusions(g)))
-    assert g.control_input_names(fusion) == ["bump"]
-    assert g.control_input_names("c") == [fusion]
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[3] {dtype=float32, index=0, shape=(3,)}
+        v = VariableV2() -> float32[3] {dtype=float32, shape=(3,)}
+        Const = Const() -> float32[3] {dtype=float32, value=[1.0, 1.0, 1.0]}
+        bump = AssignAdd(v:0, Const:0) -> float32[3]
+        b/fusion = Fusion(x:0, ^bump) -> float32[3] {outputs=(1,)}
+          members:
+            a (Exp: in0)
+            b (Neg: m0)
+        c = Identity(x:0, ^b/fusion) -> float32[3]
+        fetches: c:0, b/fusion:0
+        """,
+    )
 
 
 def test_the_gradient_of_a_layer_folds_into_its_optimizer_update():
@@ -251,11 +302,8 @@ def test_an_update_reading_its_variable_element_by_element_is_fused():
     w = tf.Variable(np.arange(12.0, dtype=np.float32).reshape(4, 3), name="w")
     loss = tf.reduce_sum(tf.matmul(x, w)) + 0.1 * tf.nn.l2_loss(w)  # the gradient reads w
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-    feed = {x: np.arange(32, dtype=np.float32).reshape(8, 4) / 10}
-    g = _program([loss], feed, targets=[train])
+    g = _program([loss], {x: np.ones((8, 4), np.float32)}, targets=[train])
     assert "FusedApplyGradientDescent" in _ops(g)  # w[i] is read before w[i] is written
-    init = tf.global_variables_initializer()
-    _assert_identical(*_both([loss, w], feed, init, steps=3, train=train))
 
 
 def test_an_update_whose_loop_reads_its_variable_elsewhere_is_not_fused():
@@ -263,15 +311,25 @@ def test_an_update_whose_loop_reads_its_variable_elsewhere_is_not_fused():
     w = tf.Variable(np.arange(9.0, dtype=np.float32).reshape(3, 3) / 10, name="w")
     step = tf.nn.relu(tf.matmul(x, w, name="mm"), name="step")  # a GEMM row reads all of w
     train = training_ops.apply_gradient_descent(w, 0.5, step, name="sgd")
-    feed = {x: np.eye(3, dtype=np.float32)[::-1]}
-    g = _program([train], feed)
-    assert _fusions(g) == {"step/fusion": (["mm", "step"], ["step"])}
-    assert g.op_type("sgd") == "ApplyGradientDescent"
-    _assert_identical(*_both([w], feed, w.initializer, steps=3, train=train))
+    g = _program([train], {x: np.ones((3, 3), np.float32)})
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[3,3] {dtype=float32, index=0, shape=(3, 3)}
+        w = VariableV2() -> float32[3,3] {dtype=float32, shape=(3, 3)}
+        w/read = Identity(w:0) -> float32[3,3] {_class=['loc:@w']}
+        step/fusion = Fusion(x:0, w/read:0) -> float32[3,3] {outputs=(1,)}
+          members:
+            mm (MatMul: in0, in1)
+            step (Relu: m0)
+        alpha = Const() -> float32[] {dtype=float32, value=0.5}
+        sgd = ApplyGradientDescent(w:0, alpha:0, step/fusion:0) -> float32[3,3]
+        fetches: sgd:0
+        """,
+    )
 
 
-# -- the same numbers ----------------------------------------------------------------------------
-def test_elementwise_chains_with_broadcasting_give_the_same_bits():
+def test_broadcasting_chains_of_many_ops_form_one_loop_nest():
     rng = np.random.default_rng(0)
     x = tf.placeholder(tf.float32, [5, 1, 4], name="x")
     y = tf.placeholder(tf.float32, [3, 1], name="y")
@@ -292,89 +350,24 @@ def test_elementwise_chains_with_broadcasting_give_the_same_bits():
         tf.cast(tf.cast(n, tf.float64) * 0.75, tf.int64),
         tf.add_n([x * 2.0, x, x + 1.0]),
     ]
-    feed = {
-        x: rng.normal(size=(5, 1, 4)).astype(np.float32),
-        y: rng.normal(size=(3, 1)).astype(np.float32),
-        n: np.arange(-3, 3, dtype=np.int32),
-    }
+    feed = {x: np.ones((5, 1, 4), np.float32), y: np.ones((3, 1), np.float32)}
+    feed[n] = np.arange(-3, 3, dtype=np.int32)
     g = _program(fetches, feed)
     groups = list(_fusions(g).values())
     # c, its Sum over dims 0 and 2, and everything element-wise on a, b, c: one loop nest
     assert any({"Select", "Sum", "Tanh", "LogicalAnd", "ones_like"} <= set(m) for m, _ in groups)
     assert {g.op_type(n) for n in ("Mean", "Max", "Sum_1")} == {"Mean", "Max", "Sum"}
-    unfused_kernels = _kernel_count(fetches, feed, [], FRONT + [schedule_graph, plan_memory])
-    fused_kernels = _kernel_count(
-        fetches, feed, [], FRONT + [fuse_elementwise, schedule_graph, plan_memory]
-    )
-    assert (unfused_kernels, fused_kernels) == (39, 8)
-    unfused, fused = _both(fetches, feed)
-    _assert_identical(unfused, fused)
-    # the Fusion op's NumPy reference agrees with the ops' own
-    _assert_identical(_interpret(fetches, feed, []), _interpret(fetches, feed, [fuse_elementwise]))
-    for got, want in zip(fused, _interpret(fetches, feed, [])):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-def test_rows_of_a_few_channels_run_several_rows_per_loop_and_give_the_same_bits():
-    # LeNet's BiasAdd + Relu over [N*H*W, 6]: 8 rows (48 values) per inner loop, the bias read
-    # from a local row repeated 8 times; rows of 3 and 5 values: 16 rows per loop
-    rng = np.random.default_rng(3)
-    fetches, feed = [], {}
-    for shape in [(2, 4, 5, 6), (48, 3), (32, 5)]:
-        x = tf.placeholder(tf.float32, shape)
-        b = tf.constant(rng.normal(size=shape[-1]).astype(np.float32))
-        fetches.append(tf.nn.relu(tf.nn.bias_add(x, b)) * 3.0)
-        feed[x] = rng.normal(size=shape).astype(np.float32)
-    source = _source(fetches, feed)
-    for rows, values in [(5, 48), (3, 48), (2, 80)]:
-        assert f"< {rows}; ++" in source and f"< {values}; ++" in source
-    unfused, fused = _both(fetches, feed)
-    _assert_identical(unfused, fused)
-    for got, want in zip(fused, _interpret(fetches, feed, [])):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-
-
-def test_softmax_cross_entropy_forward_and_backward_give_the_same_bits():
-    rng = np.random.default_rng(1)
+def test_softmax_cross_entropy_forward_and_backward_fuse():
     logits = tf.placeholder(tf.float32, [16, 10], name="logits")
     labels = tf.placeholder(tf.float32, [16, 10], name="labels")
     loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits))
     dlogits, dlabels = tf.gradients(loss, [logits, labels])
-    feed = {
-        logits: rng.normal(size=(16, 10)).astype(np.float32) * 3,
-        labels: rng.dirichlet(np.ones(10), size=16).astype(np.float32),
-    }
-    fetches = [loss, dlogits, dlabels]
-    g = _program(fetches, feed)
-    assert _fusions(g)
-    unfused, fused = _both(fetches, feed)
-    _assert_identical(unfused, fused)
-    want = _interpret(fetches, feed, [])
-    for got, ref in zip(fused, want):
-        np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
+    feed = {logits: np.ones((16, 10), np.float32), labels: np.ones((16, 10), np.float32)}
+    assert _fusions(_program([loss, dlogits, dlabels], feed))
 
 
-def _mlp(optimizer, clip=False):
-    tf.set_random_seed(5)
-    x = tf.placeholder(tf.float32, [32, 12], name="x")
-    y = tf.placeholder(tf.float32, [32, 3], name="y")
-    h = tf.layers.dense(x, 16, activation=tf.nn.relu, name="h1")
-    h = tf.layers.dense(h, 8, activation=tf.tanh, name="h2")
-    out = tf.layers.dense(h, 3, activation=tf.sigmoid, name="out")
-    loss = tf.reduce_mean(tf.squared_difference(out, y))
-    grads = optimizer.compute_gradients(loss)
-    if clip:
-        grads = [(tf.clip_by_value(g, -0.05, 0.05), v) for g, v in grads]
-    train = optimizer.apply_gradients(grads)
-    rng = np.random.default_rng(2)
-    feed = {
-        x: rng.normal(size=(32, 12)).astype(np.float32),
-        y: rng.uniform(size=(32, 3)).astype(np.float32),
-    }
-    return x, loss, train, feed
-
-
-@pytest.mark.parametrize("pipelines", PIPELINES)
 @pytest.mark.parametrize(
     "optimizer, clip",
     [
@@ -383,96 +376,19 @@ def _mlp(optimizer, clip=False):
     ],
     ids=["adam", "momentum-clipped"],
 )
-def test_an_mlp_training_step_gives_the_same_bits(optimizer, clip, pipelines):
-    x, loss, train, feed = _mlp(optimizer(), clip)
+def test_an_mlp_training_step_applies_its_updates_in_fused_loops(optimizer, clip):
+    tf.set_random_seed(5)
+    x = tf.placeholder(tf.float32, [32, 12], name="x")
+    y = tf.placeholder(tf.float32, [32, 3], name="y")
+    h = tf.layers.dense(x, 16, activation=tf.nn.relu, name="h1")
+    h = tf.layers.dense(h, 8, activation=tf.tanh, name="h2")
+    out = tf.layers.dense(h, 3, activation=tf.sigmoid, name="out")
+    loss = tf.reduce_mean(tf.squared_difference(out, y))
+    opt = optimizer()
+    grads = opt.compute_gradients(loss)
+    if clip:
+        grads = [(tf.clip_by_value(g, -0.05, 0.05), v) for g, v in grads]
+    train = opt.apply_gradients(grads)
+    feed = {x: np.ones((32, 12), np.float32), y: np.ones((32, 3), np.float32)}
     g = _program([loss], feed, targets=[train])
     assert any(t.startswith("FusedApply") for t in _ops(g))
-    fetches = [loss, *tf.global_variables()]
-    init = tf.global_variables_initializer()
-    unfused, fused = _both(fetches, feed, init, steps=6, train=train, pipelines=pipelines)
-    _assert_identical(unfused, fused)
-
-
-def _digits(batch=64):
-    tf.set_random_seed(1)
-    x = tf.placeholder(tf.float32, [None, 64], name="images")
-    y = tf.placeholder(tf.int64, [None], name="labels")
-    loss, train, accuracy = digits_mlp.build_model(x, y, 0.002)
-    (images, labels), _ = digits_mlp.load_digits()
-    return x, y, loss, train, accuracy, {x: images[:batch], y: labels[:batch]}
-
-
-def _kernel_count(fetches, feed, targets, passes):
-    graph = make_program_graph(
-        tf.get_default_graph(),
-        [(t.op.name, t.value_index) for t in fetches],
-        [op.name for op in targets],
-        _feeds(feed),
-    )
-    program = lower_program(run_passes(graph, passes, verify=True))
-    return sum(len(step.kernels) for step in program.steps)
-
-
-def test_the_digits_training_step_runs_as_at_most_half_the_kernels():
-    x, y, loss, train, _, feed = _digits()
-    with_fuse = pipeline()
-    without = pipeline([pass_name(p) for p in OPTIMIZATIONS if p is not fuse_elementwise])
-    assert fuse_elementwise in with_fuse and fuse_elementwise not in without
-    before = _kernel_count([loss], feed, [train], without)
-    after = _kernel_count([loss], feed, [train], with_fuse)
-    print(f"digits MLP training step: {before} kernels without fusion, {after} with")
-    assert 2 * after <= before
-
-
-@pytest.mark.parametrize("pipelines", PIPELINES)
-def test_the_digits_mlp_trains_to_the_same_bits(pipelines):
-    x, y, loss, train, accuracy, feed = _digits()
-    fetches = [loss, accuracy, *tf.global_variables()]  # with Adam's slots and beta powers
-    init = tf.global_variables_initializer()
-    unfused, fused = _both(fetches, feed, init, steps=5, train=train, pipelines=pipelines)
-    _assert_identical(unfused, fused)
-
-
-SANITIZED_SCRIPT = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import tfc as tf
-
-    sys.path.insert(0, {samples!r})
-    import digits_mlp
-
-    tf.set_random_seed(1)
-    x = tf.placeholder(tf.float32, [None, 64], name="images")
-    y = tf.placeholder(tf.int64, [None], name="labels")
-    loss, train, accuracy = digits_mlp.build_model(x, y, 0.002)
-    clipped = tf.clip_by_value(loss * 2.0, 0.0, 5.0) + tf.reduce_sum(tf.abs(x), axis=0)
-    (images, labels), _ = digits_mlp.load_digits()
-    feed = {{x: images[:32], y: labels[:32]}}
-    fetches = [loss, accuracy, clipped] + tf.trainable_variables()
-    results = []
-    for options in (tf.CompileOptions(disable=["fuse"]), tf.CompileOptions()):
-        with tf.Session(config=options) as sess:
-            sess.run(tf.global_variables_initializer())
-            for _ in range(3):
-                sess.run(train, feed)
-            results.append(sess.run(fetches, feed))
-            source = sess.source([train, loss], feed)
-    for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32_ex(", "e0 < 10; ++e0"):
-        assert fused in source, fused
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
-    print("SANITIZED-OK")
-    """
-)
-
-
-def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
-    env = _sanitizer_env(tmp_path)
-    script = tmp_path / "fused.py"
-    script.write_text(SANITIZED_SCRIPT.format(samples=str(REPO / "samples")))
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0 and "SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
-    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr

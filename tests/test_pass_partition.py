@@ -1,14 +1,74 @@
-"""Partitioning: the whitepaper-style example (weights on two ps tasks, the model on a worker)."""
+"""partition_graph: one subgraph per device, a _Send/_Recv pair on every edge between devices."""
 
-import numpy as np
 import pytest
+from passcheck import assert_graph, feed, front, program, run
 
 import tfc as tf
-from tfc.ir.program import FeedSpec
-from tfc.reference.interp import Interpreter, InterpState, evaluate_partitions, partition_program
+from tfc.passes.partition import partition_graph
+from tfc.passes.place import place_devices
 
 WORKER = "/job:worker/replica:0/task:0/device:CPU:0"
 PS = [f"/job:ps/replica:0/task:{i}/device:CPU:0" for i in range(2)]
+CLUSTER = {"ps": 2, "worker": 1}
+
+
+def _partitioned(fetches, feeds=(), targets=(), **attrs):
+    """The program placed (on the worker by default) and cut: the partitions and the cuts."""
+    g = front(program(fetches, feeds, targets))
+    g.graph_attrs.update(default_device=WORKER, cluster=CLUSTER, **attrs)
+    g = run(partition_graph, run(place_devices, g))
+    return g, g.graph_attrs["partitions"]
+
+
+def test_cut_edges_become_send_recv_pairs_and_constants_are_copied():
+    x = tf.placeholder(tf.float32, [2], name="x")
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable([1.0, 2.0], name="w")
+        bump = tf.assign_add(w, tf.constant([1.0, 1.0], name="one"), name="bump")
+    with tf.device("/job:worker/task:0"):
+        with tf.control_dependencies([bump]):
+            y = tf.multiply(x, w, name="y")  # after the update: a control pair
+        z = tf.exp(w, name="z")  # w crosses once for both readers
+        tf.add(tf.add(y, z, name="s"), tf.constant([0.5, 0.5], name="half"), name="out")
+    with tf.device("/job:ps/task:0"):
+        tf.multiply(tf.get_default_graph().get_tensor_by_name("half:0"), 2.0, name="on_ps")
+    g, parts = _partitioned([("out", 0), ("on_ps", 0)], [feed("x", (2,))])
+    assert list(parts) == [WORKER, PS[0]]  # in the order of their first node (x)
+    assert_graph(
+        parts[PS[0]],
+        """
+        w = VariableV2() -> float32[2] {dtype=float32, shape=(2,)}
+        w/read = Identity(w:0) -> float32[2] {_class=['loc:@w']}
+        one = Const() -> float32[2] {dtype=float32, value=[1.0, 1.0]}
+        bump = AssignAdd(w:0, one:0) -> float32[2]
+        Const = Const() -> float32[] {dtype=float32, value=2.0}
+        on_ps = Mul(half/_copy_to_ps_0_cpu_0:0, Const:0) -> float32[2]
+        w/read/_send_0_to_worker_0_cpu_0 = _Send(w/read:0) -> () {key='/job:ps/replica:0/task:0/device:CPU:0;/job:worker/replica:0/task:0/device:CPU:0;w/read:0', recv_device='/job:worker/replica:0/task:0/device:CPU:0', send_device='/job:ps/replica:0/task:0/device:CPU:0'}
+        bump/_send_ctrl_to_worker_0_cpu_0 = _Send(^bump) -> () {key='/job:ps/replica:0/task:0/device:CPU:0;/job:worker/replica:0/task:0/device:CPU:0;^bump', recv_device='/job:worker/replica:0/task:0/device:CPU:0', send_device='/job:ps/replica:0/task:0/device:CPU:0'}
+        half/_copy_to_ps_0_cpu_0 = Const() -> float32[2] {dtype=float32, value=[0.5, 0.5]}
+        fetches: on_ps:0
+        targets: w/read/_send_0_to_worker_0_cpu_0, bump/_send_ctrl_to_worker_0_cpu_0
+        device: /job:ps/replica:0/task:0/device:CPU:0
+        """,  # noqa: E501
+    )
+    assert_graph(
+        parts[WORKER],
+        """
+        x = Feed() -> float32[2] {dtype=float32, index=0, shape=(2,)}
+        y = Mul(x:0, w/read/_recv_0_from_ps_0_cpu_0:0, ^bump/_recv_ctrl_from_ps_0_cpu_0) -> float32[2]
+        z = Exp(w/read/_recv_0_from_ps_0_cpu_0:0) -> float32[2]
+        s = Add(y:0, z:0) -> float32[2]
+        half = Const() -> float32[2] {dtype=float32, value=[0.5, 0.5]}
+        out = Add(s:0, half:0) -> float32[2]
+        w/read/_recv_0_from_ps_0_cpu_0 = _Recv() -> float32[2] {dtype=float32, key='/job:ps/replica:0/task:0/device:CPU:0;/job:worker/replica:0/task:0/device:CPU:0;w/read:0', recv_device='/job:worker/replica:0/task:0/device:CPU:0', send_device='/job:ps/replica:0/task:0/device:CPU:0', shape=(2,)}
+        bump/_recv_ctrl_from_ps_0_cpu_0 = _Recv() -> float32[0] {dtype=float32, key='/job:ps/replica:0/task:0/device:CPU:0;/job:worker/replica:0/task:0/device:CPU:0;^bump', recv_device='/job:worker/replica:0/task:0/device:CPU:0', send_device='/job:ps/replica:0/task:0/device:CPU:0', shape=(0,)}
+        fetches: out:0
+        device: /job:worker/replica:0/task:0/device:CPU:0
+        """,  # noqa: E501
+    )
+    assert [(c.src_device, c.dst_device, c.tensor) for c in g.graph_attrs["cut_edges"]] == [
+        (PS[0], WORKER, ("w/read", 0)), (PS[0], WORKER, None),
+    ]  # fmt: skip
 
 
 def _model():
@@ -29,63 +89,15 @@ def _model():
         )
         step = tf.train.get_or_create_global_step()
         train = tf.train.MomentumOptimizer(0.3, 0.9).minimize(loss, global_step=step)
-    return x, y, loss, train
-
-
-def _feeds(x, y):
-    return [
-        FeedSpec((x.op.name, 0), tf.float32, (8, 5)),
-        FeedSpec((y.op.name, 0), tf.int32, (8,)),
-    ]
-
-
-def test_partitions_recombine_into_the_original_computation():
-    x, y, loss, train = _model()
-    graph = tf.get_default_graph()
-    init = tf.global_variables_initializer()
-    rng = np.random.default_rng(0)
-    batches = [(rng.normal(size=(8, 5)).astype(np.float32), rng.integers(0, 3, 8).astype(np.int32))
-               for _ in range(5)]  # fmt: skip
-
-    reference = Interpreter(graph)
-    reference.run(init)
-    want = [reference.run([loss, train], {x: bx, y: by})[0] for bx, by in batches]
-
-    attrs = {"default_device": WORKER, "cluster": {"ps": 2, "worker": 1}}
-    state = InterpState()
-    _, init_parts = partition_program(graph, [], [init.name], **attrs)
-    evaluate_partitions(init_parts, [], state)
-    program, parts = partition_program(
-        graph, [(loss.op.name, 0)], [train.name], _feeds(x, y), **attrs
-    )
-    assert set(parts) == {WORKER, *PS}
-    got = []
-    for bx, by in batches:
-        sends_before = state.rendezvous.sends
-        got.append(evaluate_partitions(parts, [bx, by], state)[0])
-        # every cut edge carried exactly one tensor this step, and every one was received
-        assert state.rendezvous.sends - sends_before == len(program.graph_attrs["cut_edges"])
-        assert state.rendezvous.pending() == []
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-    for name in ("W1", "b1", "W2", "b2", "global_step"):
-        np.testing.assert_allclose(state.vars[name], reference.state.vars[name], rtol=1e-6)
-    assert int(state.vars["global_step"]) == 5
-
-    # placement: variables and their updates on the ps, the model on the worker
-    ps0 = parts[PS[0]].nx.nodes
-    assert {"W1", "b1", "W1/read"} <= set(ps0)
-    assert any(n.startswith("Momentum/update_W1") for n in ps0)
-    assert "MatMul" in parts[WORKER].nx.nodes
+    return loss, train
 
 
 def test_no_tensor_crosses_the_same_cut_twice():
-    x, y, loss, train = _model()
-    graph = tf.get_default_graph()
-    program, parts = partition_program(
-        graph, [(loss.op.name, 0)], [train.name], _feeds(x, y),
-        default_device=WORKER, cluster={"ps": 2, "worker": 1},
-    )  # fmt: skip
-    cuts = program.graph_attrs["cut_edges"]
+    loss, train = _model()
+    feeds = [feed("x", (8, 5)), feed("y", (8,), tf.int32)]
+    program_graph, parts = _partitioned([(loss.op.name, 0)], feeds, [train.name])
+    assert set(parts) == {WORKER, *PS}
+    cuts = program_graph.graph_attrs["cut_edges"]
     pairs = [(c.tensor or c.send, c.dst_device) for c in cuts]
     assert len(pairs) == len(set(pairs))
     assert len({c.key for c in cuts}) == len(cuts)
@@ -103,16 +115,19 @@ def test_no_tensor_crosses_the_same_cut_twice():
     assert not any("W1" in t for t in to_ps1)
     # constants read across a cut (the optimizer's momentum, created on the worker) are
     # copied into the reading partition, not sent every step
-    assert not any(c.tensor and program.node(c.tensor[0])["op"] == "Const" for c in cuts)
+    assert not any(c.tensor and program_graph.node(c.tensor[0])["op"] == "Const" for c in cuts)
     assert any("/_copy_to_ps_0" in n for n in parts[PS[0]].nx.nodes)
     # each partition's nodes are all on its device
     for device, part in parts.items():
         assert {part.node(n)["device"] for n in part.nx.nodes} == {device}
+    # placement: variables and their updates on the ps, the model on the worker
+    ps0 = parts[PS[0]].nx.nodes
+    assert {"W1", "b1", "W1/read"} <= set(ps0)
+    assert any(n.startswith("Momentum/update_W1") for n in ps0)
+    assert "MatMul" in parts[WORKER].nx.nodes
 
 
 def test_partition_needs_placement():
-    from tfc.passes.partition import partition_graph
-
     tf.constant(1.0)
     with pytest.raises(ValueError, match="run the 'place' pass first"):
         partition_graph(tf.get_default_graph().copy())

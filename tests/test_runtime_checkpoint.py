@@ -5,7 +5,6 @@ import subprocess
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file, save_file
 from test_checkpoint import _VALID, CORRUPTIONS, corrupt_file
 
 import tfc as tf
@@ -245,7 +244,7 @@ def _hex_lines(arrays):
             for name, a in arrays.items()]  # fmt: skip
 
 
-def test_c_writes_the_bytes_python_and_the_reference_write(driver, tmp_path):
+def test_c_writes_the_bytes_python_and_the_reference_write(driver, tmp_path, safetensors):
     path = tmp_path / "c.safetensors"
     assert driver("write", path, '{"global_step": "7", "format": "tfc"}') == "OK\n"
     arrays, metadata = read_safetensors(path)
@@ -254,7 +253,7 @@ def test_c_writes_the_bytes_python_and_the_reference_write(driver, tmp_path):
     for name, want in FIXED.items():
         assert arrays[name].dtype == want.dtype and arrays[name].shape == want.shape, name
         np.testing.assert_array_equal(arrays[name], want)
-    reference = load_file(str(path))
+    reference = safetensors.numpy.load_file(str(path))
     for name, want in FIXED.items():
         np.testing.assert_array_equal(reference[name], want)
     # the same tensors written by tfc's Python writer: the same file, byte for byte
@@ -262,14 +261,16 @@ def test_c_writes_the_bytes_python_and_the_reference_write(driver, tmp_path):
     assert path.read_bytes() == (tmp_path / "py.safetensors").read_bytes()
     # and by the reference writer (one metadata key: its map order is unspecified)
     driver("write", tmp_path / "c1.safetensors", '{"format":"tfc"}')
-    save_file(dict(FIXED), str(tmp_path / "ref.safetensors"), metadata={"format": "tfc"})
+    safetensors.numpy.save_file(
+        dict(FIXED), str(tmp_path / "ref.safetensors"), metadata={"format": "tfc"}
+    )
     assert (tmp_path / "c1.safetensors").read_bytes() == (tmp_path / "ref.safetensors").read_bytes()
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
 
 
-def test_c_reads_what_python_and_the_reference_wrote(driver, tmp_path):
+def test_c_reads_what_python_and_the_reference_wrote(driver, tmp_path, safetensors):
     write_safetensors(tmp_path / "py.safetensors", FIXED, {"format": "tfc", "global_step": "3"})
-    save_file(dict(FIXED), str(tmp_path / "ref.safetensors"))
+    safetensors.numpy.save_file(dict(FIXED), str(tmp_path / "ref.safetensors"))
     for name in ("py", "ref"):
         out = driver("read", tmp_path / f"{name}.safetensors", *SPECS)
         assert out.splitlines() == _hex_lines(FIXED)

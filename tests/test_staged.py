@@ -7,8 +7,11 @@ StagedProgram.copies_to_host / copies_to_device)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,9 +24,11 @@ from tfc.client.request import RunRequest
 from tfc.client.session import CompiledProgram
 from tfc.client.staged import StagedProgram
 from tfc.codegen.render import render_program
-from tfc.compiler import compile_stages
+from tfc.codegen.targets import CUDA
+from tfc.compiler import compile_program, compile_stages, pipeline
 from tfc.ir.program import make_program_graph
 
+ROOT = Path(__file__).resolve().parent.parent
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 VARIABLES = ("W1", "b", "W2", "W1/Momentum", "b/Momentum", "W2/Momentum")
 
@@ -76,6 +81,39 @@ def _planned(graph, fetches, feed_dict=None):
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     return compile_stages(program, tf.CompileOptions().pipeline(), "train", verify=True)
+
+
+def _sample_train(model, batch):
+    sys.path.insert(0, str(ROOT / "samples"))
+    try:
+        module = importlib.import_module(model)
+    finally:
+        sys.path.pop(0)
+    graph = tf.Graph()
+    with graph.as_default():
+        sig = module.signatures()["train"]
+    inputs = sig["inputs"]
+    feed = {
+        inputs["features"]: np.zeros((batch, *inputs["features"].shape[1:]), np.float32),
+        inputs["labels"]: np.zeros(batch, inputs["labels"].dtype.np),
+    }
+    return graph, [sig["loss"], sig["train_op"]], feed
+
+
+@pytest.mark.parametrize("model", ["digits_model", "lenet_model"])
+def test_an_all_gpu_training_step_renders_the_cuda_of_the_unplaced_graph(model):
+    graph, fetches, feed = _sample_train(model, 4)
+    request = RunRequest(graph, fetches, feed)
+    planned = compile_stages(
+        make_program_graph(graph, request.fetch_keys, request.targets, request.feeds),
+        pipeline(), "train",
+    )  # fmt: skip
+    assert len(planned) == 1 and planned[0][0].on_gpu
+    ops = {planned[0][0].graph.op_type(n) for n in planned[0][0].graph.graph_attrs["schedule"]}
+    assert "Fusion" in ops  # fused for CUDA, the whole step
+    # the same CUDA as compiling the whole graph unplaced with CUDA's pass options
+    whole = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    assert planned[0][1].source == compile_program(whole, pipeline(), CUDA, name="train").source
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")

@@ -192,11 +192,11 @@ def _targets_table(doc: dict, scaling: dict | None) -> list[str]:
 
 
 def summary(doc: dict, scaling: dict | None = None) -> str:
-    """The README's block: where and how it was measured, and the targets table."""
+    """docs/performance.md's block: where and how it was measured, and the targets table."""
     lines = [
         f"Measured by `{doc.get('command', 'python bench/run.py')}` on "
         f"{doc.get('date', '?')} ({doc.get('elapsed_s', 0):.0f} s); every row and "
-        "figure: [bench/RESULTS.md](bench/RESULTS.md).",
+        "figure: [bench/RESULTS.md](../bench/RESULTS.md).",
         "",
     ]
     lines += _machine_lines(doc) + ["", *_targets_table(doc, scaling)]
@@ -247,7 +247,7 @@ def profiles(doc: dict) -> list[str]:
     lines = [
         "## Where tfc's time goes",
         "",
-        "Per-kernel times of tfc's program (its profile build, `tfc.profile`), slowest "
+        "Per-kernel times of tfc's program (its profile build, `Session.profile`), slowest "
         "first; a kernel's GFLOP/s use tfc's own FLOP count.",
         "",
     ]

@@ -127,7 +127,7 @@ def lower_program(
     for n in schedule:
         node = graph.node(n)
         inputs = graph.input_edges(n)
-        ctx = _context(graph, n, inputs)
+        ctx = OpContext.for_node(graph, n)
         opdef = get_opdef(node["op"])
         if opdef.lower is None:
             raise NotImplementedError(f"Op '{node['op']}' (node '{n}') has no C kernel in tfc")
@@ -185,21 +185,6 @@ def lower_program(
         vars_read_first=read_first,
         vars_written=written,
         local_prefix=local_prefix,
-    )
-
-
-def _context(graph: Graph, name: str, inputs: list) -> OpContext:
-    node = graph.node(name)
-    return OpContext(
-        name=name,
-        type=node["op"],
-        attrs=node["attrs"],
-        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
-        in_shapes=[tuple(graph.node(s)["shapes"][i]) for s, i in inputs],
-        out_dtypes=list(node["dtypes"]),
-        out_shapes=[tuple(s) for s in node["shapes"]],
-        graph=graph,
-        inputs=inputs,
     )
 
 

@@ -131,26 +131,10 @@ def _nbytes(graph: Graph, tensor: tuple[str, int]) -> int:
     return elements(node["shapes"][tensor[1]]) * node["dtypes"][tensor[1]].size
 
 
-def node_context(graph: Graph, name: str) -> OpContext:
-    node = graph.node(name)
-    inputs = graph.input_edges(name)
-    return OpContext(
-        name=name,
-        type=node["op"],
-        attrs=node["attrs"],
-        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
-        in_shapes=[graph.node(s)["shapes"][i] for s, i in inputs],
-        out_dtypes=list(node["dtypes"]),
-        out_shapes=list(node["shapes"]),
-        graph=graph,
-        inputs=inputs,
-    )
-
-
 def node_flops(graph: Graph, name: str) -> int | None:
     """FLOPs of one run of node `name` by its op's rule; None when its op has none."""
     opdef = get_opdef(graph.op_type(name))
-    ctx = node_context(graph, name)
+    ctx = OpContext.for_node(graph, name)
     if opdef.flops is not None:
         return int(opdef.flops(ctx))
     if opdef.expr is not None:
@@ -164,7 +148,7 @@ def estimate_cost(graph: Graph, program: LoweredProgram) -> CostEstimate:
     for step in program.steps:
         if not step.kernels:
             continue
-        ctx = node_context(graph, step.node)
+        ctx = OpContext.for_node(graph, step.node)
         n = node_flops(graph, step.node)
         if n is None:
             no_rule.add(step.op)

@@ -3,7 +3,6 @@
 from tfc.ops import (  # noqa: F401
     argminmax,
     array,
-    array_grad,
     constant,
     control,
     conv,

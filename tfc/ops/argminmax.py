@@ -11,10 +11,10 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
 from tfc.ir.tensor_shape import shape_str
+from tfc.ops.array_common import axis_tensor, pick_argument
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.kernels import Kernel, Param
-from tfc.ops.reduce import axis_tensor, pick_argument
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 
 __all__ = ["argmax", "argmin"]

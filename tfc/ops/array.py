@@ -1,10 +1,19 @@
-"""Array ops, the family's public face: its ops are declared by sub-family in array_*.py."""
+"""Array ops, the family's public face; the ops are declared by concept in array_*.py.
+
+    array_shape  the same elements in another shape: Identity, Reshape, ExpandDims, Squeeze;
+                 and the shape as a value: Shape, Size, Rank
+    array_fill   a shape filled with one value: Fill, ZerosLike, OnesLike (zeros, ones)
+    array_index  elements taken by index: Slice, StridedSlice (`t[...]`), GatherV2, OneHot
+    array_join   elements copied into a new arrangement: Transpose, ConcatV2, Pack/Unpack,
+                 Split/SplitV, Tile, Pad/PadV2/MirrorPad
+
+Each may use the ones listed before it, never one after it; all use array_common (shape and
+index arguments, strided copies). Modules above the array family import this module.
+"""
 
 from tfc.ops.array_fill import fill, ones, ones_like, zeros, zeros_like
-from tfc.ops.array_gather import gather, one_hot
-from tfc.ops.array_index import slice, slice_helper, strided_slice
-from tfc.ops.array_join import concat, split, stack, tile, unstack
-from tfc.ops.array_pad import pad
+from tfc.ops.array_index import gather, one_hot, slice, slice_helper, strided_slice
+from tfc.ops.array_join import concat, pad, split, stack, tile, transpose, unstack
 from tfc.ops.array_shape import (
     expand_dims,
     identity,
@@ -14,7 +23,6 @@ from tfc.ops.array_shape import (
     size,
     squeeze,
     stop_gradient,
-    transpose,
 )
 
 __all__ = [

@@ -1,4 +1,9 @@
-"""Helpers all array ops share: shape and index arguments, known shape values, strided copies."""
+"""Shared by the ops of tfc.ops: shape, axis and index arguments, and strided copies.
+
+Arguments become tensors (`index_tensor`, `axis_tensor`), their values known at graph-build
+time are read (`shape_value`), ranks are checked; `strided_copy` is the kernel most array ops
+lower to.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from tfc.ops.registry import OpContext, check_dtype, constant_value
 INDEX_DTYPES = (_dt.int32, _dt.int64)
 
 
-# -- shared by the array ops ---------------------------------------------------------------------
+# -- arguments -------------------------------------------------------------------------------------
 def index_tensor(value: Any, name: str) -> Tensor:
     """A shape, axis or index argument as a tensor: Python ints become int32 (int64 when they do
     not fit), lists mixing ints and scalar tensors are packed, tensors pass through."""
@@ -39,6 +44,22 @@ def index_tensor(value: Any, name: str) -> Tensor:
             return constant(value, dtype=_dt.int64, name=name)
         except TypeError:
             raise e from None  # not an int too large for int32: report it as int32's error
+
+
+def pick_argument(new: Any, new_name: str, old: Any, old_name: str) -> Any:
+    """TF1's deprecated-argument lookup: one of two spellings of an argument, not both."""
+    if new is not None and old is not None:
+        raise ValueError(f"Cannot specify both '{new_name}' and '{old_name}'.")
+    return new if new is not None else old
+
+
+def axis_tensor(axis: Any) -> Tensor:
+    """The axis argument of a reduction as a tensor: int32 unless given as int64 values."""
+    if is_tensor_like(axis):
+        return convert_to_tensor(axis)
+    if isinstance(axis, (np.ndarray, np.generic)) and axis.dtype == np.int64:
+        return constant(axis)
+    return convert_to_tensor(axis, dtype=_dt.int32)  # TF's default Tidx, also for []
 
 
 def int_list(value: np.ndarray) -> list[int]:

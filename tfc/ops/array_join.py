@@ -1,7 +1,13 @@
-"""Array ops that join and part tensors: ConcatV2, Pack/Unpack, Split/SplitV and Tile."""
+"""Array ops that copy elements into a new arrangement: Transpose, concat, stack, split, Tile, Pad.
+
+Each lowers to strided copies: Transpose (axes permuted), ConcatV2 and Pack (tensors joined),
+Unpack and Split/SplitV (a tensor cut into pieces), Tile (repeated), and Pad, PadV2 and
+MirrorPad (a border added; MirrorPadGrad, the op a mirror pad's gradient builds, follows it).
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -10,6 +16,7 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import Dimension
+from tfc.ops.argminmax import argmax
 from tfc.ops.array_common import (
     INDEX_DTYPES,
     check_rank,
@@ -21,15 +28,82 @@ from tfc.ops.array_common import (
     per_dim_argument,
     strided_copy,
 )
-from tfc.ops.array_gather import gather
-from tfc.ops.array_shape import identity, rank, reshape, shape, transpose
+from tfc.ops.array_index import gather, one_hot
+from tfc.ops.array_shape import identity, rank, reshape, shape, size
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.elementwise import convert_operands
-from tfc.ops.flops import no_flops
-from tfc.ops.grad_ops import reduce_sum_over, reshape_to
-from tfc.ops.kernels import Operand, contiguous_strides
+from tfc.ops.flops import no_flops, per_input_element
+from tfc.ops.grad_ops import reduce_sum_over, reshape_to, shape_tensor
+from tfc.ops.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.math import floormod
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+
+
+# -- Transpose -----------------------------------------------------------------------------------
+def _transpose_infer(ctx: OpContext) -> list:
+    r = per_dim_argument(ctx, 1, "perm")
+    dtype, in_shape, perm = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
+    if r is None:
+        return [(dtype, None)]
+    if perm is None:
+        return [(dtype, (None,) * r)]
+    perm = int_list(perm)
+    for p in perm:
+        if not 0 <= p < r:
+            raise ctx.error(f"perm dim {p} is out of range of input rank {r}")
+    missing = sorted(set(range(r)) - set(perm))
+    if missing:
+        raise ctx.error(f"{missing[0]} is missing from {{{','.join(map(str, perm))}}}")
+    dims = in_shape if in_shape is not None else (None,) * r
+    return [(dtype, tuple(dims[p] for p in perm))]
+
+
+def _transpose_lower(ctx: OpContext) -> list:
+    in_shape, dtype = ctx.in_shapes[0], ctx.in_dtypes[0]
+    perm = int_list(ctx.require_const(1, "perm"))
+    strides = contiguous_strides(in_shape)
+    out_shape = ctx.out_shapes[0]
+    src = Operand("in0", dtype, tuple(strides[p] for p in perm))
+    return strided_copy(out_shape, contiguous("out0", dtype, out_shape), src)
+
+
+def _transpose_grad(op, dy):
+    perm = op.inputs[1]
+    value = constant_value(op.graph, (perm.op.name, perm.value_index))
+    if value is not None:
+        inverse = index_tensor(np.argsort(value).astype(value.dtype), "perm")
+    else:  # known when compiling: inverse[perm[i]] = i is the row of column j's one
+        hot = one_hot(perm, size(perm), dtype=_dt.int32)
+        inverse = argmax(hot, axis=0, output_type=perm.dtype)
+    return [transpose(dy, inverse), None]
+
+
+register(
+    OpDef(
+        "Transpose",
+        infer=_transpose_infer,
+        reference=lambda ctx, x, perm: np.array(np.transpose(x, int_list(perm))),
+        lower=_transpose_lower,
+        flops=no_flops,
+        const_inputs=(1,),
+        grad=_transpose_grad,
+    )
+)
+
+
+def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
+    """`tf.transpose`: dimensions permuted by `perm` (reversed when perm is None)."""
+    with name_scope(name, "transpose", [a]) as scope:
+        x = convert_to_tensor(a)
+        if perm is None:
+            dims = x._shape_tuple
+            if dims is None:
+                raise ValueError(
+                    f"tf.transpose of {x.name} with perm=None needs its rank, which is unknown; "
+                    "pass perm explicitly"
+                )
+            perm = list(range(len(dims) - 1, -1, -1))
+        return apply_op("Transpose", [x, index_tensor(perm, "perm")], name=scope).outputs[0]
 
 
 def _check_values_dtypes(ctx: OpContext, n: int) -> None:
@@ -447,3 +521,260 @@ def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa
     with name_scope(name, "Tile", [input]) as scope:
         x = convert_to_tensor(input)
         return apply_op("Tile", [x, index_tensor(multiples, "multiples")], name=scope).outputs[0]
+
+
+# -- Pad, PadV2, MirrorPad -----------------------------------------------------------------------
+# REFLECT mirrors without the edge element, so it needs one more element than SYMMETRIC
+_EDGE = {"REFLECT": 1, "SYMMETRIC": 0}
+
+
+def _pad_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "paddings")
+    check_rank(ctx, 1, 2)
+    dtype, in_shape, pshape = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.in_shapes[1]
+    if pshape is not None and pshape[1] is not None and pshape[1] != 2:
+        raise ctx.error(f"Dimension must be 2 but is {pshape[1]}")
+    n = pshape[0] if pshape is not None else None
+    if in_shape is not None and n is not None and n != len(in_shape):
+        raise ctx.error(f"Shape must be rank {n} but is rank {len(in_shape)}")
+    if ctx.type == "PadV2":
+        check_rank(ctx, 2, 0)
+        if ctx.in_dtypes[2] != dtype:
+            raise TypeError(
+                f"Input 'constant_values' of 'PadV2' Op has type {ctx.in_dtypes[2].name} that "
+                f"does not match type {dtype.name} of argument 'input'."
+            )
+    r = len(in_shape) if in_shape is not None else n
+    paddings = ctx.const(1)
+    if r is None:
+        return [(dtype, None)]
+    if paddings is None:
+        return [(dtype, (None,) * r)]
+    dims = in_shape if in_shape is not None else (None,) * r
+    edge = _EDGE.get(ctx.attrs.get("mode"))  # None: a constant border fits any size
+    out = []
+    for d, (before, after) in zip(dims, np.reshape(paddings, (-1, 2)).tolist()):
+        if before < 0 or after < 0:
+            raise ctx.error(f"Paddings must be non-negative: {before} {after}")
+        if edge is not None and d is not None and max(before, after) > d - edge:
+            raise ctx.error(
+                f"paddings must be less than the dimension size: {before}, {after} not less "
+                f"than {d}"
+            )
+        out.append(None if d is None else before + d + after)
+    return [(dtype, tuple(out))]
+
+
+def _pad_reference(ctx: OpContext, x: np.ndarray, paddings: Any, *value: Any) -> np.ndarray:
+    pads = np.reshape(paddings, (-1, 2)).astype(np.int64)
+    if x.ndim == 0:  # np.pad cannot take a scalar; there is nothing to pad
+        return x.copy()
+    if ctx.type == "MirrorPad":
+        return np.pad(x, pads, mode=ctx.attrs["mode"].lower())
+    fill = value[0] if value else np.zeros((), x.dtype)
+    return np.pad(x, pads, mode="constant", constant_values=fill)
+
+
+def _pad_lower(ctx: OpContext) -> list:
+    in_shape, dtype = ctx.in_shapes[0], ctx.in_dtypes[0]
+    out_shape = ctx.out_shapes[0]
+    pads = np.reshape(ctx.require_const(1, "paddings"), (-1, 2)).tolist()
+    out_strides = contiguous_strides(out_shape)
+    interior = Operand(
+        "out0", dtype, out_strides, sum(b * s for (b, _), s in zip(pads, out_strides))
+    )
+    copy = strided_copy(in_shape, interior, contiguous("in0", dtype, in_shape))
+    if ctx.type == "Pad":
+        fill = loop_kernel(out_shape, contiguous("out0", dtype, out_shape), [], c_literal(0, dtype))
+    elif ctx.type == "PadV2":
+        value = Operand("in2", dtype, (0,) * len(out_shape))
+        fill = loop_kernel(out_shape, contiguous("out0", dtype, out_shape), [value], "{0}")
+    else:
+        return copy + _mirror_kernels(ctx, in_shape, pads, out_shape)
+    return fill + copy
+
+
+def _mirror_kernels(ctx: OpContext, in_shape: tuple, pads: list, out_shape: tuple) -> list:
+    """The borders of a mirror pad, copied from the output itself one dimension at a time.
+
+    Dimension k's borders are filled over the whole extent of dims < k (already padded) and the
+    interior of dims > k, reading the interior of dim k backwards: the elements read and written
+    by one kernel never overlap, so binding both pointers to the output is sound."""
+    dtype = ctx.in_dtypes[0]
+    edge = _EDGE[ctx.attrs["mode"]]
+    strides = contiguous_strides(out_shape)
+    kernels = []
+    for k, (before, after) in enumerate(pads):
+        n, s = in_shape[k], strides[k]
+        base = sum(b * st for (b, _), st in zip(pads[k + 1 :], strides[k + 1 :]))
+        extent = list(out_shape[:k]) + [0] + list(in_shape[k + 1 :])
+        # (count, first written position, first read position) along dim k, read backwards
+        for count, dst, src in (
+            (before, 0, 2 * before - 1 + edge),
+            (after, before + n, before + n - 1 - edge),
+        ):
+            extent[k] = count
+            out = Operand("out0", dtype, strides, base + dst * s)
+            read = Operand("out0", dtype, strides[:k] + (-s,) + strides[k + 1 :], base + src * s)
+            kernels += strided_copy(tuple(extent), out, read)
+    return kernels
+
+
+def _interior(op, dy: Tensor) -> Tensor:
+    """The part of dy that holds x: a slice from the leading paddings, of x's shape."""
+    x, paddings = op.inputs[:2]
+    value = constant_value(op.graph, (paddings.op.name, paddings.value_index))
+    if value is not None:
+        begin = constant(np.reshape(value, (-1, 2))[:, 0].astype(np.int32))
+    else:
+        first = apply_op("Slice", [paddings, constant([0, 0]), constant([-1, 1])]).outputs[0]
+        begin = apply_op("Reshape", [first, constant([-1])]).outputs[0]
+    size = shape_tensor(x)
+    if begin.dtype != size.dtype:
+        begin = apply_op("Cast", [begin], {"SrcT": begin.dtype, "DstT": size.dtype}).outputs[0]
+    return reshape_to(apply_op("Slice", [dy, begin, size]).outputs[0], x)
+
+
+def _pad_v2_grad(op, dy: Tensor) -> list:
+    """The border holds constant_values: its gradient is what dy has outside the interior."""
+    inner = _interior(op, dy)
+    total = reduce_sum_over(_flat(dy), [0])
+    return [inner, None, total - reduce_sum_over(_flat(inner), [0])]
+
+
+def _flat(t: Tensor) -> Tensor:
+    return apply_op("Reshape", [t, constant([-1])]).outputs[0]
+
+
+def _mirror_pad_grad(op, dy: Tensor) -> list:
+    attrs = {"mode": op.get_attr("mode")}
+    return [apply_op("MirrorPadGrad", [dy, op.inputs[1]], attrs).outputs[0], None]
+
+
+_PAD = dict(
+    infer=_pad_infer,
+    reference=_pad_reference,
+    lower=_pad_lower,
+    const_inputs=(1,),
+    flops=no_flops,
+)
+register(OpDef("Pad", grad=lambda op, dy: [_interior(op, dy), None], **_PAD))
+register(OpDef("PadV2", grad=_pad_v2_grad, **_PAD))
+register(OpDef("MirrorPad", grad=_mirror_pad_grad, **_PAD))
+
+
+# -- MirrorPadGrad(dy, paddings) -----------------------------------------------------------------
+# A mirror pad's gradient, as TensorFlow names it: every border element of dy added onto the
+# interior element it copied. It is linear in dy, so its own gradient is the forward MirrorPad.
+def _mirror_pad_grad_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 1, INDEX_DTYPES, "paddings")
+    check_rank(ctx, 1, 2)
+    dtype, dy, paddings = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
+    if dy is None:
+        return [(dtype, None)]
+    if paddings is None:
+        return [(dtype, (None,) * len(dy))]
+    pads = np.reshape(paddings, (-1, 2)).tolist()
+    if len(pads) != len(dy):
+        raise ctx.error(f"Shape must be rank {len(pads)} but is rank {len(dy)}")
+    edge = _EDGE[ctx.attrs["mode"]]
+    out = []
+    for d, (before, after) in zip(dy, pads):
+        n = None if d is None else d - before - after
+        if n is not None and (before < 0 or after < 0 or max(before, after) > n - edge):
+            raise ctx.error(f"Paddings {before}, {after} do not fit an input of size {n}")
+        out.append(n)
+    return [(dtype, tuple(out))]
+
+
+def _regions(n: int, before: int, after: int, edge: int) -> list[tuple[int, int, int, int]]:
+    """Along one dim, (length, first interior position written, first dy position read, step)
+    of the interior and of the two mirrored borders, read backwards."""
+    return [
+        (n, 0, before, 1),
+        (before, edge, before - 1, -1),
+        (after, n - edge - after, before + n + after - 1, -1),
+    ]
+
+
+def _mirror_pad_grad_reference(ctx: OpContext, dy: np.ndarray, paddings) -> np.ndarray:
+    pads = np.reshape(paddings, (-1, 2)).tolist()
+    edge = _EDGE[ctx.attrs["mode"]]
+    out_shape = [d - b - a for d, (b, a) in zip(dy.shape, pads)]
+    out = np.zeros(out_shape, dy.dtype)
+    per_dim = [_regions(n, b, a, edge) for n, (b, a) in zip(out_shape, pads)]
+    for combo in itertools.product(*per_dim):
+        target = tuple(slice(start, start + length) for length, start, _, _ in combo)
+        source = tuple(np.arange(length) * step + src for length, _, src, step in combo)
+        out[target] += dy[np.ix_(*source)] if source else dy
+    return out
+
+
+def _mirror_pad_grad_lower(ctx: OpContext) -> list:
+    """The interior copied, then each combination of borders added onto its target: every
+    kernel writes distinct elements, and the kernels run one after another."""
+    dtype, dy, out_shape = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.out_shapes[0]
+    pads = np.reshape(ctx.require_const(1, "paddings"), (-1, 2)).tolist()
+    edge = _EDGE[ctx.attrs["mode"]]
+    dy_strides, out_strides = contiguous_strides(dy), contiguous_strides(out_shape)
+    per_dim = [_regions(n, b, a, edge) for n, (b, a) in zip(out_shape, pads)]
+    kernels = []
+    for k, combo in enumerate(itertools.product(*per_dim)):
+        lengths = [length for length, _, _, _ in combo]
+        if math.prod(lengths) == 0:
+            continue
+        target = Operand(
+            "out0", dtype, out_strides, sum(t * s for (_, t, _, _), s in zip(combo, out_strides))
+        )
+        source = Operand(
+            "in0",
+            dtype,
+            tuple(step * s for (_, _, _, step), s in zip(combo, dy_strides)),
+            sum(src * s for (_, _, src, _), s in zip(combo, dy_strides)),
+        )
+        expr = "{0}" if k == 0 else "{out} + {0}"  # combination 0 is the interior
+        kernels += loop_kernel(lengths, target, [source], expr)
+    return kernels
+
+
+register(
+    OpDef(
+        "MirrorPadGrad",
+        infer=_mirror_pad_grad_infer,
+        reference=_mirror_pad_grad_reference,
+        lower=_mirror_pad_grad_lower,
+        flops=per_input_element(1),
+        grad=lambda op, g: [
+            apply_op("MirrorPad", [g, op.inputs[1]], {"mode": op.get_attr("mode")}).outputs[0],
+            None,
+        ],
+        const_inputs=(1,),
+        input_names=("input", "paddings"),
+    )
+)
+
+
+def pad(
+    tensor: Any,
+    paddings: Any,
+    mode: str = "CONSTANT",
+    name: str | None = None,
+    constant_values: Any = 0,
+) -> Tensor:
+    """`tf.pad`: `paddings[k] = [before, after]` elements added around dimension k, filled with
+    `constant_values` (CONSTANT) or mirrored (REFLECT without the edge, SYMMETRIC with it)."""
+    mode = mode.upper()
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise ValueError(f"Unknown padding mode: {mode}")
+    if mode == "CONSTANT":
+        plain = not is_tensor_like(constant_values) and np.all(np.asarray(constant_values) == 0)
+        op_type = "Pad" if plain else "PadV2"
+    else:
+        op_type = "MirrorPad"
+    with name_scope(name, op_type, [tensor]) as scope:
+        x = convert_to_tensor(tensor)
+        inputs = [x, index_tensor(paddings, "paddings")]
+        if op_type == "PadV2":
+            inputs.append(convert_to_tensor(constant_values, dtype=x.dtype, name="constant_values"))
+        attrs = {"mode": mode} if op_type == "MirrorPad" else {}
+        return apply_op(op_type, inputs, attrs, name=scope).outputs[0]

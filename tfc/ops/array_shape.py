@@ -1,4 +1,8 @@
-"""Shape and view array ops: Identity, Reshape, Shape/Size/Rank, ExpandDims, Squeeze, Transpose."""
+"""Array ops that keep the elements: Identity, StopGradient, Reshape, ExpandDims, Squeeze; Shape.
+
+The first five are views: the output shares the input's buffer (no kernel, no copy). Shape,
+Size and Rank give the shape as a value; the specialize pass turns them into constants.
+"""
 
 from __future__ import annotations
 
@@ -10,29 +14,11 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import is_fully_defined, num_elements, shape_str
-from tfc.ops.array_common import (
-    INDEX_DTYPES,
-    check_rank,
-    contiguous,
-    index_tensor,
-    int_list,
-    per_dim_argument,
-    shape_value,
-    strided_copy,
-)
+from tfc.ops.array_common import INDEX_DTYPES, check_rank, index_tensor, shape_value
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to
-from tfc.ops.kernels import Operand, contiguous_strides
-from tfc.ops.registry import (
-    OpContext,
-    OpDef,
-    apply_op,
-    check_dtype,
-    constant_value,
-    register,
-    same_as_input,
-)
+from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register, same_as_input
 
 
 def _view_reference(ctx: OpContext, x: np.ndarray, *_: Any) -> np.ndarray:
@@ -272,73 +258,3 @@ def squeeze(
         axis = [axis]
     attrs = {"squeeze_dims": [int(a) for a in axis]}
     return apply_op("Squeeze", [convert_to_tensor(input)], attrs, name=name or "Squeeze").outputs[0]
-
-
-# -- Transpose -----------------------------------------------------------------------------------
-def _transpose_infer(ctx: OpContext) -> list:
-    r = per_dim_argument(ctx, 1, "perm")
-    dtype, in_shape, perm = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.const(1)
-    if r is None:
-        return [(dtype, None)]
-    if perm is None:
-        return [(dtype, (None,) * r)]
-    perm = int_list(perm)
-    for p in perm:
-        if not 0 <= p < r:
-            raise ctx.error(f"perm dim {p} is out of range of input rank {r}")
-    missing = sorted(set(range(r)) - set(perm))
-    if missing:
-        raise ctx.error(f"{missing[0]} is missing from {{{','.join(map(str, perm))}}}")
-    dims = in_shape if in_shape is not None else (None,) * r
-    return [(dtype, tuple(dims[p] for p in perm))]
-
-
-def _transpose_lower(ctx: OpContext) -> list:
-    in_shape, dtype = ctx.in_shapes[0], ctx.in_dtypes[0]
-    perm = int_list(ctx.require_const(1, "perm"))
-    strides = contiguous_strides(in_shape)
-    out_shape = ctx.out_shapes[0]
-    src = Operand("in0", dtype, tuple(strides[p] for p in perm))
-    return strided_copy(out_shape, contiguous("out0", dtype, out_shape), src)
-
-
-def _transpose_grad(op, dy):
-    perm = op.inputs[1]
-    value = constant_value(op.graph, (perm.op.name, perm.value_index))
-    if value is not None:
-        inverse = index_tensor(np.argsort(value).astype(value.dtype), "perm")
-    else:  # known when compiling: inverse[perm[i]] = i is the row of column j's one
-        from tfc.ops.argminmax import argmax
-        from tfc.ops.array_gather import one_hot
-
-        hot = one_hot(perm, size(perm), dtype=_dt.int32)
-        inverse = argmax(hot, axis=0, output_type=perm.dtype)
-    return [transpose(dy, inverse), None]
-
-
-register(
-    OpDef(
-        "Transpose",
-        infer=_transpose_infer,
-        reference=lambda ctx, x, perm: np.array(np.transpose(x, int_list(perm))),
-        lower=_transpose_lower,
-        flops=no_flops,
-        const_inputs=(1,),
-        grad=_transpose_grad,
-    )
-)
-
-
-def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
-    """`tf.transpose`: dimensions permuted by `perm` (reversed when perm is None)."""
-    with name_scope(name, "transpose", [a]) as scope:
-        x = convert_to_tensor(a)
-        if perm is None:
-            dims = x._shape_tuple
-            if dims is None:
-                raise ValueError(
-                    f"tf.transpose of {x.name} with perm=None needs its rank, which is unknown; "
-                    "pass perm explicitly"
-                )
-            perm = list(range(len(dims) - 1, -1, -1))
-        return apply_op("Transpose", [x, index_tensor(perm, "perm")], name=scope).outputs[0]

@@ -110,9 +110,10 @@ def convert_to_tensor(
             )
         return value
     if isinstance(value, (list, tuple)) and any(is_tensor_like(v) for v in _flatten(value)):
-        from tfc.ops.array import stack  # a list mixing tensors and numbers is packed
-
-        return stack([convert_to_tensor(v, dtype) for v in value], name=name or "packed")
+        # a list mixing tensors and numbers is packed along a new first axis, as tf.stack does
+        tensors = [convert_to_tensor(v, dtype) for v in value]
+        attrs = {"axis": 0, "N": len(tensors)}
+        return apply_op("Pack", tensors, attrs, name=name or "packed").outputs[0]
     if dtype is None and preferred_dtype is not None:
         try:
             return constant(value, dtype=preferred_dtype, name=name or "Const")

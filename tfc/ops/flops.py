@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from tfc.ir.tensor_shape import Shape
+from tfc.ops.registry import get_opdef
 
 FlopsRule = Callable[..., int]
 
@@ -65,8 +66,6 @@ def expression_ops(text: str | Sequence[str]) -> int:
 def elementwise_flops(ctx) -> int:
     """An element-wise op (one with an ExprTable): its C expression's operations per output
     element. It is the rule of every op registered by `register_elementwise`."""
-    from tfc.ops.registry import get_opdef
-
     table = get_opdef(ctx.type).expr
     text = table.expr_for(ctx.in_dtypes[0]) if table is not None and ctx.in_dtypes else None
     return (expression_ops(text) if text else 1) * elements(ctx.out_shapes[0])

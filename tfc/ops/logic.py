@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+import tfc.ops.array as _array
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
 from tfc.ops.constant import convert_to_tensor
@@ -126,7 +127,5 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     x, y = convert_operands(x, y)
     cond_shape, x_shape = cond._shape_tuple, x._shape_tuple
     if cond_shape is not None and x_shape is not None and len(cond_shape) == 1 < len(x_shape):
-        from tfc.ops.array import reshape
-
-        cond = reshape(cond, [-1] + [1] * (len(x_shape) - 1))
+        cond = _array.reshape(cond, [-1] + [1] * (len(x_shape) - 1))
     return apply_op("SelectV2", [cond, x, y], name=name or "Select").outputs[0]

@@ -87,7 +87,8 @@ def _int_pow(x, y):
     return np.power(x, y)
 
 
-def _sigmoid(x):
+def numpy_sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function in NumPy, without overflow for large |x|."""
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
@@ -225,7 +226,7 @@ register_elementwise("Ceil", np.ceil, {"f": "ceil{sfx}({0})"}, differentiable=Fa
 for _type, _fn, _c, _grad in [
     ("Reciprocal", np.reciprocal, "({T})1 / {0}", "ReciprocalGrad"),
     ("Rsqrt", lambda x: 1 / np.sqrt(x), "({T})1 / sqrt{sfx}({0})", "RsqrtGrad"),
-    ("Sigmoid", _sigmoid, "tfc_sigmoid_{tag}({0})", "SigmoidGrad"),
+    ("Sigmoid", numpy_sigmoid, "tfc_sigmoid_{tag}({0})", "SigmoidGrad"),
     ("Exp", np.exp, "exp{sfx}({0})", lambda op, dy: [dy * op.outputs[0]]),
     ("Expm1", np.expm1, "expm1{sfx}({0})", lambda op, dy: [dy * exp(op.inputs[0])]),
     ("Log", np.log, "log{sfx}({0})", lambda op, dy: [_realdiv(dy, op.inputs[0])]),

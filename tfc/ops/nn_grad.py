@@ -17,7 +17,7 @@ from tfc.ops.elementwise import register_elementwise
 from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
 from tfc.ops.kernels import Kernel, Param, c_literal, format_expr
-from tfc.ops.math import _sigmoid
+from tfc.ops.math import numpy_sigmoid
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
 
 
@@ -59,7 +59,7 @@ register_elementwise(
 )
 register_elementwise(
     "SoftplusGrad",
-    lambda dy, x: dy * _sigmoid(x),
+    lambda dy, x: dy * numpy_sigmoid(x),
     {"f": "{0} * tfc_sigmoid_{tag}({1})"},
     grad=lambda op, g: [
         _grad_op("SoftplusGrad", g, op.inputs[1]),

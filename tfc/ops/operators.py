@@ -9,6 +9,7 @@ import tfc.ops.linalg as _linalg
 import tfc.ops.logic as _logic
 import tfc.ops.math as _math
 from tfc.ir.graph import Tensor
+from tfc.ops.elementwise import convert_operands
 
 _BINARY = {
     # dunder: (function, op name TF1 gives it)
@@ -38,8 +39,6 @@ def _forward(fn, name):
 
 def _reflected(fn, name):
     def op(self: Any, other: Any) -> Tensor:
-        from tfc.ops.elementwise import convert_operands
-
         y, x = convert_operands(self, other)  # `other` takes self's dtype, as in TF1
         return fn(x, y, name)
 

@@ -9,11 +9,13 @@ from typing import Any
 
 import numpy as np
 
+import tfc.ops.array as _array
 import tfc.ops.logic as _logic
 import tfc.ops.math as _math
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Operation, Tensor, name_scope
-from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.array_common import axis_tensor, pick_argument
+from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.grad_ops import broadcast_to, kept_dims_shape, select, static_shape
 from tfc.ops.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
@@ -305,21 +307,6 @@ for _type, _spec in REDUCTIONS.items():
 
 
 # -- frontends ----------------------------------------------------------------------------------
-def pick_argument(new: Any, new_name: str, old: Any, old_name: str) -> Any:
-    """TF1's deprecated-argument lookup: one of two spellings of an argument, not both."""
-    if new is not None and old is not None:
-        raise ValueError(f"Cannot specify both '{new_name}' and '{old_name}'.")
-    return new if new is not None else old
-
-
-def axis_tensor(axis: Any) -> Tensor:
-    if is_tensor_like(axis):
-        return convert_to_tensor(axis)
-    if isinstance(axis, (np.ndarray, np.generic)) and axis.dtype == np.int64:
-        return constant(axis)
-    return convert_to_tensor(axis, dtype=_dt.int32)  # TF's default Tidx, also for []
-
-
 def _reduce(
     op_type: str,
     input_tensor: Any,
@@ -345,15 +332,13 @@ def _reduce_unknown_rank(op_type: str, x: Tensor, keep: bool, name: str | None) 
     """axis=None on a tensor whose rank is not known yet. TF1 reduces over range(rank(x));
     reducing the flattened tensor over its one axis visits the same elements in the same
     order, and needs no Range op. keepdims restores rank(x) ones once the rank is known."""
-    import tfc.ops.array as array
-
-    flat = array.reshape(x, [-1])
+    flat = _array.reshape(x, [-1])
     axes = constant(np.zeros(1, dtype=np.int32))
     attrs = {"keep_dims": False}
     if not keep:
         return apply_op(op_type, [flat, axes], attrs, name=name or op_type).outputs[0]
     total = apply_op(op_type, [flat, axes], attrs).outputs[0]
-    return array.reshape(total, array.ones_like(array.shape(x)), name=name)
+    return _array.reshape(total, _array.ones_like(_array.shape(x)), name=name)
 
 
 def _reduction_frontend(op_type: str, fn_name: str, what: str) -> Callable[..., Tensor]:

@@ -96,6 +96,26 @@ class OpContext:
     state: Any = None  # the interpreter's variable/RNG store
     ref_names: Sequence[str] = ()
 
+    @classmethod
+    def for_node(cls, graph: Graph, name: str, **extra: Any) -> OpContext:
+        """The context of node `name` as `graph` holds it now: its inputs' dtypes and shapes,
+        its own outputs, and the graph, which tells compile-time values. `extra` sets the
+        interpreter's fields (state, ref_names)."""
+        node = graph.node(name)
+        inputs = graph.input_edges(name)
+        return cls(
+            name=name,
+            type=node["op"],
+            attrs=node["attrs"],
+            in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
+            in_shapes=[_as_shape(graph.node(s)["shapes"][i]) for s, i in inputs],
+            out_dtypes=list(node["dtypes"]),
+            out_shapes=[_as_shape(s) for s in node["shapes"]],
+            graph=graph,
+            inputs=inputs,
+            **extra,
+        )
+
     def const(self, i: int) -> np.ndarray | None:
         """The value of input `i` when it is known at compile time, else None."""
         if self.graph is None or i >= len(self.inputs):
@@ -124,20 +144,13 @@ class OpContext:
         return TypeError(f"{message} (op '{self.name}' of type {self.type})")
 
 
+def _as_shape(shape: Any) -> Shape:
+    return None if shape is None else tuple(shape)
+
+
 def infer_outputs(graph: Graph, name: str) -> list:
     """Run the shape rule of node `name` on its current inputs; returns [(dtype, shape)]."""
-    node = graph.node(name)
-    inputs = graph.input_edges(name)
-    ctx = OpContext(
-        name=name,
-        type=node["op"],
-        attrs=node["attrs"],
-        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
-        in_shapes=[graph.node(s)["shapes"][i] for s, i in inputs],
-        graph=graph,
-        inputs=inputs,
-    )
-    return get_opdef(node["op"]).infer(ctx)
+    return get_opdef(graph.node(name)["op"]).infer(OpContext.for_node(graph, name))
 
 
 def apply_op(
@@ -226,30 +239,18 @@ def _evaluate_constant(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | No
     out_shape = node["shapes"][index]
     if not is_fully_defined(out_shape) or num_elements(out_shape) > _CONST_EVAL_LIMIT:
         return None
-    inputs = graph.input_edges(name)
-    in_shapes = [graph.node(s)["shapes"][i] for s, i in inputs]
+    ctx = OpContext.for_node(graph, name)
     if op_type in ("Shape", "Size", "Rank", "ShapeN"):
-        values = [None] * len(inputs)  # these need only the static shapes of their inputs
-        if not all(is_fully_defined(s) for s in in_shapes):
+        values = [None] * len(ctx.inputs)  # these need only the static shapes of their inputs
+        if not all(is_fully_defined(s) for s in ctx.in_shapes):
             return None
     else:
         values = []
-        for src in inputs:
+        for src in ctx.inputs:
             v = constant_value(graph, src)
             if v is None:
                 return None
             values.append(v)
-    ctx = OpContext(
-        name=name,
-        type=op_type,
-        attrs=node["attrs"],
-        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
-        in_shapes=in_shapes,
-        out_dtypes=node["dtypes"],
-        out_shapes=node["shapes"],
-        graph=graph,
-        inputs=inputs,
-    )
     outs = as_output_list(opdef.reference(ctx, *values))
     return np.asarray(outs[index], dtype=node["dtypes"][index].np)
 

@@ -89,7 +89,7 @@ def _fold_plan(
     control = _kept_control(graph, name, extra, effects)
     if control is None:
         return None
-    values = _evaluate(graph, name, inputs, args)
+    values = _evaluate(graph, name, args)
     if values is None:
         return None
     return values, control
@@ -118,21 +118,9 @@ def _kept_control(graph: Graph, name: str, extra: list[str], effects: Effects) -
     return sorted(kept, key=lambda n: graph.node(n)["id"])
 
 
-def _evaluate(
-    graph: Graph, name: str, inputs: list[tuple[str, int]], args: list[np.ndarray]
-) -> list[np.ndarray] | None:
+def _evaluate(graph: Graph, name: str, args: list[np.ndarray]) -> list[np.ndarray] | None:
     node = graph.node(name)
-    ctx = OpContext(
-        name=name,
-        type=node["op"],
-        attrs=node["attrs"],
-        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
-        in_shapes=[tuple(graph.node(s)["shapes"][i]) for s, i in inputs],
-        out_dtypes=list(node["dtypes"]),
-        out_shapes=[tuple(s) for s in node["shapes"]],
-        graph=graph,
-        inputs=inputs,
-    )
+    ctx = OpContext.for_node(graph, name)
     try:
         with np.errstate(all="ignore"):
             outs = as_output_list(get_opdef(node["op"]).reference(ctx, *args))

@@ -50,7 +50,7 @@ SCRATCH = -1  # the output index of a node's scratch memory, as an arena tensor
 def scratch_bytes(graph: Graph, name: str) -> int:
     """Bytes of temporary arena memory the kernels of node `name` use (0: none)."""
     opdef = get_opdef(graph.op_type(name))
-    return int(opdef.scratch(op_context(graph, name))) if opdef.scratch is not None else 0
+    return int(opdef.scratch(OpContext.for_node(graph, name))) if opdef.scratch is not None else 0
 
 
 def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
@@ -172,22 +172,6 @@ def arena_readers(graph: Graph, storage: dict) -> dict[Tensor, set[str]]:
     return readers
 
 
-def op_context(graph: Graph, name: str) -> OpContext:
-    node = graph.node(name)
-    inputs = graph.input_edges(name)
-    return OpContext(
-        name=name,
-        type=node["op"],
-        attrs=node["attrs"],
-        in_dtypes=[graph.node(s)["dtypes"][i] for s, i in inputs],
-        in_shapes=[tuple(graph.node(s)["shapes"][i]) for s, i in inputs],
-        out_dtypes=list(node["dtypes"]),
-        out_shapes=[tuple(s) for s in node["shapes"]],
-        graph=graph,
-        inputs=inputs,
-    )
-
-
 def inplace_candidates(graph: Graph, name: str, storage: dict) -> list[Tensor]:
     """The arena tensors whose bytes output 0 of `name` may take over if it is their last
     reader (the caller checks that), in input order.
@@ -202,7 +186,7 @@ def inplace_candidates(graph: Graph, name: str, storage: dict) -> list[Tensor]:
     opdef = get_opdef(graph.op_type(name))
     if opdef.inplace is None or storage.get((name, 0)) != ("arena", None):
         return []
-    ctx = op_context(graph, name)
+    ctx = OpContext.for_node(graph, name)
     declared = set(opdef.inplace(ctx))
     out_shape, out_size = ctx.out_shapes[0], ctx.out_dtypes[0].size
     nbytes = tensor_nbytes(graph, (name, 0))

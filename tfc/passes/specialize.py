@@ -57,7 +57,7 @@ def _fix_const_inputs(graph: Graph, name: str) -> None:
         src, out = inputs[i]
         if graph.node(src)["op"] == "Const":
             continue
-        ctx = OpContext(name, node["op"], node["attrs"], [], [], graph=graph, inputs=inputs)
+        ctx = OpContext.for_node(graph, name)
         value = ctx.require_const(i, f"input {i}")
         dtype = graph.node(src)["dtypes"][out]
         const = graph.unique_name(f"{name}/const_input_{i}")

@@ -6,7 +6,7 @@ import networkx as nx
 
 from tfc.ir.graph import CONTROL, Graph
 from tfc.ir.tensor_shape import is_fully_defined
-from tfc.ops.registry import REGISTRY
+from tfc.ops.registry import REGISTRY, OpContext
 
 
 class GraphInvariantError(AssertionError):
@@ -60,7 +60,7 @@ def verify_memory_plan(graph: Graph, fail) -> None:
     node, of the same bytes, shape and element size, that the op declares it may overwrite
     and that nothing reads after that node. Lifetimes are recomputed from the schedule, not
     taken from the planner."""
-    from tfc.passes.memory import ARENA_ALIGN, SCRATCH, op_context, scratch_bytes, tensor_nbytes
+    from tfc.passes.memory import ARENA_ALIGN, SCRATCH, scratch_bytes, tensor_nbytes
 
     attrs = graph.graph_attrs
     step = {n: i for i, n in enumerate(attrs["schedule"])}
@@ -111,7 +111,7 @@ def verify_memory_plan(graph: Graph, fail) -> None:
         if storage[out] != storage[src] or tensor_nbytes(graph, out) != tensor_nbytes(graph, src):
             return f"{out} and {src} are not the same bytes"
         opdef = REGISTRY[graph.op_type(n)]
-        ctx = op_context(graph, n)
+        ctx = OpContext.for_node(graph, n)
         declared = set(opdef.inplace(ctx)) if opdef.inplace is not None else set()
         for i in readings:
             if ctx.in_shapes[i] != ctx.out_shapes[0]:

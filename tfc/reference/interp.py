@@ -93,16 +93,9 @@ def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) 
         else:
             if opdef.reference is None:
                 raise NotImplementedError(f"Op '{node['op']}' has no NumPy reference")
-            ctx = OpContext(
-                name=name,
-                type=node["op"],
-                attrs=node["attrs"],
-                in_dtypes=[program.node(s)["dtypes"][i] for s, i in inputs],
-                in_shapes=[tuple(program.node(s)["shapes"][i]) for s, i in inputs],
-                out_dtypes=list(node["dtypes"]),
-                out_shapes=[tuple(s) for s in node["shapes"]],
-                graph=program,
-                inputs=inputs,
+            ctx = OpContext.for_node(
+                program,
+                name,
                 state=state,
                 ref_names=[inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)],
             )

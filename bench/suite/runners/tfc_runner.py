@@ -79,7 +79,7 @@ def _program_call(graph, sess, fetches, feeds):
 
 
 def _profile(sess, fetches, feed, ms: float, plan) -> str:
-    """The per-kernel table of tfc.profile (the program's profile build), slowest first."""
+    """The per-kernel table of Session.profile (the program's profile build), slowest first."""
     runs = max(3, min(500, int(plan.profile_s / max(ms * 1e-3, 1e-6))))
     try:
         return sess.profile(fetches, feed, runs=runs).table(limit=12)
