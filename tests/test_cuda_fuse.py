@@ -24,9 +24,9 @@ from tfc.client.request import RunRequest
 from tfc.codegen.lower import lower_program
 from tfc.codegen.render import render_kernel, render_program
 from tfc.codegen.targets import CUDA
+from tfc.compiler import pipeline, run_passes
 from tfc.ir.program import make_program_graph
 from tfc.ops.fusion import is_fusion
-from tfc.passes import pipeline, run_passes
 from tfc.reference.interp import Interpreter
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")

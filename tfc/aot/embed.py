@@ -38,8 +38,8 @@ from tfc.aot.build import sync_dir, write_if_changed
 from tfc.aot.programs import (
     Program,
     StateEntry,
-    _feed,
-    _layout_state,
+    batch_feed,
+    layout_state,
     signature_graph,
     train_feeds,
 )
@@ -50,13 +50,12 @@ from tfc.aot.signatures import (
     load_signatures_function,
 )
 from tfc.backend.cc import runtime_dir
-from tfc.client.config import CompileOptions
-from tfc.codegen.lower import lower_program
-from tfc.codegen.render import get_template, render_program
+from tfc.codegen.render import get_template
+from tfc.codegen.targets import C
+from tfc.compiler import CompileOptions, compile_program
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import GraphKeys
 from tfc.ops.kernels import c_initializer
-from tfc.passes import run_passes
 from tfc.version import __version__
 
 __all__ = ["compile_embed", "EmbeddedModel", "EMBED_CFLAGS"]
@@ -171,10 +170,10 @@ def compile_embed(
             _check_rows_independent(sigs)
         programs["predict"] = _compile_program(
             sigs, prefix, "predict", list(pr.outputs.values()), [],
-            [_feed(pr.features, 1 if max_batch else batch)], (["features"], list(pr.outputs)),
+            [batch_feed(pr.features, 1 if max_batch else batch)], (["features"], list(pr.outputs)),
             passes, arena_align, lower_bounds,
         )  # fmt: skip
-    state = _layout_state(sigs, programs)
+    state = layout_state(sigs, programs)
     if not trainable:
         _check_read_only(programs["predict"], state)
 
@@ -224,12 +223,13 @@ def _compile_program(
 ) -> Program:
     graph = signature_graph(sigs, fetches, targets, feeds)
     graph.graph_attrs["arena_align"] = align
-    graph = run_passes(graph, passes)
-    bounds.append(int(graph.graph_attrs["arena_lower_bound"]))
     symbols = f"{prefix}{role}_"
-    lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols)
-    source = render_program(lowered, profile=False, linkage="static inline ")
-    return Program(role, lowered, source, *map(list, names))
+    compiled = compile_program(
+        graph, passes, C, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols,
+        profile=False, linkage="static inline ",
+    )  # fmt: skip
+    bounds.append(int(compiled.graph.graph_attrs["arena_lower_bound"]))
+    return Program(role, compiled.lowered, compiled.source, *map(list, names))
 
 
 def _check_rows_independent(sigs: ModelSignatures) -> None:
