@@ -40,7 +40,7 @@ from tfc.codegen.fusion_members import (
     update_lines,
 )
 from tfc.ir import dtypes as _dt
-from tfc.ops.fusion_plan import arg_shape, loads_of, plan_fusion, reduce_axes
+from tfc.ops.fusion import arg_shape, loads_of, plan_fusion, reduce_axes
 from tfc.ops.kernels import (
     Kernel,
     c_literal,
@@ -50,7 +50,7 @@ from tfc.ops.kernels import (
     index_expr,
     type_tag,
 )
-from tfc.ops.reduce import _mean_finalize
+from tfc.ops.reduce import mean_finalize
 from tfc.ops.registry import OpContext
 
 
@@ -263,7 +263,7 @@ class _CudaFusion:
         lines = [f"{out} = ({m.dtype.c_type})acc{k};"]
         x_shape = arg_shape(self.members, list(self.ctx.in_shapes), m.args[0])
         count = math.prod(x_shape[a] for a in reduce_axes(m, x_shape))
-        finalize = _mean_finalize(m.dtype, count) if m.op == "Mean" else None
+        finalize = mean_finalize(m.dtype, count) if m.op == "Mean" else None
         if finalize is not None:
             lines.append(f"{out} = {finalize.format(a=out)};")
         if read:

@@ -29,9 +29,10 @@ from tfc.codegen.fusion_members import (
 )
 from tfc.ir import dtypes as _dt
 from tfc.ir.tensor_shape import num_elements
-from tfc.ops.fusion_plan import (
+from tfc.ops.fusion import (
     Member,
     arg_shape,
+    gemm_block_rows,
     loads_of,
     plan_fusion,
     reduce_axes,
@@ -47,7 +48,7 @@ from tfc.ops.kernels import (
     nest_lines,
     type_tag,
 )
-from tfc.ops.reduce import _mean_finalize
+from tfc.ops.reduce import mean_finalize
 from tfc.ops.registry import OpContext
 
 
@@ -292,7 +293,7 @@ class _Lowering:
             out = f"y{o}[{nest.index(at)}]"
             x_shape = arg_shape(self.members, list(self.ctx.in_shapes), m.args[0])
             count = math.prod(x_shape[a] for a in reduce_axes(m, x_shape))
-            finalize = _mean_finalize(m.dtype, count) if m.op == "Mean" else None
+            finalize = mean_finalize(m.dtype, count) if m.op == "Mean" else None
             if finalize is not None:
                 body.append(f"{out} = {finalize.format(a=out)};")
             if j in read:
@@ -332,23 +333,6 @@ _LOCAL_ACCUMULATORS = 64
 def _node_only(ctx: OpContext) -> OpContext:
     """The node's own context, without the program graph (what a kernel may keep)."""
     return replace(ctx, graph=None, inputs=(), state=None, ref_names=())
-
-
-GEMM_ROWS = 144  # rows of a fused product per GEMM call: one MC block of tfc_gemm.h
-
-
-def gemm_block_rows(m: Member) -> int:
-    """Rows of a fused MatMul computed per GEMM call (and held by its scratch)."""
-    return min(GEMM_ROWS, m.shape[0])
-
-
-def fusion_scratch_bytes(ctx: OpContext) -> int:
-    """A fused MatMul whose product no output keeps computes its rows into scratch memory."""
-    j = ctx.attrs.get("row_scratch")
-    if j is None:
-        return 0
-    m = ctx.attrs["members"][j]
-    return gemm_block_rows(m) * m.shape[1] * m.dtype.size
 
 
 def _gemm_rows(

@@ -5,11 +5,10 @@ reduce member's accumulation, and a fused optimizer update's statements on one e
 from __future__ import annotations
 
 from tfc.ir import dtypes as _dt
-from tfc.ops.fusion import UPDATES
-from tfc.ops.fusion_plan import Member, value_args
+from tfc.ops.fusion import UPDATES, Member, value_args
 from tfc.ops.kernels import Param, c_literal, format_expr, math_suffix
 from tfc.ops.linalg import matrix_strides
-from tfc.ops.math import _cast_expr
+from tfc.ops.math import cast_expr
 from tfc.ops.reduce import REDUCTIONS, Reduction
 from tfc.ops.registry import OpContext, get_opdef
 
@@ -25,7 +24,7 @@ def member_expr(m: Member, operands: list[str], dtypes: list[_dt.DType]) -> str 
     if m.op in ("ZerosLike", "OnesLike"):
         return c_literal(0 if m.op == "ZerosLike" else 1, m.dtype)
     if m.op == "Cast":
-        return _cast_expr(dtypes[0], m.dtype).format(*operands)
+        return cast_expr(dtypes[0], m.dtype).format(*operands)
     if m.op == "SelectV2":
         return f"{operands[0]} ? {operands[1]} : {operands[2]}"
     if m.op in ("AddN", "BiasAdd"):

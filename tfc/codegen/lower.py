@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tfc.codegen.fusion_lower import lower_fusion
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph
 from tfc.ir.program import FeedSpec
@@ -129,10 +130,14 @@ def lower_program(
         inputs = graph.input_edges(n)
         ctx = _context(graph, n, inputs)
         opdef = get_opdef(node["op"])
-        if opdef.lower is None:
+        if is_fusion(node["op"]):  # its kernels are lowered here, in codegen, from its plan
+            kernels = lower_fusion(ctx)
+        elif opdef.lower is None:
             raise NotImplementedError(f"Op '{node['op']}' (node '{n}') has no C kernel in tfc")
+        else:
+            kernels = opdef.lower(ctx)
         bound = []
-        for kernel in opdef.lower(ctx):
+        for kernel in kernels:
             args, buffers = [], []
             for p in kernel.params:
                 if p.buf == "state":

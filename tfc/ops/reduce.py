@@ -193,7 +193,8 @@ def _reduce_reference(ctx: OpContext, x: np.ndarray, axes: np.ndarray) -> np.nda
     return np.asarray(result, dtype=x.dtype)
 
 
-def _mean_finalize(dtype: _dt.DType, count: int) -> str | None:
+def mean_finalize(dtype: _dt.DType, count: int) -> str | None:
+    """The C expression of {a} turning a sum of `count` values into their mean (None for 1)."""
     if count == 1:
         return None
     if dtype.is_floating:
@@ -212,7 +213,7 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
         value = spec.empty(dtype) if spec.empty else spec.identity(dtype)
         return loop_kernel(ctx.out_shapes[0], out, [], c_literal(value, dtype))
     combine = format_expr(spec.combine[dtype.kind], dtype, a="{a}", b="{b}")
-    finalize = _mean_finalize(dtype, count) if ctx.type == "Mean" else None
+    finalize = mean_finalize(dtype, count) if ctx.type == "Mean" else None
     acc_ctype = "double" if spec.wide_float32 and dtype is _dt.float32 else None
     return reduce_kernel(
         shape,
