@@ -74,7 +74,7 @@ def _sum_to_shape_lower(ctx: OpContext) -> list:
     axes = summed_axes(grad, target)
     if not axes:  # the shapes agree: a copy (no broadcast happened at run time)
         return loop_kernel(target, view("out0", dtype, target), [view("in0", dtype, target)], "{0}")
-    acc = "double" if dtype is _dt.float32 else None
+    acc = _dt.float64 if dtype is _dt.float32 else None
     # the kept dims, in order, are the target's layout: its size-1 and missing dims hold nothing
     return reduce_kernel(
         grad,

@@ -214,7 +214,7 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
         return loop_kernel(ctx.out_shapes[0], out, [], c_literal(value, dtype))
     combine = format_expr(spec.combine[dtype.kind], dtype, a="{a}", b="{b}")
     finalize = mean_finalize(dtype, count) if ctx.type == "Mean" else None
-    acc_ctype = "double" if spec.wide_float32 and dtype is _dt.float32 else None
+    acc = _dt.float64 if spec.wide_float32 and dtype is _dt.float32 else None
     return reduce_kernel(
         shape,
         axes,
@@ -223,7 +223,7 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
         combine,
         c_literal(spec.identity(dtype), dtype),
         finalize,
-        acc_ctype,
+        acc,
     )
 
 
