@@ -183,9 +183,13 @@ def geometry_data(g: Geometry, dtype: _dt.DType) -> dict:
     return data
 
 
+def window_data(spec: WindowSpec) -> dict:
+    """A window kernel's sizes: the geometry's and the spec's own."""
+    return geometry_data(spec.geometry, spec.dtype) | spec.sizes
+
+
 def window_kernel(kernel: Kernel) -> KernelTemplate:
-    spec: WindowSpec = kernel.spec
-    return kernel.template, geometry_data(spec.geometry, spec.dtype)
+    return kernel.template, window_data(kernel.spec)
 
 
 # the tiled pool kernels keep a few rows on the stack: at most this many values per row
@@ -225,7 +229,7 @@ def max_pool_kernel(kernel: Kernel) -> KernelTemplate:
     the benchmark's images conv1's pool took 0.53 ms with it, against about 0.1 ms as selects."""
     spec: WindowSpec = kernel.spec
     g, ct = spec.geometry, spec.dtype.c_type
-    data = geometry_data(g, spec.dtype)
+    data = window_data(spec)
     if tiles_2x2(g):
         return "max_pool_tiled", data | tiled_row_parts(g)
     data["max_step"] = f"const {ct} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
@@ -239,7 +243,7 @@ def max_pool_grad_kernel(kernel: Kernel) -> KernelTemplate:
     one image in int32 (it vectorizes beside the floats) unless an image is huge."""
     spec: WindowSpec = kernel.spec
     g = spec.geometry
-    data = geometry_data(g, spec.dtype)
+    data = window_data(spec)
     if kernel.template == "max_pool_grad" and tiles_2x2(g):
         return "max_pool_grad_tiled", data | tiled_row_parts(g)
     data.update(

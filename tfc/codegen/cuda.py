@@ -124,7 +124,7 @@ def window_kernel(kernel: Kernel) -> KernelTemplate:
         bounds, names = [g.batch, g.out_h, g.out_w, g.out_c], ["n", "oh", "ow", "c"]
     else:
         bounds, names = [g.batch, g.in_h, g.in_w, g.in_c], ["n", "ih", "iw", "c"]
-    data = c.geometry_data(g, spec.dtype)
+    data = c.window_data(spec)
     return kernel.template, data | {
         "unravel": unravel("t", bounds, names),
         **grid(math.prod(bounds)),
