@@ -341,3 +341,24 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
 }
+
+
+# -- the program -------------------------------------------------------------------------------
+def program_parts(data: dict) -> dict:
+    """program.c.j2's optional parts: the profile build's table and timers, and the thread
+    control of an exported program (a file-local one, in the embeddable library, has none)."""
+    profile = data["profile"]
+    return {
+        "profile_head": ["c/profile_head.c.j2"] if profile else [],
+        "profile_table": ["c/profile.c.j2"] if profile else [],
+        "thread_control": ["c/threads.c.j2"] if data["exported"] else [],
+        "run_begin": [
+            "int64_t tfc_prof_start = tfc_prof_now(), tfc_prof_t = tfc_prof_start;",
+            "(void)tfc_prof_t;",
+        ]
+        if profile
+        else [],
+        "run_end": ["tfc_prof_total_ns += tfc_prof_now() - tfc_prof_start;", "++tfc_prof_runs;"]
+        if profile
+        else [],
+    }

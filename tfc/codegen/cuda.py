@@ -378,6 +378,68 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
     return "conv2d_gemm_chunked", data
 
 
+# -- the program -------------------------------------------------------------------------------
+def program_parts(data: dict) -> dict:
+    """program.cu.j2's parts that depend on the program: the upload of its constants, the
+    copies between host buffers and their staging after the arena (none for an empty tensor),
+    the run_mixed entry point of a staged Session's stage, the state it copies back."""
+    consts, feeds, fetches = data["consts"], data["staged_feeds"], data["staged_fetches"]
+    copy_in = (
+        "tfc_cuda_note(cudaMemcpyAsync(arena + {o}, inputs[{i}], {n}, cudaMemcpyHostToDevice, "
+        "tfc_cuda_stream));"
+    )
+    copy_out = (
+        "tfc_cuda_note(cudaMemcpyAsync(outputs[{i}], arena + {o}, {n}, cudaMemcpyDeviceToHost, "
+        "tfc_cuda_stream));"
+    )
+    stage_in, mixed_in, stage_out, mixed_out = [], [], [], []
+    for i, f in enumerate(feeds):
+        o, n = f["offset"], f["bytes"]
+        stage_in.append(f"dinputs[{i}] = arena + {o};")
+        mixed_in.append(f"dinputs[{i}] = feed_on_host[{i}] ? arena + {o} : inputs[{i}];")
+        if n:
+            stage_in.append(copy_in.format(i=i, o=o, n=n))
+            mixed_in += [f"if (feed_on_host[{i}])", "    " + copy_in.format(i=i, o=o, n=n)]
+    for i, f in enumerate(fetches):
+        o, n = f["offset"], f["bytes"]
+        stage_in.append(f"doutputs[{i}] = arena + {o};")
+        mixed_in.append(f"doutputs[{i}] = fetch_on_host[{i}] ? arena + {o} : outputs[{i}];")
+        if n:
+            stage_out.append(copy_out.format(i=i, o=o, n=n))
+            mixed_out += [f"if (fetch_on_host[{i}] == 1)", "    " + copy_out.format(i=i, o=o, n=n)]
+    external = data["external_bytes"]
+    state = data["state_bytes"]
+    return {
+        "constant_upload": ["cuda/upload_constants.cu.j2"] if consts else [],
+        "const_count": len(consts),
+        "begin_lines": (
+            ["if (rc == TFC_OK && !tfc_dconst_ready) rc = tfc_upload_constants(err);"]
+            if consts
+            else []
+        ),
+        "site_slots": max(len(data["sites"]), 1),  # C has no empty arrays
+        "sites": ", ".join(data["sites"] or ["NULL"]),
+        "feed_slots": max(len(feeds), 1),
+        "fetch_slots": max(len(fetches), 1),
+        "stage_in": stage_in,
+        "stage_out": stage_out,
+        "mixed_entry": ["cuda/run_mixed.cu.j2"] if data["mixed_io"] else [],
+        "mixed_stage_in": mixed_in,
+        "mixed_stage_out": mixed_out,
+        "state_slots": max(len(state), 1),
+        "external_slots": max(len(external), 1),
+        "external_decls": (
+            [f"static const void *tfc_dev_consts_from[{len(external)}];"] if external else []
+        ),
+        "state_bytes": [dict(s, alloc=max(s["bytes"], 1)) for s in state],
+        "state_out": [
+            f"tfc_cuda_memcpy(state[{i}], tfc_dev_state[{i}], {s['bytes']});"
+            for i, s in enumerate(state)
+            if s["written"]
+        ],
+    }
+
+
 _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "loop": loop_kernel,
     "reduce": reduce_kernel,

@@ -152,9 +152,8 @@ def render_program(
             for i, s in enumerate(program.slots)
         ],
     }
-    template = _env.get_template(f"{target.template_dir}/{target.program_template}")
-    return template.render(
-        sites=sites or ["NULL"],
+    data = dict(
+        sites=sites,
         n_sites=len(sites),
         **staging_layout(program),
         version=__version__,
@@ -174,6 +173,8 @@ def render_program(
         profile_table_size=max(len(timed), 1),  # C has no empty arrays
         **header,
     )
+    template = _env.get_template(f"{target.template_dir}/{target.program_template}")
+    return template.render(**(data | target.program_parts(data)))
 
 
 def staging_layout(program: LoweredProgram, align: int = 256) -> dict:

@@ -26,6 +26,9 @@ class Target:
     # that kind, and its C kernel, rendered as a function with `body_qualifier`, is wrapped
     # by `fallback_template` (CUDA: one GPU thread runs the C loop)
     kernel_template: Callable[[Kernel], tuple[str, dict] | None]
+    # the parts of the program template (templates it includes, statements) that depend on
+    # the program and its build (profile, linkage, staging), from render_program's data
+    program_parts: Callable[[dict], dict]
     kernel_suffix: str = ".c.j2"
     program_template: str = "program.c.j2"
     fallback_template: str | None = None
@@ -56,6 +59,7 @@ C = Target(
     kernel_qualifier="static",
     restrict="restrict",
     kernel_template=c.kernel_template,
+    program_parts=c.program_parts,
 )
 
 CUDA = Target(
@@ -65,6 +69,7 @@ CUDA = Target(
     kernel_qualifier="static",
     restrict="__restrict__",
     kernel_template=cuda.kernel_template,
+    program_parts=cuda.program_parts,
     kernel_suffix=".cu.j2",
     program_template="program.cu.j2",
     fallback_template="cuda/serial.cu.j2",
