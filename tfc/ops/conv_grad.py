@@ -18,7 +18,6 @@ from tfc.ir.tensor_shape import Shape, num_elements, shape_str
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, int_list, shape_value
 from tfc.ops.conv import (
     FLOATS,
-    Geometry,
     as_float64,
     check_rank4,
     check_window_attrs,
@@ -41,6 +40,7 @@ from tfc.ops.conv import (
 from tfc.ops.conv_algo import check_algorithm
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
+from tfc.ops.kernels import Geometry
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
 
 
