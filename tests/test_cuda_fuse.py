@@ -1,4 +1,4 @@
-"""Fused kernels on the CUDA target (tfc/ops/fusion_cuda.py, templates/cuda/kernels/fused.cu.j2).
+"""Fused kernels on the CUDA target (tfc/codegen/fusion.py, templates/cuda/kernels/fused*.cu.j2).
 
 Without a GPU: GPU programs are compiled with the fuse pass; every Fusion node becomes a
 parallel kernel (never the one-thread fallback) and the programs compile with nvcc, warnings
