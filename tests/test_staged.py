@@ -1,4 +1,4 @@
-"""Sessions running host and GPU stages (tfc/staged.py). Without a GPU: every stage's source
+"""Sessions running host and GPU stages (tfc/client/staged.py). Without a GPU: every stage's source
 compiles (C; CUDA with nvcc, warnings as errors), and the stages run in turn with every stage
 compiled to C match the unsplit CPU program. On a GPU (`cuda` marker) and under CUDA device
 emulation (TFC_CUDA=emulate): the stages run on the host and the (emulated) GPU and match a

@@ -17,7 +17,13 @@ from tfc.aot.build import (
 )
 from tfc.aot.distributed import Cluster, DistributedPlan, TaskPlan, plan_distributed
 from tfc.aot.signatures import build_signatures, c_identifier, load_signatures_function
-from tfc.aot.sources import BASE_CFLAGS, DescriptorArrays, program_descriptor, state_specs
+from tfc.aot.sources import (
+    BASE_CFLAGS,
+    DescriptorArrays,
+    makefile_toolchain,
+    program_descriptor,
+    state_specs,
+)
 from tfc.backend.cc import runtime_dir
 from tfc.codegen.render import get_template
 from tfc.compiler import CompileOptions
@@ -162,7 +168,7 @@ def render_dist_makefile(plan: DistributedPlan, cflags: list[str], cuda: dict | 
     """`cuda`: the worker's .cu program's compiler, flags and link libraries (a GPU worker), as
     tfc.aot.cuda_build.CudaToolchain.makefile_fields gives them; the ps programs stay C."""
     return get_template("c/Makefile.j2").render(
-        cuda=cuda,
+        **makefile_toolchain(cuda),
         version=__version__,
         name=plan.name,
         cflags=" ".join([*cflags, "-pthread"]),

@@ -178,13 +178,22 @@ def model_objects(plan: ModelPlan) -> list[str]:
     return ["obj/model.o"] + [f"obj/{stem}.o" for stem in programs]
 
 
+def makefile_toolchain(cuda: dict | None) -> dict:
+    """Makefile.j2's toolchain data: the C-only link line, or with `cuda` (makefile_fields of
+    the CUDA toolchain) its libraries, variables and .cu rule added."""
+    libs = ["-lm", "-pthread", *(cuda["libs"] if cuda else [])]
+    if cuda is None:
+        return {"ldlibs": " ".join(libs), "toolchain": [], "cu_rules": []}
+    return {"ldlibs": " ".join(libs), "toolchain": cuda["toolchain"], "cu_rules": cuda["cu_rules"]}
+
+
 def render_makefile(
     plan: ModelPlan, executables: list[str], cflags: list[str], cuda: dict | None = None
 ) -> str:
     """`cuda` (the CUDA target): the .cu programs' compiler, flags and link libraries, as
     tfc.aot.cuda_build.CudaToolchain.makefile_fields gives them."""
     return get_template("c/Makefile.j2").render(
-        cuda=cuda,
+        **makefile_toolchain(cuda),
         version=__version__,
         name=plan.name,
         cflags=" ".join(cflags),

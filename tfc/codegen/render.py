@@ -5,8 +5,9 @@ and data) are emitted once and shared by every step that needs them. The output 
 function of the program: the same graph gives the same bytes.
 
 The profile build (`profile=True`, or TFC_PROFILE=1 in the environment) times every step into
-a per-program table with extra entry points (tfc/profile.py reads them) and prints the table
-to stderr at exit; the default build's source has none of it, so its cache entry is its own.
+a per-program table with extra entry points (tfc/client/profiling.py reads them) and prints
+the table to stderr at exit; the default build's source has none of it, so its cache entry is
+its own.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Reading checkpoint files (`CheckpointReader`), and the one place to import checkpoints from.
 
 A checkpoint is one safetensors file, its whole header validated before any tensor is read:
-tfc/safetensors.py holds the format (writing, and the header rules shared with the C runtime),
-tfc/atomic_write.py the atomic writes, tfc/checkpoint_state.py the directory's `checkpoint`
+tfc/io/safetensors.py holds the format (writing, and the header rules shared with the C runtime),
+tfc/io/atomic_write.py the atomic writes, tfc/io/checkpoint_state.py the directory's `checkpoint`
 state file. Their public names are re-exported here.
 """
 

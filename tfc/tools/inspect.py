@@ -5,7 +5,7 @@ For one program (a model file's train step or predict at a batch, or what a Sess
 compile) it reports the op count before and after every pass, the kernels of the lowered
 program, the arena next to its lower bound and its naive size, and the FLOPs and bytes one run
 computes and moves (tfc/codegen/program_stats.py says how each is counted); it can keep the graph's
-text after any pass, and hands the graph after any pass to tfc/graphviz.py to draw.
+text after any pass, and hands the graph after any pass to tfc/tools/graphviz.py to draw.
 """
 
 from __future__ import annotations
