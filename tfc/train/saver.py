@@ -36,8 +36,10 @@ from tfc.io.checkpoint import (
     write_file_atomically,
     write_safetensors,
 )
+from tfc.io.meta_graph import MetaGraph, SaverDef
 from tfc.ir import errors
 from tfc.ir.graph import GraphKeys, Tensor, get_default_graph
+from tfc.train.meta_graph_export import export_meta_graph
 from tfc.variables import Variable
 
 __all__ = [
@@ -228,9 +230,11 @@ class Saver:
     """`tf.train.Saver`: saves and restores variables as safetensors checkpoints.
 
     `var_list` is None (all global variables), a list of Variables (saved under their op
-    names), or a dict checkpoint key -> Variable. `sharded`, `write_version`, `name` and
+    names), or a dict checkpoint key -> Variable; `saver_def` (a tfc meta graph's SaverDef)
+    names them and the options instead. `sharded`, `write_version`, `name` and
     `restore_sequentially` are accepted for TF's signature and change nothing: one file is
-    written per checkpoint. No MetaGraphDef exists in tfc, so `write_meta_graph` writes nothing.
+    written per checkpoint. `save` writes no .meta file (`write_meta_graph` changes nothing);
+    `export_meta_graph` writes one.
     """
 
     def __init__(
@@ -251,10 +255,22 @@ class Saver:
         save_relative_paths: bool = False,
         filename: str | None = None,
     ) -> None:
-        if saver_def is not None or builder is not None:
+        if builder is not None or saver_def is not None and not isinstance(saver_def, SaverDef):
             raise ValueError(
-                "tfc's Saver builds no save/restore ops, so it takes no saver_def or builder"
+                "tfc's Saver builds no save/restore ops, so it takes no builder, and as "
+                "saver_def only the SaverDef of a tfc meta graph"
             )
+        if saver_def is not None:  # the variables it names, in the default graph
+            graph = get_default_graph()
+            var_list = {
+                key: graph.get_operation_by_name(op).outputs[0]
+                for key, op in saver_def.var_list.items()
+            }
+            max_to_keep = saver_def.max_to_keep
+            keep_checkpoint_every_n_hours = saver_def.keep_checkpoint_every_n_hours
+            sharded = saver_def.sharded
+            pad_step_number = saver_def.pad_step_number
+            save_relative_paths = saver_def.save_relative_paths
         if defer_build and var_list is not None:
             raise ValueError(
                 "If `var_list` is provided then build cannot be deferred. Either set "
@@ -297,6 +313,42 @@ class Saver:
         if not ops and not self._allow_empty:
             raise ValueError("No variables to save")
         self._vars = ops
+
+    @property
+    def saver_def(self) -> SaverDef:
+        """What rebuilds this Saver in an imported meta graph: keys, variables and options."""
+        return SaverDef(
+            var_list={key: op.name for key, op in self._built().items()},
+            max_to_keep=self._max_to_keep,
+            keep_checkpoint_every_n_hours=self._keep_every_n_hours,
+            sharded=self._sharded,
+            pad_step_number=self._pad_step_number,
+            save_relative_paths=self._save_relative_paths,
+        )
+
+    def as_saver_def(self) -> SaverDef:
+        return self.saver_def
+
+    def export_meta_graph(
+        self,
+        filename: str | None = None,
+        collection_list: list[str] | None = None,
+        as_text: bool = False,
+        export_scope: str | None = None,
+        clear_devices: bool = False,
+        clear_extraneous_savers: bool = False,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
+    ) -> MetaGraph:
+        """`tf.train.export_meta_graph` of the default graph, with this Saver in it."""
+        return export_meta_graph(
+            filename,
+            saver_def=self.saver_def,
+            collection_list=collection_list,
+            as_text=as_text,
+            export_scope=export_scope,
+            clear_devices=clear_devices,
+        )
 
     @property
     def _is_empty(self) -> bool:
