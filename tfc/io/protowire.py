@@ -2,8 +2,10 @@
 
 A message is a sequence of (field number, wire type, value) records; a schema names the fields
 tfc needs with their kinds, and `decode_message` checks each record's wire type against it,
-keeps the last value of a singular field (proto3's rule), gathers repeated fields (packed or
-not) and skips fields it does not know, as any protobuf reader must for forward compatibility.
+keeps the last value of a singular field (proto3's rule for scalars; the messages read here
+never repeat a singular sub-message, which protobuf would merge), gathers repeated fields
+(packed or not) and skips fields it does not know, as any protobuf reader must for forward
+compatibility.
 Every varint, length and nested message is bounds-checked: a malformed message raises
 `WireFormatError` saying where, never an IndexError.
 """
