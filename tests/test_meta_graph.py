@@ -1,5 +1,8 @@
-"""export_meta_graph / import_meta_graph / write_graph: graphs go out to a file and come back
-training and predicting the same; bad files are refused naming the file and the problem."""
+"""export_meta_graph / import_meta_graph / write_graph: graphs go out to a file and come back.
+
+They train and predict the same after the round trip; bad files are refused naming the file and
+the problem. init_from_checkpoint is tested here too.
+"""
 
 import json
 import logging

@@ -1,5 +1,8 @@
-"""`tf.train.export_meta_graph` and `tf.train.write_graph`: a graph, its collections and saver
-to tfc's meta graph file (the format: tfc/io/meta_graph.py, docs/file-formats.md)."""
+"""`tf.train.export_meta_graph` and `tf.train.write_graph`: graphs out to tfc's meta graph file.
+
+What goes in: the nodes, the collections and the saver; the file format is tfc/io/meta_graph.py
+(docs/file-formats.md).
+"""
 
 from __future__ import annotations
 
