@@ -2,7 +2,10 @@
 
 from tfc.train.device_setter import *  # noqa: F401,F403
 from tfc.train.learning_rate_decay import *  # noqa: F401,F403
+from tfc.train.meta_graph_export import *  # noqa: F401,F403
+from tfc.train.meta_graph_import import *  # noqa: F401,F403
 from tfc.train.optimizer import *  # noqa: F401,F403
 from tfc.train.optimizers import *  # noqa: F401,F403
 from tfc.train.saver import *  # noqa: F401,F403
 from tfc.train.training_util import *  # noqa: F401,F403
+from tfc.train.warm_start import *  # noqa: F401,F403
