@@ -39,7 +39,7 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is
 
 OP_TEST_MODULES = [
     "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
-    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics",
+    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics", "test_ops_topk",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
@@ -101,7 +101,8 @@ def training_graphs() -> dict[str, tuple]:
         v = tfc.Variable(tfc.ones([4, 6]))
         ys = [f(x + 2.0) for f in (
             tfc.tanh, tfc.sigmoid, tfc.sqrt, tfc.rsqrt, tfc.reciprocal, tfc.nn.softplus,
-            tfc.nn.relu6, tfc.nn.elu, tfc.nn.softmax, tfc.nn.log_softmax,
+            tfc.nn.relu6, tfc.nn.elu, tfc.nn.softmax, tfc.nn.log_softmax, tfc.nn.selu,
+            tfc.nn.softsign,
             lambda t: tfc.nn.leaky_relu(t, 0.2), lambda t: t[1:3, ::2],
             lambda t: tfc.pad(t, [[1, 1], [2, 2]], mode="REFLECT"),
             lambda t: tfc.gather(t, tfc.constant([0, 2, 1, 0])),
