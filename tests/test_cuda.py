@@ -63,7 +63,11 @@ def training_graphs() -> dict[str, tuple]:
     graphs = {}
     sys.path.insert(0, str(ROOT / "samples"))
     try:
-        for model, shape in (("digits_model", (8, 64)), ("lenet_model", (4, 28, 28, 1))):
+        for model, shape in (
+            ("digits_model", (8, 64)),
+            ("lenet_model", (4, 28, 28, 1)),
+            ("layers_cnn_model", (4, 28, 28, 1)),
+        ):
             module = importlib.import_module(model)
             graph = tfc.Graph()
             with graph.as_default():
@@ -226,7 +230,7 @@ def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
-@pytest.mark.parametrize("model", ["digits_model", "lenet_model"])
+@pytest.mark.parametrize("model", ["digits_model", "lenet_model", "layers_cnn_model"])
 def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
     cpu_losses, cpu_weights = _train(model, 5, "cpu", None)
     gpu_losses, gpu_weights = _train(model, 5, "gpu", None)
