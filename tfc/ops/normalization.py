@@ -1,9 +1,12 @@
 """`tf.nn` moments and normalization: moments, sufficient statistics, batch normalization
 (plain and fused), l2_normalize, built from reductions and element-wise ops as TF1 builds them.
 
-fused_batch_norm is a composite too, not a FusedBatchNormV3 kernel: measured on the layers
-CNN sample (samples/layers_cnn_model.py, see bench/batch_norm.py), the fusion pass merges its
-element-wise parts, and the reductions are the same passes a dedicated kernel would make.
+fused_batch_norm is a composition too, not a FusedBatchNormV3 kernel: the fusion pass merges
+its element-wise parts, and its reductions are the passes over the data a dedicated kernel
+would make. Measured by bench/batch_norm.py (one thread, a machine shared with other work), a
+training step of the normalization alone (forward and the three gradients) took 0.5x to 0.8x
+the time of TensorFlow's FusedBatchNormV3 and FusedBatchNormGradV3 at [32..64, 28, 28, 8],
+[64, 14, 14, 32] and [32, 8, 8, 256], and inference 0.1x to 0.4x: no kernel of its own needed.
 """
 
 from __future__ import annotations
