@@ -44,6 +44,7 @@ from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
+from tfc import contrib
 from tfc.client.config import (
     CompileOptions,
     ConfigProto,
