@@ -63,6 +63,11 @@ class Variable:
         constraint: Any = None,
         use_resource: Any = None,
     ) -> None:
+        if variable_def is not None:
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_def(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         dtype = None if dtype is None else _dt.as_dtype(dtype)
@@ -96,6 +101,41 @@ class Variable:
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self.graph.add_to_collections(collections, self)
+
+    def _init_from_def(self, variable_def: dict, import_scope: str | None) -> None:
+        """Wrap nodes that exist in the default graph (see to_proto); no collection changes."""
+        graph = get_default_graph()
+
+        def element(key: str) -> Any:
+            name = variable_def[key]
+            return graph.as_graph_element(f"{import_scope}/{name}" if import_scope else name)
+
+        self._variable = element("variable_name")
+        self._initializer_op = element("initializer_name")
+        self._snapshot = element("snapshot_name")
+        self._initial_value = element("initial_value_name")
+        self._trainable = bool(variable_def.get("trainable", True))
+
+    def to_proto(self, export_scope: str | None = None) -> dict | None:
+        """The names of this variable's nodes (the fields of TF's VariableDef): Variable.from_proto
+        wraps the same nodes again, e.g. in a graph read back from a file."""
+        names = {
+            "variable_name": self._variable.name,
+            "initial_value_name": self._initial_value.name,
+            "initializer_name": self._initializer_op.name,
+            "snapshot_name": self._snapshot.name,
+        }
+        if export_scope:
+            prefix = export_scope.rstrip("/") + "/"
+            if not all(n.startswith(prefix) for n in names.values()):
+                return None  # TF1: a variable outside the export scope has no proto
+            names = {k: n[len(prefix) :] for k, n in names.items()}
+        return {**names, "trainable": self._trainable}
+
+    @staticmethod
+    def from_proto(variable_def: dict, import_scope: str | None = None) -> Variable:
+        """A Variable over the nodes `variable_def` (from to_proto) names in the default graph."""
+        return Variable(variable_def=variable_def, import_scope=import_scope)
 
     # -- what TF1 code reads off a Variable ------------------------------------------------------
     @property

@@ -1,1 +1,1 @@
-"""Files: checkpoints, safetensors, checkpoint state, atomic writes."""
+"""Files: checkpoints, safetensors, checkpoint state, graph files, atomic writes."""
