@@ -153,7 +153,7 @@ class LoggingTensorHook(SessionRunHook):
             tf_logging.info(self._formatter(values))
             return
         with np.printoptions(suppress=True):
-            stats = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
+            stats = ", ".join(f"{tag} = {values[tag]!s}" for tag in self._tag_order)
         if elapsed is not None:
             tf_logging.info("%s (%.3f sec)", stats, elapsed)
         else:
