@@ -615,3 +615,25 @@ def test_warm_start_reads_the_chosen_variables(tmp_path):
         warm.get_variable_value("logits/kernel"), source.get_variable_value("logits/kernel")
     )
     assert warm.get_variable_value("global_step") == 1  # the global step is not warm-started
+
+    # a list of expressions chooses among all global variables, under their previous names
+    renamed = tf.estimator.WarmStartSettings(
+        str(tmp_path / "source"),
+        vars_to_warm_start=["logits/kernel$", "global_step"],
+        var_name_to_prev_var_name={"logits/kernel": "hidden/bias"},
+    )
+
+    def wide_logits(features, labels, mode, params):  # logits/kernel has hidden/bias's shape
+        w = tf.get_variable("logits/kernel", [32])
+        loss = tf.reduce_sum(w) + 0.0 * tf.reduce_sum(features["pixels"])
+        step = tf.assign_add(tf.train.get_global_step(), 1)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=step)
+
+    other = tf.estimator.Estimator(
+        wide_logits, str(tmp_path / "renamed"), params={}, warm_start_from=renamed
+    )
+    other.train(_numpy_fn(x, y, batch_size=64), steps=1)
+    np.testing.assert_array_equal(
+        other.get_variable_value("logits/kernel"), source.get_variable_value("hidden/bias")
+    )
+    assert other.get_variable_value("global_step") == 21  # 20 warm-started, then one step

@@ -96,9 +96,10 @@ def _check_hooks(hooks: Any) -> list[SessionRunHook]:
 
 
 class WarmStartSettings(NamedTuple):
-    """Start training from another checkpoint's values: the trainable variables whose names
-    match `vars_to_warm_start` (a regular expression, or a list of names or expressions),
-    read under their own names or those `var_name_to_prev_var_name` gives."""
+    """Start training from another checkpoint's values: the variables `vars_to_warm_start`
+    chooses (a regular expression over the trainable variables, a list of expressions over the
+    global ones, or a list of Variables), read under their own names or those
+    `var_name_to_prev_var_name` gives."""
 
     ckpt_to_initialize_from: str
     vars_to_warm_start: Any = ".*"
@@ -585,22 +586,24 @@ class Estimator:
 
 
 def _warm_start(sess: Session, settings: WarmStartSettings) -> None:
-    """Load the selected trainable variables from the warm-start checkpoint."""
+    """Load the chosen variables from the warm-start checkpoint, as TF1 chooses them: a regular
+    expression matches trainable variables, a list of expressions global ones, a list of
+    Variables names them."""
     source = settings.ckpt_to_initialize_from
     if os.path.isdir(source):
         source = latest_checkpoint(source) or source
-    patterns = settings.vars_to_warm_start
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    elif patterns is None:
-        return
-    renames = settings.var_name_to_prev_var_name or {}
+    wanted = settings.vars_to_warm_start
     graph = sess.graph
-    chosen = [
-        v
-        for v in graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
-        if any(re.match(p, v.op.name) for p in patterns)
-    ]
+    if wanted is None:
+        return
+    if isinstance(wanted, str):
+        candidates, patterns = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES), [wanted]
+    elif all(isinstance(w, str) for w in wanted):
+        candidates, patterns = graph.get_collection(GraphKeys.GLOBAL_VARIABLES), list(wanted)
+    else:
+        candidates, patterns = list(wanted), [".*"]
+    chosen = [v for v in candidates if any(re.match(p, v.op.name) for p in patterns)]
+    renames = settings.var_name_to_prev_var_name or {}
     tf_logging.info("Warm-starting from: %s", source)
     for variable in chosen:
         name = renames.get(variable.op.name, variable.op.name)
