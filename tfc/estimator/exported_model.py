@@ -89,10 +89,10 @@ def single_features_input(
         return t, [{"name": key, "shape": dims[1:], "columns": [0, width]}], {}
     dtypes = {t.dtype for _, t, _, _ in widths}
     if len(dtypes) != 1:
+        named = ", ".join(f"{k}: {t.dtype.name}" for k, t, _, _ in widths)
         raise ValueError(
-            "export: the receiver tensors have dtypes "
-            f"{ {k: t.dtype.name for k, t, _, _ in widths} }; a compiled predict program reads "
-            "one features tensor, so they must share one dtype (cast them in the "
+            f"export: the receiver tensors have dtypes {named}; a compiled predict program "
+            "reads one features tensor, so they must share one dtype (cast them in the "
             "serving_input_receiver_fn)"
         )
     batches = {dims[0] for _, _, dims, _ in widths}
