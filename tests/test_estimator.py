@@ -91,13 +91,32 @@ def test_model_fn_gets_only_the_arguments_it_takes(tmp_path):
         seen.append(config)
         w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
         loss = tf.reduce_mean(tf.square(features * w - labels))
-        step = tf.assign_add(tf.train.get_global_step(), 1)
-        return tf.estimator.EstimatorSpec("train", loss=loss, train_op=tf.group(step))
+        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
+            loss, global_step=tf.train.get_global_step()
+        )
+        return tf.estimator.EstimatorSpec("train", loss=loss, train_op=train_op)
 
     model = tf.estimator.Estimator(model_fn, str(tmp_path))
     model.train(lambda: (tf.constant(x), tf.constant(2 * x)), steps=2)
     assert seen and seen[0].model_dir == str(tmp_path)
     assert model.get_variable_value("global_step") == 2
+    w = model.get_variable_value("w")
+    # two steps of gradient descent on mean((x w - 2x)^2) from w = 0
+    mean_square = np.mean(x**2)
+    w_one = 0.01 * 4 * mean_square
+    np.testing.assert_allclose(w, w_one + 0.01 * 2 * mean_square * (2 - w_one), rtol=1e-5)
+
+    def predicts_a_tensor(features):  # features only: PREDICT is its one mode
+        w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+        return tf.estimator.EstimatorSpec("infer", predictions=features * w)
+
+    values = list(
+        tf.estimator.Estimator(predicts_a_tensor, str(tmp_path)).predict(
+            lambda: tf.data.Dataset.from_tensor_slices(x).batch(3)
+        )
+    )
+    assert len(values) == 8 and all(isinstance(v, np.ndarray) for v in values)  # not dicts
+    np.testing.assert_allclose(np.concatenate(values), x[:, 0] * w, rtol=1e-6)
 
     def needs_params(features, labels, mode, params):
         pass
