@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfc.backend.cuda import gpu_status
+from tfc.backend.cuda_runtime import gpu_status
 
 GPU_OK, GPU_WHY = gpu_status()
 on_gpu = [

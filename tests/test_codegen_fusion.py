@@ -14,9 +14,14 @@ from test_codegen_c import _sanitizer_env
 
 import tfc as tf
 from tfc.codegen.lower import lower_program
+from tfc.compiler import OPTIMIZATIONS, pass_name, pipeline, run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.ops import training_ops
-from tfc.passes import OPTIMIZATIONS, pipeline, run_passes
+from tfc.passes.fuse import fuse_elementwise
+from tfc.passes.memory import plan_memory
+from tfc.passes.prune import prune_graph
+from tfc.passes.schedule import schedule_graph
+from tfc.passes.specialize import specialize_shapes
 from tfc.reference.interp import InterpState, evaluate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +29,7 @@ _spec = importlib.util.spec_from_file_location("digits_mlp_sample", REPO / "samp
 digits_mlp = importlib.util.module_from_spec(_spec)  # the sample's model and data
 _spec.loader.exec_module(digits_mlp)
 
-FRONT = ["prune", "specialize", "prune"]
+FRONT = [prune_graph, specialize_shapes, prune_graph]
 UNFUSED = tf.CompileOptions(passes=[])
 FUSED = tf.CompileOptions(passes=["fuse"])
 # fusion alone, and fusion after the other optimizations (a graph without tuple identities...)
@@ -40,7 +45,7 @@ def _feeds(feed_dict):
     ]
 
 
-def _program(fetches, feed_dict=None, targets=(), passes=("fuse",)):
+def _program(fetches, feed_dict=None, targets=(), passes=(fuse_elementwise,)):
     """The program graph of `fetches` after the front passes and `passes`, checked."""
     graph = make_program_graph(
         tf.get_default_graph(),
@@ -79,7 +84,7 @@ def _source(fetches, feed_dict):
 def _interpret(fetches, feed_dict, passes):
     """Values from the ops' NumPy references on the program after `passes` (the Fusion op's
     reference when "fuse" is among them)."""
-    graph = _program(fetches, feed_dict, passes=list(passes) + ["schedule"])
+    graph = _program(fetches, feed_dict, passes=list(passes) + [schedule_graph])
     return evaluate(graph, list(feed_dict.values()), InterpState())
 
 
@@ -101,7 +106,7 @@ def test_matmul_bias_add_and_activation_are_one_kernel():
     b = tf.constant(np.ones(3, np.float32), name="b")
     h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w, name="mm"), b, name="ba"), name="h")
     g = _program([h], {x: np.ones((7, 5), np.float32)})
-    kernels = lower_program(run_passes(g, ["schedule", "memory"])).steps
+    kernels = lower_program(run_passes(g, [schedule_graph, plan_memory])).steps
     assert sum(len(s.kernels) for s in kernels) == 1
 
 
@@ -159,13 +164,15 @@ def test_elementwise_chains_with_broadcasting_give_the_same_bits():
         y: rng.normal(size=(3, 1)).astype(np.float32),
         n: np.arange(-3, 3, dtype=np.int32),
     }
-    unfused_kernels = _kernel_count(fetches, feed, [], FRONT + ["schedule", "memory"])
-    fused_kernels = _kernel_count(fetches, feed, [], FRONT + ["fuse", "schedule", "memory"])
+    unfused_kernels = _kernel_count(fetches, feed, [], FRONT + [schedule_graph, plan_memory])
+    fused_kernels = _kernel_count(
+        fetches, feed, [], FRONT + [fuse_elementwise, schedule_graph, plan_memory]
+    )
     assert (unfused_kernels, fused_kernels) == (39, 8)
     unfused, fused = _both(fetches, feed)
     _assert_identical(unfused, fused)
     # the Fusion op's NumPy reference agrees with the ops' own
-    _assert_identical(_interpret(fetches, feed, []), _interpret(fetches, feed, ["fuse"]))
+    _assert_identical(_interpret(fetches, feed, []), _interpret(fetches, feed, [fuse_elementwise]))
     for got, want in zip(fused, _interpret(fetches, feed, [])):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
@@ -267,8 +274,8 @@ def _kernel_count(fetches, feed, targets, passes):
 def test_the_digits_training_step_runs_as_at_most_half_the_kernels():
     x, y, loss, train, _, feed = _digits()
     with_fuse = pipeline()
-    without = pipeline([p for p in OPTIMIZATIONS if p != "fuse"])
-    assert "fuse" in with_fuse and "fuse" not in without
+    without = pipeline([pass_name(p) for p in OPTIMIZATIONS if p is not fuse_elementwise])
+    assert fuse_elementwise in with_fuse and fuse_elementwise not in without
     before = _kernel_count([loss], feed, [train], without)
     after = _kernel_count([loss], feed, [train], with_fuse)
     print(f"digits MLP training step: {before} kernels without fusion, {after} with")

@@ -9,12 +9,12 @@ import pytest
 
 import tfc as tf
 from tfc.aot.signatures import build_signatures, load_signatures_function
-from tfc.passes import OPTIMIZATIONS
+from tfc.compiler import OPTIMIZATIONS, pass_name
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 MODELS = sorted(SAMPLES.glob("*_model.py"))
 CONFIGS = {"all": tf.CompileOptions(), "none": tf.CompileOptions(passes=[])} | {
-    f"no-{p}": tf.CompileOptions(disable=[p]) for p in OPTIMIZATIONS
+    f"no-{p}": tf.CompileOptions(disable=[p]) for p in map(pass_name, OPTIMIZATIONS)
 }
 STEPS = 3
 

@@ -1,5 +1,5 @@
-"""The CUDA target's convolution and pooling kernels (templates/cuda/kernels/conv2d.cu.j2,
-conv2d_gemm.cu.j2 and the pool kernels).
+"""The CUDA target's convolution and pooling kernels (templates/cuda/kernels/conv2d_*.cu.j2: the
+direct kernel of each op kind and the implicit GEMM; the pool kernels).
 
 On a GPU (`cuda` marker) and under CUDA device emulation (TFC_CUDA=emulate: the program a GPU
 session compiles, built by the host C++ compiler, every kernel launch run on the CPU): the
@@ -38,7 +38,7 @@ from test_ops_conv import (
 
 import tfc
 from tfc.backend.cuda import compile_cuda
-from tfc.codegen.cuda import cuda_kernel_data
+from tfc.codegen.cuda import conv_form
 from tfc.ops.registry import apply_op
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
@@ -58,7 +58,7 @@ SHAPES = {**CONVS, **WIDE}
 # shapes also run with the C algorithm forced (`_algorithm`): the CUDA kernels take only the
 # geometry from the C kernel's plan, whichever tfc_conv.h variant (and scratch) it names
 FORCED = ("rect-kernel-strides", "wide-channels-s2", "gemm-partial-tiles", "gemm-input-same")
-# the tfc_conv.h variants (conv_algo.ConvPlan.kernel) the cases reach, per op kind
+# the tfc_conv.h variants (ConvPlan.kernel) the cases reach, per op kind
 C_VARIANTS = {"forward": {"direct", "im2col", "columns"}, "input": {"direct", "rows", "im2col"},
               "filter": {"direct", "im2col"}}  # fmt: skip
 
@@ -105,11 +105,10 @@ def _assert_every_kernel_form_runs(lowered) -> None:
     variants: dict[str, set] = {}
     for step in lowered.steps:
         if step.op in CONV_OPS:
-            kernel = step.kernels[0].kernel
-            data = cuda_kernel_data(kernel)
-            chunks = data.get("gemm_chunks", data.get("chunks", 1))
-            forms.setdefault(data["kind"], set()).add((data["gemm"], chunks > 1))
-            variants.setdefault(data["kind"], set()).add(kernel.data["function"].split("_")[-2])
+            spec = step.kernels[0].kernel.spec
+            form = conv_form(spec)
+            forms.setdefault(spec.kind, set()).add((form.gemm, form.chunks > 1))
+            variants.setdefault(spec.kind, set()).add(spec.plan.kernel)
     assert variants == C_VARIANTS
     for kind, seen in forms.items():
         assert {gemm for gemm, _ in seen} == {False, True}, kind

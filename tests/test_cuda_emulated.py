@@ -1,4 +1,4 @@
-"""CUDA device emulation itself (tfc/backend_cuda_emu.py, runtime/include/tfc_cuda_emu*.h): its
+"""CUDA device emulation itself (tfc/backend/cuda_emu.py, runtime/include/tfc_cuda_emu*.h): its
 barriers interleave a block's threads, a divergent barrier and a bad launch are reported, its
 builds reject warnings, and an emulated training step is clean under ASan and UBSan. The CUDA
 programs' numbers under emulation are checked by test_cuda.py's tests ("emulated" cases)."""

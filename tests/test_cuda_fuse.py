@@ -1,4 +1,4 @@
-"""Fused kernels on the CUDA target (tfc/ops/fusion_cuda.py, templates/cuda/kernels/fused.cu.j2).
+"""Fused kernels on the CUDA target (tfc/codegen/fusion.py, templates/cuda/kernels/fused*.cu.j2).
 
 Without a GPU: GPU programs are compiled with the fuse pass; every Fusion node becomes a
 parallel kernel (never the one-thread fallback) and the programs compile with nvcc, warnings
@@ -24,9 +24,9 @@ from tfc.client.request import RunRequest
 from tfc.codegen.lower import lower_program
 from tfc.codegen.render import render_kernel, render_program
 from tfc.codegen.targets import CUDA
+from tfc.compiler import pipeline, run_passes
 from tfc.ir.program import make_program_graph
 from tfc.ops.fusion import is_fusion
-from tfc.passes import pipeline, run_passes
 from tfc.reference.interp import Interpreter
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")

@@ -14,8 +14,8 @@ import pytest
 
 import tfc as tf
 from tfc.aot.signatures import build_signatures, load_signatures_function
+from tfc.compiler import PIPELINE, pipeline, run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import PIPELINE, pipeline, run_passes
 from tfc.passes.memory import STRATEGIES, plan_memory
 from tfc.passes.verify import verify_graph
 

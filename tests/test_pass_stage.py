@@ -10,7 +10,7 @@ from passcheck import assert_graph, front, run
 
 import tfc as tf
 from tfc.client.request import RunRequest
-from tfc.client.staged import GPU_DEVICE
+from tfc.compiler import GPU_DEVICE
 from tfc.ir.program import make_program_graph
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants

@@ -12,9 +12,14 @@ import pytest
 
 import tfc as tf
 from tfc.client.request import RunRequest
-from tfc.client.staged import GPU_DEVICE
+from tfc.compiler import GPU_DEVICE, STAGE_CUT, run_passes
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import run_passes
+from tfc.passes.cse import eliminate_common_subexpressions
+from tfc.passes.fold import fold_constants
+from tfc.passes.prune import prune_graph
+from tfc.passes.schedule import schedule_graph
+from tfc.passes.simplify import simplify_algebra
+from tfc.passes.specialize import specialize_shapes
 from tfc.reference.interp import (
     Interpreter,
     InterpState,
@@ -358,7 +363,15 @@ def test_partitions_recombine_into_the_original_computation():
 
 # -- host and GPU stages, run by the reference interpreter ----------------------------------------
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
-PRE = ["prune", "specialize", "fold", "simplify", "cse", "prune"]  # what GPU programs run first
+# what GPU programs run first
+PRE = [
+    prune_graph,
+    specialize_shapes,
+    fold_constants,
+    simplify_algebra,
+    eliminate_common_subexpressions,
+    prune_graph,
+]
 
 
 def _staged(graph, fetches, feed_dict=None):
@@ -367,13 +380,13 @@ def _staged(graph, fetches, feed_dict=None):
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     program = run_passes(program, PRE, verify=True)
     program.graph_attrs.update(default_device=GPU_DEVICE, allow_soft_placement=False)
-    return request, run_passes(program, ["place", "stage"], verify=True)
+    return request, run_passes(program, STAGE_CUT, verify=True)
 
 
 def _run_stages(program, request, state):
     stages = program.graph_attrs["stages"]
     for stage in stages:
-        run_passes(stage.graph, ["schedule"])
+        run_passes(stage.graph, [schedule_graph])
     return evaluate_stages(stages, request.feed_values, len(request.fetches), state)
 
 

@@ -15,8 +15,8 @@ from tfc.backend.cc import build_shared_library
 from tfc.client.request import RunRequest
 from tfc.codegen.lower import lower_program
 from tfc.codegen.render import render_program
+from tfc.compiler import run_passes
 from tfc.ir.program import make_program_graph
-from tfc.passes import run_passes
 from tfc.tools.cli import main
 from tfc.tools.profile import profile, time_runs
 

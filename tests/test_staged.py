@@ -1,4 +1,4 @@
-"""Sessions running host and GPU stages (tfc/staged.py). Without a GPU: every stage's source
+"""Sessions running host and GPU stages (tfc/client/staged.py). Without a GPU: every stage's source
 compiles (C; CUDA with nvcc, warnings as errors), and the stages run in turn with every stage
 compiled to C match the unsplit CPU program. On a GPU (`cuda` marker) and under CUDA device
 emulation (TFC_CUDA=emulate): the stages run on the host and the (emulated) GPU and match a
@@ -22,12 +22,11 @@ from tfc.backend.cc import build_shared_library
 from tfc.backend.cuda import compile_cuda
 from tfc.client.request import RunRequest
 from tfc.client.session import CompiledProgram
-from tfc.client.staged import StagedProgram, plan_stages
-from tfc.codegen.lower import lower_program
+from tfc.client.staged import StagedProgram
 from tfc.codegen.render import render_program
 from tfc.codegen.targets import CUDA
+from tfc.compiler import compile_program, compile_stages, pipeline
 from tfc.ir.program import make_program_graph
-from tfc.passes import pipeline, run_passes
 
 ROOT = Path(__file__).resolve().parent.parent
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
@@ -81,7 +80,7 @@ def _cpu_reference(batches):
 def _planned(graph, fetches, feed_dict=None):
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    return plan_stages(program, tf.CompileOptions().pipeline(), "train", verify=True)
+    return compile_stages(program, tf.CompileOptions().pipeline(), "train", verify=True)
 
 
 def _sample_train(model, batch):
@@ -105,7 +104,7 @@ def _sample_train(model, batch):
 def test_an_all_gpu_training_step_renders_the_cuda_of_the_unplaced_graph(model):
     graph, fetches, feed = _sample_train(model, 4)
     request = RunRequest(graph, fetches, feed)
-    planned = plan_stages(
+    planned = compile_stages(
         make_program_graph(graph, request.fetch_keys, request.targets, request.feeds),
         pipeline(), "train",
     )  # fmt: skip
@@ -114,10 +113,7 @@ def test_an_all_gpu_training_step_renders_the_cuda_of_the_unplaced_graph(model):
     assert "Fusion" in ops  # fused for CUDA, the whole step
     # the same CUDA as compiling the whole graph unplaced with CUDA's pass options
     whole = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    whole = run_passes(whole, pipeline(), options=CUDA.pass_options())
-    assert render_program(planned[0][1], CUDA) == render_program(
-        lower_program(whole, name="train"), CUDA
-    )
+    assert planned[0][1].source == compile_program(whole, pipeline(), CUDA, name="train").source
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
@@ -126,12 +122,14 @@ def test_every_stage_compiles_host_stages_as_c_and_gpu_stages_with_nvcc():
     bx, by = _batches(1)[0]
     planned = _planned(tf.get_default_graph(), [loss, train], {x: bx, y: by})
     assert [stage.on_gpu for stage, _ in planned] == [True, False, True, False]
-    for i, (stage, lowered) in enumerate(planned):
+    for i, (stage, program) in enumerate(planned):
         if stage.on_gpu:  # the whole program, host code and run_mixed too; -Werror
-            source = render_program(lowered, CUDA, mixed_io=True)
-            built = compile_cuda(source, name=f"stage{i}", cuda_arch="sm_80", output="object")
+            assert program.mixed_io
+            built = compile_cuda(
+                program.source, name=f"stage{i}", cuda_arch="sm_80", output="object"
+            )
         else:
-            built = build_shared_library(render_program(lowered), name=f"stage{i}")
+            built = build_shared_library(program.source, name=f"stage{i}")
         assert built.stat().st_size > 0
 
 
@@ -142,8 +140,11 @@ def _install_c_stages(sess, fetches, feed_dict=None, iterators=None) -> StagedPr
     request = RunRequest(sess.graph, fetches, feed_dict, iterators)
     graph = make_program_graph(sess.graph, request.fetch_keys, request.targets, request.feeds)
     soft = bool(getattr(sess.config, "allow_soft_placement", False))
-    planned = plan_stages(graph, sess._passes, "staged", soft, verify=True)
-    programs = [CompiledProgram(sess, low, render_program(low)) for _, low in planned]
+    planned = compile_stages(graph, sess._passes, "staged", soft, verify=True)
+    programs = [
+        CompiledProgram(sess, program.lowered, render_program(program.lowered))
+        for _, program in planned
+    ]
     staged = StagedProgram(sess, "staged", [s for s, _ in planned], programs,
                            len(request.fetches))  # fmt: skip
     sess._programs[(request.signature(), sess.graph.version)] = staged

@@ -45,13 +45,8 @@ from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
 from tfc import contrib
-from tfc.client.config import (
-    CompileOptions,
-    ConfigProto,
-    RunOptions,
-    get_num_threads,
-    set_num_threads,
-)
+from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
+from tfc.compiler import CompileOptions
 from tfc.backend.device_array import DeviceArray
 from tfc.client.session import InteractiveSession, Session, get_default_session
 from tfc.ops.operators import install_operators as _install_operators

@@ -66,7 +66,7 @@ class Variable:
         if variable_def is not None:
             if initial_value is not None:
                 raise ValueError("variable_def and initial_value are mutually exclusive.")
-            self._init_from_def(variable_def, import_scope)
+            self._init_from_variable_def(variable_def, import_scope)
             return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
@@ -102,40 +102,26 @@ class Variable:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self.graph.add_to_collections(collections, self)
 
-    def _init_from_def(self, variable_def: dict, import_scope: str | None) -> None:
-        """Wrap nodes that exist in the default graph (see to_proto); no collection changes."""
+    def _init_from_variable_def(self, variable_def: Any, import_scope: str | None) -> None:
+        """Wrap nodes already in the default graph (an imported meta graph): `variable_def` is a
+        tfc.io.meta_graph.VariableDef, its names relative to `import_scope`. As in TF, the
+        variable joins no collection: the importer restores those."""
         graph = get_default_graph()
 
-        def element(key: str) -> Any:
-            name = variable_def[key]
-            return graph.as_graph_element(f"{import_scope}/{name}" if import_scope else name)
+        def scoped(name: str) -> str:
+            return f"{import_scope}/{name}" if import_scope else name
 
-        self._variable = element("variable_name")
-        self._initializer_op = element("initializer_name")
-        self._snapshot = element("snapshot_name")
-        self._initial_value = element("initial_value_name")
-        self._trainable = bool(variable_def.get("trainable", True))
-
-    def to_proto(self, export_scope: str | None = None) -> dict | None:
-        """The names of this variable's nodes (the fields of TF's VariableDef): Variable.from_proto
-        wraps the same nodes again, e.g. in a graph read back from a file."""
-        names = {
-            "variable_name": self._variable.name,
-            "initial_value_name": self._initial_value.name,
-            "initializer_name": self._initializer_op.name,
-            "snapshot_name": self._snapshot.name,
-        }
-        if export_scope:
-            prefix = export_scope.rstrip("/") + "/"
-            if not all(n.startswith(prefix) for n in names.values()):
-                return None  # TF1: a variable outside the export scope has no proto
-            names = {k: n[len(prefix) :] for k, n in names.items()}
-        return {**names, "trainable": self._trainable}
-
-    @staticmethod
-    def from_proto(variable_def: dict, import_scope: str | None = None) -> Variable:
-        """A Variable over the nodes `variable_def` (from to_proto) names in the default graph."""
-        return Variable(variable_def=variable_def, import_scope=import_scope)
+        self._variable = graph.get_tensor_by_name(scoped(variable_def.variable_name))
+        if self._variable.op.type != "VariableV2":
+            raise ValueError(
+                f"variable_def names {self._variable.name}, an output of a "
+                f"{self._variable.op.type} op, not of a VariableV2"
+            )
+        self._initializer_op = graph.get_operation_by_name(scoped(variable_def.initializer_name))
+        self._snapshot = graph.get_tensor_by_name(scoped(variable_def.snapshot_name))
+        initial = variable_def.initial_value_name
+        self._initial_value = graph.get_tensor_by_name(scoped(initial)) if initial else None
+        self._trainable = bool(variable_def.trainable)
 
     # -- what TF1 code reads off a Variable ------------------------------------------------------
     @property
@@ -183,6 +169,20 @@ class Variable:
 
     def value(self) -> Tensor:
         return self._snapshot
+
+    def use_initial_value(self, value: Any, name: str = "Assign") -> None:
+        """Initialize from `value` from now on: its initializer becomes an assignment of
+        `value` (tf.train.init_from_checkpoint does this, as TF's does), so an initializer op
+        made later, e.g. by global_variables_initializer(), runs the new one."""
+        with colocate_with(self.op), name_scope(self.op.name + "/"):
+            value = convert_to_tensor(value, name="checkpoint_value", dtype=self.dtype)
+            if not value.shape.is_compatible_with(self.shape):
+                raise ValueError(
+                    f"Cannot initialize variable {self.op.name} of shape {self.shape} from a "
+                    f"value of shape {value.shape}"
+                )
+            self._initializer_op = assign(self._variable, value, name=name).op
+        self._initial_value = value
 
     def read_value(self) -> Tensor:
         """A fresh read: ordered after any control dependencies active where it is created."""

@@ -1,6 +1,6 @@
 /* Checkpoints of native executables: safetensors files, written atomically, validated on read.
  *
- * The format and the rules are tfc/safetensors.py's (the Python side reads and writes the same
+ * The format and the rules are tfc/io/safetensors.py's (the Python side reads and writes the same
  * files, byte for byte): an 8-byte little-endian header length N, N bytes of JSON naming each
  * tensor's dtype, shape and data_offsets (plus an optional "__metadata__" object of strings),
  * padded with spaces to a multiple of 8, then the tensors' little-endian bytes back to back,

@@ -3,7 +3,7 @@
  * The stream follows TensorFlow's GuardedPhiloxRandom: key = (seed lo, seed hi), counter =
  * (0, 0, seed2 lo, seed2 hi); each run of an op reserves 256 128-bit samples per output element,
  * so successive runs draw fresh numbers and a new session with the same seeds starts over.
- * tfc/philox.py is the NumPy twin of this file; the tests hold the two to the same bits. */
+ * tfc/ops/philox.py is the NumPy twin of this file; the tests hold the two to the same bits. */
 #ifndef TFC_PHILOX_H
 #define TFC_PHILOX_H
 

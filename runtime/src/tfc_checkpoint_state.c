@@ -1,5 +1,5 @@
 /* The "checkpoint" state file of a checkpoint directory: TensorFlow's CheckpointState in
- * protocol buffer text format, read and written as tfc/checkpoint_state.py does. */
+ * protocol buffer text format, read and written as tfc/io/checkpoint_state.py does. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tfc_checkpoint_internal.h"

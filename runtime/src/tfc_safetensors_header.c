@@ -3,7 +3,7 @@
  * Nothing read from a file is trusted before it is checked: the header length against the
  * limit and the file size, the header as UTF-8 and as JSON (a syntax pass over the whole text
  * before any value is interpreted), every field, and the data offsets against each other and
- * the file. The checks and their messages are tfc/safetensors.py's, so both readers refuse the
+ * the file. The checks and their messages are tfc/io/safetensors.py's, so both readers refuse the
  * same files with the same words. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -105,7 +105,7 @@ static int ck_parse_metadata(ck_file *f, tfc_json *j, const tfc_json_member *met
 
 static const char *const CK_FIELDS[3] = {"dtype", "shape", "data_offsets"};
 
-/* Validate one tensor's entry, in tfc/safetensors.py's order, filling *e. */
+/* Validate one tensor's entry, in tfc/io/safetensors.py's order, filling *e. */
 static int ck_parse_entry(ck_file *f, tfc_json *j, const tfc_json_member *t, ck_entry *e,
                           tfc_error *err) {
     const char *p = f->path, *name = t->key;

@@ -66,39 +66,29 @@ compiler; it honours CC and CFLAGS), and the executables ``train`` and ``predict
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfc.aot.build import build_executables, copy_runtime, write_if_changed
-from tfc.aot.programs import ModelPlan, plan_model
-from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
+from tfc.aot.build import (
+    TARGET_FLAGS,
+    CompiledModel,
+    build_executables,
+    copy_runtime,
+    write_if_changed,
+)
+from tfc.aot.dist_sources import compile_distributed
+from tfc.aot.programs import plan_model
+from tfc.aot.signatures import (
+    ModelError,
+    build_signatures,
+    c_identifier,
+    load_signatures_function,
+)
 from tfc.aot.sources import model_objects, model_sources, render_makefile
-from tfc.backend.cc import GENERIC_FLAGS, HOST_FLAGS
-from tfc.client.config import CompileOptions
-from tfc.codegen.targets import TARGETS
+from tfc.codegen.targets import CUDA, C
+from tfc.compiler import CompileOptions
 
 __all__ = ["compile", "CompiledModel", "ModelError"]
-
-TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS, "cuda": GENERIC_FLAGS}
-
-
-@dataclass
-class CompiledModel:
-    """What `compile` made: the directory, the model's plan, the executables built."""
-
-    outdir: Path
-    plan: ModelPlan
-    executables: dict[str, Path]  # "train", "predict" -> path (empty when not built)
-    cuda_emulated: bool = False  # the CUDA programs run under device emulation, on the CPU
-
-    @property
-    def train(self) -> Path:
-        return self.outdir / "train"
-
-    @property
-    def predict(self) -> Path:
-        return self.outdir / "predict"
 
 
 def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
@@ -134,8 +124,6 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     every kernel on the CPU, need no GPU or nvcc, and so does the Makefile's build.
     """
     if cluster is not None:
-        from tfc.aot.dist_sources import compile_distributed
-
         return compile_distributed(
             model, outdir, cluster, batch, target, name=name, cflags=cflags, build=build,
             options=options, cuda_arch=cuda_arch, cuda_emulate=cuda_emulate,
@@ -145,18 +133,14 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
     default_name, fn = load_signatures_function(model)
-    name = _c_identifier(name or default_name)
+    name = c_identifier(name or default_name)
     passes = (options or CompileOptions()).pipeline()
-    pass_options = TARGETS["cuda" if target == "cuda" else "c"].pass_options()
-    plan = plan_model(build_signatures(name, fn), int(batch), passes, pass_options)
+    code_target = CUDA if target == "cuda" else C
+    plan = plan_model(build_signatures(name, fn), int(batch), passes, code_target)
     cuda = None
     if target == "cuda":
         from tfc.aot.cuda_build import cuda_toolchain
-        from tfc.codegen.render import render_program
-        from tfc.codegen.targets import CUDA
 
-        for program in plan.programs.values():
-            program.source, program.suffix = render_program(program.lowered, CUDA), ".cu"
         cuda = cuda_toolchain(cuda_arch, cuda_emulate)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -176,12 +160,3 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
             outdir, executables, model_objects(plan), [*opt, "-Werror"], cuda=cuda
         )
     return CompiledModel(outdir, plan, built, cuda is not None and cuda.emulated)
-
-
-def _c_identifier(name: str) -> str:
-    ident = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    if not ident or ident[0].isdigit():
-        ident = f"m_{ident}"
-    if not ident.isascii():
-        raise ModelError(f"model name {name!r}: use ASCII letters, digits and _")
-    return ident

@@ -13,14 +13,46 @@ import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfc.aot.sources import BASE_CFLAGS
-from tfc.backend.cc import CompileError, _toolchain_identity, cache_dir, compiler, runtime_dir
+from tfc.backend.cc import (
+    GENERIC_FLAGS,
+    HOST_FLAGS,
+    CompileError,
+    cache_dir,
+    compiler,
+    runtime_dir,
+    toolchain_identity,
+)
 
 if TYPE_CHECKING:
     from tfc.aot.cuda_build import CudaToolchain
+    from tfc.aot.distributed import DistributedPlan
+    from tfc.aot.programs import ModelPlan
+
+# the optimization flags of each `tfc compile --target` (the Makefile's CFLAGS default)
+TARGET_FLAGS = {"host": HOST_FLAGS, "generic": GENERIC_FLAGS, "cuda": GENERIC_FLAGS}
+
+
+@dataclass
+class CompiledModel:
+    """What `tfc.compile` made: the directory, the model's plan, the executables built."""
+
+    outdir: Path
+    plan: ModelPlan | DistributedPlan
+    executables: dict[str, Path]  # "train", "predict" -> path (empty when not built)
+    cuda_emulated: bool = False  # the CUDA programs run under device emulation, on the CPU
+
+    @property
+    def train(self) -> Path:
+        return self.outdir / "train"
+
+    @property
+    def predict(self) -> Path:
+        return self.outdir / "predict"
 
 
 def write_if_changed(path: Path, text: str) -> None:
@@ -99,7 +131,7 @@ def build_executables(
     objects of .cu programs (default: every program's; a cluster's GPU worker: the worker's)."""
     cc = compiler()
     flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
-    key_base = "\0".join([" ".join(flags), _toolchain_identity(cc), _headers_digest(outdir)])
+    key_base = "\0".join([" ".join(flags), toolchain_identity(cc), _headers_digest(outdir)])
     runtime = sorted(f"runtime/src/{f.name}" for f in (outdir / "runtime" / "src").glob("*.c"))
     mains = [f"main_{e}.c" for e in executables]
     if cuda_objects is None:
@@ -110,7 +142,7 @@ def build_executables(
     def compile_one(source: str) -> str:
         if cuda is not None and source.endswith(".cu"):
             cu_flags = [*cuda.flags, "-Iruntime/include", "-I."]
-            cu_key = "\0".join([" ".join(cu_flags), _toolchain_identity(cuda.compiler), key_base])
+            cu_key = "\0".join([" ".join(cu_flags), toolchain_identity(cuda.compiler), key_base])
             return _compile_object(cuda.compiler, cu_flags, outdir, source, cu_key)
         return _compile_object(cc, flags, outdir, source, key_base)
 

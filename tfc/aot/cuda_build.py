@@ -29,14 +29,16 @@ class CudaToolchain:
     emulated: bool = False
 
     def makefile_fields(self) -> dict:
-        """What tfc/templates/c/Makefile.j2 interpolates for the .cu rule."""
+        """What tfc/templates/c/Makefile.j2 interpolates for the .cu programs: the link
+        libraries, the toolchain's variable lines (after its comment) and the .cu rule."""
         return {
-            "compiler_var": self.compiler_var,
-            "compiler": self.compiler,
-            "flags_var": self.flags_var,
-            "flags": " ".join(self.flags),
-            "libs": " ".join(self.libs),
-            "comment": self.comment,
+            "libs": self.libs,
+            "toolchain": [
+                *(f"# {line}" for line in self.comment),
+                f"{self.compiler_var} ?= {self.compiler}",
+                f"{self.flags_var} ?= {' '.join(self.flags)}",
+            ],
+            "cu_rules": [{"compiler_var": self.compiler_var, "flags_var": self.flags_var}],
         }
 
 
@@ -50,7 +52,7 @@ def nvcc_toolchain(cuda_arch: str | Sequence[str] | None = None) -> CudaToolchai
 
 
 def emulated_toolchain() -> CudaToolchain:
-    """The host C++ compiler with the device emulation's flags (tfc/backend_cuda_emu.py): every
+    """The host C++ compiler with the device emulation's flags (tfc/backend/cuda_emu.py): every
     kernel launch of the executables runs on the CPU. The programs are C++, so the link adds
     libstdc++; no CUDA library is needed."""
     from tfc.backend.cuda_emu import host_cxx, object_flags

@@ -7,12 +7,29 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tfc.aot.build import sync_dir
+from tfc.aot.build import (
+    TARGET_FLAGS,
+    CompiledModel,
+    build_executables,
+    copy_runtime,
+    sync_dir,
+    write_if_changed,
+)
 from tfc.aot.distributed import Cluster, DistributedPlan, TaskPlan, plan_distributed
-from tfc.aot.sources import BASE_CFLAGS, _Arrays, _program, state_specs
+from tfc.aot.signatures import build_signatures, c_identifier, load_signatures_function
+from tfc.aot.sources import (
+    BASE_CFLAGS,
+    DescriptorArrays,
+    makefile_toolchain,
+    program_descriptor,
+    state_specs,
+)
 from tfc.backend.cc import runtime_dir
 from tfc.codegen.render import get_template
+from tfc.compiler import CompileOptions
+from tfc.ir.graph import device
 from tfc.ops.kernels import c_string
+from tfc.train.device_setter import replica_device_setter
 from tfc.version import __version__
 
 # what each role's program is in the task's tfc_model (see runtime/include/tfc_dist.h)
@@ -20,10 +37,10 @@ _FIELDS = {"init": "init", "train": "train", "apply": "train", "serve": "predict
 
 
 def _task_descriptor(plan: DistributedPlan, task: TaskPlan, is_worker: bool) -> str:
-    arrays = _Arrays()
+    arrays = DescriptorArrays()
     state_items = state_specs(arrays, task.state)
     programs = {
-        _FIELDS[role]: _program(arrays, None, p) for role, p in task.programs.items()
+        _FIELDS[role]: program_descriptor(arrays, p) for role, p in task.programs.items()
     }  # fmt: skip
     state = arrays.add("state", "tfc_state_spec", state_items)
     hparams, labels = [], "-1"
@@ -102,7 +119,7 @@ def dist_sources(plan: DistributedPlan) -> dict[str, str]:
             prefixes.append(p.lowered.prefix)
         files[f"model_{role}.c"] = _task_descriptor(plan, task, is_worker)
         symbols.append(f"{task.name}_model")
-    arrays = _Arrays()
+    arrays = DescriptorArrays()
     links = [
         f"{{{c_string(link.key)}, {link.src}, {link.src_index}, {link.dst}, {link.dst_index}}}"
         for link in plan.links
@@ -151,7 +168,7 @@ def render_dist_makefile(plan: DistributedPlan, cflags: list[str], cuda: dict | 
     """`cuda`: the worker's .cu program's compiler, flags and link libraries (a GPU worker), as
     tfc.aot.cuda_build.CudaToolchain.makefile_fields gives them; the ps programs stay C."""
     return get_template("c/Makefile.j2").render(
-        cuda=cuda,
+        **makefile_toolchain(cuda),
         version=__version__,
         name=plan.name,
         cflags=" ".join([*cflags, "-pthread"]),
@@ -181,19 +198,12 @@ def compile_distributed(
     `target` "cuda", or worker ops placed on /job:worker/device:GPU:0, the worker step is a CUDA
     program built as `tfc.compile` builds one (`cuda_arch`, `cuda_emulate`); `target` "cuda"
     means generic C flags for the ps programs."""
-    from tfc.aot import TARGET_FLAGS, CompiledModel, _c_identifier
-    from tfc.aot.build import build_executables, copy_runtime, write_if_changed
-    from tfc.aot.signatures import build_signatures, load_signatures_function
-    from tfc.client.config import CompileOptions
-    from tfc.ir.graph import device
-    from tfc.train.device_setter import replica_device_setter
-
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
     if not isinstance(cluster, Cluster):
         cluster = Cluster.load(cluster)
     default_name, fn = load_signatures_function(model)
-    name = _c_identifier(name or default_name)
+    name = c_identifier(name or default_name)
 
     def placed():
         setter = replica_device_setter(ps_tasks=len(cluster.ps), worker_device="/job:worker")

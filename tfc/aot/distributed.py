@@ -32,15 +32,20 @@ from pathlib import Path
 
 import networkx as nx
 
-from tfc.aot.programs import Program, StateEntry, _layout_state, signature_graph, train_feeds
+from tfc.aot.programs import Program, StateEntry, layout_state, signature_graph, train_feeds
 from tfc.aot.signatures import ModelError, ModelSignatures
-from tfc.codegen.lower import lower_program
-from tfc.codegen.render import render_program
 from tfc.codegen.targets import CUDA, C, Target
+from tfc.compiler import (
+    PIPELINE,
+    Pass,
+    compile_program,
+    partition_by_device,
+    place_on_cluster,
+    task_pipeline,
+)
 from tfc.ir.device import DeviceSpec
 from tfc.ir.graph import GraphKeys
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import PIPELINE, run_passes
 from tfc.passes.place import PlacementError
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
@@ -149,19 +154,20 @@ def _ps_task(device: str, n_ps: int) -> int:
     return -1
 
 
+def _compile(graph, name: str, role: str, passes, target: Target = C) -> Program:
+    compiled = compile_program(
+        graph, passes, target, name=f"{name}:{role}", prefix=f"{name}_{role}_"
+    )
+    return Program(role, compiled.lowered, compiled.source, [], [], suffix=target.source_suffix)
+
+
 def _compile_part(
     graph, name: str, role: str, fetches, targets, passes, target: Target = C
 ) -> Program:
     graph.graph_attrs["fetches"] = list(fetches)
     graph.graph_attrs["targets"] = list(targets)
     graph.graph_attrs["feeds_cut"] = True
-    graph = run_passes(
-        graph, [p for p in passes if p != "specialize"], options=target.pass_options()
-    )
-    lowered = lower_program(graph, name=f"{name}:{role}", prefix=f"{name}_{role}_")
-    return Program(
-        role, lowered, render_program(lowered, target), [], [], suffix=target.source_suffix
-    )
+    return _compile(graph, name, role, task_pipeline(passes), target)
 
 
 def _move_worker_to_gpu(graph, gpu: bool) -> bool:
@@ -190,7 +196,7 @@ def plan_distributed(
     sigs: ModelSignatures,
     batch: int,
     cluster: Cluster,
-    passes: list[str] = PIPELINE,
+    passes: list[Pass] = PIPELINE,
     worker_gpu: bool = False,
 ) -> DistributedPlan:
     """Place and partition the train step of `sigs` and compile each task role's programs;
@@ -204,12 +210,11 @@ def plan_distributed(
         default_device=WORKER, cluster={"ps": n_ps, "worker": len(cluster.worker)}
     )
     try:
-        program = run_passes(program, ["prune", "specialize", "prune", "place"])
+        program = place_on_cluster(program)
         worker_gpu = _move_worker_to_gpu(program, worker_gpu)
-        program = run_passes(program, ["partition"])
+        program, parts = partition_by_device(program)
     except PlacementError as e:
         raise ModelError(str(e)) from None
-    parts = program.graph_attrs["partitions"]
     for device, part in parts.items():
         try:
             _ps_task(device, n_ps)
@@ -264,11 +269,7 @@ def plan_distributed(
         with graph.as_default():
             init = variables_initializer(mine, name=f"tfc_init_{role}")
         init_graph = make_program_graph(graph, [], [init.name], [])
-        init_graph = run_passes(init_graph, passes)
-        lowered = lower_program(
-            init_graph, name=f"{name}:{role}_init", prefix=f"{name}_{role}_init_"
-        )
-        programs = {"init": Program(f"{role}_init", lowered, render_program(lowered), [], [])}
+        programs = {"init": _compile(init_graph, name, f"{role}_init", passes)}
         if part is not None:
             serve, apply = part.copy(), part.copy()
             serve_fetches = []
@@ -345,9 +346,9 @@ def plan_distributed(
 
 
 def _layout_task_state(sigs: ModelSignatures, task: TaskPlan) -> None:
-    """The task's state table, with the checks of _layout_state for the roles it knows."""
+    """The task's state table, with the checks of layout_state for the roles it knows."""
     known = {"init": "init", "apply": "train", "serve": "predict", "train": "train"}
-    task.state = _layout_state(sigs, {known[r]: p for r, p in task.programs.items()})
+    task.state = layout_state(sigs, {known[r]: p for r, p in task.programs.items()})
     if "init" not in task.programs:  # the worker: its variables would be nobody's to update
         held = [s.name for s in task.state if s.kind == "var"]
         if held:

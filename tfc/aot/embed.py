@@ -38,8 +38,8 @@ from tfc.aot.build import sync_dir, write_if_changed
 from tfc.aot.programs import (
     Program,
     StateEntry,
-    _feed,
-    _layout_state,
+    batch_feed,
+    layout_state,
     signature_graph,
     train_feeds,
 )
@@ -50,13 +50,12 @@ from tfc.aot.signatures import (
     load_signatures_function,
 )
 from tfc.backend.cc import runtime_dir
-from tfc.client.config import CompileOptions
-from tfc.codegen.lower import lower_program
-from tfc.codegen.render import get_template, render_program
+from tfc.codegen.render import get_template
+from tfc.codegen.targets import C
+from tfc.compiler import CompileOptions, compile_program
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import GraphKeys
 from tfc.ops.kernels import c_initializer
-from tfc.passes import run_passes
 from tfc.version import __version__
 
 __all__ = ["compile_embed", "EmbeddedModel", "EMBED_CFLAGS"]
@@ -171,10 +170,10 @@ def compile_embed(
             _check_rows_independent(sigs)
         programs["predict"] = _compile_program(
             sigs, prefix, "predict", list(pr.outputs.values()), [],
-            [_feed(pr.features, 1 if max_batch else batch)], (["features"], list(pr.outputs)),
+            [batch_feed(pr.features, 1 if max_batch else batch)], (["features"], list(pr.outputs)),
             passes, arena_align, lower_bounds,
         )  # fmt: skip
-    state = _layout_state(sigs, programs)
+    state = layout_state(sigs, programs)
     if not trainable:
         _check_read_only(programs["predict"], state)
 
@@ -224,12 +223,13 @@ def _compile_program(
 ) -> Program:
     graph = signature_graph(sigs, fetches, targets, feeds)
     graph.graph_attrs["arena_align"] = align
-    graph = run_passes(graph, passes)
-    bounds.append(int(graph.graph_attrs["arena_lower_bound"]))
     symbols = f"{prefix}{role}_"
-    lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols)
-    source = render_program(lowered, profile=False, linkage="static inline ")
-    return Program(role, lowered, source, *map(list, names))
+    compiled = compile_program(
+        graph, passes, C, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols,
+        profile=False, linkage="static inline ",
+    )  # fmt: skip
+    bounds.append(int(compiled.graph.graph_attrs["arena_lower_bound"]))
+    return Program(role, compiled.lowered, compiled.source, *map(list, names))
 
 
 def _check_rows_independent(sigs: ModelSignatures) -> None:
@@ -522,11 +522,14 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
                 "arena_bytes": low.arena_bytes,
             }
         )
+    for e in entries:
+        e["doc"] = _entry_doc(m, e, sigs)
+        e["body"] = _entry_body(e, M)
     weights_members, init_lines, at = [], [], 0
     for k, item in enumerate(m.stored):
         if item.offset > at:
             weights_members.append(
-                {"decl": f"unsigned char pad{k}[{item.offset - at}]", "init": "0"}
+                {"decl": f"unsigned char pad{k}[{item.offset - at}]", "value": "{ 0 }"}
             )
         dst = f"(float *)(void *)(s + {item.var.offset})"
         src = f"w + {item.offset}"
@@ -550,6 +553,8 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
             )
         at = item.offset + item.nbytes
     pad = m.weights_bytes - at
+    if pad:
+        weights_members.append({"decl": f"unsigned char pad[{pad}]", "value": "{0}"})
     if not m.stored or m.weights_dtype == "float32":  # the blob is the state's variables
         init_lines = [f"memcpy(s, w, {m.vars_bytes});"] if m.vars_bytes else []
     common = {
@@ -557,18 +562,18 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
         "P": P,
         "M": M,
         "name": sigs.name,
-        "batch": m.batch,
-        "max_batch": m.max_batch,
-        "trainable": m.trainable,
-        "stateful": m.stateful,
-        "init_lines": init_lines,
-        "vars_bytes": m.vars_bytes,
-        "weights_dtype": m.weights_dtype,
-        "external": m.external_weights,
-        "arena_bytes": m.arena_bytes,
-        "arena_align": m.arena_align,
-        "state_bytes": m.state_bytes,
-        "weights_bytes": m.weights_bytes,
+        "memory_doc": _memory_doc(m),
+        "defines": _defines(m),
+        "io": _io_macros(m),
+        "variables_in": (
+            (
+                "state block and in the weights blob"
+                if m.weights_dtype == "float32"
+                else "state block"
+            )
+            if m.stateful
+            else "weights blob"
+        ),  # fmt: skip
         "variables": [
             {
                 "ident": v.ident,
@@ -578,33 +583,191 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
             }
             for v in m.variables
         ],
-        "rng": [
-            {"offset": rng_offsets[s.name], "seed": s.seed, "seed2": s.seed2, "name": s.name}
-            for s in rng
-        ],
+        "declarations": _declarations(m),
         "entries": entries,
-        "weights_members": weights_members,
-        "weights_pad": pad,
-        "has_weights": bool(m.variables),
-        "has_hyperparameters": bool(
-            m.trainable and sigs.train is not None and sigs.train.hyperparameters
-        ),
-        "hyperparameters": (
-            [{"name": k, "default": repr(v)} for k, v in sigs.train.defaults.items()]
-            if m.trainable
-            else []
-        ),
-        "io": _io_macros(m),
     }
+    sections = []  # model.c's definitions besides the entry points, each after a blank line
+    if m.variables and not m.external_weights:
+        blob = {"P": P, "weights_members": weights_members, "weights_bytes": m.weights_bytes}
+        sections.append(get_template("c/embed/weights.c.j2").render(**blob))
+    if m.stateful:
+        init = {
+            "P": P,
+            "init_head": _init_head(m),
+            "init_lines": init_lines,
+            "rng": [
+                {"offset": rng_offsets[s.name], "seed": s.seed, "seed2": s.seed2, "name": s.name}
+                for s in rng
+            ],
+        }
+        sections.append(get_template("c/embed/init.c.j2").render(**init))
+    if m.trainable:
+        sections.append(get_template("c/embed/save.c.j2").render(P=P, M=M))
     return {
         "model.h": get_template("c/embed/model.h.j2").render(**common),
-        "model.c": get_template("c/embed/model.c.j2").render(**common),
+        "model.c": get_template("c/embed/model.c.j2").render(
+            **common, sections=[text.removesuffix("\n") for text in sections]
+        ),
         "Makefile": get_template("c/embed/Makefile.j2").render(
             version=__version__,
             cflags=" ".join(EMBED_CFLAGS),
             sources=" ".join(["model.c", *library_sources()]),
         ),
     }
+
+
+def _memory_doc(m: EmbeddedModel) -> list[str]:
+    """model.h's lines on the memory a caller passes: the state block (when there is one), the
+    arena, the weights blob, and how the weights are stored."""
+    P, M = m.prefix, m.macro
+    lines = []
+    if m.stateful:
+        use = (
+            f" and the random streams; {P}init sets it, {P}train_step updates it"
+            if m.trainable
+            else f"; {P}init expands the weights into it"
+        )
+        lines += [
+            f" *   state  {M}STATE_BYTES bytes, 8-byte aligned: the variables as float32 (at the "
+            "offsets",
+            f" *          below){use}.",
+        ]
+    lines += [
+        f" *   arena  {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned: the scratch memory of one",
+        " *          call; several models may share one arena when they do not run at the same "
+        "time.",
+    ]
+    if m.external_weights:
+        lines.append(
+            f" *   weights  the {M}WEIGHTS_BYTES-byte blob weights.bin (little-endian), 8-byte "
+            "aligned."
+        )
+    else:
+        lines.append(
+            f" *   weights  compiled into model.c as const data ({M}WEIGHTS_BYTES bytes, flash on "
+            "an MCU)."
+        )
+    if m.weights_dtype != "float32":
+        scales = " (per-channel float scales)" if m.weights_dtype == "int8" else ""
+        lines += [
+            f" *            The weights predict reads are stored as {m.weights_dtype}{scales};",
+            f" *            {P}init expands them to float32, and every computation is float32.",
+        ]
+    return lines
+
+
+def _defines(m: EmbeddedModel) -> list[str]:
+    """model.h's sizes: the batch, the memory blocks' bytes."""
+    M = m.macro
+    lines = [
+        "/* the batch every entry point is compiled for: the first dimension of its tensors */",
+        f"#define {M}BATCH {m.batch}",
+    ]
+    if m.max_batch:
+        lines += [
+            f"/* predict takes n <= {M}MAX_BATCH examples (its counts below are per example) */",
+            f"#define {M}MAX_BATCH {m.max_batch}",
+        ]
+    lines += [
+        f"#define {M}ARENA_BYTES {m.arena_bytes}",
+        f"#define {M}ARENA_ALIGN {m.arena_align}",
+        f"#define {M}STATE_BYTES {m.state_bytes}",
+        f"#define {M}WEIGHTS_BYTES {m.weights_bytes}",
+    ]
+    if m.trainable:
+        lines += [
+            "/* the variables' bytes that save writes and restore reads (at the state's offsets "
+            "below) */",
+            f"#define {M}SAVE_BYTES {m.vars_bytes}",
+        ]
+    return lines
+
+
+def _init_head(m: EmbeddedModel) -> list[str]:
+    """The first lines of init: its signature, and where the weights are."""
+    P = m.prefix
+    if m.external_weights:
+        return [f"int {P}init(void *state, const void *weights) {{"]
+    weights = f"&{P}weights" if m.variables else "NULL"
+    return [f"int {P}init(void *state) {{", f"    const void *weights = {weights};"]
+
+
+def _declarations(m: EmbeddedModel) -> list[str]:
+    """model.h's declarations of init (a state block to fill) and save/restore (training)."""
+    P, M = m.prefix, m.macro
+    lines = []
+    if m.stateful:
+        source = "" if m.external_weights else " compiled into model.c"
+        expanded = ", expanded to float32" if m.weights_dtype != "float32" else ""
+        before = f"{P}train_step or " if m.trainable else ""
+        lines += [
+            "",
+            f"/* Set the state block: the variables from the weights blob{source}{expanded},",
+            f" * the random streams to their seeds. Call it once before {before}{P}predict. */",
+            f"int {P}init(void *state, const void *weights);"
+            if m.external_weights
+            else f"int {P}init(void *state);",
+        ]
+    if m.trainable:
+        lines += [
+            "",
+            f"/* Copy the variables out of the state block into {M}SAVE_BYTES bytes (save them to",
+            f" * flash; {P}restore resumes from them). */",
+            f"void {P}save(const void *state, void *variables);",
+            "",
+            f"/* Copy variables {P}save wrote back into the state block. */",
+            f"void {P}restore(void *state, const void *variables);",
+        ]
+    return lines
+
+
+def _entry_doc(m: EmbeddedModel, e: dict, sigs: ModelSignatures) -> list[str]:
+    """The comment of an entry point in model.h: what it computes, then its parameters."""
+    if e["role"] == "train":
+        summary = [
+            "/* One training step: the forward pass, the gradients and the optimizer's update of "
+            "the",
+            " * variables in the state block.",
+        ]
+    elif e["rows"]:
+        summary = ["/* Predictions for n examples, one at a time."]
+    else:
+        summary = [f"/* Predictions for {m.macro}BATCH examples."]
+    lines = [*summary, *(f" *   {line}" for line in e["doc"])]
+    if e["role"] == "train" and m.trainable and sigs.train.defaults:
+        defaults = "".join(f" {k} = {v!r}" for k, v in sigs.train.defaults.items())
+        lines.append(f" * Hyperparameter defaults:{defaults}.")
+    return [*lines, " */"]
+
+
+def _entry_body(e: dict, M: str) -> list[str]:
+    """The statements of an entry point: its slots and constants, then the program's run (per
+    example for a predict over n rows)."""
+    lines = list(e["locals"])
+    if e["base"]:
+        lines += [e["base"], f"void *const slots[] = {{ {e['slots']} }};"]
+    if e["consts"]:
+        lines.append(f"const void *const consts[] = {{ {e['consts']} }};")
+    slots = "slots" if e["base"] else "NULL"
+    consts = "consts" if e["consts"] else "NULL"
+    if e["rows"]:
+        return lines + [
+            f"if (n < 0 || n > {M}MAX_BATCH) return TFC_ERR_INVALID_ARGUMENT;",
+            "for (int64_t i = 0; i < n; ++i) { /* one example at a time, in one example's arena */",
+            f"    const void *const inputs[] = {{ {e['inputs']} }};",
+            f"    void *const outputs[] = {{ {e['outputs']} }};",
+            f"    int rc = {e['run']}({slots}, inputs, outputs, {consts}, arena, NULL);",
+            "    if (rc != TFC_OK) return rc;",
+            "}",
+            "return TFC_OK;",
+        ]
+    if e["inputs"]:
+        lines.append(f"const void *const inputs[] = {{ {e['inputs']} }};")
+    inputs = "inputs" if e["inputs"] else "NULL"
+    return lines + [
+        f"void *const outputs[] = {{ {e['outputs']} }};",
+        f"return {e['run']}({slots}, {inputs}, outputs, {consts}, arena, NULL);",
+    ]
 
 
 def _member(name: str, kind: str, values: np.ndarray, dtype: _dt.DType) -> dict:
@@ -614,7 +777,7 @@ def _member(name: str, kind: str, values: np.ndarray, dtype: _dt.DType) -> dict:
         init = ",".join(str(int(x)) for x in values.ravel().tolist())
     else:
         ctype, init = dtype.c_type, c_initializer(values, dtype) if values.size else ""
-    return {"decl": f"{ctype} {name}[{max(1, values.size)}]", "init": init or "0"}
+    return {"decl": f"{ctype} {name}[{max(1, values.size)}]", "value": f"{{ {init or '0'} }}"}
 
 
 def _count(spec) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed, library_sources
-from tfc.client.config import CompileOptions
+from tfc.compiler import CompileOptions
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """A model's programs (init, train step, predict at the batch and at 1) and the state they share.
 
-Each program is compiled as Session.run compiles one signature: a program graph, the pass
-pipeline, lowering and rendering; here with a distinct prefix per program so that all link into
-one executable. The model's state table is the union of the programs' slots (variables and
-random streams, in order of first use); each program binds it through its own slot list.
+Each program is compiled as Session.run compiles one signature (tfc.compiler.compile_program: a
+program graph, the pass pipeline, lowering, the source for the target); here with a distinct
+prefix per program so that all link into one executable. The model's state table is the union of
+the programs' slots (variables and random streams, in order of first use); each program binds it
+through its own slot list.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfc.aot.signatures import ModelError, ModelSignatures, TrainSignature
-from tfc.codegen.lower import LoweredProgram, lower_program
-from tfc.codegen.render import render_program
+from tfc.codegen.lower import LoweredProgram
+from tfc.codegen.targets import C, Target
+from tfc.compiler import PIPELINE, Pass, compile_program
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, GraphKeys
 from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import PIPELINE, run_passes
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
 
@@ -60,10 +61,10 @@ class ModelPlan:
 def train_feeds(tr: TrainSignature, batch: int) -> tuple[list[FeedSpec], list[str]]:
     """The train program's feeds and their names: features, labels (if any), then each
     hyperparameter placeholder as a scalar."""
-    feeds = [_feed(tr.features, batch)]
+    feeds = [batch_feed(tr.features, batch)]
     names = ["features"]
     if tr.labels is not None:
-        feeds.append(_feed(tr.labels, batch))
+        feeds.append(batch_feed(tr.labels, batch))
         names.append("labels")
     for name, t in tr.hyperparameters.items():
         feeds.append(FeedSpec((t.op.name, t.value_index), t.dtype, ()))
@@ -71,7 +72,8 @@ def train_feeds(tr: TrainSignature, batch: int) -> tuple[list[FeedSpec], list[st
     return feeds, names
 
 
-def _feed(tensor, batch: int) -> FeedSpec:
+def batch_feed(tensor, batch: int) -> FeedSpec:
+    """The FeedSpec of placeholder `tensor` ([None, ...] or [batch, ...]) at `batch`."""
     dims = tensor.shape.as_list()
     if dims[0] is not None and dims[0] != batch:
         raise ModelError(
@@ -94,19 +96,22 @@ def signature_graph(sigs: ModelSignatures, fetches, targets, feeds) -> Graph:
 
 
 def _compile(
-    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes=PIPELINE, options=None
+    sigs: ModelSignatures, role: str, fetches, targets, feeds, names, passes, target: Target
 ) -> Program:
     graph = signature_graph(sigs, fetches, targets, feeds)
-    graph = run_passes(graph, passes, options=options)
-    lowered = lower_program(graph, name=f"{sigs.name}:{role}", prefix=f"{sigs.name}_{role}_")
-    return Program(role, lowered, render_program(lowered), list(names[0]), list(names[1]))
+    name, prefix = f"{sigs.name}:{role}", f"{sigs.name}_{role}_"
+    compiled = compile_program(graph, passes, target, name=name, prefix=prefix)
+    return Program(
+        role, compiled.lowered, compiled.source, list(names[0]), list(names[1]),
+        suffix=target.source_suffix,
+    )  # fmt: skip
 
 
 def plan_model(
-    sigs: ModelSignatures, batch: int, passes: list[str] = PIPELINE, pass_options=None
+    sigs: ModelSignatures, batch: int, passes: list[Pass] = PIPELINE, target: Target = C
 ) -> ModelPlan:
-    """Compile the model's programs for `batch` with `passes` (their keyword arguments:
-    `pass_options`, a target's Target.pass_options()) and lay out their shared state."""
+    """Compile the model's programs for `batch` with `passes` for `target` (C or CUDA) and lay
+    out their shared state."""
     if batch < 1:
         raise ModelError(f"batch must be at least 1, got {batch}")
     graph, programs = sigs.graph, {}
@@ -117,10 +122,10 @@ def plan_model(
                 GraphKeys.LOCAL_VARIABLES
             )
             init = variables_initializer(variables, name="tfc_init")
-        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes, pass_options)
+        programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes, target)
         feeds, names = train_feeds(tr, batch)
         programs["train"] = _compile(
-            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes, pass_options
+            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes, target
         )
     if sigs.predict is not None:
         pr = sigs.predict
@@ -133,10 +138,10 @@ def plan_model(
                 role,
                 list(pr.outputs.values()),
                 [],
-                [_feed(pr.features, n)],
+                [batch_feed(pr.features, n)],
                 (["features"], list(pr.outputs)),
                 passes,
-                pass_options,
+                target,
             )
             for key, fetch in zip(pr.outputs, program.lowered.fetches):
                 if not fetch.shape or fetch.shape[0] != n:
@@ -145,7 +150,7 @@ def plan_model(
                         f"for a batch of {n} it has shape {list(fetch.shape)}"
                     )
             programs[role] = program
-    state = _layout_state(sigs, programs)
+    state = layout_state(sigs, programs)
     global_step = -1
     step = get_global_step(graph)
     if "train" in programs and step is not None:
@@ -156,7 +161,9 @@ def plan_model(
     return ModelPlan(sigs.name, batch, programs, state, global_step, sigs)
 
 
-def _layout_state(sigs: ModelSignatures, programs: dict[str, Program]) -> list[StateEntry]:
+def layout_state(sigs: ModelSignatures, programs: dict[str, Program]) -> list[StateEntry]:
+    """The state table the `programs` share (each program's slots into it appended to its
+    `slots`), checked: train and predict read only what init and checkpoints set."""
     graph = sigs.graph
     saved = {v.op.name for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)}
     state: list[StateEntry] = []

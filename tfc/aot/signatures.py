@@ -234,3 +234,13 @@ def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:
                 )
             label_output = None
     return PredictSignature(features, outputs, label_output, argmax)
+
+
+def c_identifier(name: str) -> str:
+    """`name` as the C identifier that prefixes a compiled model's symbols."""
+    ident = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if not ident or ident[0].isdigit():
+        ident = f"m_{ident}"
+    if not ident.isascii():
+        raise ModelError(f"model name {name!r}: use ASCII letters, digits and _")
+    return ident

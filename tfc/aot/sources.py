@@ -30,7 +30,7 @@ def model_symbol(plan: ModelPlan) -> str:
     return f"{plan.name}_model"
 
 
-class _Arrays:
+class DescriptorArrays:
     """Static arrays of the descriptor, declared in order of first use."""
 
     def __init__(self) -> None:
@@ -44,16 +44,18 @@ class _Arrays:
         return name
 
 
-def _ints(arrays: _Arrays, name: str, ctype: str, values: tuple[int, ...] | list[int]) -> str:
+def _ints(
+    arrays: DescriptorArrays, name: str, ctype: str, values: tuple[int, ...] | list[int]
+) -> str:
     """An array of integers on one line (NULL when empty: C has no empty arrays)."""
     return arrays.add(name, ctype, [", ".join(str(v) for v in values)] if values else [])
 
 
-def _dims(arrays: _Arrays, name: str, shape: tuple[int, ...]) -> str:
+def _dims(arrays: DescriptorArrays, name: str, shape: tuple[int, ...]) -> str:
     return _ints(arrays, name, "int64_t", shape)
 
 
-def _tensor_specs(arrays: _Arrays, prefix: str, names: list[str], specs: list) -> str:
+def _tensor_specs(arrays: DescriptorArrays, prefix: str, names: list[str], specs: list) -> str:
     items = []
     for i, (name, spec) in enumerate(zip(names, specs)):
         dims = _dims(arrays, f"{prefix}_dims{i}", spec.shape)
@@ -71,7 +73,8 @@ def _nbytes(dtype: _dt.DType, shape: tuple[int, ...]) -> int:
     return n
 
 
-def _program(arrays: _Arrays, plan: ModelPlan, p: Program) -> str:
+def program_descriptor(arrays: DescriptorArrays, p: Program) -> str:
+    """The tfc_program of `p` (its tables added to `arrays`): a pointer to it, or NULL."""
     low = p.lowered
     slots = _ints(arrays, f"{p.role}_slots", "int", p.slots)
     inputs = _tensor_specs(arrays, f"{p.role}_inputs", p.input_names, low.feeds)
@@ -97,7 +100,7 @@ def _program(arrays: _Arrays, plan: ModelPlan, p: Program) -> str:
     return f"&{name}[0]" if name != "NULL" else name
 
 
-def state_specs(arrays: _Arrays, state: list) -> list[str]:
+def state_specs(arrays: DescriptorArrays, state: list) -> list[str]:
     """The tfc_state_spec initializers of `state` (their dims arrays added to `arrays`)."""
     items = []
     for i, s in enumerate(state):
@@ -112,9 +115,9 @@ def state_specs(arrays: _Arrays, state: list) -> list[str]:
 
 def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
     """model.h and model.c of `plan`."""
-    arrays = _Arrays()
+    arrays = DescriptorArrays()
     state_items = state_specs(arrays, plan.state)
-    programs = {role: _program(arrays, plan, p) for role, p in plan.programs.items()}
+    programs = {role: program_descriptor(arrays, p) for role, p in plan.programs.items()}
     state = arrays.add("state", "tfc_state_spec", state_items)
     train = plan.programs.get("train")
     hparams = []
@@ -175,13 +178,22 @@ def model_objects(plan: ModelPlan) -> list[str]:
     return ["obj/model.o"] + [f"obj/{stem}.o" for stem in programs]
 
 
+def makefile_toolchain(cuda: dict | None) -> dict:
+    """Makefile.j2's toolchain data: the C-only link line, or with `cuda` (makefile_fields of
+    the CUDA toolchain) its libraries, variables and .cu rule added."""
+    libs = ["-lm", "-pthread", *(cuda["libs"] if cuda else [])]
+    if cuda is None:
+        return {"ldlibs": " ".join(libs), "toolchain": [], "cu_rules": []}
+    return {"ldlibs": " ".join(libs), "toolchain": cuda["toolchain"], "cu_rules": cuda["cu_rules"]}
+
+
 def render_makefile(
     plan: ModelPlan, executables: list[str], cflags: list[str], cuda: dict | None = None
 ) -> str:
     """`cuda` (the CUDA target): the .cu programs' compiler, flags and link libraries, as
     tfc.aot.cuda_build.CudaToolchain.makefile_fields gives them."""
     return get_template("c/Makefile.j2").render(
-        cuda=cuda,
+        **makefile_toolchain(cuda),
         version=__version__,
         name=plan.name,
         cflags=" ".join(cflags),

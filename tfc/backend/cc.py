@@ -101,7 +101,8 @@ def _cpu_identity() -> str:
     return platform.machine() + platform.processor()
 
 
-def _toolchain_identity(cc: str) -> str:
+def toolchain_identity(cc: str) -> str:
+    """The compiler `cc` as a cache key: its resolved path, size and modification time."""
     path = shutil.which(cc)
     if path is None:
         raise CompileError(
@@ -116,7 +117,7 @@ def cache_key(source: str, flags: list[str], cc: str) -> str:
     for part in (
         source,
         " ".join(flags),
-        _toolchain_identity(cc),
+        toolchain_identity(cc),
         _runtime_digest(str(runtime_dir())),
     ):
         h.update(part.encode())

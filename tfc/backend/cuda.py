@@ -1,17 +1,16 @@
 """Building and running generated CUDA: nvcc makes a shared library (cached like the C builds),
-cffi loads it and the CUDA runtime; CudaProgram runs it on the state in tfc/device_memory.py.
+cffi loads it; CudaProgram runs it on the state in tfc/backend/device_memory.py.
 
-`nvcc` is found as TFC_NVCC, or `nvcc` on PATH; the toolkit as CUDA_HOME (or CUDA_PATH, or the
-folder above nvcc's). Builds target the GPU present, or the architectures given
-(`cuda_arch="sm_80,sm_90"`: a fat binary plus PTX of the newest); without cuBLAS in the
-toolkit, GEMM uses the generated tiled kernel (TFC_NO_CUBLAS). Nothing here needs a GPU until
-a program runs: a machine with nvcc and no GPU still builds every program. With TFC_CUDA=emulate
-(tfc/backend_cuda_emu.py) programs run on the CPU instead, built by the host C++ compiler.
+The toolkit and the CUDA runtime are found as tfc/backend/cuda_runtime.py says. Builds target
+the GPU present, or the architectures given (`cuda_arch="sm_80,sm_90"`: a fat binary plus PTX of
+the newest); without cuBLAS in the toolkit, GEMM uses the generated tiled kernel
+(TFC_NO_CUBLAS). Nothing here needs a GPU until a program runs: a machine with nvcc and no GPU
+still builds every program. With TFC_CUDA=emulate (tfc/backend/cuda_emu.py) programs run on the
+CPU instead, built by the host C++ compiler.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Sequence
 from functools import cache
@@ -30,14 +29,17 @@ from tfc.backend.cc import (
     program_error,
     runtime_dir,
 )
-from tfc.backend.cuda_emu import (
-    DESCRIPTION,
-    RUNTIME_CDEF,
-    compile_emulated,
-    emulated_runtime,
-    emulating,
+from tfc.backend.cuda_emu import DESCRIPTION, compile_emulated, emulating
+from tfc.backend.cuda_runtime import (
+    CudaUnavailable,
+    gpu_status,
+    include_dirs,
+    lib_dirs,
+    nvcc,
+    present_arch,
 )
-from tfc.backend.device_memory import DeviceBuffer
+from tfc.backend.device_array import DeviceFeed, bind_device_io, bind_mixed_io
+from tfc.backend.device_memory import DeviceBuffer, device_address
 from tfc.codegen.render import staging_layout
 
 WARNING_FLAGS = ["-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
@@ -57,49 +59,13 @@ int {p}run_mixed(void *const *state, const void *const *inputs, void *const *out
                  const unsigned char *fetch_on_host, tfc_error *err);
 """
 
-_H2D, _D2H = 1, 2
-_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76
-
-
-class CudaUnavailable(RuntimeError):
-    """No GPU (or no CUDA runtime) to run a CUDA program on: the message says which."""
-
 
 # -- the toolkit ----------------------------------------------------------------------------------
-def nvcc() -> str:
-    return os.environ.get("TFC_NVCC") or "nvcc"
-
-
-@cache
-def cuda_home() -> Path | None:
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            return Path(os.environ[var])
-    if Path("/usr/local/cuda/include/cuda_runtime.h").exists():
-        return Path("/usr/local/cuda")
-    found = shutil.which(nvcc())
-    return Path(os.path.realpath(found)).parent.parent if found else None
-
-
-def _include_dirs() -> list[Path]:
-    home = cuda_home()
-    if home is None:
-        return []
-    return [home / "include", *sorted((home / "targets").glob("*/include"))]
-
-
-def _lib_dirs() -> list[Path]:
-    home = cuda_home()
-    if home is None:
-        return []
-    return [home / "lib64", home / "lib", *sorted((home / "targets").glob("*/lib"))]
-
-
 @cache
 def has_cublas() -> bool:
     """Whether the toolkit ships cuBLAS (header and library); else GEMM is the tiled kernel."""
-    header = any((d / "cublas_v2.h").exists() for d in _include_dirs())
-    library = any(list(d.glob("libcublas.so*")) for d in _lib_dirs() if d.exists())
+    header = any((d / "cublas_v2.h").exists() for d in include_dirs())
+    library = any(list(d.glob("libcublas.so*")) for d in lib_dirs() if d.exists())
     return header and library
 
 
@@ -131,7 +97,7 @@ def build_flags(cuda_arch: str | Sequence[str] | None = None) -> list[str]:
 
 def _link_flags() -> list[str]:
     flags = ["-shared", "-cudart", "shared"]
-    for d in _lib_dirs():
+    for d in lib_dirs():
         if d.exists():
             flags += ["-Xlinker", f"-rpath,{d}"]
     return flags + (["-lcublas"] if has_cublas() else [])
@@ -142,7 +108,7 @@ def executable_flags(cuda_arch: str | Sequence[str] | None = None) -> tuple[list
     executable) for `tfc compile --target cuda`."""
     flags = build_flags(cuda_arch)
     libs = []
-    for d in _lib_dirs():
+    for d in lib_dirs():
         if d.exists():
             libs += [f"-L{d}", f"-Wl,-rpath,{d}"]
     return flags, libs + ["-lcudart"] + (["-lcublas"] if has_cublas() else []) + ["-lstdc++"]
@@ -174,59 +140,6 @@ def compile_cuda(
         lambda src, out: [nvcc(), *flags, "-I", include, "-o", str(out), str(src), *mode],
         rejects=lambda proc: proc.returncode != 0 or "warning" in proc.stderr,  # -Werror
     )  # fmt: skip
-
-
-# -- the CUDA runtime, from Python ----------------------------------------------------------------
-@cache
-def _cudart() -> tuple[cffi.FFI, Any]:
-    ffi = cffi.FFI()
-    ffi.cdef(RUNTIME_CDEF)
-    names = []
-    for d in _lib_dirs():
-        names += sorted(str(p) for p in d.glob("libcudart.so*")) if d.exists() else []
-    names += ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
-    errors = []
-    for candidate in names:
-        try:
-            return ffi, ffi.dlopen(candidate)
-        except OSError as e:
-            errors.append(f"{candidate}: {e}")
-    raise CudaUnavailable("the CUDA runtime (libcudart.so) cannot be loaded: " + "; ".join(errors))
-
-
-def _device_runtime() -> tuple[cffi.FFI, Any]:
-    """The CUDA runtime that device buffers go through: libcudart, or the emulated one."""
-    return emulated_runtime() if emulating() else _cudart()
-
-
-def _check(code: int, what: str, runtime: tuple[cffi.FFI, Any] | None = None) -> None:
-    if code != 0:
-        ffi, rt = runtime or _cudart()
-        raise CudaUnavailable(f"{what}: {ffi.string(rt.cudaGetErrorString(code)).decode()}")
-
-
-@cache
-def gpu_status() -> tuple[bool, str]:
-    """(True, 'sm_90') when a GPU can run programs, else (False, why not)."""
-    try:
-        ffi, rt = _cudart()
-    except CudaUnavailable as e:
-        return False, str(e)
-    count = ffi.new("int *")
-    code = rt.cudaGetDeviceCount(count)
-    if code != 0:
-        return False, "no CUDA GPU: " + ffi.string(rt.cudaGetErrorString(code)).decode()
-    if count[0] == 0:
-        return False, "no CUDA GPU on this machine"
-    major, minor = ffi.new("int *"), ffi.new("int *")
-    _check(rt.cudaDeviceGetAttribute(major, _ATTR_CC_MAJOR, 0), "cudaDeviceGetAttribute")
-    _check(rt.cudaDeviceGetAttribute(minor, _ATTR_CC_MINOR, 0), "cudaDeviceGetAttribute")
-    return True, f"sm_{major[0]}{minor[0]}"
-
-
-def present_arch() -> str | None:
-    ok, arch = gpu_status()
-    return arch if ok else None
 
 
 # -- loading and running --------------------------------------------------------------------------
@@ -262,7 +175,7 @@ class CudaProgram:
         self.ffi, self.lib = load_cuda_library(path, lowered.prefix)
         self._run = getattr(self.lib, f"{lowered.prefix}run_host")
         self._run_device = getattr(self.lib, f"{lowered.prefix}run_device")
-        # only a stage of a staged program has it (render_program's mixed_io)
+        # only a stage of a staged program has it (the compiled Program's mixed_io)
         self._run_mixed = getattr(self.lib, f"{lowered.prefix}run_mixed", None)
         ffi = self.ffi
         self.arena = DeviceBuffer(getattr(self.lib, f"{lowered.prefix}arena_bytes")())
@@ -302,8 +215,6 @@ class CudaProgram:
             held, results = bind_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
             rc = self._run(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
             return rc, results
-        from tfc.backend.device_array import bind_device_io
-
         held, results = bind_device_io(ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
         rc = self._run_device(self.state, self.inputs, self.outputs, self.consts, arena, self.err)
         del held  # the feeds' device memory stays alive through the call
@@ -312,8 +223,6 @@ class CudaProgram:
         return rc, [r.get() for r in results]
 
     def _call_mixed(self, feeds: list, where: list, arena: Any) -> tuple[int, list]:
-        from tfc.backend.device_array import bind_mixed_io
-
         if self._run_mixed is None:
             raise ValueError(f"'{self.lowered.name}' was rendered without run_mixed (mixed_io)")
         held, results = bind_mixed_io(
@@ -328,8 +237,6 @@ class CudaProgram:
     def staged_feed(self, i: int) -> Any:
         """Feed i's device copy from the last run_mixed call that staged it (a host feed), as a
         DeviceFeed: valid until this program runs again."""
-        from tfc.backend.device_array import DeviceFeed, device_address
-
         spec = self.lowered.feeds[i]
         ptr = device_address(self.arena) + self.feed_staging[i]
         return DeviceFeed(ptr, tuple(spec.shape), np.dtype(spec.dtype.np), self.arena)

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from tfc.backend.device_memory import DeviceBuffer, copy_to_host, device_address, synchronize
+
 __all__ = ["DeviceArray"]
 
 
@@ -24,8 +26,6 @@ class DeviceArray:
     `get()` for a NumPy copy, `__cuda_array_interface__` for other GPU libraries."""
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: Any = None) -> None:
-        from tfc.backend.device_memory import DeviceBuffer
-
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
@@ -70,12 +70,6 @@ class DeviceArray:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype})"
 
 
-def device_address(buffer: Any) -> int:
-    """The integer address of a DeviceBuffer's memory."""
-    ffi, _ = buffer._runtime
-    return int(ffi.cast("uintptr_t", buffer.ptr))
-
-
 @dataclass(frozen=True)
 class DeviceFeed:
     """A feed value in device memory, by pointer: what a GPU program reads in place. `owner` is
@@ -92,13 +86,8 @@ class DeviceFeed:
 
     def to_host(self) -> np.ndarray:
         """A NumPy copy, for a program that runs on the CPU."""
-        from tfc.backend.cuda import _D2H, _check, _device_runtime
-
         out = np.empty(self.shape, self.dtype)
-        if out.nbytes:
-            runtime = ffi, rt = _device_runtime()
-            source = ffi.cast("void *", self.ptr)
-            _check(rt.cudaMemcpy(ffi.from_buffer(out), source, out.nbytes, _D2H), "fetch", runtime)
+        copy_to_host(self.ptr, out)
         return out
 
 
@@ -135,8 +124,6 @@ def bind_device_io(
     """Point a GPU program's `inputs` at its feeds in device memory (device feeds in place, host
     feeds uploaded first) and its `outputs` at a new DeviceArray per fetch spec: (what to keep
     alive during the call, the result arrays)."""
-    from tfc.backend.cuda import _device_runtime
-
     held: list = []
     foreign = False
     for i, value in enumerate(feeds):
@@ -147,7 +134,7 @@ def bind_device_io(
         held.append(value)
         inputs[i] = ffi.cast("void *", value.ptr)
     if foreign:  # written on another library's stream, maybe still running: wait for it
-        _device_runtime()[1].cudaDeviceSynchronize()
+        synchronize()
     results = [DeviceArray(f.shape, f.dtype.np) for f in fetches]
     for j, result in enumerate(results):
         outputs[j] = ffi.cast("void *", result.ptr)
@@ -163,9 +150,6 @@ def bind_mixed_io(
     a new DeviceArray, a DeviceArray that one (written in place: a buffer reused run after run),
     None nowhere (not wanted: its result is None). Sets the on-host flags; returns (what to keep
     alive during the call, the results)."""
-    from tfc.backend.cuda import _device_runtime
-    from tfc.backend.device_memory import DeviceBuffer
-
     held: list = []
     foreign = False
     for i, value in enumerate(feeds):
@@ -178,7 +162,7 @@ def bind_mixed_io(
             foreign = foreign or not isinstance(value.owner, (DeviceArray, DeviceBuffer))
             inputs[i] = ffi.cast("void *", value.ptr)
     if foreign:  # written on another library's stream, maybe still running: wait for it
-        _device_runtime()[1].cudaDeviceSynchronize()
+        synchronize()
     results: list = []
     for j, (spec, want) in enumerate(zip(fetches, where, strict=True)):
         if want is None:

@@ -1,7 +1,7 @@
-"""Device memory a session holds: buffers on the GPU (or on the emulated device, under
-TFC_CUDA=emulate), and the session's variables and random streams kept coherent between the
-host and the device. The CUDA runtime they call is tfc.backend_cuda's (libcudart, or the
-emulated library), imported when a buffer is made: that module imports this one."""
+"""Device memory, the one interface tfc's Python side uses: buffers on the GPU (or on the
+emulated device, under TFC_CUDA=emulate), copies between host and device memory, and the
+session's variables and random streams kept coherent between the host and the device. The
+runtime calls go through tfc/backend/cuda_runtime.py (libcudart, or the emulated library)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,7 @@ from typing import Any
 
 import numpy as np
 
-
-def _runtime() -> Any:
-    from tfc.backend import cuda as backend_cuda
-
-    return backend_cuda
+from tfc.backend.cuda_runtime import DEVICE_TO_HOST, HOST_TO_DEVICE, check, device_runtime
 
 
 class DeviceBuffer:
@@ -21,33 +17,51 @@ class DeviceBuffer:
     object by the runtime that allocated it."""
 
     def __init__(self, nbytes: int) -> None:
-        cuda = _runtime()
-        self._runtime = ffi, rt = cuda._device_runtime()
-        self._check = cuda._check
+        self.runtime = ffi, rt = device_runtime()
         self.nbytes = max(int(nbytes), 1)
         ptr = ffi.new("void **")
-        code = rt.cudaMalloc(ptr, self.nbytes)
-        self._check(code, f"cudaMalloc of {self.nbytes} bytes", self._runtime)
+        check(rt.cudaMalloc(ptr, self.nbytes), f"cudaMalloc of {self.nbytes} bytes", self.runtime)
         self.ptr = ptr[0]
         self._rt = rt
 
     def upload(self, array: np.ndarray) -> None:
-        ffi, rt = self._runtime
+        ffi, rt = self.runtime
         array = np.ascontiguousarray(array)
         if array.nbytes:
-            code = rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, _runtime()._H2D)
-            self._check(code, "upload", self._runtime)
+            code = rt.cudaMemcpy(self.ptr, ffi.from_buffer(array), array.nbytes, HOST_TO_DEVICE)
+            check(code, "upload", self.runtime)
 
     def download(self, array: np.ndarray) -> None:
-        ffi, rt = self._runtime
-        if array.nbytes:
-            code = rt.cudaMemcpy(ffi.from_buffer(array), self.ptr, array.nbytes, _runtime()._D2H)
-            self._check(code, "download", self._runtime)
+        copy_to_host(self.ptr, array, "download", self.runtime)
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         if getattr(self, "ptr", None) is not None:
             self._rt.cudaFree(self.ptr)
             self.ptr = None
+
+
+def device_address(buffer: DeviceBuffer) -> int:
+    """The integer address of a DeviceBuffer's memory."""
+    ffi, _ = buffer.runtime
+    return int(ffi.cast("uintptr_t", buffer.ptr))
+
+
+def copy_to_host(source: Any, array: np.ndarray, what: str = "fetch", runtime: Any = None) -> None:
+    """Copy `array.nbytes` of device memory at `source` (a pointer, or an integer address)
+    into `array` (C-contiguous)."""
+    if not array.nbytes:
+        return
+    ffi, rt = runtime = runtime or device_runtime()
+    if isinstance(source, int):
+        source = ffi.cast("void *", source)
+    check(
+        rt.cudaMemcpy(ffi.from_buffer(array), source, array.nbytes, DEVICE_TO_HOST), what, runtime
+    )
+
+
+def synchronize() -> None:
+    """Wait for all device work (another library's stream, say) to finish."""
+    device_runtime()[1].cudaDeviceSynchronize()
 
 
 class DeviceState:

@@ -1,13 +1,14 @@
-"""Compile options (which optimization passes run), and TF1's ConfigProto for Session(config=)."""
+"""TF1's ConfigProto and RunOptions for Session(config=, options=), and the thread settings."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CompileOptions", "ConfigProto", "RunOptions", "get_num_threads", "set_num_threads"]
+from tfc.compiler import CompileOptions
+
+__all__ = ["ConfigProto", "RunOptions", "get_num_threads", "set_num_threads"]
 
 _num_threads = 0  # set_num_threads's count; 0: the environment's TFC_NUM_THREADS, else 1
 
@@ -36,33 +37,6 @@ def session_threads(config: Any) -> int:
     if isinstance(config, ConfigProto) and config.intra_op_parallelism_threads > 0:
         return min(int(config.intra_op_parallelism_threads), 64)
     return get_num_threads()
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """Which optimization passes compile a program: all by default, `passes` to name exactly
-    which, or `disable` to switch some off (e.g. CompileOptions(disable=["fuse"])).
-    The results are numerically the same either way; the passes change speed and memory."""
-
-    passes: tuple[str, ...] | None = None
-    disable: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.passes is not None:
-            object.__setattr__(self, "passes", tuple(self.passes))
-        object.__setattr__(self, "disable", tuple(self.disable))
-        self.pipeline()  # unknown pass names fail here, not at the first run
-
-    def pipeline(self) -> list[str]:
-        from tfc.passes import OPTIMIZATIONS, pipeline
-
-        unknown = set(self.disable) - set(OPTIMIZATIONS)
-        if unknown:
-            raise ValueError(
-                f"Unknown optimization pass {sorted(unknown)}; known: {', '.join(OPTIMIZATIONS)}"
-            )
-        enabled = OPTIMIZATIONS if self.passes is None else self.passes
-        return pipeline([p for p in enabled if p not in self.disable])
 
 
 @dataclass
@@ -111,11 +85,3 @@ def compile_options(config: Any) -> CompileOptions:
     raise TypeError(
         f"Session config must be a tfc.CompileOptions, a tf.ConfigProto or a dict, got {config!r}"
     )
-
-
-def parse_pass_list(text: str | None) -> Sequence[str] | None:
-    """`--passes fold,cse,fuse` (or 'none') as a list; None means all optimizations."""
-    if text is None:
-        return None
-    text = text.strip()
-    return [] if text in ("", "none") else [p.strip() for p in text.split(",") if p.strip()]

@@ -17,16 +17,16 @@ import numpy as np
 
 from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
 from tfc.client.config import compile_options, fetches_on_device, session_threads
+from tfc.client.profiling import Profile, ProfileBuild, loop_library
 from tfc.client.request import RunRequest
 from tfc.client.staged import StagedProgram
-from tfc.codegen.lower import LoweredProgram, Slot, lower_program
-from tfc.codegen.render import render_program
+from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
+from tfc.compiler import Program, compile_program, compile_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
-from tfc.passes import run_passes
 
 _ALIGN = 64
 
@@ -80,6 +80,38 @@ class CompiledProgram:
         del held  # the buffers stay alive through the call
         return rc, results
 
+    def time_loop(self, feeds: list[np.ndarray], runs: int) -> tuple[int, float]:
+        """Call the program `runs` times on `feeds` from the timing loop in C: (its status,
+        seconds per run)."""
+        loop_ffi, loop = loop_library()
+        ffi = self.ffi
+        held = []  # the feeds' and fetches' buffers, alive until the loop returns
+        for i, value in enumerate(feeds):
+            held.append(ffi.from_buffer(value))
+            self.inputs[i] = held[-1]
+        for j, fetch in enumerate(self.lowered.fetches):
+            held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
+            self.outputs[j] = held[-1]
+        self.err.node = ffi.NULL
+        self._set_threads(session_threads(self._config))
+
+        def address(cdata: Any) -> int:
+            return int(ffi.cast("uintptr_t", cdata))
+
+        ns = loop_ffi.new("int64_t *")
+        rc = loop.tfc_time_runs(
+            address(self._run),
+            address(self.state),
+            address(self.inputs),
+            address(self.outputs),
+            address(self.consts),
+            address(self.arena_ptr),
+            address(self.err),
+            runs,
+            ns,
+        )
+        return rc, ns[0] / runs * 1e-9
+
     def error(self, rc: int, graph: Graph) -> errors.OpError:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)
 
@@ -99,6 +131,7 @@ class Session:
         self._closed = False
         self._lock = threading.RLock()
         self._programs: dict[tuple, CompiledProgram] = {}
+        self._profiled: dict[tuple, ProfileBuild] = {}  # profile builds, as _programs
         self._vars: dict[str, np.ndarray] = {}
         self._rng: dict[str, np.ndarray] = {}
         self._initialized: set[str] = set()
@@ -155,12 +188,67 @@ class Session:
         with self._lock:
             return self._program(RunRequest(self.graph, fetches, feed_dict)).source
 
-    def profile(self, fetches: Any, feed_dict: Any = None, runs: int = 100) -> Any:
-        """Time each kernel of `run(fetches, feed_dict)`'s program over `runs` runs (they train,
-        as runs do): a `tfc.tools.profile.Profile`; `print(profile.table())` shows it."""
-        from tfc.tools.profile import profile
+    # -- timing (tfc/client/profiling.py) -------------------------------------------------------
+    def profile(
+        self, fetches: Any, feed_dict: Any = None, runs: int = 100, warmup: int = 2
+    ) -> Profile:
+        """Time each kernel of `run(fetches, feed_dict)`'s program: its profile build run
+        `warmup` + `runs` times with the same feeds (iterators are read once; the runs train,
+        as runs do). `print(profile.table())` shows the result."""
+        if runs < 1:
+            raise ValueError(f"runs must be at least 1, got {runs}")
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        with self._lock:
+            build = self._profile_build(request)
+            program, lowered = build.program, build.lowered
+            self._check_initialized(lowered)
+            for i in range(warmup + runs):
+                if i == warmup:
+                    build.reset()
+                rc, _ = program(request.feed_values)
+                if rc != 0:
+                    raise program.error(rc, self.graph)
+                self._initialized.update(lowered.vars_written)
+            return build.profile(runs)
 
-        return profile(self, fetches, feed_dict, runs=runs)
+    def _profile_build(self, request: RunRequest) -> ProfileBuild:
+        key = (request.signature(), self.graph.version)
+        build = self._profiled.get(key)
+        if build is None:
+            fetches, targets = request.fetch_keys, request.targets
+            graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            compiled = compile_program(
+                graph, self._passes, C, name=program_name(fetches, targets), profile=True,
+                verify=self._verify,
+            )  # fmt: skip
+            program = CompiledProgram(self, compiled.lowered, compiled.source)
+            build = self._profiled[key] = ProfileBuild(compiled.graph, compiled.lowered, program)
+        return build
+
+    def time_runs(self, fetches: Any, feed_dict: Any = None, runs: int = 100) -> float:
+        """Seconds per run of `run(fetches, feed_dict)`'s program (the default build), run
+        `runs` times by a loop in C with the same feeds; the fetched values are not returned.
+        The runs train, as runs do."""
+        if runs < 1:
+            raise ValueError(f"runs must be at least 1, got {runs}")
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        with self._lock:
+            program = self._program(request)
+            if not isinstance(program, CompiledProgram):
+                raise ValueError(
+                    "time_runs times a program that runs on the host CPU; the program of "
+                    "these fetches runs on a GPU (ops placed there, or TFC_DEVICE=gpu)"
+                )
+            self._check_initialized(program.lowered)
+            rc, seconds = program.time_loop(request.feed_values, runs)
+            if rc != 0:
+                raise program.error(rc, self.graph)
+            self._initialized.update(program.lowered.vars_written)
+        return seconds
 
     def _program(self, request: RunRequest) -> Any:
         key = (request.signature(), self.graph.version)
@@ -168,43 +256,38 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
-            name = _program_name(fetches, targets)
+            name = program_name(fetches, targets)
             if _placed_on_gpu(graph):
                 program = self._placed_program(graph, name, len(fetches))
             else:
-                graph = run_passes(graph, self._passes, self._verify, options=C.pass_options())
-                lowered = lower_program(graph, name=name)
-                program = CompiledProgram(self, lowered, render_program(lowered))
+                compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
+                program = CompiledProgram(self, compiled.lowered, compiled.source)
             self._programs[key] = program
         return program
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
-        """A program with ops on a GPU, cut into host and GPU stages (tfc/staged.py). One stage
-        is one program, with one host call; several run as a StagedProgram."""
-        from tfc.client.staged import plan_stages
+        """A program with ops on a GPU, cut into host and GPU stages (tfc/client/staged.py).
+        One stage is one program, with one host call; several run as a StagedProgram."""
         from tfc.passes.place import PlacementError
 
         soft = bool(getattr(self.config, "allow_soft_placement", False))
         try:
-            planned = plan_stages(graph, self._passes, name, soft, verify=self._verify)
+            compiled = compile_stages(graph, self._passes, name, soft, verify=self._verify)
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
             raise errors.InvalidArgumentError(None, op, str(e)) from None
-        staged = len(planned) > 1  # its GPU stages take hand-offs in device memory (run_mixed)
-        programs = [self._stage_program(low, stage.on_gpu, staged) for stage, low in planned]
+        programs = [self._stage_program(program) for _, program in compiled]
         if len(programs) == 1:
             return programs[0]
-        return StagedProgram(self, name, [stage for stage, _ in planned], programs, n_fetches)
+        return StagedProgram(self, name, [stage for stage, _ in compiled], programs, n_fetches)
 
-    def _stage_program(self, lowered: LoweredProgram, on_gpu: bool, staged: bool = False) -> Any:
-        if on_gpu:
-            return self._gpu_program(lowered, mixed_io=staged)
-        return CompiledProgram(self, lowered, render_program(lowered))
+    def _stage_program(self, program: Program) -> Any:
+        """A compiled stage (or a whole program) loaded where it runs: the GPU or the host."""
+        if program.target is CUDA:
+            from tfc.backend.cuda import CudaProgram
 
-    def _gpu_program(self, lowered: LoweredProgram, mixed_io: bool = False) -> Any:
-        from tfc.backend.cuda import CudaProgram
-
-        return CudaProgram(self, lowered, render_program(lowered, CUDA, mixed_io=mixed_io))
+            return CudaProgram(self, program.lowered, program.source)
+        return CompiledProgram(self, program.lowered, program.source)
 
     def _device_state(self) -> Any:
         """The GPU copies of this session's variables and random streams (made on first use)."""
@@ -281,6 +364,7 @@ class Session:
         with self._lock:
             self._closed = True
             self._programs.clear()
+            self._profiled.clear()
             self._gpu = None
             self._vars.clear()
             self._rng.clear()
@@ -368,7 +452,8 @@ register_session_lookup(get_default_session_or_raise)
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _program_name(fetches: list, targets: list) -> str:
+def program_name(fetches: list, targets: list) -> str:
+    """The name of a run signature's program (in its source and its build)."""
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text

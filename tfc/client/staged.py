@@ -1,17 +1,17 @@
 """A Session program split between the host and a GPU: its stages' programs, run in turn.
 
 tfc/passes/stage.py cuts a program placed on the host CPU and a GPU into stages that alternate
-between them; each stage is compiled on its own (C for the host, CUDA for the GPU). A run
-calls them in order: a stage's inputs are the run's feeds and the values earlier stages
-output (the hand-offs). A hand-off stays where its producer and its readers are: a GPU value
-that only GPU stages read is written by its producer into a device buffer of this program
-(allocated once: the shapes are static) and read there in place; one a host stage reads comes
-back to the host, once however many host stages read it (the stage pass gives it one key), and
-not at all when the user fetches it to the host anyway (the host stages read the fetch). A GPU
-stage reads device feeds in place and copies host values in through its staging, all in its
-one host call (CudaProgram's run_mixed); later GPU stages read that staged copy in place (so
-a host value is copied in once); fetches follow RunOptions.fetches_on_device. A host
-stage gets a host copy of a device feed, made once per run. Variables stay where they are
+between them; each stage is compiled on its own (C for the host, CUDA for the GPU: the
+compiler's compile_stages). A run calls them in order: a stage's inputs are the run's feeds and
+the values earlier stages output (the hand-offs). A hand-off stays where its producer and its
+readers are: a GPU value that only GPU stages read is written by its producer into a device
+buffer of this program (allocated once: the shapes are static) and read there in place; one a
+host stage reads comes back to the host, once however many host stages read it (the stage pass
+gives it one key), and not at all when the user fetches it to the host anyway (the host stages
+read the fetch). A GPU stage reads device feeds in place and copies host values in through its
+staging, all in its one host call (CudaProgram's run_mixed); later GPU stages read that staged
+copy in place (so a host value is copied in once); fetches follow RunOptions.fetches_on_device.
+A host stage gets a host copy of a device feed, made once per run. Variables stay where they are
 placed: the session hands each stage its state through `Session._call_stage`, which keeps the
 GPU copy (device_memory.DeviceState) and the host buffer of each variable coherent per stage.
 """
@@ -24,52 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from tfc.codegen.lower import LoweredProgram, lower_program
-from tfc.codegen.targets import CUDA, C, Target
-from tfc.ir.graph import Graph
 from tfc.ops.sendrecv import key_tensor
-from tfc.passes import run_passes
 from tfc.passes.stage import CUT, FEED, FETCH, Stage
-
-# where a GPU program's ops go when they name no device (TF1 prefers the GPU when present)
-GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
-# run per stage, after the cut: fusion with the options of the stage's target (a group never
-# spans devices), then its schedule and memory plan
-LATE_PASSES = ("fuse", "schedule", "memory")
-
-
-def plan_stages(
-    graph: Graph, passes: list[str], name: str, allow_soft_placement: bool = False,
-    verify: bool = False,
-) -> list[tuple[Stage, LoweredProgram]]:  # fmt: skip
-    """The lowered programs of a program graph with ops on a GPU, one per stage in run order:
-    the optimizations of `passes` (not fuse), placement (ops naming no device go to the GPU,
-    host-only ops to the host), the stage cut, then each stage fused for its target (CUDA or
-    C), scheduled and planned. A program
-    on one device is one stage, compiled whole: feeds and fetches in the program's order."""
-    graph = run_passes(graph, [p for p in passes if p not in LATE_PASSES], verify=verify)
-    graph.graph_attrs.update(default_device=GPU_DEVICE, allow_soft_placement=allow_soft_placement)
-    graph = run_passes(graph, ["place", "stage"], verify=verify)
-    stages: list[Stage] = graph.graph_attrs["stages"]
-    late = [p for p in passes if p in LATE_PASSES]
-    if len(stages) <= 1:
-        device = stages[0].device if stages else GPU_DEVICE
-        on_gpu = stages[0].on_gpu if stages else True
-        graph = run_passes(graph, late, verify=verify, options=_target(on_gpu).pass_options())
-        inputs = [(FEED, i) for i in range(len(graph.graph_attrs["feeds"]))]
-        outputs = [(FETCH, j) for j in range(len(graph.graph_attrs["fetches"]))]
-        whole = Stage(device, graph, inputs, outputs)  # type: ignore[arg-type]
-        return [(whole, lower_program(graph, name=name))]
-    planned = []
-    for i, stage in enumerate(stages):
-        options = _target(stage.on_gpu).pass_options()
-        stage.graph = run_passes(stage.graph, late, verify=verify, options=options)
-        planned.append((stage, lower_program(stage.graph, name=f"{name}.stage{i}")))
-    return planned
-
-
-def _target(on_gpu: bool) -> Target:
-    return CUDA if on_gpu else C
 
 
 @dataclass

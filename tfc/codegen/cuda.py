@@ -1,105 +1,137 @@
-"""The CUDA target's view of kernel specs: thread indexing prepared as strings for its templates.
+"""The CUDA target's view of kernel specs: thread indexing and kernel forms for its templates.
 
 A C kernel walks its loop nest in memory order; a CUDA kernel gives each thread (or block) one
-output and recovers the loop variables from its index. The strings here are that recovery,
-computed once in Python so the templates in templates/cuda/kernels only interpolate.
+output and recovers the loop variables from its index. `kernel_template(kernel)` names the
+template of templates/cuda/kernels that renders a kernel and the data it interpolates, derived
+here from the kernel's typed spec (ops/kernels.py): the coordinates of a thread's point, the
+grid, and the form of a kernel where the CUDA target has several (a reduction by one thread or
+by a block per output; a convolution as an implicit GEMM or a direct kernel, its pixel sum in
+one chunk or several). It reuses the C spellings CUDA shares (tfc/codegen/c.py: literals, the
+batched GEMM call, the window geometry). A kind with no template here (None) runs its C
+kernel on one GPU thread (Target.fallback_template).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import re
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from tfc.ops.kernels import Kernel, index_expr
+from tfc.codegen import c, fusion
+from tfc.codegen.loops import (
+    BLOCK_REDUCE_MIN,
+    BLOCKS_WANTED,
+    MAX_BLOCKS,
+    REDUCE_THREADS,
+    blocks,
+    grid,
+    index_expr,
+    loop_statements,
+    unravel,
+)
+from tfc.ops.kernels import ConvSpec, Geometry, Kernel, LoopSpec, ReduceSpec, WindowSpec, c_string
 
-THREADS = 256  # threads per block of the element-wise kernels
-MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
-REDUCE_THREADS = 128  # threads per output of a block reduction
-BLOCK_REDUCE_MIN = 64  # reduce this many elements or more per output with a block
-BLOCKS_WANTED = 1024  # a reduction splits its work into about this many blocks
-
-
-def unravel(
-    index: str, bounds: Sequence[int], names: Sequence[str], rest: str = "rest"
-) -> list[str]:
-    """Statements declaring `names` (int64) as the row-major coordinates of `index` in `bounds`
-    (`rest`: the name of the remainder, distinct where two unravel in one scope).
-    The divisions run in 32 bits when the whole range fits (they are the costly part)."""
-    if not bounds:
-        return []
-    if len(bounds) == 1:
-        return [f"const int64_t {names[0]} = {index};"]
-    small = math.prod(bounds) < 2**31
-    rtype, suffix = ("unsigned", "u") if small else ("uint64_t", "ull")
-    lines = [f"{rtype} {rest} = ({rtype}){index};"]
-    for k in reversed(range(1, len(bounds))):
-        lines.append(f"const int64_t {names[k]} = (int64_t)({rest} % {bounds[k]}{suffix});")
-        lines.append(f"{rest} /= {bounds[k]}{suffix};")
-    lines.append(f"const int64_t {names[0]} = (int64_t){rest};")
-    return lines
+KernelTemplate = tuple[str, dict]
 
 
-def _grid(total: int, threads: int) -> dict:
-    return {
-        "total": total,
-        "threads": threads,
-        "blocks": max(1, min(-(-total // threads), MAX_BLOCKS)),
-    }
+def kernel_template(kernel: Kernel) -> KernelTemplate | None:
+    """The CUDA template of `kernel` and its data; None where the target has none of its own."""
+    render = _KINDS.get(kernel.template)
+    if render is None and isinstance(kernel.spec, WindowSpec):
+        render = window_kernel  # a window op of its own kind: a thread per element
+    return None if render is None else render(kernel)
 
 
-def _loop(kernel: Kernel) -> dict:
-    bounds = list(kernel.data["bounds"])
-    names = [f"i{k}" for k in range(len(bounds))]
-    return {"unravel": unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS)}
+# -- loops and reductions -------------------------------------------------------------------------
+def loop_kernel(kernel: Kernel) -> KernelTemplate:
+    """Thread t runs the statements at point t of the loop nest."""
+    spec: LoopSpec = kernel.spec
+    names = [f"i{k}" for k in range(len(spec.bounds))]
+    statements, guard = loop_statements(kernel, names)
+    body = unravel("t", spec.bounds, names)
+    if guard is not None:
+        body += [
+            f"if ({guard}) {{",
+            f"    tfc_cuda_fail(TFC_ERR_INVALID_ARGUMENT, tfc_site, {c_string(spec.message)});",
+            "    return;",
+            "}",
+        ]
+    return "loop", {"body": body + statements, **grid(math.prod(spec.bounds))}
 
 
-def _reduce(kernel: Kernel) -> dict:
-    dims = kernel.data["dims"]
-    kept = [d for d in dims if not d[3]]
-    reduced = [d for d in dims if d[3]]
+def reduce_kernel(kernel: Kernel) -> KernelTemplate:
+    """One thread per output folding its elements in order, or (for many elements per output)
+    blocks of threads over chunks of them, merged in shared memory in a fixed tree and the
+    chunks combined in order by a second kernel."""
+    spec: ReduceSpec = kernel.spec
+    kept = [d for d in spec.dims if not d.reduced]
+    reduced = [d for d in spec.dims if d.reduced]
     kept_names = [f"i{k}" for k in range(len(kept))]
     red_names = [f"j{k}" for k in range(len(reduced))]
-    base = index_expr([d[1] for d in kept], kept_names)
-    count = math.prod(d[0] for d in reduced)
-    inner = index_expr([d[1] for d in reduced], red_names)
+    inner = index_expr([d.x_stride for d in reduced], red_names)
     element = f"x0[base + {inner}]" if inner != "0" else "x0[base]"
-    combine = kernel.data["combine"]
-    out_count = kernel.data["out_count"]
-    block = count >= BLOCK_REDUCE_MIN
+    count = math.prod(d.size for d in reduced)
+    out_count = spec.out_count
+    stores = ["y[o] = acc;"]
+    if spec.finalize is not None:
+        stores.append(f"y[o] = {spec.finalize.format(a='y[o]')};")
+    data = {
+        "acc_ctype": spec.acc.c_type,
+        "init": f"({kernel.params[0].ctype})({spec.init})",
+        "out_unravel": unravel("o", [d.size for d in kept], kept_names),
+        "base": index_expr([d.x_stride for d in kept], kept_names),
+        "count": count,
+        "red_unravel": unravel("r", [d.size for d in reduced], red_names),
+        "update": "acc = " + spec.combine.format(a="acc", b=element) + ";",
+        "stores": stores,
+    }
+    if count < BLOCK_REDUCE_MIN:
+        return "reduce", data | grid(out_count)
     # enough blocks to fill the GPU: few outputs with many elements each split into chunks
     chunks = max(1, min(-(-count // (REDUCE_THREADS * 8)), BLOCKS_WANTED // out_count))
-    per_chunk = -(-count // chunks)
-    return {
-        "block": block,
+    return "reduce_block", data | {
         "chunks": chunks,
-        "per_chunk": per_chunk,
-        "out_unravel": unravel("o", [d[0] for d in kept], kept_names),
-        "base": base,
-        "count": count,
-        "red_unravel": unravel("r", [d[0] for d in reduced], red_names),
-        "ctype_init": kernel.params[0].ctype,
-        "update": "acc = " + combine.format(a="acc", b=element) + ";",
+        "per_chunk": -(-count // chunks),
+        "parts": out_count * chunks,
         "merge": "sh[threadIdx.x] = "
-        + combine.format(a="sh[threadIdx.x]", b="sh[threadIdx.x + s]")
+        + spec.combine.format(a="sh[threadIdx.x]", b="sh[threadIdx.x + s]")
         + ";",
-        "finish_merge": "acc = " + combine.format(a="acc", b="b") + ";",
-        "finish_blocks": max(1, min(-(-out_count // 256), MAX_BLOCKS)),
-        **_grid(out_count, REDUCE_THREADS if block else THREADS),
-        **({"blocks": max(1, min(out_count * chunks, 65535))} if block else {}),
+        "finish_merge": "acc = " + spec.combine.format(a="acc", b="b") + ";",
+        "finish_blocks": blocks(out_count, 256),
+        "total": out_count,
+        "threads": REDUCE_THREADS,
+        "blocks": max(1, min(out_count * chunks, 65535)),
     }
 
 
-def _rows(kernel: Kernel) -> dict:
-    return _grid(int(re.findall(r"\d+", kernel.data["rows"])[-1]), 128)  # "INT64_C(64)"
+def matmul_kernel(kernel: Kernel) -> KernelTemplate:
+    """The GEMM on the stream (cuBLAS, or the tiled kernel); batches loop on the host."""
+    spec = kernel.spec
+    return "matmul", {"body": c.gemm_lines(spec, f"tfc_cuda_gemm_{c.type_tag(spec.dtype)}")}
 
 
-def _matmul(kernel: Kernel) -> dict:
-    return {"cuda_gemm": "tfc_cuda_" + kernel.data["gemm"].removeprefix("tfc_")}
+def rows_kernel(kernel: Kernel) -> KernelTemplate:
+    """softmax, sparse_xent: a thread per row, over the C kernel's data."""
+    _, data = c.kernel_template(kernel)
+    return kernel.template, data | grid(kernel.spec.rows, 128)
 
 
-# -- convolutions (ops/conv.py's "conv2d" kernels: a tfc_conv.h function and its plan) --------
+# -- windows: a thread per element of the image the spec names --------------------------------
+def window_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: WindowSpec = kernel.spec
+    g = spec.geometry
+    if spec.over == "output":
+        bounds, names = [g.batch, g.out_h, g.out_w, g.out_c], ["n", "oh", "ow", "c"]
+    else:
+        bounds, names = [g.batch, g.in_h, g.in_w, g.in_c], ["n", "ih", "iw", "c"]
+    data = c.window_data(spec)
+    return kernel.template, data | {
+        "unravel": unravel("t", bounds, names),
+        **grid(math.prod(bounds)),
+    }
+
+
+# -- convolutions ---------------------------------------------------------------------------------
 CONV_THREADS_WANTED = 1 << 16  # backprop filter: split the pixel sum until this many threads
 CONV_MIN_PIXELS = 16  # ... but give each thread at least this many pixels
 CONV_PART_CAP = 1 << 22  # ... and keep its partial sums (static device memory) this small
@@ -114,125 +146,306 @@ CONV_FILTER_CHANNEL_BLOCKS = (16, 8, 4, 2, 1)  # backprop filter: the same, grad
 CONV_CHANNEL_BLOCKS = (4, 2, 1)  # forward, backprop input: channels per thread, the first dividing
 
 
-def _conv2d(kernel: Kernel) -> dict:
-    """The sizes of the plan as template data, the op kind ("forward", "input", "filter") from
-    the tfc_conv.h function the C kernel calls, and the thread grid of that kind."""
-    from tfc.ops.conv import _CONV_FUNCTIONS
-    from tfc.ops.conv_algo import PLAN_FIELDS
+@dataclass(frozen=True)
+class ConvForm:
+    """How the CUDA target computes one convolution: as an implicit GEMM of (m, n, k) or a
+    direct kernel, its sum split into `chunks` (added in order by a second kernel)."""
 
-    values = [int(v) for v in kernel.data["plan"].split(",")]
-    g = dict(zip(PLAN_FIELDS, values, strict=True))
-    function = kernel.data["function"]
-    kind = next(k for k, f in _CONV_FUNCTIONS.items() if function.startswith(f + "_"))
-    data: dict = dict(g)
-    data.update(kind=kind, ctype=kernel.params[0].ctype, gemm=False)
+    gemm: bool
+    chunks: int
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    chunk_k: int = 0  # the GEMM's k per chunk, a multiple of its tile's
+
+
+def conv_form(spec: ConvSpec) -> ConvForm:
+    """The implicit GEMM where the shape fills its tiles (and the input gradient is at stride
+    1, which skips no pixels), else the direct kernel of the op kind."""
+    g = spec.geometry
+    taps = g.k_h * g.k_w
+    pixels = g.batch * g.out_h * g.out_w
+    gemm = True
+    if spec.kind == "forward":  # (output pixels, output channels, taps x input channels)
+        m, n, k = pixels, g.out_c, taps * g.in_c
+    elif spec.kind == "input":  # (input pixels, input channels, taps x output channels)
+        m, n, k = g.batch * g.in_h * g.in_w, g.in_c, taps * g.out_c
+        gemm = g.s_h == 1 and g.s_w == 1
+    else:  # (taps x input channels, output channels, output pixels)
+        m, n, k = taps * g.in_c, g.out_c, pixels
+    if not gemm or n < CONV_GEMM_MIN_N or min(m, k) < CONV_GEMM_MIN_K:
+        return ConvForm(False, _direct_filter_split(g)[2] if spec.kind == "filter" else 1)
+    bm, bn, bk, _, _ = CONV_GEMM_TILE
+    tiles = -(-m // bm) * -(-n // bn)
+    chunks = 1
+    if spec.kind == "filter":  # the long pixel sum: split it until there are enough blocks
+        chunks = min(-(-CONV_GEMM_BLOCKS_WANTED // tiles), -(-k // (4 * bk)))
+        chunks = max(1, min(chunks, CONV_PART_CAP // (m * n)))
+    per_chunk = -(-k // chunks)
+    chunk_k = -(-per_chunk // bk) * bk  # a multiple of bk
+    return ConvForm(True, -(-k // chunk_k), m, n, k, chunk_k)  # no empty chunk
+
+
+def _direct_filter_split(g: Geometry) -> tuple[int, int, int, int]:
+    """The direct filter gradient's (channel block, groups, chunks, pixels per chunk): a
+    thread sums a chunk of the pixels for `cb` consecutive filter elements."""
+    total = g.k_h * g.k_w * g.in_c * g.out_c
+    count = g.batch * g.out_h * g.out_w
+    cb = next(b for b in CONV_FILTER_CHANNEL_BLOCKS if g.out_c % b == 0)
+    groups = total // cb
+    chunks = min(
+        -(-CONV_THREADS_WANTED // groups),
+        -(-count // CONV_MIN_PIXELS),
+        max(1, CONV_PART_CAP // total),
+    )
+    per_chunk = -(-count // max(1, chunks))
+    return cb, groups, -(-count // per_chunk), per_chunk  # no empty chunk
+
+
+def conv_kernel(kernel: Kernel) -> KernelTemplate:
+    """The template of the form `conv_form` picks, with the geometry's sizes."""
+    spec: ConvSpec = kernel.spec
+    g = spec.geometry
+    form = conv_form(spec)
+    data: dict = dict(g.__dict__, T=spec.dtype.c_type)
     data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
-    gemm = _conv_gemm(kind, g)
-    if gemm:
-        data.update(gemm)
-        return data
-    if kind == "filter":
-        total = g["k_h"] * g["k_w"] * g["in_c"] * g["out_c"]
-        count = g["batch"] * g["out_h"] * g["out_w"]
-        cb = next(b for b in CONV_FILTER_CHANNEL_BLOCKS if g["out_c"] % b == 0)
-        groups = total // cb
-        chunks = min(
-            -(-CONV_THREADS_WANTED // groups),
-            -(-count // CONV_MIN_PIXELS),
-            max(1, CONV_PART_CAP // total),
-        )
-        chunks = max(1, chunks)
-        per_chunk = -(-count // chunks)
-        chunks = -(-count // per_chunk)  # no empty chunk
-        taps = [g["k_h"], g["k_w"], g["in_c"], g["out_c"] // cb]
+    if form.gemm:
+        return _conv_gemm(spec, form, data)
+    if spec.kind == "filter":
+        cb, groups, chunks, per_chunk = _direct_filter_split(g)
+        total = g.k_h * g.k_w * g.in_c * g.out_c
+        launch = grid(groups * chunks)
         data.update(
-            unravel=unravel("f", taps, ["kh", "kw", "ci", "cj"]),
-            count=count,
+            unravel=unravel("f", [g.k_h, g.k_w, g.in_c, g.out_c // cb], ["kh", "kw", "ci", "cj"]),
+            count=g.batch * g.out_h * g.out_w,
+            out_pixels=g.out_h * g.out_w,
             cb=cb,
             groups=groups,
             chunks=chunks,
             per_chunk=per_chunk,
             filter_size=total,
-            finish=_grid(total, THREADS),
-            **_grid(groups * chunks, THREADS),
+            total=launch["total"],
+            launches=[_launch("_g", launch, "y, x0, x1")],
         )
-        return data
+        if chunks == 1:
+            return "conv2d_filter", data
+        data.update(sum_parts="part", sum_chunks=chunks, sum_size=total, parts=total * chunks)
+        data["launches"].append(_launch("_sum_g", grid(total), "y"))
+        return "conv2d_filter_chunked", data
     # a thread computes `cb` consecutive channels of one pixel: each value it loads from the
     # image (the gradient) is used cb times
-    channels = g["out_c"] if kind == "forward" else g["in_c"]
+    channels = g.out_c if spec.kind == "forward" else g.in_c
     cb = next(b for b in CONV_CHANNEL_BLOCKS if channels % b == 0)
-    pixels = ["out_h", "out_w"] if kind == "forward" else ["in_h", "in_w"]
-    bounds = [g["batch"], *(g[k] for k in pixels), channels // cb]
-    names = ["n", "oh", "ow", "cj"] if kind == "forward" else ["n", "ih", "iw", "cj"]
-    data.update(cb=cb, unravel=unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS))
-    return data
+    if spec.kind == "forward":
+        bounds, names = [g.batch, g.out_h, g.out_w, channels // cb], ["n", "oh", "ow", "cj"]
+    else:
+        bounds, names = [g.batch, g.in_h, g.in_w, channels // cb], ["n", "ih", "iw", "cj"]
+    launch = grid(math.prod(bounds))
+    data.update(
+        cb=cb,
+        unravel=unravel("t", bounds, names),
+        tap_size=g.in_c * g.out_c,
+        total=launch["total"],
+        launches=[_launch("_g", launch, "y, x0, x1")],
+    )
+    return f"conv2d_{spec.kind}", data
 
 
-def _conv_gemm(kind: str, g: dict) -> dict:
-    """The template data of the implicit GEMM of conv2d_gemm.cu.j2 for this conv, or {} where
-    the shape is too narrow for its tiles (or a strided input gradient, which skips pixels)."""
-    taps = g["k_h"] * g["k_w"]
-    pixels = g["batch"] * g["out_h"] * g["out_w"]
-    if kind == "forward":  # (output pixels, output channels, taps x input channels)
-        m, n, k = pixels, g["out_c"], taps * g["in_c"]
-    elif kind == "input":  # (input pixels, input channels, taps x output channels)
-        if g["s_h"] != 1 or g["s_w"] != 1:
-            return {}
-        m, n, k = g["batch"] * g["in_h"] * g["in_w"], g["in_c"], taps * g["out_c"]
-    else:  # (taps x input channels, output channels, output pixels)
-        m, n, k = taps * g["in_c"], g["out_c"], pixels
-    if n < CONV_GEMM_MIN_N or min(m, k) < CONV_GEMM_MIN_K:
-        return {}
+def _launch(kernel: str, launch: dict, args: str) -> dict:
+    return {"kernel": kernel, "args": f"{launch['blocks']}, {launch['threads']}, {args}"}
+
+
+def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
+    """The implicit GEMM (conv2d_gemm.cu.j2): A's element of each op kind read in place from
+    the image (or the gradient), B as the filter (or the gradient) lies, or the filter
+    transposed for the input gradient."""
+    g = spec.geometry
+    m, n, k = form.m, form.n, form.k
     bm, bn, bk, tm, tn = CONV_GEMM_TILE
-    tiles = -(-m // bm) * -(-n // bn)
-    chunks = 1
-    if kind == "filter":  # the long pixel sum: split it until there are enough blocks
-        chunks = min(-(-CONV_GEMM_BLOCKS_WANTED // tiles), -(-k // (4 * bk)))
-        chunks = max(1, min(chunks, CONV_PART_CAP // (m * n)))
-    per_chunk = -(-k // chunks)
-    chunk_k = -(-per_chunk // bk) * bk  # a multiple of bk
-    chunks = -(-k // chunk_k)  # no empty chunk
+    tiles_n = -(-n // bn)
+    tiles = -(-m // bm) * tiles_n
+    threads = (bm // tm) * (bn // tn)
+    window = (
+        f"x0[n, oh*{g.s_h} + kh*{g.d_h} - {g.pad_top}, ow*{g.s_w} + kw*{g.d_w} - {g.pad_left}, ci]"
+    )
+    image = f"x0[((n * {g.in_h} + ih) * {g.in_w} + iw) * {g.in_c} + ci]"
+    in_image = f"if (ih >= 0 && ih < {g.in_h} && iw >= 0 && iw < {g.in_w})"
+    taps_from_k = f"kw = k / {g.in_c} % {g.k_w}, kh = k / {g.in_c * g.k_w}"
+    pixel = (  # the output pixel of flat index {0}
+        f"ow = {{0}} % {g.out_w}, oh = {{0}} / {g.out_w} % {g.out_h}, "
+        f"n = {{0}} / {g.out_h * g.out_w}"
+    )
+    image_at = [
+        f"const int64_t ih = oh * {g.s_h} + kh * {g.d_h} - {g.pad_top};",
+        f"const int64_t iw = ow * {g.s_w} + kw * {g.d_w} - {g.pad_left};",
+        in_image,
+        f"    v = {image};",
+    ]
+    b_as_it_lies = [
+        f"/* B as it lies: rows of {g.out_c} channels (the filter; for its gradient, the output "
+        "gradient) */",
+        f"for (int e = tid; e < {bk * bn}; e += {threads}) {{",
+        f"    const int kk = e / {bn}, c = e % {bn};",
+        "    const int64_t k = k0 + kk, co = n0 + c;",
+        f"    sh->b[kk][c] = k < {k} && co < {g.out_c} ? x1[k * {g.out_c} + co] : ({data['T']})0;",
+        "}",
+    ]
+    by_taps = f"const int r = e / {bk}, kk = e % {bk}; /* consecutive threads: consecutive taps */"
+    if spec.kind == "forward":
+        comment = [
+            "/* Conv2D as an implicit GEMM: y[p, co] = sum over k of A[p, k] * x1[k, co], where "
+            "p = (n,oh,ow)",
+            f" * is an output pixel ({m}), k = (kh,kw,ci) a tap ({k}) and A[p, k] the image value",
+            f" * {window} (0 outside the image), read in place",
+            " * (no column matrix). */",
+        ]
+        a_order = by_taps
+        a_load = [
+            f"const int64_t {pixel.format('m')};",
+            f"const int64_t ci = k % {g.in_c}, {taps_from_k};",
+            *image_at,
+        ]
+        b_load = b_as_it_lies
+    elif spec.kind == "filter":
+        comment = [
+            "/* Conv2DBackpropFilter as an implicit GEMM: y[t, co] = sum over the pixels p of "
+            "A[t, p] * x1[p, co],",
+            f" * where t = (kh,kw,ci) is a filter row ({m}), p = (n,oh,ow) an output pixel ({k}) "
+            "and A[t, p]",
+            f" * the image value {window} (0 outside the image). The",
+            f" * pixels are split into {form.chunks} chunk(s) of {form.chunk_k}, a block per "
+            "(tile, chunk); the chunks' partial",
+            " * sums are added in chunk order by a second kernel, so every run gives the same "
+            "bits. */",
+        ]
+        a_order = (
+            f"const int r = e % {bm}, kk = e / {bm}; /* consecutive threads: consecutive ci */"
+        )
+        a_load = [
+            f"const int64_t ci = m % {g.in_c}, kw = m / {g.in_c} % {g.k_w}, "
+            f"kh = m / {g.in_c * g.k_w};",
+            f"const int64_t {pixel.format('k')};",
+            *image_at,
+        ]
+        b_load = b_as_it_lies
+    else:
+        comment = [
+            "/* Conv2DBackpropInput (stride 1) as an implicit GEMM: y[p, ci] = sum over k of "
+            "A[p, k] * B[k, ci],",
+            f" * where p = (n,ih,iw) is an input pixel ({m}), k = (kh,kw,co) ({k}), A[p, k] the "
+            "gradient",
+            f" * x1[n, ih + {g.pad_top} - kh*{g.d_h}, iw + {g.pad_left} - kw*{g.d_w}, co] (0 "
+            "outside it) and B[k, ci] = x0[kh,kw,ci,co], both",
+            " * read in place. */",
+        ]
+        a_order = by_taps
+        a_load = [
+            f"const int64_t iw = m % {g.in_w}, ih = m / {g.in_w} % {g.in_h}, "
+            f"n = m / {g.in_h * g.in_w};",
+            f"const int64_t co = k % {g.out_c}, kw = k / {g.out_c} % {g.k_w}, "
+            f"kh = k / {g.out_c * g.k_w};",
+            f"const int64_t oh = ih + {g.pad_top} - kh * {g.d_h};",
+            f"const int64_t ow = iw + {g.pad_left} - kw * {g.d_w};",
+            f"if (oh >= 0 && oh < {g.out_h} && ow >= 0 && ow < {g.out_w})",
+            f"    v = x1[((n * {g.out_h} + oh) * {g.out_w} + ow) * {g.out_c} + co];",
+        ]
+        b_load = [
+            "/* B[k, ci] = x0[kh,kw,ci,co]: consecutive threads read consecutive co (k) */",
+            f"for (int e = tid; e < {bk * bn}; e += {threads}) {{",
+            f"    const int kk = e % {bk}, c = e / {bk};",
+            "    const int64_t k = k0 + kk, ci = n0 + c;",
+            f"    {data['T']} v = 0;",
+            f"    if (k < {k} && ci < {g.in_c}) {{",
+            f"        const int64_t co = k % {g.out_c}, tap = k / {g.out_c};",
+            f"        v = x0[(tap * {g.in_c} + ci) * {g.out_c} + co];",
+            "    }",
+            "    sh->b[kk][c] = v;",
+            "}",
+        ]
+    data.update(
+        comment=comment, a_order=a_order, a_load=a_load, b_load=b_load,
+        gemm_m=m, gemm_n=n, gemm_k=k, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
+        a_rows=bm + 1, b_cols=bn + 1, a_tile=bm * bk, tx_count=bn // tn, ty_count=bm // tm,
+        acc_count=tm * tn, tiles_n=tiles_n, gemm_blocks=tiles, gemm_threads=threads,
+        chunk_k=form.chunk_k, block_count=tiles * form.chunks, sum_size=m * n,
+    )  # fmt: skip
+    launch = {"blocks": min(tiles * form.chunks, MAX_BLOCKS), "threads": threads}
+    data["launches"] = [_launch("_g", launch, "y, x0, x1")]
+    if form.chunks == 1:
+        return "conv2d_gemm", data
+    data.update(sum_parts="parts", sum_chunks=form.chunks, parts=form.chunks * m * n)
+    data["launches"].append(_launch("_sum_g", grid(m * n), "y"))
+    return "conv2d_gemm_chunked", data
+
+
+# -- the program -------------------------------------------------------------------------------
+def program_parts(data: dict) -> dict:
+    """program.cu.j2's parts that depend on the program: the upload of its constants, the
+    copies between host buffers and their staging after the arena (none for an empty tensor),
+    the run_mixed entry point of a staged Session's stage, the state it copies back."""
+    consts, feeds, fetches = data["consts"], data["staged_feeds"], data["staged_fetches"]
+    copy_in = (
+        "tfc_cuda_note(cudaMemcpyAsync(arena + {o}, inputs[{i}], {n}, cudaMemcpyHostToDevice, "
+        "tfc_cuda_stream));"
+    )
+    copy_out = (
+        "tfc_cuda_note(cudaMemcpyAsync(outputs[{i}], arena + {o}, {n}, cudaMemcpyDeviceToHost, "
+        "tfc_cuda_stream));"
+    )
+    stage_in, mixed_in, stage_out, mixed_out = [], [], [], []
+    for i, f in enumerate(feeds):
+        o, n = f["offset"], f["bytes"]
+        stage_in.append(f"dinputs[{i}] = arena + {o};")
+        mixed_in.append(f"dinputs[{i}] = feed_on_host[{i}] ? arena + {o} : inputs[{i}];")
+        if n:
+            stage_in.append(copy_in.format(i=i, o=o, n=n))
+            mixed_in += [f"if (feed_on_host[{i}])", "    " + copy_in.format(i=i, o=o, n=n)]
+    for i, f in enumerate(fetches):
+        o, n = f["offset"], f["bytes"]
+        stage_in.append(f"doutputs[{i}] = arena + {o};")
+        mixed_in.append(f"doutputs[{i}] = fetch_on_host[{i}] ? arena + {o} : outputs[{i}];")
+        if n:
+            stage_out.append(copy_out.format(i=i, o=o, n=n))
+            mixed_out += [f"if (fetch_on_host[{i}] == 1)", "    " + copy_out.format(i=i, o=o, n=n)]
+    external = data["external_bytes"]
+    state = data["state_bytes"]
     return {
-        "gemm": True, "gemm_m": m, "gemm_n": n, "gemm_k": k, "bm": bm, "bn": bn, "bk": bk,
-        "tm": tm, "tn": tn, "tiles_n": -(-n // bn), "gemm_blocks": tiles,
-        "gemm_threads": (bm // tm) * (bn // tn), "gemm_chunks": chunks, "chunk_k": chunk_k,
-        "blocks": min(tiles * chunks, MAX_BLOCKS), "finish": _grid(m * n, THREADS),
-    }  # fmt: skip
+        "constant_upload": ["cuda/upload_constants.cu.j2"] if consts else [],
+        "const_count": len(consts),
+        "begin_lines": (
+            ["if (rc == TFC_OK && !tfc_dconst_ready) rc = tfc_upload_constants(err);"]
+            if consts
+            else []
+        ),
+        "site_slots": max(len(data["sites"]), 1),  # C has no empty arrays
+        "sites": ", ".join(data["sites"] or ["NULL"]),
+        "feed_slots": max(len(feeds), 1),
+        "fetch_slots": max(len(fetches), 1),
+        "stage_in": stage_in,
+        "stage_out": stage_out,
+        "mixed_entry": ["cuda/run_mixed.cu.j2"] if data["mixed_io"] else [],
+        "mixed_stage_in": mixed_in,
+        "mixed_stage_out": mixed_out,
+        "state_slots": max(len(state), 1),
+        "external_slots": max(len(external), 1),
+        "external_decls": (
+            [f"static const void *tfc_dev_consts_from[{len(external)}];"] if external else []
+        ),
+        "state_bytes": [dict(s, alloc=max(s["bytes"], 1)) for s in state],
+        "state_out": [
+            f"tfc_cuda_memcpy(state[{i}], tfc_dev_state[{i}], {s['bytes']});"
+            for i, s in enumerate(state)
+            if s["written"]
+        ],
+    }
 
 
-# -- pooling kernels (ops/conv.py's window_kernel: every geometry size as a string) ------------
-def _window_over(dims: Sequence[str], names: Sequence[str]):
-    def adapter(kernel: Kernel) -> dict:
-        bounds = [int(kernel.data[d]) for d in dims]
-        return {"unravel": unravel("t", bounds, names), **_grid(math.prod(bounds), THREADS)}
-
-    return adapter
-
-
-_POOLED = _window_over(["batch", "out_h", "out_w", "in_c"], ["n", "oh", "ow", "c"])
-_POOL_INPUT = _window_over(["batch", "in_h", "in_w", "in_c"], ["n", "ih", "iw", "c"])
-
-
-_ADAPTERS = {
-    "loop": _loop,
-    "reduce": _reduce,
-    "matmul": _matmul,
-    "softmax": _rows,
-    "sparse_xent": _rows,
-    "conv2d": _conv2d,
-    "max_pool": _POOLED,
-    "max_pool_grad": _POOL_INPUT,
-    "avg_pool": _POOLED,
-    "avg_pool_grad": _POOL_INPUT,
-    "max_pool_grad_grad": _POOLED,
-    "fused": "tfc.codegen.fusion_cuda:fusion_kernel_data",  # imported when used: it imports the ops
+_KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
+    "loop": loop_kernel,
+    "reduce": reduce_kernel,
+    "matmul": matmul_kernel,
+    "softmax": rows_kernel,
+    "sparse_xent": rows_kernel,
+    "conv2d": conv_kernel,
+    "fused": fusion.cuda_fused,
 }
-
-
-def cuda_kernel_data(kernel: Kernel) -> dict:
-    """Extra template data the CUDA kernel template of `kernel` needs ({} when none)."""
-    adapter = _ADAPTERS.get(kernel.template)
-    if isinstance(adapter, str):
-        module, function = adapter.split(":")
-        adapter = getattr(importlib.import_module(module), function)
-    return adapter(kernel) if adapter else {}

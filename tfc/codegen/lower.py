@@ -1,9 +1,11 @@
 """Lowering: a scheduled, memory-planned program graph becomes plain data for the templates.
 
-The result, a `LoweredProgram`, holds ready C strings and integers: each step's kernels with the
-pointer expressions of their arguments, the constants to embed, the state slots (variables
-and random-number streams) the caller binds, and the copies that deliver fetched values which
-live in someone else's buffer (a variable, a feed, a constant, an alias).
+The result, a `LoweredProgram`, holds each step's kernels (typed specs, tfc/ops/kernels.py: each
+target renders them) with the pointer expressions of their arguments (C syntax, which the C and
+CUDA programs share: both address buffers in one arena), the constants to embed, the state
+slots (variables and random-number streams) the caller binds, and the copies that deliver
+fetched values which live in someone else's buffer (a variable, a feed, a constant, an alias).
+Fusion nodes are lowered by tfc/codegen/fusion.py, every other node by its op's `lower` rule.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tfc.codegen.fusion import lower_fusion
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph
 from tfc.ir.program import FeedSpec
@@ -35,13 +38,22 @@ class BoundKernel:
     restrict: bool = True
 
 
+@dataclass(frozen=True)
+class FetchCopy:
+    """A fetched value copied into its output slot from the buffer that holds it."""
+
+    slot: int  # the index in outputs
+    source: str  # the pointer expression of the buffer
+    nbytes: int
+
+
 @dataclass
 class Step:
     node: str
     op: str
     comment: list[str]  # lines naming the graph node (and the ops a fused node computes)
     kernels: list[BoundKernel]
-    copies: list[str]  # C statements copying fetched values out
+    copies: list[FetchCopy]  # fetched values that live in another buffer
 
 
 @dataclass
@@ -129,10 +141,14 @@ def lower_program(
         inputs = graph.input_edges(n)
         ctx = OpContext.for_node(graph, n)
         opdef = get_opdef(node["op"])
-        if opdef.lower is None:
+        if is_fusion(node["op"]):  # its kernels are lowered here, in codegen, from its plan
+            kernels = lower_fusion(ctx)
+        elif opdef.lower is None:
             raise NotImplementedError(f"Op '{node['op']}' (node '{n}') has no C kernel in tfc")
+        else:
+            kernels = opdef.lower(ctx)
         bound = []
-        for kernel in opdef.lower(ctx):
+        for kernel in kernels:
             args, buffers = [], []
             for p in kernel.params:
                 if p.buf == "state":
@@ -162,7 +178,7 @@ def lower_program(
             nbytes = num_elements(node["shapes"][out]) * dtype.size
             for j in fetch_slots.get((n, out), []):
                 if nbytes and storage[(n, out)] != ("output", j):
-                    copies.append(f"memcpy(outputs[{j}], {pointer((n, out), dtype)}, {nbytes});")
+                    copies.append(FetchCopy(j, pointer((n, out), dtype), nbytes))
         steps.append(Step(n, node["op"], _comment(graph, n, inputs), bound, copies))
 
     read_first, written = _variable_effects(graph, schedule, storage, fetch_slots)

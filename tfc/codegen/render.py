@@ -5,13 +5,13 @@ and data) are emitted once and shared by every step that needs them. The output 
 function of the program: the same graph gives the same bytes.
 
 The profile build (`profile=True`, or TFC_PROFILE=1 in the environment) times every step into
-a per-program table with extra entry points (tfc/profile.py reads them) and prints the table
-to stderr at exit; the default build's source has none of it, so its cache entry is its own.
+a per-program table with extra entry points (tfc/client/profiling.py reads them) and prints
+the table to stderr at exit; the default build's source has none of it, so its cache entry is
+its own.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -50,10 +50,9 @@ def render_kernel(
     arg_names = [p.name for p in kernel.params]
     if kernel.can_fail:
         params.append(target.fail_param)
-        arg_names.append(target.fail_param.split()[-1].lstrip("*"))
-    own = f"{target.template_dir}/kernels/{kernel.template}{target.kernel_suffix}"
-    data = dict(kernel.data)
-    if target.fallback_template is not None and not (TEMPLATES / own).exists():
+        arg_names.append(target.fail_name)
+    rendered = target.kernel_template(kernel)
+    if rendered is None:
         # the target has no kernel of its own: wrap the C kernel (its body_qualifier makes it
         # callable where the fallback template runs it)
         body_target = replace(C, kernel_qualifier=target.body_qualifier, restrict=target.restrict)
@@ -63,22 +62,32 @@ def render_kernel(
             params=", ".join(params) or "void",
             call_args=", ".join(arg_names),
             body=body,
-            body_args=", ".join(p.name for p in kernel.params),
-            can_fail=kernel.can_fail,
+            call=_fallback_call(kernel, name),
         )
-    if target.data_adapter is not None:
-        module, function = target.data_adapter.split(":")
-        data.update(getattr(importlib.import_module(module), function)(kernel))
-    template = _env.get_template(own)
+    stem, data = rendered
+    template = _env.get_template(f"{target.template_dir}/kernels/{stem}{target.kernel_suffix}")
     return template.render(
         name=name,
         qualifier=target.kernel_qualifier,
         ret="int" if kernel.can_fail else "void",
         params=", ".join(params) or "void",
         call_args=", ".join(arg_names),
-        can_fail=kernel.can_fail,
         **data,
     )
+
+
+def _fallback_call(kernel: Kernel, name: str) -> list[str]:
+    """The statements of the GPU thread running a C kernel: a call, and for one that can fail
+    its error claimed for the kernel's site."""
+    args = ", ".join(p.name for p in kernel.params)
+    if not kernel.can_fail:
+        return [f"{name}_body({args});"]
+    return [
+        "tfc_error e = {tfc_cuda_dstatus.scratch, TFC_CUDA_MSG, NULL};",
+        f"const int rc = {name}_body({args}, &e);",
+        "if (rc != TFC_OK && tfc_cuda_claim(rc, tfc_site)) memcpy(tfc_cuda_dstatus.msg, e.msg, "
+        "TFC_CUDA_MSG);",
+    ]
 
 
 def profiling_requested() -> bool:
@@ -118,7 +127,10 @@ def render_program(
                 sites.append(c_string(step.node))
             else:
                 lines.append(f"{name}({', '.join(bound.args)});")
-        lines.extend(target.copy_function + c.removeprefix("memcpy") for c in step.copies)
+        lines.extend(
+            f"{target.copy_function}(outputs[{c.slot}], {c.source}, {c.nbytes});"
+            for c in step.copies
+        )
         if profile and lines:
             lines = [
                 "tfc_prof_t = tfc_prof_now();",
@@ -141,9 +153,8 @@ def render_program(
             for i, s in enumerate(program.slots)
         ],
     }
-    template = _env.get_template(f"{target.template_dir}/{target.program_template}")
-    return template.render(
-        sites=sites or ["NULL"],
+    data = dict(
+        sites=sites,
         n_sites=len(sites),
         **staging_layout(program),
         version=__version__,
@@ -163,6 +174,8 @@ def render_program(
         profile_table_size=max(len(timed), 1),  # C has no empty arrays
         **header,
     )
+    template = _env.get_template(f"{target.template_dir}/{target.program_template}")
+    return template.render(**(data | target.program_parts(data)))
 
 
 def staging_layout(program: LoweredProgram, align: int = 256) -> dict:

@@ -1,8 +1,17 @@
-"""Code-generation targets: what differs between C flavours and CUDA is data, not ifs."""
+"""Code-generation targets: what differs between C flavours and CUDA is data, not ifs.
+
+A target is a renderer: its template directory, its spellings (qualifiers, the failing call,
+the copy function) and `kernel_template`, the function deriving a kernel's template and data
+from its typed spec (tfc/codegen/c.py, tfc/codegen/cuda.py).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from tfc.codegen import c, cuda
+from tfc.ops.kernels import Kernel
 
 
 @dataclass(frozen=True)
@@ -12,21 +21,26 @@ class Target:
     source_suffix: str
     kernel_qualifier: str  # how a kernel function is declared
     restrict: str  # the no-alias qualifier of pointer parameters
-    kernel_suffix: str = ".c.j2"  # kernel templates are <template_dir>/kernels/<name><suffix>
+    # a kernel's template stem under <template_dir>/kernels (<stem><kernel_suffix>) and the
+    # data it interpolates, derived from the kernel's spec; None: the target has no kernel of
+    # that kind, and its C kernel, rendered as a function with `body_qualifier`, is wrapped
+    # by `fallback_template` (CUDA: one GPU thread runs the C loop)
+    kernel_template: Callable[[Kernel], tuple[str, dict] | None]
+    # the parts of the program template (templates it includes, statements) that depend on
+    # the program and its build (profile, linkage, staging), from render_program's data
+    program_parts: Callable[[dict], dict]
+    kernel_suffix: str = ".c.j2"
     program_template: str = "program.c.j2"
-    # a kernel the target has no template of: its C template renders a function with
-    # `body_qualifier` that `fallback_template` wraps (CUDA: one GPU thread runs the C loop)
     fallback_template: str | None = None
     body_qualifier: str = "static"
     # a kernel that can fail: its extra parameter, the argument passed for it ({site}: its
     # index in the program's table of failing nodes) and the statement calling it
     fail_param: str = "tfc_error *err"
+    fail_name: str = "err"  # the name fail_param declares
     fail_arg: str = "err"
     fail_call: str = "if ((rc = {name}({args})) != TFC_OK) return tfc_fail_at(err, rc, {node});"
     copy_function: str = "memcpy"  # copies fetched values that live in another buffer
     profiles: bool = True  # whether the TFC_PROFILE build exists for this target
-    # "module:function" adding target-specific data to a kernel's (thread indexing, say)
-    data_adapter: str | None = None
     # whether the fuse pass may put a MatMul in a group, and one whose product only a block of
     # rows in scratch memory holds: the C kernel computes the rows inside its loop nest; a CUDA
     # kernel launches the whole GEMM first, into an output the size of the product
@@ -39,7 +53,13 @@ class Target:
 
 
 C = Target(
-    name="c", template_dir="c", source_suffix=".c", kernel_qualifier="static", restrict="restrict"
+    name="c",
+    template_dir="c",
+    source_suffix=".c",
+    kernel_qualifier="static",
+    restrict="restrict",
+    kernel_template=c.kernel_template,
+    program_parts=c.program_parts,
 )
 
 CUDA = Target(
@@ -48,16 +68,18 @@ CUDA = Target(
     source_suffix=".cu",
     kernel_qualifier="static",
     restrict="__restrict__",
+    kernel_template=cuda.kernel_template,
+    program_parts=cuda.program_parts,
     kernel_suffix=".cu.j2",
     program_template="program.cu.j2",
     fallback_template="cuda/serial.cu.j2",
     body_qualifier="static __device__",
     fail_param="int tfc_site",
+    fail_name="tfc_site",
     fail_arg="{site}",
     fail_call="{name}({args});",
     copy_function="tfc_cuda_memcpy",
     profiles=False,
-    data_adapter="tfc.codegen.cuda:cuda_kernel_data",
     fuse_row_scratch=False,
 )
 

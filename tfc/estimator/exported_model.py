@@ -3,7 +3,8 @@
     <export_dir_base>/<timestamp>/
         model.py      signatures(): the serving graph's predict signature (the model file
                       convention of tfc.aot), read back from graph.json
-        graph.json    the serving graph (tfc.io.graph_file), its variables and its signature
+        graph.json    the serving graph as a meta graph file (tfc.io.meta_graph): its nodes,
+                      collections and variables; meta_info["serving"] names the signature
         variables/    a checkpoint of the serving graph's variables (`predict --checkpoint`)
 
     tfc compile <export_dir> -o build
@@ -26,13 +27,14 @@ import tfc.logging as tf_logging
 from tfc.aot.signatures import build_signatures, load_signatures_function
 from tfc.client.session import Session
 from tfc.estimator.export import ServingInputReceiver
-from tfc.io.graph_file import add_document_to_graph, read_graph_file, write_graph_file
+from tfc.io.meta_graph import read_meta_graph_file
 from tfc.ir.graph import Graph, GraphKeys, Tensor, get_default_graph, name_scope
 from tfc.ops.array import reshape
 from tfc.ops.array_index import slice as slice_columns
 from tfc.ops.constant import placeholder
+from tfc.train.meta_graph_export import export_meta_graph
+from tfc.train.meta_graph_import import import_meta_graph
 from tfc.train.saver import Saver
-from tfc.variables import Variable
 
 __all__ = ["single_features_input", "write_exported_model", "load_signatures"]
 
@@ -160,24 +162,17 @@ def write_exported_model(
             with Session(graph=graph, config=session_config) as sess:
                 saver.restore(sess, checkpoint)
                 saver.save(sess, os.path.join(temp_dir, VARIABLES_DIR, "variables"))
-        trainable = {v.op.name for v in graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)}
-        step = graph.get_collection(GraphKeys.GLOBAL_STEP)
         signature = {
             "features": features.name,
             "outputs": {k: t.name for k, t in outputs.items()},
             "label_output": label_output,
+            "inputs": layout,
         }
-        write_graph_file(
-            graph,
+        export_meta_graph(
             os.path.join(temp_dir, GRAPH_FILE),
-            extra={
-                "signature": signature,
-                "inputs": layout,
-                "variables": [
-                    {**v.to_proto(), "trainable": v.op.name in trainable} for v in variables
-                ],
-                "global_step": step[0].op.name if step else None,
-            },
+            meta_info_def={"serving": signature},
+            graph=graph,
+            as_text=True,
         )
         model = _MODEL_SOURCE.format(
             name=os.path.basename(export_dir),
@@ -202,20 +197,14 @@ def write_exported_model(
 
 
 def load_signatures(directory: str | os.PathLike) -> dict:
-    """An exported model's predict signature, its graph added to the default graph: what the
-    model.py of an export directory returns to tfc compile."""
-    document = read_graph_file(Path(directory, GRAPH_FILE))
+    """An exported model's predict signature, its graph imported into the default graph: what
+    the model.py of an export directory returns to tfc compile."""
+    meta = read_meta_graph_file(Path(directory, GRAPH_FILE))
+    signature = meta.meta_info.get("serving")
+    if not isinstance(signature, dict):
+        raise ValueError(f"{directory}/{GRAPH_FILE} names no serving signature in its meta_info")
+    import_meta_graph(meta)
     graph = get_default_graph()
-    add_document_to_graph(document, graph)
-    for definition in document["variables"]:
-        variable = Variable.from_proto(definition)
-        collections = [GraphKeys.GLOBAL_VARIABLES]
-        if definition["trainable"]:
-            collections.append(GraphKeys.TRAINABLE_VARIABLES)
-        if variable.op.name == document.get("global_step"):
-            collections.append(GraphKeys.GLOBAL_STEP)
-        graph.add_to_collections(collections, variable)
-    signature = document["signature"]
     predict = {
         "inputs": {"features": graph.get_tensor_by_name(signature["features"])},
         "outputs": {k: graph.get_tensor_by_name(n) for k, n in signature["outputs"].items()},

@@ -1,1 +1,1 @@
-"""Files: checkpoints, safetensors, checkpoint state, graph files, atomic writes."""
+"""Files: safetensors and TensorFlow checkpoints, checkpoint state, meta graphs, atomic writes."""

@@ -1,14 +1,18 @@
 """Reading checkpoint files (`CheckpointReader`), and the one place to import checkpoints from.
 
-A checkpoint is one safetensors file, its whole header validated before any tensor is read:
-tfc/safetensors.py holds the format (writing, and the header rules shared with the C runtime),
-tfc/atomic_write.py the atomic writes, tfc/checkpoint_state.py the directory's `checkpoint`
-state file. Their public names are re-exported here.
+tfc writes a checkpoint as one safetensors file, its whole header validated before any tensor
+is read: tfc/io/safetensors.py holds the format (writing, and the header rules shared with the
+C runtime), tfc/io/atomic_write.py the atomic writes, tfc/io/checkpoint_state.py the
+directory's `checkpoint` state file. It also reads TensorFlow's V2 checkpoints (`.index` +
+`.data-*`, tfc/io/tensor_bundle.py): `find_checkpoint` tells which format a path names and
+`open_checkpoint` opens either behind the same reader interface. Their public names are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from typing import Any
 
@@ -16,6 +20,7 @@ import numpy as np
 
 from tfc.io.atomic_write import write_file_atomically
 from tfc.io.checkpoint_state import CheckpointState, format_checkpoint_state, parse_checkpoint_state
+from tfc.io.pread import read_at
 from tfc.io.safetensors import (
     MAX_HEADER_BYTES,
     SUFFIX,
@@ -24,6 +29,7 @@ from tfc.io.safetensors import (
     parse_header,
     write_safetensors,
 )
+from tfc.io.tensor_bundle import INDEX_SUFFIX, BundleEntry, TensorBundleReader, data_file_name
 from tfc.ir import errors
 
 __all__ = [
@@ -32,6 +38,12 @@ __all__ = [
     "CorruptCheckpointError",
     "TensorInfo",
     "CheckpointReader",
+    "INDEX_SUFFIX",
+    "BundleEntry",
+    "TensorBundleReader",
+    "data_file_name",
+    "find_checkpoint",
+    "open_checkpoint",
     "write_safetensors",
     "read_safetensors",
     "write_file_atomically",
@@ -68,14 +80,7 @@ class CheckpointReader:
 
     def _read_into(self, offset: int, buffer: Any) -> int:
         """Fill `buffer` from `offset`; returns the bytes read (fewer only at end of file)."""
-        view = memoryview(buffer).cast("B")
-        done = 0
-        while done < len(view):
-            got = os.preadv(self._fd, [view[done : done + (1 << 30)]], offset + done)
-            if got == 0:
-                break
-            done += got
-        return done
+        return read_at(self._fd, offset, buffer)
 
     def _read_exact(self, offset: int, size: int) -> bytes:
         buffer = bytearray(size)
@@ -163,3 +168,37 @@ def read_safetensors(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], di
     with CheckpointReader(path) as reader:
         arrays = {name: reader.get_tensor(name) for name in reader.tensors}
         return arrays, dict(reader.metadata or {})
+
+
+# -- which format a path names -------------------------------------------------------------------
+_DATA_FILE = re.compile(r"\.data-\d{5}-of-\d{5}$")
+
+
+def find_checkpoint(path: str | os.PathLike) -> tuple[str, str]:
+    """("safetensors", file) or ("tensorflow", prefix): the checkpoint `path` names.
+
+    `path` is a prefix (`dir/model.ckpt`, whose `.safetensors` file or TF `.index` file
+    exists; tfc's own file wins if both do), a `.safetensors` file, or a TF checkpoint's
+    `.index` or `.data-*` file. A prefix with neither file names a safetensors file that does
+    not exist, so opening it says which file is missing.
+    """
+    path = os.fspath(path)
+    if path.endswith(SUFFIX):
+        return "safetensors", path
+    if path.endswith(INDEX_SUFFIX) and os.path.isfile(path):
+        return "tensorflow", path[: -len(INDEX_SUFFIX)]
+    if _DATA_FILE.search(path) and os.path.isfile(path):
+        return "tensorflow", _DATA_FILE.sub("", path)
+    if not os.path.isfile(path + SUFFIX) and os.path.isfile(path + INDEX_SUFFIX):
+        return "tensorflow", path
+    return "safetensors", path + SUFFIX
+
+
+def open_checkpoint(path: str | os.PathLike) -> CheckpointReader | TensorBundleReader:
+    """A validated reader of the checkpoint `path` names (see `find_checkpoint`), either format.
+
+    Both readers have `path`, `tensors` (name -> info with `shape`, `np_dtype` and
+    `tf_dtype_name`), `has_tensor`, `get_tensor`, the shape and dtype maps, and `close`.
+    """
+    kind, where = find_checkpoint(path)
+    return TensorBundleReader(where) if kind == "tensorflow" else CheckpointReader(where)

@@ -56,6 +56,7 @@ _DTYPES: dict[str, np.dtype] = {
 _RANK = {code: i for i, code in enumerate(_DTYPES)}
 _CODE_BY_KIND = {(dt.kind, dt.itemsize): code for code, dt in _DTYPES.items()}
 _FIELDS = ("dtype", "shape", "data_offsets")
+_TF_NAMES = {"BOOL": "bool", "I32": "int32", "F32": "float", "F64": "double", "I64": "int64"}
 
 
 class CorruptCheckpointError(errors.DataLossError):
@@ -80,6 +81,11 @@ class TensorInfo:
     @property
     def np_dtype(self) -> np.dtype:
         return _DTYPES[self.dtype]
+
+    @property
+    def tf_dtype_name(self) -> str:
+        """The dtype as TensorFlow's messages spell it ("float", "double", "int32", ...)."""
+        return _TF_NAMES[self.dtype]
 
 
 # -- writing -------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from tfc.ir.tensor_shape import shape_str
 from tfc.ops.array_common import axis_tensor, pick_argument
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_input_element
-from tfc.ops.kernels import Kernel, Param
+from tfc.ops.kernels import ArgReduceSpec, Kernel, Param
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 
 __all__ = ["argmax", "argmin"]
@@ -70,12 +70,6 @@ _BETTER = {
 }
 
 
-def _strided(terms: list[tuple[str, int]]) -> str:
-    """A C index expression sum(var * stride), leaving out what multiplies by 0 or 1."""
-    parts = [v if s == 1 else f"{v} * {s}" for v, s in terms if s != 0]
-    return " + ".join(parts) if parts else "0"
-
-
 def _arg_lower(ctx: OpContext) -> list[Kernel]:
     dtype, shape = ctx.in_dtypes[0], ctx.in_shapes[0]
     out_dtype, out_shape = ctx.out_dtypes[0], ctx.out_shapes[0]
@@ -83,23 +77,10 @@ def _arg_lower(ctx: OpContext) -> list[Kernel]:
     if math.prod(out_shape) == 0:
         return []
     outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
-    # the input as [outer, n, inner]: rows of `inner` elements are read in memory order, each
-    # compared with the best element found so far in its column (found through the output)
-    out_idx = _strided([("o", inner if outer > 1 else 0), ("i", 1 if inner > 1 else 0)])
-    column = [("o", n * inner if outer > 1 else 0), ("i", 1 if inner > 1 else 0)]
-    data = {
-        "outer": outer,
-        "n": n,
-        "inner": inner,
-        "ctype": dtype.c_type,
-        "out_idx": out_idx,
-        "best_idx": _strided([*column, (f"(int64_t)y[{out_idx}]", inner)]),
-        "v_idx": _strided([*column, ("k", inner)]),
-        "better": _BETTER[(ctx.type, dtype.kind)],
-        "index_ctype": out_dtype.c_type,
-    }
+    better = _BETTER[(ctx.type, dtype.kind)]
+    spec = ArgReduceSpec(dtype, out_dtype, outer, n, inner, better)
     params = [Param("y", out_dtype.c_type, False, "out0"), Param("x0", dtype.c_type, True, "in0")]
-    return [Kernel("argreduce", params, data)]
+    return [Kernel("argreduce", params, spec)]
 
 
 for _type in ("ArgMax", "ArgMin"):

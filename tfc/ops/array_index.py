@@ -33,7 +33,15 @@ from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reshape_to, select, shape_tensor
-from tfc.ops.kernels import Kernel, Operand, Param, c_literal, contiguous_strides, loop_kernel
+from tfc.ops.kernels import (
+    IndexSpec,
+    Kernel,
+    Operand,
+    Param,
+    c_literal,
+    contiguous_strides,
+    loop_kernel,
+)
 from tfc.ops.math import cast
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
 
@@ -521,21 +529,22 @@ def _gather_lower(ctx: OpContext) -> list:
     if count == 0:
         return []
     dtype = ctx.in_dtypes[0]
-    data = {
-        "ctype": dtype.c_type,
-        "outer": math.prod(params[:axis]),
-        "limit": params[axis],
-        "inner": math.prod(params[axis + 1 :]),
-        "count": count,
+    spec = IndexSpec(
+        dtype,
+        ctx.in_dtypes[1],
+        outer=math.prod(params[:axis]),
+        count=count,
+        limit=params[axis],
+        inner=math.prod(params[axis + 1 :]),
         # an empty output reads nothing: skip the copy so no pointer is offset from NULL
-        "copy": math.prod(ctx.out_shapes[0]) > 0,
-    }
+        copy=math.prod(ctx.out_shapes[0]) > 0,
+    )
     params_ = [
         Param("y", dtype.c_type, False, "out0"),
         Param("x", dtype.c_type, True, "in0"),
         Param("idx", ctx.in_dtypes[1].c_type, True, "in1"),
     ]
-    return [Kernel("gather", params_, data, can_fail=True)]
+    return [Kernel("gather", params_, spec, can_fail=True)]
 
 
 def _gather_grad(op, dy: Tensor) -> list:
@@ -617,15 +626,17 @@ def _segment_sum_lower(ctx: OpContext) -> list:
         Param("x", dtype.c_type, True, "in0"),
         Param("idx", ctx.in_dtypes[1].c_type, True, "in1"),
     ]
-    data_ = {
-        "ctype": dtype.c_type,
-        "total": math.prod(out),
-        "count": math.prod(ids),
-        "limit": out[0],
-        "inner": inner,
-        "copy": inner > 0 and math.prod(out) > 0,
-    }
-    return [Kernel("segment_sum", params, data_, can_fail=True)]
+    spec = IndexSpec(
+        dtype,
+        ctx.in_dtypes[1],
+        outer=1,
+        count=math.prod(ids),
+        limit=out[0],
+        inner=inner,
+        copy=inner > 0 and math.prod(out) > 0,
+        total=math.prod(out),
+    )
+    return [Kernel("segment_sum", params, spec, can_fail=True)]
 
 
 def _segment_sum_grad(op, dy: Tensor) -> list:
@@ -734,20 +745,22 @@ def _one_hot_lower(ctx: OpContext) -> list:
     axis = int(ctx.attrs["axis"])
     indices = ctx.in_shapes[0]
     axis = len(indices) if axis == -1 else axis
-    data = {
-        "ctype": dtype.c_type,
-        "index_ctype": ctx.in_dtypes[0].c_type,
-        "outer": math.prod(indices[:axis]),
-        "depth": out_shape[axis],
-        "inner": math.prod(indices[axis:]),
-    }
+    # the ids' range is not checked: an id outside [0, depth) selects no position (all off)
+    spec = IndexSpec(
+        dtype,
+        ctx.in_dtypes[0],
+        outer=math.prod(indices[:axis]),
+        count=math.prod(indices),
+        limit=out_shape[axis],
+        inner=math.prod(indices[axis:]),
+    )
     params = [
         Param("y", dtype.c_type, False, "out0"),
         Param("idx", ctx.in_dtypes[0].c_type, True, "in0"),
         Param("on_value", dtype.c_type, True, "in2"),
         Param("off_value", dtype.c_type, True, "in3"),
     ]
-    return [Kernel("one_hot", params, data)]
+    return [Kernel("one_hot", params, spec)]
 
 
 register(

@@ -2,17 +2,18 @@
 
 Shared with conv_grad.py: TF's window arithmetic (output sizes, the SAME padding split with
 the odd pixel at the bottom/right), the attribute checks with TF's messages, the windows the
-NumPy references read, and the sizes the kernels are instantiated with. The convolutions call
-the hand-written kernels of runtime/include/tfc_conv.h (direct register tiles or im2col+GEMM,
-chosen per shape by conv_algo.py, temporary buffers in the op's arena scratch) through
-templates/c/kernels/conv2d.c.j2; pooling kernels are loop nests (*pool*.c.j2) with every size
-a literal and the innermost loop over contiguous channels, which the C compiler vectorizes.
+NumPy references read, and the geometry (ops/kernels.Geometry) the kernels are instantiated
+with. A convolution lowers to a ConvSpec: its geometry and the plan of the hand-written kernels
+of runtime/include/tfc_conv.h (direct register tiles or im2col+GEMM, chosen per shape by
+conv_algo.py, temporary buffers in the op's arena scratch); a pool lowers to a WindowSpec
+rendered by one template per kind and target (templates/c/kernels/*pool*.c.j2, with every size
+a literal and the innermost loop over contiguous channels, which the C compiler vectorizes;
+templates/cuda/kernels/*pool*.cu.j2, a thread per element of the image the spec names).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,15 @@ from tfc.ops.constant import convert_to_tensor
 from tfc.ops.conv_algo import check_algorithm, plan_conv
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
-from tfc.ops.kernels import Kernel, Param, loop_kernel, type_tag, view
+from tfc.ops.kernels import (
+    ConvSpec,
+    Geometry,
+    Kernel,
+    Param,
+    WindowSpec,
+    loop_kernel,
+    view,
+)
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
 
 __all__ = ["conv2d", "max_pool", "avg_pool"]
@@ -121,43 +130,6 @@ def windowed_size(
     return out, pad
 
 
-@dataclass(frozen=True)
-class Geometry:
-    """Every size of one NHWC convolution or pool, concrete: what references and kernels read."""
-
-    batch: int
-    in_h: int
-    in_w: int
-    in_c: int
-    out_h: int
-    out_w: int
-    out_c: int
-    k_h: int
-    k_w: int
-    s_h: int
-    s_w: int
-    d_h: int
-    d_w: int
-    pad_top: int
-    pad_left: int
-
-    @property
-    def in_shape(self) -> tuple[int, int, int, int]:
-        return (self.batch, self.in_h, self.in_w, self.in_c)
-
-    @property
-    def out_shape(self) -> tuple[int, int, int, int]:
-        return (self.batch, self.out_h, self.out_w, self.out_c)
-
-    def c_data(self, dtype: _dt.DType) -> dict[str, str]:
-        """The template placeholders: C type and every size as a literal."""
-        data = {k: str(v) for k, v in self.__dict__.items()}
-        data.update(ctype=dtype.c_type, tag=type_tag(dtype))
-        data["in_size"] = str(num_elements(self.in_shape))
-        data["filter_size"] = str(self.k_h * self.k_w * self.in_c * self.out_c)
-        return data
-
-
 def conv_geometry(ctx: OpContext, x: Sequence[int], f: Sequence[int]) -> Geometry:
     """The geometry of a convolution of input shape `x` with filter shape `f` (HWIO)."""
     _, s_h, s_w, _ = ctx.attrs["strides"]
@@ -175,16 +147,9 @@ def pool_geometry(ctx: OpContext, x: Sequence[int]) -> Geometry:
     return Geometry(*x, out_h, out_w, x[3], k_h, k_w, s_h, s_w, 1, 1, pad_top, pad_left)
 
 
-def padded_size(g: Geometry) -> tuple[int, int]:
-    """The (height, width) of the input padded so that every window lies inside it."""
-    need_h = (g.out_h - 1) * g.s_h + (g.k_h - 1) * g.d_h + 1
-    need_w = (g.out_w - 1) * g.s_w + (g.k_w - 1) * g.d_w + 1
-    return max(need_h, g.pad_top + g.in_h), max(need_w, g.pad_left + g.in_w)
-
-
 def windows(x: np.ndarray, g: Geometry, fill: float = 0.0) -> np.ndarray:
     """The window of every output pixel: [N, OH, OW, C, KH, KW], padding read as `fill`."""
-    hp, wp = padded_size(g)
+    hp, wp = g.padded_size()
     pads = [(0, 0), (g.pad_top, hp - g.pad_top - g.in_h), (g.pad_left, wp - g.pad_left - g.in_w)]
     padded = np.pad(x, pads + [(0, 0)], constant_values=fill)
     span = ((g.k_h - 1) * g.d_h + 1, (g.k_w - 1) * g.d_w + 1)
@@ -213,37 +178,28 @@ def zeros_kernel(dtype: _dt.DType, shape: Sequence[int]) -> list[Kernel]:
     return loop_kernel(shape, view("out0", dtype, shape), [], "0")
 
 
-def window_kernel(template: str, g: Geometry, dtype: _dt.DType, bufs: Sequence[str]) -> Kernel:
-    """A kernel of templates/c/kernels/<template>.c.j2: y writes `bufs[0]`, x0, x1 read the rest."""
+def window_kernel(
+    kind: str, g: Geometry, dtype: _dt.DType, bufs: Sequence[str], over: str = "output"
+) -> Kernel:
+    """A kernel of kind `kind` over geometry `g`: y writes `bufs[0]`, x0, x1 read the rest;
+    `over`: the image whose elements are independent outputs (WindowSpec)."""
     params = [Param("y", dtype.c_type, False, bufs[0])]
     params += [Param(f"x{k}", dtype.c_type, True, b) for k, b in enumerate(bufs[1:])]
-    return Kernel(template, params, g.c_data(dtype))
-
-
-# the tfc_conv.h function of each (op kind, algorithm); all take (plan, in, in, out, scratch...)
-_CONV_FUNCTIONS = {"forward": "tfc_conv_forward", "input": "tfc_conv_backprop_input",
-                   "filter": "tfc_conv_backprop_filter"}  # fmt: skip
+    return Kernel(kind, params, WindowSpec(g, dtype, over))
 
 
 def conv_kernel(
     ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType, ins: tuple[str, str]
 ) -> Kernel:
-    """A kernel of templates/c/kernels/conv2d.c.j2 calling the tfc_conv.h function of `kind`
-    ("forward", "input" or "filter") with the plan conv_algo.py makes for `g`."""
+    """A conv2d kernel of `kind` ("forward", "input" or "filter") with the plan conv_algo.py
+    makes for `g`: y, x0, x1, and the scratch when the plan needs some."""
     plan = plan_conv(ctx, kind, g, dtype)
     ct = dtype.c_type
     params = [Param("y", ct, False, "out0"), Param("x0", ct, True, ins[0])]
     params.append(Param("x1", ct, True, ins[1]))
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
-    scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in plan.regions]
-    data = {
-        "plan": plan.initializer(),
-        "function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_{type_tag(dtype)}",
-        "part_function": f"{_CONV_FUNCTIONS[kind]}_{plan.kernel}_part_{type_tag(dtype)}",
-        "args": ", ".join(["x0", "x1", "y", *scratch]),
-    }
-    return Kernel("conv2d", params, data)
+    return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype))
 
 
 def conv_scratch(ctx: OpContext, kind: str, g: Geometry | None) -> int:
@@ -374,59 +330,12 @@ def _avg_pool_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return (sums / valid_counts(g)[None, :, :, None]).astype(x.dtype)
 
 
-def _max_step(g: Geometry, dtype: _dt.DType) -> str:
-    """The C statement yp[c] = max(m, v) (NaN wins) of MaxPool's channel loop, as two selects
-    (vector compares and blends, no branch). tfc_max's short-circuit form looked faster for
-    LeNet's 6 channels on zero inputs (0.03 ms) but branches on the data: on the benchmark's
-    images conv1's pool took 0.53 ms with it, against about 0.1 ms as selects."""
-    del g  # one form for every geometry
-    return f"const {dtype.c_type} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
-
-
-# the tiled pool kernels keep a few rows on the stack: at most this many values per row
-_TILED_ROW_LIMIT = 512
-
-
-def tiles_2x2(g: Geometry) -> bool:
-    """Whether 2x2 windows at stride 2 cover the input exactly, each pixel once (LeNet's pools):
-    then max_pool.c.j2 and max_pool_grad.c.j2 work on whole rows, branch-free."""
-    return (
-        (g.k_h, g.k_w, g.s_h, g.s_w, g.pad_top, g.pad_left) == (2, 2, 2, 2, 0, 0)
-        and (g.in_h, g.in_w) == (2 * g.out_h, 2 * g.out_w)
-        and g.in_w * g.in_c <= _TILED_ROW_LIMIT
-    )
-
-
-# the tiled pool kernels split their row pairs into this many parts over the thread pool, when
-# the input has at least TILED_PARALLEL_MIN values: measured at 2 threads on LeNet's conv1
-# MaxPool + MaxPoolGrad split with no threshold, idle: 4.7k values 0.60x, 9.4k 0.92x, 18.8k
-# 1.20x, 37.6k 1.47x; with another process busy on the other core, 18.8k 0.51x, 37.6k 0.66x
-# (small gains, larger losses on a shared machine). Each value is computed alone, so any split
-# gives the same bits.
-TILED_ROW_PARTS = 16
-TILED_PARALLEL_MIN = 1 << 15
-
-
-def tiled_row_parts(g: Geometry) -> dict[str, str]:
-    """The template data splitting a tiled pool kernel's row pairs into parts."""
-    rows = g.batch * g.out_h
-    parts = TILED_ROW_PARTS if g.batch * g.in_h * g.in_w * g.in_c >= TILED_PARALLEL_MIN else 1
-    per_part = max(1, -(-rows // parts))
-    return {"rows": str(rows), "rows_per_part": str(per_part),
-            "row_parts": str(-(-rows // per_part))}  # fmt: skip
-
-
 def _pool_lower(template: str):
     def lower(ctx: OpContext) -> list:
         g = pool_geometry(ctx, concrete(ctx, 0))
         if empty_output(g):
             return []
-        kernel = window_kernel(template, g, ctx.out_dtypes[0], ("out0", "in0"))
-        if template == "max_pool":
-            kernel.data["max_step"] = _max_step(g, ctx.out_dtypes[0])
-            kernel.data["tiled_2x2"] = tiles_2x2(g)
-            kernel.data.update(tiled_row_parts(g))
-        return [kernel]
+        return [window_kernel(template, g, ctx.out_dtypes[0], ("out0", "in0"))]
 
     return lower
 

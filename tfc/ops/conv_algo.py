@@ -1,7 +1,11 @@
 """How each convolution is computed: direct or im2col+GEMM, its register blocking, its scratch.
 
 The kernels are runtime/include/tfc_conv.h; this module picks one per op and shape at compile
-time and lays out the temporary buffers (the op's arena scratch) it needs. The attribute
+time and lays out the temporary buffers (the op's arena scratch) it needs. The op owns this
+plan (rather than the C target) because the memory pass, which runs before code generation,
+sizes the scratch from it (OpDef.scratch); the C target only spells it (tfc/codegen/c.py:
+the tfc_conv_plan initializer and the function names), and the CUDA target, which needs no
+scratch, chooses its own kernels from the geometry (tfc/codegen/cuda.py). The attribute
 `_algorithm` ("direct", "im2col" or "columns") forces a choice (tests run each on every shape;
 "columns" runs only where `columns_fit` holds, direct elsewhere).
 
@@ -24,14 +28,9 @@ changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from tfc.ir import dtypes as _dt
+from tfc.ops.kernels import ConvPlan, Geometry
 from tfc.ops.registry import OpContext
-
-if TYPE_CHECKING:
-    from tfc.ops.conv import Geometry
 
 ALGORITHMS = ("direct", "im2col", "columns")
 VECTOR_BYTES = 32  # the widest SIMD vector tfc_conv.h tiles with (AVX); narrower ones divide it
@@ -52,25 +51,6 @@ BATCH_PARTS = 16
 COLUMNS_STACK_BYTES = 40960  # TFC_CONV_COLS_BYTES: one image's bordered planes
 COLUMNS_MAX_IN_C = 4
 COLUMNS_MAX_OUT_C = 8
-
-# the fields of tfc_conv_plan, in order
-PLAN_FIELDS = (
-    "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
-    "d_h", "d_w", "pad_top", "pad_left", "pix_block", "pix_wide", "co_block", "hp", "wp", "cp",
-    "chunk",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ConvPlan:
-    algorithm: str
-    kernel: str  # the tfc_conv.h function's variant: "direct", "rows" or "im2col"
-    fields: dict[str, int]  # every field of tfc_conv_plan
-    regions: tuple[int | None, ...]  # element offset of each scratch buffer in the scratch
-    scratch_elements: int
-
-    def initializer(self) -> str:
-        return ", ".join(str(self.fields[k]) for k in PLAN_FIELDS)
 
 
 def check_algorithm(ctx: OpContext) -> None:
@@ -105,13 +85,11 @@ def _columns_width(g: Geometry, dtype: _dt.DType) -> int:
 def columns_fit(kind: str, g: Geometry, dtype: _dt.DType) -> bool:
     """Whether the columns kernel runs op `kind` of `g`: the forward pass at stride 1 along
     the width, few channels, one image's planes within the stack allowance."""
-    from tfc.ops.conv import padded_size
-
     if kind != "forward" or g.s_w != 1:
         return False
     if g.in_c > COLUMNS_MAX_IN_C or g.out_c > COLUMNS_MAX_OUT_C:
         return False
-    hp, _ = padded_size(g)
+    hp, _ = g.padded_size()
     return g.in_c * hp * _columns_width(g, dtype) * dtype.size <= COLUMNS_STACK_BYTES
 
 
@@ -150,15 +128,13 @@ def _wide_pixels(channels: int, dtype: _dt.DType, pix: int) -> int:
 
 def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`."""
-    from tfc.ops.conv import padded_size  # conv.py lowers through this module
-
     fields = dict(g.__dict__)
     fields.update(pix_block=1, pix_wide=1, co_block=1)
     fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
     algorithm = _choose(ctx, kind, g, dtype)
     taps = g.k_h * g.k_w * g.in_c
     if algorithm == "columns":
-        hp, wp = padded_size(g)
+        hp, wp = g.padded_size()
         fields.update(hp=hp, wp=wp, cp=_columns_width(g, dtype))
         fields["chunk"] = max(1, -(-g.batch // BATCH_PARTS))  # images are independent
         return ConvPlan(algorithm, "columns", fields, (), 0)
@@ -183,7 +159,7 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         # forward kernel on the stride-spread gradient, which for LeNet's conv2 multiplies
         # 2.6x the products: 0.57 -> 0.3 ms)
         lp = _round_up(segment, lanes)
-        hp, wp = padded_size(g)
+        hp, wp = g.padded_size()
         pix = max(1, 12 // (lp // lanes))
         fields.update(pix_block=pix, pix_wide=_wide_pixels(lp, dtype, pix), cp=lp, hp=hp, wp=wp)
         # each image's bordered gradient then slack for its last segments' padding
@@ -212,7 +188,7 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         fields.update(hp=hp, wp=wp)
         sizes = [g.batch * hp * wp * g.out_c, g.k_h * g.k_w * g.out_c * cp]
     else:
-        hp, wp = padded_size(g)
+        hp, wp = g.padded_size()
         fields.update(hp=hp, wp=wp)
         bordered = (hp, wp) != (g.in_h, g.in_w)
         border = g.batch * hp * wp * g.in_c if bordered else 0

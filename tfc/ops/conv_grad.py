@@ -18,7 +18,6 @@ from tfc.ir.tensor_shape import Shape, num_elements, shape_str
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, int_list, shape_value
 from tfc.ops.conv import (
     FLOATS,
-    Geometry,
     as_float64,
     check_rank4,
     check_window_attrs,
@@ -30,11 +29,8 @@ from tfc.ops.conv import (
     conv_scratch,
     empty_output,
     empty_sum,
-    padded_size,
     pool_attrs,
     pool_geometry,
-    tiled_row_parts,
-    tiles_2x2,
     valid_counts,
     window_flops,
     window_kernel,
@@ -44,6 +40,7 @@ from tfc.ops.conv import (
 from tfc.ops.conv_algo import check_algorithm
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
+from tfc.ops.kernels import Geometry
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
 
 
@@ -129,7 +126,7 @@ def _backprop_input_reference(
     if empty_output(g) or empty_sum(g) or num_elements(g.in_shape) == 0:
         return np.zeros(g.in_shape, f.dtype)
     # the adjoint of the convolution: every tap spreads dy . filter[tap]^T over the pixels it read
-    padded = np.zeros((g.batch, *padded_size(g), g.in_c))
+    padded = np.zeros((g.batch, *g.padded_size(), g.in_c))
     for kh, kw, rows, cols in _taps(g):
         padded[:, rows, cols, :] += as_float64(dy) @ as_float64(f[kh, kw]).T
     return _crop(padded, g, f.dtype)
@@ -306,18 +303,9 @@ def _max_pool_grad_lower(ctx: OpContext) -> list:
     if ctx.type == "MaxPoolGrad" and empty_output(g):
         return zeros_kernel(dtype, g.in_shape)
     # orig_output is not read: the kernel finds each window's maximum in orig_input again
-    template = "max_pool_grad" if ctx.type == "MaxPoolGrad" else "max_pool_grad_grad"
-    kernel = window_kernel(template, g, dtype, ("out0", "in0", "in2"))
-    # the argmax search runs over blocks of up to 64 channels (their maxima and positions
-    # stay in L1; a compare and two blends per vector of channels)
-    kernel.data["block"] = str(max(1, min(g.in_c, 64)))
-    # positions within one image: int32 (vectorizes beside the floats) unless an image is huge
-    image = g.in_h * g.in_w * g.in_c
-    kernel.data["image_size"] = str(image)
-    kernel.data["index_type"] = "int32_t" if image < 2**31 else "int64_t"
-    kernel.data["tiled_2x2"] = ctx.type == "MaxPoolGrad" and tiles_2x2(g)
-    kernel.data.update(tiled_row_parts(g))
-    return [kernel]
+    if ctx.type == "MaxPoolGrad":  # a gather into the input image
+        return [window_kernel("max_pool_grad", g, dtype, ("out0", "in0", "in2"), over="input")]
+    return [window_kernel("max_pool_grad_grad", g, dtype, ("out0", "in0", "in2"))]
 
 
 def _max_pool_grad_grad(op: Any, grad: Tensor) -> list:
@@ -359,7 +347,7 @@ def _avg_pool_grad_reference(ctx: OpContext, sizes: np.ndarray, dy: np.ndarray) 
     if empty_output(g):
         return np.zeros(g.in_shape, dy.dtype)
     share = as_float64(dy) / valid_counts(g)[None, :, :, None]
-    padded = np.zeros((g.batch, *padded_size(g), g.in_c))
+    padded = np.zeros((g.batch, *g.padded_size(), g.in_c))
     for _, _, rows, cols in _taps(g):
         padded[:, rows, cols, :] += share
     return _crop(padded, g, dy.dtype)
@@ -372,7 +360,7 @@ def _avg_pool_grad_lower(ctx: OpContext) -> list:
         return []
     if empty_output(g):
         return zeros_kernel(dtype, g.in_shape)
-    return [window_kernel("avg_pool_grad", g, dtype, ("out0", "in1"))]
+    return [window_kernel("avg_pool_grad", g, dtype, ("out0", "in1"), over="input")]
 
 
 def _avg_pool_grad_grad(op: Any, grad: Tensor) -> list:

@@ -35,7 +35,7 @@ __all__ = [
 
 
 # -- SumToShape(grad, shape) ---------------------------------------------------------------------
-def _summed_axes(grad_shape: tuple, target: tuple) -> list[int]:
+def summed_axes(grad_shape: tuple, target: tuple) -> list[int]:
     """The axes of `grad_shape` that broadcasting `target` to it created or stretched."""
     lead = len(grad_shape) - len(target)
     return [k for k, d in enumerate(grad_shape) if k < lead or (target[k - lead] == 1 and d != 1)]
@@ -63,7 +63,7 @@ def _sum_to_shape_infer(ctx: OpContext) -> list:
 
 def _sum_to_shape_reference(ctx: OpContext, grad: np.ndarray, shape: np.ndarray) -> np.ndarray:
     target = tuple(int(d) for d in shape)
-    axes = tuple(_summed_axes(grad.shape, target))
+    axes = tuple(summed_axes(grad.shape, target))
     # float32 sums in double, as the kernel's accumulator does
     acc = np.float64 if grad.dtype == np.float32 else grad.dtype
     return np.sum(grad, axis=axes, dtype=acc).reshape(target).astype(grad.dtype)
@@ -71,10 +71,10 @@ def _sum_to_shape_reference(ctx: OpContext, grad: np.ndarray, shape: np.ndarray)
 
 def _sum_to_shape_lower(ctx: OpContext) -> list:
     dtype, grad, target = ctx.in_dtypes[0], ctx.in_shapes[0], ctx.out_shapes[0]
-    axes = _summed_axes(grad, target)
+    axes = summed_axes(grad, target)
     if not axes:  # the shapes agree: a copy (no broadcast happened at run time)
         return loop_kernel(target, view("out0", dtype, target), [view("in0", dtype, target)], "{0}")
-    acc = "double" if dtype is _dt.float32 else None
+    acc = _dt.float64 if dtype is _dt.float32 else None
     # the kept dims, in order, are the target's layout: its size-1 and missing dims hold nothing
     return reduce_kernel(
         grad,

@@ -1,11 +1,15 @@
-"""Kernel specs: what an op lowers to, as ready strings and integers for the kernel templates.
+"""Kernel specs: what an op lowers to, as typed data every target renders as an equal.
 
-An op's `lower` rule returns a list of `Kernel`s. Each names its template (templates/c/kernels/
-<template>.c.j2), its pointer parameters (each bound to a logical buffer of the node: "in0",
-"out0", "state"), and the prepared data the template interpolates. Most ops are a strided loop
-nest (element-wise maps with broadcasting, transposes, slices, tiles, pads, concats) or a
-reduction; the builders here collapse dimensions so loops are as few and as contiguous as
-possible, which is what lets the C compiler vectorize them.
+An op's `lower` rule returns a list of `Kernel`s. Each names its kind (the stem of the template
+each target renders it with: templates/<target>/kernels/<kind>.*.j2), its pointer parameters
+(each bound to a logical buffer of the node: "in0", "out0", "state", "scratch"), and a spec: a
+frozen dataclass of integers, shapes, strides, dtypes and element-wise expressions of the ops'
+C-syntax table (the one table the C and CUDA targets share). A spec holds no loop nest, no
+function name, no thread index: each target derives those from it in Python
+(tfc/codegen/c.py, tfc/codegen/cuda.py). Most ops are a strided loop nest (element-wise maps
+with broadcasting, transposes, slices, tiles, pads, concats) or a reduction; the builders here
+collapse dimensions so loops are as few and as contiguous as possible, which is what lets the
+C compiler vectorize them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,20 +29,212 @@ class Param:
     """One pointer parameter of a kernel function, bound at the call site to a node's buffer."""
 
     name: str
-    ctype: str
+    ctype: str  # the element type as C and CUDA spell it
     const: bool
-    buf: str  # "in0", "out1", "state"
+    buf: str  # "in0", "out1", "state", "scratch"
     offset: int = 0  # in elements, added to the buffer's pointer at the call site
 
 
 @dataclass
 class Kernel:
+    """One kernel of a node: its kind (the template stem), its parameters and its spec."""
+
     template: str
     params: list[Param]
-    data: dict = field(default_factory=dict)
+    spec: Any  # one of the spec dataclasses below
     can_fail: bool = False
 
 
+# -- specs ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LoopSpec:
+    """Statements run at every point of a loop nest (kind "loop").
+
+    `bounds` are the collapsed loop extents and `strides[k]` walks param k over them. The
+    statements and the guard are expressions of the C table over element names: `{<name>}` is
+    the element of written param <name> (the first `written` params: "y", or the refs "r0",
+    "r1"...), `{0}`, `{1}`... the elements of the read-only params after them. When `guard`
+    holds for an element, the kernel stops and the run fails with `message`.
+    """
+
+    bounds: tuple[int, ...]
+    strides: tuple[tuple[int, ...], ...]
+    statements: tuple[str, ...]
+    written: int = 1
+    guard: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ReduceDim:
+    """One collapsed dim of a reduction's input: its size, the input's and the output's stride
+    along it (0 where reduced), and whether it is reduced."""
+
+    size: int
+    x_stride: int
+    y_stride: int
+    reduced: bool
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    """y[o] = combine over the reduced elements of x (kind "reduce"), in the input's memory
+    order. `combine` is an expression of {a} (accumulator) and {b} (element), `init` the
+    identity, `finalize` an expression of {a} applied to each result (a mean's division);
+    `acc` the accumulator's dtype over a trailing run of reduced dims."""
+
+    dims: tuple[ReduceDim, ...]
+    out_count: int
+    in_count: int  # 0: an empty dimension is reduced, nothing is read
+    combine: str
+    init: str
+    finalize: str | None
+    acc: _dt.DType
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """A (batched) matrix product C = A B (kind "matmul"): the runtime GEMM of `dtype` over
+    the stored matrices' strides, once per point of the collapsed batch dims, each operand
+    offset by its batch strides (c, a, b)."""
+
+    dtype: _dt.DType
+    m: int
+    n: int
+    k: int
+    sam: int
+    sak: int
+    sbk: int
+    sbn: int
+    batch: tuple[int, ...]
+    batch_strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """A kernel over `rows` rows of `cols` values (softmax, its gradient, sparse cross-entropy):
+    the expressions of its formula per element, by the names the kernel kind's templates
+    give the row values (xr, yr, gr, m, s, t)."""
+
+    dtype: _dt.DType
+    rows: int
+    cols: int
+    exprs: dict[str, Any]  # name -> an expression, or a tuple of statements
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Every size of one NHWC convolution or pool, concrete: what references and kernels read."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    out_c: int
+    k_h: int
+    k_w: int
+    s_h: int
+    s_w: int
+    d_h: int
+    d_w: int
+    pad_top: int
+    pad_left: int
+
+    @property
+    def in_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.in_h, self.in_w, self.in_c)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.out_h, self.out_w, self.out_c)
+
+    def padded_size(self) -> tuple[int, int]:
+        """The (height, width) of the input padded so that every window lies inside it."""
+        need_h = (self.out_h - 1) * self.s_h + (self.k_h - 1) * self.d_h + 1
+        need_w = (self.out_w - 1) * self.s_w + (self.k_w - 1) * self.d_w + 1
+        return max(need_h, self.pad_top + self.in_h), max(need_w, self.pad_left + self.in_w)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A window op over NHWC images with every size in `geometry` (pools, conv-like ops): one
+    template per kind and target, which every target renders from the geometry alone (no
+    renderer code per kind). `over` names the image whose elements are independent outputs
+    (a target spreading work over threads gives each one): "output", or "input" for the
+    gradients that gather into the input image. `sizes` are further integers the kind's
+    templates read (a depth multiplier, say): templates do no arithmetic."""
+
+    geometry: Geometry
+    dtype: _dt.DType
+    over: str = "output"
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """How runtime/include/tfc_conv.h computes one convolution (ops/conv_algo.py makes it)."""
+
+    algorithm: str  # "direct", "im2col" or "columns"
+    kernel: str  # the tfc_conv.h function's variant: "direct", "rows", "im2col" or "columns"
+    fields: dict[str, int]  # every field of tfc_conv_plan, by name
+    regions: tuple[int | None, ...]  # element offset of each scratch buffer in the scratch
+    scratch_elements: int
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """A convolution (kind "conv2d"): the op kind ("forward", "input" or "filter"), its
+    geometry, and the plan of runtime/include/tfc_conv.h's kernels that the C target calls
+    (its variant, register blocking and scratch regions: ops/conv_algo.py)."""
+
+    kind: str
+    geometry: Geometry
+    plan: ConvPlan
+    dtype: _dt.DType
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A kernel indexing rows of `inner` values by ids (gather, segment_sum, one_hot): the
+    ids' count, the range they must lie in, the outer and inner sizes, and whether values are
+    copied at all (an empty output only checks the ids)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    outer: int
+    count: int
+    limit: int
+    inner: int
+    copy: bool = True
+    total: int = 0  # elements of the output, when the kernel first clears it
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """A kernel over `count` elements of `dtype` (check_numerics, the random draws): its
+    parameters by name (a distribution, error messages as plain text)."""
+
+    dtype: _dt.DType
+    count: int
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArgReduceSpec:
+    """ArgMax/ArgMin over the middle dim of [outer, n, inner] (kind "argreduce"): `better` is
+    the condition of value v beating best (the ops' table), the output holds `index_dtype`."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    outer: int
+    n: int
+    inner: int
+    better: str
+
+
+# -- building specs -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Operand:
     """A strided view of a buffer: element (i0, i1, ...) is at offset + sum(i_k * strides[k])."""
@@ -94,24 +291,22 @@ def collapse(shape: Sequence[int], operands: Sequence[Sequence[int]]) -> tuple[l
     return new_shape, new_strides
 
 
-def index_expr(strides: Sequence[int], loop_vars: Sequence[str]) -> str:
-    """The C expression of sum(loop_var * stride) ("0" when every stride is 0)."""
-    terms = []
-    for s, v in zip(strides, loop_vars):
-        if s == 0:
-            continue
-        terms.append(v if s == 1 else f"{v} * {s}" if s > 0 else f"{v} * ({s})")
-    return " + ".join(terms) if terms else "0"
-
-
-def loop_lines(bounds: Sequence[int], loop_vars: Sequence[str], base_indent: int = 1) -> tuple:
-    """Opening lines of a loop nest, the indent of its body, and its closing braces."""
-    opens = [
-        "    " * (base_indent + k) + f"for (int64_t {v} = 0; {v} < {b}; ++{v}) {{"
-        for k, (v, b) in enumerate(zip(loop_vars, bounds))
-    ]
-    closes = ["    " * (base_indent + k) + "}" for k in reversed(range(len(bounds)))]
-    return opens, "    " * (base_indent + len(bounds)), closes
+def collapse_levels(
+    shape: Sequence[int], operands: Sequence[Sequence[int]], kinds: Sequence[object]
+) -> tuple[list[int], list[list[int]], list]:
+    """`collapse` that merges only neighbours of the same kind (a reduced dim never merges with
+    a kept one). Returns the loop bounds, each operand's strides over them, and their kinds."""
+    dims = [(d, [s[k] for s in operands], kinds[k]) for k, d in enumerate(shape) if d != 1]
+    merged: list = []
+    for d, strides, kind in dims:
+        if merged:
+            pd, pstrides, pkind = merged[-1]
+            if pkind == kind and all(ps == s * d for ps, s in zip(pstrides, strides)):
+                merged[-1] = (pd * d, strides, kind)
+                continue
+        merged.append((d, strides, kind))
+    new_strides = [[strides[i] for _, strides, _ in merged] for i in range(len(operands))]
+    return [d for d, _, _ in merged], new_strides, [kind for _, _, kind in merged]
 
 
 def loop_kernel(
@@ -124,27 +319,25 @@ def loop_kernel(
     """out[i] = expr(ins[0][i], ins[1][i], ...) over `shape`, every operand strided.
 
     `expr` refers to operand k as {k} and to the current output value as {out} (in-place
-    updates such as AssignAdd). `guard` is (C condition on the operands, error message): when
+    updates such as AssignAdd). `guard` is (condition on the operands, error message): when
     it holds for any element the kernel stops and the run fails with that message.
     """
     if any(d == 0 for d in shape):
         return []
     operands = [out, *ins]
-    new_shape, strides = collapse(shape, [o.strides for o in operands])
-    loop_vars = [f"i{k}" for k in range(len(new_shape))]
-    out_idx = index_expr(strides[0], loop_vars)
-    loads = [f"x{k}[{index_expr(strides[k + 1], loop_vars)}]" for k in range(len(ins))]
-    statement = f"y[{out_idx}] = " + expr.format(*loads, out=f"y[{out_idx}]") + ";"
-    opens, indent, closes = loop_lines(new_shape, loop_vars)
+    bounds, strides = collapse(shape, [o.strides for o in operands])
     params = [Param("y", out.dtype.c_type, False, out.buf, out.offset)] + [
         Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)
     ]
-    data = {"opens": opens, "indent": indent, "closes": closes, "statements": [statement]}
-    data["bounds"] = new_shape  # the loop variables i0, i1... over these (the CUDA target's grid)
-    if guard is not None:
-        data["guard"] = guard[0].format(*loads)
-        data["message"] = c_string(guard[1])
-    return [Kernel("loop", params, data, can_fail=guard is not None)]
+    statement = "{y} = " + expr.replace("{out}", "{y}") + ";"
+    spec = LoopSpec(
+        tuple(bounds),
+        tuple(tuple(s) for s in strides),
+        (statement,),
+        guard=None if guard is None else guard[0],
+        message=None if guard is None else guard[1],
+    )
+    return [Kernel("loop", params, spec, can_fail=guard is not None)]
 
 
 def update_kernel(
@@ -162,17 +355,13 @@ def update_kernel(
     if any(d == 0 for d in shape):
         return []
     operands = [*refs, *ins]
-    new_shape, strides = collapse(shape, [o.strides for o in operands])
-    loop_vars = [f"i{k}" for k in range(len(new_shape))]
-    names = {f"r{k}": f"r{k}[{index_expr(strides[k], loop_vars)}]" for k in range(len(refs))}
-    loads = [f"x{k}[{index_expr(strides[len(refs) + k], loop_vars)}]" for k in range(len(ins))]
-    opens, indent, closes = loop_lines(new_shape, loop_vars)
+    bounds, strides = collapse(shape, [o.strides for o in operands])
     params = [Param(f"r{k}", r.dtype.c_type, False, r.buf, r.offset) for k, r in enumerate(refs)]
     params += [Param(f"x{k}", op.dtype.c_type, True, op.buf, op.offset) for k, op in enumerate(ins)]
-    body = [st.format(*loads, **names) for st in statements]
-    data = {"opens": opens, "indent": indent, "closes": closes, "statements": body}
-    data["bounds"] = new_shape  # the loop variables i0, i1... over these (the CUDA target's grid)
-    return [Kernel("loop", params, data)]
+    spec = LoopSpec(
+        tuple(bounds), tuple(tuple(s) for s in strides), tuple(statements), written=len(refs)
+    )
+    return [Kernel("loop", params, spec)]
 
 
 def reduce_kernel(
@@ -183,14 +372,14 @@ def reduce_kernel(
     combine: str,
     init: str,
     finalize: str | None = None,
-    acc_ctype: str | None = None,
+    acc: _dt.DType | None = None,
 ) -> list[Kernel]:
     """Reduce contiguous `x` over `axes` into contiguous `out` (the kept dims, in order).
 
-    `combine` is a C expression of {a} (accumulator) and {b} (element); `init` the identity;
+    `combine` is an expression of {a} (accumulator) and {b} (element); `init` the identity;
     `finalize` an expression of {a} applied to each result (e.g. the division of a mean).
-    The input is walked in memory order; when the innermost dims are all reduced a scalar
-    accumulator of type `acc_ctype` carries the inner loop.
+    The input is walked in memory order; when the innermost dims are all reduced an
+    accumulator of dtype `acc` (default: the output's) carries the inner loop.
     """
     out_count = math.prod(d for k, d in enumerate(in_shape) if k not in axes)
     if out_count == 0:
@@ -210,107 +399,20 @@ def reduce_kernel(
                 merged[-1] = (pd * d, xs, os_, r)
                 continue
         merged.append((d, xs, os_, r))
-    acc_ctype = acc_ctype or out.dtype.c_type
     params = [
         Param("y", out.dtype.c_type, False, out.buf, out.offset),
         Param("x0", x.dtype.c_type, True, x.buf, x.offset),
     ]
-    total = math.prod(in_shape)
-    suffix = 0
-    while suffix < len(merged) and merged[len(merged) - 1 - suffix][3]:
-        suffix += 1
-    outer, inner = merged[: len(merged) - suffix], merged[len(merged) - suffix :]
-    ov = [f"i{k}" for k in range(len(outer))]
-    iv = [f"j{k}" for k in range(len(inner))]
-    out_idx = index_expr([m[2] for m in outer], ov)
-    x_idx = index_expr([m[1] for m in outer] + [m[1] for m in inner], ov + iv)
-    opens, indent, closes = loop_lines([m[0] for m in outer], ov)
-    if inner:
-        inner_opens, inner_indent, inner_closes = loop_lines(
-            [m[0] for m in inner], iv, base_indent=len(outer) + 1
-        )
-        acc_update = "acc = " + combine.format(a="acc", b=f"x0[{x_idx}]") + ";"
-    else:
-        inner_opens, inner_indent, inner_closes = [], indent, []
-        acc_update = f"y[{out_idx}] = " + combine.format(a=f"y[{out_idx}]", b=f"x0[{x_idx}]") + ";"
-    data = {
-        "out_count": out_count,
-        "init": init,
-        "has_input": total > 0,
-        "use_acc": bool(inner),
-        "acc_ctype": acc_ctype,
-        "out_idx": out_idx,
-        "opens": opens,
-        "indent": indent,
-        "closes": closes,
-        "inner_opens": inner_opens,
-        "inner_indent": inner_indent,
-        "inner_closes": inner_closes,
-        "acc_update": acc_update,
-        "finalize": None if finalize is None else finalize.format(a="y[o]"),
-        # the merged dims (size, x stride, y stride, reduced?) and the combine template: what a
-        # target that does not walk memory order (CUDA: one output per thread) builds from
-        "dims": merged,
-        "combine": combine,
-    }
-    return [Kernel("reduce", params, data)]
-
-
-def collapse_levels(
-    shape: Sequence[int], operands: Sequence[Sequence[int]], kinds: Sequence[object]
-) -> tuple[list[int], list[list[int]], list]:
-    """`collapse` that merges only neighbours of the same kind (a reduced dim never merges with
-    a kept one). Returns the loop bounds, each operand's strides over them, and their kinds."""
-    dims = [(d, [s[k] for s in operands], kinds[k]) for k, d in enumerate(shape) if d != 1]
-    merged: list = []
-    for d, strides, kind in dims:
-        if merged:
-            pd, pstrides, pkind = merged[-1]
-            if pkind == kind and all(ps == s * d for ps, s in zip(pstrides, strides)):
-                merged[-1] = (pd * d, strides, kind)
-                continue
-        merged.append((d, strides, kind))
-    new_strides = [[strides[i] for _, strides, _ in merged] for i in range(len(operands))]
-    return [d for d, _, _ in merged], new_strides, [kind for _, _, kind in merged]
-
-
-def nest_lines(
-    bounds: Sequence[int],
-    loop_vars: Sequence[str],
-    body: Sequence[str],
-    before: dict[int, list[str]] | None = None,
-    after: dict[int, list[str]] | None = None,
-) -> list[str]:
-    """The lines of a loop nest with `body` innermost; before[k] / after[k] are statements run
-    just before loop k opens and just after it closes (inside loop k - 1): per-row work such
-    as a GEMM row or an accumulator that spans the inner loops. k = len(bounds) is the body's
-    own level."""
-    before, after = before or {}, after or {}
-    opens, indent, closes = loop_lines(bounds, loop_vars)
-    lines: list[str] = []
-    for k in range(len(bounds) + 1):
-        pad = "    " * (1 + k)
-        lines.extend(pad + s for s in before.get(k, []))
-        if k < len(bounds):
-            lines.append(opens[k])
-    lines.extend(indent + s for s in body)
-    for k in reversed(range(len(bounds) + 1)):
-        if k < len(bounds):
-            lines.append(closes[len(bounds) - 1 - k])
-        pad = "    " * (1 + k)
-        lines.extend(pad + s for s in after.get(k, []))
-    return lines
-
-
-def fused_kernel(
-    params: Sequence[Param], prologue: Sequence[str], nests: Sequence[str], fusion: object = None
-) -> list[Kernel]:
-    """One kernel running `prologue` (statements, e.g. the initial values of reductions), then
-    `nests` (indented lines from `nest_lines`: a loop nest, and maybe one after it finishing
-    reduced values). `fusion` (the node's OpContext) is what a target that does not run the C
-    loop nest lowers the same node from (CUDA: tfc/ops/fusion_cuda.py)."""
-    data = {"prologue": list(prologue), "nests": list(nests), "fusion": fusion}
-    return [Kernel("fused", list(params), data)]
+    spec = ReduceSpec(
+        dims=tuple(ReduceDim(*m) for m in merged),
+        out_count=out_count,
+        in_count=math.prod(in_shape),
+        combine=combine,
+        init=init,
+        finalize=finalize,
+        acc=acc or out.dtype,
+    )
+    return [Kernel("reduce", params, spec)]
 
 
 # -- C spelling of values -----------------------------------------------------------------------

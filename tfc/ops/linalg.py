@@ -13,15 +13,13 @@ from tfc.ir.tensor_shape import Shape
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import matmul_flops
 from tfc.ops.kernels import (
+    GemmSpec,
     Kernel,
     Param,
     broadcast_strides,
     collapse,
     contiguous_strides,
-    index_expr,
     loop_kernel,
-    loop_lines,
-    type_tag,
     view,
 )
 from tfc.ops.registry import (
@@ -132,42 +130,20 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     b_strides = _batch_strides(b, batch)
     c_strides = tuple(s * m * n for s in contiguous_strides(batch))
     bounds, (c_st, a_st, b_st) = collapse(batch, [c_strides, a_strides, b_strides])
-    loop_vars = [f"b{i}" for i in range(len(bounds))]
-    opens, indent, closes = loop_lines(bounds, loop_vars)
-    args = [
-        str(m),
-        str(n),
-        str(k),
-        _pointer("x0", a_st, loop_vars),
-        str(sam),
-        str(sak),
-        _pointer("x1", b_st, loop_vars),
-        str(sbk),
-        str(sbn),
-        _pointer("y", c_st, loop_vars),
-    ]
-    data = {
-        "opens": opens,
-        "closes": closes,
-        "indent": indent,
-        "gemm": f"tfc_gemm_{type_tag(dtype)}",
-        "args": ", ".join(args),
-    }
+    spec = GemmSpec(
+        dtype, m, n, k, sam, sak, sbk, sbn, tuple(bounds), (tuple(c_st), tuple(a_st), tuple(b_st))
+    )
     params = [
         Param("y", dtype.c_type, False, "out0"),
         Param("x0", dtype.c_type, True, "in0"),
         Param("x1", dtype.c_type, True, "in1"),
     ]
-    return [Kernel("matmul", params, data)]
+    return [Kernel("matmul", params, spec)]
 
 
 def _batch_strides(shape: tuple, batch: tuple) -> tuple[int, ...]:
     """Element strides of a contiguous [..., r, c] operand's batch dims, broadcast to `batch`."""
     return tuple(s * shape[-2] * shape[-1] for s in broadcast_strides(shape[:-2], batch))
-
-
-def _pointer(base: str, strides: list[int], loop_vars: list[str]) -> str:
-    return f"{base} + {index_expr(strides, loop_vars)}"
 
 
 # -- gradients ----------------------------------------------------------------------------------

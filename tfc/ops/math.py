@@ -248,7 +248,8 @@ def _realdiv(x, y):
 
 
 # -- Cast ---------------------------------------------------------------------------------------
-def _cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
+def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
+    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast)."""
     if dst.kind == "b":
         return "({0} != 0)"
     if src.kind == "f" and dst.kind == "i":
@@ -276,7 +277,7 @@ register(
             ctx.out_shapes[0],
             view("out0", ctx.out_dtypes[0], ctx.out_shapes[0]),
             [view("in0", ctx.in_dtypes[0], ctx.in_shapes[0])],
-            _cast_expr(ctx.in_dtypes[0], ctx.out_dtypes[0]),
+            cast_expr(ctx.in_dtypes[0], ctx.out_dtypes[0]),
         ),
         # only float to float carries a gradient; integers and bools carry none
         grad=lambda op, dy: [

@@ -16,7 +16,16 @@ from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.elementwise import apply_elementwise, register_elementwise
 from tfc.ops.flops import per_input_element, per_output_element
 from tfc.ops.grad_ops import reduce_sum_over, shape_tensor
-from tfc.ops.kernels import Kernel, Operand, Param, c_literal, format_expr, loop_kernel, view
+from tfc.ops.kernels import (
+    Kernel,
+    Operand,
+    Param,
+    RowSpec,
+    c_literal,
+    format_expr,
+    loop_kernel,
+    view,
+)
 from tfc.ops.math import divide, floor, sigmoid, tanh, to_float
 from tfc.ops.random import random_uniform
 from tfc.ops.registry import (
@@ -165,17 +174,15 @@ def _softmax_lower(log: bool):
             Param("y", dtype.c_type, False, "out0"),
             Param("x0", dtype.c_type, True, "in0"),
         ]
-        data = {
-            "ctype": dtype.c_type,
-            "rows": c_literal(num_elements(shape[:-1]), _dt.int64),
-            "cols": c_literal(shape[-1], _dt.int64),
+        exprs = {
             # NaN-propagating max, so a row holding NaN gives NaN everywhere as in NumPy
             "max": format_expr("tfc_max_{tag}(m, xr[j])", dtype),
-            "accumulate": [format_expr(line, dtype) for line in accumulate],
-            "prelude": [format_expr(line, dtype) for line in prelude],
+            "accumulate": tuple(format_expr(line, dtype) for line in accumulate),
+            "prelude": tuple(format_expr(line, dtype) for line in prelude),
             "finish": finish,
         }
-        return [Kernel("softmax", params, data)]
+        spec = RowSpec(dtype, num_elements(shape[:-1]), shape[-1], exprs)
+        return [Kernel("softmax", params, spec)]
 
     return lower
 

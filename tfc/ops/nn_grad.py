@@ -16,7 +16,7 @@ from tfc.ops.constant import constant
 from tfc.ops.elementwise import register_elementwise
 from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
-from tfc.ops.kernels import Kernel, Param, c_literal, format_expr
+from tfc.ops.kernels import Kernel, Param, RowSpec, c_literal, format_expr
 from tfc.ops.math import numpy_sigmoid
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
 
@@ -101,20 +101,15 @@ def _softmax_grad_lower(ctx: OpContext) -> list:
     if num_elements(shape) == 0:
         return []
     term, finish = _ROW_FORMULAS[ctx.type]
-    data = {
-        "ctype": dtype.c_type,
-        "acc_ctype": "double",  # the row sum, also for float32: one rounding at the end
-        "rows": c_literal(num_elements(shape[:-1]), _dt.int64),
-        "cols": c_literal(shape[-1], _dt.int64),
-        "term": term,
-        "finish": format_expr(finish, dtype),
-    }
+    # softmax_grad.c.j2 sums each row in double, also for float32: one rounding at the end
+    exprs = {"term": term, "finish": format_expr(finish, dtype)}
+    spec = RowSpec(dtype, num_elements(shape[:-1]), shape[-1], exprs)
     params = [
         Param("y", dtype.c_type, False, "out0"),
         Param("x0", dtype.c_type, True, "in0"),
         Param("x1", dtype.c_type, True, "in1"),
     ]
-    return [Kernel("softmax_grad", params, data)]
+    return [Kernel("softmax_grad", params, spec)]
 
 
 def _softmax_grad_grad(op, g: Tensor) -> list:

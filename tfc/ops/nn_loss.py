@@ -13,7 +13,7 @@ from tfc.ir.graph import Operation, Tensor, name_scope
 from tfc.ir.tensor_shape import TensorShape, merge_shapes, num_elements, shape_str
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
 from tfc.ops.flops import per_input_element
-from tfc.ops.kernels import Kernel, Param, c_literal, c_string, format_expr
+from tfc.ops.kernels import Kernel, Param, RowSpec, c_literal, format_expr
 from tfc.ops.logic import greater_equal, where
 from tfc.ops.math import add, cast, exp, log1p, multiply, negative, square, subtract
 from tfc.ops.nn import log_softmax
@@ -185,19 +185,16 @@ def _sparse_xent_lower(ctx: OpContext) -> list:
         Param("x0", dtype.c_type, True, "in0"),
         Param("labels", label_ctype, True, "in1"),
     ]
-    data = {
-        "ctype": dtype.c_type,
-        "label_ctype": label_ctype,
-        "rows": c_literal(rows, _dt.int64),
-        "cols": c_literal(classes, _dt.int64),
-        "shown": min(rows, _LABELS_SHOWN),
-        "more": c_string(" ..." if rows > _LABELS_SHOWN else ""),
+    exprs = {
+        "shown": min(rows, _LABELS_SHOWN),  # labels the error message lists, then `more`
+        "more": " ..." if rows > _LABELS_SHOWN else "",
         "max": format_expr("tfc_max_{tag}(m, xr[j])", dtype),
         "exp": format_expr("exp{sfx}(xr[j] - m)", dtype),
         "log": format_expr("log{sfx}(s)", dtype),
         "one": c_literal(1, dtype),
     }
-    return [Kernel("sparse_xent", params, data, can_fail=True)]
+    spec = RowSpec(dtype, rows, classes, exprs)
+    return [Kernel("sparse_xent", params, spec, can_fail=True)]
 
 
 _SECOND_DERIVATIVE = (

@@ -13,7 +13,7 @@ from tfc.ir.tensor_shape import num_elements
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group
 from tfc.ops.flops import per_input_element
-from tfc.ops.kernels import Kernel, Param, c_string
+from tfc.ops.kernels import Kernel, Param, ScanSpec
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, get_opdef, register
 
 __all__ = [
@@ -54,14 +54,14 @@ def _check_numerics_lower(ctx: OpContext) -> list:
     if count == 0:
         return []
     message = ctx.attrs["message"]
-    data = {
-        "count": count,
-        "nan": c_string(numerics_message(message, True, False)),
-        "inf": c_string(numerics_message(message, False, True)),
-        "both": c_string(numerics_message(message, True, True)),
+    messages = {
+        "nan": numerics_message(message, True, False),
+        "inf": numerics_message(message, False, True),
+        "both": numerics_message(message, True, True),
     }
     params = [Param("x0", ctx.in_dtypes[0].c_type, True, "in0")]
-    return [Kernel("check_numerics", params, data, can_fail=True)]
+    spec = ScanSpec(ctx.in_dtypes[0], count, messages)
+    return [Kernel("check_numerics", params, spec, can_fail=True)]
 
 
 def _check_numerics_grad(op: Operation, dy: Tensor | None) -> list:

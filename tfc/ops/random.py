@@ -16,7 +16,7 @@ from tfc.ir.tensor_shape import Shape, num_elements
 from tfc.ops.array_common import index_tensor, int_list, shape_value
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_output_element
-from tfc.ops.kernels import Kernel, Param, c_literal, type_tag, unsigned_ctype
+from tfc.ops.kernels import Kernel, Param, ScanSpec
 from tfc.ops.math import add
 from tfc.ops.registry import (
     OpContext,
@@ -100,11 +100,8 @@ def _float_random_lower(distribution: str) -> Callable:
             Param("y", dtype.c_type, False, "out0"),
             Param("state", "uint64_t", False, "state"),
         ]
-        data = {
-            "function": f"tfc_random_{distribution}_{type_tag(dtype)}",
-            "count": c_literal(count, _dt.int64),
-        }
-        return [Kernel("random", params, data)]
+        spec = ScanSpec(dtype, count, {"distribution": distribution})
+        return [Kernel("random", params, spec)]
 
     return lower
 
@@ -180,14 +177,8 @@ def _uniform_int_lower(ctx: OpContext) -> list:
         Param("x1", dtype.c_type, True, "in2"),
         Param("state", "uint64_t", False, "state"),
     ]
-    data = {
-        "ctype": dtype.c_type,
-        "utype": unsigned_ctype(dtype),
-        "count": c_literal(count, _dt.int64),
-        "per_block": 2 if wide else 4,
-        "bits": bits,
-    }
-    return [Kernel("random_int", params, data, can_fail=True)]
+    spec = ScanSpec(dtype, count, {"per_block": 2 if wide else 4, "bits": bits})
+    return [Kernel("random_int", params, spec, can_fail=True)]
 
 
 register(

@@ -195,7 +195,8 @@ def _reduce_reference(ctx: OpContext, x: np.ndarray, axes: np.ndarray) -> np.nda
     return np.asarray(result, dtype=x.dtype)
 
 
-def _mean_finalize(dtype: _dt.DType, count: int) -> str | None:
+def mean_finalize(dtype: _dt.DType, count: int) -> str | None:
+    """The C expression of {a} turning a sum of `count` values into their mean (None for 1)."""
     if count == 1:
         return None
     if dtype.is_floating:
@@ -214,8 +215,8 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
         value = spec.empty(dtype) if spec.empty else spec.identity(dtype)
         return loop_kernel(ctx.out_shapes[0], out, [], c_literal(value, dtype))
     combine = format_expr(spec.combine[dtype.kind], dtype, a="{a}", b="{b}")
-    finalize = _mean_finalize(dtype, count) if ctx.type == "Mean" else None
-    acc_ctype = "double" if spec.wide_float32 and dtype is _dt.float32 else None
+    finalize = mean_finalize(dtype, count) if ctx.type == "Mean" else None
+    acc = _dt.float64 if spec.wide_float32 and dtype is _dt.float32 else None
     return reduce_kernel(
         shape,
         axes,
@@ -224,7 +225,7 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
         combine,
         c_literal(spec.identity(dtype), dtype),
         finalize,
-        acc_ctype,
+        acc,
     )
 
 

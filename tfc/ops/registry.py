@@ -1,9 +1,11 @@
-"""The op registry: every op type declared once: shape rule, NumPy reference, C lowering.
+"""The op registry: every op type declared once: shape rule, NumPy reference, kernel lowering.
 
 An `OpDef` is the single source of truth for one op type (its TF name, e.g. "MatMul"):
     infer(ctx)           -> [(dtype, shape)] per output; raises ctx.error(...) on bad inputs
     reference(ctx, *xs)  -> NumPy outputs (the interpreter, constant folding and the tests' oracle)
-    lower(ctx)           -> [Kernel] for the C backend ([] when the output aliases an input)
+    lower(ctx)           -> [Kernel]: typed kernel specs (tfc/ops/kernels.py) that every target
+                            renders ([] when the output aliases an input; Fusion nodes are
+                            lowered by tfc/codegen/fusion.py)
     grad(op, *dys)       -> one gradient per input (None where not differentiable); for an op
                             that broadcasts its inputs, a gradient may have the output's shape:
                             the gradient pass sums it back to the input's shape

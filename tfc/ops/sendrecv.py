@@ -4,8 +4,9 @@ A _Send hands its input to the rendezvous under its key; the _Recv with the same
 partition of the consuming device, outputs it. Keys are "SRC_DEVICE;DST_DEVICE;TENSOR" (the
 whitepaper's canonical form: one pair per tensor and destination device); a run pairs them
 with its step id, so each pair is unique per step. A _Send of a control edge has no input and
-carries an empty tensor. The interpreter's rendezvous is tfc/rendezvous.py; compiled programs
-turn each _Recv into an input and each _Send into an output that the transport moves.
+carries an empty tensor. The interpreter's rendezvous is tfc/reference/rendezvous.py;
+compiled programs turn each _Recv into an input and each _Send into an output that the
+transport moves.
 """
 
 from __future__ import annotations

@@ -255,7 +255,7 @@ def _inputs(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(tuple(item.split(":")) for item in spec.split())  # type: ignore[misc]
 
 
-_SPECS = {
+UPDATE_SPECS = {
     "ApplyGradientDescent": (
         _inputs("var:ref alpha:scalar delta:dense"),
         _sgd,
@@ -301,13 +301,13 @@ _SPECS = {
         {"use_nesterov": False},
     ),
 }
-for _type, (_ins, _update, _statements, _defaults) in _SPECS.items():
+for _type, (_ins, _update, _statements, _defaults) in UPDATE_SPECS.items():
     _register(_ApplySpec(_type, _ins, _update, _statements, tuple(_defaults.items())))
 
 
 # -- frontends (TF's training_ops.apply_*) ------------------------------------------------------
 def _apply(op_type: str, args: list, attrs: dict, name: str | None) -> Tensor:
-    spec_inputs = _SPECS[op_type][0]
+    spec_inputs = UPDATE_SPECS[op_type][0]
     var = variable_ref(args[0], op_type)
     tensors = []
     for (arg_name, kind), arg in zip(spec_inputs, args):

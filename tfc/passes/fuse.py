@@ -2,7 +2,7 @@
 
 Guarantees:
 - Each Fusion node replaces a group of ops that one loop nest computes (see
-  tfc.ops.fusion_plan.plan_fusion): element-wise ops with NumPy broadcasting (Add, Relu,
+  tfc.ops.fusion.plan_fusion): element-wise ops with NumPy broadcasting (Add, Relu,
   ReluGrad, Cast, Select, BiasAdd, broadcasting Tiles, fills...), free views between them
   (Identity, Reshape, ExpandDims, Squeeze that only add or drop size-1 dims), reductions over
   the same dims at the end of chains (Sum, Mean, Max..., the gradient pass's SumToShape) and
@@ -26,7 +26,7 @@ Guarantees:
 - Control edges into and out of members become control edges of the Fusion node;
   graph_attrs["targets"] naming a member name the Fusion node instead.
 - Numerically the same as unfused: the same operations, in the same order, in the same
-  precision, per element and per reduction (tfc.ops.fusion_lower).
+  precision, per element and per reduction (tfc.codegen.fusion).
 """
 
 from __future__ import annotations
@@ -37,18 +37,16 @@ from tfc.ir.graph import Graph
 from tfc.ir.tensor_shape import num_elements
 from tfc.ops.fusion import (
     UPDATES,
-    FusedUpdate,
-    fused_update_type,
-    member_outputs,
-    update_grad_position,
-)
-from tfc.ops.fusion_plan import (
     VIEW_OPS,
+    FusedUpdate,
     Member,
     Unfusable,
+    fused_update_type,
     loads_of,
     member_kind,
+    member_outputs,
     plan_fusion,
+    update_grad_position,
 )
 from tfc.ops.registry import get_opdef
 from tfc.passes.schedule import dependency_graph

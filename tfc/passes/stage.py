@@ -20,7 +20,7 @@ variable is in every stage of its device that uses it (one buffer). Each part th
 program of its own: every data _Recv becomes an input (a Feed, among the program's feeds the
 stage reads) and every data _Send an output (a fetch after the program's fetches it holds).
 Those inputs and outputs are the hand-offs between stages: where each one lives (host or
-device memory) is tfc/staged.py's choice, made in each GPU program's one host call, so no
+device memory) is tfc/client/staged.py's choice, made in each GPU program's one host call, so no
 copy op is needed. Control pairs vanish: the stage order runs their source first; a control
 _Send's source becomes a target of its stage.
 

@@ -1,4 +1,4 @@
-"""Graph invariants, checked after each pass in the tests (run_passes(..., verify=True))."""
+"""Graph invariants, checked after each pass when the compiler runs with verify=True (tests)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The reference interpreter: runs a graph with the ops' NumPy references.
 
-It is the living definition of every op and the oracle of the tests. It takes the same path
-as compilation up to the schedule (prune, specialize, schedule), then evaluates each node with
-its `reference`. Variables behave as in generated code: one buffer per variable, updated in
-place, so values read through aliases (W/read) are the same in both; fetched values are
-copied when their node runs.
+It is the living definition of every op and the oracle of the tests. It takes the same path as
+compilation up to the schedule (tfc.compiler.INTERP_PIPELINE: prune, specialize, schedule), then
+evaluates each node with its `reference`. Variables behave as in generated code: one buffer per
+variable, updated in place, so values read through aliases (W/read) are the same in both;
+fetched values are copied when their node runs.
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ from typing import Any
 import numpy as np
 
 from tfc.client.request import RunRequest
+from tfc.compiler import interpreter_partitions, interpreter_program
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
 from tfc.ops.registry import OpContext, as_output_list, get_opdef
-from tfc.passes import run_passes
-
-INTERP_PIPELINE = ["prune", "specialize", "prune", "schedule"]
 
 
 class InterpState:
@@ -69,7 +67,7 @@ class Interpreter:
     def run(self, fetches: Any, feed_dict: Any = None) -> Any:
         request = RunRequest(self.graph, fetches, feed_dict, self.state.iterators)
         program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
-        program = run_passes(program, INTERP_PIPELINE)
+        program = interpreter_program(program)
         return request.results(evaluate(program, request.feed_values, self.state))
 
 
@@ -127,9 +125,6 @@ def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) 
 
 
 # -- partitioned graphs --------------------------------------------------------------------------
-PARTITION_PIPELINE = ["prune", "specialize", "prune", "place", "partition"]
-
-
 def partition_program(
     graph: Graph,
     fetches: list[tuple[str, int]],
@@ -142,12 +137,7 @@ def partition_program(
     `graph_attrs` go to the program graph before placement ("default_device", "cluster")."""
     program = make_program_graph(graph, fetches, targets, feeds)
     program.graph_attrs.update(graph_attrs)
-    program = run_passes(program, PARTITION_PIPELINE)
-    parts = {
-        device: run_passes(part, ["schedule"])
-        for device, part in program.graph_attrs["partitions"].items()
-    }
-    return program, parts
+    return interpreter_partitions(program)
 
 
 def evaluate_partitions(

@@ -142,7 +142,7 @@ def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
 def _compile_embed(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError
     from tfc.aot.embed import compile_embed
-    from tfc.client.config import CompileOptions, parse_pass_list
+    from tfc.compiler import CompileOptions, parse_pass_list
 
     try:
         m = compile_embed(
@@ -171,7 +171,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
 def _compile(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError, compile
     from tfc.backend.cc import CompileError
-    from tfc.client.config import CompileOptions, parse_pass_list
+    from tfc.compiler import CompileOptions, parse_pass_list
 
     if args.target == "embed":
         return _compile_embed(args)
@@ -280,7 +280,7 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
 def _footprint(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError
     from tfc.aot.footprint import measure
-    from tfc.client.config import CompileOptions, parse_pass_list
+    from tfc.compiler import CompileOptions, parse_pass_list
 
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
@@ -294,7 +294,7 @@ def _footprint(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError
-    from tfc.client.config import CompileOptions, parse_pass_list
+    from tfc.compiler import CompileOptions, parse_pass_list
     from tfc.tools.inspect import inspect_model, write_dump
 
     if args.target == "embed":
@@ -329,7 +329,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _graph(args: argparse.Namespace) -> int:
     from tfc.aot import ModelError
-    from tfc.client.config import CompileOptions, parse_pass_list
+    from tfc.compiler import CompileOptions, parse_pass_list
     from tfc.tools.graphviz import GraphvizNotFound, write_graph
     from tfc.tools.inspect import program_graph
 

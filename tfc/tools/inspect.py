@@ -4,8 +4,8 @@ text and pictures.
 For one program (a model file's train step or predict at a batch, or what a Session.run would
 compile) it reports the op count before and after every pass, the kernels of the lowered
 program, the arena next to its lower bound and its naive size, and the FLOPs and bytes one run
-computes and moves (tfc/program_stats.py says how each is counted); it can keep the graph's
-text after any pass, and hands the graph after any pass to tfc/graphviz.py to draw.
+computes and moves (tfc/codegen/program_stats.py says how each is counted); it can keep the graph's
+text after any pass, and hands the graph after any pass to tfc/tools/graphviz.py to draw.
 """
 
 from __future__ import annotations
@@ -17,16 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfc.aot.programs import batch_feed, train_feeds
 from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
-from tfc.client.config import CompileOptions
 from tfc.client.request import RunRequest
-from tfc.codegen.lower import LoweredProgram, lower_program
-from tfc.ir.graph import Graph, get_default_graph
-from tfc.ir.program import FeedSpec, make_program_graph
-from tfc.passes import PASSES, run_passes
-from tfc.passes import pipeline as pass_pipeline
-from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
-from tfc.tools.program_stats import (
+from tfc.codegen.lower import LoweredProgram
+from tfc.codegen.program_stats import (
     FALLBACK_FLOPS_PER_ELEMENT,
     ArenaStats,
     CostEstimate,
@@ -35,6 +30,18 @@ from tfc.tools.program_stats import (
     kernel_count,
     parse_arena_line,
 )
+from tfc.compiler import (
+    PASS_NAMES,
+    CompileOptions,
+    Pass,
+    compile_program,
+    pass_name,
+    pipeline,
+    run_passes,
+)
+from tfc.ir.graph import Graph, get_default_graph
+from tfc.ir.program import make_program_graph
+from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
 
 __all__ = [
     "ArenaStats",
@@ -128,9 +135,8 @@ def signature_graph(
 ) -> tuple[str, str, Graph]:
     """(model name, signature, program graph before any pass) for one signature of `model` (a
     model file's path, a module or a signatures function; see `pydoc tfc.aot`). `signature` is
-    "train" or "predict"; by default train when the model has one."""
-    from tfc.aot.programs import _feed  # the feeds `tfc compile` gives the same program
-
+    "train" or "predict"; by default train when the model has one. Its feeds are those `tfc
+    compile` gives the same program."""
     name, fn = load_signatures_function(model)
     sigs = build_signatures(name, fn)
     available = [s for s in ("train", "predict") if getattr(sigs, s) is not None]
@@ -146,63 +152,59 @@ def signature_graph(
         raise ModelError(f"batch must be at least 1, got {batch}")
     if signature == "train":
         tr = sigs.train
-        feeds = [_feed(tr.features, batch)]
-        if tr.labels is not None:
-            feeds.append(_feed(tr.labels, batch))
-        feeds += [
-            FeedSpec((t.op.name, t.value_index), t.dtype, ()) for t in tr.hyperparameters.values()
-        ]
+        feeds, _ = train_feeds(tr, batch)
         fetches, targets = [tr.loss], [tr.train_op.name]
     else:
         pr = sigs.predict
-        feeds, fetches, targets = [_feed(pr.features, batch)], list(pr.outputs.values()), []
+        feeds, fetches, targets = [batch_feed(pr.features, batch)], list(pr.outputs.values()), []
     graph = make_program_graph(
         sigs.graph, [(t.op.name, t.value_index) for t in fetches], targets, feeds
     )
     return name, signature, graph
 
 
-def pass_position(pipeline: Sequence[str], after: str | int) -> int:
-    """How many passes of `pipeline` run to get the graph "after" `after`: a pass name (its
-    first run), a 1-based position in the pipeline, or "none" (0: the graph before any pass)."""
+def pass_position(passes: Sequence[Pass], after: str | int) -> int:
+    """How many of `passes` run to get the graph "after" `after`: a pass name (its first run),
+    a 1-based position in the pipeline, or "none" (0: the graph before any pass)."""
+    names = [pass_name(p) for p in passes]
     text = str(after).strip()
     if text == "none":
         return 0
     if text.isdigit():
         position = int(text)
-        if not 0 <= position <= len(pipeline):
+        if not 0 <= position <= len(names):
             raise ValueError(
-                f"pass position {position} is out of range: the pipeline has {len(pipeline)} "
-                f"passes ({', '.join(pipeline)})"
+                f"pass position {position} is out of range: the pipeline has {len(names)} "
+                f"passes ({', '.join(names)})"
             )
         return position
-    if text in pipeline:
-        return list(pipeline).index(text) + 1
-    if text in PASSES:
+    if text in names:
+        return names.index(text) + 1
+    if text in PASS_NAMES.values():
         raise ValueError(
-            f"pass '{text}' does not run in this pipeline ({', '.join(pipeline)}); "
+            f"pass '{text}' does not run in this pipeline ({', '.join(names)}); "
             "choose the optimizations with --passes"
         )
     raise ValueError(
-        f"unknown pass '{text}'; the pipeline runs {', '.join(pipeline)} (a name, a position "
+        f"unknown pass '{text}'; the pipeline runs {', '.join(names)} (a name, a position "
         "from 1, or 'none' for the graph before any pass)"
     )
 
 
 def run_pipeline(
-    graph: Graph, passes: Sequence[str], first: int = 1
+    graph: Graph, passes: Sequence[Pass], first: int = 1
 ) -> tuple[Graph, list[PassRecord]]:
-    """Run `passes` in order, recording op counts and times (positions numbered from `first`).
-    Graph invariants are checked after each pass when TFC_VERIFY is set, as sessions do."""
+    """Run `passes` one at a time, recording op counts and times (positions numbered from
+    `first`). Graph invariants are checked after each pass when TFC_VERIFY is set, as sessions
+    do."""
     verify = bool(os.environ.get("TFC_VERIFY"))
     records = []
-    for i, name in enumerate(passes, start=first):
+    for i, p in enumerate(passes, start=first):
         before = len(graph.node_names())
         start = time.perf_counter()
-        graph = run_passes(graph, [name], verify=verify)
-        records.append(
-            PassRecord(i, name, before, len(graph.node_names()), time.perf_counter() - start)
-        )
+        graph = run_passes(graph, [p], verify=verify)
+        elapsed = time.perf_counter() - start
+        records.append(PassRecord(i, pass_name(p), before, len(graph.node_names()), elapsed))
     return graph, records
 
 
@@ -215,10 +217,10 @@ def program_graph(
 ) -> tuple[str, str, Graph]:
     """(model name, signature, program graph) after pass `after` (see `pass_position`; by
     default after the whole pipeline): what `tfc graph` draws."""
-    pipeline = (options or CompileOptions()).pipeline()
-    stop = len(pipeline) if after is None else pass_position(pipeline, after)
+    passes = (options or CompileOptions()).pipeline()
+    stop = len(passes) if after is None else pass_position(passes, after)
     name, signature, graph = signature_graph(model, signature, batch)
-    return name, signature, run_pipeline(graph, pipeline[:stop])[0]
+    return name, signature, run_pipeline(graph, passes[:stop])[0]
 
 
 # -- measures -----------------------------------------------------------------------------------
@@ -234,9 +236,9 @@ def run_graph(
     graph = graph or get_default_graph()
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
-    pipeline = (options or CompileOptions()).pipeline()
-    stop = len(pipeline) if after is None else pass_position(pipeline, after)
-    return run_pipeline(program, pipeline[:stop])[0]
+    passes = (options or CompileOptions()).pipeline()
+    stop = len(passes) if after is None else pass_position(passes, after)
+    return run_pipeline(program, passes[:stop])[0]
 
 
 # -- the whole inspection -----------------------------------------------------------------------
@@ -249,23 +251,26 @@ def inspect_model(
 ) -> Inspection:
     """Compile one signature of `model` pass by pass and measure the result (see the module
     docstring). `dump_after` keeps the graph's text after that pass (see `pass_position`)."""
-    pipeline = (options or CompileOptions()).pipeline()
-    stop = len(pipeline) if dump_after is None else pass_position(pipeline, dump_after)
+    passes = (options or CompileOptions()).pipeline()
+    stop = len(passes) if dump_after is None else pass_position(passes, dump_after)
     name, signature, graph = signature_graph(model, signature, batch)
-    unoptimized = pass_pipeline([])
+    unoptimized = pipeline([])
     baseline_graph = graph.copy()
-    graph, records = run_pipeline(graph, pipeline[:stop])
+    graph, records = run_pipeline(graph, passes[:stop])
     dump = dump_pass = None
     if dump_after is not None:
         from tfc.ir.dump import graph_text
 
         dump = graph_text(graph)
-        dump_pass = f"{stop} ({pipeline[stop - 1]})" if stop else "0 (none)"
-    graph, rest = run_pipeline(graph, pipeline[stop:], first=stop + 1)
+        dump_pass = f"{stop} ({pass_name(passes[stop - 1])})" if stop else "0 (none)"
+    graph, rest = run_pipeline(graph, passes[stop:], first=stop + 1)
     records += rest
-    program = lower_program(graph, name=f"{name}:{signature}")
+    # lowered, not rendered: the passes ran already, one at a time
+    program = compile_program(graph, [], name=f"{name}:{signature}").lowered
     baseline_graph = run_pipeline(baseline_graph, unoptimized)[0]
-    baseline = kernel_count(lower_program(baseline_graph)) if pipeline != unoptimized else None
+    baseline = None
+    if passes != unoptimized:
+        baseline = kernel_count(compile_program(baseline_graph, []).lowered)
     return Inspection(
         name,
         signature,

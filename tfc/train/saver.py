@@ -3,8 +3,11 @@
 A checkpoint is named by its prefix, as in TensorFlow ("dir/model.ckpt-1000"); its one data file
 is `prefix + ".safetensors"` (no .index/.data pair: safetensors holds everything, and the
 `safetensors` package reads it as is). Every function taking a prefix also takes that file's
-path. Tensors are named by their variables' op names ("dense/kernel"); the file's metadata is
-{"format": "tfc", "global_step": "<n>"} (the step when `save` is given one). The directory's
+path. The reading functions and `Saver.restore` also read checkpoints written by TensorFlow
+(`prefix.index` + `prefix.data-*`, tfc/io/tensor_bundle.py), so a model trained in TF comes
+in with its weights; `save` always writes safetensors. Tensors are named by their variables'
+op names ("dense/kernel"), as in TF1; the file's metadata is {"format": "tfc",
+"global_step": "<n>"} (the step when `save` is given one). The directory's
 `checkpoint` file is TensorFlow's CheckpointState text, so TF's tools find the latest prefix.
 Data and state files are each written atomically (temporary file, fsync, rename, directory
 fsync); the data file first, so a state file never names a checkpoint that is not complete.
@@ -12,6 +15,7 @@ fsync); the data file first, so a state file never names a checkpoint that is no
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import time
@@ -20,16 +24,22 @@ from typing import Any
 import numpy as np
 
 from tfc.io.checkpoint import (
+    INDEX_SUFFIX,
     SUFFIX,
     CheckpointReader,
     CheckpointState,
+    TensorBundleReader,
+    find_checkpoint,
     format_checkpoint_state,
+    open_checkpoint,
     parse_checkpoint_state,
     write_file_atomically,
     write_safetensors,
 )
+from tfc.io.meta_graph import MetaGraph, SaverDef
 from tfc.ir import errors
 from tfc.ir.graph import GraphKeys, Tensor, get_default_graph
+from tfc.train.meta_graph_export import export_meta_graph
 from tfc.variables import Variable
 
 __all__ = [
@@ -57,20 +67,33 @@ def _data_path(prefix: str) -> str:
     return prefix if prefix.endswith(SUFFIX) else prefix + SUFFIX
 
 
+def _found_file(checkpoint_prefix: str) -> str:
+    """The file that holds checkpoint `checkpoint_prefix`: its .safetensors, or TF's .index."""
+    kind, where = find_checkpoint(checkpoint_prefix)
+    return where + INDEX_SUFFIX if kind == "tensorflow" else where
+
+
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
-    """Whether the checkpoint `checkpoint_prefix` (a prefix or its .safetensors file) exists."""
-    return os.path.isfile(_data_path(checkpoint_prefix))
+    """Whether the checkpoint `checkpoint_prefix` (a prefix, its .safetensors file, or a TF
+    checkpoint's prefix or .index file) exists."""
+    return os.path.isfile(_found_file(checkpoint_prefix))
 
 
 def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
     """The modification times of the checkpoints that exist (TF's semantics: others skipped)."""
-    return [os.path.getmtime(_data_path(p)) for p in checkpoint_prefixes if checkpoint_exists(p)]
+    return [os.path.getmtime(_found_file(p)) for p in checkpoint_prefixes if checkpoint_exists(p)]
 
 
 def remove_checkpoint(checkpoint_prefix: str, checkpoint_format_version: Any = None,
                       meta_graph_suffix: str = "meta") -> None:  # fmt: skip
-    """Delete a checkpoint's data file (and its .meta file, which tfc itself never writes)."""
-    for path in (_data_path(checkpoint_prefix), f"{checkpoint_prefix}.{meta_graph_suffix}"):
+    """Delete a checkpoint's files: its .safetensors file or TF's .index and .data-* files, and
+    its .meta file."""
+    prefix = os.fspath(checkpoint_prefix)
+    paths = [_data_path(prefix), f"{prefix}.{meta_graph_suffix}"]
+    if not prefix.endswith(SUFFIX):
+        paths.append(prefix + INDEX_SUFFIX)
+        paths += glob.glob(glob.escape(prefix) + ".data-[0-9][0-9][0-9][0-9][0-9]-of-[0-9]*")
+    for path in paths:
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -167,13 +190,14 @@ def _resolve(ckpt_dir_or_file: str) -> str:
         if latest is None:
             raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given directory "
                              f"{ckpt_dir_or_file}")  # fmt: skip
-        return _data_path(latest)
-    return _data_path(ckpt_dir_or_file)
+        return latest
+    return ckpt_dir_or_file
 
 
-def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader:
-    """A reader of the checkpoint (a directory's latest, a prefix, or a .safetensors file)."""
-    return CheckpointReader(_resolve(ckpt_dir_or_file))
+def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader | TensorBundleReader:
+    """A reader of the checkpoint (a directory's latest, a prefix, a .safetensors file, or a
+    TensorFlow checkpoint's prefix or .index file)."""
+    return open_checkpoint(_resolve(ckpt_dir_or_file))
 
 
 NewCheckpointReader = load_checkpoint
@@ -206,9 +230,11 @@ class Saver:
     """`tf.train.Saver`: saves and restores variables as safetensors checkpoints.
 
     `var_list` is None (all global variables), a list of Variables (saved under their op
-    names), or a dict checkpoint key -> Variable. `sharded`, `write_version`, `name` and
+    names), or a dict checkpoint key -> Variable; `saver_def` (a tfc meta graph's SaverDef)
+    names them and the options instead. `sharded`, `write_version`, `name` and
     `restore_sequentially` are accepted for TF's signature and change nothing: one file is
-    written per checkpoint. No MetaGraphDef exists in tfc, so `write_meta_graph` writes nothing.
+    written per checkpoint. `save` writes no .meta file (`write_meta_graph` changes nothing);
+    `export_meta_graph` writes one.
     """
 
     def __init__(
@@ -229,10 +255,22 @@ class Saver:
         save_relative_paths: bool = False,
         filename: str | None = None,
     ) -> None:
-        if saver_def is not None or builder is not None:
+        if builder is not None or saver_def is not None and not isinstance(saver_def, SaverDef):
             raise ValueError(
-                "tfc's Saver builds no save/restore ops, so it takes no saver_def or builder"
+                "tfc's Saver builds no save/restore ops, so it takes no builder, and as "
+                "saver_def only the SaverDef of a tfc meta graph"
             )
+        if saver_def is not None:  # the variables it names, in the default graph
+            graph = get_default_graph()
+            var_list = {
+                key: graph.get_operation_by_name(op).outputs[0]
+                for key, op in saver_def.var_list.items()
+            }
+            max_to_keep = saver_def.max_to_keep
+            keep_checkpoint_every_n_hours = saver_def.keep_checkpoint_every_n_hours
+            sharded = saver_def.sharded
+            pad_step_number = saver_def.pad_step_number
+            save_relative_paths = saver_def.save_relative_paths
         if defer_build and var_list is not None:
             raise ValueError(
                 "If `var_list` is provided then build cannot be deferred. Either set "
@@ -275,6 +313,42 @@ class Saver:
         if not ops and not self._allow_empty:
             raise ValueError("No variables to save")
         self._vars = ops
+
+    @property
+    def saver_def(self) -> SaverDef:
+        """What rebuilds this Saver in an imported meta graph: keys, variables and options."""
+        return SaverDef(
+            var_list={key: op.name for key, op in self._built().items()},
+            max_to_keep=self._max_to_keep,
+            keep_checkpoint_every_n_hours=self._keep_every_n_hours,
+            sharded=self._sharded,
+            pad_step_number=self._pad_step_number,
+            save_relative_paths=self._save_relative_paths,
+        )
+
+    def as_saver_def(self) -> SaverDef:
+        return self.saver_def
+
+    def export_meta_graph(
+        self,
+        filename: str | None = None,
+        collection_list: list[str] | None = None,
+        as_text: bool = False,
+        export_scope: str | None = None,
+        clear_devices: bool = False,
+        clear_extraneous_savers: bool = False,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
+    ) -> MetaGraph:
+        """`tf.train.export_meta_graph` of the default graph, with this Saver in it."""
+        return export_meta_graph(
+            filename,
+            saver_def=self.saver_def,
+            collection_list=collection_list,
+            as_text=as_text,
+            export_scope=export_scope,
+            clear_devices=clear_devices,
+        )
 
     @property
     def _is_empty(self) -> bool:
@@ -405,10 +479,9 @@ class Saver:
         if not checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         _check_graph(sess, variables)
-        path = _data_path(save_path)
-        failed = f"Restoring from checkpoint {path} failed"
         values = {}
-        with CheckpointReader(path) as reader:
+        with open_checkpoint(save_path) as reader:
+            failed = f"Restoring from checkpoint {reader.path} failed"
             for key, op in variables.items():
                 info = reader.tensors.get(key)
                 if info is None:
@@ -417,12 +490,11 @@ class Saver:
                     )
                 dtype = op.outputs[0].dtype
                 if info.np_dtype != dtype.np:
-                    found = _tf_dtype_name(info.np_dtype)
                     raise errors.InvalidArgumentError(
                         None,
                         op,
                         f"{failed}: tensor_name = {key}; expected dtype {dtype.tf_name} does "
-                        f"not equal original dtype {found}",
+                        f"not equal original dtype {info.tf_dtype_name}",
                     )
                 shape = tuple(op.outputs[0].shape.as_list())
                 if info.shape != shape and not (
@@ -444,9 +516,3 @@ def _check_graph(sess: Any, variables: dict[str, Any]) -> None:
     for op in variables.values():
         if op.graph is not sess.graph:
             raise ValueError(f"Variable {op.name} is not in the graph of the session {sess}")
-
-
-def _tf_dtype_name(np_dtype: np.dtype) -> str:
-    from tfc.ir import dtypes
-
-    return dtypes.as_dtype(np_dtype.newbyteorder("=")).tf_name

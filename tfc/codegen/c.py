@@ -1,0 +1,364 @@
+"""The C target's view of kernel specs: loop nests, function names and literals for its templates.
+
+`kernel_template(kernel)` names the template of templates/c/kernels that renders a kernel
+and the data it interpolates, derived here from the kernel's typed spec (ops/kernels.py):
+loop nests walking memory order, the runtime functions a kernel calls (tfc_gemm_f32,
+tfc_conv_forward_direct_f32...), C literals, and the algorithm a C kernel runs where the
+C target has several (the tiled 2x2 pools). The CUDA target reuses the C spellings it shares
+(tfc/codegen/cuda.py); nothing here is parsed back by anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tfc.codegen import fusion
+from tfc.codegen.loops import index_expr, loop_lines, loop_statements
+from tfc.ir import dtypes as _dt
+from tfc.ops.kernels import (
+    ArgReduceSpec,
+    ConvSpec,
+    GemmSpec,
+    Geometry,
+    IndexSpec,
+    Kernel,
+    ReduceSpec,
+    RowSpec,
+    ScanSpec,
+    WindowSpec,
+    c_literal,
+    c_string,
+    type_tag,
+    unsigned_ctype,
+)
+
+KernelTemplate = tuple[str, dict]  # a template stem under <target>/kernels and its data
+
+
+def kernel_template(kernel: Kernel) -> KernelTemplate:
+    """The C template of `kernel` and its data."""
+    render = _KINDS.get(kernel.template)
+    if render is None and isinstance(kernel.spec, WindowSpec):
+        render = window_kernel  # a window op of its own kind: its template reads the geometry
+    if render is None:
+        raise NotImplementedError(f"the C target cannot render kernels of kind {kernel.template}")
+    return render(kernel)
+
+
+# -- loop nests (loop, reduce, matmul, fused): the body is written here, line by line ----------
+def loop_kernel(kernel: Kernel) -> KernelTemplate:
+    spec = kernel.spec
+    names = [f"i{k}" for k in range(len(spec.bounds))]
+    opens, indent, closes = loop_lines(spec.bounds, names)
+    statements, guard = loop_statements(kernel, names)
+    body = list(opens)
+    if guard is not None:
+        error = f"tfc_error_set(err, TFC_ERR_INVALID_ARGUMENT, {c_string(spec.message)})"
+        body.append(f"{indent}if ({guard}) return {error};")
+    body += [indent + s for s in statements]
+    body += closes
+    if kernel.can_fail:
+        body.append("    return TFC_OK;")
+    return "body", {"body": body}
+
+
+def reduce_kernel(kernel: Kernel) -> KernelTemplate:
+    """Memory order: a loop over the kept dims and the reduced ones between them, then (with
+    an accumulator of spec.acc) the trailing run of reduced dims."""
+    spec: ReduceSpec = kernel.spec
+    dims = spec.dims
+    suffix = 0
+    while suffix < len(dims) and dims[len(dims) - 1 - suffix].reduced:
+        suffix += 1
+    outer, inner = dims[: len(dims) - suffix], dims[len(dims) - suffix :]
+    ov = [f"i{k}" for k in range(len(outer))]
+    iv = [f"j{k}" for k in range(len(inner))]
+    out_idx = index_expr([d.y_stride for d in outer], ov)
+    x_idx = index_expr([d.x_stride for d in outer] + [d.x_stride for d in inner], ov + iv)
+    opens, indent, closes = loop_lines([d.size for d in outer], ov)
+    body = [f"    for (int64_t o = 0; o < {spec.out_count}; ++o) y[o] = {spec.init};"]
+    if spec.in_count == 0:
+        body.append("    (void)x0; /* nothing to read: the reduction is over an empty dimension */")
+    elif inner:
+        inner_opens, inner_indent, inner_closes = loop_lines(
+            [d.size for d in inner], iv, base_indent=len(outer) + 1
+        )
+        update = "acc = " + spec.combine.format(a="acc", b=f"x0[{x_idx}]") + ";"
+        body += opens
+        body.append(f"{indent}{spec.acc.c_type} acc = y[{out_idx}];")
+        body += [*inner_opens, inner_indent + update, *inner_closes]
+        body.append(f"{indent}y[{out_idx}] = acc;")
+        body += closes
+    else:
+        y = f"y[{out_idx}]"
+        body += [*opens, indent + f"{y} = " + spec.combine.format(a=y, b=f"x0[{x_idx}]") + ";"]
+        body += closes
+    if spec.finalize is not None:
+        finalize = spec.finalize.format(a="y[o]")
+        body.append(f"    for (int64_t o = 0; o < {spec.out_count}; ++o) y[o] = {finalize};")
+    return "body", {"body": body}
+
+
+def gemm_lines(spec: GemmSpec, function: str) -> list[str]:
+    """The call of the runtime GEMM `function` for every point of the batch dims (a loop over
+    them on the host): the C and the CUDA matmul kernels alike."""
+    names = [f"b{k}" for k in range(len(spec.batch))]
+    opens, indent, closes = loop_lines(spec.batch, names)
+    c_st, a_st, b_st = spec.batch_strides
+    args = [
+        spec.m, spec.n, spec.k, f"x0 + {index_expr(a_st, names)}", spec.sam, spec.sak,
+        f"x1 + {index_expr(b_st, names)}", spec.sbk, spec.sbn, f"y + {index_expr(c_st, names)}",
+    ]  # fmt: skip
+    return [*opens, f"{indent}{function}({', '.join(str(a) for a in args)});", *closes]
+
+
+def matmul_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: GemmSpec = kernel.spec
+    return "body", {"body": gemm_lines(spec, f"tfc_gemm_{type_tag(spec.dtype)}")}
+
+
+def fused_kernel(kernel: Kernel) -> KernelTemplate:
+    return "body", {"body": fusion.c_fused_body(kernel)}
+
+
+# -- row kernels ----------------------------------------------------------------------------------
+def rows_data(spec: RowSpec) -> dict:
+    """The sizes of a row kernel as int64 literals, its element type, and its expressions."""
+    return {
+        "ctype": spec.dtype.c_type,
+        "rows": c_literal(spec.rows, _dt.int64),
+        "cols": c_literal(spec.cols, _dt.int64),
+        **spec.exprs,
+    }
+
+
+def softmax_kernel(kernel: Kernel) -> KernelTemplate:
+    return "softmax", rows_data(kernel.spec)
+
+
+def softmax_grad_kernel(kernel: Kernel) -> KernelTemplate:
+    return "softmax_grad", rows_data(kernel.spec)
+
+
+def sparse_xent_kernel(kernel: Kernel) -> KernelTemplate:
+    data = rows_data(kernel.spec)
+    data["more"] = c_string(data["more"])
+    return "sparse_xent", data
+
+
+# -- convolutions and pools ---------------------------------------------------------------------
+# the fields of tfc_conv_plan (runtime/include/tfc_conv.h), in order
+PLAN_FIELDS = (
+    "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
+    "d_h", "d_w", "pad_top", "pad_left", "pix_block", "pix_wide", "co_block", "hp", "wp", "cp",
+    "chunk",
+)  # fmt: skip
+# the tfc_conv.h function of each op kind; all take (plan, in, in, out, scratch..., part)
+CONV_FUNCTIONS = {"forward": "tfc_conv_forward", "input": "tfc_conv_backprop_input",
+                  "filter": "tfc_conv_backprop_filter"}  # fmt: skip
+
+
+def conv_kernel(kernel: Kernel) -> KernelTemplate:
+    """A call of the tfc_conv.h function of the plan's variant, with the plan as a static
+    tfc_conv_plan and the scratch regions it uses."""
+    spec: ConvSpec = kernel.spec
+    stem = f"{CONV_FUNCTIONS[spec.kind]}_{spec.plan.kernel}"
+    tag = type_tag(spec.dtype)
+    scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in spec.plan.regions]
+    return "conv2d", {
+        "plan": ", ".join(str(spec.plan.fields[k]) for k in PLAN_FIELDS),
+        "function": f"{stem}_{tag}",
+        "part_function": f"{stem}_part_{tag}",
+        "args": ", ".join(["x0", "x1", "y", *scratch]),
+    }
+
+
+def geometry_data(g: Geometry, dtype: _dt.DType) -> dict:
+    """Every size of a window op as a literal, its element type and runtime suffix."""
+    data: dict = dict(g.__dict__)
+    data.update(ctype=dtype.c_type, tag=type_tag(dtype))
+    data["in_size"] = g.batch * g.in_h * g.in_w * g.in_c
+    data["image_size"] = g.in_h * g.in_w * g.in_c
+    data["filter_size"] = g.k_h * g.k_w * g.in_c * g.out_c
+    return data
+
+
+def window_data(spec: WindowSpec) -> dict:
+    """A window kernel's sizes: the geometry's and the spec's own."""
+    return geometry_data(spec.geometry, spec.dtype) | spec.sizes
+
+
+def window_kernel(kernel: Kernel) -> KernelTemplate:
+    return kernel.template, window_data(kernel.spec)
+
+
+# the tiled pool kernels keep a few rows on the stack: at most this many values per row
+TILED_ROW_LIMIT = 512
+# the tiled pool kernels split their row pairs into this many parts over the thread pool, when
+# the input has at least TILED_PARALLEL_MIN values: measured at 2 threads on LeNet's conv1
+# MaxPool + MaxPoolGrad split with no threshold, idle: 4.7k values 0.60x, 9.4k 0.92x, 18.8k
+# 1.20x, 37.6k 1.47x; with another process busy on the other core, 18.8k 0.51x, 37.6k 0.66x
+# (small gains, larger losses on a shared machine). Each value is computed alone, so any split
+# gives the same bits.
+TILED_ROW_PARTS = 16
+TILED_PARALLEL_MIN = 1 << 15
+
+
+def tiles_2x2(g: Geometry) -> bool:
+    """Whether 2x2 windows at stride 2 cover the input exactly, each pixel once (LeNet's pools):
+    then the tiled max pool kernels work on whole rows, branch-free."""
+    return (
+        (g.k_h, g.k_w, g.s_h, g.s_w, g.pad_top, g.pad_left) == (2, 2, 2, 2, 0, 0)
+        and (g.in_h, g.in_w) == (2 * g.out_h, 2 * g.out_w)
+        and g.in_w * g.in_c <= TILED_ROW_LIMIT
+    )
+
+
+def tiled_row_parts(g: Geometry) -> dict[str, int]:
+    """The template data splitting a tiled pool kernel's row pairs into parts."""
+    rows = g.batch * g.out_h
+    parts = TILED_ROW_PARTS if g.batch * g.in_h * g.in_w * g.in_c >= TILED_PARALLEL_MIN else 1
+    per_part = max(1, -(-rows // parts))
+    return {"rows": rows, "rows_per_part": per_part, "row_parts": -(-rows // per_part)}
+
+
+def max_pool_kernel(kernel: Kernel) -> KernelTemplate:
+    """The tiled kernel where 2x2 windows tile the input, else the window loop. Its maximum
+    step is two selects (vector compares and blends, no branch): tfc_max's short-circuit form
+    looked faster for LeNet's 6 channels on zero inputs (0.03 ms) but branches on the data: on
+    the benchmark's images conv1's pool took 0.53 ms with it, against about 0.1 ms as selects."""
+    spec: WindowSpec = kernel.spec
+    g, ct = spec.geometry, spec.dtype.c_type
+    data = window_data(spec)
+    if tiles_2x2(g):
+        return "max_pool_tiled", data | tiled_row_parts(g)
+    data["max_step"] = f"const {ct} larger = v > m ? v : m; yp[c] = v != v ? v : larger;"
+    return "max_pool", data
+
+
+def max_pool_grad_kernel(kernel: Kernel) -> KernelTemplate:
+    """MaxPoolGrad: the tiled kernel where 2x2 windows tile the input, else the argmax search
+    per window (also MaxPoolGradGrad's), over blocks of up to 64 channels (their maxima and
+    positions stay in L1; a compare and two blends per vector of channels), positions within
+    one image in int32 (it vectorizes beside the floats) unless an image is huge."""
+    spec: WindowSpec = kernel.spec
+    g = spec.geometry
+    data = window_data(spec)
+    if kernel.template == "max_pool_grad" and tiles_2x2(g):
+        return "max_pool_grad_tiled", data | tiled_row_parts(g)
+    data.update(
+        block=max(1, min(g.in_c, 64)),
+        index_type="int32_t" if data["image_size"] < 2**31 else "int64_t",
+    )
+    return kernel.template, data
+
+
+# -- indexing, scans, argmax --------------------------------------------------------------------
+def index_kernel(kernel: Kernel) -> KernelTemplate:
+    """gather, segment_sum: the ids checked, then the rows copied (added); only the check
+    where the output is empty (no pointer is offset from a NULL buffer)."""
+    spec: IndexSpec = kernel.spec
+    data = dict(spec.__dict__, ctype=spec.dtype.c_type, index_ctype=spec.index_dtype.c_type)
+    return kernel.template if spec.copy else kernel.template + "_check", data
+
+
+def one_hot_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: IndexSpec = kernel.spec
+    return "one_hot", {
+        "ctype": spec.dtype.c_type,
+        "index_ctype": spec.index_dtype.c_type,
+        "outer": spec.outer,
+        "depth": spec.limit,
+        "inner": spec.inner,
+    }
+
+
+def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    messages = {k: c_string(v) for k, v in spec.values.items()}
+    return "check_numerics", {"count": spec.count, **messages}
+
+
+def random_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    function = f"tfc_random_{spec.values['distribution']}_{type_tag(spec.dtype)}"
+    return "random", {"function": function, "count": c_literal(spec.count, _dt.int64)}
+
+
+def random_int_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    return "random_int", {
+        "ctype": spec.dtype.c_type,
+        "utype": unsigned_ctype(spec.dtype),
+        "count": c_literal(spec.count, _dt.int64),
+        **spec.values,
+    }
+
+
+def _strided(terms: list[tuple[str, int]]) -> str:
+    """A C index expression sum(var * stride), leaving out what multiplies by 0 or 1."""
+    parts = [v if s == 1 else f"{v} * {s}" for v, s in terms if s != 0]
+    return " + ".join(parts) if parts else "0"
+
+
+def argreduce_kernel(kernel: Kernel) -> KernelTemplate:
+    """The input as [outer, n, inner]: rows of `inner` elements are read in memory order, each
+    compared with the best element found so far in its column (found through the output)."""
+    spec: ArgReduceSpec = kernel.spec
+    outer, n, inner = spec.outer, spec.n, spec.inner
+    out_idx = _strided([("o", inner if outer > 1 else 0), ("i", 1 if inner > 1 else 0)])
+    column = [("o", n * inner if outer > 1 else 0), ("i", 1 if inner > 1 else 0)]
+    return "argreduce", {
+        "outer": outer,
+        "n": n,
+        "inner": inner,
+        "ctype": spec.dtype.c_type,
+        "out_idx": out_idx,
+        "best_idx": _strided([*column, (f"(int64_t)y[{out_idx}]", inner)]),
+        "v_idx": _strided([*column, ("k", inner)]),
+        "better": spec.better,
+        "index_ctype": spec.index_dtype.c_type,
+    }
+
+
+_KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
+    "loop": loop_kernel,
+    "reduce": reduce_kernel,
+    "matmul": matmul_kernel,
+    "fused": fused_kernel,
+    "softmax": softmax_kernel,
+    "softmax_grad": softmax_grad_kernel,
+    "sparse_xent": sparse_xent_kernel,
+    "conv2d": conv_kernel,
+    "max_pool": max_pool_kernel,
+    "max_pool_grad": max_pool_grad_kernel,
+    "max_pool_grad_grad": max_pool_grad_kernel,
+    "gather": index_kernel,
+    "segment_sum": index_kernel,
+    "one_hot": one_hot_kernel,
+    "check_numerics": check_numerics_kernel,
+    "random": random_kernel,
+    "random_int": random_int_kernel,
+    "argreduce": argreduce_kernel,
+}
+
+
+# -- the program -------------------------------------------------------------------------------
+def program_parts(data: dict) -> dict:
+    """program.c.j2's optional parts: the profile build's table and timers, and the thread
+    control of an exported program (a file-local one, in the embeddable library, has none)."""
+    profile = data["profile"]
+    return {
+        "profile_head": ["c/profile_head.c.j2"] if profile else [],
+        "profile_table": ["c/profile.c.j2"] if profile else [],
+        "thread_control": ["c/threads.c.j2"] if data["exported"] else [],
+        "run_begin": [
+            "int64_t tfc_prof_start = tfc_prof_now(), tfc_prof_t = tfc_prof_start;",
+            "(void)tfc_prof_t;",
+        ]
+        if profile
+        else [],
+        "run_end": ["tfc_prof_total_ns += tfc_prof_now() - tfc_prof_start;", "++tfc_prof_runs;"]
+        if profile
+        else [],
+    }
