@@ -34,6 +34,7 @@ class GraphKeys:
     LOCAL_VARIABLES = "local_variables"
     METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     GLOBAL_STEP = "global_step"
     TRAIN_OP = "train_op"
     LOSSES = "losses"
