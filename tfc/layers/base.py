@@ -240,8 +240,8 @@ class Layer:
 
     def add_loss(self, losses: Any, inputs: Any = None) -> None:
         """Losses of this layer; in graph mode they join tf.GraphKeys.REGULARIZATION_LOSSES."""
-        new = [t for t in (losses if isinstance(losses, (list, tuple)) else [losses])]
-        new = [t for t in new if t is not None]
+        given = losses if isinstance(losses, (list, tuple)) else [losses]
+        new = [t for t in given if t is not None]
         self._losses.extend(new)
         for t in new:
             get_default_graph().add_to_collection(GraphKeys.REGULARIZATION_LOSSES, t)
