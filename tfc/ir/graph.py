@@ -40,6 +40,8 @@ class GraphKeys:
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     UPDATE_OPS = "update_ops"
+    WEIGHTS = "weights"
+    BIASES = "biases"
     SUMMARIES = "summaries"
     INIT_OP = "init_op"
     VARIABLES = GLOBAL_VARIABLES

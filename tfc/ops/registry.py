@@ -257,6 +257,28 @@ def _evaluate_constant(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | No
     return np.asarray(outs[index], dtype=node["dtypes"][index].np)
 
 
+_FEEDABLE = ("Placeholder", "PlaceholderWithDefault")
+
+
+def fixed_value(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
+    """constant_value, but None for a tensor computed from a placeholder_with_default: its
+    default is a value a run may replace (TF's constant_value does not look through it). What a
+    graph's structure depends on (a branch taken when it is built, a mask's width) must use
+    this."""
+    seen, stack = set(), [tensor[0]]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        op_type = graph.node(name)["op"]
+        if op_type in _FEEDABLE:
+            return None
+        if op_type not in ("Shape", "Size", "Rank", "ShapeN"):  # these read static shapes only
+            stack.extend(src for src, _ in graph.input_edges(name))
+    return constant_value(graph, tensor)
+
+
 def as_output_list(result: Any) -> list:
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
