@@ -24,7 +24,7 @@ from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.array import shape as shape_of
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.math import cast, divide
-from tfc.ops.registry import fixed_value
+from tfc.ops.registry import constant_value
 from tfc.variables import get_variable, variable_scope
 
 __all__ = ["InputSpec", "Layer"]
@@ -350,7 +350,7 @@ def static_training(training: Any) -> bool | Tensor:
             f"training must be a Python bool or a scalar bool tensor, got {tensor.dtype.name}"
             f"{tensor.shape}"
         )
-    known = fixed_value(tensor.graph, (tensor.op.name, tensor.value_index))
+    known = constant_value(tensor.graph, (tensor.op.name, tensor.value_index))
     return tensor if known is None else bool(known)
 
 

@@ -219,7 +219,8 @@ def constant_value(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
     """The value of `tensor` if it follows from constants and static shapes alone, else None.
 
     Evaluates small pure subgraphs with the ops' references (TF's `constant_value`): Const,
-    Shape/Size/Rank of statically known shapes, and anything pure computed from those.
+    Shape/Size/Rank of statically known shapes, and anything pure computed from those; never
+    through a placeholder_with_default.
     """
     if graph._const_memo_version != graph.version:
         graph._const_memo = {}
@@ -238,6 +239,11 @@ def _evaluate_constant(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | No
     opdef = REGISTRY.get(op_type)
     if opdef is None or opdef.stateful or opdef.random or opdef.reference is None:
         return None
+    if op_type == "PlaceholderWithDefault":
+        # its default is a value a run may replace, so nothing built on it is fixed (TF's
+        # constant_value does not look through it either); compiling never sees one: the prune
+        # pass makes an unfed one an Identity of its default
+        return None
     out_shape = node["shapes"][index]
     if not is_fully_defined(out_shape) or num_elements(out_shape) > _CONST_EVAL_LIMIT:
         return None
@@ -255,28 +261,6 @@ def _evaluate_constant(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | No
             values.append(v)
     outs = as_output_list(opdef.reference(ctx, *values))
     return np.asarray(outs[index], dtype=node["dtypes"][index].np)
-
-
-_FEEDABLE = ("Placeholder", "PlaceholderWithDefault")
-
-
-def fixed_value(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
-    """constant_value, but None for a tensor computed from a placeholder_with_default: its
-    default is a value a run may replace (TF's constant_value does not look through it). What a
-    graph's structure depends on (a branch taken when it is built, a mask's width) must use
-    this."""
-    seen, stack = set(), [tensor[0]]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        op_type = graph.node(name)["op"]
-        if op_type in _FEEDABLE:
-            return None
-        if op_type not in ("Shape", "Size", "Rank", "ShapeN"):  # these read static shapes only
-            stack.extend(src for src, _ in graph.input_edges(name))
-    return constant_value(graph, tensor)
 
 
 def as_output_list(result: Any) -> list:

@@ -12,13 +12,13 @@ from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.logic import less
 from tfc.ops.math import cast
-from tfc.ops.registry import fixed_value
+from tfc.ops.registry import constant_value
 
 __all__ = ["sequence_mask"]
 
 
 def _known(t: Tensor) -> np.ndarray | None:
-    return fixed_value(t.graph, (t.op.name, t.value_index))
+    return constant_value(t.graph, (t.op.name, t.value_index))
 
 
 def sequence_mask(
