@@ -359,6 +359,35 @@ CASES = [
     ),
 ]
 
+# issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division
+# flavours
+CASES += [
+    C("Acos", tf.acos, uniform(-0.8, 0.8, 2, 3)),
+    C("Asin", tf.asin, uniform(-0.8, 0.8, 2, 3)),
+    C("Atan", tf.atan, normal(2, 3) * 2),
+    C("Atan2", tf.atan2, normal(2, 3), away(3)),
+    C("Sinh", tf.sinh, normal(2, 3)),
+    C("Cosh", tf.cosh, normal(2, 3)),
+    C("Asinh", tf.asinh, normal(2, 3) * 2),
+    C("Acosh", tf.acosh, uniform(1.2, 4, 2, 3)),
+    C("Atanh", tf.atanh, uniform(-0.8, 0.8, 2, 3)),
+    C("Erf", tf.erf, normal(2, 3)),
+    C("Erfc", tf.erfc, normal(2, 3)),
+    C("Lgamma", tf.lgamma, uniform(0.3, 5, 2, 3)),
+    C("Lgamma-negative", tf.lgamma, uniform(-2.8, -2.2, 2, 3)),
+    C("Digamma", tf.digamma, uniform(0.3, 5, 2, 3)),
+    C("Polygamma", lambda x: tf.polygamma(tf.ones_like(x) * 2.0, x), uniform(0.5, 4, 2, 3)),
+    C("Zeta", lambda q: tf.zeta(tf.ones_like(q) * 3.0, q), uniform(0.5, 4, 2, 3)),
+    C("Lgamma-second", _second(tf.lgamma), uniform(0.5, 4, 2, 3), normal(2, 3)),
+    C("Rint", tf.rint, np.array([[0.2, 1.3, -2.1], [3.7, -0.9, 0.05]])),
+    C("DivNoNan", tf.div_no_nan, normal(2, 3), away(3)),
+    C("Xlogy", tf.math.xlogy, away(2, 3), positive(3)),
+    C("Xdivy", tf.math.xdivy, away(2, 3), away(2, 3)),
+    C("Xlog1py", tf.math.xlog1py, away(2, 3), positive(2, 3)),
+    C("MulNoNan", tf.math.multiply_no_nan, normal(2, 3), away(3)),
+    C("lbeta", tf.lbeta, uniform(0.5, 3, 2, 3)),
+]  # fmt: skip
+
 
 def _other(t: tf.Tensor):
     return tf.float32 if t.dtype == tf.float64 else tf.float64

@@ -52,3 +52,5 @@ from tfc.ops.operators import install_operators as _install_operators
 _install_operators(Tensor, Variable)
 newaxis = None
 from tfc.aot import compile
+from tfc.ops.special import *
+from tfc import math
