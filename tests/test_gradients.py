@@ -388,6 +388,35 @@ CASES += [
     C("lbeta", tf.lbeta, uniform(0.5, 3, 2, 3)),
 ]  # fmt: skip
 
+# running sums and products, segment reductions, linspace
+SEGMENT_IDS = np.array([0, 0, 2, 3, 3], np.int32)
+UNSORTED_IDS = np.array([2, -1, 0, 2, 1], np.int32)
+WITH_ZEROS = np.array([[0.5, -1.25], [0.0, 1.5], [2.0, 0.0], [0.0, 0.75], [0.0, 1.25]])
+CASES += [
+    C("Cumsum", lambda a: tf.cumsum(a, axis=1), normal(3, 4), dims=((None, 4),)),
+    C("Cumsum-exclusive-reverse", lambda a: tf.cumsum(a, 0, True, True), normal(3, 4)),
+    C("Cumprod", lambda a: tf.cumprod(a, axis=1), away(3, 4, lo=0.5, hi=1.5)),
+    C("Cumprod-exclusive-reverse", lambda a: tf.cumprod(a, 0, True, True), away(3, 4, lo=0.5)),
+    C("SegmentSum", lambda d: tf.segment_sum(d, SEGMENT_IDS), normal(5, 2)),
+    C("SegmentMean", lambda d: tf.segment_mean(d, SEGMENT_IDS), normal(5, 2)),
+    C("SegmentMax", lambda d: tf.segment_max(d, SEGMENT_IDS), distinct(5, 2)),
+    C("SegmentMin", lambda d: tf.segment_min(d, SEGMENT_IDS), distinct(5, 2)),
+    C("SegmentProd", lambda d: tf.segment_prod(d, SEGMENT_IDS), away(5, 2, lo=0.5, hi=1.5)),
+    C("SegmentProd-zeros", lambda d: tf.segment_prod(d, SEGMENT_IDS), WITH_ZEROS),
+    C("UnsortedSegmentMax", lambda d: tf.unsorted_segment_max(d, UNSORTED_IDS, 3), distinct(5, 2)),
+    C("UnsortedSegmentMin", lambda d: tf.unsorted_segment_min(d, UNSORTED_IDS, 3), distinct(5, 2)),
+    C(
+        "UnsortedSegmentProd",
+        lambda d: tf.unsorted_segment_prod(d, UNSORTED_IDS, 3),
+        away(5, 2, lo=0.5, hi=1.5),
+    ),
+    C("UnsortedSegmentProd-zeros", lambda d: tf.unsorted_segment_prod(d, SEGMENT_IDS, 4),
+      WITH_ZEROS),
+    C("unsorted_segment_sqrt_n", lambda d: tf.unsorted_segment_sqrt_n(d, UNSORTED_IDS, 4),
+      normal(5, 2)),
+    C("linspace", lambda a, b: tf.linspace(a, b, 5), normal(), normal()),
+]  # fmt: skip
+
 
 def _other(t: tf.Tensor):
     return tf.float32 if t.dtype == tf.float64 else tf.float64

@@ -53,4 +53,7 @@ _install_operators(Tensor, Variable)
 newaxis = None
 from tfc.aot import compile
 from tfc.ops.special import *
+from tfc.ops.scan import *
+from tfc.ops.sequences import *
+from tfc.ops.segment import *
 from tfc import math

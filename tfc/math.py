@@ -81,4 +81,20 @@ from tfc.ops.reduce import (
     reduce_prod,
     reduce_sum,
 )
+from tfc.ops.scan import cumprod, cumsum
+from tfc.ops.segment import (
+    bincount,
+    confusion_matrix,
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    unsorted_segment_max,
+    unsorted_segment_mean,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+    unsorted_segment_sqrt_n,
+    unsorted_segment_sum,
+)
 from tfc.ops.special import digamma, erf, erfc, lbeta, lgamma, log_sigmoid, polygamma, zeta
