@@ -417,6 +417,20 @@ CASES += [
     C("linspace", lambda a, b: tf.linspace(a, b, 5), normal(), normal()),
 ]  # fmt: skip
 
+# composites whose gradients come from their parts: logsumexp, einsum, norms, clipping
+CASES += [
+    C("reduce_logsumexp", lambda a: tf.reduce_logsumexp(a, axis=1), normal(3, 4) * 3),
+    C("einsum", lambda a, b: tf.einsum("bij,bkj->bik", a, b), normal(2, 3, 4), normal(2, 5, 4)),
+    C("einsum-diagonal", lambda a: tf.einsum("iji->j", a), normal(3, 2, 3)),
+    C("tensordot", lambda a, b: tf.tensordot(a, b, [[0, 2], [2, 0]]), normal(2, 3, 4),
+      normal(4, 5, 2)),
+    C("norm", lambda a: tf.norm(a, axis=1), normal(3, 4)),
+    C("norm-p3", lambda a: tf.norm(a, ord=3, axis=0), away(3, 4)),
+    C("clip_by_norm", lambda a: tf.clip_by_norm(a, 1.0), normal(3, 4)),
+    C("clip_by_global_norm", lambda a, b: tf.clip_by_global_norm([a, b], 1.0)[0], normal(3, 4),
+      normal(2)),
+]  # fmt: skip
+
 
 def _other(t: tf.Tensor):
     return tf.float32 if t.dtype == tf.float64 else tf.float64

@@ -56,4 +56,6 @@ from tfc.ops.special import *
 from tfc.ops.scan import *
 from tfc.ops.sequences import *
 from tfc.ops.segment import *
+from tfc.ops.einsum import *
+from tfc.ops.norms import *
 from tfc import math

@@ -2,6 +2,7 @@
 
 # ruff: noqa: F401  (this module only re-exports)
 from tfc.ops.argminmax import argmax, argmin
+from tfc.ops.einsum import tensordot
 from tfc.ops.logic import (
     equal,
     greater,
@@ -71,15 +72,22 @@ from tfc.ops.math import (
 )
 from tfc.ops.math import div_no_nan as divide_no_nan
 from tfc.ops.nn import log_softmax, softmax, softplus
+from tfc.ops.norms import global_norm
 from tfc.ops.reduce import (
     count_nonzero,
+    is_non_decreasing,
+    is_strictly_increasing,
     reduce_all,
     reduce_any,
+    reduce_euclidean_norm,
+    reduce_logsumexp,
     reduce_max,
     reduce_mean,
     reduce_min,
     reduce_prod,
+    reduce_std,
     reduce_sum,
+    reduce_variance,
 )
 from tfc.ops.scan import cumprod, cumsum
 from tfc.ops.segment import (
