@@ -425,3 +425,25 @@ def test_polyval_and_reciprocal_no_nan():
         p, r = sess.run([tf.math.polyval([2.0, -1.0, 0.5], x), tf.math.reciprocal_no_nan(x)])
     np.testing.assert_allclose(p, 2 * x * x - x + 0.5, rtol=1e-6)
     np.testing.assert_allclose(r, [1 / -1.5, 0.0, 0.5], rtol=1e-6)
+
+
+def test_tf_math_namespace_holds_the_same_functions():
+    """tf.math names the top-level functions (TF1 has both) and those only it has."""
+    shared = ["erf", "lgamma", "cumsum", "segment_sum", "reduce_logsumexp", "atan2", "rint",
+              "floormod", "truediv", "bincount", "unsorted_segment_max", "argmax"]  # fmt: skip
+    for name in shared:
+        assert getattr(tf.math, name) is getattr(tf, name), name
+    only = [
+        "xlogy",
+        "xdivy",
+        "xlog1py",
+        "multiply_no_nan",
+        "divide_no_nan",
+        "polyval",
+        "reduce_euclidean_norm",
+        "reduce_std",
+        "reduce_variance",
+        "reciprocal_no_nan",
+    ]
+    for name in only:
+        assert callable(getattr(tf.math, name)) and not hasattr(tf, name), name

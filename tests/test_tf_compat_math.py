@@ -142,3 +142,8 @@ def test_tfc_matches_tensorflow(results, name):
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+def test_every_tfc_math_name_is_a_tf_math_name():
+    public = {n for n in dir(tfc.math) if not n.startswith("_")}
+    assert public <= set(dir(v1.math)), sorted(public - set(dir(v1.math)))

@@ -2,7 +2,6 @@
 
 # ruff: noqa: F401  (this module only re-exports)
 from tfc.ops.argminmax import argmax, argmin
-from tfc.ops.einsum import tensordot
 from tfc.ops.logic import (
     equal,
     greater,
@@ -72,7 +71,6 @@ from tfc.ops.math import (
 )
 from tfc.ops.math import div_no_nan as divide_no_nan
 from tfc.ops.nn import log_softmax, softmax, softplus
-from tfc.ops.norms import global_norm
 from tfc.ops.reduce import (
     count_nonzero,
     is_non_decreasing,
