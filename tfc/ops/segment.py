@@ -14,6 +14,7 @@ and min) for the unsorted ones.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -66,8 +67,8 @@ def _highest(dtype: _dt.DType) -> Any:
 # the value of a segment no row falls in: for the unsorted ops the fold's identity (the lowest
 # or highest finite value for max and min), for the sorted ones 0 (1 for a product)
 _UNSORTED_EMPTY = {"Sum": lambda d: 0, "Prod": lambda d: 1, "Max": _lowest, "Min": _highest}
-# NaN wins a max or a min, as in tfc_max / tfc_min
 _SORTED_EMPTY = {"Sum": 0, "Mean": 0, "Max": 0, "Min": 0, "Prod": 1}
+# NaN wins a max or a min, as in tfc_max / tfc_min
 _NUMPY_FOLD = {"Sum": np.add, "Prod": np.multiply, "Max": np.maximum, "Min": np.minimum}
 
 
@@ -126,9 +127,7 @@ def _unsorted_reference(ctx: OpContext, data, ids, num) -> np.ndarray:
         )
     kind = ctx.type[len("UnsortedSegment") :]
     dtype = ctx.in_dtypes[0]
-    empty = _UNSORTED_EMPTY[kind](dtype)
-    out, counts = _fold_rows(kind, data, ids, num, empty)
-    out[counts == 0] = empty
+    out, _ = _fold_rows(kind, data, ids, num, _UNSORTED_EMPTY[kind](dtype))
     return out.reshape(ctx.out_shapes[0])
 
 
@@ -249,7 +248,6 @@ def _sorted_reference(ctx: OpContext, data, ids) -> np.ndarray:
         with np.errstate(all="ignore"):
             mean = out / np.maximum(counts, 1)[:, None]
         out = mean.astype(data.dtype) if data.dtype.kind == "f" else _c_division(out, counts)
-    out[counts == 0] = _SORTED_EMPTY[kind]
     return out.reshape(ctx.out_shapes[0])
 
 
@@ -353,7 +351,7 @@ for _kind, _grad in (
 
 
 # -- frontends ------------------------------------------------------------------------------------
-def _sorted_frontend(kind: str):
+def _sorted_frontend(kind: str) -> Callable[..., Tensor]:
     op_type = f"Segment{kind}"
 
     def fn(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
@@ -370,7 +368,7 @@ def _sorted_frontend(kind: str):
     return fn
 
 
-def _unsorted_frontend(kind: str):
+def _unsorted_frontend(kind: str) -> Callable[..., Tensor]:
     op_type = f"UnsortedSegment{kind}"
 
     def fn(data: Any, segment_ids: Any, num_segments: Any, name: str | None = None) -> Tensor:

@@ -28,15 +28,19 @@ _RANGE_DTYPES = (_dt.int32, _dt.int64, _dt.float32, _dt.float64)  # widening ord
 
 # -- Range ----------------------------------------------------------------------------------------
 def range_length(ctx: OpContext, start: Any, limit: Any, delta: Any) -> int:
-    """The number of elements of range(start, limit, delta), with TF's errors."""
-    start, limit, delta = (np.asarray(v).reshape(()).item() for v in (start, limit, delta))
+    """The number of elements of range(start, limit, delta), with TF's errors; for floats
+    ceil(|limit - start| / |delta|) computed in the dtype, as TF's kernel does."""
+    dtype = ctx.in_dtypes[0]
+    start, limit, delta = (np.asarray(v, dtype.np).reshape(())[()] for v in (start, limit, delta))
+    if dtype.is_integer:
+        start, limit, delta = int(start), int(limit), int(delta)
     if delta == 0:
         raise ctx.error("Requires delta != 0: 0")
     if delta > 0 and start > limit:
         raise ctx.error(f"Requires start <= limit when delta > 0: {start}/{limit}")
     if delta < 0 and start < limit:
         raise ctx.error(f"Requires start >= limit when delta < 0: {start}/{limit}")
-    if ctx.in_dtypes[0].is_integer:
+    if dtype.is_integer:
         return (abs(limit - start) + abs(delta) - 1) // abs(delta)
     return math.ceil(abs((limit - start) / delta))
 
