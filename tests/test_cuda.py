@@ -41,6 +41,8 @@ OP_TEST_MODULES = [
     "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
     "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics", "test_ops_topk",
     "test_ops_normalization", "test_ops_conv_composite", "test_ops_embedding",
+    "test_ops_special", "test_ops_scan", "test_ops_sequences", "test_ops_segment",
+    "test_ops_einsum", "test_ops_norms",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}

@@ -365,6 +365,78 @@ CASES = [
     ),
 ]
 
+# issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division
+# flavours
+CASES += [
+    C("Acos", tf.acos, uniform(-0.8, 0.8, 2, 3)),
+    C("Asin", tf.asin, uniform(-0.8, 0.8, 2, 3)),
+    C("Atan", tf.atan, normal(2, 3) * 2),
+    C("Atan2", tf.atan2, normal(2, 3), away(3)),
+    C("Sinh", tf.sinh, normal(2, 3)),
+    C("Cosh", tf.cosh, normal(2, 3)),
+    C("Asinh", tf.asinh, normal(2, 3) * 2),
+    C("Acosh", tf.acosh, uniform(1.2, 4, 2, 3)),
+    C("Atanh", tf.atanh, uniform(-0.8, 0.8, 2, 3)),
+    C("Erf", tf.erf, normal(2, 3)),
+    C("Erfc", tf.erfc, normal(2, 3)),
+    C("Lgamma", tf.lgamma, uniform(0.3, 5, 2, 3)),
+    C("Lgamma-negative", tf.lgamma, uniform(-2.8, -2.2, 2, 3)),
+    C("Digamma", tf.digamma, uniform(0.3, 5, 2, 3)),
+    C("Polygamma", lambda x: tf.polygamma(tf.ones_like(x) * 2.0, x), uniform(0.5, 4, 2, 3)),
+    C("Zeta", lambda q: tf.zeta(tf.ones_like(q) * 3.0, q), uniform(0.5, 4, 2, 3)),
+    C("Lgamma-second", _second(tf.lgamma), uniform(0.5, 4, 2, 3), normal(2, 3)),
+    C("Rint", tf.rint, np.array([[0.2, 1.3, -2.1], [3.7, -0.9, 0.05]])),
+    C("DivNoNan", tf.div_no_nan, normal(2, 3), away(3)),
+    C("Xlogy", tf.math.xlogy, away(2, 3), positive(3)),
+    C("Xdivy", tf.math.xdivy, away(2, 3), away(2, 3)),
+    C("Xlog1py", tf.math.xlog1py, away(2, 3), positive(2, 3)),
+    C("MulNoNan", tf.math.multiply_no_nan, normal(2, 3), away(3)),
+    C("lbeta", tf.lbeta, uniform(0.5, 3, 2, 3)),
+]  # fmt: skip
+
+# running sums and products, segment reductions, linspace
+SEGMENT_IDS = np.array([0, 0, 2, 3, 3], np.int32)
+UNSORTED_IDS = np.array([2, -1, 0, 2, 1], np.int32)
+WITH_ZEROS = np.array([[0.5, -1.25], [0.0, 1.5], [2.0, 0.0], [0.0, 0.75], [0.0, 1.25]])
+CASES += [
+    C("Cumsum", lambda a: tf.cumsum(a, axis=1), normal(3, 4), dims=((None, 4),)),
+    C("Cumsum-exclusive-reverse", lambda a: tf.cumsum(a, 0, True, True), normal(3, 4)),
+    C("Cumprod", lambda a: tf.cumprod(a, axis=1), away(3, 4, lo=0.5, hi=1.5)),
+    C("Cumprod-exclusive-reverse", lambda a: tf.cumprod(a, 0, True, True), away(3, 4, lo=0.5)),
+    C("SegmentSum", lambda d: tf.segment_sum(d, SEGMENT_IDS), normal(5, 2)),
+    C("SegmentMean", lambda d: tf.segment_mean(d, SEGMENT_IDS), normal(5, 2)),
+    C("SegmentMax", lambda d: tf.segment_max(d, SEGMENT_IDS), distinct(5, 2)),
+    C("SegmentMin", lambda d: tf.segment_min(d, SEGMENT_IDS), distinct(5, 2)),
+    C("SegmentProd", lambda d: tf.segment_prod(d, SEGMENT_IDS), away(5, 2, lo=0.5, hi=1.5)),
+    C("SegmentProd-zeros", lambda d: tf.segment_prod(d, SEGMENT_IDS), WITH_ZEROS),
+    C("UnsortedSegmentMax", lambda d: tf.unsorted_segment_max(d, UNSORTED_IDS, 3), distinct(5, 2)),
+    C("UnsortedSegmentMin", lambda d: tf.unsorted_segment_min(d, UNSORTED_IDS, 3), distinct(5, 2)),
+    C(
+        "UnsortedSegmentProd",
+        lambda d: tf.unsorted_segment_prod(d, UNSORTED_IDS, 3),
+        away(5, 2, lo=0.5, hi=1.5),
+    ),
+    C("UnsortedSegmentProd-zeros", lambda d: tf.unsorted_segment_prod(d, SEGMENT_IDS, 4),
+      WITH_ZEROS),
+    C("unsorted_segment_sqrt_n", lambda d: tf.unsorted_segment_sqrt_n(d, UNSORTED_IDS, 4),
+      normal(5, 2)),
+    C("linspace", lambda a, b: tf.linspace(a, b, 5), normal(), normal()),
+]  # fmt: skip
+
+# composites whose gradients come from their parts: logsumexp, einsum, norms, clipping
+CASES += [
+    C("reduce_logsumexp", lambda a: tf.reduce_logsumexp(a, axis=1), normal(3, 4) * 3),
+    C("einsum", lambda a, b: tf.einsum("bij,bkj->bik", a, b), normal(2, 3, 4), normal(2, 5, 4)),
+    C("einsum-diagonal", lambda a: tf.einsum("iji->j", a), normal(3, 2, 3)),
+    C("tensordot", lambda a, b: tf.tensordot(a, b, [[0, 2], [2, 0]]), normal(2, 3, 4),
+      normal(4, 5, 2)),
+    C("norm", lambda a: tf.norm(a, axis=1), normal(3, 4)),
+    C("norm-p3", lambda a: tf.norm(a, ord=3, axis=0), away(3, 4)),
+    C("clip_by_norm", lambda a: tf.clip_by_norm(a, 1.0), normal(3, 4)),
+    C("clip_by_global_norm", lambda a, b: tf.clip_by_global_norm([a, b], 1.0)[0], normal(3, 4),
+      normal(2)),
+]  # fmt: skip
+
 
 def _other(t: tf.Tensor):
     return tf.float32 if t.dtype == tf.float64 else tf.float64

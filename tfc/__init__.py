@@ -56,3 +56,10 @@ from tfc.ops.operators import install_operators as _install_operators
 _install_operators(Tensor, Variable)
 newaxis = None
 from tfc.aot import compile
+from tfc.ops.special import *
+from tfc.ops.scan import *
+from tfc.ops.sequences import *
+from tfc.ops.segment import *
+from tfc.ops.einsum import *
+from tfc.ops.norms import *
+from tfc import math

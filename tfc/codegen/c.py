@@ -18,13 +18,16 @@ from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import (
     ArgReduceSpec,
     ConvSpec,
+    CumulativeSpec,
     GemmSpec,
     Geometry,
     IndexSpec,
     Kernel,
+    RangeSpec,
     ReduceSpec,
     RowSpec,
     ScanSpec,
+    SegmentSpec,
     WindowSpec,
     c_literal,
     c_string,
@@ -329,6 +332,69 @@ def argreduce_kernel(kernel: Kernel) -> KernelTemplate:
     }
 
 
+def cumulative_data(spec: CumulativeSpec) -> dict:
+    """A running fold along [outer, n, inner]: step k of a line (k = 1..n-1) writes position
+    pos(k) from pos(k - 1) and the element at pos(k) (pos(k - 1) when exclusive); pos(k) is k,
+    or n - 1 - k in reverse. The offsets are C expressions of k, scaled by `inner`."""
+    n, inner = spec.n, spec.inner
+    if spec.reverse:
+        first, here, prev = n - 1, f"({n - 1} - k) * {inner}", f"({n} - k) * {inner}"
+    else:
+        first, here, prev = 0, f"k * {inner}", f"(k - 1) * {inner}"
+    first_at = first * inner
+    return {
+        "ctype": spec.dtype.c_type,
+        "outer": spec.outer,
+        "n": n,
+        "inner": inner,
+        "line": n * inner,
+        "first_at": first_at,
+        "first": spec.init if spec.exclusive else f"xo[{first_at} + i]",
+        "x_at": prev if spec.exclusive else here,
+        "y_at": here,
+        "prev_at": prev,
+        "combine": spec.combine.format(a="yp[i]", b="xk[i]"),
+    }
+
+
+def cumulative_kernel(kernel: Kernel) -> KernelTemplate:
+    return "cumulative", cumulative_data(kernel.spec)
+
+
+def range_value(spec: RangeSpec, index: str) -> str:
+    """The C expression of element `index` of a Range."""
+    return f"{spec.start} + ({spec.dtype.c_type}){index} * {spec.delta}"
+
+
+def range_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: RangeSpec = kernel.spec
+    return "range", {"count": spec.count, "value": range_value(spec, "i")}
+
+
+def segment_kernel(kernel: Kernel) -> KernelTemplate:
+    """segment_reduce (ids checked, negative ones dropped), segment_sorted (compile-time ids:
+    runs of equal ids, each finished by `finalize`), bincount; the check alone for rows of
+    no values (no pointer is offset from a NULL buffer)."""
+    spec: SegmentSpec = kernel.spec
+    # bincount adds each row's weight w[i] at y[v]; the others fold src[j] into dst[j]
+    a, b = ("y[v]", "w[i]") if kernel.template == "bincount" else ("dst[j]", "src[j]")
+    data = dict(
+        spec.__dict__,
+        ctype=spec.dtype.c_type,
+        combine=spec.combine.format(a=a, b=b),
+        finalize=[]
+        if spec.finalize is None
+        else [
+            f"for (int64_t j = 0; j < {spec.inner}; ++j) dst[j] = "
+            + spec.finalize.format(a="dst[j]", n="n")
+            + ";"
+        ],
+    )
+    if kernel.template == "segment_reduce" and spec.inner == 0:
+        return "segment_reduce_check", data
+    return kernel.template, data
+
+
 _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "loop": loop_kernel,
     "reduce": reduce_kernel,
@@ -350,6 +416,11 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
+    "cumulative": cumulative_kernel,
+    "range": range_kernel,
+    "segment_reduce": segment_kernel,
+    "segment_sorted": segment_kernel,
+    "bincount": segment_kernel,
 }
 
 

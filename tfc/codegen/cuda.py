@@ -440,6 +440,18 @@ def program_parts(data: dict) -> dict:
     }
 
 
+# -- running folds, ranges: a thread per line, per element ----------------------------------------
+def cumulative_kernel(kernel: Kernel) -> KernelTemplate:
+    """A thread per line of the fold (the C kernel's order along it)."""
+    spec = kernel.spec
+    return "cumulative", c.cumulative_data(spec) | grid(spec.outer * spec.inner)
+
+
+def range_kernel(kernel: Kernel) -> KernelTemplate:
+    spec = kernel.spec
+    return "loop", {"body": [f"y[t] = {c.range_value(spec, 't')};"], **grid(spec.count)}
+
+
 _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "loop": loop_kernel,
     "reduce": reduce_kernel,
@@ -450,4 +462,6 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "in_top_k": rows_kernel,
     "conv2d": conv_kernel,
     "fused": fusion.cuda_fused,
+    "cumulative": cumulative_kernel,
+    "range": range_kernel,
 }

@@ -234,6 +234,51 @@ class ArgReduceSpec:
     better: str
 
 
+@dataclass(frozen=True)
+class CumulativeSpec:
+    """A running sum or product along the middle dim of [outer, n, inner] (kind "cumulative"):
+    each line of n values is folded in order by `combine` ({a} the running value, {b} the
+    element), starting from the first element (or from `init` when `exclusive`: each output
+    then leaves its own element out); `reverse` runs each line from its end."""
+
+    dtype: _dt.DType
+    outer: int
+    n: int
+    inner: int
+    combine: str
+    init: str
+    exclusive: bool
+    reverse: bool
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """y[i] = start + i * delta for i < count (kind "range"): start and delta as C literals."""
+
+    dtype: _dt.DType
+    count: int
+    start: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class SegmentSpec:
+    """Rows of `inner` values folded into the segments their ids name (kinds "segment_reduce",
+    "segment_sorted", "bincount"): `count` ids below `limit`, `total` output elements, each
+    segment starting from `empty`; `combine` folds element {b} into {a}; `finalize` ({a} the
+    folded value, {n} the rows in its segment) finishes a sorted segment (a mean)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    count: int
+    limit: int
+    inner: int
+    total: int
+    combine: str
+    empty: str
+    finalize: str | None = None
+
+
 # -- building specs -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Operand:
