@@ -32,6 +32,9 @@ from tfc.ops.array import *
 from tfc.ops.reduce import *
 from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
+from tfc.ops.linalg_structure import *
+from tfc.ops.linalg_solve import *
+from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
@@ -42,6 +45,7 @@ from tfc.init_ops import *
 from tfc.ops.numerics import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
+from tfc import linalg
 from tfc import estimator
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions
