@@ -43,10 +43,14 @@ from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
+from tfc.ops.nn import log_sigmoid
+from tfc.ops.sequence_mask import sequence_mask
 from tfc.autodiff.gradients import AggregationMethod, gradients
+from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import linalg
 from tfc import estimator
+from tfc import contrib
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions
 from tfc.backend.device_array import DeviceArray

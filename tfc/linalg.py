@@ -1,6 +1,7 @@
 """`tf.linalg`: TF1's linear algebra namespace, over tfc's matrix ops (tfc/ops/linalg*.py).
 
-Most names are TF's second names for top-level ops (`tf.linalg.inv` is `tf.matrix_inverse`);
+Most names are TF's second names for top-level ops (`tf.linalg.inv` is `tf.matrix_inverse`,
+`tf.linalg.l2_normalize` is `tf.nn.l2_normalize`);
 `adjoint`, `logdet`, `matvec`, `pinv` and `matrix_rank` are small composites, as in TF.
 """
 
@@ -39,6 +40,7 @@ from tfc.ops.linalg_structure import diag as tensor_diag
 from tfc.ops.linalg_structure import diag_part as tensor_diag_part
 from tfc.ops.logic import where
 from tfc.ops.math import cast, log, reciprocal
+from tfc.ops.normalization import l2_normalize
 from tfc.ops.reduce import reduce_max, reduce_sum
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "eigvalsh",
     "eye",
     "inv",
+    "l2_normalize",
     "logdet",
     "lstsq",
     "matmul",

@@ -148,6 +148,14 @@ def sparse_xent_kernel(kernel: Kernel) -> KernelTemplate:
     return "sparse_xent", data
 
 
+def top_k_kernel(kernel: Kernel) -> KernelTemplate:
+    return "top_k", rows_data(kernel.spec)
+
+
+def in_top_k_kernel(kernel: Kernel) -> KernelTemplate:
+    return "in_top_k", rows_data(kernel.spec)
+
+
 # -- convolutions and pools ---------------------------------------------------------------------
 # the fields of tfc_conv_plan (runtime/include/tfc_conv.h), in order
 PLAN_FIELDS = (
@@ -386,6 +394,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "softmax": softmax_kernel,
     "softmax_grad": softmax_grad_kernel,
     "sparse_xent": sparse_xent_kernel,
+    "top_k": top_k_kernel,
+    "in_top_k": in_top_k_kernel,
     "conv2d": conv_kernel,
     "max_pool": max_pool_kernel,
     "max_pool_grad": max_pool_grad_kernel,

@@ -121,7 +121,7 @@ def matmul_kernel(kernel: Kernel) -> KernelTemplate:
 
 
 def rows_kernel(kernel: Kernel) -> KernelTemplate:
-    """softmax, sparse_xent: a thread per row, over the C kernel's data."""
+    """softmax, sparse_xent, top_k, in_top_k: a thread per row, over the C kernel's data."""
     _, data = c.kernel_template(kernel)
     return kernel.template, data | grid(kernel.spec.rows, 128)
 
@@ -495,6 +495,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "matmul": matmul_kernel,
     "softmax": rows_kernel,
     "sparse_xent": rows_kernel,
+    "top_k": rows_kernel,
+    "in_top_k": rows_kernel,
     "conv2d": conv_kernel,
     "fused": fusion.cuda_fused,
     "linalg": linalg_kernel,

@@ -25,5 +25,6 @@ from tfc.ops import (  # noqa: F401
     registry,
     sendrecv,
     state,
+    topk,
     training_ops,
 )
