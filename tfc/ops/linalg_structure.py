@@ -169,7 +169,7 @@ def _check_align(ctx: OpContext) -> None:
         raise ctx.error(f"align must be one of {', '.join(_ALIGNS)}, got '{align}'")
 
 
-def diagonal_length(rows: int | None, cols: int | None, k: int | None) -> int | None:
+def _diagonal_length(rows: int | None, cols: int | None, k: int | None) -> int | None:
     """The number of entries of diagonal k of a rows x cols matrix."""
     if rows is None or cols is None or k is None:
         return None
@@ -191,7 +191,7 @@ def _check_k_in_range(ctx: OpContext, rows: int | None, cols: int | None, k: int
         )
 
 
-def diag_rows_cols(length: int, k: int, rows: int, cols: int) -> tuple[int, int]:
+def _diag_rows_cols(length: int, k: int, rows: int, cols: int) -> tuple[int, int]:
     """MatrixDiagV3's output rows and columns for a diagonal of `length` at k: TF's defaults
     for -1, and its check that given ones fit (ValueError with TF's message)."""
     min_rows, min_cols = length + max(-k, 0), length + max(k, 0)
@@ -225,7 +225,7 @@ def _matrix_diag_infer(ctx: OpContext) -> list:
         return [(dtype, None)]
     if shape[-1] is not None and k is not None and rows is not None and cols is not None:
         try:
-            rows, cols = diag_rows_cols(shape[-1], k, rows, cols)
+            rows, cols = _diag_rows_cols(shape[-1], k, rows, cols)
         except ValueError as e:
             raise ctx.error(str(e)) from None
     else:
@@ -236,7 +236,7 @@ def _matrix_diag_infer(ctx: OpContext) -> list:
 
 def _matrix_diag_reference(ctx, diagonal, k, num_rows, num_cols, padding):
     k = int(np.asarray(k).reshape(-1)[0])
-    rows, cols = diag_rows_cols(diagonal.shape[-1], k, int(num_rows), int(num_cols))
+    rows, cols = _diag_rows_cols(diagonal.shape[-1], k, int(num_rows), int(num_cols))
     out = np.full((*diagonal.shape[:-1], rows, cols), padding, dtype=diagonal.dtype)
     idx = np.arange(diagonal.shape[-1])
     out[..., idx + max(-k, 0), idx + max(k, 0)] = diagonal
@@ -285,12 +285,12 @@ def _diag_part_infer(ctx: OpContext) -> list:
     if shape is None:
         return [(ctx.in_dtypes[0], None)]
     _check_k_in_range(ctx, shape[-2], shape[-1], k)
-    return [(ctx.in_dtypes[0], (*shape[:-2], diagonal_length(shape[-2], shape[-1], k)))]
+    return [(ctx.in_dtypes[0], (*shape[:-2], _diagonal_length(shape[-2], shape[-1], k)))]
 
 
 def _diag_part_reference(ctx, x, k, padding):
     k = int(np.asarray(k).reshape(-1)[0])
-    idx = np.arange(diagonal_length(x.shape[-2], x.shape[-1], k))
+    idx = np.arange(_diagonal_length(x.shape[-2], x.shape[-1], k))
     return np.array(x[..., idx + max(-k, 0), idx + max(k, 0)])
 
 
@@ -325,7 +325,7 @@ def _set_diag_infer(ctx: OpContext) -> list:
     if shape is None:
         return [(ctx.in_dtypes[0], None)]
     _check_k_in_range(ctx, shape[-2], shape[-1], k)
-    expected = (*shape[:-2], diagonal_length(shape[-2], shape[-1], k))
+    expected = (*shape[:-2], _diagonal_length(shape[-2], shape[-1], k))
     if diagonal is not None:
         fits = len(diagonal) == len(expected) and all(
             a is None or b is None or a == b for a, b in zip(diagonal, expected)
