@@ -117,6 +117,31 @@ def _second(fn):
     return build
 
 
+def invertible(*shape):
+    """[..., n, n] matrices with singular values in [0.5, 2] (condition <= 4)."""
+    n = shape[-1]
+    q1, _ = np.linalg.qr(RNG.standard_normal((*shape[:-2], n, n)))
+    q2, _ = np.linalg.qr(RNG.standard_normal((*shape[:-2], n, n)))
+    return _f32(q1 @ (RNG.uniform(0.5, 2.0, (*shape[:-2], n, 1)) * q2))
+
+
+def diagonal_heavy(*shape):
+    """[..., n, n] matrices near 2 I: every triangle of them is well conditioned."""
+    return _f32(2.0 * np.eye(shape[-1]) + 0.3 * RNG.standard_normal(shape))
+
+
+def spread_symmetric(*shape):
+    """Symmetric [..., n, n] matrices whose eigenvalues are at least 0.8 apart."""
+    n = shape[-1]
+    q, _ = np.linalg.qr(RNG.standard_normal((*shape[:-2], n, n)))
+    e = np.arange(n) - (n - 1) / 2 + RNG.uniform(-0.1, 0.1, (*shape[:-2], n))
+    return _f32(q @ (e[..., :, None] * np.swapaxes(q, -1, -2)))
+
+
+def eye2(x) -> tf.Tensor:
+    return tf.eye(x.shape.as_tuple()[-1], dtype=x.dtype) * 2.0
+
+
 COND = RNG.random((2, 3)) < 0.5
 CONV_S2_SAME = dict(strides=[1, 2, 2, 1], padding="SAME")
 POOL_K3_S2_SAME = dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")
@@ -363,6 +388,55 @@ CASES = [
         lambda d: op("AvgPoolGrad", np.array([1, 5, 5, 2], np.int32), d, **POOL_K3_S2_SAME),
         normal(1, 3, 3, 2),
     ),
+    # linear algebra: inputs far from singular; eigen- and singular vectors enter squared (their
+    # signs are each algorithm's own); Cholesky sees a symmetric x x^T + 2 I
+    C("MatrixInverse", tf.matrix_inverse, invertible(3, 3)),
+    C("MatrixInverse-adjoint", lambda a: tf.matrix_inverse(a, adjoint=True), invertible(2, 3, 3)),
+    C("MatrixDeterminant", tf.matrix_determinant, invertible(2, 3, 3)),
+    C("LogMatrixDeterminant", lambda a: tf.linalg.slogdet(a)[1], invertible(3, 3)),
+    C(
+        "Cholesky",
+        lambda x: tf.cholesky(tf.matmul(x, x, transpose_b=True) + eye2(x)),
+        normal(2, 3, 3),
+    ),
+    C("MatrixSolve", tf.matrix_solve, invertible(2, 3, 3), normal(2, 3, 2)),
+    C(
+        "MatrixSolve-adjoint",
+        lambda a, b: tf.matrix_solve(a, b, adjoint=True),
+        invertible(3, 3),
+        normal(3, 1),
+    ),
+    C("MatrixTriangularSolve", tf.matrix_triangular_solve, diagonal_heavy(3, 3), normal(3, 2)),
+    C(
+        "MatrixTriangularSolve-upper-adjoint",
+        lambda a, b: tf.matrix_triangular_solve(a, b, lower=False, adjoint=True),
+        diagonal_heavy(2, 3, 3),
+        normal(2, 3, 2),
+    ),
+    C(
+        "MatrixTriangularSolve-broadcast",
+        tf.matrix_triangular_solve,
+        diagonal_heavy(3, 3),
+        normal(2, 3, 2),
+    ),
+    C("Qr", tf.qr, normal(4, 3)),
+    C("Qr-wide", tf.qr, normal(2, 2, 4)),
+    C(
+        "SelfAdjointEigV2",
+        lambda a: [tf.self_adjoint_eig(a)[0], tf.square(tf.self_adjoint_eig(a)[1])],
+        spread_symmetric(2, 3, 3),
+    ),
+    C("SelfAdjointEigV2-values", tf.self_adjoint_eigvals, spread_symmetric(4, 4)),
+    C("Svd", lambda a: [t * t for t in tf.svd(a)], normal(2, 4, 3)),
+    C("Svd-wide-full", lambda a: [t * t for t in tf.svd(a, full_matrices=True)], normal(3, 4)),
+    C("Svd-values", lambda a: tf.svd(a, compute_uv=False), normal(3, 5)),
+    C("MatrixBandPart", lambda a: tf.matrix_band_part(a, 1, 0), normal(2, 3, 4)),
+    C("MatrixDiagV3", lambda d: tf.matrix_diag(d, k=1), normal(2, 3)),
+    C("MatrixDiagPartV3", lambda a: tf.matrix_diag_part(a, k=-1), normal(2, 3, 4)),
+    C("MatrixSetDiagV3", tf.matrix_set_diag, normal(2, 3, 3), normal(2, 3)),
+    C("Diag", tf.diag, normal(2, 2)),
+    C("DiagPart", tf.diag_part, normal(2, 3, 2, 3)),
+    C("Cross", tf.cross, normal(4, 3), normal(4, 3)),
 ]
 
 # issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division

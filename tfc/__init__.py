@@ -32,6 +32,9 @@ from tfc.ops.array import *
 from tfc.ops.reduce import *
 from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
+from tfc.ops.linalg_structure import *
+from tfc.ops.linalg_solve import *
+from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
@@ -45,6 +48,7 @@ from tfc.ops.sequence_mask import sequence_mask
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
+from tfc import linalg
 from tfc import estimator
 from tfc import contrib
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads

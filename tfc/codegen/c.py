@@ -17,12 +17,14 @@ from tfc.codegen.loops import index_expr, loop_lines, loop_statements
 from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import (
     ArgReduceSpec,
+    BandSpec,
     ConvSpec,
     CumulativeSpec,
     GemmSpec,
     Geometry,
     IndexSpec,
     Kernel,
+    MatrixSpec,
     RangeSpec,
     ReduceSpec,
     RowSpec,
@@ -395,6 +397,61 @@ def segment_kernel(kernel: Kernel) -> KernelTemplate:
     return kernel.template, data
 
 
+# -- linear algebra ------------------------------------------------------------------------------
+def linalg_call(kernel: Kernel, names: list[str]) -> str:
+    """The call of the tfc_linalg.h routine for the matrix at batch point `names`: its sizes,
+    then each param offset to that matrix (the CUDA target's thread makes the same call)."""
+    spec: MatrixSpec = kernel.spec
+    args = [str(size) for size in spec.sizes]
+    for p, strides in zip(kernel.params, spec.strides):
+        offset = index_expr(strides, names)
+        args.append(p.name if offset == "0" else f"{p.name} + {offset}")
+    return f"tfc_linalg_{spec.routine}_{type_tag(spec.dtype)}({', '.join(args)})"
+
+
+def linalg_kernel(kernel: Kernel) -> KernelTemplate:
+    """A loop over the batch calling the routine once per matrix; the first that fails stops
+    the run with the spec's message."""
+    spec: MatrixSpec = kernel.spec
+    names = [f"b{k}" for k in range(len(spec.batch))]
+    opens, indent, closes = loop_lines(spec.batch, names)
+    call = linalg_call(kernel, names)
+    if spec.message is None:
+        lines = [f"{indent}{call};"]
+    else:
+        error = f"tfc_error_set(err, TFC_ERR_INVALID_ARGUMENT, {c_string(spec.message)})"
+        lines = [f"{indent}if ({call} != 0) return {error};"]
+    body = [*opens, *lines, *closes]
+    if kernel.can_fail:
+        body.append("    return TFC_OK;")
+    return "body", {"body": body}
+
+
+def band_bounds(spec: BandSpec) -> tuple[str, str]:
+    """The C expressions of row i's band, columns [lo, hi)."""
+    lo = "0" if spec.lower < 0 else f"i - {spec.lower}"
+    hi = str(spec.cols) if spec.upper < 0 else f"i + {spec.upper + 1}"
+    return lo, hi
+
+
+def band_part_kernel(kernel: Kernel) -> KernelTemplate:
+    """Row by row: the band's columns copied, the others zeroed (a select the compiler turns
+    into vector blends)."""
+    spec: BandSpec = kernel.spec
+    lo, hi = band_bounds(spec)
+    cols, ct = spec.cols, spec.dtype.c_type
+    row = f"i = r % {spec.rows}, " if spec.lower >= 0 or spec.upper >= 0 else ""
+    return "body", {
+        "body": [
+            f"    for (int64_t r = 0; r < {spec.batch * spec.rows}; ++r) {{",
+            f"        const int64_t {row}lo = {lo}, hi = {hi};",
+            f"        for (int64_t j = 0; j < {cols}; ++j)",
+            f"            y[r * {cols} + j] = j >= lo && j < hi ? x0[r * {cols} + j] : ({ct})0;",
+            "    }",
+        ]
+    }
+
+
 _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "loop": loop_kernel,
     "reduce": reduce_kernel,
@@ -421,6 +478,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "segment_reduce": segment_kernel,
     "segment_sorted": segment_kernel,
     "bincount": segment_kernel,
+    "linalg": linalg_kernel,
+    "band_part": band_part_kernel,
 }
 
 
