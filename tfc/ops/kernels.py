@@ -279,6 +279,7 @@ class SegmentSpec:
     finalize: str | None = None
 
 
+@dataclass(frozen=True)
 class MatrixSpec:
     """One routine of runtime/include/tfc_linalg.h called for every matrix of a batch (kind
     "linalg"): tfc_linalg_<routine>_<tag>(*sizes, *params), param k offset by strides[k] along
