@@ -287,11 +287,13 @@ def _shrink(prox: np.ndarray, threshold: Any, l1: Any, denominator: Any) -> np.n
     return prox / denominator
 
 
-# sign(p) * max(|p| - t, 0) / d, or p / d without l1 (the C of _shrink)
-_SHRINK_C = (
-    "{var} = l1 > 0 ? (({T})(prox > 0) - ({T})(prox < 0)) * fmax{sfx}(fabs{sfx}(prox) - {t}, 0)"
-    " / ({d}) : prox / ({d});"
-)
+# sign(p) * max(|p| - t, 0) / d, or p / d without l1 (the C of _shrink; the max keeps a NaN,
+# as Eigen's and NumPy's do and fmax does not)
+_SHRINK_C = [
+    "const {T} excess = fabs{sfx}(prox) - {t};",
+    "{var} = l1 > 0 ? (({T})(prox > 0) - ({T})(prox < 0)) * (excess < 0 ? 0 : excess) / ({d})"
+    " : prox / ({d});",
+]
 
 
 def _proximal_sgd(x: dict, attrs: dict) -> dict:
@@ -302,7 +304,10 @@ def _proximal_sgd(x: dict, attrs: dict) -> dict:
 
 _PROXIMAL_SGD_C = [
     "const {T} prox = {var} - delta * alpha;",
-    _SHRINK_C.format(var="{var}", T="{T}", sfx="{sfx}", t="alpha * l1", d="{one} + l2 * alpha"),
+    *(
+        line.format(var="{var}", T="{T}", sfx="{sfx}", t="alpha * l1", d="{one} + l2 * alpha")
+        for line in _SHRINK_C
+    ),
 ]
 
 
@@ -318,7 +323,10 @@ _PROXIMAL_ADAGRAD_C = [
     "{accum} += grad * grad;",
     "const {T} rate = lr * ({one} / sqrt{sfx}({accum}));",
     "const {T} prox = {var} - grad * rate;",
-    _SHRINK_C.format(var="{var}", T="{T}", sfx="{sfx}", t="rate * l1", d="{one} + l2 * rate"),
+    *(
+        line.format(var="{var}", T="{T}", sfx="{sfx}", t="rate * l1", d="{one} + l2 * rate")
+        for line in _SHRINK_C
+    ),
 ]
 
 
@@ -372,9 +380,10 @@ _ADAGRAD_DA_C = [
     "{gradient_squared_accumulator} += grad * grad;",
     "const {T} step = ({T})(float)global_step;",
     "const {T} denominator = l2 * step * lr + sqrt{sfx}({gradient_squared_accumulator});",
+    "const {T} excess = fabs{sfx}({gradient_accumulator}) - step * l1;",
     "{var} = l1 > 0 ? lr * -{one} * (({T})({gradient_accumulator} > 0) - "
-    "({T})({gradient_accumulator} < 0)) * fmax{sfx}(fabs{sfx}({gradient_accumulator}) - step * "
-    "l1, 0) / denominator : lr * {gradient_accumulator} * -{one} / denominator;",
+    "({T})({gradient_accumulator} < 0)) * (excess < 0 ? 0 : excess) / denominator"
+    " : lr * {gradient_accumulator} * -{one} / denominator;",
 ]
 
 
