@@ -133,13 +133,18 @@ def test_hooks_chief_only_hooks_and_their_calls(tmp_path):
     assert {c[0] for c in calls} == {"hook"}
 
 
-def test_a_worker_waits_for_a_ready_model_then_gives_up(tmp_path):
+def test_a_worker_whose_model_no_local_init_makes_ready_fails_at_once(tmp_path):
     w, step, train = _model()
-    creator = tf.train.WorkerSessionCreator(max_wait_secs=0.1)
+    creator = tf.train.WorkerSessionCreator()  # TF1 would wait 30 minutes for a chief
     start = time.monotonic()
-    with pytest.raises(tf.errors.DeadlineExceededError, match="not ready after waiting"):
+    with pytest.raises(tf.errors.DeadlineExceededError) as raised:
         tf.train.MonitoredSession(session_creator=creator)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 10
+    message = str(raised.value)
+    assert "Variables not initialized: w, global_step" in message
+    assert (
+        "cannot become ready by waiting" in message and "tfc compile MODEL.py --cluster" in message
+    )
 
 
 def test_master_is_a_local_server_or_a_clear_error():

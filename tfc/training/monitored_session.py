@@ -81,8 +81,9 @@ class ChiefSessionCreator(SessionCreator):
 
 
 class WorkerSessionCreator(SessionCreator):
-    """A non-chief worker's session: it waits (up to `max_wait_secs`) until the model is ready,
-    running only the local init op (SessionManager.wait_for_session)."""
+    """A non-chief worker's session: one the local init op alone makes ready (TF1 waits up to
+    `max_wait_secs` for the chief to initialize the rest; see SessionManager.wait_for_session
+    for why tfc does not)."""
 
     def __init__(
         self,
@@ -441,8 +442,8 @@ def MonitoredTrainingSession(  # noqa: N802 - TF1's name for this factory
     checkpoint, and runs `chief_only_hooks`, a StepCounterHook logging the global steps per
     second every `log_step_count_steps` steps (with a checkpoint or summary directory), and a
     CheckpointSaverHook saving into `checkpoint_dir` every `save_checkpoint_secs` seconds
-    (default 600) or `save_checkpoint_steps` steps, then `hooks`. Other workers wait for a
-    ready model (WorkerSessionCreator) and run `hooks` only.
+    (default 600) or `save_checkpoint_steps` steps, then `hooks`. Other workers take a session
+    their local init op makes ready (WorkerSessionCreator) and run `hooks` only.
 
     `save_summaries_steps`/`save_summaries_secs` are accepted and write nothing: tfc has no
     summary ops to save. The StepCounterHook and CheckpointSaverHook need a global step.

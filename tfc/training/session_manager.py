@@ -137,32 +137,30 @@ class SessionManager:
     def wait_for_session(
         self, master: str, config: Any = None, max_wait_secs: float | None = float("inf")
     ) -> Session:
-        """A new session once the model is ready (another process, the chief, initializes it),
-        trying every recovery_wait_secs; DeadlineExceededError after `max_wait_secs`.
+        """A new session that the local init op alone makes ready, as a non-chief worker's.
 
-        tfc's sessions keep their variables in this process, each its own: a session becomes
-        ready here only when the local init op alone makes it so.
+        TF1's non-chief worker waits here (up to `max_wait_secs`) until the chief, through the
+        shared server, has initialized the model. A tfc Session holds its own variables in this
+        process, out of any chief's reach, so waiting could never help: a session that is not
+        ready raises DeadlineExceededError at once, saying so.
         """
-        deadline = time.monotonic() + (float("inf") if max_wait_secs is None else max_wait_secs)
-        while True:
-            sess = Session(master, graph=self._graph, config=config)
-            ready_message = None
-            ran_local_init, local_message = self._try_run_local_init_op(sess)
-            if ran_local_init:
-                ready, ready_message = self._model_ready(sess)
-                if ready:
-                    return sess
-            sess.close()
-            if deadline - time.monotonic() - self._recovery_wait_secs < 0:
-                raise errors.DeadlineExceededError(
-                    None, None, f"Session was not ready after waiting {max_wait_secs} secs."
-                )
-            tf_logging.info(
-                "Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
-                local_message,
-                ready_message,
-            )
-            time.sleep(self._recovery_wait_secs)
+        sess = Session(master, graph=self._graph, config=config)
+        ready_message = None
+        ran_local_init, local_message = self._try_run_local_init_op(sess)
+        if ran_local_init:
+            ready, ready_message = self._model_ready(sess)
+            if ready:
+                return sess
+        sess.close()
+        raise errors.DeadlineExceededError(
+            None,
+            None,
+            f"Session was not ready ({ready_message or local_message}) and cannot become "
+            "ready by waiting: a tfc Session keeps its variables in this process, where no "
+            "chief initializes them for another session. Initialize it as the chief does "
+            "(is_chief=True, ChiefSessionCreator), or run the workers of a cluster as "
+            "compiled executables: tfc compile MODEL.py --cluster (docs/distributed.md)",
+        )
 
     # -- helpers --------------------------------------------------------------------------------
     def _restore_checkpoint(

@@ -42,7 +42,8 @@ class Supervisor:
     Saver of every global variable, `global_step` the graph's. The chief (`is_chief`) restores
     the latest checkpoint of `logdir` or initializes, writes the graph to logdir/graph.pbtxt,
     and saves logdir/model.ckpt-<step> every `save_model_secs` seconds from a thread; other
-    workers wait for a ready model. tfc has no summary writer: `summary_writer` stays None and
+    workers take a session their local init op makes ready (SessionManager.wait_for_session).
+    tfc has no summary writer: `summary_writer` stays None and
     no summaries are written (`save_summaries_secs` changes nothing).
     """
 
@@ -188,7 +189,7 @@ class Supervisor:
         start_standard_services: bool = True,
     ) -> Session:
         """The chief's session restored from logdir or initialized (and the graph written, the
-        checkpoint thread started), or a worker's once the model is ready."""
+        checkpoint thread started), or a worker's (SessionManager.wait_for_session)."""
         self._coord.clear_stop()
         if self._is_chief:
             sess = self._session_manager.prepare_session(
