@@ -95,6 +95,12 @@ def training_graphs() -> dict[str, tuple]:
             tfc.train.AdagradOptimizer(0.1),
             tfc.train.RMSPropOptimizer(0.1),
             tfc.train.AdamOptimizer(0.1),
+            tfc.train.AdadeltaOptimizer(1.0),
+            tfc.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.FtrlOptimizer(0.1, -0.3, l2_shrinkage_regularization_strength=0.1),
+            tfc.train.ProximalGradientDescentOptimizer(0.1, 0.01, 0.01),
+            tfc.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.AdagradDAOptimizer(0.1, tfc.train.get_or_create_global_step(), 0.1, 0.01),
         ):
             w = tfc.Variable(tfc.random_normal([5, 3], seed=1))
             loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w)))
@@ -124,6 +130,17 @@ def training_graphs() -> dict[str, tuple]:
                 tfc.reduce_sum(tfc.square(v * x))
             )
         )
+        step = tfc.train.get_or_create_global_step()
+        for opt in (  # element-wise gradients: each update fuses with the gradient's loop
+            tfc.train.AdadeltaOptimizer(1.0),
+            tfc.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.FtrlOptimizer(0.1, -0.3, l2_shrinkage_regularization_strength=0.1),
+            tfc.train.ProximalGradientDescentOptimizer(0.1, 0.01, 0.01),
+            tfc.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.AdagradDAOptimizer(0.1, step, 0.1, 0.01),
+        ):
+            u = tfc.Variable(tfc.ones([4, 6]))
+            fetches.append(opt.minimize(tfc.reduce_sum(tfc.square(u * x - 1.0))))
     feed = {x: np.random.default_rng(2).random((4, 6), np.float32), bias: np.ones(6, np.float32)}
     graphs["gradients"] = (graph, fetches, feed)
     return graphs

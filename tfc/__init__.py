@@ -49,6 +49,10 @@ from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import linalg
+from tfc import training as _training
+
+for _name in _training.__all__:  # tf.train also holds the loops that create Sessions
+    setattr(train, _name, getattr(_training, _name))
 from tfc import estimator
 from tfc import contrib
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads

@@ -20,6 +20,7 @@ from tfc.client.config import compile_options, fetches_on_device, session_thread
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
 from tfc.client.request import RunRequest
 from tfc.client.staged import StagedProgram
+from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages
@@ -120,11 +121,7 @@ class Session:
     """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
-        if target not in ("", None):
-            raise ValueError(
-                f"Session target {target!r}: tfc runs distributed training as compiled "
-                "executables (tfc compile --cluster), not through a remote session"
-            )
+        check_session_target(target)  # "" or an in-process tf.train.Server's
         self.graph = graph or get_default_graph()
         self.config = config
         self._passes = compile_options(config).pipeline()

@@ -45,6 +45,13 @@ class GraphKeys:
     SUMMARIES = "summaries"
     INIT_OP = "init_op"
     VARIABLES = GLOBAL_VARIABLES
+    # what a tf.train.Scaffold takes from the graph when not given
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
 
 
 class Graph:
