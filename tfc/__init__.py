@@ -35,6 +35,7 @@ from tfc.ops.linalg import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state_scatter import *
 from tfc.variables import *
 from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner

@@ -22,5 +22,6 @@ from tfc.ops import (  # noqa: F401
     registry,
     sendrecv,
     state,
+    state_scatter,
     training_ops,
 )
