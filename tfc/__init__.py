@@ -33,6 +33,7 @@ from tfc.ops.reduce import *
 from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
 from tfc.ops.random import *
+from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.ops.state_scatter import *
@@ -44,6 +45,8 @@ from tfc.ops.numerics import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
+from tfc import random
+from tfc.ir.random_seed import get_seed
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions
 from tfc.backend.device_array import DeviceArray

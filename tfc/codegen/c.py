@@ -375,6 +375,14 @@ def random_int_kernel(kernel: Kernel) -> KernelTemplate:
     }
 
 
+def sampling_kernel(kernel: Kernel) -> KernelTemplate:
+    """random_shuffle, multinomial, random_gamma, random_poisson: the sizes and expressions the
+    spec carries, as literals."""
+    spec: ScanSpec = kernel.spec
+    data = {"ctype": spec.dtype.c_type, "count": c_literal(spec.count, _dt.int64)}
+    return kernel.template, data | spec.values
+
+
 def _strided(terms: list[tuple[str, int]]) -> str:
     """A C index expression sum(var * stride), leaving out what multiplies by 0 or 1."""
     parts = [v if s == 1 else f"{v} * {s}" for v, s in terms if s != 0]
@@ -426,6 +434,10 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
+    "random_shuffle": sampling_kernel,
+    "multinomial": sampling_kernel,
+    "random_gamma": sampling_kernel,
+    "random_poisson": sampling_kernel,
 }
 
 

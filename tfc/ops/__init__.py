@@ -18,6 +18,7 @@ from tfc.ops import (  # noqa: F401
     nn_loss,
     numerics,
     random,
+    random_sampling,
     reduce,
     registry,
     sendrecv,
