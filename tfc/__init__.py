@@ -24,8 +24,13 @@ from tfc.ir.graph import (
     name_scope,
     reset_default_graph,
 )
-from tfc.ir.tensor_shape import Dimension, TensorShape
+from tfc.ir.tensor_shape import Dimension, TensorShape, dimension_at_index, dimension_value
+from tfc.ir.graph import add_to_collections
+from tfc.ir.device import DeviceSpec
+from tfc.ir.errors import OpError
 from tfc.ops.constant import constant, convert_to_tensor, placeholder, placeholder_with_default
+from tfc.ops.constant import convert_to_tensor_or_indexed_slices, convert_to_tensor_or_sparse_tensor
+from tfc.ops.constant import get_static_value, is_tensor
 from tfc.ops.math import *
 from tfc.ops.logic import *
 from tfc.ops.array import *
@@ -43,6 +48,7 @@ from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
+from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
 from tfc import random
