@@ -90,3 +90,11 @@ def test_device_spec_and_op_error():
         assert tf.constant(1.0).device == "/job:ps/task:1/device:CPU:0"
     assert issubclass(tf.errors.InvalidArgumentError, tf.OpError)
     assert tf.OpError is tf.errors.OpError
+
+
+def test_namespaces_name_the_same_functions():
+    assert tf.manip.roll is tf.roll and tf.manip.gather_nd is tf.gather_nd
+    assert tf.random.uniform is tf.random_uniform and tf.random.normal is tf.random_normal
+    assert tf.random.truncated_normal is tf.truncated_normal
+    assert tf.random.set_random_seed is tf.set_random_seed and tf.random.get_seed is tf.get_seed
+    assert tf.random.poisson is tf.random_poisson and tf.random.multinomial is tf.multinomial

@@ -82,3 +82,43 @@ def test_registration_errors_as_tf():
     with pytest.raises(LookupError, match=r"No gradient defined for operation .* Unregistered"):
         tf.gradients(y, x)
     assert tf.NoGradient is tf.NotDifferentiable
+
+
+def test_custom_gradient_replaces_the_functions_derivative():
+    @tf.custom_gradient
+    def log1pexp(x):
+        e = tf.exp(x)
+
+        def grad(dy):
+            return dy * (1 - 1 / (1 + e))  # stable where differentiating the ops gives NaN
+
+        return tf.log(1 + e), grad
+
+    @tf.custom_gradient
+    def scaled_pair(a, b):
+        def grad(da, db):
+            return [da * 10.0 + db, db * 0.0]
+
+        return [a * b, a + b], grad
+
+    x = tf.placeholder(tf.float32, [3])
+    y = log1pexp(x)
+    assert y.op.type == "IdentityN"
+    (gx,) = tf.gradients(y, [x])
+    a, b = tf.constant([1.0, 2.0]), tf.constant([3.0, 4.0])
+    prod, total = scaled_pair(a, b)
+    ga, gb = tf.gradients(prod + 2.0 * total, [a, b])
+    xv = np.array([0.0, 2.0, 100.0], np.float32)
+    for got in _run([y, gx, prod, ga, gb], {x: xv}):
+        np.testing.assert_allclose(got[0][:2], np.log1p(np.exp(xv[:2])), rtol=1e-6)
+        np.testing.assert_allclose(got[1], 1 - 1 / (1 + np.exp(xv.astype(np.float64))), rtol=1e-6)
+        np.testing.assert_allclose(got[2], [3.0, 8.0])
+        np.testing.assert_allclose(got[3], [12.0, 12.0])  # da = 1, db = 2: 1 * 10 + 2
+        np.testing.assert_allclose(got[4], [0.0, 0.0])
+
+    @tf.custom_gradient
+    def wrong_count(a):
+        return a * 2.0, lambda dy: [dy, dy]
+
+    with pytest.raises(ValueError, match="expected to return 1 gradients, but returned 2"):
+        tf.gradients(wrong_count(a), a)

@@ -411,6 +411,7 @@ CASES = [
     C("Sort-axis0", lambda a: tf.sort(a, axis=0), distinct(4, 2)),
     C("BroadcastTo", lambda a: tf.broadcast_to(a, [3, 2, 4]), normal(2, 1)),
     C("EnsureShape", lambda a: tf.ensure_shape(a, [None, 3]), normal(2, 3), dims=((None, 3),)),
+    C("IdentityN", lambda a, b: tf.identity_n([a, b]), normal(2), normal(3, 2)),
 ]
 
 

@@ -363,7 +363,8 @@ def test_static_shapes_names_and_tuple_gating():
     assert tf.broadcast_static_shape(tf.TensorShape(None), tf.TensorShape([1])).ndims is None
     assert tf.unravel_index(tf.placeholder(tf.int32, [None]), [2, 3]).shape.as_list() == [2, None]
     assert tf.ensure_shape(x, [3, None]).shape.as_list() == [3, 4]
-    assert tf.identity_n([x, x])[1].op.name == "IdentityN/Identity_1"
+    pair = tf.identity_n([x, x])
+    assert pair[1].op.name == "IdentityN" and pair[1].value_index == 1
     a, none = tf.tuple([x, None])
     assert none is None and a.op.name == "tuple/control_dependency"
     assert a.op.control_inputs[0].type == "NoOp"

@@ -49,9 +49,10 @@ from tfc.init_ops import *
 from tfc.ops.numerics import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
+from tfc.autodiff.registry import custom_gradient
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
-from tfc import random
+from tfc import manip, random
 from tfc.ir.random_seed import get_seed
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions

@@ -1,5 +1,6 @@
-"""Gradient functions registered by users: tf.RegisterGradient, tf.NotDifferentiable, and the
-lookup tf.gradients makes before an op's own rule.
+"""User-registered gradients: tf.RegisterGradient, NotDifferentiable, custom_gradient; their lookup.
+
+tf.gradients consults these before an op's own rule.
 
 An op built inside `graph.gradient_override_map({"Square": "MySquare"})` carries the attribute
 `_gradient_op_type = "MySquare"`; its gradient is then the function registered under that name
@@ -9,13 +10,20 @@ rule) raises KeyError, as TF's registry does.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 from tfc.ir.graph import Operation
 from tfc.ops.registry import REGISTRY
 
-__all__ = ["RegisterGradient", "NotDifferentiable", "NoGradient", "no_gradient"]
+__all__ = [
+    "RegisterGradient",
+    "NotDifferentiable",
+    "NoGradient",
+    "no_gradient",
+    "custom_gradient",
+]
 
 _NOT_DIFFERENTIABLE = object()
 _REGISTERED: dict[str, Any] = {}  # name -> function, or _NOT_DIFFERENTIABLE
@@ -75,3 +83,47 @@ def _normalized(fn: Callable) -> Callable:
         return list(result) if isinstance(result, (list, tuple)) else [result]
 
     return rule
+
+
+_custom_gradients = itertools.count()
+
+
+def custom_gradient(f: Callable) -> Callable:
+    """`@tf.custom_gradient`: `f(*args)` returns (result, grad_fn); the result's gradient with
+    respect to the args is grad_fn(*result_grads), one gradient per arg, instead of what
+    differentiating f's ops would give. As in TF1's graph mode, the result and args pass through
+    one IdentityN op whose gradient is overridden by a function registered for this call."""
+    from tfc.ops.array_shape import identity_n
+    from tfc.ops.constant import convert_to_tensor
+
+    def decorated(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise ValueError("The custom_gradient decorator only supports positional arguments")
+        name = f"CustomGradient-{next(_custom_gradients)}"
+        tensors = [convert_to_tensor(a) for a in args]
+        result, grad_fn = f(*tensors)
+        flat = list(result) if isinstance(result, (list, tuple)) else [result]
+        flat = [convert_to_tensor(r) for r in flat]
+
+        def rule(op: Operation, *grads: Any) -> list:
+            input_grads = grad_fn(*grads[: len(flat)])
+            input_grads = (
+                list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
+            )
+            if len(input_grads) != len(tensors):
+                raise ValueError(
+                    f"custom_gradient function expected to return {len(tensors)} gradients, "
+                    f"but returned {len(input_grads)} instead."
+                )
+            return [None] * len(flat) + input_grads
+
+        RegisterGradient(name)(rule)
+        graph = (flat + tensors)[0].graph
+        with graph.gradient_override_map({"IdentityN": name}):
+            outputs = identity_n(flat + tensors)
+        out = outputs[: len(flat)]
+        return type(result)(out) if isinstance(result, (list, tuple)) else out[0]
+
+    decorated.__name__ = getattr(f, "__name__", "custom_gradient")
+    decorated.__doc__ = f.__doc__
+    return decorated

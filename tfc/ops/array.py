@@ -28,6 +28,7 @@ from tfc.ops.array_shape import (
     ensure_shape,
     expand_dims,
     identity,
+    identity_n,
     rank,
     reshape,
     shape,
@@ -63,4 +64,4 @@ __all__ = [
     "zeros_like",
     "ones_like",
 ]
-__all__ += ["ensure_shape", *_nd_index_names, *_order_names, *_compose_names]
+__all__ += ["ensure_shape", "identity_n", *_nd_index_names, *_order_names, *_compose_names]

@@ -1,5 +1,5 @@
 """Array functions composed of other ops (no kernels of their own): meshgrid, repeat, shape_n,
-parallel_stack, where_v2, identity_n, broadcast_static_shape, and TF1's tf.tuple.
+parallel_stack, where_v2, broadcast_static_shape, and TF1's tf.tuple.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ __all__ = [
     "shape_n",
     "parallel_stack",
     "where_v2",
-    "identity_n",
     "broadcast_static_shape",
     "tuple",
 ]
@@ -134,12 +133,6 @@ def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = No
         cond = convert_to_tensor(condition, name="condition")
         x, y = convert_operands(x, y)
         return apply_op("SelectV2", [cond, x, y], name=scope).outputs[0]
-
-
-def identity_n(input: Any, name: str | None = None) -> list[Tensor]:  # noqa: A002
-    """`tf.identity_n`: the identity of each tensor of a list (each shares its input's buffer)."""
-    with name_scope(name, "IdentityN", list(input)):
-        return [identity(x) for x in input]
 
 
 def broadcast_static_shape(shape_x: Any, shape_y: Any) -> TensorShape:

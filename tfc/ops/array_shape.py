@@ -19,6 +19,7 @@ from tfc.ops.array_common import INDEX_DTYPES, check_rank, index_tensor, shape_v
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to
+from tfc.ops.kernels import loop_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register, same_as_input
 
 
@@ -291,3 +292,32 @@ def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Tensor:
     with name_scope(name, "EnsureShape", [x]) as scope:
         attrs = {"shape": None if want is None else tuple(want)}
         return apply_op("EnsureShape", [convert_to_tensor(x)], attrs, name=scope).outputs[0]
+
+
+# -- IdentityN ----------------------------------------------------------------------------------
+def _identity_n_lower(ctx: OpContext) -> list:
+    """A copy of each input (only output 0 could share its input's buffer)."""
+    kernels = []
+    for i, (dtype, shape_) in enumerate(zip(ctx.in_dtypes, ctx.in_shapes)):
+        out, src = view(f"out{i}", dtype, shape_), view(f"in{i}", dtype, shape_)
+        kernels += loop_kernel(shape_, out, [src], "{0}")
+    return kernels
+
+
+register(
+    OpDef(
+        "IdentityN",
+        infer=lambda ctx: list(zip(ctx.in_dtypes, ctx.in_shapes)),
+        reference=lambda ctx, *xs: [np.array(x, copy=True) for x in xs],
+        lower=_identity_n_lower,
+        flops=no_flops,
+        grad=lambda op, *dys: list(dys),
+    )
+)
+
+
+def identity_n(input: Any, name: str | None = None) -> list[Tensor]:  # noqa: A002
+    """`tf.identity_n`: the tensors of a list, unchanged, as the outputs of one op."""
+    tensors = [convert_to_tensor(x) for x in input]
+    attrs = {"T": [t.dtype for t in tensors]}
+    return apply_op("IdentityN", tensors, attrs, name=name or "IdentityN").outputs
