@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.reference.interp import Interpreter
 
 
 def test_dimension_helpers():
@@ -98,3 +99,26 @@ def test_namespaces_name_the_same_functions():
     assert tf.random.truncated_normal is tf.truncated_normal
     assert tf.random.set_random_seed is tf.set_random_seed and tf.random.get_seed is tf.get_seed
     assert tf.random.poisson is tf.random_poisson and tf.random.multinomial is tf.multinomial
+
+
+def test_is_variable_initialized_answers_from_the_session():
+    a = tf.Variable(np.ones(2, np.float32), name="a")
+    b = tf.Variable(np.zeros(3, np.float32), name="b")
+    flags = [tf.is_variable_initialized(a), tf.is_variable_initialized(b)]
+    assert flags[0].dtype == tf.bool and flags[0].shape.as_list() == []
+    both = tf.logical_and(*flags)
+    with tf.Session() as sess:
+        assert sess.run(flags) == [False, False]
+        sess.run(a.initializer)
+        assert sess.run([flags, both]) == [[True, False], False]
+        sess.run(b.initializer)
+        assert sess.run(both)
+        assert not sess.run(both, {flags[1]: False})  # a fed answer wins
+    with tf.Session() as fresh:  # another session: its own variables
+        assert fresh.run(flags) == [False, False]
+    interp = Interpreter()
+    assert interp.run(flags) == [False, False]
+    interp.run(a.initializer)
+    assert interp.run(flags) == [True, False]
+    with pytest.raises(TypeError, match="needs a variable"):
+        tf.is_variable_initialized(tf.constant(1.0))

@@ -40,7 +40,7 @@ from tfc.ops.linalg import *
 from tfc.ops.random import *
 from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
-from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state import assign, assign_add, assign_sub, is_variable_initialized
 from tfc.ops.state_scatter import *
 from tfc.variables import *
 from tfc.variables import Variable
