@@ -226,6 +226,21 @@ static inline TFC_HD tfc_philox tfc_philox_reserve_samples(uint64_t *state, uint
     return g;
 }
 
+/* This run's stream skipped by `skip` blocks, without reserving: a GPU thread's start for one
+ * output of a kernel that reserves for all of them afterwards (tfc_philox_reserve's order). */
+static inline TFC_HD tfc_philox tfc_philox_at(const uint64_t *state, uint64_t skip) {
+    tfc_philox g;
+    g.key[0] = (uint32_t)state[0];
+    g.key[1] = (uint32_t)(state[0] >> 32);
+    g.ctr[0] = 0;
+    g.ctr[1] = 0;
+    g.ctr[2] = (uint32_t)state[1];
+    g.ctr[3] = (uint32_t)(state[1] >> 32);
+    tfc_philox_skip(&g, state[2]);
+    tfc_philox_skip(&g, skip);
+    return g;
+}
+
 /* Doubles of one distribution drawn a block (two values) at a time and handed out from the
  * block's end, as TensorFlow's gamma and Poisson kernels take them (`left`: not yet taken). */
 typedef struct {

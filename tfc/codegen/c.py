@@ -277,7 +277,7 @@ def one_hot_kernel(kernel: Kernel) -> KernelTemplate:
     }
 
 
-def _c_list(values: tuple[int, ...]) -> str:
+def c_list(values: tuple[int, ...]) -> str:
     """The body of a C array initializer; "0" for none (C has no empty arrays)."""
     return ", ".join(str(v) for v in values) or "0"
 
@@ -295,8 +295,8 @@ def nd_index_kernel(kernel: Kernel) -> KernelTemplate:
         fail = [
             f"int64_t values[{max(depth, 1)}];",
             f"for (int64_t c = 0; c < {depth}; ++c) values[c] = (int64_t)idx[tuple * {depth} + c];",
-            f"const int64_t lead[{max(len(spec.lead), 1)}] = {{ {_c_list(spec.lead)} }};",
-            f"const int64_t shape[{max(len(spec.shape), 1)}] = {{ {_c_list(spec.shape)} }};",
+            f"const int64_t lead[{max(len(spec.lead), 1)}] = {{ {c_list(spec.lead)} }};",
+            f"const int64_t shape[{max(len(spec.shape), 1)}] = {{ {c_list(spec.shape)} }};",
             f"return tfc_error_nd_index(err, tuple, lead, {len(spec.lead)}, values, {depth}, "
             f"shape, {len(spec.shape)}, {c_string(spec.shape_what)});",
         ]
@@ -309,8 +309,8 @@ def nd_index_kernel(kernel: Kernel) -> KernelTemplate:
         "depth": depth,
         "inner": spec.inner,
         "dims_len": max(depth, 1),
-        "dims": _c_list(spec.dims),
-        "strides": _c_list(strides),
+        "dims": c_list(spec.dims),
+        "strides": c_list(strides),
         "fail": fail,
     }
     if kernel.template == "gather_nd":
