@@ -25,7 +25,7 @@ from tfc.ops.array_index import gather
 from tfc.ops.array_order import broadcast_dynamic_shape, broadcast_to
 from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor
-from tfc.ops.flops import per_output_element
+from tfc.ops.flops import no_flops, per_output_element
 from tfc.ops.kernels import Kernel, Param, ScanSpec, c_literal
 from tfc.ops.math import cast_expr, maximum, truediv
 from tfc.ops.random import output_shape, random_uniform, seed_attrs, shape_argument
@@ -82,7 +82,7 @@ register(
         infer=lambda ctx: [(ctx.in_dtypes[0], ctx.in_shapes[0])],
         reference=_shuffle_reference,
         lower=_shuffle_lower,
-        flops=per_output_element(0),
+        flops=no_flops,
         scratch=lambda ctx: 8 * (ctx.in_shapes[0][0] if ctx.in_shapes[0] else 0),
         random=True,
         differentiable=False,
