@@ -37,6 +37,9 @@ from tfc.ops.array import *
 from tfc.ops.reduce import *
 from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
+from tfc.ops.linalg_structure import *
+from tfc.ops.linalg_solve import *
+from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
@@ -47,13 +50,18 @@ from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
+from tfc.ops.nn import log_sigmoid
+from tfc.ops.sequence_mask import sequence_mask
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
 from tfc.autodiff.registry import custom_gradient
+from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
+from tfc import linalg
 from tfc import estimator
 from tfc import manip, random
 from tfc.ir.random_seed import get_seed
+from tfc import contrib
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions
 from tfc.backend.device_array import DeviceArray
@@ -63,3 +71,10 @@ from tfc.ops.operators import install_operators as _install_operators
 _install_operators(Tensor, Variable)
 newaxis = None
 from tfc.aot import compile
+from tfc.ops.special import *
+from tfc.ops.scan import *
+from tfc.ops.sequences import *
+from tfc.ops.segment import *
+from tfc.ops.einsum import *
+from tfc.ops.norms import *
+from tfc import math

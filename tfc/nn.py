@@ -1,5 +1,9 @@
 """`tf.nn`: neural-network ops and losses."""
 
 from tfc.ops.conv import *  # noqa: F401,F403
+from tfc.ops.conv_composite import *  # noqa: F401,F403
+from tfc.ops.embedding import *  # noqa: F401,F403
 from tfc.ops.nn import *  # noqa: F401,F403
 from tfc.ops.nn_loss import *  # noqa: F401,F403
+from tfc.ops.normalization import *  # noqa: F401,F403
+from tfc.ops.topk import *  # noqa: F401,F403

@@ -124,6 +124,8 @@ static inline TFC_HD int tfc_error_nd_index(tfc_error *err, int64_t pos, const i
 
 #include "tfc_math.h"
 #include "tfc_philox.h"
+/* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
+#include "tfc_linalg.h"
 #if !defined(__CUDACC__) && !defined(TFC_CUDA_DEVICE_EMULATION)
 /* the CPU's GEMM and convolutions: CUDA programs (emulated ones too) have kernels of their own
  * (tfc_cuda.h) */

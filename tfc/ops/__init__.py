@@ -10,6 +10,9 @@ from tfc.ops import (  # noqa: F401
     fusion,
     grad_ops,
     linalg,
+    linalg_decomp,
+    linalg_solve,
+    linalg_structure,
     logic,
     math,
     math_grad,
@@ -24,5 +27,6 @@ from tfc.ops import (  # noqa: F401
     sendrecv,
     state,
     state_scatter,
+    topk,
     training_ops,
 )
