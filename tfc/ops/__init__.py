@@ -21,10 +21,12 @@ from tfc.ops import (  # noqa: F401
     nn_loss,
     numerics,
     random,
+    random_sampling,
     reduce,
     registry,
     sendrecv,
     state,
+    state_scatter,
     topk,
     training_ops,
 )
