@@ -9,6 +9,7 @@ from tfc.version import __version__
 from tfc.ir import dtypes, errors
 from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
 from tfc.ir.dtypes import double, float
+from tfc.ir.dtypes import string
 from tfc.ir.graph import (
     Graph,
     GraphKeys,
@@ -40,6 +41,8 @@ from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
+from tfc.ops.logging_ops import *
+from tfc.ops.check_ops import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator
