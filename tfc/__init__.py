@@ -43,6 +43,8 @@ from tfc.init_ops import *
 from tfc.ops.numerics import *
 from tfc.ops.logging_ops import *
 from tfc.ops.check_ops import *
+from tfc.ops.array_dynamic import *
+from tfc.ops.script_ops import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator

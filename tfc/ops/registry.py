@@ -219,6 +219,8 @@ def _graph_of_inputs(inputs: Sequence[Tensor]) -> Graph:
 
 # -- ops that run in Python ---------------------------------------------------------------------
 STRING_REASON = "it works on tf.string values, which live in Python (native code has no strings)"
+# the in_python of ops like tf.unique: a native program knows every buffer's size when compiled
+VALUE_DEPENDENT_REASON = "its output shape depends on its input values"
 
 
 def python_reason(graph: Graph, name: str) -> str:

@@ -40,6 +40,6 @@ def require_native_ops(graph: Graph) -> Graph:
         raise NativeBuildError(name, graph.op_type(name), reason)
     for name, out in graph.graph_attrs.get("fetches", []):
         if graph.node(name)["dtypes"][out].is_string:
-            reason = f"it fetches output {out}, a tf.string, and native code has no strings"
+            reason = f"the program fetches its output {out}, a tf.string (native code has none)"
             raise NativeBuildError(name, graph.op_type(name), reason)
     return graph
