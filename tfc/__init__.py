@@ -45,6 +45,8 @@ from tfc.ops.logging_ops import *
 from tfc.ops.check_ops import *
 from tfc.ops.array_dynamic import *
 from tfc.ops.script_ops import *
+from tfc.ops.strings import *
+from tfc import strings
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import estimator

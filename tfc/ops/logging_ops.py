@@ -35,7 +35,7 @@ from tfc.ops.registry import (
     register,
     same_as_input,
 )
-from tfc.ops.tensor_text import summarize_v1, summarize_v2
+from tfc.ops.tensor_text import format_template, summarize_v1, summarize_v2
 
 __all__ = ["Print", "print", "Assert"]
 
@@ -165,23 +165,6 @@ def Print(  # noqa: N802 - TF1's name
 
 
 # -- tf.print: a template with the tensors' values, written to a stream -------------------------
-def format_template(template: str, placeholder: str, values: Sequence[Any], summarize: int) -> str:
-    """TF's StringFormat: each `placeholder` of `template` replaced by the next value's text
-    in style v2."""
-    pieces = template.split(placeholder)
-    if len(pieces) != len(values) + 1:
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"num placeholders in template and num inputs must match: {len(pieces) - 1} vs. "
-            f"{len(values)}",
-        )
-    out = [pieces[0]]
-    for value, piece in zip(values, pieces[1:]):
-        out += [summarize_v2(value, summarize), piece]
-    return "".join(out)
-
-
 def _print_v2_infer(ctx: OpContext) -> list:
     stream = ctx.attrs["output_stream"]
     if stream not in _STREAMS and not stream.startswith(("file://", "log(")):

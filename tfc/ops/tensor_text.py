@@ -11,9 +11,12 @@ print); these functions are the references and write constant parts at compile t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from tfc.ir import errors
 
 
 def element_text(value: Any, v2: bool = False) -> str:
@@ -140,4 +143,21 @@ def summarize_v2(array: np.ndarray, summarize: int) -> str:
         out.append("]")
 
     dim(0, 0)
+    return "".join(out)
+
+
+def format_template(template: str, placeholder: str, values: Sequence[Any], summarize: int) -> str:
+    """TF's StringFormat: each `placeholder` of `template` replaced by the next value's text
+    in style v2."""
+    pieces = template.split(placeholder)
+    if len(pieces) != len(values) + 1:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"num placeholders in template and num inputs must match: {len(pieces) - 1} vs. "
+            f"{len(values)}",
+        )
+    out = [pieces[0]]
+    for value, piece in zip(values, pieces[1:]):
+        out += [summarize_v2(value, summarize), piece]
     return "".join(out)
