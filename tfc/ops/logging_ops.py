@@ -193,10 +193,13 @@ def _print_v2_reason(ctx: OpContext) -> str:
 
 def _print_v2_lower(ctx: OpContext) -> list:
     summarize, placeholder = ctx.attrs["summarize"], ctx.attrs["placeholder"]
-    pieces = ctx.attrs["template"].split(placeholder)
-    parts = [TextPart(text=pieces[0])]
-    for i, piece in enumerate(pieces[1:]):
-        parts += [_text_part(ctx, i, "v2", summarize), TextPart(text=piece)]
+    if ctx.attrs["verbatim"]:  # a constant scalar string (a run-time one runs in Python)
+        parts = [_text_part(ctx, 0, "v1", -1)]
+    else:
+        pieces = ctx.attrs["template"].split(placeholder)
+        parts = [TextPart(text=pieces[0])]
+        for i, piece in enumerate(pieces[1:]):
+            parts += [_text_part(ctx, i, "v2", summarize), TextPart(text=piece)]
     parts.append(TextPart(text=ctx.attrs["end"]))
     spec = TextSpec(tuple(parts), summarize, "v2", _STREAMS[ctx.attrs["output_stream"]])
     return [Kernel("print", _text_params(ctx, parts), spec)]

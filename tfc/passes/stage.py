@@ -249,8 +249,9 @@ def _as_program(part: Graph, feeds: list[FeedSpec]) -> Stage:
                 part.remove_node(name)  # the stage order is the control dependency
                 continue
             received[name] = key
-            node.update(op="Feed", attrs={"dtype": node["attrs"]["dtype"],
-                                          "shape": tuple(node["attrs"]["shape"])})  # fmt: skip
+            shape = node["attrs"]["shape"]
+            shape = None if shape is None else tuple(shape)  # unknown rank: a py_func's output
+            node.update(op="Feed", attrs={"dtype": node["attrs"]["dtype"], "shape": shape})
         elif node["op"] == "_Send":
             inputs = part.input_edges(name)
             if inputs:
