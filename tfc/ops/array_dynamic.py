@@ -166,7 +166,7 @@ def setdiff1d(
     """`tf.setdiff1d`: (out, idx): the values of 1-D `x` not in `y`, in x's order with
     duplicates kept, and their positions in x."""
     x = convert_to_tensor(x, name="x")
-    y = convert_to_tensor(y, name="y")
+    y = convert_to_tensor(y, name="y", preferred_dtype=x.dtype)  # as TF converts one type T
     attrs = {"out_idx": _dt.as_dtype(index_dtype)}
     op = apply_op("ListDiff", [x, y], attrs, name=name or "ListDiff")
     return op.outputs[0], op.outputs[1]

@@ -116,8 +116,20 @@ def _as_string_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     if dtype.is_string:
         return _map(lambda v: (fmt % v.decode("latin-1")).encode("latin-1"), x, _dt.string)
     if dtype.is_floating:
-        return _map(lambda v: (fmt % float(v)).encode(), x, _dt.string)
+        return _map(lambda v: _printf_float(fmt, float(v)).encode(), x, _dt.string)
     return _map(lambda v: (fmt % int(v)).encode(), x, _dt.string)
+
+
+def _printf_float(fmt: str, value: float) -> str:
+    """C's printf of a double: as Python's, except that a NaN keeps its sign ("-nan") and
+    the "0" flag pads infinities and NaNs with spaces."""
+    if not np.isfinite(value):
+        fmt = fmt.replace("%0", "%", 1)
+    text = fmt % value
+    if value != value and np.signbit(value):
+        text = text.replace("nan", "-nan")
+        text = text[1:] if text.startswith(" ") else text  # the sign takes a padding space
+    return text
 
 
 _register("AsString", _as_string_infer, _as_string_reference)
