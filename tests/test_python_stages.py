@@ -4,6 +4,7 @@ ops, errors naming the user's node, and the same results from the reference inte
 
 import numpy as np
 import pytest
+from cuda_devices import DEVICES
 
 import tfc as tf
 from tfc.client.python_stage import PythonStagedProgram
@@ -130,3 +131,22 @@ def test_time_runs_refuses_a_staged_program_clearly():
     y = tf.unique(x)[0]
     with tf.Session() as sess, pytest.raises(ValueError, match="around ops only Python runs"):
         sess.time_runs(y, {x: [1.0, 2.0, 3.0]}, runs=2)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_python_stages_between_gpu_stages_train_as_on_the_cpu(cuda_device):
+    """Ops on the GPU around value-dependent ones: each native stage is itself cut into host
+    and GPU stages; the variables stay coherent across all of them."""
+    x = tf.placeholder(tf.float32, [None], name="x")
+    with tf.device("/gpu:0"):
+        w = tf.Variable(np.ones(6, np.float32), name="w")
+        kept = tf.boolean_mask(x * w, x > 1.0)
+        loss = tf.reduce_sum(kept * 2.0)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: np.arange(6, dtype=np.float32)}
+    with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(loss, feed) == pytest.approx(28.0)
+        sess.run(train, feed)
+        got = sess.run(w)
+    np.testing.assert_allclose(got, 1 - 0.1 * 2 * np.where(feed[x] > 1, feed[x], 0), rtol=1e-6)
