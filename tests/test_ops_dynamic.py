@@ -52,6 +52,9 @@ def build_dynamic() -> CaseBatch:
         b.add("where-2d", tf.where(pm > 0), np.argwhere(m > 0).astype(np.int64))
         b.add("where-numeric", tf.where(tf.constant([0, 3, 0, -1])), np.array([[1], [3]], np.int64))
         b.add("where-none-true", tf.where(pm > 100), np.zeros((0, 2), np.int64))
+        b.add("where_v2-one-argument", tf.where_v2(pm > 0), np.argwhere(m > 0).astype(np.int64))
+        column = np.array([[True], [False], [True]])
+        b.add("where_v2-broadcasts", tf.where_v2(column, pm, -pm[0]), np.where(column, m, -m[0]))
         b.add("boolean_mask-rows", tf.boolean_mask(pm, [True, False, True]), m[[0, 2]])
         b.add("boolean_mask-2d", tf.boolean_mask(pm, pm > 0), m[m > 0])
         b.add(

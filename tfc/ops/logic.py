@@ -39,6 +39,7 @@ __all__ = [
     "logical_or",
     "logical_not",
     "where",
+    "where_v2",
 ]
 
 _CMP = _dt.bool_
@@ -160,3 +161,15 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     if cond_shape is not None and x_shape is not None and len(cond_shape) == 1 < len(x_shape):
         cond = _array.reshape(cond, [-1] + [1] * (len(x_shape) - 1))
     return apply_op("SelectV2", [cond, x, y], name=name or "Select").outputs[0]
+
+
+def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """`tf.where_v2`: elements of x where condition holds, else of y, all three broadcast
+    together (NumPy's rules, unlike TF1's tf.where); with one argument, tf.where(condition)."""
+    if x is None and y is None:
+        return where_indices(condition, name=name)
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    cond = convert_to_tensor(condition)
+    x, y = convert_operands(x, y)
+    return apply_op("SelectV2", [cond, x, y], name=name or "SelectV2").outputs[0]
