@@ -10,6 +10,8 @@ import tfc as tf
 from tfc.client.python_stage import PythonStagedProgram
 from tfc.passes.python_stage import NATIVE, PYTHON
 from tfc.reference.interp import Interpreter
+from tfc.tools.cli import main as tfc_main
+from tfc.tools.inspect import graph_dot, run_graph
 
 
 def _program(sess) -> PythonStagedProgram:
@@ -150,3 +152,21 @@ def test_python_stages_between_gpu_stages_train_as_on_the_cpu(cuda_device):
         sess.run(train, feed)
         got = sess.run(w)
     np.testing.assert_allclose(got, 1 - 0.1 * 2 * np.where(feed[x] > 1, feed[x], 0), rtol=1e-6)
+
+
+def test_drawings_and_inspect_show_python_ops_and_refuse_them_clearly(tmp_path, capsys):
+    x = tf.placeholder(tf.float32, [None], name="x")
+    y = tf.py_func(np.sort, [x], tf.float32, name="sort_in_python")
+    text = tf.strings.join(["n=", tf.as_string(tf.size(tf.unique(y)[0]))], name="label")
+    dot = graph_dot(run_graph(text, {x: np.ones(3, np.float32)}, after="prune"))
+    assert dot.count("runs in Python") == 4  # py_func, unique, as_string, join (not Size)
+    assert 'tooltip="sort_in_python: it calls a Python function"' in dot
+    model = tmp_path / "model.py"
+    model.write_text(
+        "import numpy as np\nimport tfc as tf\n\n\ndef signatures():\n"
+        "    x = tf.placeholder(tf.float32, [None, 2], name='x')\n"
+        "    y = tf.py_func(np.sort, [x], tf.float32, name='sort_in_python')\n"
+        "    return {'predict': {'inputs': {'x': x}, 'outputs': {'y': y}}}\n"
+    )
+    assert tfc_main(["inspect", str(model), "--signature", "predict"]) == 1
+    assert "Op 'sort_in_python' (type PyFunc) cannot be compiled" in capsys.readouterr().err
