@@ -164,9 +164,9 @@ def test_drawings_and_inspect_show_python_ops_and_refuse_them_clearly(tmp_path, 
     model = tmp_path / "model.py"
     model.write_text(
         "import numpy as np\nimport tfc as tf\n\n\ndef signatures():\n"
-        "    x = tf.placeholder(tf.float32, [None, 2], name='x')\n"
-        "    y = tf.py_func(np.sort, [x], tf.float32, name='sort_in_python')\n"
-        "    return {'predict': {'inputs': {'x': x}, 'outputs': {'y': y}}}\n"
+        "    f = tf.placeholder(tf.float32, [None, 2], name='features')\n"
+        "    y = tf.py_func(np.sort, [f], tf.float32, name='sort_in_python')\n"
+        "    return {'predict': {'inputs': {'features': f}, 'outputs': {'y': y}}}\n"
     )
     assert tfc_main(["inspect", str(model), "--signature", "predict"]) == 1
     assert "Op 'sort_in_python' (type PyFunc) cannot be compiled" in capsys.readouterr().err
