@@ -15,8 +15,8 @@ feeds and what earlier stages handed on (NumPy arrays in host memory):
   caches programs per feed shape: a program whose shapes repeat compiles once.
 
 Native stages bind the Session's variables like any of its programs, so training through a
-Python stage updates the same buffers; each native stage checks, before it runs, that the
-variables it reads were initialized (a Python stage reads no variable: a variable's value
+Python stage updates the same buffers; the Session checks, before a native stage runs, that
+the variables it reads were initialized (a Python stage reads no variable: a variable's value
 reaches it as a hand-off). Hand-offs and fetches of native stages come back to host memory.
 """
 
@@ -103,24 +103,28 @@ def _run_node(graph: Graph, name: str, args: list, names: Graph | None) -> list:
 
 
 class PythonStagedProgram:
-    """The stages of one signature (see the module doc). `compile_native(graph, name)` is the
-    Session's compile path for one program graph."""
+    """The stages of one signature (see the module doc), run for a Session: its compile path
+    for one program graph (`compile_native(graph, name)`), its way of running a compiled
+    program with the variables it binds (`run_native(program, inputs)`: status and outputs),
+    and its graph (`names`), whose nodes errors name."""
 
     on_device = False  # each native stage is placed where it runs
 
     def __init__(
         self,
-        session: Any,
         name: str,
         stages: list[Stage],
         n_fetches: int,
         compile_native: Callable[[Graph, str], Any],
+        run_native: Callable[[Any, list], tuple[int, list]],
+        names: Graph | None = None,
     ) -> None:
-        self._session = session
         self.name = name
         self.stages = stages
         self.n_fetches = n_fetches
         self._compile_native = compile_native
+        self._run_native = run_native
+        self._names = names
         # native stage index -> input shapes -> its program
         self.compiled: dict[int, dict[tuple, Any]] = {}
         # variables are checked and marked per native stage, as each runs
@@ -144,20 +148,17 @@ class PythonStagedProgram:
         """Run the stages in turn (see the module doc); fetches come back to host memory."""
         results: list[Any] = [None] * self.n_fetches
         sent: dict[Any, np.ndarray] = {}
-        session = self._session
         for i, stage in enumerate(self.stages):
             inputs = [feeds[k] if kind == FEED else sent[k] for kind, k in stage.inputs]
             inputs = [v if isinstance(v, np.ndarray) else v.to_host() for v in inputs]
             if stage.device == PYTHON:
-                outputs = evaluate_python_stage(stage.graph, inputs, session.graph)
+                outputs = evaluate_python_stage(stage.graph, inputs, self._names)
             else:
                 program = self._native(i, stage, inputs)
-                session._check_initialized(program.lowered)
-                rc, outputs = session._call_program(program, inputs)
+                rc, outputs = self._run_native(program, inputs)
                 if rc != 0:
                     self._failed = program
                     return rc, results
-                session._initialized.update(program.lowered.vars_written)
             for (kind, k), value in zip(stage.outputs, outputs):
                 if kind == FETCH:
                     results[k] = value

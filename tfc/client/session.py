@@ -261,11 +261,22 @@ class Session:
             name = program_name(fetches, targets)
             stages = split_python_stages(graph, verify=self._verify)
             if stages:  # ops only Python runs: native stages compiled per shape, in turn
-                program = PythonStagedProgram(self, name, stages, len(fetches), self._compile)
+                program = PythonStagedProgram(
+                    name, stages, len(fetches), self._compile, self._run_stage, self.graph
+                )
             else:
                 program = self._compile(graph, name)
             self._programs[key] = program
         return program
+
+    def _run_stage(self, program: Any, feeds: list) -> tuple[int, list]:
+        """A native stage of a PythonStagedProgram run as `run` runs a program: its variables
+        checked before, marked initialized after; its fetches to the host."""
+        self._check_initialized(program.lowered)
+        rc, results = self._call_program(program, feeds)
+        if rc == 0:
+            self._initialized.update(program.lowered.vars_written)
+        return rc, results
 
     def _compile(self, graph: Graph, name: str) -> Any:
         """A program graph compiled: for the host, or in host and GPU stages when it has ops

@@ -102,7 +102,7 @@ def with_feed_shapes(stage: Stage, shapes: list[tuple[int, ...]]) -> Graph:
     input): what is compiled for one run's hand-offs (the pipeline's specialize pass makes
     every other shape concrete from these)."""
     graph = stage.graph.copy()
-    feeds = list(graph.graph_attrs["feeds"])
+    feeds: list[FeedSpec] = list(graph.graph_attrs["feeds"])
     for name in graph.nx.nodes:
         node = graph.node(name)
         if node["op"] == "Feed":
@@ -111,6 +111,6 @@ def with_feed_shapes(stage: Stage, shapes: list[tuple[int, ...]]) -> Graph:
             node["attrs"] = {**node["attrs"], "shape": shape}
             node["shapes"] = [shape]
             feeds[index] = replace(feeds[index], shape=shape)
-    graph.graph_attrs["feeds"] = [FeedSpec(f.tensor, f.dtype, tuple(f.shape)) for f in feeds]
+    graph.graph_attrs["feeds"] = feeds
     graph.version += 1
     return graph
