@@ -1,5 +1,7 @@
-"""Ops whose output shape depends on their input values: tf.unique,
-tf.unique_with_counts, tf.setdiff1d, tf.dynamic_partition, tf.dynamic_stitch; tf.boolean_mask.
+"""Ops whose output shape depends on their input values, which run in a Session's Python stages.
+
+tf.unique, tf.unique_with_counts, tf.setdiff1d, tf.dynamic_partition, tf.dynamic_stitch, and
+tf.boolean_mask built on tf.where(condition).
 
 A native program knows every buffer's size when it is compiled, so these ops run in Python
 (OpDef.in_python): a Session evaluates them with their NumPy references in a Python stage,

@@ -1,5 +1,7 @@
-"""String ops: tf.as_string, tf.strings.join/length/to_number/substr/..., tf.reduce_join,
-tf.regex_replace, the hash buckets, base64, tf.strings.format.
+"""String ops, evaluated in Python with TensorFlow's formats, parsing rules and hashes.
+
+tf.as_string, tf.strings.join/length/to_number/substr/strip/upper/lower/format/split,
+tf.reduce_join, tf.regex_replace, tf.strings.regex_full_match, the hash buckets, base64.
 
 tf.string values are NumPy object arrays of `bytes` (tfc.ir.dtypes.string); native code has no
 strings, so every op here runs in Python (registry.STRING_REASON): a Session evaluates it with
