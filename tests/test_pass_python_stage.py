@@ -6,6 +6,7 @@ import pytest
 from passcheck import assert_graph, feed, program, run
 
 import tfc as tf
+from tfc.compiler import CLUSTER_PLACEMENT, PIPELINE, PYTHON_CUT
 from tfc.passes.native import NativeBuildError, require_native_ops
 from tfc.passes.prune import prune_graph
 from tfc.passes.python_stage import NATIVE, PYTHON, stage_python_ops, with_feed_shapes
@@ -117,3 +118,9 @@ def test_print_and_assert_with_constant_strings_are_native():
     check = tf.Assert(x[0] > 0, ["text", x], name="a")
     graph = run(prune_graph, program([(y.op.name, 0)], [feed("x", (2,))], [check.name]))
     assert run(require_native_ops, graph) is graph
+
+
+def test_every_native_pipeline_checks_for_python_ops_right_after_pruning():
+    for pipeline in (PIPELINE, CLUSTER_PLACEMENT):
+        assert pipeline[:2] == [prune_graph, require_native_ops]
+    assert PYTHON_CUT == [prune_graph, stage_python_ops]
