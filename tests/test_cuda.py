@@ -149,7 +149,8 @@ def training_graphs() -> dict[str, tuple]:
         rows = tfc.placeholder(tfc.float32, [3, 4])
         ups = [tfc.scatter_update, tfc.scatter_add, tfc.scatter_sub, tfc.scatter_mul,
                tfc.scatter_div, tfc.scatter_min, tfc.scatter_max]  # fmt: skip
-        fetches = [op(tfc.Variable(tfc.ones([5, 4])), [4, 0, 4], rows + 0.5) for op in ups]
+        updates = tfc.abs(rows * 2.0 - 0.5) + 0.25  # a fused element-wise group feeds them
+        fetches = [op(tfc.Variable(tfc.ones([5, 4])), [4, 0, 4], updates) for op in ups]
         nd_ups = [tfc.scatter_nd_update, tfc.scatter_nd_add, tfc.scatter_nd_sub]
         fetches += [
             op(tfc.Variable(tfc.ones([5, 4])), [[1, 3], [0, 0]], rows[0, :2]) for op in nd_ups
