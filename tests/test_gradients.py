@@ -357,6 +357,50 @@ CASES = [
         lambda d: op("AvgPoolGrad", np.array([1, 5, 5, 2], np.int32), d, **POOL_K3_S2_SAME),
         normal(1, 3, 3, 2),
     ),
+    # depthwise convolution: a filter per channel, multiplier 2 (dyadic: sums exact in float32)
+    C(
+        "DepthwiseConv2dNative",
+        lambda x, f: tf.nn.depthwise_conv2d_native(x, f, [1, 2, 2, 1], "SAME"),
+        dyadic(2, 5, 4, 3),
+        dyadic(3, 3, 3, 2),
+        dims=((None, 5, 4, 3), (3, 3, 3, 2)),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNative-NCHW-dilated",
+        lambda x, f: tf.nn.depthwise_conv2d_native(
+            x, f, [1, 1, 1, 1], "VALID", data_format="NCHW", dilations=[1, 1, 2, 1]
+        ),
+        dyadic(1, 2, 5, 4),
+        dyadic(2, 2, 2, 1),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNativeBackpropInput",
+        lambda f, d: op(
+            "DepthwiseConv2dNativeBackpropInput",
+            np.array([2, 5, 4, 3], np.int32),
+            f,
+            d,
+            **CONV_S2_SAME,
+        ),  # fmt: skip
+        dyadic(3, 3, 3, 2),
+        dyadic(2, 3, 2, 6),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNativeBackpropFilter",
+        lambda x, d: op(
+            "DepthwiseConv2dNativeBackpropFilter",
+            x,
+            np.array([3, 3, 3, 2], np.int32),
+            d,
+            **CONV_S2_SAME,
+        ),  # fmt: skip
+        dyadic(2, 5, 4, 3),
+        dyadic(2, 3, 2, 6),
+        exact=True,
+    ),
 ]
 
 

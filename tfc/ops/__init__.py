@@ -6,6 +6,7 @@ from tfc.ops import (  # noqa: F401
     constant,
     control,
     conv,
+    conv_depthwise,
     conv_grad,
     fusion,
     grad_ops,
