@@ -1,6 +1,8 @@
 """`tf.nn`: neural-network ops and losses."""
 
 from tfc.ops.conv import *  # noqa: F401,F403
+from tfc.ops.conv_api import *  # noqa: F401,F403
 from tfc.ops.conv_depthwise import *  # noqa: F401,F403
 from tfc.ops.nn import *  # noqa: F401,F403
 from tfc.ops.nn_loss import *  # noqa: F401,F403
+from tfc.ops.space_batch import depth_to_space, space_to_batch, space_to_depth  # noqa: F401
