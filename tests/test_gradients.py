@@ -401,6 +401,12 @@ CASES = [
         dyadic(2, 3, 2, 6),
         exact=True,
     ),
+    C(
+        "MaxPoolWithArgmax",
+        lambda x: tf.nn.max_pool_with_argmax(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")[0],
+        distinct(2, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
 ]
 
 

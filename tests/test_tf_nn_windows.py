@@ -157,6 +157,16 @@ CASES = {
         ),
         [(2, 3, 9, 8), (2, 4, 5, 4)],
     ),
+    "max_pool_with_argmax": (
+        lambda ns, x: ns.nn.max_pool_with_argmax(x, [1, 3, 2, 1], [1, 2, 2, 1], "SAME"),
+        [(2, 7, 6, 3)],
+    ),
+    "max_pool_with_argmax-ties-batch": (
+        lambda ns, x: ns.nn.max_pool_with_argmax(
+            x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID", include_batch_in_index=True
+        ),
+        [np.random.default_rng(5).integers(-2, 3, (3, 6, 7, 2)).astype(np.float32)],
+    ),
     "space_to_depth": (lambda ns, x: ns.space_to_depth(x, 2), [(2, 6, 4, 3)]),
     "depth_to_space": (lambda ns, x: ns.nn.depth_to_space(x, 2), [(2, 3, 2, 8)]),
     "space_to_batch_nd": (

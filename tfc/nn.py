@@ -5,4 +5,5 @@ from tfc.ops.conv_api import *  # noqa: F401,F403
 from tfc.ops.conv_depthwise import *  # noqa: F401,F403
 from tfc.ops.nn import *  # noqa: F401,F403
 from tfc.ops.nn_loss import *  # noqa: F401,F403
+from tfc.ops.pool_argmax import *  # noqa: F401,F403
 from tfc.ops.space_batch import depth_to_space, space_to_batch, space_to_depth  # noqa: F401

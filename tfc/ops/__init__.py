@@ -18,6 +18,7 @@ from tfc.ops import (  # noqa: F401
     nn_grad,
     nn_loss,
     numerics,
+    pool_argmax,
     random,
     reduce,
     registry,
