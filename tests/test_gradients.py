@@ -407,6 +407,12 @@ CASES = [
         distinct(2, 5, 5, 2),
         dims=((None, 5, 5, 2),),
     ),
+    C(
+        "LRN",
+        lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75),
+        normal(2, 2, 3, 7),
+        dims=((None, 2, 3, 7),),
+    ),
 ]
 
 

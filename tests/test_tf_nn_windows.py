@@ -167,6 +167,15 @@ CASES = {
         ),
         [np.random.default_rng(5).integers(-2, 3, (3, 6, 7, 2)).astype(np.float32)],
     ),
+    "lrn": (lambda ns, x: ns.nn.lrn(x), [(2, 3, 4, 13)]),
+    "local_response_normalization": (
+        lambda ns, x: ns.nn.local_response_normalization(x, 2, 2.0, 1e-1, 0.75),
+        [(2, 3, 4, 7)],
+    ),
+    "lrn-wide-radius": (
+        lambda ns, x: ns.nn.lrn(x, depth_radius=9, bias=0.5, alpha=0.3, beta=1.0),
+        [(1, 2, 3, 6)],
+    ),
     "space_to_depth": (lambda ns, x: ns.space_to_depth(x, 2), [(2, 6, 4, 3)]),
     "depth_to_space": (lambda ns, x: ns.nn.depth_to_space(x, 2), [(2, 3, 2, 8)]),
     "space_to_batch_nd": (

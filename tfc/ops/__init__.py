@@ -12,6 +12,7 @@ from tfc.ops import (  # noqa: F401
     grad_ops,
     linalg,
     logic,
+    lrn,
     math,
     math_grad,
     nn,
