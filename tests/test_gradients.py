@@ -413,6 +413,12 @@ CASES = [
         normal(2, 2, 3, 7),
         dims=((None, 2, 3, 7),),
     ),
+    C(
+        "ExtractImagePatches",
+        lambda x: tf.extract_image_patches(x, [1, 3, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+        normal(2, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
 ]
 
 

@@ -176,6 +176,22 @@ CASES = {
         lambda ns, x: ns.nn.lrn(x, depth_radius=9, bias=0.5, alpha=0.3, beta=1.0),
         [(1, 2, 3, 6)],
     ),
+    "extract_image_patches": (
+        lambda ns, x: ns.extract_image_patches(x, [1, 3, 3, 1], [1, 1, 1, 1], [1, 1, 1, 1], "SAME"),
+        [(2, 7, 6, 3)],
+    ),
+    "extract_image_patches-strided-rates-valid": (
+        lambda ns, x: ns.extract_image_patches(
+            x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 2, 1, 1], "VALID"
+        ),
+        [(2, 7, 6, 3)],
+    ),
+    "extract_image_patches-sizes-same": (
+        lambda ns, x: ns.extract_image_patches(
+            x, strides=[1, 3, 2, 1], rates=[1, 1, 2, 1], padding="SAME", sizes=[1, 3, 2, 1]
+        ),
+        [(1, 8, 9, 2)],
+    ),
     "space_to_depth": (lambda ns, x: ns.space_to_depth(x, 2), [(2, 6, 4, 3)]),
     "depth_to_space": (lambda ns, x: ns.nn.depth_to_space(x, 2), [(2, 3, 2, 8)]),
     "space_to_batch_nd": (

@@ -40,6 +40,7 @@ from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
+from tfc.ops.patches import *
 from tfc.ops.space_batch import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging

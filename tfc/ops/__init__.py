@@ -19,6 +19,7 @@ from tfc.ops import (  # noqa: F401
     nn_grad,
     nn_loss,
     numerics,
+    patches,
     pool_argmax,
     random,
     reduce,
