@@ -315,6 +315,24 @@ def _build() -> CaseBatch:
                 rtol,
                 atol * 10,
             )
+            # the V2 ops' wrappers take the tensors whose shapes the gradients have (TF 2.21
+            # declares the ops but has no kernel for them)
+            b.add(
+                f"conv2d_backprop_input_v2-NCHW-{dtype}",
+                tf.conv2d_backprop_input_v2(
+                    b.feed(nchw(x)), f, b.feed(nchw(dy)), [1, 1, 2, 2], "SAME", data_format="NCHW"
+                ),
+                nchw(conv_input_grad_np(x.shape, f, dy, (2, 2), "SAME")),
+                rtol,
+                atol,
+            )
+            b.add(
+                f"conv2d_backprop_filter_v2-{dtype}",
+                tf.conv2d_backprop_filter_v2(xt, f, b.feed(dy), [1, 2, 2, 1], "SAME"),
+                conv_filter_grad_np(x, (3, 3, 3, 4), dy, (2, 2), "SAME"),
+                rtol,
+                atol * 10,
+            )
             b.add(
                 f"conv2d_backprop_input-{dtype}",
                 tf.nn.conv2d_backprop_input([2, 9, 8, 3], f, b.feed(dy), 2, "SAME"),

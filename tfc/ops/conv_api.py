@@ -447,3 +447,55 @@ def conv2d_backprop_filter(
         if not channels_last(fmt):
             x, dy = _array.transpose(x, [0, 2, 3, 1]), _array.transpose(dy, [0, 2, 3, 1])
         return apply_op("Conv2DBackpropFilter", [x, sizes, dy], attrs, name=scope).outputs[0]
+
+
+def _no_explicit_paddings(explicit_paddings: Any) -> None:
+    if explicit_paddings:
+        raise NotImplementedError(
+            f"explicit paddings {list(explicit_paddings)}: tfc computes 'SAME' and 'VALID' "
+            "windows only"
+        )
+
+
+def conv2d_backprop_input_v2(
+    input: Any,  # noqa: A002
+    filter: Any,  # noqa: A002
+    out_backprop: Any,
+    strides: Any,
+    padding: Any,
+    use_cudnn_on_gpu: bool = True,
+    explicit_paddings: Any = (),
+    data_format: str = "NHWC",
+    dilations: Any = (1, 1, 1, 1),
+    name: str | None = None,
+) -> Tensor:
+    """`tf.conv2d_backprop_input_v2`: conv2d_backprop_input of the shape of `input`."""
+    _no_explicit_paddings(explicit_paddings)
+    with name_scope(name, "Conv2DBackpropInputV2", [input, filter, out_backprop]) as scope:
+        x = convert_to_tensor(input, name="input")
+        return conv2d_backprop_input(
+            _array.shape(x), filter, out_backprop, strides, padding,
+            data_format=data_format, dilations=dilations, name=scope,
+        )  # fmt: skip
+
+
+def conv2d_backprop_filter_v2(
+    input: Any,  # noqa: A002
+    filter: Any,  # noqa: A002
+    out_backprop: Any,
+    strides: Any,
+    padding: Any,
+    use_cudnn_on_gpu: bool = True,
+    explicit_paddings: Any = (),
+    data_format: str = "NHWC",
+    dilations: Any = (1, 1, 1, 1),
+    name: str | None = None,
+) -> Tensor:
+    """`tf.conv2d_backprop_filter_v2`: conv2d_backprop_filter of the shape of `filter`."""
+    _no_explicit_paddings(explicit_paddings)
+    with name_scope(name, "Conv2DBackpropFilterV2", [input, filter, out_backprop]) as scope:
+        f = convert_to_tensor(filter, name="filter")
+        return conv2d_backprop_filter(
+            input, _array.shape(f), out_backprop, strides, padding,
+            data_format=data_format, dilations=dilations, name=scope,
+        )  # fmt: skip
