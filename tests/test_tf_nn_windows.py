@@ -192,6 +192,22 @@ CASES = {
         ),
         [(1, 8, 9, 2)],
     ),
+    "dilation2d-same": (
+        lambda ns, x, f: ns.nn.dilation2d(x, f, [1, 1, 1, 1], [1, 1, 1, 1], "SAME"),
+        [(2, 7, 6, 3), (3, 2, 3)],
+    ),
+    "dilation2d-strided-rates-valid": (
+        lambda ns, x, f: ns.nn.dilation2d(x, f, [1, 2, 1, 1], [1, 1, 2, 1], "VALID"),
+        [(2, 9, 8, 2), (2, 3, 2)],
+    ),
+    "erosion2d-same-strided": (
+        lambda ns, x, k: ns.nn.erosion2d(x, k, [1, 2, 2, 1], [1, 1, 1, 1], "SAME"),
+        [(2, 7, 6, 3), (3, 2, 3)],
+    ),
+    "erosion2d-rates": (
+        lambda ns, x, k: ns.nn.erosion2d(x, k, [1, 1, 1, 1], [1, 2, 2, 1], "SAME"),
+        [(1, 8, 7, 2), (2, 3, 2)],
+    ),
     "space_to_depth": (lambda ns, x: ns.space_to_depth(x, 2), [(2, 6, 4, 3)]),
     "depth_to_space": (lambda ns, x: ns.nn.depth_to_space(x, 2), [(2, 3, 2, 8)]),
     "space_to_batch_nd": (

@@ -4,6 +4,7 @@ from tfc.ops.conv import *  # noqa: F401,F403
 from tfc.ops.conv_api import *  # noqa: F401,F403
 from tfc.ops.conv_depthwise import *  # noqa: F401,F403
 from tfc.ops.lrn import *  # noqa: F401,F403
+from tfc.ops.morphology import *  # noqa: F401,F403
 from tfc.ops.nn import *  # noqa: F401,F403
 from tfc.ops.nn_loss import *  # noqa: F401,F403
 from tfc.ops.pool_argmax import *  # noqa: F401,F403
