@@ -41,7 +41,7 @@ OP_TEST_MODULES = [
     "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
     "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics",
     "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
-    "test_ops_patches", "test_ops_morphology",
+    "test_ops_patches", "test_ops_morphology", "test_ops_conv3d",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}

@@ -411,11 +411,8 @@ def test_errors_read_as_tensorflow_s():
         tf.nn.pool(x, [2, 2], "AVG", "VALID", dilation_rate=[2, 2], strides=[2, 2])
     with pytest.raises(ValueError, match="Invalid pooling_type: MIN"):
         tf.nn.pool(x, [2, 2], "MIN", "VALID")
-    with pytest.raises(NotImplementedError, match="MaxPool3D: tfc does not compute 3-D"):
-        tf.nn.max_pool_v2(tf.placeholder(tf.float32, [1, 4, 4, 4, 1]), 2, 2, "VALID")
-    with pytest.raises(NotImplementedError, match="Conv3D: tfc does not compute 3-D"):
-        tf.nn.convolution(tf.placeholder(tf.float32, [1, 4, 4, 4, 1]), tf.zeros([2, 2, 2, 1, 1]),
-                          "VALID")  # fmt: skip
+    with pytest.raises(ValueError, match="Input tensor must be of rank 3, 4 or 5 but was 6"):
+        tf.nn.max_pool_v2(tf.placeholder(tf.float32, [1, 4, 4, 4, 4, 1]), 2, 2, "VALID")
     with pytest.raises(ValueError, match="rate 0 cannot be less than one"):
         tf.nn.atrous_conv2d(x, tf.zeros([3, 3, 3, 1]), 0, "SAME")
     with pytest.raises(ValueError, match="data_format must be 'NWC' or 'NCW'"):

@@ -208,6 +208,64 @@ CASES = {
         lambda ns, x, k: ns.nn.erosion2d(x, k, [1, 1, 1, 1], [1, 2, 2, 1], "SAME"),
         [(1, 8, 7, 2), (2, 3, 2)],
     ),
+    "conv3d-same-strided": (
+        lambda ns, x, f: ns.nn.conv3d(x, f, [1, 2, 1, 2, 1], "SAME"),
+        [(2, 5, 6, 7, 3), (3, 2, 3, 3, 4)],
+    ),
+    "conv3d-valid-dilated": (
+        lambda ns, x, f: ns.nn.conv3d(x, f, [1, 1, 1, 1, 1], "VALID", dilations=[1, 2, 1, 2, 1]),
+        [(1, 6, 5, 7, 2), (2, 3, 2, 2, 3)],
+        "TF 2.21's oneDNN kernel fails on the input gradient of a dilated 3-D convolution",
+    ),
+    "convolution-3d-NCDHW": (
+        lambda ns, x, f: ns.nn.convolution(x, f, "SAME", strides=[1, 2, 1], data_format="NCDHW"),
+        [(2, 3, 5, 6, 4), (2, 3, 2, 3, 2)],
+    ),
+    "conv3d_transpose": (
+        lambda ns, dy, f: ns.nn.conv3d_transpose(dy, f, [2, 5, 6, 7, 3], [1, 2, 1, 2, 1], "SAME"),
+        [(2, 3, 6, 4, 4), (3, 2, 3, 3, 4)],
+    ),
+    "conv3d_transpose-valid-s3": (
+        lambda ns, dy, f: ns.nn.conv3d_transpose(dy, f, [1, 8, 4, 5, 2], [1, 3, 1, 2, 1], "VALID"),
+        [(1, 3, 3, 2, 3), (2, 2, 2, 2, 3)],
+    ),
+    "conv3d_backprop_filter": (
+        lambda ns, x, dy: ns.nn.conv3d_backprop_filter(
+            x, _ints(3, 2, 3, 3, 4), dy, [1, 2, 1, 2, 1], "SAME"
+        ),
+        [(2, 5, 6, 7, 3), (2, 3, 6, 4, 4)],
+    ),
+    "conv3d_backprop_filter_v2-valid": (
+        lambda ns, x, dy: ns.nn.conv3d_backprop_filter_v2(
+            x, _ints(2, 2, 2, 2, 3), dy, [1, 3, 1, 2, 1], "VALID"
+        ),
+        [(1, 8, 4, 5, 2), (1, 3, 3, 2, 3)],
+    ),
+    "max_pool3d-same": (
+        lambda ns, x: ns.nn.max_pool3d(x, [1, 3, 2, 2, 1], [1, 2, 2, 1, 1], "SAME"),
+        [(2, 5, 6, 7, 3)],
+    ),
+    "avg_pool3d-same": (
+        lambda ns, x: ns.nn.avg_pool3d(x, [1, 3, 3, 2, 1], [1, 2, 1, 2, 1], "SAME"),
+        [(2, 5, 6, 7, 3)],
+    ),
+    "avg_pool3d-valid-NCDHW": (
+        lambda ns, x: ns.nn.avg_pool3d(x, [1, 1, 2, 2, 2], [1, 1, 2, 1, 2], "VALID", "NCDHW"),
+        [(2, 3, 5, 6, 7)],
+    ),
+    "max_pool_v2-3d": (lambda ns, x: ns.nn.max_pool_v2(x, 2, 2, "VALID"), [(1, 4, 5, 6, 2)]),
+    "pool-3d-avg-dilated": (
+        lambda ns, x: ns.nn.pool(x, [2, 2, 2], "AVG", "VALID", dilation_rate=[2, 1, 2]),
+        [(1, 5, 4, 6, 2)],
+    ),
+    "extract_volume_patches-same": (
+        lambda ns, x: ns.extract_volume_patches(x, [1, 3, 2, 2, 1], [1, 2, 1, 2, 1], "SAME"),
+        [(2, 5, 4, 5, 3)],
+    ),
+    "extract_volume_patches-valid": (
+        lambda ns, x: ns.extract_volume_patches(x, [1, 2, 2, 3, 1], [1, 1, 2, 1, 1], "VALID"),
+        [(1, 4, 5, 6, 2)],
+    ),
     "space_to_depth": (lambda ns, x: ns.space_to_depth(x, 2), [(2, 6, 4, 3)]),
     "depth_to_space": (lambda ns, x: ns.nn.depth_to_space(x, 2), [(2, 3, 2, 8)]),
     "space_to_batch_nd": (

@@ -42,6 +42,7 @@ from tfc.init_ops import *
 from tfc.ops.numerics import *
 from tfc.ops.patches import *
 from tfc.ops.conv_api import conv2d_backprop_filter_v2, conv2d_backprop_input_v2
+from tfc.ops.conv3d import extract_volume_patches
 from tfc.ops.space_batch import *
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging

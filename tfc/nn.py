@@ -1,6 +1,7 @@
 """`tf.nn`: neural-network ops and losses."""
 
 from tfc.ops.conv import *  # noqa: F401,F403
+from tfc.ops.conv3d import *  # noqa: F401,F403
 from tfc.ops.conv_api import *  # noqa: F401,F403
 from tfc.ops.conv_depthwise import *  # noqa: F401,F403
 from tfc.ops.lrn import *  # noqa: F401,F403

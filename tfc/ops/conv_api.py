@@ -3,7 +3,7 @@ form through with_space_to_batch), the v2/1-D/2-D pools, atrous convolutions, an
 Conv2D's gradient ops; channels-first images by transposes around the NHWC ops.
 
 All build the ops of conv.py, conv_grad.py and conv_depthwise.py; 1-D windows are 2-D ones over
-an image of height 1, as TF computes them; 3-D windows raise NotImplementedError naming the op.
+an image of height 1, as TF computes them, 3-D ones conv3d.py's compositions.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import tfc.ops.array as _array
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.conv3d import avg_pool3d, conv3d, max_pool3d
 from tfc.ops.conv_args import (
     channels_first_via_last,
     channels_last,
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 
+_FORMATS = {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}
+
+
 def _last_order(values: list, data_format: str) -> list:
     """A strides/ksize/dilations list of `data_format` in channels-last order."""
     return values if channels_last(data_format) else [values[0], *values[2:], values[1]]
@@ -60,13 +64,6 @@ def _rank(x: Tensor, what: str) -> int:
     if x.shape.ndims is None:
         raise ValueError(f"{what}: the rank of {x.name} must be known")
     return x.shape.ndims
-
-
-def _three_d(op: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"{op}: tfc does not compute 3-D convolutions or pools (op {op!r} has no kernel); "
-        "2-D and 1-D ones are supported"
-    )
 
 
 # -- pooling ------------------------------------------------------------------------------------
@@ -95,6 +92,11 @@ def _pool1d(op_type: str, x: Tensor, ksize: Any, strides: Any, padding: Any, fmt
     return _array.squeeze(pooled, [1 if fmt == "NWC" else 2])
 
 
+def _pool3d(op_type: str, x: Tensor, ksize: Any, strides: Any, padding: Any, fmt: str, scope: str):
+    pool = max_pool3d if op_type == "MaxPool" else avg_pool3d
+    return pool(x, ksize, strides, padding, fmt, name=scope)
+
+
 def _pool_nd(
     op_type: str, value: Any, ksize: Any, strides: Any, padding: Any, fmt: Any, name: Any, n: int
 ) -> Tensor:
@@ -103,10 +105,11 @@ def _pool_nd(
         x = convert_to_tensor(value, name="input")
         if n is None:
             n = _rank(x, op_type) - 2
-        if n == 3:
-            raise _three_d(f"{op_type}3D")
-        if n not in (1, 2):
+        if n not in (1, 2, 3):
             raise ValueError(f"Input tensor must be of rank 3, 4 or 5 but was {n + 2}.")
+        if n == 3:
+            fmt = check_data_format(fmt, ("NDHWC", "NCDHW"))
+            return _pool3d(op_type, x, ksize, strides, padding, fmt, scope)
         if n == 1:
             fmt = check_data_format(fmt, ("NWC", "NCW"))
             return _pool1d(op_type, x, ksize, strides, padding, fmt, scope)
@@ -122,7 +125,7 @@ def max_pool_v2(
     data_format: str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """`tf.nn.max_pool_v2`: max pooling over the spatial dims of a 3-D or 4-D input."""
+    """`tf.nn.max_pool_v2`: max pooling over the spatial dims of a 3-D, 4-D or 5-D input."""
     return _pool_nd("MaxPool", input, ksize, strides, padding, data_format, name, None)
 
 
@@ -158,7 +161,7 @@ def avg_pool_v2(
     data_format: str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """`tf.nn.avg_pool_v2`: average pooling (padding not counted) of a 3-D or 4-D input."""
+    """`tf.nn.avg_pool_v2`: average pooling (padding not counted) of a 3-D, 4-D or 5-D input."""
     return _pool_nd("AvgPool", input, ksize, strides, padding, data_format, name, None)
 
 
@@ -245,7 +248,7 @@ def pool(
     data_format: str | None = None,
     dilations: Any = None,
 ) -> Tensor:
-    """`tf.nn.pool`: N-D max or average pooling with optional dilation (N = 1 or 2)."""
+    """`tf.nn.pool`: N-D max or average pooling with optional dilation (N = 1, 2 or 3)."""
     window = [int(v) for v in np.asarray(window_shape).reshape(-1)]
     n = len(window)
     if dilation_rate is not None and dilations is not None:
@@ -263,20 +266,19 @@ def pool(
             f"padding={padding} and dilation_rate={rate}"
         )
     op_type = "MaxPool" if pooling_type == "MAX" else "AvgPool"
-    if n == 3:
-        raise _three_d(f"{op_type}3D")
-    if n not in (1, 2):
-        raise ValueError(f"window_shape must have 1 or 2 values (2-D or 1-D pooling), got {n}")
-    fmt = check_data_format(data_format, ("NWC", "NCW") if n == 1 else ("NHWC", "NCHW"))
+    if n not in (1, 2, 3):
+        raise ValueError(
+            f"`len(window_shape)` must be 1, 2, or 3. Received: window_shape={window} of length {n}"
+        )
+    fmt = check_data_format(data_format, _FORMATS[n])
     with name_scope(name, f"{pooling_type.lower()}_pool", [input]) as scope:
         x = convert_to_tensor(input, name="input")
         if _rank(x, "pool") != n + 2:
             raise ValueError(f"Input must have rank {n + 2} but has rank {_rank(x, 'pool')}")
 
         def pool_op(t: Tensor, num_spatial_dims: int, pad: str) -> Tensor:
-            if n == 1:
-                return _pool1d(op_type, t, window, stride, pad, fmt, scope)
-            return _pool2d(op_type, t, window, stride, pad, fmt, scope)
+            pool_fn = {1: _pool1d, 2: _pool2d, 3: _pool3d}[n]
+            return pool_fn(op_type, t, window, stride, pad, fmt, scope)
 
         return with_space_to_batch(x, rate, padding, pool_op, window, None, fmt)
 
@@ -298,8 +300,9 @@ def convolution(
     filters: Any = None,
     dilations: Any = None,
 ) -> Tensor:
-    """`tf.nn.convolution`: the N-D convolution (N = 1 or 2 here) of input [N, spatial..., C]
-    (channels last, or first with data_format NCW/NCHW) with filter [spatial..., C, out]."""
+    """`tf.nn.convolution`: the N-D convolution (N = 1, 2 or 3) of input [N, spatial..., C]
+    (channels last, or first with data_format NCW/NCHW/NCDHW) with filter [spatial..., C,
+    out]."""
     if filter is not None and filters is not None:
         raise ValueError("filter and filters arguments cannot both be specified")
     filter = filters if filter is None else filter  # noqa: A001
@@ -309,15 +312,16 @@ def convolution(
         x = convert_to_tensor(input, name="input")
         f = convert_to_tensor(filter, dtype=x.dtype, name="filter")
         n = (f.shape.ndims - 2) if f.shape.ndims is not None else _rank(x, "convolution") - 2
-        if n == 3:
-            raise _three_d("Conv3D")
-        if n not in (1, 2):
+        if n not in (1, 2, 3):
             raise ValueError(f"Input tensor must be of rank 3, 4 or 5 but was {n + 2}.")
         rate = spatial_values(dilations if dilation_rate is None else dilation_rate, "dilations", n)
         stride = spatial_values(strides, "strides", n)
         if any(r > 1 for r in rate) and any(s > 1 for s in stride):
             raise ValueError("strides > 1 not supported in conjunction with dilation_rate > 1")
         pad = check_padding(padding)
+        if n == 3:
+            fmt = check_data_format(data_format, _FORMATS[3])
+            return conv3d(x, f, stride, pad, fmt, rate, name=scope)
         if n == 1:
             fmt = check_data_format(data_format, ("NWC", "NCW"))
             image = _array.expand_dims(x, 1 if fmt == "NWC" else 2)
