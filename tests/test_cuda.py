@@ -39,7 +39,11 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is
 
 OP_TEST_MODULES = [
     "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
-    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics",
+    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics", "test_ops_topk",
+    "test_ops_normalization", "test_ops_conv_composite", "test_ops_embedding",
+    "test_ops_special", "test_ops_scan", "test_ops_sequences", "test_ops_segment",
+    "test_ops_einsum", "test_ops_norms",
+    "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
     "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
     "test_ops_patches", "test_ops_morphology", "test_ops_conv3d",
 ]  # fmt: skip
@@ -65,7 +69,11 @@ def training_graphs() -> dict[str, tuple]:
     graphs = {}
     sys.path.insert(0, str(ROOT / "samples"))
     try:
-        for model, shape in (("digits_model", (8, 64)), ("lenet_model", (4, 28, 28, 1))):
+        for model, shape in (
+            ("digits_model", (8, 64)),
+            ("lenet_model", (4, 28, 28, 1)),
+            ("layers_cnn_model", (4, 28, 28, 1)),
+        ):
             module = importlib.import_module(model)
             graph = tfc.Graph()
             with graph.as_default():
@@ -103,7 +111,8 @@ def training_graphs() -> dict[str, tuple]:
         v = tfc.Variable(tfc.ones([4, 6]))
         ys = [f(x + 2.0) for f in (
             tfc.tanh, tfc.sigmoid, tfc.sqrt, tfc.rsqrt, tfc.reciprocal, tfc.nn.softplus,
-            tfc.nn.relu6, tfc.nn.elu, tfc.nn.softmax, tfc.nn.log_softmax,
+            tfc.nn.relu6, tfc.nn.elu, tfc.nn.softmax, tfc.nn.log_softmax, tfc.nn.selu,
+            tfc.nn.softsign,
             lambda t: tfc.nn.leaky_relu(t, 0.2), lambda t: t[1:3, ::2],
             lambda t: tfc.pad(t, [[1, 1], [2, 2]], mode="REFLECT"),
             lambda t: tfc.gather(t, tfc.constant([0, 2, 1, 0])),
@@ -227,7 +236,7 @@ def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
-@pytest.mark.parametrize("model", ["digits_model", "lenet_model"])
+@pytest.mark.parametrize("model", ["digits_model", "lenet_model", "layers_cnn_model"])
 def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
     cpu_losses, cpu_weights = _train(model, 5, "cpu", None)
     gpu_losses, gpu_weights = _train(model, 5, "gpu", None)

@@ -4,6 +4,7 @@ libc but memcpy/memset and libm, and two prefixed models link into one program."
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 
@@ -33,7 +34,8 @@ SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 ALLOWED = {"memcpy", "memset", "memmove"} | {
     f + s
     for f in ("exp", "expm1", "log", "log1p", "sqrt", "tanh", "pow", "sin", "cos", "tan",
-              "fmod", "floor", "ceil", "nearbyint", "fabs", "trunc")
+              "fmod", "floor", "ceil", "nearbyint", "fabs", "trunc", "atan", "atan2", "asin",
+              "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma")
     for s in ("", "f")
 }  # fmt: skip
 
@@ -374,22 +376,45 @@ int main(void) {
     return 0;
 }
 """
+# the inverse trigonometric, hyperbolic and error functions and lgamma, over their domains
+FREESTANDING_MORE = r"""
+#include <math.h>
+int printf(const char *, ...);
+int main(void) {
+    for (int i = 0; i < 4001; ++i) {
+        double x = -40.0 + 0.02 * i + 1e-3 * (i % 7), u = x / 40.5;
+        printf("%a %a %a %a %a %a %a %a %a %a %a %a %a %a\n", atan(x), atan2(x, u - 0.3),
+               asin(u), acos(u), sinh(x * 18.0), cosh(x * 18.0), asinh(x * x * x),
+               acosh(fabs(x) + 1.0), atanh(u), erf(x * 0.15), erfc(x * 0.3), lgamma(x),
+               lgamma(fabs(x) * 5.0 + 1e-3), (double)erff((float)(x * 0.1)));
+    }
+    return 0;
+}
+"""
+
+
+def _freestanding_run(tmp_path, source: str) -> np.ndarray:
+    """Build `source` against runtime/freestanding/tfc_freestanding.c alone (no -lm) and run
+    it; its lines of hex floats as an array."""
+    from embed_support import ROOT
+
+    fs = ROOT / "runtime" / "freestanding"
+    (tmp_path / "main.c").write_text(source)
+    # -fno-math-errno: sqrt stays the instruction (a wasm32 build's default; tfc's C flags)
+    obj = ["cc", "-std=c99", "-O2", "-ffreestanding", "-fno-builtin", "-fno-math-errno",
+           f"-I{fs}", *WARNINGS]  # fmt: skip
+    cmd = [*obj, "-c", str(fs / "tfc_freestanding.c"), "-o", "fs.o"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0
+    cmd = ["cc", "-std=c99", "-O2", "-fno-builtin", f"-I{fs}", "main.c", "fs.o", "-o", "fsm"]
+    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0  # no -lm: only the shim's math
+    return np.array([[float.fromhex(v) for v in line.split()] for line in
+                     _run(tmp_path / "fsm").splitlines()])  # fmt: skip
 
 
 def test_freestanding_math_matches_numpy(tmp_path):
     """runtime/freestanding/tfc_freestanding.c (wasm32's libm) against NumPy's, here on the
     host: within a few double ulps (the float function within half a float ulp and a bit)."""
-    from embed_support import ROOT
-
-    fs = ROOT / "runtime" / "freestanding"
-    (tmp_path / "main.c").write_text(FREESTANDING_MAIN)
-    obj = ["cc", "-std=c99", "-O2", "-ffreestanding", "-fno-builtin", f"-I{fs}", *WARNINGS]
-    cmd = [*obj, "-c", str(fs / "tfc_freestanding.c"), "-o", "fs.o"]
-    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0
-    cmd = ["cc", "-std=c99", "-O2", "-fno-builtin", f"-I{fs}", "main.c", "fs.o", "-o", "fsm"]
-    assert subprocess.run(cmd, cwd=tmp_path).returncode == 0  # no -lm: only the shim's math
-    got = np.array([[float.fromhex(v) for v in line.split()] for line in
-                    _run(tmp_path / "fsm").splitlines()])  # fmt: skip
+    got = _freestanding_run(tmp_path, FREESTANDING_MAIN)
     x = -40.0 + 0.04 * np.arange(2001) + 1e-3 * (np.arange(2001) % 7)
     want = [np.exp(x), np.log(np.abs(x) + 1e-300), np.log1p(np.abs(x)), np.expm1(x * 0.1),
             np.tanh(x * 0.2), np.sin(x), np.cos(x), np.abs(x) ** 0.37, np.fmod(x, 0.7)]  # fmt: skip
@@ -397,6 +422,39 @@ def test_freestanding_math_matches_numpy(tmp_path):
         np.testing.assert_allclose(got[:, k], w, rtol=4e-15, atol=1e-15, err_msg=f"column {k}")
     f = np.exp((x * 0.5).astype(np.float32).astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(got[:, 9], f, rtol=1.2e-7)
+
+
+def test_freestanding_special_math_matches_the_c_library(tmp_path):
+    """The shim's atan, atan2, asin, acos, sinh, cosh, asinh, acosh, atanh, erf, erfc and
+    lgamma against Python's math module (the C library's): within a few double ulps, and
+    lgamma within 1e-13 of its magnitude where the recurrence sums cancel near its zeros."""
+    got = _freestanding_run(tmp_path, FREESTANDING_MORE)
+    x = -40.0 + 0.02 * np.arange(4001) + 1e-3 * (np.arange(4001) % 7)
+    u = x / 40.5
+
+    def each(fn, values):
+        def safe(v):
+            try:
+                return fn(v)
+            except ValueError:  # a pole of lgamma
+                return math.inf
+            except OverflowError:
+                return math.copysign(math.inf, v) if fn is math.sinh else math.inf
+
+        return np.array([safe(float(v)) for v in values])
+
+    want = [each(math.atan, x), np.arctan2(x, u - 0.3), each(math.asin, u), each(math.acos, u),
+            each(math.sinh, x * 18.0), each(math.cosh, x * 18.0), each(math.asinh, x * x * x),
+            each(math.acosh, np.abs(x) + 1.0), each(math.atanh, u), each(math.erf, x * 0.15),
+            each(math.erfc, x * 0.3), each(math.lgamma, x),
+            each(math.lgamma, np.abs(x) * 5.0 + 1e-3)]  # fmt: skip
+    for k, w in enumerate(want):
+        close = dict(rtol=4e-15, atol=1e-300)
+        if k >= 11:  # lgamma
+            close = dict(rtol=4e-15, atol=1e-13)
+        np.testing.assert_allclose(got[:, k], w, **close, err_msg=f"column {k}")
+    f = np.array([math.erf(v) for v in (x * 0.1).astype(np.float32).astype(float)], np.float32)
+    np.testing.assert_allclose(got[:, 13], f, rtol=1.2e-7)
 
 
 def test_generating_the_library_needs_no_c_compiler(tmp_path, monkeypatch):

@@ -117,6 +117,31 @@ def _second(fn):
     return build
 
 
+def invertible(*shape):
+    """[..., n, n] matrices with singular values in [0.5, 2] (condition <= 4)."""
+    n = shape[-1]
+    q1, _ = np.linalg.qr(RNG.standard_normal((*shape[:-2], n, n)))
+    q2, _ = np.linalg.qr(RNG.standard_normal((*shape[:-2], n, n)))
+    return _f32(q1 @ (RNG.uniform(0.5, 2.0, (*shape[:-2], n, 1)) * q2))
+
+
+def diagonal_heavy(*shape):
+    """[..., n, n] matrices near 2 I: every triangle of them is well conditioned."""
+    return _f32(2.0 * np.eye(shape[-1]) + 0.3 * RNG.standard_normal(shape))
+
+
+def spread_symmetric(*shape):
+    """Symmetric [..., n, n] matrices whose eigenvalues are at least 0.8 apart."""
+    n = shape[-1]
+    q, _ = np.linalg.qr(RNG.standard_normal((*shape[:-2], n, n)))
+    e = np.arange(n) - (n - 1) / 2 + RNG.uniform(-0.1, 0.1, (*shape[:-2], n))
+    return _f32(q @ (e[..., :, None] * np.swapaxes(q, -1, -2)))
+
+
+def eye2(x) -> tf.Tensor:
+    return tf.eye(x.shape.as_tuple()[-1], dtype=x.dtype) * 2.0
+
+
 COND = RNG.random((2, 3)) < 0.5
 CONV_S2_SAME = dict(strides=[1, 2, 2, 1], padding="SAME")
 POOL_K3_S2_SAME = dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")
@@ -241,6 +266,10 @@ CASES = [
     C("Elu", tf.nn.elu, away(3, 4)),
     C("LeakyRelu", lambda a: tf.nn.leaky_relu(a, 0.1), away(3, 4)),
     C("Softplus", tf.nn.softplus, normal(3, 4) * 3),
+    C("Selu", tf.nn.selu, away(3, 4)),
+    C("Softsign", tf.nn.softsign, away(3, 4)),
+    C("Softsign-second", _second(tf.nn.softsign), away(2, 3), normal(2, 3)),
+    C("TopKV2", lambda a: tf.nn.top_k(a, 3)[0], distinct(2, 5)),
     C("Softmax", tf.nn.softmax, normal(3, 4), dims=((None, 4),)),
     C("Softmax-axis0", lambda a: tf.nn.softmax(a, axis=0), normal(3, 4)),
     C("LogSoftmax", tf.nn.log_softmax, normal(2, 5)),
@@ -294,6 +323,8 @@ CASES = [
     C("EluGrad", lambda d, y: op("EluGrad", d, y), normal(2, 3), away(2, 3, lo=0.1, hi=0.9)),
     C("LeakyReluGrad", lambda d, x: op("LeakyReluGrad", d, x, alpha=0.3), normal(2, 3), away(2, 3)),
     C("SoftplusGrad", lambda d, x: op("SoftplusGrad", d, x), normal(2, 3), normal(2, 3)),
+    C("SeluGrad", lambda d, y: op("SeluGrad", d, y), normal(2, 3), away(2, 3, lo=0.1, hi=1.5)),
+    C("SoftsignGrad", lambda d, x: op("SoftsignGrad", d, x), normal(2, 3), away(2, 3)),
     C("SoftmaxGrad", lambda y, d: op("SoftmaxGrad", y, d), normal(2, 4), normal(2, 4)),
     C("LogSoftmaxGrad", lambda y, d: op("LogSoftmaxGrad", y, d), normal(2, 4), normal(2, 4)),
     C("SumToShape", lambda g: op("SumToShape", g, np.array([3, 1], np.int32)), normal(2, 3, 4)),
@@ -419,7 +450,128 @@ CASES = [
         normal(2, 5, 5, 2),
         dims=((None, 5, 5, 2),),
     ),
+    # linear algebra: inputs far from singular; eigen- and singular vectors enter squared (their
+    # signs are each algorithm's own); Cholesky sees a symmetric x x^T + 2 I
+    C("MatrixInverse", tf.matrix_inverse, invertible(3, 3)),
+    C("MatrixInverse-adjoint", lambda a: tf.matrix_inverse(a, adjoint=True), invertible(2, 3, 3)),
+    C("MatrixDeterminant", tf.matrix_determinant, invertible(2, 3, 3)),
+    C("LogMatrixDeterminant", lambda a: tf.linalg.slogdet(a)[1], invertible(3, 3)),
+    C(
+        "Cholesky",
+        lambda x: tf.cholesky(tf.matmul(x, x, transpose_b=True) + eye2(x)),
+        normal(2, 3, 3),
+    ),
+    C("MatrixSolve", tf.matrix_solve, invertible(2, 3, 3), normal(2, 3, 2)),
+    C(
+        "MatrixSolve-adjoint",
+        lambda a, b: tf.matrix_solve(a, b, adjoint=True),
+        invertible(3, 3),
+        normal(3, 1),
+    ),
+    C("MatrixTriangularSolve", tf.matrix_triangular_solve, diagonal_heavy(3, 3), normal(3, 2)),
+    C(
+        "MatrixTriangularSolve-upper-adjoint",
+        lambda a, b: tf.matrix_triangular_solve(a, b, lower=False, adjoint=True),
+        diagonal_heavy(2, 3, 3),
+        normal(2, 3, 2),
+    ),
+    C(
+        "MatrixTriangularSolve-broadcast",
+        tf.matrix_triangular_solve,
+        diagonal_heavy(3, 3),
+        normal(2, 3, 2),
+    ),
+    C("Qr", tf.qr, normal(4, 3)),
+    C("Qr-wide", tf.qr, normal(2, 2, 4)),
+    C(
+        "SelfAdjointEigV2",
+        lambda a: [tf.self_adjoint_eig(a)[0], tf.square(tf.self_adjoint_eig(a)[1])],
+        spread_symmetric(2, 3, 3),
+    ),
+    C("SelfAdjointEigV2-values", tf.self_adjoint_eigvals, spread_symmetric(4, 4)),
+    C("Svd", lambda a: [t * t for t in tf.svd(a)], normal(2, 4, 3)),
+    C("Svd-wide-full", lambda a: [t * t for t in tf.svd(a, full_matrices=True)], normal(3, 4)),
+    C("Svd-values", lambda a: tf.svd(a, compute_uv=False), normal(3, 5)),
+    C("MatrixBandPart", lambda a: tf.matrix_band_part(a, 1, 0), normal(2, 3, 4)),
+    C("MatrixDiagV3", lambda d: tf.matrix_diag(d, k=1), normal(2, 3)),
+    C("MatrixDiagPartV3", lambda a: tf.matrix_diag_part(a, k=-1), normal(2, 3, 4)),
+    C("MatrixSetDiagV3", tf.matrix_set_diag, normal(2, 3, 3), normal(2, 3)),
+    C("Diag", tf.diag, normal(2, 2)),
+    C("DiagPart", tf.diag_part, normal(2, 3, 2, 3)),
+    C("Cross", tf.cross, normal(4, 3), normal(4, 3)),
 ]
+
+# issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division
+# flavours
+CASES += [
+    C("Acos", tf.acos, uniform(-0.8, 0.8, 2, 3)),
+    C("Asin", tf.asin, uniform(-0.8, 0.8, 2, 3)),
+    C("Atan", tf.atan, normal(2, 3) * 2),
+    C("Atan2", tf.atan2, normal(2, 3), away(3)),
+    C("Sinh", tf.sinh, normal(2, 3)),
+    C("Cosh", tf.cosh, normal(2, 3)),
+    C("Asinh", tf.asinh, normal(2, 3) * 2),
+    C("Acosh", tf.acosh, uniform(1.2, 4, 2, 3)),
+    C("Atanh", tf.atanh, uniform(-0.8, 0.8, 2, 3)),
+    C("Erf", tf.erf, normal(2, 3)),
+    C("Erfc", tf.erfc, normal(2, 3)),
+    C("Lgamma", tf.lgamma, uniform(0.3, 5, 2, 3)),
+    C("Lgamma-negative", tf.lgamma, uniform(-2.8, -2.2, 2, 3)),
+    C("Digamma", tf.digamma, uniform(0.3, 5, 2, 3)),
+    C("Polygamma", lambda x: tf.polygamma(tf.ones_like(x) * 2.0, x), uniform(0.5, 4, 2, 3)),
+    C("Zeta", lambda q: tf.zeta(tf.ones_like(q) * 3.0, q), uniform(0.5, 4, 2, 3)),
+    C("Lgamma-second", _second(tf.lgamma), uniform(0.5, 4, 2, 3), normal(2, 3)),
+    C("Rint", tf.rint, np.array([[0.2, 1.3, -2.1], [3.7, -0.9, 0.05]])),
+    C("DivNoNan", tf.div_no_nan, normal(2, 3), away(3)),
+    C("Xlogy", tf.math.xlogy, away(2, 3), positive(3)),
+    C("Xdivy", tf.math.xdivy, away(2, 3), away(2, 3)),
+    C("Xlog1py", tf.math.xlog1py, away(2, 3), positive(2, 3)),
+    C("MulNoNan", tf.math.multiply_no_nan, normal(2, 3), away(3)),
+    C("lbeta", tf.lbeta, uniform(0.5, 3, 2, 3)),
+]  # fmt: skip
+
+# running sums and products, segment reductions, linspace
+SEGMENT_IDS = np.array([0, 0, 2, 3, 3], np.int32)
+UNSORTED_IDS = np.array([2, -1, 0, 2, 1], np.int32)
+WITH_ZEROS = np.array([[0.5, -1.25], [0.0, 1.5], [2.0, 0.0], [0.0, 0.75], [0.0, 1.25]])
+CASES += [
+    C("Cumsum", lambda a: tf.cumsum(a, axis=1), normal(3, 4), dims=((None, 4),)),
+    C("Cumsum-exclusive-reverse", lambda a: tf.cumsum(a, 0, True, True), normal(3, 4)),
+    C("Cumprod", lambda a: tf.cumprod(a, axis=1), away(3, 4, lo=0.5, hi=1.5)),
+    C("Cumprod-exclusive-reverse", lambda a: tf.cumprod(a, 0, True, True), away(3, 4, lo=0.5)),
+    C("SegmentSum", lambda d: tf.segment_sum(d, SEGMENT_IDS), normal(5, 2)),
+    C("SegmentMean", lambda d: tf.segment_mean(d, SEGMENT_IDS), normal(5, 2)),
+    C("SegmentMax", lambda d: tf.segment_max(d, SEGMENT_IDS), distinct(5, 2)),
+    C("SegmentMin", lambda d: tf.segment_min(d, SEGMENT_IDS), distinct(5, 2)),
+    C("SegmentProd", lambda d: tf.segment_prod(d, SEGMENT_IDS), away(5, 2, lo=0.5, hi=1.5)),
+    C("SegmentProd-zeros", lambda d: tf.segment_prod(d, SEGMENT_IDS), WITH_ZEROS),
+    C("UnsortedSegmentMax", lambda d: tf.unsorted_segment_max(d, UNSORTED_IDS, 3), distinct(5, 2)),
+    C("UnsortedSegmentMin", lambda d: tf.unsorted_segment_min(d, UNSORTED_IDS, 3), distinct(5, 2)),
+    C(
+        "UnsortedSegmentProd",
+        lambda d: tf.unsorted_segment_prod(d, UNSORTED_IDS, 3),
+        away(5, 2, lo=0.5, hi=1.5),
+    ),
+    C("UnsortedSegmentProd-zeros", lambda d: tf.unsorted_segment_prod(d, SEGMENT_IDS, 4),
+      WITH_ZEROS),
+    C("unsorted_segment_sqrt_n", lambda d: tf.unsorted_segment_sqrt_n(d, UNSORTED_IDS, 4),
+      normal(5, 2)),
+    C("linspace", lambda a, b: tf.linspace(a, b, 5), normal(), normal()),
+]  # fmt: skip
+
+# composites whose gradients come from their parts: logsumexp, einsum, norms, clipping
+CASES += [
+    C("reduce_logsumexp", lambda a: tf.reduce_logsumexp(a, axis=1), normal(3, 4) * 3),
+    C("einsum", lambda a, b: tf.einsum("bij,bkj->bik", a, b), normal(2, 3, 4), normal(2, 5, 4)),
+    C("einsum-diagonal", lambda a: tf.einsum("iji->j", a), normal(3, 2, 3)),
+    C("tensordot", lambda a, b: tf.tensordot(a, b, [[0, 2], [2, 0]]), normal(2, 3, 4),
+      normal(4, 5, 2)),
+    C("norm", lambda a: tf.norm(a, axis=1), normal(3, 4)),
+    C("norm-p3", lambda a: tf.norm(a, ord=3, axis=0), away(3, 4)),
+    C("clip_by_norm", lambda a: tf.clip_by_norm(a, 1.0), normal(3, 4)),
+    C("clip_by_global_norm", lambda a, b: tf.clip_by_global_norm([a, b], 1.0)[0], normal(3, 4),
+      normal(2)),
+]  # fmt: skip
 
 
 def _other(t: tf.Tensor):

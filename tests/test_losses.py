@@ -275,11 +275,64 @@ def _build_losses(b: CaseBatch) -> None:
     )
 
 
+def _build_weighted_and_averaged(b: CaseBatch) -> None:
+    """weighted_cross_entropy_with_logits, log_poisson_loss, compute_average_loss,
+    scale_regularization_loss."""
+    for dtype in F:
+        x = np.concatenate([_logits((4, 3)).ravel(), [-1000.0, -30.0, 0.0, 30.0, 1000.0]])
+        x = x.astype(dtype)
+        z = RNG.random(x.shape).astype(dtype)
+        for q in [0.25, 1.0, 3.0]:
+            # q z softplus(-x) + (1 - z) softplus(x): the positive term weighted by q
+            want = q * z * np.logaddexp(0, -x.astype(np.float64))
+            want += (1 - z) * np.logaddexp(0, x.astype(np.float64))
+            b.add(
+                f"weighted_xent-{dtype}-q{q}",
+                tf.nn.weighted_cross_entropy_with_logits(labels=z, logits=b.feed(x), pos_weight=q),
+                want.astype(dtype),
+            )
+        targets = np.array([0.0, 0.5, 1.0, 2.0, 7.0, 30.0], dtype)
+        log_input = RNG.standard_normal(6).astype(dtype)
+        t64, l64 = targets.astype(np.float64), log_input.astype(np.float64)
+        plain = np.exp(l64) - l64 * t64
+        with np.errstate(all="ignore"):
+            stirling = t64 * np.log(t64) - t64 + 0.5 * np.log(2 * np.pi * t64)
+        full = plain + np.where(t64 <= 1, 0, stirling)
+        b.add(
+            f"log_poisson-{dtype}",
+            tf.nn.log_poisson_loss(b.feed(targets), log_input),
+            plain.astype(dtype),
+        )
+        b.add(
+            f"log_poisson-full-{dtype}",
+            tf.nn.log_poisson_loss(targets, b.feed(log_input), compute_full_loss=True),
+            full.astype(dtype),
+        )
+        per_example = RNG.random((6, 3)).astype(dtype)
+        weights = RNG.random((6, 1)).astype(dtype)
+        b.add(
+            f"average_loss-{dtype}",
+            tf.nn.compute_average_loss(b.feed(per_example, [None, 3])),
+            np.asarray(per_example.astype(np.float64).sum() / 6, dtype),
+        )
+        b.add(
+            f"average_loss-weighted-{dtype}",
+            tf.nn.compute_average_loss(per_example, sample_weight=weights, global_batch_size=10),
+            np.asarray((per_example * weights).astype(np.float64).sum() / 10, dtype),
+        )
+        b.add(
+            f"scale_regularization_loss-{dtype}",
+            tf.nn.scale_regularization_loss(b.feed(per_example)),
+            np.asarray(per_example.astype(np.float64).sum(), dtype),
+        )
+
+
 def _build() -> CaseBatch:
     b = CaseBatch()
     with b.graph.as_default():
         _build_nn(b)
         _build_losses(b)
+        _build_weighted_and_averaged(b)
     return b
 
 
@@ -289,6 +342,25 @@ BATCH = _build()
 @pytest.mark.parametrize("case", BATCH.ids())
 def test_loss_values(case):
     BATCH.check(case)
+
+
+def test_weighted_and_average_loss_errors():
+    loss = tf.nn.weighted_cross_entropy_with_logits(targets=[1.0], logits=[0.0], pos_weight=2.0)
+    assert loss.op.name == "logistic_loss"
+    with pytest.raises(ValueError, match="Expected a tensor with at least rank 1"):
+        tf.nn.compute_average_loss(1.0)
+    with pytest.raises(TypeError, match="global_batch_size must be an integer"):
+        tf.nn.compute_average_loss([1.0, 2.0], global_batch_size=2.0)
+    with pytest.raises(ValueError, match="global_batch_size must be positive"):
+        tf.nn.compute_average_loss([1.0, 2.0], global_batch_size=0)
+    with pytest.raises(ValueError, match="logits and labels must have the same shape"):
+        tf.nn.weighted_cross_entropy_with_logits(
+            labels=np.zeros(3, np.float32), logits=np.zeros(4, np.float32), pos_weight=2.0
+        )
+    with pytest.raises(ValueError, match="Cannot specify both 'labels' and 'targets'"):
+        tf.nn.weighted_cross_entropy_with_logits(
+            labels=[1.0], logits=[1.0], pos_weight=2.0, targets=[1.0]
+        )
 
 
 def test_large_logits_give_finite_losses():

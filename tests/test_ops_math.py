@@ -1,5 +1,7 @@
 """Element-wise math ops: compiled C vs the NumPy reference vs an independent NumPy formula."""
 
+import math
+
 import numpy as np
 import pytest
 from opcheck import CaseBatch
@@ -11,7 +13,29 @@ RNG = np.random.default_rng(1234)
 F = ["float32", "float64"]
 I = ["int32", "int64"]  # noqa: E741
 
-# op function, independent NumPy formula, dtypes, input domain
+
+def _f64(fn):
+    """Evaluate a float formula in float64 and round once, like a correctly rounded libm."""
+    return lambda x: fn(x.astype(np.float64)).astype(x.dtype) if x.dtype.kind == "f" else fn(x)
+
+
+def _f64_binary(fn):
+    return lambda x, y: fn(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+
+
+def _scalar(fn):
+    """A function of Python's math module over arrays (poles give inf, as C's)."""
+
+    def safe(v: float) -> float:
+        try:
+            return fn(v)
+        except ValueError:
+            return math.inf
+
+    return np.vectorize(safe, otypes=[np.float64])
+
+
+# op function, independent NumPy formula, dtypes, input domain (or one per input)
 BINARY = {
     "add": (tf.add, np.add, F + I, "any"),
     "subtract": (tf.subtract, np.subtract, F + I, "any"),
@@ -35,12 +59,54 @@ BINARY = {
     "not_equal": (tf.not_equal, np.not_equal, F + I + ["bool"], "ties"),
     "logical_and": (tf.logical_and, np.logical_and, ["bool"], "any"),
     "logical_or": (tf.logical_or, np.logical_or, ["bool"], "any"),
+    "logical_xor": (tf.logical_xor, np.logical_xor, ["bool"], "any"),
+    "realdiv": (tf.realdiv, lambda x, y: x / y, F, "nonzero_y"),
+    "floor_div": (
+        tf.floor_div,
+        lambda x, y: np.floor_divide(x, y) if x.dtype.kind == "i" else np.floor(x / y),
+        F + I,
+        "nonzero_y",
+    ),
+    # C's division and remainder: toward zero, the sign of the dividend
+    "truncatediv": (
+        tf.truncatediv,
+        lambda x, y: np.trunc(x / y).astype(x.dtype),
+        F + I,
+        "nonzero_y",
+    ),
+    "truncatemod": (tf.truncatemod, np.fmod, F + I, "nonzero_y"),
+    "div_no_nan": (
+        tf.div_no_nan,
+        lambda x, y: np.where(y == 0, 0, x / np.where(y == 0, 1, y)).astype(x.dtype),
+        F,
+        ("any", "with_zeros"),
+    ),
+    "atan2": (tf.atan2, _f64_binary(np.arctan2), F, "any"),
+    "xlogy": (
+        tf.math.xlogy,
+        _f64_binary(lambda x, y: np.where(x == 0, 0, x * np.log(y))),
+        F,
+        ("with_zeros", "positive"),
+    ),
+    "xdivy": (
+        tf.math.xdivy,
+        _f64_binary(lambda x, y: np.where(x == 0, 0, x / y)),
+        F,
+        ("with_zeros", "nonzero"),
+    ),
+    "xlog1py": (
+        tf.math.xlog1py,
+        _f64_binary(lambda x, y: np.where(x == 0, 0, x * np.log1p(y))),
+        F,
+        ("with_zeros", "positive"),
+    ),
+    "multiply_no_nan": (
+        tf.math.multiply_no_nan,
+        lambda x, y: np.where(y == 0, 0, x * y).astype(x.dtype),
+        F,
+        ("specials", "with_zeros"),
+    ),
 }
-
-
-def _f64(fn):
-    """Evaluate a float formula in float64 and round once, like a correctly rounded libm."""
-    return lambda x: fn(x.astype(np.float64)).astype(x.dtype) if x.dtype.kind == "f" else fn(x)
 
 
 UNARY = {
@@ -64,6 +130,21 @@ UNARY = {
     "tan": (tf.tan, _f64(np.tan), F, "small"),
     "tanh": (tf.tanh, _f64(np.tanh), F, "wide"),
     "logical_not": (tf.logical_not, np.logical_not, ["bool"], "any"),
+    "rint": (tf.rint, np.rint, F, "halves"),
+    "acos": (tf.acos, _f64(np.arccos), F, "unit"),
+    "asin": (tf.asin, _f64(np.arcsin), F, "unit"),
+    "atan": (tf.atan, _f64(np.arctan), F, "wide"),
+    "sinh": (tf.sinh, _f64(np.sinh), F, "any"),
+    "cosh": (tf.cosh, _f64(np.cosh), F, "any"),
+    "asinh": (tf.asinh, _f64(np.arcsinh), F, "wide"),
+    "acosh": (tf.acosh, _f64(np.arccosh), F, "above_one"),
+    "atanh": (tf.atanh, _f64(np.arctanh), F, "unit"),
+    "erf": (tf.erf, _f64(_scalar(math.erf)), F, "any"),
+    "erfc": (tf.erfc, _f64(_scalar(math.erfc)), F, "any"),
+    "lgamma": (tf.lgamma, _f64(_scalar(math.lgamma)), F, "gamma"),
+    "is_finite": (tf.is_finite, np.isfinite, F, "specials"),
+    "is_inf": (tf.is_inf, np.isinf, F, "specials"),
+    "is_nan": (tf.is_nan, np.isnan, F, "specials"),
 }
 
 BINARY_SHAPES = [
@@ -95,10 +176,17 @@ def sample(dtype: str, shape: tuple, domain: str) -> np.ndarray:
         "small": (-1.2, 1.2),
         "wide": (-30.0, 30.0),
         "pow": (0.1, 3.0),
+        "unit": (-0.99, 0.99),
+        "above_one": (1.0, 9.0),
+        "gamma": (-4.5, 9.0),  # random floats: no pole (0, -1, ...) is drawn
     }.get(domain, (-4.0, 4.0))
     x = RNG.uniform(low, high, shape)
     if domain in ("nonzero", "nonzero_y"):
         x[np.abs(x) < 0.1] = 0.5
+    if domain == "with_zeros":
+        x[RNG.random(shape) < 0.4] = 0.0
+    if domain == "specials":
+        x.flat[: x.size // 2] = RNG.choice([np.inf, -np.inf, np.nan, 0.0], x.size // 2)
     if domain == "halves":
         x = np.round(x * 2) / 2  # exact .5 ties: round half to even must hold
     if domain == "ties":
@@ -110,12 +198,13 @@ def build_binary(dtypes: list[str]) -> CaseBatch:
     batch = CaseBatch()
     with batch.graph.as_default():
         for name, (fn, ref, allowed, domain) in BINARY.items():
+            x_domain, y_domain = domain if isinstance(domain, tuple) else ("any", domain)
+            if domain == "pow":
+                x_domain = "pow"
             for dtype in [d for d in allowed if d in dtypes]:
                 for k, (sa, sb) in enumerate(BINARY_SHAPES):
-                    x = sample(dtype, sa, "pow" if domain == "pow" else "any")
-                    y = sample(dtype, sb, domain if domain != "pow" else "pow")
-                    if domain == "nonzero_y":
-                        y = sample(dtype, sb, "nonzero_y")
+                    x = sample(dtype, sa, x_domain)
+                    y = sample(dtype, sb, y_domain)
                     if k % 2:  # half the cases read fed buffers, half compiled-in constants
                         tx, ty = batch.feed(x), batch.feed(y, [None] * len(sb))
                     else:
@@ -297,3 +386,64 @@ def test_integer_division_by_zero_fails_the_run():
 def test_where_one_argument_is_refused_clearly():
     with pytest.raises(NotImplementedError, match="depends on the data"):
         tf.where(tf.constant([True, False]))
+
+
+def test_truncating_integer_division_by_zero_fails_the_run():
+    x = tf.placeholder(tf.int32, [None])
+    with tf.Session() as sess:
+        for fn in (tf.truncatediv, tf.truncatemod):
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
+                sess.run(fn(x, 0), {x: [1, 2]})
+        # INT_MIN by -1 wraps (C would trap), as the kernels define it
+        lim = np.array([-(2**31), 7], np.int32)
+        q, r = sess.run([tf.truncatediv(x, -1), tf.truncatemod(x, -1)], {x: lim})
+    assert q.tolist() == [-(2**31), -7] and r.tolist() == [0, 0]
+
+
+def test_float_only_and_bool_only_ops_refuse_other_dtypes():
+    with pytest.raises(TypeError, match="not in list of allowed values: float32, float64"):
+        tf.div_no_nan(tf.constant([1]), tf.constant([2]))
+    with pytest.raises(TypeError, match="not in list of allowed values: float32, float64"):
+        tf.is_nan(tf.constant([1]))
+    with pytest.raises(TypeError, match="not in list of allowed values: bool"):
+        tf.logical_xor(tf.constant([1]), tf.constant([0]))
+
+
+def test_accumulate_n_checks_shape_and_dtype():
+    a, b = tf.constant([1.0, 2.0]), tf.constant([3.0, 4.0])
+    with tf.Session() as sess:
+        assert sess.run(tf.accumulate_n([a, b, a], shape=[2])).tolist() == [5.0, 8.0]
+    with pytest.raises(ValueError, match="expected"):
+        tf.accumulate_n([a, b], shape=[3])
+    with pytest.raises(TypeError, match="tensor_dtype"):
+        tf.accumulate_n([a, b], tensor_dtype=tf.float64)
+
+
+def test_polyval_and_reciprocal_no_nan():
+    x = np.array([-1.5, 0.0, 2.0], np.float32)
+    with tf.Session() as sess:
+        p, r = sess.run([tf.math.polyval([2.0, -1.0, 0.5], x), tf.math.reciprocal_no_nan(x)])
+    np.testing.assert_allclose(p, 2 * x * x - x + 0.5, rtol=1e-6)
+    np.testing.assert_allclose(r, [1 / -1.5, 0.0, 0.5], rtol=1e-6)
+
+
+def test_tf_math_namespace_holds_the_same_functions():
+    """tf.math names the top-level functions (TF1 has both) and those only it has."""
+    shared = ["erf", "lgamma", "cumsum", "segment_sum", "reduce_logsumexp", "atan2", "rint",
+              "floormod", "truediv", "bincount", "unsorted_segment_max", "argmax"]  # fmt: skip
+    for name in shared:
+        assert getattr(tf.math, name) is getattr(tf, name), name
+    only = [
+        "xlogy",
+        "xdivy",
+        "xlog1py",
+        "multiply_no_nan",
+        "divide_no_nan",
+        "polyval",
+        "reduce_euclidean_norm",
+        "reduce_std",
+        "reduce_variance",
+        "reciprocal_no_nan",
+    ]
+    for name in only:
+        assert callable(getattr(tf.math, name)) and not hasattr(tf, name), name

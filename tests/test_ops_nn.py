@@ -15,10 +15,16 @@ def _f64(fn):
     return lambda x: fn(x.astype(np.float64)).astype(x.dtype)
 
 
+# SELU's lambda and alpha (Klambauer et al., 2017)
+SELU_L, SELU_A = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
 ACTIVATIONS = {
     "relu": (tf.nn.relu, _f64(lambda x: np.maximum(x, 0))),
     "relu6": (tf.nn.relu6, _f64(lambda x: np.clip(x, 0, 6))),
     "elu": (tf.nn.elu, _f64(lambda x: np.where(x > 0, x, np.expm1(x)))),
+    "selu": (tf.nn.selu, _f64(lambda x: SELU_L * np.where(x > 0, x, SELU_A * np.expm1(x)))),
+    "softsign": (tf.nn.softsign, _f64(lambda x: x / (1 + np.abs(x)))),
+    "swish": (tf.nn.swish, _f64(lambda x: x / (1 + np.exp(-x)))),
+    "log_sigmoid": (tf.log_sigmoid, _f64(lambda x: -np.logaddexp(0, -x))),
     "leaky_relu": (tf.nn.leaky_relu, lambda x: np.where(x > 0, x, x * x.dtype.type(0.2))),
     "leaky_relu-0.01": (
         lambda x: tf.nn.leaky_relu(x, alpha=0.01),
@@ -111,7 +117,32 @@ def _build() -> CaseBatch:
                 tf.nn.bias_add(lim, np.int32([1, -1])),
                 lim + np.int32([1, -1]),
             )
+        _build_composites(b)
     return b
+
+
+def _build_composites(b: CaseBatch) -> None:
+    """crelu, swish with beta, xw_plus_b, relu_layer, zero_fraction."""
+    for dtype in F:
+        x = (RNG.standard_normal((3, 4)) * 3).astype(dtype)
+        both = np.concatenate([x, -x], axis=-1)
+        b.add(f"crelu-{dtype}", tf.nn.crelu(b.feed(x)), np.maximum(both, 0))
+        b.add(
+            f"crelu-axis0-{dtype}",
+            tf.nn.crelu(x, axis=0),
+            np.maximum(np.concatenate([x, -x], axis=0), 0),
+        )
+        want = _f64(lambda v: v / (1 + np.exp(-0.5 * v)))(x)
+        b.add(f"swish-beta-{dtype}", tf.nn.swish(b.feed(x), beta=0.5), want)
+        w = RNG.standard_normal((4, 5)).astype(dtype)
+        bias = RNG.standard_normal(5).astype(dtype)
+        affine = (x.astype(np.float64) @ w + bias).astype(dtype)
+        b.add(f"xw_plus_b-{dtype}", tf.nn.xw_plus_b(b.feed(x), w, bias), affine)
+        b.add(f"relu_layer-{dtype}", tf.nn.relu_layer(x, b.feed(w), bias), np.maximum(affine, 0))
+    mixed = np.array([[0.0, 1.5, -0.0], [2.0, 0.0, 0.0]], np.float64)
+    b.add("zero_fraction-f64", tf.nn.zero_fraction(b.feed(mixed)), np.float32(4 / 6))
+    ints = np.array([0, 3, 0, 0, 7, 1, 0, 0], np.int32)
+    b.add("zero_fraction-int", tf.nn.zero_fraction(ints), np.float32(5 / 8))
 
 
 BATCH = _build()

@@ -447,3 +447,68 @@ def test_all_axes_of_a_tensor_of_unknown_rank():
     assert top.shape == (1, 1, 1) and top.item() == v.max()
     assert anything == f.any()
     np.testing.assert_allclose(mean, v.astype(np.float64).mean(keepdims=True), rtol=1e-6)
+
+
+# -- composites of reductions: logsumexp, variance, monotonicity; the TF1 argmax spellings -------
+def _logsumexp(x: np.ndarray, axis, keepdims=False) -> np.ndarray:
+    """log(sum(exp(x))) in float64 through the maximum (which NumPy takes with -inf rows)."""
+    x = x.astype(np.float64)
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def build_composites() -> CaseBatch:
+    b = CaseBatch()
+    with b.graph.as_default():
+        for dtype in ("float32", "float64"):
+            x = RNG.uniform(-4, 4, (3, 4, 5)).astype(dtype)
+            t = b.feed(x, [None, 4, 5])
+            for axis, keep in ((None, False), (1, False), ([0, 2], True), (-1, True)):
+                b.add(f"logsumexp-{dtype}-{axis}-{keep}", tf.reduce_logsumexp(t, axis, keep),
+                      _logsumexp(x, axis if axis is None else tuple(np.atleast_1d(axis)),
+                                 keep).astype(dtype))  # fmt: skip
+            # large values do not overflow; a row of -inf gives -inf, an inf gives inf
+            big = np.array([[1000.0, 999.0, -5.0], [-np.inf, -np.inf, -np.inf],
+                            [np.inf, 1.0, 2.0]], dtype)  # fmt: skip
+            with np.errstate(invalid="ignore"):
+                want = _logsumexp(big, 1).astype(dtype)
+            b.add(f"logsumexp-extremes-{dtype}", tf.reduce_logsumexp(big, axis=1), want)
+            b.add(f"variance-{dtype}", tf.math.reduce_variance(t, axis=[0, 2]),
+                  x.astype(np.float64).var(axis=(0, 2)).astype(dtype))  # fmt: skip
+            b.add(f"std-{dtype}", tf.math.reduce_std(t, keepdims=True),
+                  x.astype(np.float64).std(keepdims=True).astype(dtype))  # fmt: skip
+        for values, name in (([1, 2, 2, 5], "ties"), ([1, 3, 4], "rising"), ([2, 1], "falling"),
+                             ([7], "one"), ([], "empty")):  # fmt: skip
+            v = np.array(values, np.int32)
+            d = np.diff(v)
+            b.add(f"is_non_decreasing-{name}", tf.is_non_decreasing(v), np.all(d >= 0))
+            b.add(f"is_strictly_increasing-{name}", tf.is_strictly_increasing(v), np.all(d > 0))
+        m = RNG.uniform(-1, 1, (3, 5)).astype(np.float32)
+        b.add("is_non_decreasing-matrix", tf.is_non_decreasing(m), np.all(np.diff(m.ravel()) >= 0))
+        b.add("arg_max", tf.arg_max(m, 1), np.argmax(m, 1))
+        b.add("arg_min-int32", tf.arg_min(m, 0, output_type=tf.int32),
+              np.argmin(m, 0).astype(np.int32))  # fmt: skip
+    return b
+
+
+COMPOSITES = build_composites()
+
+
+@pytest.mark.parametrize("case", COMPOSITES.ids())
+def test_composite_reductions(case):
+    COMPOSITES.check(case)
+
+
+def test_logsumexp_gradient_ignores_the_shift():
+    """The maximum taken out is held constant: d/dx logsumexp(x) = softmax(x), also where the
+    maximum is not unique."""
+    x = tf.placeholder(tf.float64, [2, 3])
+    (g,) = tf.gradients(tf.reduce_logsumexp(x, axis=1), [x])
+    v = np.array([[1.0, 3.0, 3.0], [-2.0, 0.5, 0.25]])
+    with tf.Session() as sess:
+        got = sess.run(g, {x: v})
+    e = np.exp(v - v.max(1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-12)

@@ -68,6 +68,20 @@ def test_placeholder_with_default():
         np.testing.assert_allclose(sess.run(y, {x: [3.0, 4.0, 5.0]}), [30.0, 40.0, 50.0])
 
 
+def test_a_default_that_a_feed_may_replace_is_not_a_constant_when_building():
+    """What a graph's structure depends on must not bake in a default a run can replace:
+    a keep probability given as placeholder_with_default(1.0) still drops when fed 0.5."""
+    from tfc.ops.registry import constant_value
+
+    keep = tf.placeholder_with_default(1.0, [])
+    scaled = keep * 2.0
+    assert constant_value(tf.get_default_graph(), (scaled.op.name, 0)) is None
+    with pytest.raises(ValueError, match="maxlen must be known when the program is compiled"):
+        tf.sequence_mask([1, 2], tf.placeholder_with_default(3, []))  # the width a feed changes
+    with tf.Session() as sess:
+        assert sess.run(scaled) == 2.0 and sess.run(scaled, {keep: 0.5}) == 1.0
+
+
 def test_missing_feed_error():
     x = tf.placeholder(tf.float32, shape=[None, 784], name="x")
     y = x + 1.0

@@ -32,6 +32,9 @@ from tfc.ops.array import *
 from tfc.ops.reduce import *
 from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
+from tfc.ops.linalg_structure import *
+from tfc.ops.linalg_solve import *
+from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub
@@ -44,9 +47,14 @@ from tfc.ops.patches import *
 from tfc.ops.conv_api import conv2d_backprop_filter_v2, conv2d_backprop_input_v2
 from tfc.ops.conv3d import extract_volume_patches
 from tfc.ops.space_batch import *
+from tfc.ops.nn import log_sigmoid
+from tfc.ops.sequence_mask import sequence_mask
 from tfc.autodiff.gradients import AggregationMethod, gradients
+from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
+from tfc import linalg
 from tfc import estimator
+from tfc import contrib
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions
 from tfc.backend.device_array import DeviceArray
@@ -56,3 +64,10 @@ from tfc.ops.operators import install_operators as _install_operators
 _install_operators(Tensor, Variable)
 newaxis = None
 from tfc.aot import compile
+from tfc.ops.special import *
+from tfc.ops.scan import *
+from tfc.ops.sequences import *
+from tfc.ops.segment import *
+from tfc.ops.einsum import *
+from tfc.ops.norms import *
+from tfc import math

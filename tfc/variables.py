@@ -331,9 +331,13 @@ def variable_scope(
     initializer: Any = None,
     reuse: Any = None,
     dtype: Any = None,
+    auxiliary_name_scope: bool = True,
     **unused: Any,
 ) -> Iterator[VariableScope]:
-    """`tf.variable_scope`: prefixes get_variable names (and op names) with the scope name."""
+    """`tf.variable_scope`: prefixes get_variable names (and op names) with the scope name.
+
+    With `auxiliary_name_scope=False` no name scope is opened (TF1's switch: a layer re-enters
+    its variable scope and names its ops in the name scope it opened the first time)."""
     graph = get_default_graph()
     stack = _scope_stack(graph)
     outer = stack[-1]
@@ -349,7 +353,10 @@ def variable_scope(
             graph._variable_scope_counts[full] = count + 1
             if count:
                 full = f"{full}_{count}"
-    inherited_reuse = True if outer.reuse is True else reuse
+    # None inherits the reuse of the enclosing scope (of a scope object: its own), AUTO_REUSE
+    # included, as in TF1; an enclosing reuse=True holds in every sub-scope
+    parent_reuse = name_or_scope.reuse if isinstance(name_or_scope, VariableScope) else outer.reuse
+    inherited_reuse = True if outer.reuse is True else (reuse or parent_reuse)
     scope = VariableScope(
         full,
         reuse=inherited_reuse,
@@ -358,7 +365,12 @@ def variable_scope(
     )
     stack.append(scope)
     try:
-        with name_scope(full.rsplit("/", 1)[-1]):
+        if not auxiliary_name_scope:
+            yield scope
+            return
+        with name_scope(full.rsplit("/", 1)[-1]) as opened:
+            if not isinstance(name_or_scope, VariableScope):
+                scope.original_name_scope = opened  # the name scope it was created in
             yield scope
     finally:
         stack.pop()

@@ -194,9 +194,9 @@ def _targets_table(doc: dict, scaling: dict | None) -> list[str]:
 def summary(doc: dict, scaling: dict | None = None) -> str:
     """docs/performance.md's block: where and how it was measured, and the targets table."""
     lines = [
-        f"Measured by `{doc.get('command', 'python bench/run.py')}` on "
-        f"{doc.get('date', '?')} ({doc.get('elapsed_s', 0):.0f} s); every row and "
-        "figure: [bench/RESULTS.md](../bench/RESULTS.md).",
+        f"Measured by `{doc.get('command', 'python bench/run.py')}` "
+        f"({doc.get('elapsed_s', 0):.0f} s); when, and every row and figure: "
+        "[bench/RESULTS.md](../bench/RESULTS.md).",
         "",
     ]
     lines += _machine_lines(doc) + ["", *_targets_table(doc, scaling)]

@@ -207,6 +207,153 @@ double fmod(double x, double y) {
     return copysign(a, x);
 }
 
+/* -- inverse trigonometric: atan on [0, 1] after two angle halvings, the rest from it -- */
+static const double PI = 3.14159265358979311600e+00;
+static const double PI_2 = 1.57079632679489655800e+00;
+
+double atan(double x) {
+    if (x != x) return x;
+    double a = fabs(x);
+    int inverted = a > 1.0;
+    if (inverted) a = 1.0 / a; /* atan a = pi/2 - atan(1/a) */
+    /* atan a = 2 atan(a / (1 + sqrt(1 + a^2))), twice: |a| <= tan(pi/16) < 0.2 */
+    a = a / (1.0 + sqrt(1.0 + a * a));
+    a = a / (1.0 + sqrt(1.0 + a * a));
+    double a2 = a * a, s = 0.0;
+    for (int n = 25; n >= 1; n -= 2) s = 1.0 / n - a2 * s; /* 1 - a^2/3 + a^4/5 - ... */
+    double r = 4.0 * a * s;
+    if (inverted) r = PI_2 - r;
+    return copysign(r, x);
+}
+
+double atan2(double y, double x) {
+    if (x != x || y != y) return x + y;
+    if (y == 0.0) return signbit(x) ? copysign(PI, y) : y;
+    if (x == 0.0) return copysign(PI_2, y);
+    if (isinf(x) && isinf(y)) return copysign(signbit(x) ? 3.0 * PI / 4.0 : PI / 4.0, y);
+    double r = atan(fabs(y) / fabs(x)); /* an overflowing quotient is inf: pi/2 */
+    if (signbit(x)) r = PI - r;
+    return copysign(r, y);
+}
+
+double asin(double x) { return atan2(x, sqrt((1.0 - x) * (1.0 + x))); }
+
+double acos(double x) { return atan2(sqrt((1.0 - x) * (1.0 + x)), x); }
+
+/* -- hyperbolic: from expm1 (no cancellation near 0), exp of half the argument when large -- */
+double sinh(double x) {
+    double a = fabs(x), r;
+    if (a < 22.0) {
+        double t = expm1(a);
+        r = 0.5 * (t + t / (t + 1.0));
+    } else {
+        double h = exp(0.5 * a); /* e^a / 2 without overflowing before the result does */
+        r = 0.5 * h * h;
+    }
+    return copysign(r, x);
+}
+
+double cosh(double x) {
+    double a = fabs(x);
+    if (a < 22.0) {
+        double e = exp(a);
+        return 0.5 * (e + 1.0 / e);
+    }
+    double h = exp(0.5 * a);
+    return 0.5 * h * h;
+}
+
+double asinh(double x) {
+    double a = fabs(x), r;
+    if (a > 268435456.0) { /* 2^28: sqrt(a^2 + 1) is a */
+        r = log(a) + (LN2_HI + LN2_LO);
+    } else if (a > 2.0) {
+        r = log(2.0 * a + 1.0 / (sqrt(a * a + 1.0) + a));
+    } else {
+        r = log1p(a + a * a / (1.0 + sqrt(1.0 + a * a)));
+    }
+    return copysign(r, x);
+}
+
+double acosh(double x) {
+    if (x != x || x < 1.0) return NAN;
+    if (x > 268435456.0) return log(x) + (LN2_HI + LN2_LO);
+    if (x > 2.0) return log(2.0 * x - 1.0 / (x + sqrt(x * x - 1.0)));
+    double t = x - 1.0; /* exact */
+    return log1p(t + sqrt(2.0 * t + t * t));
+}
+
+double atanh(double x) {
+    double a = fabs(x);
+    if (x != x || a > 1.0) return NAN;
+    if (a == 1.0) return copysign(HUGE_VAL, x);
+    return copysign(0.5 * log1p(2.0 * a / (1.0 - a)), x);
+}
+
+/* -- erf, erfc: Taylor series near 0, Laplace's continued fraction for erfc beyond -- */
+static const double TWO_OVER_SQRT_PI = 1.12837916709551255856e+00;
+
+/* e^(-x^2) with x^2 split exactly: s^2 + (x - s)(x + s), s = x with 24 significant bits */
+static double exp_minus_square(double x) {
+    double s = (double)(float)x;
+    return exp(-s * s) * exp(-(x - s) * (x + s));
+}
+
+static double erf_series(double x) { /* |x| < 1: terms fall at once, little cancellation */
+    double x2 = x * x, term = 1.0, sum = 1.0;
+    for (int n = 1; n < 28; ++n) {
+        term *= -x2 / n;
+        sum += term / (2 * n + 1);
+    }
+    return TWO_OVER_SQRT_PI * x * sum;
+}
+
+static double erfc_fraction(double x) { /* x >= 0.5: 2x e^(-x^2) / sqrt(pi) / (2x^2 + 1 - 1*2/(2x^2 + 5 - ...)) */
+    if (x > 27.3) return 0.0;
+    double z = 2.0 * x * x, t = 0.0;
+    for (int k = (int)(8.0 + 80.0 / (x * x)); k >= 1; --k) {
+        t = (2.0 * k - 1.0) * (2.0 * k) / (z + 4.0 * k + 1.0 - t);
+    }
+    return TWO_OVER_SQRT_PI * x * exp_minus_square(x) / (z + 1.0 - t);
+}
+
+double erf(double x) {
+    if (x != x) return x;
+    double a = fabs(x);
+    if (a < 1.0) return erf_series(x);
+    return copysign(1.0 - erfc_fraction(a), x);
+}
+
+double erfc(double x) {
+    if (x != x) return x;
+    if (x < 0.5) return 1.0 - erf(x);
+    return erfc_fraction(x);
+}
+
+/* -- lgamma: Stirling's series from 10 on, the recurrence below, reflection for x < 0 -- */
+double lgamma(double x) {
+    if (x != x) return x;
+    if (isinf(x)) return HUGE_VAL;
+    if (x <= 0.0 && trunc(x) == x) return HUGE_VAL; /* the poles */
+    if (x == 1.0 || x == 2.0) return 0.0; /* exactly, where the recurrence would leave ulps */
+    if (x < 0.0) {
+        double r = x - floor(x); /* sin(pi x) = +-sin(pi r), r in (0, 1) */
+        double s = fabs(sin(PI * (r > 0.5 ? 1.0 - r : r)));
+        return log(PI / (s * -x)) - lgamma(-x); /* Gamma(x) Gamma(1 - x) = pi / sin(pi x) */
+    }
+    double z = x, product = 1.0;
+    while (z < 10.0) {
+        product *= z;
+        z += 1.0;
+    }
+    double inv = 1.0 / z, inv2 = inv * inv;
+    double series = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680
+                    - inv2 * (1.0 / 1188 - inv2 * (691.0 / 360360 - inv2 / 156))))));
+    double logz = log(z);
+    double stirling = z * (logz - 1.0) - 0.5 * logz + 0.91893853320467274178 + series;
+    return product == 1.0 ? stirling : stirling - log(product);
+}
+
 float expf(float x) { return (float)exp(x); }
 float expm1f(float x) { return (float)expm1(x); }
 float logf(float x) { return (float)log(x); }
@@ -217,3 +364,15 @@ float cosf(float x) { return (float)cos(x); }
 float tanf(float x) { return (float)tan(x); }
 float tanhf(float x) { return (float)tanh(x); }
 float fmodf(float x, float y) { return (float)fmod(x, y); }
+float atanf(float x) { return (float)atan(x); }
+float asinf(float x) { return (float)asin(x); }
+float acosf(float x) { return (float)acos(x); }
+float sinhf(float x) { return (float)sinh(x); }
+float coshf(float x) { return (float)cosh(x); }
+float asinhf(float x) { return (float)asinh(x); }
+float acoshf(float x) { return (float)acosh(x); }
+float atanhf(float x) { return (float)atanh(x); }
+float erff(float x) { return (float)erf(x); }
+float erfcf(float x) { return (float)erfc(x); }
+float lgammaf(float x) { return (float)lgamma(x); }
+float atan2f(float y, float x) { return (float)atan2(y, x); }

@@ -29,6 +29,8 @@
         return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;                           \
     }                                                                                       \
     static inline TFC_HD T tfc_truncdiv_##tag(T a, T b) { return b == -1 ? tfc_neg_##tag(a) : (T)(a / b); } \
+    /* C's %: the sign of the dividend, like tf.truncatemod (INT_MIN % -1 would trap) */     \
+    static inline TFC_HD T tfc_truncmod_##tag(T a, T b) { return b == -1 ? 0 : (T)(a % b); }     \
     static inline TFC_HD T tfc_pow_##tag(T base, T e) {                                            \
         U result = 1, b = (U)base;                                                          \
         while (e > 0) {                                                                     \
@@ -74,5 +76,89 @@ static inline TFC_HD int64_t tfc_f2i64(double x) {
 
 TFC_FLOAT_HELPERS(f32, float, f)
 TFC_FLOAT_HELPERS(f64, double, )
+
+/* Special functions libm lacks, in double (the float versions round the double result), as
+ * TensorFlow defines them (Eigen's special functions): NaN at digamma's poles, Hurwitz zeta for
+ * s > 1 (and q < 0 only for integer s), polygamma for integer orders n >= 0. */
+#define TFC_PI_D 3.14159265358979323846
+
+/* digamma: the recurrence up to x >= 10, then the asymptotic series (error < 1e-16 there);
+ * x <= 0 by reflection, digamma(1 - x) - pi / tan(pi x) */
+static inline TFC_HD double tfc_digamma_d(double x) {
+    if (x != x) return x;
+    double result = 0.0;
+    if (x <= 0.0) {
+        if (x == floor(x)) return NAN;
+        result = -TFC_PI_D / tan(TFC_PI_D * (x - floor(x))); /* tan has period pi */
+        x = 1.0 - x;
+    }
+    while (x < 10.0) {
+        result -= 1.0 / x;
+        x += 1.0;
+    }
+    const double inv2 = 1.0 / (x * x);
+    const double series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240
+        - inv2 * (1.0 / 132 - inv2 * (691.0 / 32760 - inv2 / 12))))));
+    return result + log(x) - 0.5 / x - series;
+}
+
+/* Hurwitz zeta(s, q) = sum over k >= 0 of (q + k)^-s: Euler-Maclaurin summation, the terms up
+ * to q + n >= 9 summed, the rest as the integral and 12 Bernoulli corrections */
+static inline TFC_HD double tfc_zeta_d(double s, double q) {
+    /* B(2j) / (2j)! for j = 1..12 */
+    const double bernoulli[12] = {
+        8.3333333333333333333e-02, -1.3888888888888888889e-03, 3.3068783068783068783e-05,
+        -8.2671957671957671958e-07, 2.0876756987868098979e-08, -5.2841901386874931848e-10,
+        1.3382536530684678833e-11, -3.3896802963225828668e-13, 8.5860620562778445641e-15,
+        -2.1748686985580618730e-16, 5.5090028283602295152e-18, -1.3954464685812523341e-19};
+    if (s != s || q != q) return s + q;
+    if (s == 1.0) return INFINITY;
+    if (s < 1.0) return NAN;
+    if (q <= 0.0) {
+        if (q == floor(q)) return INFINITY;
+        if (s != floor(s)) return NAN; /* (q + k)^-s of a negative base */
+    }
+    double sum = pow(q, -s), a = q, b = 0.0;
+    int k = 0;
+    while (k < 9 || a <= 9.0) {
+        ++k;
+        a += 1.0;
+        b = pow(a, -s);
+        sum += b;
+        if (fabs(b / sum) < 1e-17) return sum;
+    }
+    sum += b * a / (s - 1.0) - 0.5 * b; /* the tail's integral, half the first tail term */
+    double rising = 1.0, power = b, factor = s; /* s (s + 1) ... (s + 2j - 2), a^(-s - 2j + 1) */
+    for (int j = 0; j < 12; ++j) {
+        rising *= factor;
+        power /= a;
+        const double term = bernoulli[j] * rising * power;
+        sum += term;
+        if (fabs(term / sum) < 1e-17) break;
+        rising *= factor + 1.0;
+        power /= a;
+        factor += 2.0;
+    }
+    return sum;
+}
+
+/* polygamma(n, x): digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x); NaN unless n is a
+ * non-negative integer */
+static inline TFC_HD double tfc_polygamma_d(double n, double x) {
+    if (n != n || x != x) return n + x;
+    if (n < 0.0 || n != floor(n)) return NAN;
+    if (n == 0.0) return tfc_digamma_d(x);
+    double factorial = 1.0;
+    for (double k = 2.0; k <= n && factorial < INFINITY; k += 1.0) factorial *= k;
+    const double sign = fmod(n, 2.0) == 0.0 ? -1.0 : 1.0;
+    return sign * factorial * tfc_zeta_d(n + 1.0, x);
+}
+
+static inline TFC_HD double tfc_digamma_f64(double x) { return tfc_digamma_d(x); }
+static inline TFC_HD float tfc_digamma_f32(float x) { return (float)tfc_digamma_d(x); }
+static inline TFC_HD double tfc_zeta_f64(double s, double q) { return tfc_zeta_d(s, q); }
+static inline TFC_HD float tfc_zeta_f32(float s, float q) { return (float)tfc_zeta_d(s, q); }
+static inline TFC_HD double tfc_polygamma_f64(double n, double x) { return tfc_polygamma_d(n, x); }
+static inline TFC_HD float tfc_polygamma_f32(float n, float x) { return (float)tfc_polygamma_d(n, x); }
 
 #endif /* TFC_MATH_H */

@@ -77,6 +77,8 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
 
 #include "tfc_math.h"
 #include "tfc_philox.h"
+/* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
+#include "tfc_linalg.h"
 #if !defined(__CUDACC__) && !defined(TFC_CUDA_DEVICE_EMULATION)
 /* the CPU's GEMM and convolutions: CUDA programs (emulated ones too) have kernels of their own
  * (tfc_cuda.h) */

@@ -54,13 +54,16 @@ class ModelSignatures:
 
 
 def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
-    """The model's name and its `signatures` function, from a path, a module or a callable."""
+    """The model's name and its `signatures` function, from a path (a model file, or a directory
+    holding model.py), a module or a callable."""
     if callable(model) and not isinstance(model, types.ModuleType):
         return getattr(model, "__module__", None) or "model", model
     if isinstance(model, types.ModuleType):
         module, name = model, model.__name__.rsplit(".", 1)[-1]
     else:
         path = Path(model)
+        if path.is_dir() and (path / "model.py").is_file():
+            path = path / "model.py"  # an exported model directory (Estimator.export_saved_model)
         if not path.is_file():
             raise FileNotFoundError(f"model file {path} does not exist")
         name = path.stem

@@ -17,14 +17,19 @@ from tfc.codegen.loops import index_expr, loop_lines, loop_statements
 from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import (
     ArgReduceSpec,
+    BandSpec,
     ConvSpec,
+    CumulativeSpec,
     GemmSpec,
     Geometry,
     IndexSpec,
     Kernel,
+    MatrixSpec,
+    RangeSpec,
     ReduceSpec,
     RowSpec,
     ScanSpec,
+    SegmentSpec,
     WindowSpec,
     c_literal,
     c_string,
@@ -144,6 +149,14 @@ def sparse_xent_kernel(kernel: Kernel) -> KernelTemplate:
     data = rows_data(kernel.spec)
     data["more"] = c_string(data["more"])
     return "sparse_xent", data
+
+
+def top_k_kernel(kernel: Kernel) -> KernelTemplate:
+    return "top_k", rows_data(kernel.spec)
+
+
+def in_top_k_kernel(kernel: Kernel) -> KernelTemplate:
+    return "in_top_k", rows_data(kernel.spec)
 
 
 # -- convolutions and pools ---------------------------------------------------------------------
@@ -321,6 +334,124 @@ def argreduce_kernel(kernel: Kernel) -> KernelTemplate:
     }
 
 
+def cumulative_data(spec: CumulativeSpec) -> dict:
+    """A running fold along [outer, n, inner]: step k of a line (k = 1..n-1) writes position
+    pos(k) from pos(k - 1) and the element at pos(k) (pos(k - 1) when exclusive); pos(k) is k,
+    or n - 1 - k in reverse. The offsets are C expressions of k, scaled by `inner`."""
+    n, inner = spec.n, spec.inner
+    if spec.reverse:
+        first, here, prev = n - 1, f"({n - 1} - k) * {inner}", f"({n} - k) * {inner}"
+    else:
+        first, here, prev = 0, f"k * {inner}", f"(k - 1) * {inner}"
+    first_at = first * inner
+    return {
+        "ctype": spec.dtype.c_type,
+        "outer": spec.outer,
+        "n": n,
+        "inner": inner,
+        "line": n * inner,
+        "first_at": first_at,
+        "first": spec.init if spec.exclusive else f"xo[{first_at} + i]",
+        "x_at": prev if spec.exclusive else here,
+        "y_at": here,
+        "prev_at": prev,
+        "combine": spec.combine.format(a="yp[i]", b="xk[i]"),
+    }
+
+
+def cumulative_kernel(kernel: Kernel) -> KernelTemplate:
+    return "cumulative", cumulative_data(kernel.spec)
+
+
+def range_value(spec: RangeSpec, index: str) -> str:
+    """The C expression of element `index` of a Range."""
+    return f"{spec.start} + ({spec.dtype.c_type}){index} * {spec.delta}"
+
+
+def range_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: RangeSpec = kernel.spec
+    return "range", {"count": spec.count, "value": range_value(spec, "i")}
+
+
+def segment_kernel(kernel: Kernel) -> KernelTemplate:
+    """segment_reduce (ids checked, negative ones dropped), segment_sorted (compile-time ids:
+    runs of equal ids, each finished by `finalize`), bincount; the check alone for rows of
+    no values (no pointer is offset from a NULL buffer)."""
+    spec: SegmentSpec = kernel.spec
+    # bincount adds each row's weight w[i] at y[v]; the others fold src[j] into dst[j]
+    a, b = ("y[v]", "w[i]") if kernel.template == "bincount" else ("dst[j]", "src[j]")
+    data = dict(
+        spec.__dict__,
+        ctype=spec.dtype.c_type,
+        combine=spec.combine.format(a=a, b=b),
+        finalize=[]
+        if spec.finalize is None
+        else [
+            f"for (int64_t j = 0; j < {spec.inner}; ++j) dst[j] = "
+            + spec.finalize.format(a="dst[j]", n="n")
+            + ";"
+        ],
+    )
+    if kernel.template == "segment_reduce" and spec.inner == 0:
+        return "segment_reduce_check", data
+    return kernel.template, data
+
+
+# -- linear algebra ------------------------------------------------------------------------------
+def linalg_call(kernel: Kernel, names: list[str]) -> str:
+    """The call of the tfc_linalg.h routine for the matrix at batch point `names`: its sizes,
+    then each param offset to that matrix (the CUDA target's thread makes the same call)."""
+    spec: MatrixSpec = kernel.spec
+    args = [str(size) for size in spec.sizes]
+    for p, strides in zip(kernel.params, spec.strides):
+        offset = index_expr(strides, names)
+        args.append(p.name if offset == "0" else f"{p.name} + {offset}")
+    return f"tfc_linalg_{spec.routine}_{type_tag(spec.dtype)}({', '.join(args)})"
+
+
+def linalg_kernel(kernel: Kernel) -> KernelTemplate:
+    """A loop over the batch calling the routine once per matrix; the first that fails stops
+    the run with the spec's message."""
+    spec: MatrixSpec = kernel.spec
+    names = [f"b{k}" for k in range(len(spec.batch))]
+    opens, indent, closes = loop_lines(spec.batch, names)
+    call = linalg_call(kernel, names)
+    if spec.message is None:
+        lines = [f"{indent}{call};"]
+    else:
+        error = f"tfc_error_set(err, TFC_ERR_INVALID_ARGUMENT, {c_string(spec.message)})"
+        lines = [f"{indent}if ({call} != 0) return {error};"]
+    body = [*opens, *lines, *closes]
+    if kernel.can_fail:
+        body.append("    return TFC_OK;")
+    return "body", {"body": body}
+
+
+def band_bounds(spec: BandSpec) -> tuple[str, str]:
+    """The C expressions of row i's band, columns [lo, hi)."""
+    lo = "0" if spec.lower < 0 else f"i - {spec.lower}"
+    hi = str(spec.cols) if spec.upper < 0 else f"i + {spec.upper + 1}"
+    return lo, hi
+
+
+def band_part_kernel(kernel: Kernel) -> KernelTemplate:
+    """Row by row: the band's columns copied, the others zeroed (a select the compiler turns
+    into vector blends)."""
+    spec: BandSpec = kernel.spec
+    lo, hi = band_bounds(spec)
+    cols, ct = spec.cols, spec.dtype.c_type
+    row = f"i = r % {spec.rows}, " if spec.lower >= 0 or spec.upper >= 0 else ""
+    return "body", {
+        "body": [
+            f"    for (int64_t r = 0; r < {spec.batch * spec.rows}; ++r) {{",
+            f"        const int64_t {row}lo = {lo}, hi = {hi};",
+            f"        for (int64_t j = 0; j < {cols}; ++j)",
+            f"            y[r * {cols} + j] = j >= lo && j < hi ? x0[r * {cols} + j] : ({ct})0;",
+            "    }",
+        ]
+    }
+
+
 _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "loop": loop_kernel,
     "reduce": reduce_kernel,
@@ -329,6 +460,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "softmax": softmax_kernel,
     "softmax_grad": softmax_grad_kernel,
     "sparse_xent": sparse_xent_kernel,
+    "top_k": top_k_kernel,
+    "in_top_k": in_top_k_kernel,
     "conv2d": conv_kernel,
     "max_pool": max_pool_kernel,
     "max_pool_grad": max_pool_grad_kernel,
@@ -340,6 +473,13 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
+    "cumulative": cumulative_kernel,
+    "range": range_kernel,
+    "segment_reduce": segment_kernel,
+    "segment_sorted": segment_kernel,
+    "bincount": segment_kernel,
+    "linalg": linalg_kernel,
+    "band_part": band_part_kernel,
 }
 
 

@@ -29,7 +29,17 @@ from tfc.codegen.loops import (
     loop_statements,
     unravel,
 )
-from tfc.ops.kernels import ConvSpec, Geometry, Kernel, LoopSpec, ReduceSpec, WindowSpec, c_string
+from tfc.ops.kernels import (
+    BandSpec,
+    ConvSpec,
+    Geometry,
+    Kernel,
+    LoopSpec,
+    MatrixSpec,
+    ReduceSpec,
+    WindowSpec,
+    c_string,
+)
 
 KernelTemplate = tuple[str, dict]
 
@@ -111,7 +121,7 @@ def matmul_kernel(kernel: Kernel) -> KernelTemplate:
 
 
 def rows_kernel(kernel: Kernel) -> KernelTemplate:
-    """softmax, sparse_xent: a thread per row, over the C kernel's data."""
+    """softmax, sparse_xent, top_k, in_top_k: a thread per row, over the C kernel's data."""
     _, data = c.kernel_template(kernel)
     return kernel.template, data | grid(kernel.spec.rows, 128)
 
@@ -380,6 +390,45 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
     return "conv2d_gemm_chunked", data
 
 
+# -- linear algebra: a thread per matrix ----------------------------------------------------------
+# threads per block of the linalg kernels: each thread factors a whole matrix, so small blocks
+# spread a batch over more multiprocessors
+LINALG_THREADS = 32
+
+
+def linalg_kernel(kernel: Kernel) -> KernelTemplate:
+    """Thread t runs the tfc_linalg.h routine (TFC_HD) on matrix t of the batch, as the C
+    kernel's loop does; a failing one reports the spec's message for the kernel's site."""
+    spec: MatrixSpec = kernel.spec
+    names = [f"b{k}" for k in range(len(spec.batch))]
+    body = unravel("t", spec.batch, names)
+    call = c.linalg_call(kernel, names)
+    if spec.message is None:
+        body.append(f"{call};")
+    else:
+        body += [
+            f"if ({call} != 0) {{",
+            f"    tfc_cuda_fail(TFC_ERR_INVALID_ARGUMENT, tfc_site, {c_string(spec.message)});",
+            "    return;",
+            "}",
+        ]
+    return "loop", {"body": body, **grid(math.prod(spec.batch), LINALG_THREADS)}
+
+
+def band_part_kernel(kernel: Kernel) -> KernelTemplate:
+    """A thread per element: its value where it lies in the band, else 0."""
+    spec: BandSpec = kernel.spec
+    lo, hi = c.band_bounds(spec)
+    if spec.lower < 0 and spec.upper < 0:  # the whole matrix: a copy
+        body = ["y[t] = x0[t];"]
+    else:
+        body = [
+            f"const int64_t j = t % {spec.cols}, i = t / {spec.cols} % {spec.rows};",
+            f"y[t] = j >= {lo} && j < {hi} ? x0[t] : ({spec.dtype.c_type})0;",
+        ]
+    return "loop", {"body": body, **grid(spec.batch * spec.rows * spec.cols)}
+
+
 # -- the program -------------------------------------------------------------------------------
 def program_parts(data: dict) -> dict:
     """program.cu.j2's parts that depend on the program: the upload of its constants, the
@@ -442,12 +491,30 @@ def program_parts(data: dict) -> dict:
     }
 
 
+# -- running folds, ranges: a thread per line, per element ----------------------------------------
+def cumulative_kernel(kernel: Kernel) -> KernelTemplate:
+    """A thread per line of the fold (the C kernel's order along it)."""
+    spec = kernel.spec
+    return "cumulative", c.cumulative_data(spec) | grid(spec.outer * spec.inner)
+
+
+def range_kernel(kernel: Kernel) -> KernelTemplate:
+    spec = kernel.spec
+    return "loop", {"body": [f"y[t] = {c.range_value(spec, 't')};"], **grid(spec.count)}
+
+
 _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "loop": loop_kernel,
     "reduce": reduce_kernel,
     "matmul": matmul_kernel,
     "softmax": rows_kernel,
     "sparse_xent": rows_kernel,
+    "top_k": rows_kernel,
+    "in_top_k": rows_kernel,
     "conv2d": conv_kernel,
     "fused": fusion.cuda_fused,
+    "cumulative": cumulative_kernel,
+    "range": range_kernel,
+    "linalg": linalg_kernel,
+    "band_part": band_part_kernel,
 }

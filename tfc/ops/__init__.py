@@ -11,6 +11,9 @@ from tfc.ops import (  # noqa: F401
     fusion,
     grad_ops,
     linalg,
+    linalg_decomp,
+    linalg_solve,
+    linalg_structure,
     logic,
     lrn,
     math,
@@ -26,5 +29,6 @@ from tfc.ops import (  # noqa: F401
     registry,
     sendrecv,
     state,
+    topk,
     training_ops,
 )

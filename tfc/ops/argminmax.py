@@ -17,7 +17,7 @@ from tfc.ops.flops import per_input_element
 from tfc.ops.kernels import ArgReduceSpec, Kernel, Param
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
 
-__all__ = ["argmax", "argmin"]
+__all__ = ["argmax", "argmin", "arg_max", "arg_min"]
 
 _NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
 _INDEX = (_dt.int32, _dt.int64)
@@ -127,3 +127,23 @@ def _arg_frontend(op_type: str, fn_name: str, what: str) -> Callable[..., Tensor
 
 argmax = _arg_frontend("ArgMax", "argmax", "largest element")
 argmin = _arg_frontend("ArgMin", "argmin", "smallest element")
+
+
+def arg_max(
+    input: Any,  # noqa: A002  TF's parameter name
+    dimension: Any,
+    output_type: Any = _dt.int64,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.arg_max`: TF1's older spelling of argmax, `dimension` required."""
+    return argmax(input, axis=dimension, name=name, output_type=output_type)
+
+
+def arg_min(
+    input: Any,  # noqa: A002  TF's parameter name
+    dimension: Any,
+    output_type: Any = _dt.int64,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.arg_min`: TF1's older spelling of argmin, `dimension` required."""
+    return argmin(input, axis=dimension, name=name, output_type=output_type)

@@ -236,6 +236,81 @@ class ArgReduceSpec:
     better: str
 
 
+@dataclass(frozen=True)
+class CumulativeSpec:
+    """A running sum or product along the middle dim of [outer, n, inner] (kind "cumulative"):
+    each line of n values is folded in order by `combine` ({a} the running value, {b} the
+    element), starting from the first element (or from `init` when `exclusive`: each output
+    then leaves its own element out); `reverse` runs each line from its end."""
+
+    dtype: _dt.DType
+    outer: int
+    n: int
+    inner: int
+    combine: str
+    init: str
+    exclusive: bool
+    reverse: bool
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """y[i] = start + i * delta for i < count (kind "range"): start and delta as C literals."""
+
+    dtype: _dt.DType
+    count: int
+    start: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class SegmentSpec:
+    """Rows of `inner` values folded into the segments their ids name (kinds "segment_reduce",
+    "segment_sorted", "bincount"): `count` ids below `limit`, `total` output elements, each
+    segment starting from `empty`; `combine` folds element {b} into {a}; `finalize` ({a} the
+    folded value, {n} the rows in its segment) finishes a sorted segment (a mean)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    count: int
+    limit: int
+    inner: int
+    total: int
+    combine: str
+    empty: str
+    finalize: str | None = None
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """One routine of runtime/include/tfc_linalg.h called for every matrix of a batch (kind
+    "linalg"): tfc_linalg_<routine>_<tag>(*sizes, *params), param k offset by strides[k] along
+    the collapsed batch dims `batch`. The C target loops over the batch; CUDA gives each
+    matrix a thread. When `message` is set, a routine returning nonzero fails the run with it
+    (InvalidArgumentError)."""
+
+    dtype: _dt.DType
+    routine: str
+    sizes: tuple[int, ...]
+    batch: tuple[int, ...]
+    strides: tuple[tuple[int, ...], ...]
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class BandSpec:
+    """MatrixBandPart (kind "band_part"): y = x inside the band of `lower` diagonals below the
+    main one and `upper` above it (-1: all of them), 0 outside, over `batch` contiguous
+    rows x cols matrices."""
+
+    dtype: _dt.DType
+    batch: int
+    rows: int
+    cols: int
+    lower: int
+    upper: int
+
+
 # -- building specs -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Operand:
@@ -415,6 +490,34 @@ def reduce_kernel(
         acc=acc or out.dtype,
     )
     return [Kernel("reduce", params, spec)]
+
+
+def matrix_kernel(
+    routine: str,
+    dtype: _dt.DType,
+    sizes: Sequence[int],
+    batch: Sequence[int],
+    operands: Sequence[tuple[Param, Sequence[int], int]],
+    workspace: int = 0,
+    message: str | None = None,
+) -> list[Kernel]:
+    """The kernel calling tfc_linalg_<routine> for every matrix of `batch` (MatrixSpec).
+
+    Each operand is (its param, its own batch dims, elements per matrix): a contiguous tensor
+    read broadcast to `batch`. `workspace` elements of scratch per matrix follow as the last
+    param; `message` makes the kernel one that can fail."""
+    if any(d == 0 for d in batch):
+        return []
+    params = [param for param, _, _ in operands]
+    strides = [tuple(s * per for s in broadcast_strides(own, batch)) for _, own, per in operands]
+    if workspace:
+        params.append(Param("work", dtype.c_type, False, "scratch"))
+        strides.append(tuple(s * workspace for s in contiguous_strides(batch)))
+    bounds, collapsed = collapse(batch, strides)
+    spec = MatrixSpec(
+        dtype, routine, tuple(sizes), tuple(bounds), tuple(tuple(s) for s in collapsed), message
+    )
+    return [Kernel("linalg", params, spec, can_fail=message is not None)]
 
 
 # -- C spelling of values -----------------------------------------------------------------------

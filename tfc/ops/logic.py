@@ -8,7 +8,7 @@ import numpy as np
 
 import tfc.ops.array as _array
 from tfc.ir import dtypes as _dt
-from tfc.ir.graph import Tensor
+from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.elementwise import (
     binary_frontend,
@@ -31,6 +31,10 @@ __all__ = [
     "logical_and",
     "logical_or",
     "logical_not",
+    "logical_xor",
+    "is_finite",
+    "is_inf",
+    "is_nan",
     "where",
 ]
 
@@ -57,6 +61,13 @@ for _type, _fn, _sym in [("Equal", np.equal, "=="), ("NotEqual", np.not_equal, "
 register_elementwise("LogicalAnd", np.logical_and, {"b": "{0} && {1}"}, differentiable=False)
 register_elementwise("LogicalOr", np.logical_or, {"b": "{0} || {1}"}, differentiable=False)
 register_elementwise("LogicalNot", np.logical_not, {"b": "!{0}"}, differentiable=False)
+# float classification; fabs(NaN) compares false with everything
+for _type, _fn, _c in [
+    ("IsFinite", np.isfinite, "fabs{sfx}({0}) < ({T})INFINITY"),
+    ("IsInf", np.isinf, "fabs{sfx}({0}) == ({T})INFINITY"),
+    ("IsNan", np.isnan, "{0} != {0}"),
+]:
+    register_elementwise(_type, _fn, {"f": _c}, out=_CMP, differentiable=False)
 
 
 greater = binary_frontend("Greater", "Greater")
@@ -68,6 +79,17 @@ not_equal = binary_frontend("NotEqual", "NotEqual")
 logical_and = binary_frontend("LogicalAnd", "LogicalAnd")
 logical_or = binary_frontend("LogicalOr", "LogicalOr")
 logical_not = unary_frontend("LogicalNot")
+is_finite = unary_frontend("IsFinite")
+is_inf = unary_frontend("IsInf")
+is_nan = unary_frontend("IsNan")
+
+
+def logical_xor(x: Any, y: Any, name: str = "LogicalXor") -> Tensor:
+    """`tf.logical_xor`: x or y but not both, composed as TF composes it."""
+    with name_scope(name) as scope:
+        x, y = convert_operands(x, y)
+        either = logical_or(x, y)
+        return logical_and(either, logical_not(logical_and(x, y)), name=scope)
 
 
 # -- Select (where) -----------------------------------------------------------------------------

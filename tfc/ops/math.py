@@ -68,6 +68,23 @@ __all__ = [
     "div",
     "scalar_mul",
     "clip_by_value",
+    "to_double",
+    "accumulate_n",
+    "realdiv",
+    "floor_div",
+    "truncatediv",
+    "truncatemod",
+    "div_no_nan",
+    "rint",
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
 ]
 
 
@@ -247,6 +264,136 @@ def _realdiv(x, y):
     return apply_op("RealDiv", [x, y], name="truediv").outputs[0]
 
 
+# -- division flavours ---------------------------------------------------------------------------
+register_elementwise(
+    "TruncateDiv",
+    _checked(
+        lambda x, y: np.trunc(x / y) if x.dtype.kind == "f" else _numpy_truncdiv(x, y),
+        integer_division_check,
+    ),
+    {"f": "trunc{sfx}({0} / {1})", "i": "tfc_truncdiv_{tag}({0}, {1})"},
+    guards=_DIV_GUARD,
+    differentiable=False,  # piecewise constant: TF's rule gives no gradient
+)
+register_elementwise(
+    "TruncateMod",
+    _checked(np.fmod, integer_division_check),
+    {"f": "fmod{sfx}({0}, {1})", "i": "tfc_truncmod_{tag}({0}, {1})"},
+    guards=_DIV_GUARD,
+    differentiable=False,  # TF registers no gradient
+)
+
+
+def _div_no_nan(x, y):
+    safe = np.where(y == 0, np.ones_like(y), y)
+    return np.where(y == 0, np.zeros_like(x), x / safe)
+
+
+register_elementwise(
+    "DivNoNan",
+    _div_no_nan,
+    {"f": "{1} == 0 ? ({T})0 : {0} / {1}"},
+    grad=lambda op, dy: [
+        div_no_nan(dy, op.inputs[1]),
+        dy * div_no_nan(div_no_nan(-op.inputs[0], op.inputs[1]), op.inputs[1]),
+    ],
+)
+register_elementwise(
+    "Xlogy",
+    lambda x, y: np.where(x == 0, np.zeros_like(x), x * np.log(y)),
+    {"f": "{0} == 0 ? ({T})0 : {0} * log{sfx}({1})"},
+    grad=lambda op, dy: [
+        dy * xlogy(_nonzero(op.inputs[0]), op.inputs[1]),
+        dy * xdivy(op.inputs[0], op.inputs[1]),
+    ],
+)
+register_elementwise(
+    "Xdivy",
+    lambda x, y: np.where(x == 0, np.zeros_like(x), x / y),
+    {"f": "{0} == 0 ? ({T})0 : {0} / {1}"},
+    grad=lambda op, dy: [
+        dy * xdivy(_nonzero(op.inputs[0]), op.inputs[1]),
+        dy * xdivy(-op.inputs[0], square(op.inputs[1])),
+    ],
+)
+
+register_elementwise(
+    "Xlog1py",
+    lambda x, y: np.where(x == 0, np.zeros_like(x), x * np.log1p(y)),
+    {"f": "{0} == 0 ? ({T})0 : {0} * log1p{sfx}({1})"},
+    grad=lambda op, dy: [
+        dy * xlog1py(_nonzero(op.inputs[0]), op.inputs[1]),
+        dy * xdivy(op.inputs[0], op.inputs[1] + 1),
+    ],
+)
+register_elementwise(
+    "MulNoNan",
+    lambda x, y: np.where(y == 0, np.zeros_like(x), x * y),
+    {"f": "{1} == 0 ? ({T})0 : {0} * {1}"},
+    grad=lambda op, dy: [multiply_no_nan(dy, op.inputs[1]), multiply_no_nan(op.inputs[0], dy)],
+)
+
+
+def _numpy_truncdiv(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C's integer division (toward zero), wrapping INT_MIN / -1 as tfc's kernels do."""
+    q = np.floor_divide(x, y)
+    return np.where((q * y != x) & ((x < 0) != (y < 0)), q + 1, q).astype(x.dtype)
+
+
+def _nonzero(x: Tensor) -> Tensor:
+    """1 where x != 0, else 0, in x's dtype (TF's masks in the Xlogy and Xdivy gradients)."""
+    return cast(apply_op("NotEqual", [x, convert_to_tensor(0, dtype=x.dtype)]).outputs[0], x.dtype)
+
+
+# -- inverse trigonometric and hyperbolic functions ----------------------------------------------
+def _one_minus_square(x: Tensor) -> Tensor:
+    return 1 - square(x)
+
+
+for _type, _fn, _c, _grad in [
+    (
+        "Acos",
+        np.arccos,
+        "acos{sfx}({0})",
+        lambda op, dy: [-dy * rsqrt(_one_minus_square(op.inputs[0]))],
+    ),
+    (
+        "Asin",
+        np.arcsin,
+        "asin{sfx}({0})",
+        lambda op, dy: [dy * rsqrt(_one_minus_square(op.inputs[0]))],
+    ),
+    ("Atan", np.arctan, "atan{sfx}({0})", lambda op, dy: [_realdiv(dy, 1 + square(op.inputs[0]))]),
+    ("Sinh", np.sinh, "sinh{sfx}({0})", lambda op, dy: [dy * cosh(op.inputs[0])]),
+    ("Cosh", np.cosh, "cosh{sfx}({0})", lambda op, dy: [dy * sinh(op.inputs[0])]),
+    ("Asinh", np.arcsinh, "asinh{sfx}({0})", lambda op, dy: [_realdiv(dy, cosh(op.outputs[0]))]),
+    ("Acosh", np.arccosh, "acosh{sfx}({0})", lambda op, dy: [_realdiv(dy, sinh(op.outputs[0]))]),
+    (
+        "Atanh",
+        np.arctanh,
+        "atanh{sfx}({0})",
+        lambda op, dy: [_realdiv(dy, _one_minus_square(op.inputs[0]))],
+    ),
+]:
+    register_elementwise(_type, _fn, {"f": _c}, grad=_grad)
+
+
+def _atan2_grad(op, dy):
+    y, x = op.inputs
+    scaled = _realdiv(dy, square(x) + square(y))
+    return [x * scaled, -y * scaled]
+
+
+register_elementwise("Atan2", np.arctan2, {"f": "atan2{sfx}({0}, {1})"}, grad=_atan2_grad)
+# round half to even, like Round; TF gives it a zero gradient where Round has none
+register_elementwise(
+    "Rint",
+    np.rint,
+    {"f": "tfc_round_{tag}({0})"},
+    grad=lambda op, dy: [apply_op("ZerosLike", [op.inputs[0]]).outputs[0]],
+)
+
+
 # -- Cast ---------------------------------------------------------------------------------------
 def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
     """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast)."""
@@ -308,6 +455,10 @@ def to_int64(x: Any, name: str = "ToInt64") -> Tensor:
     return cast(x, _dt.int64, name=name)
 
 
+def to_double(x: Any, name: str = "ToDouble") -> Tensor:
+    return cast(x, _dt.float64, name=name)
+
+
 # -- AddN ---------------------------------------------------------------------------------------
 def _add_n_infer(ctx):
     check_same_dtypes(ctx, [f"inputs[{i}]" for i in range(len(ctx.in_dtypes))])
@@ -358,6 +509,31 @@ def add_n(inputs: Any, name: str | None = None) -> Tensor:
     return apply_op("AddN", tensors, name=name or "AddN").outputs[0]
 
 
+def accumulate_n(
+    inputs: Any, shape: Any = None, tensor_dtype: Any = None, name: str | None = None
+) -> Tensor:
+    """`tf.accumulate_n`: the sum of a list of tensors, like add_n (TF1 sums them in place, a
+    memory optimization tfc's planner makes for add_n already); `shape` and `tensor_dtype`
+    are checked against the inputs."""
+    if not inputs:
+        raise ValueError("inputs must be a non-empty list of Tensors")
+    tensors = convert_operands(*inputs)
+    if tensor_dtype is not None and _dt.as_dtype(tensor_dtype) != tensors[0].dtype:
+        raise TypeError(
+            f"tensor_dtype {tensor_dtype} does not match the inputs' {tensors[0].dtype}"
+        )
+    if shape is not None:
+        want = tuple(None if d is None else int(d) for d in shape)
+        for t in tensors:
+            got = t._shape_tuple
+            if got is not None and (
+                len(got) != len(want)
+                or any(a is not None and b is not None and a != b for a, b in zip(got, want))
+            ):
+                raise ValueError(f"Input tensor {t.name} has shape {got}, expected {want}")
+    return add_n(tensors, name=name or "accumulate_n")
+
+
 # -- frontends ----------------------------------------------------------------------------------
 add = binary_frontend("Add", "Add")
 subtract = binary_frontend("Sub", "Sub")
@@ -387,6 +563,25 @@ sin = unary_frontend("Sin")
 cos = unary_frontend("Cos")
 tan = unary_frontend("Tan")
 tanh = unary_frontend("Tanh")
+realdiv = binary_frontend("RealDiv", "RealDiv")
+floor_div = binary_frontend("FloorDiv", "FloorDiv")
+truncatediv = binary_frontend("TruncateDiv", "TruncateDiv")
+truncatemod = binary_frontend("TruncateMod", "TruncateMod")
+div_no_nan = binary_frontend("DivNoNan", "div_no_nan")
+xlogy = binary_frontend("Xlogy", "Xlogy")
+xdivy = binary_frontend("Xdivy", "Xdivy")
+xlog1py = binary_frontend("Xlog1py", "Xlog1py")
+multiply_no_nan = binary_frontend("MulNoNan", "MulNoNan")
+atan2 = binary_frontend("Atan2", "Atan2")
+rint = unary_frontend("Rint")
+acos = unary_frontend("Acos")
+asin = unary_frontend("Asin")
+atan = unary_frontend("Atan")
+sinh = unary_frontend("Sinh")
+cosh = unary_frontend("Cosh")
+asinh = unary_frontend("Asinh")
+acosh = unary_frontend("Acosh")
+atanh = unary_frontend("Atanh")
 
 _TRUEDIV_FLOAT = {_dt.int32: _dt.float64, _dt.int64: _dt.float64}
 
@@ -416,6 +611,30 @@ def div(x: Any, y: Any, name: str | None = None) -> Tensor:
     if x.dtype.is_integer:
         return floordiv(x, y, name=name or "div")
     return apply_op("RealDiv", [x, y], name=name or "div").outputs[0]
+
+
+def reciprocal_no_nan(x: Any, name: str | None = None) -> Tensor:
+    """`tf.math.reciprocal_no_nan`: 1 / x, 0 where x is 0."""
+    x = convert_to_tensor(x)
+    one = convert_to_tensor(1, dtype=x.dtype)
+    return apply_op("DivNoNan", [one, x], name=name or "reciprocal_no_nan").outputs[0]
+
+
+def polyval(coeffs: Any, x: Any, name: str | None = None) -> Tensor:
+    """`tf.math.polyval`: coeffs[0] * x^(n-1) + ... + coeffs[n-1] by Horner's rule, as TF
+    builds it (zeros like x for no coefficients)."""
+    if not isinstance(coeffs, (list, tuple)):
+        raise ValueError(
+            f"coeffs must be a list of tensors or numbers, got {type(coeffs).__name__}"
+        )
+    with name_scope(name, "polyval") as scope:
+        x = convert_to_tensor(x)
+        if not coeffs:
+            return apply_op("ZerosLike", [x], name=scope).outputs[0]
+        result = convert_to_tensor(coeffs[0], dtype=x.dtype)
+        for c in coeffs[1:]:
+            result = add(convert_to_tensor(c, dtype=x.dtype), multiply(result, x))
+        return apply_op("Identity", [result], name=scope).outputs[0]
 
 
 def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Tensor:

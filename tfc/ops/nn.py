@@ -26,8 +26,11 @@ from tfc.ops.kernels import (
     loop_kernel,
     view,
 )
-from tfc.ops.math import divide, floor, sigmoid, tanh, to_float
+from tfc.ops.linalg import matmul
+from tfc.ops.logic import equal
+from tfc.ops.math import cast, divide, floor, sigmoid, tanh, to_float
 from tfc.ops.random import random_uniform
+from tfc.ops.reduce import reduce_mean
 from tfc.ops.registry import (
     OpContext,
     OpDef,
@@ -42,8 +45,16 @@ __all__ = [
     "relu",
     "relu6",
     "elu",
+    "selu",
     "leaky_relu",
     "softplus",
+    "softsign",
+    "crelu",
+    "swish",
+    "silu",
+    "relu_layer",
+    "xw_plus_b",
+    "zero_fraction",
     "sigmoid",
     "tanh",
     "softmax",
@@ -101,6 +112,36 @@ register_elementwise(
 )
 
 
+# SELU's constants (Klambauer et al., 2017), as TF's kernel spells them
+SELU_SCALE = 1.0507009873554804934193349852946
+SELU_SCALE_ALPHA = 1.7580993408473768599402175208123  # scale * alpha
+
+
+def selu_constants(dtype: _dt.DType) -> dict:
+    """SELU's constants as C literals of `dtype` (the expression placeholders of Selu, SeluGrad)."""
+    return {
+        "scale": c_literal(SELU_SCALE, dtype),
+        "scale_alpha": c_literal(SELU_SCALE_ALPHA, dtype),
+    }
+
+
+register_elementwise(
+    "Selu",
+    lambda attrs, x: np.where(
+        x < 0, x.dtype.type(SELU_SCALE_ALPHA) * np.expm1(x), x.dtype.type(SELU_SCALE) * x
+    ),
+    {"f": "({0} < 0 ? {scale_alpha} * expm1{sfx}({0}) : {scale} * {0})"},
+    params=lambda attrs, dtype: selu_constants(dtype),
+    grad=lambda op, dy: _fused("SeluGrad", dy, op.outputs[0]),
+)
+register_elementwise(
+    "Softsign",
+    lambda x: x / (1 + np.abs(x)),
+    {"f": "{0} / (({T})1 + fabs{sfx}({0}))"},
+    grad=lambda op, dy: _fused("SoftsignGrad", dy, op.inputs[0]),
+)
+
+
 def relu(features: Any, name: str | None = None) -> Tensor:
     """`tf.nn.relu`: max(features, 0)."""
     return apply_elementwise("Relu", features, name=name or "Relu")
@@ -132,6 +173,71 @@ def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Te
 def softplus(features: Any, name: str | None = None) -> Tensor:
     """`tf.nn.softplus`: log(exp(features) + 1), computed without overflow."""
     return apply_elementwise("Softplus", features, name=name or "Softplus")
+
+
+def selu(features: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.selu`: scale * features if > 0, else scale * alpha * (exp(features) - 1)."""
+    return apply_elementwise("Selu", features, name=name or "Selu")
+
+
+def softsign(features: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.softsign`: features / (abs(features) + 1)."""
+    return apply_elementwise("Softsign", features, name=name or "Softsign")
+
+
+def crelu(features: Any, name: str | None = None, axis: int = -1) -> Tensor:
+    """`tf.nn.crelu`: relu of [features, -features] concatenated along `axis` (twice the depth)."""
+    with name_scope(name, "CRelu", [features]) as scope:
+        features = convert_to_tensor(features, name="features")
+        both = _array.concat([features, -features], axis)
+        return relu(both, name=scope)
+
+
+def swish(features: Any, beta: float = 1.0, name: str | None = None) -> Tensor:
+    """`tf.nn.swish` (= `tf.nn.silu`): features * sigmoid(beta * features)."""
+    with name_scope(name, "swish", [features]):
+        features = convert_to_tensor(features, name="features")
+        if isinstance(beta, numbers.Real) and beta == 1.0:
+            return features * sigmoid(features)
+        beta = convert_to_tensor(beta, dtype=features.dtype, name="beta")
+        return features * sigmoid(beta * features)
+
+
+silu = swish
+
+
+def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
+    """`tf.math.log_sigmoid`: log(1 / (1 + exp(-x))) = -softplus(-x), without overflow."""
+    with name_scope(name, "LogSigmoid", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        return apply_op("Neg", [softplus(-x)], name=scope).outputs[0]
+
+
+def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.xw_plus_b`: matmul(x, weights) + biases, for a matrix x and a vector of biases."""
+    with name_scope(name, "xw_plus_b", [x, weights, biases]) as scope:
+        x = convert_to_tensor(x, name="x")
+        weights = convert_to_tensor(weights, dtype=x.dtype, name="weights")
+        biases = convert_to_tensor(biases, dtype=x.dtype, name="biases")
+        return bias_add(matmul(x, weights), biases, name=scope)
+
+
+def relu_layer(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """`tf.nn.relu_layer`: relu(matmul(x, weights) + biases)."""
+    with name_scope(name, "relu_layer", [x, weights, biases]) as scope:
+        x = convert_to_tensor(x, name="x")
+        weights = convert_to_tensor(weights, dtype=x.dtype, name="weights")
+        biases = convert_to_tensor(biases, dtype=x.dtype, name="biases")
+        return relu(bias_add(matmul(x, weights), biases), name=scope)
+
+
+def zero_fraction(value: Any, name: str | None = None) -> Tensor:
+    """`tf.math.zero_fraction`: the fraction of `value`'s elements that are zero, as float32
+    (NaN for an empty tensor, as TF's mean of nothing)."""
+    with name_scope(name, "zero_fraction", [value]):
+        value = convert_to_tensor(value, name="value")
+        zero = convert_to_tensor(0, dtype=value.dtype, name="zero")
+        return reduce_mean(cast(equal(value, zero), _dt.float32), name="fraction")
 
 
 # -- Softmax, LogSoftmax --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Gradient-only `tf.nn` ops: TF's ReluGrad, Relu6Grad, EluGrad, LeakyReluGrad, SoftplusGrad,
-and fused SoftmaxGrad / LogSoftmaxGrad (one pass per row instead of four kernels).
+"""Gradient-only `tf.nn` ops: TF's ReluGrad, Relu6Grad, EluGrad, SeluGrad, LeakyReluGrad,
+SoftplusGrad, SoftsignGrad, and fused SoftmaxGrad / LogSoftmaxGrad (one pass per row instead
+of four kernels).
 
 Each computes dy * f'(x) in one kernel. Their own rules give second derivatives; where f' is
 piecewise constant its derivative is zero almost everywhere and the rule returns None.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import tfc.ops.math as _math
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
 from tfc.ir.tensor_shape import num_elements, shapes_compatible
@@ -18,6 +20,7 @@ from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
 from tfc.ops.kernels import Kernel, Param, RowSpec, c_literal, format_expr
 from tfc.ops.math import numpy_sigmoid
+from tfc.ops.nn import SELU_SCALE, SELU_SCALE_ALPHA, selu_constants
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
 
 
@@ -48,6 +51,18 @@ register_elementwise(
     ],
 )
 register_elementwise(
+    "SeluGrad",
+    lambda attrs, dy, y: np.where(
+        y < 0, dy * (y + y.dtype.type(SELU_SCALE_ALPHA)), dy * dy.dtype.type(SELU_SCALE)
+    ),
+    {"f": "({1} < 0 ? {0} * ({1} + {scale_alpha}) : {0} * {scale})"},
+    params=lambda attrs, dtype: selu_constants(dtype),
+    grad=lambda op, g: [
+        _grad_op("SeluGrad", g, op.inputs[1]),
+        select(op.inputs[1] < 0, g * op.inputs[0], 0),
+    ],
+)
+register_elementwise(
     "LeakyReluGrad",
     lambda attrs, dy, x: np.where(x > 0, dy, dy * dy.dtype.type(attrs["alpha"])),
     {"f": "({1} > 0 ? {0} : {0} * ({alpha}))"},
@@ -67,6 +82,19 @@ register_elementwise(
     ],
 )
 
+register_elementwise(
+    "SoftsignGrad",
+    lambda dy, x: dy / np.square(1 + np.abs(x)),
+    {"f": "{0} / ((({T})1 + fabs{sfx}({1})) * (({T})1 + fabs{sfx}({1})))"},
+    # d/dx of dy / (1 + |x|)^2 is -2 dy sign(x) / (1 + |x|)^3
+    grad=lambda op, g: [
+        _grad_op("SoftsignGrad", g, op.inputs[1]),
+        -2.0
+        * _grad_op("SoftsignGrad", g * op.inputs[0], op.inputs[1])
+        * _math.sign(op.inputs[1])
+        / (1.0 + _math.abs(op.inputs[1])),
+    ],
+)
 
 # -- SoftmaxGrad(y, dy), LogSoftmaxGrad(y, dy): rows along the last axis -------------------------
 _FLOATS = (_dt.float32, _dt.float64)

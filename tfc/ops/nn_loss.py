@@ -1,7 +1,9 @@
-"""`tf.nn` losses: softmax, sparse softmax and sigmoid cross-entropy, and l2_loss."""
+"""`tf.nn` losses: softmax, sparse softmax, sigmoid and weighted cross-entropy, l2_loss,
+log_poisson_loss, and the averaging helpers compute_average_loss, scale_regularization_loss."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,8 +16,20 @@ from tfc.ir.tensor_shape import TensorShape, merge_shapes, num_elements, shape_s
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
 from tfc.ops.flops import per_input_element
 from tfc.ops.kernels import Kernel, Param, RowSpec, c_literal, format_expr
-from tfc.ops.logic import greater_equal, where
-from tfc.ops.math import add, cast, exp, log1p, multiply, negative, square, subtract
+from tfc.ops.logic import greater_equal, less_equal, logical_and, where
+from tfc.ops.math import abs as abs_value
+from tfc.ops.math import (
+    add,
+    cast,
+    exp,
+    log,
+    log1p,
+    maximum,
+    multiply,
+    negative,
+    square,
+    subtract,
+)
 from tfc.ops.nn import log_softmax
 from tfc.ops.reduce import reduce_sum
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
@@ -26,6 +40,10 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "sigmoid_cross_entropy_with_logits",
     "l2_loss",
+    "weighted_cross_entropy_with_logits",
+    "log_poisson_loss",
+    "compute_average_loss",
+    "scale_regularization_loss",
 ]
 
 _FLOATS = (_dt.float32, _dt.float64)
@@ -332,3 +350,107 @@ def l2_loss(t: Any, name: str | None = None) -> Tensor:
             )
         half = convert_to_tensor(0.5, dtype=t.dtype)
         return multiply(reduce_sum(square(t)), half, name=scope)
+
+
+# -- weighted cross-entropy, Poisson loss ---------------------------------------------------------
+def weighted_cross_entropy_with_logits(
+    labels: Any = None,
+    logits: Any = None,
+    pos_weight: Any = None,
+    name: str | None = None,
+    targets: Any = None,
+) -> Tensor:
+    """`tf.nn.weighted_cross_entropy_with_logits`: sigmoid cross-entropy with the positive term
+    weighted by pos_weight, as TF writes it without overflow:
+    (1 - z) x + (1 + (q - 1) z) (log(1 + exp(-|x|)) + max(-x, 0)). `targets` is TF1's name of
+    `labels`."""
+    if labels is not None and targets is not None:
+        raise ValueError("Cannot specify both 'labels' and 'targets'.")
+    labels = targets if labels is None else labels
+    if labels is None or logits is None or pos_weight is None:
+        raise ValueError("weighted_cross_entropy_with_logits needs labels, logits and pos_weight")
+    with name_scope(name, "logistic_loss", [logits, labels]) as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        labels = convert_to_tensor(labels, dtype=logits.dtype, name="labels")
+        if merge_shapes(labels._shape_tuple, logits._shape_tuple) is False:
+            raise ValueError(
+                f"logits and labels must have the same shape ({logits.get_shape()} vs "
+                f"{labels.get_shape()})"
+            )
+        pos_weight = convert_to_tensor(pos_weight, dtype=logits.dtype, name="pos_weight")
+        log_weight = 1 + (pos_weight - 1) * labels
+        zeros = _array.zeros_like(logits, dtype=logits.dtype)
+        softplus_neg = log1p(exp(negative(abs_value(logits)))) + maximum(negative(logits), zeros)
+        return add((1 - labels) * logits, log_weight * softplus_neg, name=scope)
+
+
+def log_poisson_loss(
+    targets: Any, log_input: Any, compute_full_loss: bool = False, name: str | None = None
+) -> Tensor:
+    """`tf.nn.log_poisson_loss`: exp(log_input) - log_input * targets, plus Stirling's
+    approximation of log(targets!) where targets > 1 when `compute_full_loss`."""
+    with name_scope(name, "log_poisson_loss", [log_input, targets]) as scope:
+        log_input = convert_to_tensor(log_input, name="log_input")
+        targets = convert_to_tensor(targets, name="targets")
+        if merge_shapes(targets._shape_tuple, log_input._shape_tuple) is False:
+            raise ValueError(
+                f"log_input and targets must have the same shape ({log_input.get_shape()} vs "
+                f"{targets.get_shape()})"
+            )
+        result = subtract(exp(log_input), multiply(log_input, targets))
+        if not compute_full_loss:
+            return _array.identity(result, name=scope)
+        point_five = convert_to_tensor(0.5, dtype=targets.dtype)
+        two_pi = convert_to_tensor(2 * math.pi, dtype=targets.dtype)
+        stirling = targets * log(targets) - targets + point_five * log(two_pi * targets)
+        zeros = _array.zeros_like(targets, dtype=targets.dtype)
+        ones = _array.ones_like(targets, dtype=targets.dtype)
+        small = logical_and(greater_equal(targets, zeros), less_equal(targets, ones))
+        return add(result, where(small, zeros, stirling), name=scope)
+
+
+# -- averaging a per-example loss -------------------------------------------------------------
+def compute_average_loss(
+    per_example_loss: Any, sample_weight: Any = None, global_batch_size: Any = None
+) -> Tensor:
+    """`tf.nn.compute_average_loss`: sum(per_example_loss * sample_weight) / global_batch_size,
+    the batch size defaulting to the loss's first dimension (one replica: tfc has no
+    distribution strategies)."""
+    per_example_loss = convert_to_tensor(per_example_loss)
+    dtype = per_example_loss.dtype
+    rank = per_example_loss.shape.ndims
+    if rank is not None and rank < 1:
+        raise ValueError(
+            "Invalid value passed for `per_example_loss`. Expected a tensor with at least "
+            f"rank 1. Received: {per_example_loss}"
+        )
+    if sample_weight is not None:
+        weight = convert_to_tensor(sample_weight, dtype=dtype)
+        weight_rank = weight.shape.ndims
+        if rank is not None and weight_rank is not None and 0 < weight_rank != rank:
+            if weight_rank == rank + 1 and weight.shape[-1].value == 1:
+                weight = _array.squeeze(weight, [-1])
+            elif rank == weight_rank + 1 and per_example_loss.shape[-1].value == 1:
+                weight = _array.expand_dims(weight, -1)
+        per_example_loss = multiply(per_example_loss, weight)
+    if global_batch_size is None:
+        batch = _array.shape(per_example_loss)[0]
+    else:
+        if isinstance(global_batch_size, float) or (
+            is_tensor_like(global_batch_size)
+            and not convert_to_tensor(global_batch_size).dtype.is_integer
+        ):
+            raise TypeError("global_batch_size must be an integer.")
+        if not is_tensor_like(global_batch_size) and int(global_batch_size) <= 0:
+            raise ValueError("global_batch_size must be positive.")
+        batch = convert_to_tensor(global_batch_size)
+        if batch.shape.ndims not in (None, 0):
+            raise ValueError("global_batch_size must be scalar.")
+    return reduce_sum(per_example_loss) / cast(batch, dtype)
+
+
+def scale_regularization_loss(regularization_loss: Any) -> Tensor:
+    """`tf.nn.scale_regularization_loss`: the summed loss divided by the number of replicas,
+    which is one in tfc (it has no distribution strategies)."""
+    loss = reduce_sum(convert_to_tensor(regularization_loss))
+    return loss / convert_to_tensor(1, dtype=loss.dtype)

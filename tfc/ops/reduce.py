@@ -30,6 +30,9 @@ __all__ = [
     "reduce_all",
     "reduce_any",
     "count_nonzero",
+    "reduce_logsumexp",
+    "is_non_decreasing",
+    "is_strictly_increasing",
 ]
 
 _NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
@@ -397,3 +400,86 @@ def count_nonzero(
             keep_dims,
         )
         return _math.cast(counts, dtype)
+
+
+def reduce_logsumexp(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: bool | None = None,
+    name: str | None = None,
+    reduction_indices: Any = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
+    """`tf.reduce_logsumexp`: log(sum(exp(x))) along `axis`, computed stably as TF does: the
+    maximum (0 where it is not finite, and held constant for the gradient) is taken out
+    before exp and added back after log."""
+    axis = pick_argument(axis, "axis", reduction_indices, "reduction_indices")
+    keep = bool(pick_argument(keepdims, "keepdims", keep_dims, "keep_dims") or False)
+    with name_scope(name, "ReduceLogSumExp") as scope:
+        x = convert_to_tensor(input_tensor)
+        raw_max = _reduce("Max", x, axis, True, None, None, None)
+        finite = apply_op("IsFinite", [raw_max]).outputs[0]
+        shift = _array.stop_gradient(select(finite, raw_max, 0))
+        summed = _reduce("Sum", _math.exp(x - shift), axis, keep, None, None, None)
+        if not keep:
+            shift = _array.reshape(shift, _array.shape(summed))
+        return _math.add(_math.log(summed), shift, name=scope)
+
+
+def reduce_euclidean_norm(
+    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
+) -> Tensor:
+    """`tf.math.reduce_euclidean_norm`: sqrt(sum(x ** 2)) along `axis` (integers: the root
+    truncated, in x's dtype)."""
+    with name_scope(name, "EuclideanNorm") as scope:
+        x = convert_to_tensor(input_tensor)
+        squares = _reduce("Sum", _math.square(x), axis, keepdims, None, None, None)
+        if x.dtype.is_floating:
+            return _math.sqrt(squares, name=scope)
+        return _math.cast(_math.sqrt(_math.cast(squares, _dt.float64)), x.dtype, name=scope)
+
+
+def _moments_deviation(x: Tensor, axis: Any) -> Tensor:
+    """(x - mean(x, axis)) ** 2, the mean kept broadcastable."""
+    mean = _reduce("Mean", x, axis, True, None, None, None)
+    return _math.square(x - mean)
+
+
+def reduce_variance(
+    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
+) -> Tensor:
+    """`tf.math.reduce_variance`: the mean of the squared deviations from the mean along
+    `axis` (floats only)."""
+    with name_scope(name, "reduce_variance") as scope:
+        x = convert_to_tensor(input_tensor)
+        if not x.dtype.is_floating:
+            raise TypeError(f"reduce_variance needs a float tensor, got {x.dtype.name}")
+        return _reduce("Mean", _moments_deviation(x, axis), axis, keepdims, scope, None, None)
+
+
+def reduce_std(
+    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
+) -> Tensor:
+    """`tf.math.reduce_std`: the square root of reduce_variance."""
+    with name_scope(name, "reduce_std") as scope:
+        return _math.sqrt(reduce_variance(input_tensor, axis, keepdims), name=scope)
+
+
+def _monotone(x: Any, op_type: str, name: str | None, default: str) -> Tensor:
+    with name_scope(name, default) as scope:
+        flat = _array.reshape(convert_to_tensor(x), [-1])
+        if not (flat.dtype.is_floating or flat.dtype.is_integer):
+            raise TypeError(f"Expected a numeric tensor, got {flat.dtype.name}")
+        pairs = apply_op(op_type, [flat[1:], flat[:-1]]).outputs[0]
+        return _reduce("All", pairs, None, False, scope, None, None)
+
+
+def is_non_decreasing(x: Any, name: str | None = None) -> Tensor:
+    """`tf.is_non_decreasing`: whether x (flattened) never decreases; True for < 2 elements."""
+    return _monotone(x, "GreaterEqual", name, "is_non_decreasing")
+
+
+def is_strictly_increasing(x: Any, name: str | None = None) -> Tensor:
+    """`tf.is_strictly_increasing`: whether x (flattened) always increases; True for < 2
+    elements."""
+    return _monotone(x, "Greater", name, "is_strictly_increasing")

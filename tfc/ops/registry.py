@@ -219,7 +219,8 @@ def constant_value(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
     """The value of `tensor` if it follows from constants and static shapes alone, else None.
 
     Evaluates small pure subgraphs with the ops' references (TF's `constant_value`): Const,
-    Shape/Size/Rank of statically known shapes, and anything pure computed from those.
+    Shape/Size/Rank of statically known shapes, and anything pure computed from those; never
+    through a placeholder_with_default.
     """
     if graph._const_memo_version != graph.version:
         graph._const_memo = {}
@@ -237,6 +238,11 @@ def _evaluate_constant(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | No
         return node["attrs"]["value"]
     opdef = REGISTRY.get(op_type)
     if opdef is None or opdef.stateful or opdef.random or opdef.reference is None:
+        return None
+    if op_type == "PlaceholderWithDefault":
+        # its default is a value a run may replace, so nothing built on it is fixed (TF's
+        # constant_value does not look through it either); compiling never sees one: the prune
+        # pass makes an unfed one an Identity of its default
         return None
     out_shape = node["shapes"][index]
     if not is_fully_defined(out_shape) or num_elements(out_shape) > _CONST_EVAL_LIMIT:

@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Compile MODEL.py (a file defining signatures(); see `pydoc tfc.aot`) into "
         "OUTDIR: generated C, a Makefile, and the executables OUTDIR/train and OUTDIR/predict.",
     )
-    comp.add_argument("model", help="the model file (defines signatures())")
+    comp.add_argument(
+        "model", help="the model file (defines signatures()), or an exported model directory"
+    )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
         "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"

@@ -1,11 +1,15 @@
-"""`tf.train`: optimizers, learning-rate schedules, the global step, and checkpoints."""
+"""`tf.train`: optimizers, learning-rate schedules, moving averages, the global step,
+checkpoints, and the session-run hooks of training loops."""
 
+from tfc.train.basic_session_run_hooks import *  # noqa: F401,F403
 from tfc.train.device_setter import *  # noqa: F401,F403
 from tfc.train.learning_rate_decay import *  # noqa: F401,F403
 from tfc.train.meta_graph_export import *  # noqa: F401,F403
 from tfc.train.meta_graph_import import *  # noqa: F401,F403
+from tfc.train.moving_averages import *  # noqa: F401,F403
 from tfc.train.optimizer import *  # noqa: F401,F403
 from tfc.train.optimizers import *  # noqa: F401,F403
 from tfc.train.saver import *  # noqa: F401,F403
+from tfc.train.session_run_hook import *  # noqa: F401,F403
 from tfc.train.training_util import *  # noqa: F401,F403
 from tfc.train.warm_start import *  # noqa: F401,F403
