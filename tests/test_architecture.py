@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tfc.backend",),
     ("tfc.compiler",),
     ("tfc.client",),
+    ("tfc.training",),  # the training loops that create Sessions (tf.train.MonitoredSession...)
     ("tfc.reference",),
     ("tfc.aot",),
     ("tfc.tools",),

@@ -388,6 +388,61 @@ CASES = [
         lambda d: op("AvgPoolGrad", np.array([1, 5, 5, 2], np.int32), d, **POOL_K3_S2_SAME),
         normal(1, 3, 3, 2),
     ),
+    # index tuples and reordering (tfc/ops/array_nd_index.py, array_order.py)
+    C(
+        "GatherNd",
+        lambda p: tf.gather_nd(p, [[1, 0], [2, 1], [1, 0]]),
+        normal(3, 2, 2),
+        dims=((None, 2, 2),),
+    ),
+    C(
+        "GatherNd-batch",
+        lambda p: tf.gather_nd(p, [[[1], [0]], [[2], [2]]], batch_dims=1),
+        normal(2, 3, 2),
+    ),
+    C("ScatterNd", lambda u: tf.scatter_nd([[1], [3], [1]], u, [4, 2]), normal(3, 2)),
+    C(
+        "TensorScatterUpdate",
+        lambda t, u: tf.tensor_scatter_nd_update(t, [[0], [2]], u),
+        normal(3, 2),
+        normal(2, 2),
+    ),
+    C(
+        "TensorScatterAdd",
+        lambda t, u: tf.tensor_scatter_nd_add(t, [[2, 1], [0, 0], [2, 1]], u),
+        normal(3, 2),
+        normal(3),
+    ),
+    C(
+        "TensorScatterSub",
+        lambda t, u: tf.tensor_scatter_nd_sub(t, [[1]], u),
+        normal(3, 2),
+        normal(1, 2),
+    ),
+    C(
+        "TensorScatterMin",
+        lambda t, u: tf.tensor_scatter_nd_min(t, [[3], [0], [1]], u),
+        distinct(4),
+        distinct(3) + 0.125,
+    ),
+    C(
+        "TensorScatterMax",
+        lambda t, u: tf.tensor_scatter_nd_max(t, [[1], [2]], u),
+        distinct(4),
+        distinct(2) + 0.125,
+    ),
+    C("ReverseV2", lambda a: tf.reverse(a, [1, 0]), normal(2, 3), dims=((None, 3),)),
+    C(
+        "ReverseSequence",
+        lambda a: tf.reverse_sequence(a, [2, 4, 0], seq_axis=1, batch_axis=0),
+        normal(3, 4),
+    ),
+    C("Roll", lambda a: tf.roll(a, [1, -2], [0, 1]), normal(3, 4)),
+    C("Sort", lambda a: tf.sort(a, direction="DESCENDING"), distinct(2, 5), dims=((None, 5),)),
+    C("Sort-axis0", lambda a: tf.sort(a, axis=0), distinct(4, 2)),
+    C("BroadcastTo", lambda a: tf.broadcast_to(a, [3, 2, 4]), normal(2, 1)),
+    C("EnsureShape", lambda a: tf.ensure_shape(a, [None, 3]), normal(2, 3), dims=((None, 3),)),
+    C("IdentityN", lambda a, b: tf.identity_n([a, b]), normal(2), normal(3, 2)),
     # depthwise convolution: a filter per channel, multiplier 2 (dyadic: sums exact in float32)
     C(
         "DepthwiseConv2dNative",

@@ -27,6 +27,24 @@ class FeedSource(Protocol):
     ) -> None: ...
 
 
+class FeedSources:
+    """Several feed sources, asked in turn (a session's iterators, its variables' flags)."""
+
+    def __init__(self, *sources: FeedSource) -> None:
+        self.sources = sources
+
+    def add_feeds(
+        self,
+        graph: Graph,
+        fetches: list[Tensor],
+        targets: list[str],
+        feed_tensors: list[Tensor],
+        feed_values: list[np.ndarray],
+    ) -> None:
+        for source in self.sources:
+            source.add_feeds(graph, fetches, targets, feed_tensors, feed_values)
+
+
 class RunRequest:
     """The fetches and feeds of one `run` call, resolved against a graph and checked.
 

@@ -25,10 +25,12 @@ from tfc.ops import (  # noqa: F401
     patches,
     pool_argmax,
     random,
+    random_sampling,
     reduce,
     registry,
     sendrecv,
     state,
+    state_scatter,
     topk,
     training_ops,
 )

@@ -185,6 +185,9 @@ def apply_op(
     control = [c for c in graph.current_control_inputs() if c not in data_sources]
     if graph._colocation_stack and graph._colocation_stack[-1] is not None:
         attrs["_class"] = [f"loc:@{graph._colocation_stack[-1]}"]
+    override = graph.gradient_override(op_type)
+    if override is not None:
+        attrs["_gradient_op_type"] = override
     graph.add_node(
         node_name,
         op_type,
