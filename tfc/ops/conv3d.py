@@ -143,8 +143,12 @@ def _conv3d_ndhwc(x: Tensor, f: Tensor, strides: list, padding: str, dilations: 
         raise ValueError(f"Dimensions must be equal, but are {c} and {fs[3]} (Conv3D)")
     out_d, front = depth_window(d, fs[0], strides[1], dilations[1], padding)
     images = _images(x, [n, d, h, w, c])
-    attrs = {"strides": [1, *strides[2:4], 1], "padding": padding, "data_format": "NHWC",
-             "dilations": [1, *dilations[2:4], 1]}  # fmt: skip
+    attrs = {
+        "strides": [1, *strides[2:4], 1],
+        "padding": padding,
+        "data_format": "NHWC",
+        "dilations": [1, *dilations[2:4], 1],
+    }
     terms = []
     for kd in range(fs[0]):
         plane = apply_op("Conv2D", [images, _array.slice_helper(f, kd)], attrs, "Conv2D").outputs[0]
@@ -198,17 +202,23 @@ def _conv3d_input_ndhwc(
     fs = f.shape.as_list()
     front = _backprop_dims(dy, fs, sizes, stride, pad, rate)
     _, _, oh, ow, o = dy.shape.as_list()
-    attrs = {"strides": [1, *stride[2:4], 1], "padding": pad, "data_format": "NHWC",
-             "dilations": [1, *rate[2:4], 1]}  # fmt: skip
+    attrs = {
+        "strides": [1, *stride[2:4], 1],
+        "padding": pad,
+        "data_format": "NHWC",
+        "dilations": [1, *rate[2:4], 1],
+    }
     terms = []
     for kd in range(fs[0]):
         placed = depth_place(dy, kd * rate[1] - front, stride[1], d)
         planes = _array.reshape(placed, [-1, oh, ow, o])
         image_shape = _array.concat([_array.slice(_array.shape(planes), [0], [1]), [h, w, c]], 0)
         dx = apply_op(
-            "Conv2DBackpropInput", [image_shape, _array.slice_helper(f, kd), planes], attrs,
             "Conv2DBackpropInput",
-        ).outputs[0]  # fmt: skip
+            [image_shape, _array.slice_helper(f, kd), planes],
+            attrs,
+            "Conv2DBackpropInput",
+        ).outputs[0]
         terms.append(_array.reshape(dx, [-1, d, h, w, c]))
     return terms[0] if len(terms) == 1 else add_n(terms)
 
@@ -265,8 +275,12 @@ def _conv3d_filter_ndhwc(
     front = _backprop_dims(dy, f_shape, [n, d, h, w, c], stride, pad, rate)
     _, _, oh, ow, o = dy.shape.as_list()
     images = _images(x, [n, d, h, w, c])
-    attrs = {"strides": [1, *stride[2:4], 1], "padding": pad, "data_format": "NHWC",
-             "dilations": [1, *rate[2:4], 1]}  # fmt: skip
+    attrs = {
+        "strides": [1, *stride[2:4], 1],
+        "padding": pad,
+        "data_format": "NHWC",
+        "dilations": [1, *rate[2:4], 1],
+    }
     taps = []
     for kd in range(f_shape[0]):
         planes = _array.reshape(
@@ -274,10 +288,12 @@ def _conv3d_filter_ndhwc(
         )
         taps.append(
             apply_op(
-                "Conv2DBackpropFilter", [images, constant(np.array(f_shape[1:], np.int32)), planes],
-                attrs, "Conv2DBackpropFilter",
+                "Conv2DBackpropFilter",
+                [images, constant(np.array(f_shape[1:], np.int32)), planes],
+                attrs,
+                "Conv2DBackpropFilter",
             ).outputs[0]
-        )  # fmt: skip
+        )
     return _array.stack(taps)
 
 
@@ -316,8 +332,12 @@ conv3d_backprop_filter_v2 = conv3d_backprop_filter
 def _pool3d_ndhwc(op_type: str, x: Tensor, ksize: list, strides: list, padding: str) -> Tensor:
     n, d, h, w, c = _volume(x, op_type)
     out_d, front = depth_window(d, ksize[1], strides[1], 1, padding)
-    attrs = {"ksize": [1, *ksize[2:4], 1], "strides": [1, *strides[2:4], 1],
-             "padding": padding, "data_format": "NHWC"}  # fmt: skip
+    attrs = {
+        "ksize": [1, *ksize[2:4], 1],
+        "strides": [1, *strides[2:4], 1],
+        "padding": padding,
+        "data_format": "NHWC",
+    }
     pooled = _volumes(
         apply_op(op_type, [_images(x, [n, d, h, w, c])], attrs, op_type).outputs[0], d
     )

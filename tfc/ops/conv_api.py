@@ -382,8 +382,12 @@ def atrous_conv2d_transpose(
                     f"{dy.shape.as_list()[3]} != {fs[3]}"
                 )
         sizes = convert_to_tensor(output_shape, dtype=_dt.int32, name="output_shape")
-        attrs = {"strides": [1, 1, 1, 1], "padding": check_padding(padding),
-                 "data_format": "NHWC", "dilations": [1, r, r, 1]}  # fmt: skip
+        attrs = {
+            "strides": [1, 1, 1, 1],
+            "padding": check_padding(padding),
+            "data_format": "NHWC",
+            "dilations": [1, r, r, 1],
+        }
         return apply_op("Conv2DBackpropInput", [sizes, f, dy], attrs, name=scope).outputs[0]
 
 
@@ -478,9 +482,15 @@ def conv2d_backprop_input_v2(
     with name_scope(name, "Conv2DBackpropInputV2", [input, filter, out_backprop]) as scope:
         x = convert_to_tensor(input, name="input")
         return conv2d_backprop_input(
-            _array.shape(x), filter, out_backprop, strides, padding,
-            data_format=data_format, dilations=dilations, name=scope,
-        )  # fmt: skip
+            _array.shape(x),
+            filter,
+            out_backprop,
+            strides,
+            padding,
+            data_format=data_format,
+            dilations=dilations,
+            name=scope,
+        )
 
 
 def conv2d_backprop_filter_v2(
@@ -500,6 +510,12 @@ def conv2d_backprop_filter_v2(
     with name_scope(name, "Conv2DBackpropFilterV2", [input, filter, out_backprop]) as scope:
         f = convert_to_tensor(filter, name="filter")
         return conv2d_backprop_filter(
-            input, _array.shape(f), out_backprop, strides, padding,
-            data_format=data_format, dilations=dilations, name=scope,
-        )  # fmt: skip
+            input,
+            _array.shape(f),
+            out_backprop,
+            strides,
+            padding,
+            data_format=data_format,
+            dilations=dilations,
+            name=scope,
+        )

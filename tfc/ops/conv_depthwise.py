@@ -244,27 +244,32 @@ def _forward_chain(ctx: OpContext) -> KernelChain:
         chain.zeros(y, g.out_shape)
     else:
         x = chain.repeat_channels(chain.image_in(ctx, "in0", x_shape), x_shape, f_shape[3])
-        chain.window("depthwise_conv2d", per_channel(g), y, [x, view("in1", chain.dtype, f_shape)],
-                     "output")  # fmt: skip
+        chain.window(
+            "depthwise_conv2d", per_channel(g), y, [x, view("in1", chain.dtype, f_shape)], "output"
+        )
     chain.image_done(ctx, y, g.out_shape)
     return chain
 
 
-def conv_attrs(op: Any) -> dict:
+def depthwise_attrs(op: Any) -> dict:
     return attrs_of(op, ("strides", "padding", "data_format", "dilations"))
 
 
 def _forward_grad(op: Any, dy: Tensor) -> list:
     x, f = op.inputs
-    attrs = conv_attrs(op)
+    attrs = depthwise_attrs(op)
     dx = apply_op(
-        "DepthwiseConv2dNativeBackpropInput", [shape_tensor(x), f, dy], attrs,
         "DepthwiseConv2dNativeBackpropInput",
-    )  # fmt: skip
+        [shape_tensor(x), f, dy],
+        attrs,
+        "DepthwiseConv2dNativeBackpropInput",
+    )
     df = apply_op(
-        "DepthwiseConv2dNativeBackpropFilter", [x, shape_tensor(f), dy], attrs,
         "DepthwiseConv2dNativeBackpropFilter",
-    )  # fmt: skip
+        [x, shape_tensor(f), dy],
+        attrs,
+        "DepthwiseConv2dNativeBackpropFilter",
+    )
     return [dx.outputs[0], df.outputs[0]]
 
 
@@ -390,8 +395,13 @@ def _input_chain(ctx: OpContext) -> KernelChain:
         dy = chain.image_in(ctx, "in2", g.out_shape)
         spread = (*x_shape[:3], g.out_c)  # d input per output channel (c*M + m)
         target = dx if m == 1 else chain.region(spread)
-        chain.window("depthwise_conv2d_input", per_channel(g), target,
-                     [view("in1", chain.dtype, f_shape), dy], "input")  # fmt: skip
+        chain.window(
+            "depthwise_conv2d_input",
+            per_channel(g),
+            target,
+            [view("in1", chain.dtype, f_shape), dy],
+            "input",
+        )
         if m > 1:
             chain.sum_channels(target, x_shape, m, dx)
     chain.image_done(ctx, dx, x_shape)
@@ -400,11 +410,13 @@ def _input_chain(ctx: OpContext) -> KernelChain:
 
 def _input_grad(op: Any, grad: Tensor) -> list:
     _, f, dy = op.inputs
-    attrs = conv_attrs(op)
+    attrs = depthwise_attrs(op)
     df = apply_op(
-        "DepthwiseConv2dNativeBackpropFilter", [grad, shape_tensor(f), dy], attrs,
         "DepthwiseConv2dNativeBackpropFilter",
-    )  # fmt: skip
+        [grad, shape_tensor(f), dy],
+        attrs,
+        "DepthwiseConv2dNativeBackpropFilter",
+    )
     y = apply_op("DepthwiseConv2dNative", [grad, f], attrs, "DepthwiseConv2dNative")
     return [None, df.outputs[0], y.outputs[0]]
 
@@ -465,11 +477,13 @@ def _filter_chain(ctx: OpContext) -> KernelChain:
 
 def _filter_grad(op: Any, grad: Tensor) -> list:
     x, _, dy = op.inputs
-    attrs = conv_attrs(op)
+    attrs = depthwise_attrs(op)
     dx = apply_op(
-        "DepthwiseConv2dNativeBackpropInput", [shape_tensor(x), grad, dy], attrs,
         "DepthwiseConv2dNativeBackpropInput",
-    )  # fmt: skip
+        [shape_tensor(x), grad, dy],
+        attrs,
+        "DepthwiseConv2dNativeBackpropInput",
+    )
     y = apply_op("DepthwiseConv2dNative", [x, grad], attrs, "DepthwiseConv2dNative")
     return [dx.outputs[0], None, y.outputs[0]]
 

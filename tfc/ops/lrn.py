@@ -179,8 +179,12 @@ def local_response_normalization(
     """`tf.nn.local_response_normalization` (`tf.nn.lrn`): each channel of an NHWC image
     divided by (bias + alpha * the sum of squares of the 2 depth_radius + 1 channels around
     it) ** beta."""
-    attrs = {"depth_radius": int(depth_radius), "bias": float(bias), "alpha": float(alpha),
-             "beta": float(beta)}  # fmt: skip
+    attrs = {
+        "depth_radius": int(depth_radius),
+        "bias": float(bias),
+        "alpha": float(alpha),
+        "beta": float(beta),
+    }
     with name_scope(name, "LRN", [input]) as scope:
         x = convert_to_tensor(input, name="input")
         return apply_op("LRN", [x], attrs, name=scope).outputs[0]

@@ -44,8 +44,9 @@ def _dilation(x: Tensor, f: Tensor, strides: Any, rates: Any, padding: Any) -> T
     patches = extract_image_patches(x, ksizes, strides, rates, padding)
     # which taps of each window lie inside the image
     ones = _array.ones_like(_array.slice(x, [0, 0, 0, 0], [1, -1, -1, 1]))
-    inside = greater(extract_image_patches(_array.stop_gradient(ones), ksizes, strides, rates,
-                                           padding), 0)  # fmt: skip
+    inside = greater(
+        extract_image_patches(_array.stop_gradient(ones), ksizes, strides, rates, padding), 0
+    )
     pixels = _array.slice(_array.shape(patches), [0], [3])
     values = _array.reshape(patches, _array.concat([pixels, [k_h * k_w, depth]], 0))
     values = values + _array.reshape(f, [k_h * k_w, depth])

@@ -39,8 +39,10 @@ def _check_attrs(ctx: OpContext) -> None:
     for attr, what in (("ksizes", "ksizes"), ("strides", "strides"), ("rates", "rates")):
         values = ctx.attrs.get(attr, [1, 1, 1, 1])
         if len(values) != 4:
-            raise ctx.error(f"ExtractImagePatches requires the {what} attribute to contain 4 "
-                            f"values, but got: {len(values)}")  # fmt: skip
+            raise ctx.error(
+                f"ExtractImagePatches requires the {what} attribute to contain 4 "
+                f"values, but got: {len(values)}"
+            )
         if values[0] != 1 or values[3] != 1:
             raise ctx.error(f"Only support {what} across space.")
         if min(values) < 1:
