@@ -554,6 +554,21 @@ CASES = [
     C("Diag", tf.diag, normal(2, 2)),
     C("DiagPart", tf.diag_part, normal(2, 3, 2, 3)),
     C("Cross", tf.cross, normal(4, 3), normal(4, 3)),
+    # text and value-dependent shapes (tfc/ops/logging_ops.py, tfc/ops/array_dynamic.py); the
+    # last two run in Python stages between the compiled ones
+    C("Print", lambda x: tf.Print(x, [x], message="gradient case ", first_n=1), normal(2, 3)),
+    C(
+        "DynamicPartition",
+        lambda x: tf.dynamic_partition(x, np.array([2, 0, 2, 1], np.int32), 3),
+        normal(4, 2),
+        dims=((None, 2),),
+    ),
+    C(
+        "DynamicStitch",
+        lambda a, b: tf.dynamic_stitch([late([3, 0]), late([[1], [2]])], [a, b]),
+        normal(2, 3),
+        normal(2, 1, 3),
+    ),
 ]
 
 # issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division

@@ -336,7 +336,6 @@ BUILD_ERRORS = [
         "must be either 'xy' or 'ij', got 'zz'",
     ),
     (lambda: tf.parallel_stack([tf.placeholder(tf.float32, [None])]), "fully defined"),
-    (lambda: tf.where_v2([True, False]), "depends on the data"),
     (lambda: tf.tuple([]), r"'tensors' must have at least one Tensor\. Received: \[\]\."),
 ]
 

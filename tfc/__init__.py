@@ -9,6 +9,7 @@ from tfc.version import __version__
 from tfc.ir import dtypes, errors
 from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
 from tfc.ir.dtypes import double, float
+from tfc.ir.dtypes import string
 from tfc.ir.graph import (
     Graph,
     GraphKeys,
@@ -56,6 +57,12 @@ from tfc.ops.conv3d import extract_volume_patches
 from tfc.ops.space_batch import *
 from tfc.ops.nn import log_sigmoid
 from tfc.ops.sequence_mask import sequence_mask
+from tfc.ops.logging_ops import *
+from tfc.ops.check_ops import *
+from tfc.ops.array_dynamic import *
+from tfc.ops.script_ops import *
+from tfc.ops.strings import *
+from tfc import strings
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
 from tfc.autodiff.registry import custom_gradient

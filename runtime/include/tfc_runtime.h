@@ -131,6 +131,8 @@ static inline TFC_HD int tfc_error_nd_index(tfc_error *err, int64_t pos, const i
  * (tfc_cuda.h) */
 #include "tfc_gemm.h"
 #include "tfc_conv.h"
+/* tensor values as text: the host-only kernels of tf.Print, tf.print and tf.Assert */
+#include "tfc_text.h"
 #endif
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */

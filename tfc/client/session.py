@@ -18,12 +18,13 @@ import numpy as np
 from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
+from tfc.client.python_stage import PythonStagedProgram
 from tfc.client.request import FeedSources, RunRequest
 from tfc.client.staged import StagedProgram
 from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
-from tfc.compiler import Program, compile_program, compile_stages
+from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
@@ -197,7 +198,7 @@ class Session:
         other side wrote them last). A GPU program reads device feeds in place and may leave
         its fetches on the device (RunOptions.fetches_on_device); a host program gets copies.
         A staged program hands its stages on to _call_stage."""
-        if isinstance(program, StagedProgram):
+        if isinstance(program, (StagedProgram, PythonStagedProgram)):
             return program(feeds, fetches_on_device(options))
         return self._call_stage(program, feeds, fetches_on_device(options))
 
@@ -273,8 +274,9 @@ class Session:
             program = self._program(request)
             if not isinstance(program, CompiledProgram):
                 raise ValueError(
-                    "time_runs times a program that runs on the host CPU; the program of "
-                    "these fetches runs on a GPU (ops placed there, or TFC_DEVICE=gpu)"
+                    "time_runs times a program that runs on the host CPU in one piece; the "
+                    "program of these fetches runs on a GPU (ops placed there, or "
+                    "TFC_DEVICE=gpu) or in stages around ops only Python runs"
                 )
             self._check_initialized(program.lowered)
             rc, seconds = program.time_loop(request.feed_values, runs)
@@ -290,13 +292,32 @@ class Session:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             name = program_name(fetches, targets)
-            if _placed_on_gpu(graph):
-                program = self._placed_program(graph, name, len(fetches))
+            stages = split_python_stages(graph, verify=self._verify)
+            if stages:  # ops only Python runs: native stages compiled per shape, in turn
+                program = PythonStagedProgram(
+                    name, stages, len(fetches), self._compile, self._run_stage, self.graph
+                )
             else:
-                compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
-                program = CompiledProgram(self, compiled.lowered, compiled.source)
+                program = self._compile(graph, name)
             self._programs[key] = program
         return program
+
+    def _run_stage(self, program: Any, feeds: list) -> tuple[int, list]:
+        """A native stage of a PythonStagedProgram run as `run` runs a program: its variables
+        checked before, marked initialized after; its fetches to the host."""
+        self._check_initialized(program.lowered)
+        rc, results = self._call_program(program, feeds)
+        if rc == 0:
+            self._initialized.update(program.lowered.vars_written)
+        return rc, results
+
+    def _compile(self, graph: Graph, name: str) -> Any:
+        """A program graph compiled: for the host, or in host and GPU stages when it has ops
+        on a GPU."""
+        if _placed_on_gpu(graph):
+            return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
+        compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
+        return CompiledProgram(self, compiled.lowered, compiled.source)
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
         """A program with ops on a GPU, cut into host and GPU stages (tfc/client/staged.py).

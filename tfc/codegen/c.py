@@ -16,6 +16,7 @@ from collections.abc import Callable
 from tfc.codegen import fusion
 from tfc.codegen.loops import index_expr, loop_lines, loop_statements
 from tfc.ir import dtypes as _dt
+from tfc.ir.tensor_shape import num_elements
 from tfc.ops.kernels import (
     ArgReduceSpec,
     BandSpec,
@@ -34,6 +35,7 @@ from tfc.ops.kernels import (
     ScanSpec,
     SegmentSpec,
     SequenceSpec,
+    TextSpec,
     WindowSpec,
     c_literal,
     c_string,
@@ -396,6 +398,68 @@ def sampling_kernel(kernel: Kernel) -> KernelTemplate:
     return kernel.template, data | spec.values
 
 
+_TEXT_ELEMENT = {"float32": "tfc_text_f32", "float64": "tfc_text_f64", "int32": "tfc_text_i32",
+                 "int64": "tfc_text_i64", "bool": "tfc_text_bool"}  # fmt: skip
+
+
+def _text_lines(spec: TextSpec) -> list[str]:
+    """Statements writing `spec`'s parts to a tfc_text `t` (runtime tfc_text.h)."""
+    lines = []
+    summarize = f"tfc_text_{spec.style}"
+    pending = ""  # literal text, written in one call up to the next tensor
+    for part in spec.parts:
+        if not part.param:
+            pending += part.text
+            continue
+        if pending:
+            lines.append(f"    tfc_text_puts(&t, {c_string(pending)});")
+            pending = ""
+        assert part.dtype is not None
+        rank, count = len(part.shape), num_elements(part.shape)
+        shape = "NULL"
+        if rank:
+            dims = ", ".join(str(d) for d in part.shape)
+            lines.append(f"    {{ static const int64_t shape[{rank}] = {{{dims}}};")
+            shape = "shape"
+        call = (
+            f"{summarize}(&t, {part.param}, {_TEXT_ELEMENT[part.dtype.name]}, {shape}, {rank}, "
+            f"{count}, {spec.summarize});"
+        )
+        lines.append(f"    {call}" + (" }" if rank else ""))
+    if pending:
+        lines.append(f"    tfc_text_puts(&t, {c_string(pending)});")
+    return lines
+
+
+def print_kernel(kernel: Kernel) -> KernelTemplate:
+    """tf.Print and tf.print: the text written to a stream, the first `first_n` runs only."""
+    spec: TextSpec = kernel.spec
+    body = []
+    if spec.first_n >= 0:  # TF counts per kernel instance: here, per loaded program
+        body += [
+            "    static int64_t runs = 0;",
+            f"    if (runs >= {spec.first_n}) return;",
+            "    ++runs;",
+        ]
+    body += ["    char buf[1024];", f"    tfc_text t = {{buf, sizeof buf, 0, {spec.stream}}};"]
+    body += _text_lines(spec)
+    body.append("    tfc_text_flush(&t);")
+    return "body", {"body": body}
+
+
+def assert_kernel(kernel: Kernel) -> KernelTemplate:
+    """tf.Assert: nothing while the condition holds; else the run fails with the text."""
+    spec: TextSpec = kernel.spec
+    body = [
+        "    if (cond[0]) return TFC_OK;",
+        "    if (err == NULL || err->msg == NULL) return TFC_ERR_INVALID_ARGUMENT;",
+        "    tfc_text t = {err->msg, err->cap, 0, 0};",
+        *_text_lines(spec),
+        "    return TFC_ERR_INVALID_ARGUMENT;",
+    ]
+    return "body", {"body": body}
+
+
 def _strided(terms: list[tuple[str, int]]) -> str:
     """A C index expression sum(var * stride), leaving out what multiplies by 0 or 1."""
     parts = [v if s == 1 else f"{v} * {s}" for v, s in terms if s != 0]
@@ -578,6 +642,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "bincount": segment_kernel,
     "linalg": linalg_kernel,
     "band_part": band_part_kernel,
+    "print": print_kernel,
+    "assert": assert_kernel,
 }
 
 

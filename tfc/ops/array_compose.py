@@ -1,5 +1,5 @@
 """Array functions composed of other ops (no kernels of their own): meshgrid, repeat, shape_n,
-parallel_stack, where_v2, broadcast_static_shape, and TF1's tf.tuple.
+parallel_stack, broadcast_static_shape, and TF1's tf.tuple.
 """
 
 from __future__ import annotations
@@ -18,15 +18,13 @@ from tfc.ops.array_order import broadcast_to
 from tfc.ops.array_shape import expand_dims, identity, reshape, shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.control import group
-from tfc.ops.elementwise import convert_operands
-from tfc.ops.registry import apply_op, constant_value
+from tfc.ops.registry import constant_value
 
 __all__ = [
     "meshgrid",
     "repeat",
     "shape_n",
     "parallel_stack",
-    "where_v2",
     "broadcast_static_shape",
     "tuple",
 ]
@@ -116,23 +114,6 @@ def parallel_stack(values: Any, name: str = "parallel_stack") -> Tensor:
                 f"parallel_stack needs every input's shape fully defined, got {t.shape} for {t}"
             )
     return stack(tensors, name=name)
-
-
-def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """`tf.where_v2`: elements of x where the condition holds, else of y; the three broadcast
-    against each other (NumPy's rules, unlike TF1's tf.where with a vector condition)."""
-    if x is None and y is None:
-        raise NotImplementedError(
-            "tf.where_v2(condition) returns the coordinates of the true elements, a shape that "
-            "depends on the data; tfc compiles static shapes ahead of time. Use "
-            "tf.where_v2(condition, x, y)."
-        )
-    if x is None or y is None:
-        raise ValueError("x and y must both be non-None or both be None.")
-    with name_scope(name, "SelectV2", [condition, x, y]) as scope:
-        cond = convert_to_tensor(condition, name="condition")
-        x, y = convert_operands(x, y)
-        return apply_op("SelectV2", [cond, x, y], name=scope).outputs[0]
 
 
 def broadcast_static_shape(shape_x: Any, shape_y: Any) -> TensorShape:

@@ -46,12 +46,14 @@ def _python_values_fit(value: Any, dtype: _dt.DType) -> Any:
 def _to_numpy(value: Any, dtype: _dt.DType | None) -> np.ndarray:
     if dtype is None:
         dtype = _dt.infer_dtype(value)
-    else:
+    elif dtype is not _dt.string:
         bad = _python_values_fit(value, dtype)
         if bad is not None:
             raise TypeError(
                 f"Expected {dtype.name}, got {bad!r} of type '{type(bad).__name__}' instead."
             )
+    if dtype is _dt.string:
+        return _dt.string_array(value)
     try:
         with np.errstate(all="ignore"):
             return np.array(value, dtype=dtype.np)

@@ -375,6 +375,31 @@ class BandSpec:
     upper: int
 
 
+@dataclass(frozen=True)
+class TextPart:
+    """A piece of the text of a print or assert kernel: `text` as it is, or (with `param`) the
+    values of the input that param points at, of `dtype` and `shape`, summarized."""
+
+    text: str = ""
+    param: str = ""
+    dtype: _dt.DType | None = None
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    """The text tf.Print, tf.print and tf.Assert write (kinds "print", "assert"; runtime
+    tfc_text.h): its parts in order, the values each tensor shows (`summarize`, < 0: all) in
+    TF's `style` ("v1": the first ones, "v2": the first and last of each dimension), the
+    stream printed to (1 stdout, 2 stderr), and how many runs print (`first_n`, < 0: all)."""
+
+    parts: tuple[TextPart, ...]
+    summarize: int
+    style: str = "v1"
+    stream: int = 2
+    first_n: int = -1
+
+
 # -- building specs -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Operand:
