@@ -34,6 +34,8 @@ from tfc.ops.argminmax import *
 from tfc.ops.linalg import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
+from tfc.ops.control_flow import *
+from tfc.ops.tensor_array import TensorArray
 from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.variables import *
 from tfc.variables import Variable

@@ -75,6 +75,16 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
     return TFC_ERR_INVALID_ARGUMENT;
 }
 
+/* A message with two integers, "<a>%lld<b>%lld<c>" (a TensorArray's index and its size). */
+static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, int64_t x,
+                                       const char *b, int64_t y, const char *c) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s%lld%s%lld%s", a, (long long)x, b,
+                     (long long)y, c);
+    }
+    return code;
+}
+
 #include "tfc_math.h"
 #include "tfc_philox.h"
 #if !defined(__CUDACC__) && !defined(TFC_CUDA_DEVICE_EMULATION)
