@@ -288,7 +288,12 @@ def _if_saved_value(op: Operation, key: str, branch: Graph, grad: Subgraph) -> C
             k = saved[t.name] = _add_output(op, t.dtype, t._shape_tuple)
             for name in ("then_branch", "else_branch"):
                 g = op._node["attrs"][name]
-                entry = (t.op.name, t.value_index) if name == key else None
+                if name == key:
+                    entry = (t.op.name, t.value_index)
+                else:  # the other branch leaves the output unset
+                    attrs = {"dtype": t.dtype, "shape": t._shape_tuple}
+                    undefined = apply_op("Undefined", [], attrs, name="unset", graph=g)
+                    entry = (undefined.name, 0)
                 g.graph_attrs["fetches"] = g.graph_attrs["fetches"] + [entry]
         return op.outputs[k]
 
@@ -305,6 +310,21 @@ def _add_output(op: Operation, dtype: _dt.DType, shape: Shape) -> int:
 
 def _zeros_like(t: Tensor) -> Tensor:
     return apply_op("ZerosLike", [t], name="zeros_like").outputs[0]
+
+
+# An output a branch leaves unset (a value the other branch saves for its gradient, which runs
+# only when that branch ran): no kernel, its buffer is the If's output, left as it is. Its shape
+# is the other branch's (set when specializing).
+register(
+    OpDef(
+        "Undefined",
+        infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
+        reference=lambda ctx: np.zeros(ctx.out_shapes[0], ctx.out_dtypes[0].np),
+        lower=lambda ctx: [],
+        differentiable=False,
+        stateful=True,  # never folded into a constant or merged with another
+    )
+)
 
 
 register(

@@ -37,10 +37,16 @@ from tfc.passes.nested import input_offset, subgraph_keys
 _SHAPE_OPS = ("Shape", "Size", "Rank")
 # ops whose shape may stay open until a loop or branch that uses them fixes it (a TensorArray
 # whose element shape a body's write tells): checked at the end
-_SHAPED_LATER = ("TensorArrayV3",)
+_SHAPED_LATER = ("TensorArrayV3", "Undefined")
 
 
 def specialize_shapes(graph: Graph) -> Graph:
+    _specialize_nodes(graph)
+    _check_static(graph)
+    return graph
+
+
+def _specialize_nodes(graph: Graph) -> None:
     order = nx.lexicographical_topological_sort(graph.nx, key=lambda n: graph.node(n)["id"])
     for name in list(order):
         node = graph.node(name)
@@ -64,12 +70,14 @@ def specialize_shapes(graph: Graph) -> Graph:
         if node["op"] in _SHAPE_OPS:
             value = constant_value(graph, (name, 0))
             _make_const(graph, name, np.asarray(value, dtype=node["dtypes"][0].np))
+
+
+def _check_static(graph: Graph) -> None:
     for name in graph.nx.nodes:
         node = graph.node(name)
         for i, shape in enumerate(node["shapes"]):
             if not is_fully_defined(shape):
                 raise _not_static(name, node["op"], i, shape)
-    return graph
 
 
 def _not_static(name: str, op: str, i: int, shape) -> ValueError:
@@ -137,10 +145,14 @@ def _specialize_functional(graph: Graph, name: str) -> None:
                 f"Input {i + offset} of '{name}' ({op}) has shape {shape_str(shape)} even with "
                 "every fed shape known; tfc needs static shapes to compile."
             )
-    for key, g in inner.items():
+    for g in inner.values():
         set_feed_shapes(g, shapes)
-        g.graph_attrs.pop("schedule", None)
-        inner[key] = specialize_shapes(g)
+        _specialize_nodes(g)
+    if op == "If":  # an output one branch leaves unset has the other branch's shape
+        _shape_unset_outputs(inner["then_branch"], inner["else_branch"])
+        _shape_unset_outputs(inner["else_branch"], inner["then_branch"])
+    for g in inner.values():
+        _check_static(g)
     attrs.update(inner)
     if op == "While":
         body = inner["body"]
@@ -173,6 +185,16 @@ def _specialize_functional(graph: Graph, name: str) -> None:
             raise _not_static(name, op, i, shape)
     node["shapes"] = [tuple(s) for _, s in outputs]
     graph.version += 1
+
+
+def _shape_unset_outputs(branch: Graph, other: Graph) -> None:
+    for mine, theirs in zip(branch.graph_attrs["fetches"], other.graph_attrs["fetches"]):
+        node = branch.node(mine[0])
+        if node["op"] == "Undefined":
+            shape = other.node(theirs[0])["shapes"][theirs[1]]
+            node["attrs"] = dict(node["attrs"], shape=shape)
+            node["shapes"] = [shape]
+    branch.version += 1
 
 
 def _result_of_input(op: str, attrs: dict, i: int) -> int | None:
