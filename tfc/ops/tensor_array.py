@@ -603,7 +603,8 @@ class TensorArray:
             v = self._check_value(value, rows=True)
             rows = v._shape_tuple[0] if v._shape_tuple else None
             size = self._size.op._node["attrs"]["value"] if self._size.op.type == "Const" else None
-            if self._buffer is None and (size is None or rows is None or int(size) == rows):
+            fresh = self._buffer is None or self._buffer.op.type == "TensorArrayV3"
+            if fresh and (size is None or rows is None or int(size) == rows):
                 op = apply_op("TensorArrayUnstack", [v], name="TensorArrayUnstack")
                 return TensorArray._version(self, op.outputs[0], op.outputs[1])
             if rows is None:
