@@ -119,6 +119,30 @@ def mutated_feeds(graph: Graph) -> list[str]:
     return found
 
 
+def _is_variable(t: Tensor) -> bool:
+    """Whether `t` is a variable's buffer (through aliases, and the captures of the nested
+    graphs it is in)."""
+    while True:
+        name, out = alias_root(t.graph, (t.op.name, t.value_index))
+        graph = t.graph
+        if graph.op_type(name) == "VariableV2":
+            return True
+        outer = [o for o, feed in getattr(graph, "captures", []) if feed.op.name == name]
+        if graph.op_type(name) != "Feed" or not outer:
+            return False
+        t = outer[0]
+
+
+def _check_carried(carried: list[Tensor], what: str) -> None:
+    for t in carried:
+        if _is_variable(t):
+            raise NotImplementedError(
+                f"{what} updates variable {t.op.name} (an assign inside a branch or loop "
+                "body): tfc does not compile variable updates inside tf.cond or tf.while_loop "
+                "yet. Compute the new value in the branch or loop and assign it outside."
+            )
+
+
 def _common_shape(a: Shape, b: Shape) -> Shape:
     """The most specific shape both `a` and `b` have (TF's most_specific_compatible_shape)."""
     if a is None or b is None or len(a) != len(b):
@@ -180,6 +204,7 @@ def make_if(pred: Tensor, then: Subgraph, other: Subgraph, name: str) -> Operati
         for outer, feed in branch.captures:
             if feed.op.name in mutated and not any(outer is c for c in carried):
                 carried.append(outer)
+    _check_carried(carried, f"cond '{name.rstrip('/')}'")
     for branch in (then, other):
         feeds = [_feed_of(branch, t) for t in carried]
         branch.graph_attrs["fetches"] = branch.graph_attrs["fetches"] + [
@@ -427,6 +452,7 @@ def make_while(
                 loop_vars.append(outer)
                 invariants.append(outer._shape_tuple)
     promoted = loop_vars[len(args[1]) :]
+    _check_carried(promoted, f"while_loop '{name.rstrip('/')}'")
     for g in (cond, body):
         arg_feeds[id(g)] += [_feed_of(g, t) for t in promoted]
     body.graph_attrs["fetches"] = body.graph_attrs["fetches"] + [
