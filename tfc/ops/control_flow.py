@@ -406,7 +406,14 @@ def while_loop(
             back_prop, name=scope, parallel_iterations=parallel_iterations,
         )  # fmt: skip
     outputs = op.outputs[: len(flat_in)]
-    result = nest.pack_sequence_as(structure, _pack(leaves, outputs))
+    packed = _pack(leaves, outputs)
+    shapes = body_graph.graph_attrs.pop("element_shapes", {})
+    for k, leaf in enumerate(packed):  # what the body's writes told of an array's elements
+        if isinstance(leaf, TensorArray):
+            learned = shapes.get(k)
+            if learned is not None:
+                leaf._element_shape = leaf._element_shape.merge_with(learned)
+    result = nest.pack_sequence_as(structure, packed)
     if (single or len(nest.flatten(structure)) == 1) and not return_same_structure:
         if isinstance(result, (list, tuple)) and len(result) == 1:
             return result[0]
@@ -479,6 +486,9 @@ def _body_results(
                 f"The body returned {out!r} where the loop variable is {leaf!r}: a TensorArray "
                 "loop variable must stay a TensorArray"
             )
+    sub.graph_attrs["element_shapes"] = {
+        k: out._element_shape for k, out in enumerate(out_leaves) if isinstance(out, TensorArray)
+    }
     flat = _as_flat_tensors(out_leaves, sub, "body")
     for t_in, t_out, invariant in zip(flat_in, flat, invariants):
         if t_out.dtype != t_in.dtype:

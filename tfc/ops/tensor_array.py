@@ -236,7 +236,7 @@ def _read_infer(ctx: OpContext) -> list:
     if ctx.type == "TensorArrayReadV3" and count is not None:
         raise ctx.error("TensorArray read takes a scalar index")
     buffer = ctx.in_shapes[0]
-    elem = None if buffer is None else tuple(buffer[1:])
+    elem = ctx.attrs.get("element_shape") if buffer is None else tuple(buffer[1:])
     if ctx.type == "TensorArrayGatherV3":
         indices = ctx.in_shapes[1]
         return [
@@ -298,6 +298,13 @@ for _type in ("TensorArrayReadV3", "TensorArrayGatherV3"):
 
 
 # -- TensorArrayStack: the whole buffer ---------------------------------------------------------
+def _stack_infer(ctx: OpContext) -> list:
+    buffer, elem = ctx.in_shapes[0], ctx.attrs.get("element_shape")
+    if buffer is None and elem is not None:
+        buffer = (ctx.in_shapes[1][0] if ctx.in_shapes[1] else None, *elem)
+    return [(ctx.in_dtypes[0], buffer)]
+
+
 def _stack_reference(ctx: OpContext, buffer, flags) -> np.ndarray:
     if ctx.attrs.get("dynamic_size"):
         written = int(np.count_nonzero(flags))
@@ -317,7 +324,7 @@ def _stack_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "TensorArrayStack",
-        infer=lambda ctx: [(ctx.in_dtypes[0], ctx.in_shapes[0])],
+        infer=_stack_infer,
         reference=_stack_reference,
         lower=_stack_lower,
         grad=lambda op, dy: [dy, None],
@@ -559,7 +566,13 @@ class TensorArray:
         return self._dynamic_size
 
     def _attrs(self) -> dict:
-        return {"tensor_array_name": self._name, "dynamic_size": self._dynamic_size}
+        shape = self._element_shape
+        return {
+            "tensor_array_name": self._name,
+            "dynamic_size": self._dynamic_size,
+            # what Python knows of the element shape, for ops on a buffer of unknown rank
+            "element_shape": shape.as_tuple() if shape.rank is not None else None,
+        }
 
     def _check_value(self, value: Any, rows: bool) -> Tensor:
         v = convert_to_tensor(value, dtype=None if isinstance(value, Tensor) else self._dtype)

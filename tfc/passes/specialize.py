@@ -38,6 +38,8 @@ _SHAPE_OPS = ("Shape", "Size", "Rank")
 # ops whose shape may stay open until a loop or branch that uses them fixes it (a TensorArray
 # whose element shape a body's write tells): checked at the end
 _SHAPED_LATER = ("TensorArrayV3", "Undefined")
+# writes that tell a TensorArray's element shape (the value's, or its rows')
+_WRITES = {"TensorArrayWriteV3": 0, "TensorArrayScatterV3": 1}
 
 
 def specialize_shapes(graph: Graph) -> Graph:
@@ -56,6 +58,8 @@ def _specialize_nodes(graph: Graph) -> None:
             _specialize_functional(graph, name)
             continue
         _fix_const_inputs(graph, name)
+        if node["op"] in _WRITES:
+            _shape_from_write(graph, name)
         try:
             outputs = infer_outputs(graph, name)
         except ValueError as e:
@@ -65,6 +69,9 @@ def _specialize_nodes(graph: Graph) -> None:
             continue
         for i, (_, shape) in enumerate(outputs):
             if not is_fully_defined(shape):
+                for src, _ in graph.input_edges(name):  # a TensorArray no write shaped
+                    if graph.op_type(src) in _SHAPED_LATER:
+                        raise _not_static(src, graph.op_type(src), 0, None)
                 raise _not_static(name, node["op"], i, shape)
         node["shapes"] = [tuple(s) for _, s in outputs]
         if node["op"] in _SHAPE_OPS:
@@ -78,6 +85,17 @@ def _check_static(graph: Graph) -> None:
         for i, shape in enumerate(node["shapes"]):
             if not is_fully_defined(shape):
                 raise _not_static(name, node["op"], i, shape)
+
+
+def _shape_from_write(graph: Graph, name: str) -> None:
+    """A write to a TensorArray whose element shape is still open gives it its value's."""
+    buffer, value = graph.input_edges(name)[0], graph.input_edges(name)[3]
+    if is_fully_defined(graph.node(buffer[0])["shapes"][buffer[1]]):
+        return
+    shape = graph.node(value[0])["shapes"][value[1]]
+    elem = shape[_WRITES[graph.op_type(name)] :]
+    if is_fully_defined(elem):
+        refine_tensor_array(graph, buffer, element_shape=tuple(elem))
 
 
 def _not_static(name: str, op: str, i: int, shape) -> ValueError:
