@@ -411,3 +411,14 @@ def test_loops_and_branches_on_the_gpu_equal_the_cpu(cuda_device, monkeypatch):
     for c, d in zip(cpu, gpu):
         for a, b in zip(c, d):
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_tuple_gates_each_tensor_on_all_of_them():
+    v = tf.Variable(1.0, name="v")
+    bump = tf.assign_add(v, 1.0)
+    a, b, none = tf.tuple([tf.constant(2.0), tf.constant(3.0), None], control_inputs=[bump])
+    assert none is None and a.op.control_inputs[0].type == "NoOp"
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run([a, b]) == [2.0, 3.0]
+        assert sess.read_variable("v") == 2.0  # the control input ran before a and b

@@ -35,8 +35,10 @@ from tfc.ops.linalg import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
 from tfc.ops.control_flow import *
+from tfc.ops.control_flow import tuple_ as tuple  # noqa: A004 - TF1's name, as tf.tuple
 from tfc.ops.tensor_array import TensorArray
 from tfc.ops.functional_ops import *
+from tfc.ops import nest
 from tfc.ops.state import assign, assign_add, assign_sub
 from tfc.variables import *
 from tfc.variables import Variable

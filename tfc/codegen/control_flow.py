@@ -34,12 +34,11 @@ def _carry_in(carried: list[Carried], target: Target) -> list[str]:
 
 
 def while_lines(step: WhileStep, target: Target, nested: Nested) -> list[str]:
-    """A While: loop variables copied in, accumulators cleared, then iterations of the
-    condition's steps and (while it holds) the body's, double-buffered variables swapped after
-    each; the final values copied where the While's outputs are."""
+    """A While: loop variables copied in, then iterations of the condition's steps and (while
+    it holds) the body's, double-buffered variables swapped after each; the final values copied
+    where the While's outputs are, the accumulators' rows no iteration wrote cleared."""
     i = step.counter
     lines = _carry_in(step.carried, target)
-    lines += [f"{target.zero_function}({ptr}, 0, {n});" for ptr, n in step.zeroed if n]
     loop = []
     if step.limit is not None:
         lines.append(f"const int64_t {i}_max = {target.int_read.format(ptr=step.limit)};")
@@ -60,6 +59,12 @@ def while_lines(step: WhileStep, target: Target, nested: Nested) -> list[str]:
             lines.append(
                 f"if ({c.current} != (char *)({c.buffer})) "
                 f"{target.copy_function}({c.buffer}, {c.current}, {c.nbytes});"
+            )
+    for ptr, row, rows in step.zeroed:  # rows past the last iteration: zeros, every run alike
+        if row and rows:
+            lines.append(
+                f"if ({i} < {rows}) {target.zero_function}((char *){ptr} + {i} * {row}, 0, "
+                f"({rows} - {i}) * {row});"
             )
     lines.append(target.int_store.format(ptr=step.count, value=i))
     return ["{", *_indent(lines), "}"]

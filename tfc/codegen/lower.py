@@ -389,7 +389,8 @@ class WhileStep:
 
     counter: str  # the C variable counting iterations
     carried: list[Carried]
-    zeroed: list[tuple[str, int]]  # (pointer, bytes): accumulators, cleared before the loop
+    # accumulators (pointer, bytes of a row, rows): the rows no iteration wrote are cleared
+    zeroed: list[tuple[str, int, int]]
     limit: str | None  # pointer to maximum_iterations (int32), when given
     bound: int | None  # the static bound, enforced when values are accumulated
     cond: list[Step]
@@ -470,9 +471,10 @@ def lower_control(
         body_outputs = {j: c.second or c.current for j, c in enumerate(carried)}
         zeroed = []
         for a, out in enumerate(range(n_lv + 1, len(outs))):
-            row = _nbytes(graph, (name, out)) // max(node["shapes"][out][0], 1)
+            rows = node["shapes"][out][0]
+            row = _nbytes(graph, (name, out)) // max(rows, 1)
             body_outputs[n_lv + a] = f"((char *){outs[out]} + {counter} * {row})"
-            zeroed.append((outs[out], _nbytes(graph, (name, out))))
+            zeroed.append((outs[out], row, rows))
         body = low.steps(attrs["body"], binding_for(carried, captures, arena, body_outputs))
         return WhileStep(
             counter=counter, carried=carried, zeroed=zeroed,

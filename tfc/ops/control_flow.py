@@ -20,18 +20,26 @@ import numpy as np
 
 from tfc.ir import dtypes as _dt
 from tfc.ir import errors
-from tfc.ir.graph import Operation, Tensor, control_dependencies, get_default_graph, name_scope
+from tfc.ir.graph import (
+    Operation,
+    Tensor,
+    as_operation,
+    control_dependencies,
+    get_default_graph,
+    name_scope,
+)
 from tfc.ir.subgraph import Subgraph
 from tfc.ir.tensor_shape import TensorShape
 from tfc.ops import nest
 from tfc.ops.constant import constant, convert_to_tensor
+from tfc.ops.control import group
 from tfc.ops.flops import no_flops
 from tfc.ops.functional import make_if, make_while
 from tfc.ops.kernels import Kernel, Param, ScanSpec
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
 from tfc.ops.tensor_array import TensorArray
 
-__all__ = ["cond", "case", "switch_case", "while_loop"]
+__all__ = ["cond", "case", "switch_case", "while_loop"]  # and tuple_ as tf.tuple
 
 
 # -- flattening structures of tensors, TensorArrays and operations -------------------------------
@@ -336,6 +344,22 @@ def switch_case(
             is_key = apply_op("Equal", [index, constant(key, dtype=index.dtype)]).outputs[0]
             fn = _cond_fn(is_key, action, fn, strict=True)
         return fn()
+
+
+# == tf.tuple ====================================================================================
+def tuple_(tensors: Any, name: str | None = None, control_inputs: Any = None) -> list:
+    """`tf.tuple`: the `tensors` (None entries stay None), each available only once all of them
+    (and the ops in `control_inputs`) have been computed."""
+    items = list(tensors)
+    ops = [t.op for t in items if isinstance(t, Tensor)]
+    ops += [as_operation(c) for c in control_inputs or ()]
+    with name_scope(name, "tuple"):
+        gate = group(*ops)
+        with control_dependencies([gate]):
+            return [
+                None if t is None else apply_op("Identity", [t], name="Identity").outputs[0]
+                for t in items
+            ]
 
 
 # == tf.while_loop ================================================================================
