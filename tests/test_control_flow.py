@@ -422,3 +422,18 @@ def test_tuple_gates_each_tensor_on_all_of_them():
         sess.run(v.initializer)
         assert sess.run([a, b]) == [2.0, 3.0]
         assert sess.read_variable("v") == 2.0  # the control input ran before a and b
+
+
+def test_dropout_in_a_branch_differentiates_with_the_mask_it_drew():
+    """A random value of a branch is saved for the gradient (set by that branch, left unset
+    by the other), never drawn again."""
+    x = tf.placeholder(tf.float32, [6], name="x")
+    training = tf.placeholder(tf.bool, [], name="training")
+    y = tf.cond(training, lambda: tf.nn.dropout(x, 0.5, seed=3), lambda: x * 1.0)
+    (g,) = tf.gradients(tf.reduce_sum(y * y), x)
+    xv = np.arange(1, 7, dtype=np.float32)
+    with tf.Session() as sess:
+        yv, gv = sess.run([y, g], {x: xv, training: True})
+        assert 0 < np.count_nonzero(yv) < 6
+        np.testing.assert_allclose(gv, 4 * yv)  # d(y^2)/dx = 2 y * 2 where kept, 0 elsewhere
+        np.testing.assert_allclose(sess.run(g, {x: xv, training: False}), 2 * xv)

@@ -117,7 +117,8 @@ def _create_infer(ctx: OpContext) -> list:
     check_dtype(ctx, 0, INDEX_DTYPES, "size")
     size = ctx.const(0)
     capacity = ctx.attrs.get("capacity")
-    if capacity is None and size is not None:
+    # a dynamic array's capacity is fixed when compiling (by the loop that grows it)
+    if capacity is None and size is not None and not ctx.attrs.get("dynamic_size"):
         capacity = int(size)
         if capacity < 0:
             raise ctx.error(f"TensorArray size must be >= 0, got {capacity}")

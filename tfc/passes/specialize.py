@@ -64,6 +64,11 @@ def _specialize_nodes(graph: Graph) -> None:
             outputs = infer_outputs(graph, name)
         except ValueError as e:
             raise errors.InvalidArgumentError(None, None, str(e)) from None
+        if node["op"] == "TensorArrayV3" and node["attrs"]["dynamic_size"]:
+            if node["attrs"].get("capacity") is None and not _grown_by_a_loop(graph, name):
+                size = int(constant_value(graph, graph.input_edges(name)[0]))
+                node["attrs"] = dict(node["attrs"], capacity=size)  # nothing grows it
+                outputs = infer_outputs(graph, name)
         if node["op"] in _SHAPED_LATER:
             node["shapes"] = [s for _, s in outputs]
             continue
@@ -85,6 +90,19 @@ def _check_static(graph: Graph) -> None:
         for i, shape in enumerate(node["shapes"]):
             if not is_fully_defined(shape):
                 raise _not_static(name, node["op"], i, shape)
+
+
+def _grown_by_a_loop(graph: Graph, name: str) -> bool:
+    """Whether a version of TensorArray `name`'s buffer is a loop variable of a While."""
+    stack, seen = [(name, 0)], set()
+    while stack:
+        for consumer, index in graph.consumers(*stack.pop()):
+            if graph.op_type(consumer) == "While":
+                return True
+            if get_opdef(graph.op_type(consumer)).alias == index and consumer not in seen:
+                seen.add(consumer)
+                stack.append((consumer, 0))
+    return False
 
 
 def _shape_from_write(graph: Graph, name: str) -> None:
