@@ -47,7 +47,6 @@ from tfc.ops.evaluate import evaluate_graph, run_order
 from tfc.ops.registry import OpContext, OpDef, apply_op, get_opdef, register
 
 __all__ = [
-    "FUNCTIONAL_OPS",
     "fetch_tensor",
     "fetch_type",
     "make_if",
@@ -57,8 +56,6 @@ __all__ = [
     "while_layout",
     "if_layout",
 ]
-
-FUNCTIONAL_OPS = ("If", "While")
 
 # tf.gradients over a nested graph, building into the default graph: autodiff registers it
 # (tfc.autodiff.gradients), as the client registers the default session for Tensor.eval.
@@ -150,11 +147,6 @@ def _common_shape(a: Shape, b: Shape) -> Shape:
     return tuple(x if x == y else None for x, y in zip(a, b))
 
 
-def _feed_of(graph: Subgraph, tensor: Tensor) -> Tensor:
-    """The feed standing for outer tensor `tensor` in `graph` (made when it has none)."""
-    return graph.capture(tensor)
-
-
 # == If ===========================================================================================
 def _if_infer(ctx: OpContext) -> list:
     if ctx.in_dtypes[0] != _dt.bool_:
@@ -206,7 +198,7 @@ def make_if(pred: Tensor, then: Subgraph, other: Subgraph, name: str) -> Operati
                 carried.append(outer)
     _check_carried(carried, f"cond '{name.rstrip('/')}'")
     for branch in (then, other):
-        feeds = [_feed_of(branch, t) for t in carried]
+        feeds = [branch.capture(t) for t in carried]
         branch.graph_attrs["fetches"] = branch.graph_attrs["fetches"] + [
             (f.op.name, 0) for f in feeds
         ]
@@ -454,7 +446,7 @@ def make_while(
     promoted = loop_vars[len(args[1]) :]
     _check_carried(promoted, f"while_loop '{name.rstrip('/')}'")
     for g in (cond, body):
-        arg_feeds[id(g)] += [_feed_of(g, t) for t in promoted]
+        arg_feeds[id(g)] += [g.capture(t) for t in promoted]
     body.graph_attrs["fetches"] = body.graph_attrs["fetches"] + [
         (f.op.name, 0) for f in arg_feeds[id(body)][len(args[1]) :]
     ]
