@@ -176,3 +176,23 @@ def test_gradients_through_tensor_arrays_in_a_loop():
         d = d.reshape(xv.shape)
         fd.flat[k] = (numpy_loss(xv + d) - numpy_loss(xv - d)) / (2 * eps)
     np.testing.assert_allclose(got[1], fd, rtol=1e-6, atol=1e-9)
+
+
+def test_tensor_arrays_in_branches():
+    """A branch reading an outside array (clear_after_read marks it: the If carries the flags)
+    and branches writing an array they return."""
+    x = tf.placeholder(tf.float32, [3, 2], name="x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    ta = tf.TensorArray(tf.float32, size=3).unstack(x)
+    y = tf.cond(p, lambda: ta.read(0) * 2.0, lambda: ta.read(2) + 1.0)
+    out = tf.TensorArray(tf.float32, size=2, element_shape=[2])
+    res = tf.cond(
+        p, lambda: out.write(0, x[0]).write(1, x[1]), lambda: out.write(0, x[2]).write(1, x[2])
+    )
+    xv = np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = both([y, res.stack()], {x: xv, p: True})
+    np.testing.assert_array_equal(got[0], 2 * xv[0])
+    np.testing.assert_array_equal(got[1], xv[:2])
+    got = both([y, res.stack()], {x: xv, p: False})
+    np.testing.assert_array_equal(got[0], xv[2] + 1)
+    np.testing.assert_array_equal(got[1], np.stack([xv[2], xv[2]]))
