@@ -212,10 +212,11 @@ def bind_io(ffi: cffi.FFI, inputs: Any, outputs: Any, feeds: list, fetches: list
 def program_error(ffi: cffi.FFI, errbuf: Any, err: Any, rc: int, graph: Any) -> Exception:
     """The tf.errors exception of a failed program call: its message and the failing node."""
     from tfc.ir import errors
+    from tfc.ir.subgraph import find_operation
 
     message = ffi.string(errbuf).decode(errors="replace")
     node = ffi.string(err.node).decode() if err.node != ffi.NULL else None
-    op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+    op = find_operation(graph, node) if node else None  # in a loop body or branch, maybe
     return errors.error_for_code(rc)(None, op, message)
 
 
