@@ -20,7 +20,7 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "             [--checkpoint-dir DIR] [--save-every M] [--replicas-to-aggregate R]\n"
             "             [--lr X] [--hparam NAME=X] [--seed S] [--no-shuffle] [--log-every K]\n"
             "             [--timeout-ms T] [--give-up-ms T] [--bind HOST] [--insecure]\n"
-            "             [--wire-dtype float16|bfloat16]\n"
+            "             [--wire-dtype float16|bfloat16] [--allow-nonfinite]\n"
             "\n"
             "Distributed training of model '%s' (%d ps task(s), batch %" PRId64 " per worker).\n"
             "The cluster comes from --cluster (a JSON ClusterSpec {\"ps\": [...], \"worker\":\n"
@@ -240,6 +240,7 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
         if (strcmp(argv[i], "--sync") == 0) { o->sync = 1; continue; }
         if (strcmp(argv[i], "--async") == 0) { o->sync = 0; continue; }
         if (strcmp(argv[i], "--insecure") == 0) { o->insecure = 1; continue; }
+        if (strcmp(argv[i], "--allow-nonfinite") == 0) { o->allow_nonfinite = 1; continue; }
 #define OPTION(name) ((r = tfc_driver_option(PROG, argc, argv, &i, name, &v)) != 0)
 #define INT(name, min, field) \
     if (r < 0 || tfc_driver_int(PROG, name, v, min, &o->field)) return 1

@@ -225,6 +225,14 @@ int tfc_dist_ps_main(task_ctx *c) {
             tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
             goto out;
         }
+        int keep = o->max_to_keep > INT_MAX ? INT_MAX : (int)o->max_to_keep, removed = 0;
+        if (tfc_model_clean_checkpoints(p.dir, keep, &removed, &err) != TFC_OK) {
+            tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
+            goto out;
+        }
+        if (removed > 0)
+            printf("%s: removed %d leftover file(s) of interrupted saves from %s\n", c->name,
+                   removed, p.dir);
         char state_file[4200], path[4096];
         snprintf(state_file, sizeof(state_file), "%s/checkpoint", p.dir);
         if (tfc_driver_exists(state_file)) {

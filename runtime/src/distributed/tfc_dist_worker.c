@@ -156,6 +156,12 @@ int tfc_dist_worker_main(task_ctx *c) {
                          o->data, data.cols, m->name, n_features + n_labels);
         goto out;
     }
+    if ((!o->allow_nonfinite && tfc_dataset_check_finite(&data, 0, data.cols, &err)) ||
+        (lin != NULL && wm->label_classes > 0 &&
+         tfc_dataset_check_labels(&data, n_features, n_labels, wm->label_classes, &err))) {
+        tfc_driver_error(PROG, "%s", msg);
+        goto out;
+    }
     if (tfc_model_state_init(&st, wm, (uint64_t)o->seed + (uint64_t)c->task, &err) != TFC_OK) {
         tfc_driver_error(PROG, "%s", msg);
         goto out;
