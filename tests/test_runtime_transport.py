@@ -741,19 +741,36 @@ def test_held_tensors_are_capped_per_peer_and_in_total(plain_cluster):
 
 def test_tensors_far_behind_are_evicted(cluster):
     server, client = _pair(cluster, KEEP_STEPS=3)
-    for step in (0, 1, 2, 3):  # a newer step evicts what is 3 steps behind it
+    for step in (0, 1, 2, 3):  # within three steps of the newest: all kept
         assert client(f"send 0 v {step} int32 - {struct.pack('<i', step).hex()}") == "ok"
-    assert client("send 0 w 0 int32 - 00000000") == "ok"  # other keys are not touched
-    assert server("recv w 0 int32 - 5000") == "tensor 0 - 00000000"
-    assert server("recv v 0 int32 - 0").startswith("ERR 4 ")  # evicted
-    for step in (10, 11, 12, 13, 14):  # at most KEEP_STEPS wait under one key
+    assert client("send 0 w 0 int32 - 00000000") == "ok"
+    _wait_for_stat(server, 2, 5)
+    assert server("stats").split()[8] == "0"
+    for step in (10, 11):  # steps 0 to 3 are more than three behind 10, 10 is not behind 11
         assert client(f"send 0 v {step} int32 - {struct.pack('<i', step).hex()}") == "ok"
-    _wait_for_stat(server, 2, 10)  # all arrived (before any recv could take one)
-    assert server("recv v 14 int32 - 5000") == "tensor 14 - 0e000000"
+    _wait_for_stat(server, 2, 7)  # all arrived (before any recv could take one)
     stats = server("stats").split()
-    assert stats[8] == "6"  # 0 for a fourth; 1 to 3 behind 10; 10 and 11 for 13 and 14
-    assert stats[11] == "2"  # 12 and 13 still wait
-    assert server("recv v * int32 - 0") == "tensor 12 - 0c000000"
+    assert stats[8] == "4" and stats[11] == "3"  # evicted; v 10 and 11 and w 0 wait
+    assert server("recv w 0 int32 - 5000") == "tensor 0 - 00000000"  # other keys: untouched
+    assert server("recv v 0 int32 - 0").startswith("ERR 4 ")  # evicted
+    assert server("recv v * int32 - 0") == "tensor 10 - 0a000000"
+    assert server("recv v 11 int32 - 0") == "tensor 11 - 0b000000"
+    assert client("send 0 v 5 int32 - 05000000") == "ok"  # a restarted sender's older step:
+    assert server("recv v 5 int32 - 5000") == "tensor 5 - 05000000"  # kept, nothing newer waits
+
+
+def test_a_tensor_sent_again_replaces_the_one_waiting(cluster):
+    """A resend (a ps answering a hello) once closed the connection as a bad frame, losing
+    what followed it; the newer tensor now replaces the one nobody received yet."""
+    server, client = _pair(cluster)
+    assert client("send 0 k 1 int32 - 01000000") == "ok"
+    assert client("send 0 k 1 int32 - 02000000") == "ok"
+    assert client("send 0 after 1 int32 - 03000000") == "ok"  # the connection still works
+    assert server("recv after 1 int32 - 5000") == "tensor 1 - 03000000"
+    assert server("recv k 1 int32 - 5000") == "tensor 1 - 02000000"
+    assert server("recv k 1 int32 - 0").startswith("ERR 4 ")  # one tensor, not two
+    stats = server("stats").split()
+    assert stats[5] == "0" and stats[8] == "1"  # no bad frame; one replaced
 
 
 def test_connections_are_capped_per_peer_and_in_total(plain_cluster):

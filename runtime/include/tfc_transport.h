@@ -46,7 +46,7 @@
  * Limits (each a field of tfc_transport_config): tensors that arrived and wait for their recv
  * are capped in bytes and in count, per peer and in total (a frame over a cap is refused);
  * with keep_steps, a tensor more than keep_steps steps behind a newer arrival under its key is
- * evicted, and at most keep_steps wait under one key. Connections are capped per peer (a
+ * evicted (what the caps allow bounds the rest). Connections are capped per peer (a
  * peer's oldest connection is closed when it opens one more) and in total (more are refused
  * at the handshake), as are connections in the handshake. A handshake, and each frame from
  * its first byte, must arrive whole within its deadline (io_timeout_ms, plus the payload's
@@ -194,7 +194,9 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
 /* Wait for the tensor sent under (key, step) (step may be TFC_TRANSPORT_ANY_STEP) and copy it
  * into `tensor`, at most timeout_ms milliseconds (-1: no limit, 0: only if already here).
  * *step_out (may be NULL) receives the step it was sent with. The tensor is consumed: a second
- * recv of the same (key, step) waits for a second send. TFC_ERR_DEADLINE_EXCEEDED on timeout. */
+ * recv of the same (key, step) waits for a second send. A tensor sent again under the same
+ * (key, step) before it was received replaces the first (a resend carries the newer value).
+ * TFC_ERR_DEADLINE_EXCEEDED on timeout. */
 int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
                        tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
                        tfc_error *err);

@@ -99,6 +99,9 @@ static int ps_recv_worker(ps_run *p, int w, void **into, int64_t *step_out, tfc_
         int rc = tfc_transport_recv(p->c.t, key, step, &t, p->c.o->timeout_ms * 4, &got, err);
         if (rc != TFC_OK) return rc;
         step = got;
+        /* synchronous: a set of another step is dropped; the rest of it is not waited for
+         * (part of a set sent before a lost connection may never come; keep_steps evicts it) */
+        if (p->c.o->sync && step != p->step) break;
     }
     *step_out = step;
     return TFC_OK;

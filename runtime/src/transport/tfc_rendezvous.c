@@ -168,14 +168,12 @@ tfc_entry *tfc_rendezvous_find(tfc_slot *slot, int state, int64_t step) {
     return NULL;
 }
 
-void tfc_rendezvous_append(tfc_transport *t, tfc_slot *slot, tfc_entry *e) {
-    (void)t;
+void tfc_rendezvous_append(tfc_slot *slot, tfc_entry *e) {
     e->next = NULL;
     e->slot = slot;
     if (slot->tail != NULL) slot->tail->next = e;
     else slot->head = e;
     slot->tail = e;
-    if (e->state == ENTRY_ARRIVED) ++slot->n_arrived;
 }
 
 /* Take `gone` out of its slot, leaving the slot (even empty) in the table. */
@@ -187,7 +185,6 @@ static void unlink_entry(tfc_entry *gone) {
             if (prev != NULL) prev->next = e->next;
             else slot->head = e->next;
             if (slot->tail == e) slot->tail = prev;
-            if (e->state == ENTRY_ARRIVED) --slot->n_arrived;
             break;
         }
     gone->next = NULL;
@@ -208,17 +205,19 @@ static void evict(tfc_transport *t, tfc_entry *e) {
     TFC_STAT_ADD(t, evicted_tensors, 1);
 }
 
+void tfc_rendezvous_drop(tfc_transport *t, tfc_entry *e) {
+    tfc_rendezvous_unlink(t, e);
+    tfc_rendezvous_release(t, e->from, e->nbytes);
+    TFC_FREE(e->data), TFC_FREE(e);
+    TFC_STAT_ADD(t, evicted_tensors, 1);
+}
+
 void tfc_rendezvous_evict(tfc_transport *t, tfc_slot *slot, int64_t step) {
     if (t->keep_steps <= 0) return;
     int64_t floor = step > INT64_MIN + t->keep_steps ? step - t->keep_steps : INT64_MIN;
     for (tfc_entry *e = slot->head, *next; e != NULL; e = next) {
         next = e->next;
         if (e->state == ENTRY_ARRIVED && e->step < floor) evict(t, e);
-    }
-    while (slot->n_arrived >= t->keep_steps) { /* the oldest arrivals make room */
-        tfc_entry *oldest = tfc_rendezvous_find(slot, ENTRY_ARRIVED, TFC_TRANSPORT_ANY_STEP);
-        if (oldest == NULL) break;
-        evict(t, oldest);
     }
 }
 
@@ -391,7 +390,7 @@ static int post_request(tfc_transport *t, tfc_transport_request *req, const char
         return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "transport recv '%s': out of "
                               "memory", key);
     }
-    tfc_rendezvous_append(t, slot, &req->entry);
+    tfc_rendezvous_append(slot, &req->entry);
     return TFC_OK;
 }
 

@@ -199,7 +199,6 @@ typedef struct tfc_slot {
     int64_t max_bytes;
     int route;
     tfc_entry *head, *tail;
-    int64_t n_arrived;
 } tfc_slot;
 
 typedef struct tfc_conn {
@@ -274,16 +273,20 @@ int tfc_rendezvous_add_routes(tfc_transport *t, const tfc_transport_route *route
                               tfc_error *err);
 /* The first entry of `state` under (key, step) in `slot` (may be NULL). */
 tfc_entry *tfc_rendezvous_find(tfc_slot *slot, int state, int64_t step);
-void tfc_rendezvous_append(tfc_transport *t, tfc_slot *slot, tfc_entry *e);
+void tfc_rendezvous_append(tfc_slot *slot, tfc_entry *e);
 /* Take `e` out of its slot (a slot left empty that is no route is freed). */
 void tfc_rendezvous_unlink(tfc_transport *t, tfc_entry *e);
+/* Unlink an arrived tensor nobody received, release what it counted and free it. */
+void tfc_rendezvous_drop(tfc_transport *t, tfc_entry *e);
 /* Count `nbytes` more against the caps of `from` and of the whole transport: 0, or -1 with
  * the cap that would be passed in `why`. */
 int tfc_rendezvous_reserve(tfc_transport *t, tfc_account *from, int64_t nbytes, char *why,
                            size_t cap);
 void tfc_rendezvous_release(tfc_transport *t, tfc_account *from, int64_t nbytes);
 /* Apply keep_steps to `slot` before a tensor of `step` joins it: evict the arrived tensors more
- * than keep_steps steps behind it, then the oldest arrivals until fewer than keep_steps wait. */
+ * than keep_steps steps behind it. By step, not by count: the keys a peer sends each step see
+ * the same steps, so they keep the same ones (a count would drop one key's step and keep
+ * another's while a recv is taking them one by one). */
 void tfc_rendezvous_evict(tfc_transport *t, tfc_slot *slot, int64_t step);
 /* The account of `name`, made when absent (NULL: out of memory), and its release when it has
  * neither connections nor tensors left. */

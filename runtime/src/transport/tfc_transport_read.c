@@ -84,10 +84,11 @@ static int read_frame(tfc_conn *c, int64_t *last, char *why, size_t cap) {
     tfc_slot *slot = tfc_rendezvous_slot(t, key, 0);
     int verdict = check_route(c, slot, key, nbytes, why, cap);
     if (verdict != FRAME_OK) return verdict;
-    if (tfc_rendezvous_find(slot, ENTRY_ARRIVED, h.step) != NULL) {
-        pthread_mutex_unlock(&t->lock);
-        TFC_SNPRINTF(why, cap, "key: '%s' at step %" PRId64 " arrived twice", key, h.step);
-        return FRAME_BAD;
+    /* sent again (a resend after a hello): the newer one replaces the one waiting */
+    tfc_entry *again = tfc_rendezvous_find(slot, ENTRY_ARRIVED, h.step);
+    if (again != NULL) {
+        tfc_rendezvous_drop(t, again);
+        slot = tfc_rendezvous_slot(t, key, 0);
     }
     tfc_entry *posted = tfc_rendezvous_find(slot, ENTRY_POSTED, h.step);
     if (posted != NULL && !tfc_rendezvous_fits(posted->want, h.dtype, h.rank, h.dims, nbytes))
@@ -191,7 +192,7 @@ static int read_frame(tfc_conn *c, int64_t *last, char *why, size_t cap) {
             arrived->nbytes = nbytes;
             arrived->from = c->account;
             tfc_rendezvous_evict(t, slot, h.step);
-            tfc_rendezvous_append(t, slot, arrived);
+            tfc_rendezvous_append(slot, arrived);
         }
     }
     if (bad && arrived != NULL) tfc_rendezvous_release(t, c->account, nbytes);
