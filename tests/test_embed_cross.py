@@ -5,6 +5,7 @@ saying which, when its toolchain or emulator is missing (.ci/run installs them o
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -109,6 +110,41 @@ def test_cortex_m4_under_qemu_system_arm(tmp_path, case):
     _check_session(words, expected)
     host = np.array(_host_words(out), np.uint32).view(np.float32)
     np.testing.assert_allclose(np.array(words, np.uint32).view(np.float32), host, rtol=1e-5)
+
+
+def _lenet_train(tmp_path):
+    """LeNet-5 training steps on one image: the convolutions' and pooling's gradients."""
+    x, y = inputs(1, 28 * 28, 10, seed=5)
+    x = np.abs(x).reshape(1, 28, 28, 1)
+    out = tmp_path / "lib"
+    compile_with_harness("lenet_model.py", out, 1, x, y)
+    return out, None
+
+
+# libgcc's soft double (__aeabi_dmul, __aeabi_l2d, ...: __muldf3 and kin) and 64-bit division
+SOFT_DOUBLE_OR_LONG_DIVISION = re.compile(
+    r"^(__aeabi_(d\w+|u?i2d|u?l2d|f2d|u?ldivmod)|__\w*df\w*|__u?(div|mod|divmod)di[34])$"
+)
+
+
+@pytest.mark.parametrize("opt", ["-Os", "-O2"])
+@pytest.mark.parametrize("case", [_iris, _lenet_predict, _lenet_train],
+                         ids=["iris-train", "lenet-predict", "lenet-train"])  # fmt: skip
+def test_cortex_m4_links_no_double_arithmetic_or_64_bit_division(tmp_path, case, opt):
+    """A Cortex-M4 has a single-precision FPU and divides 32-bit integers: the library links
+    neither libgcc's soft double nor its 64-bit division (the harness prints hex, no floats)."""
+    need("arm-none-eabi-gcc", "arm-none-eabi-nm")
+    out, _ = case(tmp_path)
+    extra = [
+        str(M4_DIR / "startup.c"), "-nostartfiles", f"-T{M4_DIR / 'mps2-an386.ld'}",
+        "-Wl,--gc-sections", "-lm",
+    ]  # fmt: skip
+    flags = [opt, *M4, "-DHARNESS_SEMIHOSTING", "-ffunction-sections"]
+    exe = build(["arm-none-eabi-gcc"], out, flags, "harness.elf", extra)
+    listing = _run(["arm-none-eabi-nm", str(exe)], out).stdout
+    linked = {line.split()[-1] for line in listing.splitlines() if line.strip()}
+    assert linked & {"model_predict", "iris_predict"}, "the library is not in the program"
+    assert not {s for s in linked if SOFT_DOUBLE_OR_LONG_DIVISION.match(s)}, sorted(linked)
 
 
 def test_cortex_m4_exit_status_reports_a_failure(tmp_path):

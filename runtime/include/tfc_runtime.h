@@ -10,6 +10,7 @@
 #include "tfc_platform.h"
 
 #include "tfc_hd.h"
+#include "tfc_index.h"
 
 /* Status codes: the values of TensorFlow's error codes, so Python maps them to tf.errors. */
 enum {

@@ -26,6 +26,7 @@ flash when they are ``const``.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from tfc.codegen.render import get_template
 from tfc.codegen.targets import C
 from tfc.compiler import CompileOptions, compile_program
 from tfc.ir import dtypes as _dt
-from tfc.ir.graph import GraphKeys
+from tfc.ir.graph import Graph, GraphKeys
 from tfc.ops.kernels import c_initializer
 from tfc.version import __version__
 
@@ -229,7 +230,20 @@ def _compile_program(
         profile=False, linkage="static inline ",
     )  # fmt: skip
     bounds.append(int(compiled.graph.graph_attrs["arena_lower_bound"]))
+    _check_index_range(compiled.graph, role)
     return Program(role, compiled.lowered, compiled.source, *map(list, names))
+
+
+def _check_index_range(graph: Graph, role: str) -> None:
+    """The runtime divides indices in 32 bits under TFC_EMBED (runtime/include/tfc_index.h):
+    every tensor must have fewer than 2^31 elements."""
+    for name in graph.node_names():
+        for shape in graph.node(name)["shapes"]:
+            if shape is not None and math.prod(shape) >= 2**31:
+                raise ModelError(
+                    f"{role}: tensor {name} of shape {list(shape)} has 2^31 elements or more; "
+                    "the embeddable library indexes tensors in 32 bits"
+                )
 
 
 def _check_rows_independent(sigs: ModelSignatures) -> None:
