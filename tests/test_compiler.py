@@ -40,7 +40,7 @@ def test_every_pass_has_the_name_users_give_it():
     ]  # fmt: skip
     assert sorted(PASS_NAMES.values()) == sorted(
         ["prune", "specialize", "fold", "simplify", "cse", "fuse", "place", "partition", "stage",
-         "schedule", "memory"]
+         "schedule", "memory", "guard"]
     )  # fmt: skip
     assert [pass_name(p) for p in OPTIMIZATIONS] == ["fold", "simplify", "cse", "fuse"]
 

@@ -147,13 +147,34 @@ def test_cortex_m4_links_no_double_arithmetic_or_64_bit_division(tmp_path, case,
     assert not {s for s in linked if SOFT_DOUBLE_OR_LONG_DIVISION.match(s)}, sorted(linked)
 
 
+@pytest.mark.parametrize("model", ["iris", "digits", "lenet"])
+def test_stack_bytes_bounds_what_gcc_measures_on_cortex_m4(tmp_path, model):
+    """model.h's STACK_BYTES against arm-none-eabi-gcc's -fcallgraph-info=su (-fstack-usage's
+    frames along the deepest chain of calls) at -Os and -O2; LeNet-5's inference within 32 KB
+    of RAM in all (arena, stack, no state)."""
+    need("arm-none-eabi-gcc")
+    from tfc.aot.embed import EMBED_CFLAGS, compile_embed
+    from tfc.aot.embed_stack import measure_stack
+
+    for inference_only in (True, False):
+        out = tmp_path / str(inference_only)
+        m = compile_embed(ROOT / "samples" / f"{model}_model.py", out, 1,
+                          inference_only=inference_only)  # fmt: skip
+        entries = ["model_predict"] + (["model_train_step"] if m.trainable else [])
+        for opt in ("-Os", "-O2"):
+            measured = measure_stack(out, ["arm-none-eabi-gcc"], [*EMBED_CFLAGS, opt, *M4], entries)
+            assert 0 < max(measured.values()) <= m.stack_bytes, (opt, measured, m.stack_bytes)
+        if model == "lenet" and inference_only:
+            assert m.state_bytes + m.arena_bytes + m.stack_bytes <= 32 * 1024
+
+
 def test_cortex_m4_exit_status_reports_a_failure(tmp_path):
     """The harness's status reaches the test: a failing init is not a passing run."""
     need("arm-none-eabi-gcc", "qemu-system-arm")
     out, _ = _iris(tmp_path)
     data = (out / "harness_data.h").read_text()
-    (out / "harness_data.h").write_text(data.replace("#define H_INIT(s) iris_init(s)",
-                                                     "#define H_INIT(s) 7"))  # fmt: skip
+    (out / "harness_data.h").write_text(data.replace("#define H_INIT(s, sb) iris_init(s, sb)",
+                                                     "#define H_INIT(s, sb) 7"))  # fmt: skip
     extra = [str(M4_DIR / "startup.c"), "-nostartfiles", f"-T{M4_DIR / 'mps2-an386.ld'}", "-lm"]
     exe = build(["arm-none-eabi-gcc"], out, ["-O2", *M4, "-DHARNESS_SEMIHOSTING"], "bad.elf",
                 extra)  # fmt: skip

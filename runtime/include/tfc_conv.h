@@ -48,8 +48,6 @@ typedef struct {
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16
 #define TFC_CONV_MAX_NV 8
-/* columns: one image's bordered channel planes live on the stack, at most this many bytes */
-#define TFC_CONV_COLS_BYTES 40960
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)

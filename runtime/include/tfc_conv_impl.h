@@ -420,7 +420,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv
 #define TFC_CONV_CACC 12
 #endif
 #define TFC_CONV_CL ((int64_t)(sizeof(TFC_CONV_CV) / sizeof(T)))
-#define TFC_CONV_COLS_VECTORS (TFC_CONV_COLS_BYTES / (int64_t)sizeof(TFC_CONV_CV))
 
 /* xb[ci, r, col] = image n bordered (zeros where outside x) at (r, col, ci): hp rows of
  * g->cp columns per input channel */
@@ -443,8 +442,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_cols_planes)(const tfc_conv_plan *g,
 }
 
 /* y = conv2d(x, f) for s_w == 1 by vectors of output columns, per output channel, for the
- * images of one part. Each image is copied into bordered channel planes on the stack (at most
- * TFC_CONV_COLS_BYTES; conv_algo.py checks), so the kernel needs no scratch. */
+ * images of one part. Each image is copied into bordered channel planes, the part's own in the
+ * scratch (k->s0: in_c * hp * cp elements per part), read once per tap. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_plan *g,
                                                                 void *call, int64_t part) {
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
@@ -452,8 +451,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
     T *restrict y = k->y;
     int64_t n0, nb;
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
-    TFC_CONV_CV store[TFC_CONV_COLS_VECTORS];
-    T *xb = (T *)store;
+    T *xb = k->s0 + part * g->in_c * g->hp * g->cp;
     const int64_t co = g->out_c, wb = g->cp, R = TFC_IDIV(TFC_CONV_CACC, co);
     const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * co;
     for (int64_t n = n0; n < n0 + nb; ++n) {
@@ -475,11 +473,12 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
 }
 
 /* y = conv2d(x, f) by output columns, `part` (tfc_conv_forward_columns_part with the plan) over
- * the batch's parts: each image is computed the same way whatever the thread count. */
+ * the batch's parts: each image is computed the same way whatever the thread count. Scratch:
+ * planes [parts, in_c, hp, cp]. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *g, const T *x,
-                                                           const T *f, T *y,
+                                                           const T *f, T *y, T *planes,
                                                            tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, NULL, NULL, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, planes, NULL, NULL};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -487,7 +486,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *
 #undef TFC_CONV_CFN
 #undef TFC_CONV_CACC
 #undef TFC_CONV_CL
-#undef TFC_CONV_COLS_VECTORS
 
 /* -- im2col + GEMM ----------------------------------------------------------------------- */
 

@@ -61,6 +61,28 @@ static inline int tfc_embed_format(char *buf, size_t cap, const char *fmt, ...) 
 #define TFC_SNPRINTF tfc_embed_format
 #endif
 
+/* The entry points' checks (model.h): whether x is finite, by its bits (so that -ffast-math,
+ * which may assume no NaN, cannot fold the test away) */
+static inline int tfc_embed_finite_f32(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits & 0x7f800000u) != 0x7f800000u;
+}
+
+static inline int tfc_embed_finite_f64(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits & UINT64_C(0x7ff0000000000000)) != UINT64_C(0x7ff0000000000000);
+}
+
+/* whether the node a run failed at (tfc_error.node) is one of a scope's ("tfc_finite/...") */
+static inline int tfc_embed_in_scope(const char *node, const char *scope) {
+    if (node == NULL) return 0;
+    while (*scope != '\0')
+        if (*node++ != *scope++) return 0;
+    return *node == '/';
+}
+
 /* Weights stored in fewer bytes (tfc compile --weights-dtype), expanded to float32 by init. */
 static inline void tfc_embed_expand_f16(float *dst, const uint16_t *src, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from tfc.aot.build import sync_dir, write_if_changed
+from tfc.aot.embed_stack import stack_bound
 from tfc.aot.programs import (
     Program,
     StateEntry,
@@ -53,10 +54,11 @@ from tfc.aot.signatures import (
 from tfc.backend.cc import runtime_dir
 from tfc.codegen.render import get_template
 from tfc.codegen.targets import C
-from tfc.compiler import CompileOptions, compile_program
+from tfc.compiler import CompileOptions, compile_program, guarded
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, GraphKeys
-from tfc.ops.kernels import c_initializer
+from tfc.ops.kernels import c_initializer, type_tag
+from tfc.passes.guard import GUARD_SCOPE
 from tfc.version import __version__
 
 __all__ = ["compile_embed", "EmbeddedModel", "EMBED_CFLAGS"]
@@ -95,12 +97,14 @@ class EmbeddedModel:
     external_weights: bool
     arena_bytes: int
     arena_lower_bound: int
+    stack_bytes: int  # the most stack a call needs (embed_stack.py)
     state_bytes: int
     weights_bytes: int
     variables: list[Variable]
     arena_align: int = 8
     vars_bytes: int = 0  # the variables' float32 bytes in the state block (save/restore)
     stateful: bool = False  # init fills a state block (training, or weights to expand)
+    check_finite: bool = False  # the train step fails on a non-finite loss or gradient
     weights_dtype: str = "float32"
     stored: list = field(default_factory=list)  # the weights blob's items
     programs: dict[str, Program] = field(default_factory=dict)
@@ -123,6 +127,7 @@ def compile_embed(
     options: CompileOptions | None = None,
     max_batch: int | None = None,
     weights_dtype: str = "float32",
+    check_finite: bool = True,
 ) -> EmbeddedModel:
     """Write the embeddable library of `model` (a model file, module or signatures function)
     into OUTDIR: see the module docstring. `prefix` starts every C symbol and (upper-cased)
@@ -134,7 +139,10 @@ def compile_embed(
     the arena of one example; the train step keeps the compiled `batch`. `weights_dtype`
     float16, bfloat16 or int8 (per-channel scales over the last axis) stores the float32
     variables predict reads in fewer bytes; `init` expands them into the state block, and every
-    computation stays float32."""
+    computation stays float32. With `check_finite` (the default) the train step checks its
+    loss, the gradients and the hyperparameters before it updates the state, and fails leaving
+    it unchanged when one is NaN or infinite; without it the step is faster and its arena
+    smaller (the gradients need not all be alive at once)."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise ModelError(f"--prefix {prefix!r} must be a C identifier (letters, digits, _)")
     if weights not in ("const", "external"):
@@ -163,7 +171,7 @@ def compile_embed(
         feeds, names = train_feeds(tr, batch)
         programs["train"] = _compile_program(
             sigs, prefix, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]),
-            passes, arena_align, lower_bounds,
+            guarded(passes) if check_finite else passes, arena_align, lower_bounds,
         )  # fmt: skip
     if sigs.predict is not None:
         pr = sigs.predict
@@ -185,9 +193,9 @@ def compile_embed(
     if weights_dtype != "float32" and "predict" in programs:
         read = {state[i].name for i in programs["predict"].slots if state[i].kind == "var"}
         compressed = {v.name for v in variables if v.name in read and v.dtype == _dt.float32}
-    stored, weights_bytes = _layout_stored(variables, values, weights_dtype, compressed)
-    rng = [s for s in state if s.kind == "rng"]
     stateful = trainable or bool(compressed)
+    stored, weights_bytes = _layout_stored(variables, values, weights_dtype, compressed, stateful)
+    rng = [s for s in state if s.kind == "rng"]
     state_bytes = vars_bytes + 24 * len(rng) if stateful else 0
     embedded = EmbeddedModel(
         outdir=Path(outdir),
@@ -198,6 +206,8 @@ def compile_embed(
         external_weights=weights == "external",
         arena_bytes=max(p.lowered.arena_bytes for p in programs.values()),
         arena_lower_bound=max(lower_bounds),
+        stack_bytes=stack_bound(programs.values()),
+        check_finite=check_finite and trainable,
         state_bytes=state_bytes,
         weights_bytes=weights_bytes,
         variables=variables,
@@ -224,6 +234,8 @@ def _compile_program(
 ) -> Program:
     graph = signature_graph(sigs, fetches, targets, feeds)
     graph.graph_attrs["arena_align"] = align
+    # model.c runs on the caller's thread (TFC_NO_THREADS): kernels split no work for threads
+    graph.graph_attrs["threads"] = 1
     symbols = f"{prefix}{role}_"
     compiled = compile_program(
         graph, passes, C, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols,
@@ -401,12 +413,14 @@ def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | No
 
 
 def _layout_stored(
-    variables: list[Variable], values: dict, kind: str, compressed: set[str]
+    variables: list[Variable], values: dict, kind: str, compressed: set[str], stateful: bool
 ) -> tuple[list[Stored], int]:
-    """The weights blob: with float32 weights, the variables exactly as in the state block;
-    otherwise the compressed ones in `kind` and the others as they are, each 8-byte aligned."""
+    """The weights blob. A build that reads its weights in place (no state block) stores every
+    variable exactly as the offsets of model.h say. One with a state block, which init fills,
+    stores the variables whose initial value is not all zero bits (init zeroes the others: an
+    optimizer's slots), the `compressed` ones in `kind`, each 8-byte aligned."""
     items = []
-    if not compressed:
+    if not stateful:
         for v in variables:
             data = np.ascontiguousarray(values[v.name], dtype=v.dtype.np)
             items.append(Stored(v, v.offset, "raw", data))
@@ -414,11 +428,14 @@ def _layout_stored(
         return items, _round_up(end)
     offset = 0
     for v in variables:
+        value = np.ascontiguousarray(values[v.name], v.dtype.np)
+        if not value.view(np.uint8).any():
+            continue
         if v.name in compressed:
-            data, scales, expanded = _compress(values[v.name], kind)
+            data, scales, expanded = _compress(value, kind)
             item = Stored(v, offset, kind, data, scales, expanded)
         else:
-            item = Stored(v, offset, "raw", np.ascontiguousarray(values[v.name], v.dtype.np))
+            item = Stored(v, offset, "raw", value)
         items.append(item)
         offset = _round_up(offset + item.nbytes)
     return items, offset
@@ -457,25 +474,40 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
     for role, p in m.programs.items():
         low = p.lowered
         params, doc, inputs, outputs, locals_ = [], [], [], [], []
+        checks = _Checks(M)
         if role == "train":
-            params.append("void *state")
-            doc.append(f"state: {M}STATE_BYTES bytes, 8-byte aligned, set by {P}init")
+            params += ["void *state", "size_t state_bytes"]
+            doc.append(f"state: the {M}STATE_BYTES-byte block {P}init set, 8-byte aligned")
+            checks.block("state", f"{M}STATE_BYTES", "8")
         elif m.stateful:
-            params.append("const void *state")
+            params += ["const void *state", "size_t state_bytes"]
             after = f"{P}init or {P}train_step" if m.trainable else f"{P}init"
-            doc.append(f"state: as {after} left it (read only)")
+            doc.append(f"state: the {M}STATE_BYTES-byte block as {after} left it (read only)")
+            checks.block("state", f"{M}STATE_BYTES", "8")
         elif m.external_weights:
-            params.append("const void *weights")
+            params += ["const void *weights", "size_t weights_bytes"]
             doc.append(f"weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned")
+            checks.block("weights", f"{M}WEIGHTS_BYTES", "8")
+        rows = role == "predict" and m.max_batch is not None
+        params.append("int64_t n")
+        if rows:
+            doc.append(f"n: the examples in the inputs and outputs, 0 <= n <= {M}MAX_BATCH")
+            checks.count(f"n < 0 || n > {M}MAX_BATCH", f"n is not in [0, {M}MAX_BATCH]")
+        else:
+            doc.append(f"n: the examples in the inputs and outputs: {M}BATCH, the compiled batch")
+            checks.count(f"n != {M}BATCH", f"n is not {M}BATCH")
         for name, spec in zip(p.input_names, low.feeds):
             if spec.shape:
                 params.append(f"const {spec.dtype.c_type} *{name}")
                 doc.append(f"{name}: {_shape_doc(spec.dtype, spec.shape)} (input)")
                 inputs.append(name)
+                checks.pointer(name)
             else:
                 params.append(f"{spec.dtype.c_type} {name}")
                 doc.append(f"{name}: {spec.dtype.c_type} scalar (hyperparameter)")
                 inputs.append(f"&{name}")
+                if spec.dtype.is_floating and m.check_finite:
+                    checks.finite(name, type_tag(spec.dtype))
         for name, spec in zip(p.output_names, low.fetches):
             params.append(f"{spec.dtype.c_type} *{name}")
             if role == "train":
@@ -484,9 +516,11 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
                 locals_.append(f"if ({name} == NULL) {name} = &{name}_unused;")
             else:
                 doc.append(f"{name}: {_shape_doc(spec.dtype, spec.shape)} (output)")
+                checks.pointer(name)
             outputs.append(name)
-        params.append("void *arena")
-        doc.append(f"arena: {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned (scratch)")
+        params += ["void *arena", "size_t arena_bytes"]
+        doc.append(f"arena: at least {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned (scratch)")
+        checks.arena()
         if role == "train":
             base_decl = "unsigned char *base = (unsigned char *)state;"
         elif m.stateful:
@@ -495,12 +529,12 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
             base_decl = "const unsigned char *base = (const unsigned char *)weights;"
         else:
             base_decl = f"const unsigned char *base = (const unsigned char *)&{P}weights;"
-        rows = role == "predict" and m.max_batch is not None
         if rows:
-            at = 1 if m.stateful or m.external_weights else 0
-            params.insert(at, "int64_t n")
-            doc.insert(at, f"n: the number of examples, 0 <= n <= {M}MAX_BATCH")
             doc = [d.replace("[1]", "[n]", 1) for d in doc]
+        guard = role == "train" and m.check_finite
+        if guard:
+            checks.non_finite()
+        streams = (m.vars_bytes, 24 * len(rng)) if guard and rng else None
         consts = [f"{P}{role}_x{i}" for i in range(len(low.external_consts))]
         entries.append(
             {
@@ -510,6 +544,10 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
                 "arena_function": f"{low.prefix}arena_bytes",
                 "params": ", ".join(params),
                 "doc": doc,
+                "status": checks.doc,
+                "checks": checks.lines,
+                "guard": guard,
+                "streams": streams,
                 "base": base_decl if p.slots else "",
                 "slots": slots(p),
                 "inputs": ", ".join(
@@ -538,7 +576,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
         )
     for e in entries:
         e["doc"] = _entry_doc(m, e, sigs)
-        e["body"] = _entry_body(e, M)
+        e["body"] = _entry_body(e)
     weights_members, init_lines, at = [], [], 0
     for k, item in enumerate(m.stored):
         if item.offset > at:
@@ -569,8 +607,8 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
     pad = m.weights_bytes - at
     if pad:
         weights_members.append({"decl": f"unsigned char pad[{pad}]", "value": "{0}"})
-    if not m.stored or m.weights_dtype == "float32":  # the blob is the state's variables
-        init_lines = [f"memcpy(s, w, {m.vars_bytes});"] if m.vars_bytes else []
+    if m.stateful:
+        init_lines = _zero_lines(m) + init_lines
     common = {
         "version": __version__,
         "P": P,
@@ -616,7 +654,8 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
         }
         sections.append(get_template("c/embed/init.c.j2").render(**init))
     if m.trainable:
-        sections.append(get_template("c/embed/save.c.j2").render(P=P, M=M))
+        checks = [f"    {line}" for line in _save_checks(m).lines]
+        sections.append(get_template("c/embed/save.c.j2").render(P=P, M=M, checks=checks))
     return {
         "model.h": get_template("c/embed/model.h.j2").render(**common),
         "model.c": get_template("c/embed/model.c.j2").render(
@@ -628,6 +667,104 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
             sources=" ".join(["model.c", *library_sources()]),
         ),
     }
+
+
+def _zero_lines(m: EmbeddedModel) -> list[str]:
+    """init's memsets of the state's variables the blob leaves out (all zeros), adjacent ones
+    (and the padding between them) merged into one."""
+    kept = {item.var.name for item in m.stored}
+    runs: list[list[int]] = []
+    for v in m.variables:
+        if v.name in kept or not v.nbytes:
+            continue
+        if runs and _round_up(runs[-1][1]) >= v.offset:
+            runs[-1][1] = v.offset + v.nbytes
+        else:
+            runs.append([v.offset, v.offset + v.nbytes])
+    return [f"memset(s + {a}, 0, {b - a}); /* zero-initialized variables */" for a, b in runs]
+
+
+class _Checks:
+    """An entry point's checks of its arguments: the C statements, in the order they run, and
+    model.h's list of the status codes they return and why."""
+
+    def __init__(self, M: str) -> None:
+        self.M = M
+        self.nulls: list[str] = []
+        self.aligned: list[tuple[str, str]] = []
+        self.sized: list[tuple[str, str, str]] = []
+        self.counts: list[tuple[str, str]] = []
+        self.finites: list[tuple[str, str]] = []
+        self.has_arena = self.guarded = False
+
+    def block(self, name: str, macro: str, align: str) -> None:
+        self.nulls.append(name)
+        self.aligned.append((name, align))
+        self.sized.append((name, f"{name}_bytes", macro))
+
+    def pointer(self, name: str) -> None:
+        self.nulls.append(name)
+
+    def count(self, condition: str, why: str) -> None:
+        self.counts.append((condition, why))
+
+    def finite(self, name: str, tag: str) -> None:
+        self.finites.append((name, tag))
+
+    def arena(self) -> None:
+        self.has_arena = True
+
+    def non_finite(self) -> None:
+        self.guarded = True
+
+    @property
+    def lines(self) -> list[str]:
+        M, out = self.M, []
+        out += [f"if ({n} == NULL) return TFC_ERR_NULL_POINTER;" for n in self.nulls]
+        if self.has_arena:
+            out.append(f"if (arena == NULL && {M}ARENA_BYTES > 0) return TFC_ERR_NULL_POINTER;")
+        for name, align in self.aligned:
+            out.append(f"if ((uintptr_t){name} % {align} != 0) return TFC_ERR_ALIGNMENT;")
+        if self.has_arena:
+            out.append(f"if ((uintptr_t)arena % {M}ARENA_ALIGN != 0) return TFC_ERR_ALIGNMENT;")
+        for _, size, macro in self.sized:
+            out.append(f"if ({size} < {macro}) return TFC_ERR_BUFFER_TOO_SMALL;")
+        if self.has_arena:
+            out.append(f"if (arena_bytes < {M}ARENA_BYTES) return TFC_ERR_ARENA_TOO_SMALL;")
+        out += [f"if ({c}) return TFC_ERR_INVALID_ARGUMENT;" for c, _ in self.counts]
+        for name, tag in self.finites:
+            out.append(f"if (!tfc_embed_finite_{tag}({name})) return TFC_ERR_NON_FINITE;")
+        return out
+
+    @property
+    def doc(self) -> list[str]:
+        """`code: why` per status code, TFC_OK first."""
+        M, out = self.M, ["TFC_OK: done"]
+        nulls = self.nulls + (["arena"] if self.has_arena else [])
+        if nulls:
+            out.append(f"TFC_ERR_NULL_POINTER: {_or(nulls)} is NULL")
+        aligned = [f"{n} is not {a}-byte aligned" for n, a in self.aligned]
+        if self.has_arena:
+            aligned.append(f"arena is not {M}ARENA_ALIGN-byte aligned")
+        if aligned:
+            out.append(f"TFC_ERR_ALIGNMENT: {_or(aligned)}")
+        if self.sized:
+            out.append(f"TFC_ERR_BUFFER_TOO_SMALL: {_or([f'{s} < {m}' for _, s, m in self.sized])}")
+        if self.has_arena:
+            out.append(f"TFC_ERR_ARENA_TOO_SMALL: arena_bytes < {M}ARENA_BYTES")
+        if self.counts:
+            out.append(f"TFC_ERR_INVALID_ARGUMENT: {_or([w for _, w in self.counts])}")
+        if self.guarded or self.finites:
+            what = ["the loss", "a gradient"] if self.guarded else []
+            what += [name for name, _ in self.finites]
+            out.append(
+                f"TFC_ERR_NON_FINITE: {_or(what)} is NaN or infinite; the state is unchanged"
+            )
+        return out
+
+
+def _or(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def _memory_doc(m: EmbeddedModel) -> list[str]:
@@ -650,6 +787,7 @@ def _memory_doc(m: EmbeddedModel) -> list[str]:
         f" *   arena  {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned: the scratch memory of one",
         " *          call; several models may share one arena when they do not run at the same "
         "time.",
+        f" *   stack  at most {M}STACK_BYTES bytes below the caller's frame during a call.",
     ]
     if m.external_weights:
         lines.append(
@@ -685,6 +823,9 @@ def _defines(m: EmbeddedModel) -> list[str]:
     lines += [
         f"#define {M}ARENA_BYTES {m.arena_bytes}",
         f"#define {M}ARENA_ALIGN {m.arena_align}",
+        "/* the most stack a call needs (targets with SIMD vectors of at most 16 bytes: MCUs, ARM,",
+        " * wasm32, x86 without AVX; GCC's measure is below it at -O1, -Os and -O2) */",
+        f"#define {M}STACK_BYTES {m.stack_bytes}",
         f"#define {M}STATE_BYTES {m.state_bytes}",
         f"#define {M}WEIGHTS_BYTES {m.weights_bytes}",
     ]
@@ -697,13 +838,41 @@ def _defines(m: EmbeddedModel) -> list[str]:
     return lines
 
 
-def _init_head(m: EmbeddedModel) -> list[str]:
-    """The first lines of init: its signature, and where the weights are."""
-    P = m.prefix
+def _init_checks(m: EmbeddedModel) -> _Checks:
+    checks = _Checks(m.macro)
+    checks.block("state", f"{m.macro}STATE_BYTES", "8")
     if m.external_weights:
-        return [f"int {P}init(void *state, const void *weights) {{"]
+        checks.block("weights", f"{m.macro}WEIGHTS_BYTES", "8")
+    return checks
+
+
+def _save_checks(m: EmbeddedModel) -> _Checks:
+    checks = _Checks(m.macro)
+    checks.nulls += ["state", "variables"]
+    checks.sized += [
+        ("state", "state_bytes", f"{m.macro}STATE_BYTES"),
+        ("variables", "variables_bytes", f"{m.macro}SAVE_BYTES"),
+    ]
+    return checks
+
+
+def _init_head(m: EmbeddedModel) -> list[str]:
+    """The first lines of init: its signature, its checks, and where the weights are."""
+    P = m.prefix
+    checks = [f"    {line}" for line in _init_checks(m).lines]
+    if m.external_weights:
+        head = "int {P}init(void *state, size_t state_bytes, const void *weights, size_t "
+        return [(head + "weights_bytes) {").format(P=P), *checks]
     weights = f"&{P}weights" if m.variables else "NULL"
-    return [f"int {P}init(void *state) {{", f"    const void *weights = {weights};"]
+    return [
+        f"int {P}init(void *state, size_t state_bytes) {{",
+        *checks,
+        f"    const void *weights = {weights};",
+    ]
+
+
+def _returns(checks: _Checks) -> list[str]:
+    return [" * Returns", *(f" *   {line}" for line in checks.doc)]
 
 
 def _declarations(m: EmbeddedModel) -> list[str]:
@@ -717,26 +886,43 @@ def _declarations(m: EmbeddedModel) -> list[str]:
         lines += [
             "",
             f"/* Set the state block: the variables from the weights blob{source}{expanded},",
-            f" * the random streams to their seeds. Call it once before {before}{P}predict. */",
-            f"int {P}init(void *state, const void *weights);"
-            if m.external_weights
-            else f"int {P}init(void *state);",
+            f" * the random streams to their seeds. Call it once before {before}{P}predict.",
+            f" *   state: at least {M}STATE_BYTES bytes, 8-byte aligned",
         ]
+        if m.external_weights:
+            lines.append(
+                f" *   weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned"
+            )
+        lines += [*_returns(_init_checks(m)), " */"]
+        lines.append(
+            f"int {P}init(void *state, size_t state_bytes, const void *weights, "
+            "size_t weights_bytes);"
+            if m.external_weights
+            else f"int {P}init(void *state, size_t state_bytes);"
+        )
     if m.trainable:
+        returns = _returns(_save_checks(m))
         lines += [
             "",
-            f"/* Copy the variables out of the state block into {M}SAVE_BYTES bytes (save them to",
-            f" * flash; {P}restore resumes from them). */",
-            f"void {P}save(const void *state, void *variables);",
+            f"/* Copy the variables out of the state block into {M}SAVE_BYTES bytes of",
+            f" * `variables` (save them to flash; {P}restore resumes from them).",
+            *returns,
+            " */",
+            f"int {P}save(const void *state, size_t state_bytes, void *variables, "
+            "size_t variables_bytes);",
             "",
-            f"/* Copy variables {P}save wrote back into the state block. */",
-            f"void {P}restore(void *state, const void *variables);",
+            f"/* Copy the variables {P}save wrote back into the state block.",
+            *returns,
+            " */",
+            f"int {P}restore(void *state, size_t state_bytes, const void *variables, "
+            "size_t variables_bytes);",
         ]
     return lines
 
 
 def _entry_doc(m: EmbeddedModel, e: dict, sigs: ModelSignatures) -> list[str]:
-    """The comment of an entry point in model.h: what it computes, then its parameters."""
+    """The comment of an entry point in model.h: what it computes, its parameters, the status
+    codes it returns."""
     if e["role"] == "train":
         summary = [
             "/* One training step: the forward pass, the gradients and the optimizer's update of "
@@ -751,13 +937,18 @@ def _entry_doc(m: EmbeddedModel, e: dict, sigs: ModelSignatures) -> list[str]:
     if e["role"] == "train" and m.trainable and sigs.train.defaults:
         defaults = "".join(f" {k} = {v!r}" for k, v in sigs.train.defaults.items())
         lines.append(f" * Hyperparameter defaults:{defaults}.")
+    lines.append(" * Returns")
+    lines += [f" *   {line}" for line in e["status"]]
+    lines.append(" *   or an op's error (tfc_status.h), such as TFC_ERR_INVALID_ARGUMENT for a")
+    lines.append(" *   label out of range or a NaN found by tf.check_numerics.")
     return [*lines, " */"]
 
 
-def _entry_body(e: dict, M: str) -> list[str]:
-    """The statements of an entry point: its slots and constants, then the program's run (per
-    example for a predict over n rows)."""
-    lines = list(e["locals"])
+def _entry_body(e: dict) -> list[str]:
+    """The statements of an entry point: its checks, slots and constants, then the program's
+    run (per example for a predict over n rows; with the guard's failure as
+    TFC_ERR_NON_FINITE, the random streams restored, for a guarded train step)."""
+    lines = [*e["checks"], *e["locals"]]
     if e["base"]:
         lines += [e["base"], f"void *const slots[] = {{ {e['slots']} }};"]
     if e["consts"]:
@@ -766,7 +957,6 @@ def _entry_body(e: dict, M: str) -> list[str]:
     consts = "consts" if e["consts"] else "NULL"
     if e["rows"]:
         return lines + [
-            f"if (n < 0 || n > {M}MAX_BATCH) return TFC_ERR_INVALID_ARGUMENT;",
             "for (int64_t i = 0; i < n; ++i) { /* one example at a time, in one example's arena */",
             f"    const void *const inputs[] = {{ {e['inputs']} }};",
             f"    void *const outputs[] = {{ {e['outputs']} }};",
@@ -778,9 +968,27 @@ def _entry_body(e: dict, M: str) -> list[str]:
     if e["inputs"]:
         lines.append(f"const void *const inputs[] = {{ {e['inputs']} }};")
     inputs = "inputs" if e["inputs"] else "NULL"
+    lines.append(f"void *const outputs[] = {{ {e['outputs']} }};")
+    if not e["guard"]:
+        return lines + [f"return {e['run']}({slots}, {inputs}, outputs, {consts}, arena, NULL);"]
+    # the checks of the guard (tfc/passes/guard.py) fail before any variable is written; the
+    # random streams the forward pass advanced are put back
+    lines.append("tfc_error err = { NULL, 0, NULL };")
+    restore = []
+    if e["streams"]:
+        at, nbytes = e["streams"]
+        lines += [
+            f"unsigned char streams[{nbytes}];",
+            f"memcpy(streams, base + {at}, {nbytes});",
+        ]
+        restore = [f"    memcpy(base + {at}, streams, {nbytes});"]
     return lines + [
-        f"void *const outputs[] = {{ {e['outputs']} }};",
-        f"return {e['run']}({slots}, {inputs}, outputs, {consts}, arena, NULL);",
+        f"int rc = {e['run']}({slots}, {inputs}, outputs, {consts}, arena, &err);",
+        f'if (rc != TFC_OK && tfc_embed_in_scope(err.node, "{GUARD_SCOPE}")) {{',
+        *restore,
+        "    return TFC_ERR_NON_FINITE;",
+        "}",
+        "return rc;",
     ]
 
 
