@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -226,3 +227,34 @@ def test_footprint_targets_on_cortex_m4():
             assert code["predict"] < code["train"] < train_budget, (model, code)
         for v in fp.variants.values():
             assert v.model.arena_bytes <= 1.05 * v.model.arena_lower_bound, model
+
+
+def _newlib_rdimon() -> bool:
+    proc = _run(["arm-none-eabi-gcc", "--specs=rdimon.specs", "-print-file-name=librdimon.a"], ROOT)
+    return proc.returncode == 0 and Path(proc.stdout.strip()).is_absolute()
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "wasm"])
+def test_sample_makefile_target_trains_and_classifies(tmp_path, target):
+    """`make cortex-m4` (newlib's printf over semihosting, under qemu-system-arm) and `make
+    wasm` (clang, the stdio shim, wasmtime) build samples/embed/main.c as a new user would and
+    run it: the loss falls and the tutorial's flowers are classified."""
+    import os
+    import sys
+
+    if target == "cortex-m4":
+        need("arm-none-eabi-gcc", "qemu-system-arm")
+        if not _newlib_rdimon():
+            pytest.skip("newlib's librdimon not installed (libnewlib-arm-none-eabi)")
+    else:
+        need("clang", "wasm-ld")
+        pytest.importorskip("wasmtime", reason="wasmtime (pip install wasmtime) missing")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["make", "-s", "-C", str(ROOT / "samples" / "embed"), f"OUT={tmp_path}",
+           f"PYTHON={sys.executable}", "CFLAGS=-O2 -Werror", target]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", proc.stdout)]
+    assert len(losses) == 4 and losses[-1] < 0.1 * losses[0], proc.stdout
+    flowers = re.findall(r"flower \d: (\w+)", proc.stdout)
+    assert flowers == ["setosa", "versicolor", "virginica"], proc.stdout
