@@ -2,26 +2,32 @@
 
 What OUTDIR holds
 -----------------
-``model.h`` (every entry point with its shapes and dtypes, and the sizes an embedder needs:
-``<P>ARENA_BYTES``, ``<P>STATE_BYTES``, ``<P>WEIGHTS_BYTES``, with ``<P>`` the upper-cased
-prefix), ``model.c`` (the programs, the weights, the entry points), ``runtime/include/`` (the
-runtime headers model.c includes, found by following its includes, nothing else),
+``model.h`` (every entry point with its shapes and dtypes and the status codes it returns, and
+the sizes an embedder needs: ``<P>ARENA_BYTES``, ``<P>STACK_BYTES``, ``<P>STATE_BYTES``,
+``<P>WEIGHTS_BYTES``, with ``<P>`` the upper-cased prefix), ``model.c`` (the programs, the
+weights, the entry points), ``runtime/include/`` (the runtime headers model.c includes, found
+by following its includes, nothing else),
 ``runtime/freestanding/`` (string.h and math.h for a target without a C library, e.g. wasm32),
 ``weights.bin`` (the weights blob, for ``--weights external``) and a ``Makefile``.
 
 model.c allocates nothing, prints nothing and starts no thread: it is compiled with
 ``-DTFC_EMBED -DTFC_NO_THREADS``; the caller passes the arena (scratch memory of a call) and
-the state block (the variables a training step updates). It needs ``memcpy``/``memset`` and
-the libm functions the model's ops use, nothing else.
+the state block (the variables a training step updates) with their sizes, and the number of
+examples its buffers hold. Every entry point checks its pointers, the blocks' sizes and
+alignment and the count before it reads anything (tfc_status.h's codes); the train step also
+refuses a NaN or infinite hyperparameter and, through the guard pass (tfc/passes/guard.py), a
+non-finite loss or gradient, before anything in the state changes. It needs
+``memcpy``/``memset`` and the libm functions the model's ops use, nothing else.
 
 The weights blob is every variable's value, each at an offset model.h names, ordered by
 element size (8-byte types first), so its layout is the same on every ABI. Its values are the
 variables' initial values, as a tfc.Session with the model's seed computes them (tfc's NumPy
 interpreter computes them: generating the library needs no C compiler), or those of a
 checkpoint (``--checkpoint``). A model with a train signature keeps the variables in the state
-block (``init`` copies the blob there, ``train_step`` updates them, ``save``/``restore`` copy
-them out and back); with ``--inference-only`` ``predict`` reads the weights in place, from
-flash when they are ``const``.
+block (``init`` copies the blob there and zeroes the variables the blob leaves out, those
+whose initial value is all zeros; ``train_step`` updates them, ``save``/``restore`` copy them
+out and back); with ``--inference-only`` ``predict`` reads the weights in place, from flash
+when they are ``const``.
 """
 
 from __future__ import annotations

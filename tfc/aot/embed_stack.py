@@ -123,28 +123,32 @@ def worst_paths(callgraph: str, entries: Sequence[str]) -> dict[str, int]:
         calls.setdefault(source, set()).add(target)
     local = [name for name in frames if ":" in name]  # static functions: "file.c:name"
 
-    def depth(name: str, path: tuple[str, ...]) -> int:
-        if name in path:
-            raise ValueError(f"recursion: {' -> '.join((*path, name))}")
+    def depth(name: str, path: tuple[str, ...], guessed: bool) -> int:
+        """`guessed`: the path went through an indirect call, whose targets are any function,
+        so a cycle it closes is the guess's, not the program's."""
         below = 0
         for callee in calls.get(name, ()):
-            if callee == "__indirect_call":  # any static function but those on the path
-                targets = [t for t in local if t not in path and t != name]
+            if callee == "__indirect_call":
+                targets, via = local, True
             elif callee in frames:
-                targets = [callee]
+                targets, via = [callee], guessed
             elif ":" in callee:
                 raise ValueError(f"{name} calls {callee}, which the call graph does not define")
             else:
                 below = max(below, LIBRARY_CALL_BYTES)
                 continue
             for target in targets:
-                below = max(below, depth(target, (*path, name)))
+                if target in path or target == name:
+                    if via:
+                        continue
+                    raise ValueError(f"recursion: {' -> '.join((*path, name, target))}")
+                below = max(below, depth(target, (*path, name), via))
         return frames[name] + below
 
     missing = [e for e in entries if e not in frames]
     if missing:
         raise ValueError(f"the call graph has no entry point {', '.join(missing)}")
-    return {e: depth(e, ()) for e in entries}
+    return {e: depth(e, (), False) for e in entries}
 
 
 def measure_stack(
