@@ -17,6 +17,7 @@ from tfc.variables import variables_initializer
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 HARNESS = Path(__file__).resolve().parent / "embed" / "harness.c"
+CHECKS = Path(__file__).resolve().parent / "embed" / "checks.c"
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
 STEPS = 3
 LR = 0.05

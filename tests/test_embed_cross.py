@@ -234,6 +234,28 @@ def _newlib_rdimon() -> bool:
     return proc.returncode == 0 and Path(proc.stdout.strip()).is_absolute()
 
 
+def test_cortex_m4_misused_entry_points_return_their_status_codes(tmp_path):
+    """tests/embed/checks.c on the Cortex-M4: among the misuses, an arena misaligned by one
+    byte returns TFC_ERR_ALIGNMENT where the board would fault on its float loads."""
+    need("arm-none-eabi-gcc", "qemu-system-arm")
+    if not _newlib_rdimon():
+        pytest.skip("newlib's librdimon not installed (libnewlib-arm-none-eabi)")
+    from embed_support import CHECKS, WARNINGS
+
+    from tfc.aot.embed import EMBED_CFLAGS, compile_embed
+
+    compile_embed(ROOT / "samples" / "iris_model.py", tmp_path, 4)
+    cmd = ["arm-none-eabi-gcc", *EMBED_CFLAGS, *WARNINGS, "-O2", *M4, "-DTFC_NEWLIB_STDIO",
+           str(CHECKS), "model.c", str(M4_DIR / "startup.c"), "--specs=rdimon.specs",
+           "-nostartfiles", f"-T{M4_DIR / 'mps2-an386.ld'}", "-lm", "-o", "checks.elf"]  # fmt: skip
+    proc = _run(cmd, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = _run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
+                 "-semihosting-config", "enable=on,target=native", "-kernel", "checks.elf"],
+                tmp_path)  # fmt: skip
+    assert (proc.returncode, proc.stdout.strip()) == (0, "ok"), proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "wasm"])
 def test_sample_makefile_target_trains_and_classifies(tmp_path, target):
     """`make cortex-m4` (newlib's printf over semihosting, under qemu-system-arm) and `make
