@@ -69,6 +69,18 @@ def test_training_and_predict_equal_the_session_under_sanitizers(tmp_path, name)
     assert m.arena_bytes <= 1.05 * m.arena_lower_bound, (m.arena_bytes, m.arena_lower_bound)
 
 
+def test_training_from_an_external_blob_equals_the_session(tmp_path):
+    """--weights external with a train step: init takes the blob and its size; the blob holds
+    the non-zero variables only (Adam's slots and the biases are zeroed by init)."""
+    x, y = inputs(4, 4, 3, seed=6)
+    m = compile_with_harness("iris_model.py", tmp_path, 4, x, y, weights="external")
+    assert m.weights_bytes == (tmp_path / "weights.bin").stat().st_size == 696
+    assert "int model_init(void *state, size_t state_bytes, const void *weights, size_t " \
+        "weights_bytes);" in (tmp_path / "model.h").read_text()  # fmt: skip
+    exe = build(["cc"], tmp_path, ["-O1", *SANITIZE, "-DHARNESS_STDIO"], "harness", ["-lm"])
+    _check(parse_stdout(_run(exe)), reference_words("iris_model.py", 4, x, y))
+
+
 @pytest.mark.parametrize("weights", ["const", "external"])
 def test_inference_only_predict_equals_the_session(tmp_path, weights):
     x, y = inputs(3, 4, 3, seed=1)

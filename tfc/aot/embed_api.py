@@ -334,8 +334,8 @@ def init_head(m: EmbeddedModel) -> list[str]:
     P = m.prefix
     checks = [f"    {line}" for line in _init_checks(m).lines]
     if m.external_weights:
-        head = "int {P}init(void *state, size_t state_bytes, const void *weights, size_t "
-        return [(head + "weights_bytes) {").format(P=P), *checks]
+        head = f"int {P}init(void *state, size_t state_bytes, const void *weights, size_t "
+        return [head + "weights_bytes) {", *checks]
     weights = f"&{P}weights" if m.variables else "NULL"
     return [
         f"int {P}init(void *state, size_t state_bytes) {{",
