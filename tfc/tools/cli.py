@@ -137,6 +137,14 @@ def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="predict takes 1..N examples at run time (one at a time, in one example's arena)",
     )
+    g.add_argument(
+        "--no-check-finite",
+        dest="check_finite",
+        action="store_false",
+        help="train_step does not check its loss, gradients and hyperparameters for NaN and "
+        "infinity before it updates the state (faster, a smaller arena; a NaN input then "
+        "poisons the weights)",
+    )
 
 
 def _compile_embed(args: argparse.Namespace) -> int:
@@ -156,6 +164,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
             checkpoint=args.checkpoint,
             max_batch=args.max_batch,
             weights_dtype=args.weights_dtype,
+            check_finite=args.check_finite,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
         )
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
@@ -163,8 +172,9 @@ def _compile_embed(args: argparse.Namespace) -> int:
         return 1
     kind = "train_step, predict" if m.trainable else "predict"
     print(f"wrote the embeddable library ({kind}, batch {m.batch}) to {m.outdir}/model.h, model.c")
-    print(f"  {m.macro}ARENA_BYTES {m.arena_bytes}  {m.macro}STATE_BYTES {m.state_bytes}  "
-          f"{m.macro}WEIGHTS_BYTES {m.weights_bytes}")  # fmt: skip
+    sizes = {"ARENA": m.arena_bytes, "STACK": m.stack_bytes, "STATE": m.state_bytes,
+             "WEIGHTS": m.weights_bytes}  # fmt: skip
+    print("  " + "  ".join(f"{m.macro}{k}_BYTES {v}" for k, v in sizes.items()))
     return 0
 
 
