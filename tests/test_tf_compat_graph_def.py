@@ -38,7 +38,8 @@ def _train_and_freeze(build, x_train, y_train, steps=20):
         y = v1.placeholder(tf.int32, [None], name="y")
         logits = build(x)
         probs = tf.nn.softmax(logits, name="probs")
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        loss = tf.reduce_mean(xent)
         train = v1.train.GradientDescentOptimizer(0.1).minimize(loss)
         with v1.Session() as sess:
             sess.run(v1.global_variables_initializer())
@@ -109,9 +110,7 @@ def test_a_graph_frozen_by_tensorflow_runs_in_tfc_as_in_tensorflow(frozen_models
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
-def test_tfc_compile_builds_a_predict_executable_from_a_frozen_graph(
-    frozen_models, name, tmp_path
-):
+def test_tfc_compile_builds_a_predict_executable_from_a_frozen_graph(frozen_models, name, tmp_path):
     path, x, expected = frozen_models[name]
     outdir = tmp_path / "build"
     assert tfc_main(["compile", str(path), "-o", str(outdir), "--batch", "4",
