@@ -17,6 +17,7 @@ from typing import Any
 from tfc.graphdef.attrs import TFC_ONLY_ATTRS, derived_type_attrs, from_attr_value
 from tfc.graphdef.tf_ops import CONVERSIONS, UNSUPPORTED, ConversionContext
 from tfc.io.graph_pb import GraphDef, NodeDef
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
 from tfc.ir.tensor_shape import merge_shapes, shape_str
 from tfc.ops.registry import REGISTRY, apply_op
@@ -38,6 +39,34 @@ _TF_OP_DEFAULTS: dict[str, dict[str, Any]] = {
     "VariableV2": {"container": "", "shared_name": ""},
 }
 _DROPPED_PRIVATE = ("_output_shapes",)
+
+# Attributes TensorFlow's ops declare with a default, which a GraphDef may leave out (one
+# written by hand, or by a TensorFlow older than the attribute): tfc's ops read them.
+_NHWC = {"data_format": "NHWC"}
+_TF_ATTR_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Placeholder": {"shape": None},
+    "MatMul": {"transpose_a": False, "transpose_b": False},
+    "BatchMatMulV2": {"adj_x": False, "adj_y": False},
+    "Conv2D": {**_NHWC, "dilations": [1, 1, 1, 1], "use_cudnn_on_gpu": True},
+    "DepthwiseConv2dNative": {**_NHWC, "dilations": [1, 1, 1, 1]},
+    "MaxPool": _NHWC,
+    "AvgPool": _NHWC,
+    "BiasAdd": _NHWC,
+    **dict.fromkeys(["Sum", "Mean", "Max", "Min", "Prod", "All", "Any"], {"keep_dims": False}),
+    "ArgMax": {"output_type": _dt.int64},
+    "ArgMin": {"output_type": _dt.int64},
+    "Shape": {"out_type": _dt.int32},
+    "Size": {"out_type": _dt.int32},
+    "Squeeze": {"squeeze_dims": []},
+    "Pack": {"axis": 0},
+    "Unpack": {"axis": 0},
+    "LeakyRelu": {"alpha": 0.2},
+    "GatherV2": {"batch_dims": 0},
+    "Range": {"Tidx": _dt.int32},
+    "StridedSlice": dict.fromkeys(
+        ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"], 0
+    ),
+}
 
 
 class GraphDefImportError(ValueError):
@@ -208,7 +237,7 @@ class _Importer:
                     outputs = self.generic(nd, name, inputs, attrs)
         except GraphDefImportError:
             raise
-        except (ValueError, TypeError, KeyError, NotImplementedError) as e:
+        except (ValueError, TypeError, KeyError, IndexError, NotImplementedError) as e:
             raise GraphDefImportError(f"{where} is not valid for tfc: {e}") from None
         finally:
             self.added.extend(n for n in self.graph.nx if n not in before)
@@ -243,7 +272,10 @@ class _Importer:
                         f"{self.where(nd)}: attribute {key}={_show(value)} is not supported "
                         f"(tfc computes {key}={_show(default)})"
                     )
-        for key, value in TFC_ONLY_ATTRS.get(nd.op, {}).items():
+        for key, value in {
+            **_TF_ATTR_DEFAULTS.get(nd.op, {}),
+            **TFC_ONLY_ATTRS.get(nd.op, {}),
+        }.items():
             attrs.setdefault(key, value)
         op = apply_op(nd.op, inputs, attrs, name=name + "/")
         return list(op.outputs)

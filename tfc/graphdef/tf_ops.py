@@ -78,6 +78,11 @@ def _select_v1(ctx: ConversionContext) -> list:
     """Select: a condition of x's shape picks elements; a vector condition picks rows."""
     cond, x, y = ctx.inputs
     crank, xrank = cond.shape.ndims, x.shape.ndims
+    if (crank is None and xrank != 0 and xrank != 1) or (crank == 1 and xrank is None):
+        raise ctx.error(
+            "Select of tensors of unknown rank: a vector condition picks rows, one of x's shape "
+            "picks elements, and tfc must know which when it builds the graph"
+        )
     if crank == 1 and xrank is not None and xrank > 1:
         with ctx.graph.name_scope(ctx.name + "/"):
             rows = constant([-1] + [1] * (xrank - 1), dtype=_dt.int32, name="row_shape")
