@@ -196,9 +196,12 @@ def test_tensorflow_spellings_and_fused_ops_are_converted():
     node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
            attr { key: "shape" value { shape { dim { size: 3 } dim { size: 2 } } } } }
     node { name: "two" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 2 } } } }
-    node { name: "sum" op: "AddV2" input: "x" input: "two" attr { key: "T" value { type: DT_FLOAT } } }
-    node { name: "half" op: "Div" input: "sum" input: "two" attr { key: "T" value { type: DT_FLOAT } } }
+           attr { key: "value"
+                  value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 2 } } } }
+    node { name: "sum" op: "AddV2" input: "x" input: "two"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "half" op: "Div" input: "sum" input: "two"
+           attr { key: "T" value { type: DT_FLOAT } } }
     node { name: "snap" op: "Snapshot" input: "half" attr { key: "T" value { type: DT_FLOAT } } }
     node { name: "cond" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } }
            attr { key: "shape" value { shape { dim { size: 3 } } } } }

@@ -85,7 +85,7 @@ def _png_pixels(data):
     return rows[:, 1:].reshape(height, width, channels)
 
 
-# -- the ops ----------------------------------------------------------------------------------------
+# -- the ops ---------------------------------------------------------------------------------------
 def test_scalar_summaries_are_tagged_by_their_name_scope_and_family():
     with tf.name_scope("train"):
         loss = tf.summary.scalar("loss", tf.constant(0.25))
@@ -189,8 +189,8 @@ def test_merge_all_merges_the_collection_and_duplicate_tags_fail():
     tf.summary.histogram("b", tf.constant([1.0, 2.0]))
     merged = tf.Summary.FromString(_run(tf.summary.merge_all()))
     assert [v.tag for v in merged.value] == ["a", "b"]
-    twice = tf.summary.merge([tf.summary.scalar("c", 1.0, collections=[]),
-                              tf.summary.scalar("c", 2.0, family=None, collections=[])])  # fmt: skip
+    first = tf.summary.scalar("c", 1.0, collections=[])
+    twice = tf.summary.merge([first, tf.summary.scalar("c", 2.0, collections=[])])
     assert tf.Summary.FromString(_run(twice)).value[1].tag == "c_1"
     one = tf.summary.scalar("d", 1.0, collections=[])
     dup = tf.summary.merge([one, one])
@@ -198,7 +198,7 @@ def test_merge_all_merges_the_collection_and_duplicate_tags_fail():
         _run(dup)
 
 
-# -- event files ------------------------------------------------------------------------------------
+# -- event files -----------------------------------------------------------------------------------
 def _events(logdir):
     (path,) = sorted(logdir.glob("events.out.tfevents.*"))
     return list(summary_iterator(path))
@@ -274,7 +274,7 @@ def test_plugin_metadata_is_kept_for_the_first_value_of_a_tag(tmp_path):
     assert [v.HasField("metadata") for v in values] == [True, False]
 
 
-# -- training loops ---------------------------------------------------------------------------------
+# -- training loops --------------------------------------------------------------------------------
 def _regression():
     x = tf.constant(RNG.normal(size=(16, 3)).astype(np.float32))
     y = tf.reduce_sum(x, axis=1, keepdims=True)
