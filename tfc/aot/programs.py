@@ -22,7 +22,6 @@ from tfc.ops.registry import constant_value, python_reason
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
 
-
 # train outputs after the loss named "summary:<tag>" are tf.summary.scalar values: train
 # --logdir writes them to its event file (the model descriptor's summaries table)
 SUMMARY_OUTPUT_PREFIX = "summary:"
