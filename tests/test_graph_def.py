@@ -323,3 +323,36 @@ def test_gfile_reads_writes_and_reports_missing_files(tmp_path):
         tf.gfile.GFile(path)
     tf.gfile.DeleteRecursively(str(tmp_path / "sub"))
     assert not tf.gfile.Exists(str(tmp_path / "sub"))
+
+
+def test_tfc_compile_builds_predict_and_the_embeddable_library_from_a_frozen_graph(tmp_path):
+    import subprocess
+
+    from tfc.tools.cli import main as tfc_main
+
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.Variable(RNG.normal(size=(3, 4)).astype(np.float32), name="w")
+    tf.nn.softmax(tf.nn.relu(tf.matmul(x, w)) - 0.5, name="probs")
+    xv = RNG.normal(size=(5, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        expected = sess.run("probs:0", {x: xv})
+        frozen = graph_util.convert_variables_to_constants(
+            sess, tf.get_default_graph().as_graph_def(), ["probs"]
+        )
+    pb = tf.train.write_graph(frozen, str(tmp_path), "frozen.pb", as_text=False)
+    out = tmp_path / "build"
+    assert tfc_main(["compile", pb, "--outputs", "probs", "-o", str(out), "--batch", "2"]) == 0
+    np.save(tmp_path / "x.npy", xv)
+    proc = subprocess.run(
+        [str(out / "predict"), "--data", str(tmp_path / "x.npy"), "--output",
+         str(tmp_path / "p.npy")], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "p.npy"), expected, rtol=1e-5, atol=1e-6)
+    embed = tmp_path / "embed"
+    assert tfc_main(["compile", pb, "--outputs", "probs:0", "--target", "embed",
+                     "-o", str(embed)]) == 0  # fmt: skip
+    assert "float *probs" in (embed / "model.h").read_text()
+    assert tfc_main(["compile", pb, "-o", str(tmp_path / "none")]) == 1  # no --outputs
+    assert tfc_main(["compile", pb, "--outputs", "nope:0", "-o", str(tmp_path / "none")]) == 1
