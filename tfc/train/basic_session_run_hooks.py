@@ -280,11 +280,10 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session: Any, coord: Any) -> None:
         step = int(session.run(self._global_step))
         if self._save_graph_def:
-            # as TF1: the graph beside the checkpoints, and in the event file for TensorBoard
-            graph = get_default_graph()
-            graph_def = graph_to_graph_def(graph, add_shapes=True, lenient=True)
+            # as TF1: the graph beside the checkpoints (the event file has it already: the
+            # cached FileWriter of the directory wrote the default graph when it was made)
+            graph_def = graph_to_graph_def(get_default_graph(), add_shapes=True, lenient=True)
             write_graph(graph_def, self._checkpoint_dir, "graph.pbtxt")
-            self._summary_writer.add_graph(None, graph_def=graph_def)
         self._save(session, step)  # the state the run starts from
         self._timer.update_last_triggered_step(step)
 
