@@ -335,3 +335,20 @@ def test_supervisor_writes_graph_summaries_and_session_logs(tmp_path):
     assert {"loss", "weights", "global_step/sec"} <= tags
     steps = [e.step for e in events if e.HasField("summary") and e.summary.value[0].tag == "loss"]
     assert 5 in steps
+
+
+def test_summary_description_and_run_metadata_events(tmp_path):
+    node = tf.NodeDef(name="t", op="TensorSummary")
+    node.attr["description"].s = b'{"typeHint": "image"}'
+    assert tf.summary.get_summary_description(node) == tf.summary.SummaryDescription(
+        type_hint="image"
+    )
+    with pytest.raises(ValueError, match="Can't get_summary_description on ScalarSummary"):
+        tf.summary.get_summary_description(tf.NodeDef(name="s", op="ScalarSummary"))
+    writer = tf.summary.FileWriter(str(tmp_path))
+    metadata = tf.GraphDef(versions={"producer": 5})  # any message: its bytes are what is kept
+    writer.add_run_metadata(metadata, "step_3", global_step=3)
+    writer.close()
+    (event,) = [e for e in _events(tmp_path) if e.HasField("tagged_run_metadata")]
+    assert event.step == 3 and event.tagged_run_metadata.tag == "step_3"
+    assert tf.GraphDef.FromString(event.tagged_run_metadata.run_metadata) == metadata
