@@ -38,8 +38,6 @@ _TF_DEFAULTS: dict[str, Any] = {
 _TF_OP_DEFAULTS: dict[str, dict[str, Any]] = {
     "VariableV2": {"container": "", "shared_name": ""},
 }
-_DROPPED_PRIVATE = ("_output_shapes",)
-
 # Attributes TensorFlow's ops declare with a default, which a GraphDef may leave out (one
 # written by hand, or by a TensorFlow older than the attribute): tfc's ops read them.
 _NHWC = {"data_format": "NHWC"}
@@ -222,9 +220,7 @@ class _Importer:
         inputs = [self.tensor(nd, i) for i in nd.input if not i.startswith("^")]
         controls = [self.control(i) for i in nd.input if i.startswith("^")]
         attrs = self.attrs(nd)
-        recorded = attrs.pop("_output_shapes", None)
-        for key in _DROPPED_PRIVATE:
-            attrs.pop(key, None)
+        recorded = attrs.pop("_output_shapes", None)  # a hint for the shapes, not an attribute
         name = self.scoped(nd.name)
         before = set(self.graph.nx)
         try:

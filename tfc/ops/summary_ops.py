@@ -10,6 +10,7 @@ them TF1's tags and collections are tfc/summary/.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,14 +30,14 @@ _REAL = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
 _SCALAR_STRING = [(_dt.string, ())]
 
 
-def _register(op_type: str, infer: object, reference: object) -> None:
+def _register(op_type: str, infer: Callable, reference: Callable) -> None:
+    """A summary op: it makes a string, so it runs in Python; none has a gradient."""
     register(
         OpDef(
             op_type,
-            infer=infer,  # type: ignore[arg-type]
-            reference=reference,  # type: ignore[arg-type]
+            infer=infer,
+            reference=reference,
             differentiable=False,
-            stateful=False,
             in_python=STRING_REASON,
         )
     )
