@@ -54,7 +54,7 @@ def _fill_node_def(nd: NodeDef, graph: Graph, name: str, add_shapes: bool, lenie
             if not lenient:
                 raise UnrepresentableAttr(f"node '{name}' ({op}): {e}") from None
             del nd.attr[key]
-            _log.warning("GraphDef of node '%s' (%s) leaves out %s", name, op, e)
+            _log.warning("node '%s' (%s): %s; left out of its GraphDef", name, op, e)
 
 
 def graph_to_graph_def(
