@@ -97,3 +97,10 @@ from tfc.ops.segment import *
 from tfc.ops.einsum import *
 from tfc.ops.norms import *
 from tfc import math
+from tfc import summary
+from tfc.graphdef import graph_util, import_graph_def
+from tfc.io import gfile
+from tfc.io.graph_pb import AttrValue, GraphDef, NameAttrList, NodeDef
+from tfc.io.summary_pb import Event, HistogramProto, LogMessage, SessionLog, Summary
+from tfc.io.summary_pb import SummaryMetadata
+from tfc.io.tensor_proto import make_ndarray, make_tensor_proto

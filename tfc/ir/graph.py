@@ -408,6 +408,13 @@ class Graph:
         finally:
             _stack().pop()
 
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """`Graph.as_graph_def`: the graph as TensorFlow's GraphDef message (tfc.graphdef);
+        with `add_shapes`, each node's output shapes in its `_output_shapes` attribute."""
+        if _graph_def_writer is None:
+            raise RuntimeError("Graph.as_graph_def needs tfc.graphdef: import tfc")
+        return _graph_def_writer(self, add_shapes=add_shapes)
+
     def __repr__(self) -> str:
         return f"<tfc.Graph with {self.nx.number_of_nodes()} ops>"
 
@@ -422,6 +429,17 @@ def register_session_lookup(lookup: Callable[[str], Any]) -> None:
     """Install `lookup(what) -> Session`, which raises naming `what` when there is none."""
     global _session_lookup
     _session_lookup = lookup
+
+
+# How Graph.as_graph_def finds the GraphDef writer: tfc.graphdef (a frontend above the IR)
+# registers it when it is imported, as the client registers the session lookup.
+_graph_def_writer: Callable[..., Any] | None = None
+
+
+def register_graph_def_writer(writer: Callable[..., Any]) -> None:
+    """Install `writer(graph, add_shapes) -> GraphDef`, which Graph.as_graph_def calls."""
+    global _graph_def_writer
+    _graph_def_writer = writer
 
 
 def default_session(what: str) -> Any:

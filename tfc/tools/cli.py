@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         "OUTDIR: generated C, a Makefile, and the executables OUTDIR/train and OUTDIR/predict.",
     )
     comp.add_argument(
-        "model", help="the model file (defines signatures()), or an exported model directory"
+        "model",
+        help="the model file (defines signatures()), a frozen TensorFlow GraphDef (.pb, "
+        ".pbtxt; with --outputs), or an exported model directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -52,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         "also selected by TFC_CUDA=emulate",
     )
     _add_embed_arguments(comp)
+    _add_imported_model_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
         "--passes",
@@ -104,6 +107,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _add_imported_model_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt)")
+    g.add_argument(
+        "--inputs",
+        metavar="NAMES",
+        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder; "
+        "another tensor cuts the graph there)",
+    )
+    g.add_argument(
+        "--outputs",
+        metavar="NAMES",
+        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef)",
+    )
+
+
+def _model(args: argparse.Namespace) -> object:
+    """The model argument; a GraphDef file cut at --inputs/--outputs when they are given."""
+    if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
+        return args.model
+    from tfc.aot.signatures import ModelError, graph_def_model, is_graph_def_model
+
+    if not is_graph_def_model(args.model):
+        raise ModelError("--inputs and --outputs name tensors of GraphDef models (MODEL.pb) only")
+    names = [
+        None if v is None else [n.strip() for n in v.split(",") if n.strip()]
+        for v in (args.inputs, args.outputs)
+    ]
+    return graph_def_model(args.model, inputs=names[0], outputs=names[1])
+
+
 def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("--target embed")
     g.add_argument(
@@ -154,7 +187,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
 
     try:
         m = compile_embed(
-            args.model,
+            _model(args),
             args.output,
             batch=1 if args.batch is None else args.batch,
             prefix=args.prefix,
@@ -187,7 +220,7 @@ def _compile(args: argparse.Namespace) -> int:
         return _compile_embed(args)
     try:
         result = compile(
-            args.model,
+            _model(args),
             args.output,
             batch=32 if args.batch is None else args.batch,
             target=args.target,
