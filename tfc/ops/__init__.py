@@ -10,6 +10,7 @@ from tfc.ops import (  # noqa: F401
     conv_grad,
     fusion,
     grad_ops,
+    io_ops,
     linalg,
     linalg_decomp,
     linalg_solve,
