@@ -23,6 +23,7 @@ from tfc.ops import (  # noqa: F401
     nn_grad,
     nn_loss,
     numerics,
+    parsing,
     patches,
     pool_argmax,
     random,
