@@ -1,0 +1,195 @@
+"""Native queues (runtime/src/queue/tfc_queue.c) through cffi: where a Session's tf.FIFOQueue and
+its kin keep their elements, in native memory, safe across threads.
+
+The runtime source is built once into a shared library (the build cache of tfc/backend/cc.py).
+cffi releases the GIL around every call, so a thread blocked in an enqueue or a dequeue leaves
+the other Python threads running.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import cffi
+import numpy as np
+
+from tfc.backend.cc import build_shared_library, runtime_dir
+from tfc.ir import errors
+
+__all__ = ["FIFO", "RANDOM_SHUFFLE", "PRIORITY", "NativeQueue", "clock_ns"]
+
+FIFO, RANDOM_SHUFFLE, PRIORITY = 0, 1, 2
+
+_CDEF = """
+typedef struct { char *msg; int64_t cap; const char *node; } tfc_error;
+typedef struct tfc_queue tfc_queue;
+typedef struct tfc_queue_batch tfc_queue_batch;
+tfc_queue *tfc_queue_new(const char *label, int kind, int64_t capacity, int components,
+                         int64_t min_after_dequeue, uint64_t seed, uint64_t seed2);
+void tfc_queue_free(tfc_queue *q);
+int64_t tfc_queue_clock_ns(void);
+int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *elem_bytes,
+                      const int32_t *ranks, const int64_t *dims, int64_t deadline_ns,
+                      tfc_error *err);
+int tfc_queue_dequeue(tfc_queue *q, int64_t n, int allow_fewer, int64_t deadline_ns,
+                      tfc_queue_batch **out, tfc_error *err);
+int64_t tfc_queue_batch_count(const tfc_queue_batch *b);
+int tfc_queue_batch_dims(const tfc_queue_batch *b, int c, int64_t *dims, int cap, int *uniform);
+void tfc_queue_batch_copy(const tfc_queue_batch *b, int c, void *out, const int64_t *dims,
+                          int rank, int64_t itemsize);
+void tfc_queue_batch_free(tfc_queue_batch *b);
+void tfc_queue_close(tfc_queue *q, int cancel_pending_enqueues);
+void tfc_queue_cancel(tfc_queue *q);
+int64_t tfc_queue_size(tfc_queue *q);
+int tfc_queue_is_closed(tfc_queue *q);
+"""
+
+_MAX_RANK = 32
+_library: list[tuple[cffi.FFI, Any]] = []
+_library_lock = threading.Lock()
+
+
+def _runtime() -> tuple[cffi.FFI, Any]:
+    with _library_lock:
+        if not _library:
+            source = (runtime_dir() / "src" / "queue" / "tfc_queue.c").read_text()
+            ffi = cffi.FFI()
+            ffi.cdef(_CDEF)
+            _library.append((ffi, ffi.dlopen(str(build_shared_library(source, "tfc_queue")))))
+        return _library[0]
+
+
+def clock_ns() -> int:
+    """Now on the clock of queue deadlines (monotonic nanoseconds)."""
+    return int(_runtime()[1].tfc_queue_clock_ns())
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Dequeued elements, one array per component (stacked along a new first dimension)."""
+
+    count: int
+    components: list[np.ndarray]
+
+
+class NativeQueue:
+    """One queue in native memory: `label` starts its messages ("FIFOQueue 'q'"), `kind` is
+    FIFO, RANDOM_SHUFFLE or PRIORITY, `dtypes` the NumPy dtypes of its components."""
+
+    def __init__(
+        self,
+        label: str,
+        kind: int,
+        capacity: int,
+        dtypes: list[np.dtype],
+        min_after_dequeue: int = 0,
+        seed: int = 0,
+        seed2: int = 0,
+    ) -> None:
+        self.ffi, self._lib = _runtime()
+        self.label = label
+        self.dtypes = [np.dtype(d) for d in dtypes]
+        self._ptr = self._lib.tfc_queue_new(
+            label.encode(), kind, capacity, len(self.dtypes), min_after_dequeue,
+            seed & (2**64 - 1), seed2 & (2**64 - 1),
+        )  # fmt: skip
+        if self._ptr == self.ffi.NULL:
+            raise MemoryError(f"cannot create {label} (capacity {capacity})")
+
+    def _error(self) -> tuple[Any, Any]:
+        buf = self.ffi.new("char[]", 1024)
+        err = self.ffi.new("tfc_error *")
+        err.msg, err.cap = buf, 1024
+        return err, buf
+
+    def _raise(self, rc: int, buf: Any, op: Any) -> None:
+        message = self.ffi.string(buf).decode(errors="replace")
+        raise errors.error_for_code(rc)(None, op, message)
+
+    def enqueue(
+        self, components: list[np.ndarray], many: bool, deadline_ns: int = 0, op: Any = None
+    ) -> None:
+        """Enqueue one element (`many` False: one array per component) or the rows of each
+        component (`many` True: every array has the same first dimension). Blocks while the
+        queue is full; raises the tf.errors exception of a failure, naming `op`."""
+        ffi = self.ffi
+        arrays = [np.asarray(a, dtype=d, order="C") for a, d in zip(components, self.dtypes)]
+        n = arrays[0].shape[0] if many else 1
+        shapes = [a.shape[1:] if many else a.shape for a in arrays]
+        data = ffi.new("void *[]", [ffi.from_buffer(a) for a in arrays])
+        nbytes = ffi.new("int64_t[]", [int(np.prod(s, dtype=np.int64)) * a.itemsize
+                                       for s, a in zip(shapes, arrays)])  # fmt: skip
+        ranks = ffi.new("int32_t[]", [len(s) for s in shapes])
+        dims = ffi.new("int64_t[]", [d for s in shapes for d in s] or [0])
+        err, buf = self._error()
+        rc = self._lib.tfc_queue_enqueue(self._ptr, n, data, nbytes, ranks, dims, deadline_ns, err)
+        if rc != 0:
+            self._raise(rc, buf, op)
+
+    def dequeue(
+        self,
+        n: int | None,
+        allow_fewer: bool = False,
+        padded: bool = False,
+        deadline_ns: int = 0,
+        op: Any = None,
+    ) -> list[np.ndarray]:
+        """Take one element (`n` None: its arrays) or `n` (each component's elements stacked;
+        with `allow_fewer`, fewer from a closed queue). Elements of different shapes are padded
+        with zeros to the largest when `padded`, else an error. Blocks while too few are there."""
+        ffi, lib = self.ffi, self._lib
+        out = ffi.new("tfc_queue_batch **")
+        err, buf = self._error()
+        rc = lib.tfc_queue_dequeue(self._ptr, 1 if n is None else n, allow_fewer, deadline_ns,
+                                   out, err)  # fmt: skip
+        if rc != 0:
+            self._raise(rc, buf, op)
+        batch = out[0]
+        try:
+            count = int(lib.tfc_queue_batch_count(batch))
+            arrays = []
+            dims = ffi.new("int64_t[]", _MAX_RANK)
+            uniform = ffi.new("int *")
+            for c, dtype in enumerate(self.dtypes):
+                rank = lib.tfc_queue_batch_dims(batch, c, dims, _MAX_RANK, uniform)
+                if rank == -1 or (rank >= 0 and not uniform[0] and not padded):
+                    raise errors.InvalidArgumentError(
+                        None, op, f"Shape mismatch in tuple component {c}: the elements "
+                        f"dequeued together from {self.label} have different shapes",
+                    )  # fmt: skip
+                if rank == -2:
+                    raise errors.InvalidArgumentError(
+                        None, op, f"component {c} of {self.label} has rank over {_MAX_RANK}"
+                    )
+                shape = tuple(dims[k] for k in range(rank)) if count else ()
+                array = np.empty((count, *shape), dtype=dtype)
+                if count:
+                    lib.tfc_queue_batch_copy(
+                        batch, c, ffi.from_buffer(array), dims, rank, dtype.itemsize
+                    )
+                arrays.append(array[0, ...] if n is None else array)
+            return arrays
+        finally:
+            lib.tfc_queue_batch_free(batch)
+
+    def close(self, cancel_pending_enqueues: bool = False) -> None:
+        self._lib.tfc_queue_close(self._ptr, int(bool(cancel_pending_enqueues)))
+
+    def cancel(self) -> None:
+        """Fail the waiting and all later calls with CancelledError (the session closed)."""
+        self._lib.tfc_queue_cancel(self._ptr)
+
+    def size(self) -> int:
+        return int(self._lib.tfc_queue_size(self._ptr))
+
+    def is_closed(self) -> bool:
+        return bool(self._lib.tfc_queue_is_closed(self._ptr))
+
+    def __del__(self) -> None:
+        # the native memory goes with the last reference: a thread inside a call holds one, so
+        # no call can still be using it
+        ptr = getattr(self, "_ptr", None)
+        if ptr is not None and ptr != self.ffi.NULL:
+            self._lib.tfc_queue_free(ptr)
