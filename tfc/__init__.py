@@ -37,7 +37,7 @@ from tfc.ops.linalg_solve import *
 from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.control import group, no_op
-from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state import assign, assign_add, assign_sub, count_up_to
 from tfc.variables import *
 from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
@@ -71,3 +71,6 @@ from tfc.ops.segment import *
 from tfc.ops.einsum import *
 from tfc.ops.norms import *
 from tfc import math
+from tfc.ops.queues import *
+from tfc.ir.graph import container
+from tfc import queue

@@ -85,6 +85,8 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
 #include "tfc_gemm.h"
 #include "tfc_conv.h"
 #endif
+/* the update locks of use_locking ops (no-ops where programs never run concurrently) */
+#include "tfc_update_lock.h"
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */
 #include "tfc_checkpoint.h"

@@ -292,6 +292,12 @@ def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_numerics", {"count": spec.count, **messages}
 
 
+def count_up_to_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    message = c_string(spec.values["message"])
+    return "count_up_to", {"limit": spec.values["limit"], "message": message}
+
+
 def random_kernel(kernel: Kernel) -> KernelTemplate:
     spec: ScanSpec = kernel.spec
     function = f"tfc_random_{spec.values['distribution']}_{type_tag(spec.dtype)}"
@@ -470,6 +476,7 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "segment_sum": index_kernel,
     "one_hot": one_hot_kernel,
     "check_numerics": check_numerics_kernel,
+    "count_up_to": count_up_to_kernel,
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,

@@ -54,6 +54,9 @@ class Step:
     comment: list[str]  # lines naming the graph node (and the ops a fused node computes)
     kernels: list[BoundKernel]
     copies: list[FetchCopy]  # fetched values that live in another buffer
+    # the lock words its kernels hold (state pointer expressions, in a fixed order): an update
+    # with use_locking, in a program that may run concurrently with others (lock_updates)
+    locks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -66,10 +69,11 @@ class ConstArray:
 
 @dataclass(frozen=True)
 class Slot:
-    """A state pointer the caller passes: a variable's buffer or a random op's stream state."""
+    """A state pointer the caller passes: a variable's buffer, the lock word of a variable's
+    updates with use_locking, or a random op's stream state."""
 
-    kind: str  # "var" or "rng"
-    name: str  # the variable's or the random op's node name
+    kind: str  # "var", "lock" or "rng"
+    name: str  # the variable's (also for "lock") or the random op's node name
     dtype: _dt.DType
     shape: tuple[int, ...]
 
@@ -100,8 +104,15 @@ class LoweredProgram:
 
 
 def lower_program(
-    graph: Graph, name: str = "program", prefix: str = "tfc_", local_prefix: str = ""
+    graph: Graph,
+    name: str = "program",
+    prefix: str = "tfc_",
+    local_prefix: str = "",
+    lock_updates: bool = False,
 ) -> LoweredProgram:
+    """The kernels, state slots and constants of a scheduled, memory-planned program graph.
+    `lock_updates`: the program may run concurrently with others on the same variables (a
+    Session's), so the updates of ops with use_locking hold their variables' lock words."""
     attrs = graph.graph_attrs
     schedule = attrs["schedule"]
     storage = {(n, i): s for n in schedule for i, s in enumerate(graph.node(n)["storage"])}
@@ -116,6 +127,11 @@ def lower_program(
         elif get_opdef(node["op"]).random:
             slot_index[("rng", n)] = len(slots)
             slots.append(Slot("rng", n, _dt.int64, (3,)))
+
+    locked = _locked_variables(graph, schedule, storage) if lock_updates else {}
+    for var in sorted({v for vs in locked.values() for v in vs}):
+        slot_index[("lock", var)] = len(slots)
+        slots.append(Slot("lock", var, _dt.int64, (8,)))  # one cache line
 
     constants = _Constants(graph, local_prefix)
 
@@ -179,7 +195,8 @@ def lower_program(
             for j in fetch_slots.get((n, out), []):
                 if nbytes and storage[(n, out)] != ("output", j):
                     copies.append(FetchCopy(j, pointer((n, out), dtype), nbytes))
-        steps.append(Step(n, node["op"], _comment(graph, n, inputs), bound, copies))
+        locks = [f"state[{slot_index[('lock', v)]}]" for v in locked.get(n, ())]
+        steps.append(Step(n, node["op"], _comment(graph, n, inputs), bound, copies, locks))
 
     read_first, written = _variable_effects(graph, schedule, storage, fetch_slots)
     fetches = [
@@ -231,6 +248,27 @@ class _Constants:
                 self.external.append(np.ascontiguousarray(value, dtype=dtype.np))
             self._pointers[node_name] = ptr
         return self._pointers[node_name]
+
+
+def _locked_variables(graph: Graph, schedule: list, storage: dict) -> dict[str, list[str]]:
+    """The variables each update with use_locking writes (a fused update's own op's flag),
+    by node, sorted: the order every program takes their locks in, so two never deadlock."""
+    locked = {}
+    for n in schedule:
+        node = graph.node(n)
+        update = node["attrs"].get("update") if is_fusion(node["op"]) else None
+        flags = update.attrs if update is not None else node["attrs"]
+        if not flags.get("use_locking"):
+            continue
+        inputs = graph.input_edges(n)
+        written = set()
+        for i in get_opdef(node["op"]).ref_inputs:
+            kind, value = storage[root_tensor(storage, inputs[i])]
+            if kind == "var":
+                written.add(value)
+        if written:
+            locked[n] = sorted(written)
+    return locked
 
 
 def _variable_effects(graph, schedule, storage, fetch_slots) -> tuple[list[str], list[str]]:

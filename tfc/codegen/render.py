@@ -116,13 +116,17 @@ def render_program(
     timed: list[str] = []  # the profile table's labels, one per timed step
     for step in program.steps:
         lines = []
+        unlock = " ".join(f"tfc_update_unlock({word});" for word in reversed(step.locks))
+        if step.locks and target.fail_call_locked is None:
+            raise NotImplementedError(f"the {target.name} target takes no update locks")
         for bound in step.kernels:
             text = render_kernel(bound.kernel, target, restrict=bound.restrict)
             name = names.setdefault(text, f"{program.local_prefix}k{len(names)}")
             if bound.kernel.can_fail:
                 args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
+                call = target.fail_call_locked if step.locks else target.fail_call
                 lines.append(
-                    target.fail_call.format(name=name, args=args, node=c_string(step.node))
+                    call.format(name=name, args=args, node=c_string(step.node), unlock=unlock)
                 )
                 sites.append(c_string(step.node))
             else:
@@ -131,6 +135,8 @@ def render_program(
             f"{target.copy_function}(outputs[{c.slot}], {c.source}, {c.nbytes});"
             for c in step.copies
         )
+        if step.locks:  # an update with use_locking: its variables' locks held around it
+            lines = [*(f"tfc_update_lock({word});" for word in step.locks), *lines, unlock]
         if profile and lines:
             lines = [
                 "tfc_prof_t = tfc_prof_now();",

@@ -20,6 +20,7 @@ from tfc.ops import (  # noqa: F401
     nn_grad,
     nn_loss,
     numerics,
+    queues,
     random,
     reduce,
     registry,

@@ -63,6 +63,10 @@ class OpDef:
     # the op's kernel needs the host CPU (host memory, stdio, files, Python), so it can never
     # run on a GPU: placement puts it on the CPU of its task (tfc/passes/place.py)
     host_only: bool = False
+    # the Session runs the op around the compiled program rather than inside it (queue ops:
+    # dequeues before it, their outputs fed; enqueues after it, their inputs fetched; see
+    # tfc/client/queue_runs.py): the prune pass takes it out of program graphs
+    session_side: bool = False
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -3,7 +3,9 @@
 Guarantees: every remaining node is an ancestor (by data or control edge) of a fetch or a
 target; no Placeholder remains (an unfed one that is needed raises TF's missing-feed error);
 the producers of fed tensors run only if something else needs them; an unfed
-PlaceholderWithDefault becomes an Identity of its default (so it takes the default's shape).
+PlaceholderWithDefault becomes an Identity of its default (so it takes the default's shape);
+no op the Session runs around the program (OpDef.session_side: queue ops) remains, a control
+edge from one becoming edges from its own inputs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from tfc.ir import errors
 from tfc.ir.graph import Graph
 from tfc.ops.constant import missing_feed_message
+from tfc.ops.registry import get_opdef
 
 
 def prune_graph(graph: Graph) -> Graph:
@@ -18,16 +21,9 @@ def prune_graph(graph: Graph) -> Graph:
     if not attrs.get("feeds_cut"):
         _cut_feeds(graph)
         attrs["feeds_cut"] = True
-    roots = [n for n, _ in attrs["fetches"]] + list(attrs["targets"])
-    keep = set(roots)
-    stack = list(roots)
-    while stack:
-        for pred in graph.nx.predecessors(stack.pop()):
-            if pred not in keep:
-                keep.add(pred)
-                stack.append(pred)
-    for name in [n for n in graph.nx.nodes if n not in keep]:
-        graph.remove_node(name)
+    _remove_unreached(graph)
+    if _remove_session_side(graph):
+        _remove_unreached(graph)
     for name in graph.node_names():
         node = graph.node(name)
         if node["op"] == "PlaceholderWithDefault":
@@ -57,3 +53,50 @@ def _cut_feeds(graph: Graph) -> None:
         for consumer, in_index in graph.consumers(src, out):
             graph.set_input(consumer, in_index, (feed, 0))
         attrs["fetches"] = [(feed, 0) if f == (src, out) else f for f in attrs["fetches"]]
+
+
+def _remove_unreached(graph: Graph) -> None:
+    attrs = graph.graph_attrs
+    roots = [n for n, _ in attrs["fetches"]] + list(attrs["targets"])
+    keep = set(roots)
+    stack = list(roots)
+    while stack:
+        for pred in graph.nx.predecessors(stack.pop()):
+            if pred not in keep:
+                keep.add(pred)
+                stack.append(pred)
+    for name in [n for n in graph.nx.nodes if n not in keep]:
+        graph.remove_node(name)
+
+
+def _remove_session_side(graph: Graph) -> bool:
+    """Take out the ops the Session runs before or after the program (their outputs are fed,
+    their inputs fetched): whatever ran after one through a control edge now runs after what
+    it waited for, and what a targeted one waited for is targeted. Whether any was removed."""
+    attrs = graph.graph_attrs
+    removed = False
+    for name in graph.node_names():
+        node = graph.node(name)
+        if not get_opdef(node["op"]).session_side:
+            continue
+        used = graph.consumers(name)
+        fetched = [f for f in attrs["fetches"] if f[0] == name]
+        if used or fetched:
+            out = graph.input_edges(used[0][0])[used[0][1]][1] if used else fetched[0][1]
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"'{name}' (op: '{node['op']}') runs in the Session around the compiled program, "
+                f"and its output {name}:{out} was not fed: run it with a tf.Session (not a "
+                "native build), which feeds the values it takes from its queue",
+            )
+        before = [u for u, _ in graph.nx.in_edges(name)]
+        for after in graph.control_output_names(name):
+            for u in before:
+                graph.add_control_edge(u, after)
+        if name in attrs["targets"]:
+            targets = [t for t in attrs["targets"] if t != name]
+            attrs["targets"] = targets + [u for u in dict.fromkeys(before) if u not in targets]
+        graph.remove_node(name)
+        removed = True
+    return removed
