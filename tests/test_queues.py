@@ -347,3 +347,20 @@ def test_from_list_is_refused_with_the_reason():
     q = tf.FIFOQueue(4, tf.float32)
     with pytest.raises(NotImplementedError, match="run-time index"):
         tf.QueueBase.from_list(0, [q, q])
+
+
+def test_queues_survive_a_meta_graph_round_trip(tmp_path):
+    q = tf.FIFOQueue(4, [tf.float32, tf.int32], shapes=[[2], []], name="q")
+    q.enqueue_many([[[1.0, 2.0], [3.0, 4.0]], [7, 8]], name="fill")
+    q.dequeue_many(2, name="take")
+    path = str(tmp_path / "model.meta")
+    tf.train.export_meta_graph(path)
+    tf.reset_default_graph()
+    tf.train.import_meta_graph(path)
+    graph = tf.get_default_graph()
+    with tf.Session() as sess:
+        sess.run("fill", options=T)
+        values, ids = sess.run(["take:0", "take:1"], options=T)
+    np.testing.assert_array_equal(values, [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(ids, [7, 8])
+    assert graph.get_operation_by_name("q").type == "FIFOQueueV2"

@@ -23,7 +23,7 @@ import numpy as np
 from tfc.backend.native_queue import FIFO, PRIORITY, RANDOM_SHUFFLE, NativeQueue
 from tfc.ir import errors
 from tfc.ir.graph import CONTROL, Graph, Tensor
-from tfc.ops.queues import DEQUEUE_OPS, GRAPHS_WITH_QUEUES, QUERY_OPS, QueueSpec
+from tfc.ops.queues import DEQUEUE_OPS, QUERY_OPS, QUEUE_KINDS, QueueSpec, graph_has_queues
 from tfc.ops.registry import get_opdef
 
 _KINDS = {
@@ -83,9 +83,9 @@ def make_plan(graph: Graph, fetches: tuple, targets: tuple, fed: tuple) -> _Plan
     for name in ops:
         op = graph.get_operation_by_name(name)
         node = nodes[name]
-        spec = node["attrs"].get("queue")
-        if spec is None:  # a creation op: the queue is made when an op first uses it
+        if node["op"] in QUEUE_KINDS:  # a creation op: the queue is made when first used
             continue
+        spec = QueueSpec.of(node["attrs"])
         if node["op"] in DEQUEUE_OPS or node["op"] in QUERY_OPS:
             before.append(_Action(name, node["op"], spec, node["attrs"], tuple(op.outputs)))
         else:
@@ -189,7 +189,7 @@ class QueueRuns:
         deadline_ns: int,
     ) -> QueueStep | None:  # fmt: skip
         """The queue step of a run, or None when the run has no queue op."""
-        if graph not in GRAPHS_WITH_QUEUES:
+        if not graph_has_queues(graph):
             return None
         key = (
             graph,

@@ -8,9 +8,10 @@ their outputs fed to it; its enqueues and closes after it, the enqueued componen
 it (tfc/client/queue_runs.py). So a compiled program never blocks: a run that waits on a queue
 waits before or after its program, holding no lock of the session.
 
-Every queue op carries the queue's description (`QueueSpec`, attribute "queue"), so the
-session finds the queue's state from any one of them; the creation op (FIFOQueueV2...) is the
-queue's node in the graph, where tf.container and shared_name are recorded.
+Every queue op carries the queue's description (attribute "queue": `QueueSpec.as_attr()`, plain
+values, so meta graph files hold it), so the session finds the queue's state from any one of
+them; the creation op (FIFOQueueV2...) is the queue's node in the graph, where tf.container and
+shared_name are recorded.
 """
 
 from __future__ import annotations
@@ -43,11 +44,21 @@ ENQUEUE_OPS = frozenset({"QueueEnqueueV2", "QueueEnqueueManyV2"})
 DEQUEUE_OPS = frozenset({"QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2"})
 QUERY_OPS = frozenset({"QueueSizeV2", "QueueIsClosedV2"})
 
-# graphs that hold queues: a Session.run of any other graph skips the queue hook
-GRAPHS_WITH_QUEUES: weakref.WeakSet[Graph] = weakref.WeakSet()
+_QUEUE_OPS = frozenset(QUEUE_KINDS) | ENQUEUE_OPS | DEQUEUE_OPS | QUERY_OPS | {"QueueCloseV2"}
+_has_queues: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> (version, bool)
 
 
-@dataclass(frozen=True, eq=False)
+def graph_has_queues(graph: Graph) -> bool:
+    """Whether `graph` holds a queue op (a run of any other graph skips the queue hook);
+    looked up once per version of the graph."""
+    known = _has_queues.get(graph)
+    if known is None or known[0] != graph.version:
+        found = any(op in _QUEUE_OPS for _, op in graph.nx.nodes(data="op"))
+        known = _has_queues[graph] = (graph.version, found)
+    return known[1]
+
+
+@dataclass(frozen=True)
 class QueueSpec:
     """What a queue is: its creation node, kind, capacity and components, and where its state
     is kept (the resource container, and the name sessions share it by when not empty)."""
@@ -71,6 +82,23 @@ class QueueSpec:
     @property
     def padded(self) -> bool:
         return self.type == "PaddingFIFOQueueV2"
+
+    def as_attr(self) -> dict:
+        """The description as the queue ops' "queue" attribute: plain values only."""
+        return {
+            "op": self.op, "type": self.type, "capacity": self.capacity,
+            "dtypes": list(self.dtypes), "shapes": list(self.shapes),
+            "min_after_dequeue": self.min_after_dequeue, "seed": self.seed, "seed2": self.seed2,
+            "container": self.container, "shared_name": self.shared_name,
+        }  # fmt: skip
+
+    @staticmethod
+    def of(op_attrs: dict) -> QueueSpec:
+        """The description a queue op's attributes hold."""
+        a = dict(op_attrs["queue"])
+        a["dtypes"] = tuple(a["dtypes"])
+        a["shapes"] = tuple(None if s is None else tuple(s) for s in a["shapes"])
+        return QueueSpec(**a)
 
     def check_element(self, component: int, shape: tuple[int, ...], op: str) -> str | None:
         """Why an element of `shape` cannot go into component `component` (None if it can)."""
@@ -109,7 +137,7 @@ def _dequeue_infer(batch: str):
     """Dequeue's outputs: one element ("one"), `n` of them ("many"), or up to `n` ("up_to")."""
 
     def infer(ctx: OpContext) -> list:
-        spec: QueueSpec = ctx.attrs["queue"]
+        spec = QueueSpec.of(ctx.attrs)
         if batch == "one":
             return list(zip(spec.dtypes, spec.shapes))
         lead = ctx.attrs["n"] if batch == "many" else None
@@ -196,7 +224,7 @@ class QueueBase:
             **extra,
         )  # fmt: skip
         attrs = {
-            "queue": spec,
+            "queue": spec.as_attr(),
             "component_types": list(dtypes),
             "shapes": list(spec.shapes) if shapes is not None else [],
             "capacity": spec.capacity,
@@ -205,7 +233,6 @@ class QueueBase:
             **extra,
         }
         self._op = apply_op(op_type, [], attrs, name=node + "/")
-        GRAPHS_WITH_QUEUES.add(graph)
         self._spec = spec
         self._dtypes = list(dtypes)
         self._shapes = [TensorShape(s) for s in spec.shapes]
@@ -335,7 +362,7 @@ class QueueBase:
         return tensors
 
     def _apply(self, op_type: str, inputs: list, attrs: dict, name: str) -> Operation:
-        attrs = {"queue": self._spec, **attrs}
+        attrs = {"queue": self._spec.as_attr(), **attrs}
         if op_type in ENQUEUE_OPS:
             attrs["Tcomponents"] = list(self._dtypes)
         return apply_op(op_type, inputs, attrs, name=name)
