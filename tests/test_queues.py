@@ -332,15 +332,23 @@ def test_queue_ops_run_in_the_interpreter_too():
     assert interp.run(q.size()) == 0
 
 
-def test_native_builds_refuse_queue_ops_by_name():
-    from tfc.compiler import compile_program, pipeline
-    from tfc.ir.program import make_program_graph
+def test_native_builds_refuse_queue_ops_by_name(tmp_path):
+    def signatures():
+        q = tf.FIFOQueue(4, tf.float32, shapes=[[2]])
+        x = tf.placeholder(tf.float32, [None, 2], name="features")
+        w = tf.Variable(tf.zeros([2, 1]))
+        loss = tf.reduce_mean(tf.matmul(x, w))
+        with tf.control_dependencies([q.enqueue_many([x])]):  # dropped silently, were it not
+            train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        return {"train": {"inputs": {"features": x}, "loss": loss, "train_op": train_op}}
 
-    q = tf.FIFOQueue(4, tf.float32, shapes=[[]])
-    y = q.dequeue() * 2.0
-    graph = make_program_graph(tf.get_default_graph(), [(y.op.name, 0)])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="fifo_queue_Dequeue.*not fed"):
-        compile_program(graph, pipeline())
+    with pytest.raises(tf.errors.UnimplementedError, match="fifo_queue_EnqueueMany.*queue op"):
+        tf.compile(signatures, tmp_path / "out", batch=4, build=False)
+    tf.reset_default_graph()
+    y = tf.FIFOQueue(4, tf.float32, shapes=[[]]).dequeue() * 2.0
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.UnimplementedError, match="fifo_queue_Dequeue"):
+            sess.profile(y)
 
 
 def test_from_list_is_refused_with_the_reason():

@@ -330,6 +330,7 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            graph.graph_attrs["session_side_ops"] = True  # run() runs the queue ops around it
             name = program_name(fetches, targets)
             if _placed_on_gpu(graph):
                 program = self._placed_program(graph, name, len(fetches))

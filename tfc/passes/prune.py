@@ -5,7 +5,8 @@ target; no Placeholder remains (an unfed one that is needed raises TF's missing-
 the producers of fed tensors run only if something else needs them; an unfed
 PlaceholderWithDefault becomes an Identity of its default (so it takes the default's shape);
 no op the Session runs around the program (OpDef.session_side: queue ops) remains, a control
-edge from one becoming edges from its own inputs.
+edge from one becoming edges from its own inputs; where the caller runs no such ops (a native
+build: graph_attrs["session_side_ops"] unset), one that the fetches need is an error naming it.
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ def _remove_session_side(graph: Graph) -> bool:
         node = graph.node(name)
         if not get_opdef(node["op"]).session_side:
             continue
+        if not attrs.get("session_side_ops"):
+            raise errors.UnimplementedError(
+                None,
+                None,
+                f"'{name}' (op: '{node['op']}') is a queue op: only Session.run (and the "
+                "interpreter) run queue ops, around their compiled programs; native builds "
+                "(tfc compile), Session.profile and time_runs do not",
+            )
         used = graph.consumers(name)
         fetched = [f for f in attrs["fetches"] if f[0] == name]
         if used or fetched:

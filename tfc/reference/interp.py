@@ -82,6 +82,7 @@ class Interpreter:
         state = self.state
         request = RunRequest(self.graph, fetches, feed_dict, state.iterators, state.queue_runs)
         program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
+        program.graph_attrs["session_side_ops"] = True  # the queue ops run around it, as run()'s
         program = interpreter_program(program)
         values = evaluate(program, request.feed_values, state)
         request.finish(values)
