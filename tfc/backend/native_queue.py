@@ -8,8 +8,8 @@ the other Python threads running.
 
 from __future__ import annotations
 
+import math
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import cffi
@@ -66,17 +66,33 @@ def clock_ns() -> int:
     return int(_runtime()[1].tfc_queue_clock_ns())
 
 
-@dataclass(frozen=True)
-class Batch:
-    """Dequeued elements, one array per component (stacked along a new first dimension)."""
+class _Scratch:
+    """A thread's buffers for its queue calls: the error report, the dequeued batch's pointer,
+    dims (allocated once per thread, not per call)."""
 
-    count: int
-    components: list[np.ndarray]
+    def __init__(self, ffi: cffi.FFI) -> None:
+        self.buf = ffi.new("char[]", 1024)
+        self.err = ffi.new("tfc_error *")
+        self.err.msg, self.err.cap = self.buf, 1024
+        self.batch = ffi.new("tfc_queue_batch **")
+        self.dims = ffi.new("int64_t[]", _MAX_RANK)
+        self.uniform = ffi.new("int *")
+
+
+_threads = threading.local()
+
+
+def _scratch(ffi: cffi.FFI) -> _Scratch:
+    scratch = getattr(_threads, "scratch", None)
+    if scratch is None:
+        scratch = _threads.scratch = _Scratch(ffi)
+    return scratch
 
 
 class NativeQueue:
     """One queue in native memory: `label` starts its messages ("FIFOQueue 'q'"), `kind` is
-    FIFO, RANDOM_SHUFFLE or PRIORITY, `dtypes` the NumPy dtypes of its components."""
+    FIFO, RANDOM_SHUFFLE or PRIORITY, `dtypes` the NumPy dtypes of its components, `shapes`
+    their element shapes where every element has that shape (the caller checks enqueues)."""
 
     def __init__(
         self,
@@ -87,10 +103,18 @@ class NativeQueue:
         min_after_dequeue: int = 0,
         seed: int = 0,
         seed2: int = 0,
+        shapes: list[tuple[int, ...] | None] | None = None,
     ) -> None:
         self.ffi, self._lib = _runtime()
         self.label = label
         self.dtypes = [np.dtype(d) for d in dtypes]
+        self._shapes = list(shapes) if shapes is not None else [None] * len(self.dtypes)
+        self._dims = [  # the dims of the components whose every element has one shape
+            None if shape is None else self.ffi.new("int64_t[]", list(shape) or [0])
+            for shape in self._shapes
+        ]
+        # element layouts of enqueues (bytes, ranks, dims per component), by their shapes
+        self._layouts: dict[tuple, tuple] = {}
         self._ptr = self._lib.tfc_queue_new(
             label.encode(), kind, capacity, len(self.dtypes), min_after_dequeue,
             seed & (2**64 - 1), seed2 & (2**64 - 1),
@@ -98,15 +122,23 @@ class NativeQueue:
         if self._ptr == self.ffi.NULL:
             raise MemoryError(f"cannot create {label} (capacity {capacity})")
 
-    def _error(self) -> tuple[Any, Any]:
-        buf = self.ffi.new("char[]", 1024)
-        err = self.ffi.new("tfc_error *")
-        err.msg, err.cap = buf, 1024
-        return err, buf
-
-    def _raise(self, rc: int, buf: Any, op: Any) -> None:
-        message = self.ffi.string(buf).decode(errors="replace")
+    def _raise(self, rc: int, scratch: _Scratch, op: Any) -> None:
+        message = self.ffi.string(scratch.buf).decode(errors="replace")
         raise errors.error_for_code(rc)(None, op, message)
+
+    def _layout(self, shapes: tuple) -> tuple:
+        layout = self._layouts.get(shapes)
+        if layout is None:
+            if len(self._layouts) > 64:  # elements of ever new shapes (a padding queue's)
+                self._layouts.clear()
+            ffi = self.ffi
+            nbytes = [math.prod(s) * d.itemsize for s, d in zip(shapes, self.dtypes)]
+            layout = self._layouts[shapes] = (
+                ffi.new("int64_t[]", nbytes),
+                ffi.new("int32_t[]", [len(s) for s in shapes]),
+                ffi.new("int64_t[]", [d for s in shapes for d in s] or [0]),
+            )  # fmt: skip
+        return layout
 
     def enqueue(
         self, components: list[np.ndarray], many: bool, deadline_ns: int = 0, op: Any = None
@@ -117,16 +149,14 @@ class NativeQueue:
         ffi = self.ffi
         arrays = [np.asarray(a, dtype=d, order="C") for a, d in zip(components, self.dtypes)]
         n = arrays[0].shape[0] if many else 1
-        shapes = [a.shape[1:] if many else a.shape for a in arrays]
+        nbytes, ranks, dims = self._layout(tuple(a.shape[1:] if many else a.shape for a in arrays))
         data = ffi.new("void *[]", [ffi.from_buffer(a) for a in arrays])
-        nbytes = ffi.new("int64_t[]", [int(np.prod(s, dtype=np.int64)) * a.itemsize
-                                       for s, a in zip(shapes, arrays)])  # fmt: skip
-        ranks = ffi.new("int32_t[]", [len(s) for s in shapes])
-        dims = ffi.new("int64_t[]", [d for s in shapes for d in s] or [0])
-        err, buf = self._error()
-        rc = self._lib.tfc_queue_enqueue(self._ptr, n, data, nbytes, ranks, dims, deadline_ns, err)
+        scratch = _scratch(ffi)
+        rc = self._lib.tfc_queue_enqueue(
+            self._ptr, n, data, nbytes, ranks, dims, deadline_ns, scratch.err
+        )
         if rc != 0:
-            self._raise(rc, buf, op)
+            self._raise(rc, scratch, op)
 
     def dequeue(
         self,
@@ -140,30 +170,21 @@ class NativeQueue:
         with `allow_fewer`, fewer from a closed queue). Elements of different shapes are padded
         with zeros to the largest when `padded`, else an error. Blocks while too few are there."""
         ffi, lib = self.ffi, self._lib
-        out = ffi.new("tfc_queue_batch **")
-        err, buf = self._error()
+        scratch = _scratch(ffi)
         rc = lib.tfc_queue_dequeue(self._ptr, 1 if n is None else n, allow_fewer, deadline_ns,
-                                   out, err)  # fmt: skip
+                                   scratch.batch, scratch.err)  # fmt: skip
         if rc != 0:
-            self._raise(rc, buf, op)
-        batch = out[0]
+            self._raise(rc, scratch, op)
+        batch = scratch.batch[0]
         try:
             count = int(lib.tfc_queue_batch_count(batch))
             arrays = []
-            dims = ffi.new("int64_t[]", _MAX_RANK)
-            uniform = ffi.new("int *")
             for c, dtype in enumerate(self.dtypes):
-                rank = lib.tfc_queue_batch_dims(batch, c, dims, _MAX_RANK, uniform)
-                if rank == -1 or (rank >= 0 and not uniform[0] and not padded):
-                    raise errors.InvalidArgumentError(
-                        None, op, f"Shape mismatch in tuple component {c}: the elements "
-                        f"dequeued together from {self.label} have different shapes",
-                    )  # fmt: skip
-                if rank == -2:
-                    raise errors.InvalidArgumentError(
-                        None, op, f"component {c} of {self.label} has rank over {_MAX_RANK}"
-                    )
-                shape = tuple(dims[k] for k in range(rank)) if count else ()
+                shape, dims = self._shapes[c], self._dims[c]
+                if shape is not None:  # every element has this shape
+                    rank = len(shape)
+                else:
+                    shape, rank, dims = self._batch_shape(batch, scratch, c, count, padded, op)
                 array = np.empty((count, *shape), dtype=dtype)
                 if count:
                     lib.tfc_queue_batch_copy(
@@ -173,6 +194,23 @@ class NativeQueue:
             return arrays
         finally:
             lib.tfc_queue_batch_free(batch)
+
+    def _batch_shape(
+        self, batch: Any, scratch: _Scratch, c: int, count: int, padded: bool, op: Any
+    ) -> tuple:
+        """(shape, rank, dims) of component c over a batch of elements of varying shapes."""
+        rank = self._lib.tfc_queue_batch_dims(batch, c, scratch.dims, _MAX_RANK, scratch.uniform)
+        if rank == -1 or (rank >= 0 and not scratch.uniform[0] and not padded):
+            raise errors.InvalidArgumentError(
+                None, op, f"Shape mismatch in tuple component {c}: the elements dequeued "
+                f"together from {self.label} have different shapes",
+            )  # fmt: skip
+        if rank == -2:
+            raise errors.InvalidArgumentError(
+                None, op, f"component {c} of {self.label} has rank over {_MAX_RANK}"
+            )
+        shape = tuple(scratch.dims[k] for k in range(rank)) if count else ()
+        return shape, rank, scratch.dims
 
     def close(self, cancel_pending_enqueues: bool = False) -> None:
         self._lib.tfc_queue_close(self._ptr, int(bool(cancel_pending_enqueues)))

@@ -55,9 +55,11 @@ def make_queue(spec: QueueSpec, seeds: Callable[[], tuple[int, int]]) -> NativeQ
     seed, seed2 = spec.seed, spec.seed2
     if spec.type == "RandomShuffleQueueV2" and seed == 0 and seed2 == 0:
         seed, seed2 = seeds()
+    # the components whose shape is fully known: every element has it (enqueues are checked)
+    shapes = [s if s is not None and None not in s else None for s in spec.shapes]
     return NativeQueue(
         spec.label, _KINDS[spec.type], spec.capacity, [d.np for d in spec.dtypes],
-        spec.min_after_dequeue, seed, seed2,
+        spec.min_after_dequeue, seed, seed2, shapes,
     )  # fmt: skip
 
 
