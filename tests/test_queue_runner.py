@@ -158,3 +158,19 @@ def test_supervisor_managed_session_reads_a_pipeline_to_its_end(tmp_path):
         while not supervisor.should_stop():
             got.append(sess.run(batch, options=T).tolist())
     assert got == [[0, 1, 2, 3], [4, 5, 0, 1], [2, 3, 4, 5]]
+
+
+def test_monitored_training_session_with_checkpoints_reads_a_pipeline(tmp_path):
+    (value,) = tf.train.slice_input_producer([[1.0, 2.0, 3.0, 4.0]], num_epochs=3, shuffle=False)
+    batch = tf.train.batch([value], 2)
+    total = tf.Variable(0.0)
+    step = tf.train.get_or_create_global_step()
+    train = tf.group(tf.assign_add(total, tf.reduce_sum(batch)), tf.assign_add(step, 1))
+    with tf.train.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), save_checkpoint_steps=2
+    ) as sess:  # its graph file holds the queue ops; its checkpoints the model
+        while not sess.should_stop():
+            sess.run(train, options=T)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
+    reader = tf.train.load_checkpoint(str(tmp_path))
+    assert reader.get_tensor(total.op.name) == 30.0  # 3 epochs of 1 + 2 + 3 + 4
