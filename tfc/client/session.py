@@ -50,8 +50,6 @@ from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
 from tfc.ops.queues import QueueSpec
 
-__all__ = ["Session", "InteractiveSession", "get_default_session", "aligned_zeros"]
-
 
 class _CallFrame:
     """What one call of a program writes: its arena, the pointer tables of its feeds and
