@@ -233,6 +233,13 @@ def test_priority_queue_dequeues_by_priority():
         p, v = sess.run([priority, value], options=T)
     np.testing.assert_array_equal(p, [1, 1, 2, 3])
     np.testing.assert_array_equal(v, [10, 11, 20, 30])
+    unshaped = tf.PriorityQueue(2, [tf.float32])
+    assert unshaped.shapes[0] == tf.TensorShape([])  # the priority is a scalar
+    priorities = tf.placeholder(tf.int64, None)
+    bad = unshaped.enqueue([priorities, 1.0])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"Expected \[\], got \[2\]"):
+            sess.run(bad, {priorities: [1, 2]}, options=T)
 
 
 def _shuffled(seed, graph_seed=None):

@@ -529,7 +529,9 @@ class PriorityQueue(QueueBase):
         types = _as_type_list(types)
         shape_list = _as_shape_list(shapes, types)
         dtypes = [_dt.int64, *types]
-        with_priority = None if shape_list is None else [TensorShape(()), *shape_list]
+        # the priority is a scalar whether or not the other shapes are given
+        rest = shape_list if shape_list is not None else [TensorShape(None)] * len(types)
+        with_priority = [TensorShape(()), *rest]
         super().__init__(
             "PriorityQueueV2", capacity, dtypes, with_priority, _as_name_list(names, dtypes),
             name, shared_name,
