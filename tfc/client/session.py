@@ -30,8 +30,9 @@ from tfc.backend.cc import bind_io, build_shared_library, load_library
 from tfc.backend.native_queue import clock_ns
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
+from tfc.client.python_stage import PythonStagedProgram
 from tfc.client.queue_runs import QueueRuns, make_queue
-from tfc.client.request import RunRequest
+from tfc.client.request import FeedSources, RunRequest
 from tfc.client.resources import (
     SessionState,
     aligned_zeros,
@@ -43,12 +44,13 @@ from tfc.client.staged import StagedProgram
 from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
-from tfc.compiler import Program, compile_program, compile_stages
+from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
 from tfc.ops.queues import QueueSpec
+from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
 
 
 class _CallFrame:
@@ -164,6 +166,41 @@ class CompiledProgram:
         return errors.error_for_code(rc)(None, op, message)
 
 
+class _InitializedFlags:
+    """Feeds each IsVariableInitialized op a run needs (and nobody fed) its answer: whether
+    this session has initialized the variable, as at the start of the run."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def add_feeds(
+        self,
+        graph: Graph,
+        fetches: list,
+        targets: list[str],
+        feed_tensors: list,
+        feed_values: list[np.ndarray],
+    ) -> None:
+        if graph not in GRAPHS_WITH_INIT_FLAGS:
+            return
+        fed = {(t.op.name, t.value_index) for t in feed_tensors}
+        seen: set[str] = set()
+        stack = [t.op.name for t in fetches] + list(targets)
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if graph.op_type(name) == "IsVariableInitialized" and (name, 0) not in fed:
+                var = graph.input_edges(name)[0][0]
+                feed_tensors.append(graph.get_tensor_by_name(f"{name}:0"))
+                initialized = self._session._state.initialized
+                feed_values.append(np.array(self._session._var_key(var) in initialized))
+                continue
+            stack += [src for src, out in graph.input_edges(name) if (src, out) not in fed]
+            stack += graph.control_input_names(name)
+
+
 class Session:
     """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
 
@@ -183,6 +220,7 @@ class Session:
         self._rng: dict[str, np.ndarray] = {}
         # tf.data iterators' positions are per session; map functions run in sessions of their own
         self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
+        self._feed_sources = FeedSources(self._iterators, _InitializedFlags(self))
         self._queue_runs = QueueRuns(self._queue)
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
@@ -200,7 +238,7 @@ class Session:
         operation_timeout_in_ms) has passed, then fails with DeadlineExceededError."""
         self._check_open()
         request = RunRequest(
-            self.graph, fetches, feed_dict, self._iterators, self._queue_runs,
+            self.graph, fetches, feed_dict, self._feed_sources, self._queue_runs,
             self._deadline(options),
         )  # fmt: skip
         with self._lock:
@@ -239,7 +277,7 @@ class Session:
         other side wrote them last). A GPU program reads device feeds in place and may leave
         its fetches on the device (RunOptions.fetches_on_device); a host program gets copies.
         A staged program hands its stages on to _call_stage."""
-        if isinstance(program, StagedProgram):
+        if isinstance(program, (StagedProgram, PythonStagedProgram)):
             return program(feeds, fetches_on_device(options))
         return self._call_stage(program, feeds, fetches_on_device(options))
 
@@ -272,7 +310,7 @@ class Session:
         if runs < 1:
             raise ValueError(f"runs must be at least 1, got {runs}")
         self._check_open()
-        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             build = self._profile_build(request)
             program, lowered = build.program, build.lowered
@@ -307,13 +345,14 @@ class Session:
         if runs < 1:
             raise ValueError(f"runs must be at least 1, got {runs}")
         self._check_open()
-        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             program = self._program(request)
             if not isinstance(program, CompiledProgram):
                 raise ValueError(
-                    "time_runs times a program that runs on the host CPU; the program of "
-                    "these fetches runs on a GPU (ops placed there, or TFC_DEVICE=gpu)"
+                    "time_runs times a program that runs on the host CPU in one piece; the "
+                    "program of these fetches runs on a GPU (ops placed there, or "
+                    "TFC_DEVICE=gpu) or in stages around ops only Python runs"
                 )
             self._check_initialized(program.lowered)
             rc, seconds = program.time_loop(request.feed_values, runs)
@@ -330,15 +369,34 @@ class Session:
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             graph.graph_attrs["session_side_ops"] = True  # run() runs the queue ops around it
             name = program_name(fetches, targets)
-            if _placed_on_gpu(graph):
-                program = self._placed_program(graph, name, len(fetches))
-            else:
-                compiled = compile_program(
-                    graph, self._passes, C, name=name, verify=self._verify, lock_updates=True
+            stages = split_python_stages(graph, verify=self._verify)
+            if stages:  # ops only Python runs: native stages compiled per shape, in turn
+                program = PythonStagedProgram(
+                    name, stages, len(fetches), self._compile, self._run_stage, self.graph
                 )
-                program = CompiledProgram(self, compiled.lowered, compiled.source)
+            else:
+                program = self._compile(graph, name)
             self._programs[key] = program
         return program
+
+    def _run_stage(self, program: Any, feeds: list) -> tuple[int, list]:
+        """A native stage of a PythonStagedProgram run as `run` runs a program: its variables
+        checked before, marked initialized after; its fetches to the host."""
+        self._check_initialized(program.lowered)
+        rc, results = self._call_program(program, feeds)
+        if rc == 0:
+            self._mark_initialized(program.lowered.vars_written)
+        return rc, results
+
+    def _compile(self, graph: Graph, name: str) -> Any:
+        """A program graph compiled: for the host, or in host and GPU stages when it has ops
+        on a GPU."""
+        if _placed_on_gpu(graph):
+            return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
+        compiled = compile_program(
+            graph, self._passes, C, name=name, verify=self._verify, lock_updates=True
+        )
+        return CompiledProgram(self, compiled.lowered, compiled.source)
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
         """A program with ops on a GPU, cut into host and GPU stages (tfc/client/staged.py).
