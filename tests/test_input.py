@@ -216,6 +216,24 @@ def test_maybe_shuffle_batch_and_joins_filter_too():
         assert sess.run(shuffled_join, options=T).tolist() == [3]
 
 
-def test_string_input_producer_is_refused_until_tfc_has_strings():
-    with pytest.raises(NotImplementedError, match="no tf.string"):
-        tf.train.string_input_producer(["a.csv"])
+def test_string_input_producer_hands_out_names_epoch_after_epoch():
+    names = ["a.csv", "bb.csv", "ccc.csv"]
+    queue = tf.train.string_input_producer(names, num_epochs=2, shuffle=False)
+    name = queue.dequeue()
+    with running() as sess:
+        got = read_all(sess, [name, tf.strings.length(name)])
+    assert [(n, int(k)) for n, k in got] == [(n.encode(), len(n)) for n in names] * 2
+
+    files = [f"part-{i}.csv" for i in range(8)]
+
+    def shuffled(seed):
+        tf.reset_default_graph()
+        q = tf.train.string_input_producer(files, num_epochs=2, seed=seed)
+        with running() as sess:
+            return [v.decode() for v in read_all(sess, q.dequeue())]
+
+    a, b = shuffled(7), shuffled(7)
+    assert a == b and sorted(a[:8]) == sorted(a[8:]) == files  # each epoch every file once
+    assert a[:8] != files and a[:8] != a[8:]
+    with pytest.raises(ValueError, match="requires a non-null input tensor"):
+        tf.train.string_input_producer([])

@@ -223,6 +223,24 @@ def test_padding_fifo_queue_pads_each_batch_to_its_longest():
         tf.PaddingFIFOQueue(5, [tf.int32], shapes=[tf.TensorShape(None)])
 
 
+def test_string_queues_hold_bytes_for_string_ops():
+    q = tf.PaddingFIFOQueue(4, [tf.string, tf.int32], shapes=[[None], []])
+    words = tf.placeholder(tf.string, [None])
+    enq = q.enqueue([words, tf.size(words)])
+    batch, counts = q.dequeue_many(2)
+    lengths = tf.strings.length(batch)
+    with tf.Session() as sess:
+        sess.run(enq, {words: ["queue", "s"]}, options=T)
+        sess.run(enq, {words: ["tf\u00e9"]}, options=T)  # UTF-8: 4 bytes
+        got, n, length = sess.run([batch, counts, lengths], options=T)
+    assert got.tolist() == [[b"queue", b"s"], ["tf\u00e9".encode(), b""]]
+    assert n.tolist() == [2, 1] and length.tolist() == [[5, 1], [4, 0]]
+    single = tf.FIFOQueue(2, tf.string, shapes=[[]])
+    with tf.Session() as sess:
+        sess.run(single.enqueue("name.csv"), options=T)
+        assert sess.run(single.dequeue(), options=T) == b"name.csv"
+
+
 def test_priority_queue_dequeues_by_priority():
     q = tf.PriorityQueue(6, [tf.float32], shapes=[[]])
     assert q.dtypes == [tf.int64, tf.float32]

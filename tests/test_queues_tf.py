@@ -154,3 +154,27 @@ def test_limit_epochs_and_count_up_to_match():
 
     want, got = both(script)
     same(want, got)
+
+
+def test_shuffled_producers_draw_tfs_orders():
+    """input_producer shuffles with RandomShuffle, TF's draws: with an op seed (and no graph
+    seed) both libraries' seeds are (87654321, seed), so the epochs come in the same orders."""
+
+    def script(lib, sess):
+        names = lib.train.string_input_producer([f"f{i}" for i in range(6)], num_epochs=2,
+                                                seed=3)  # fmt: skip
+        numbers = lib.train.range_input_producer(7, num_epochs=2, seed=5)
+        rows = lib.train.input_producer(
+            np.arange(10, dtype=np.float32).reshape(5, 2), num_epochs=1, seed=9
+        )
+        sess.run(lib.local_variables_initializer())
+        coord = lib.train.Coordinator()
+        threads = lib.train.start_queue_runners(sess, coord)
+        out = [sess.run(names.dequeue_many(12)), sess.run(numbers.dequeue_many(14)),
+               sess.run(rows.dequeue_many(5))]  # fmt: skip
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+        return out
+
+    want, got = both(script)
+    same(want, got)

@@ -12,7 +12,15 @@ import time
 import numpy as np
 import pytest
 
-from tfc.backend.native_queue import FIFO, PRIORITY, RANDOM_SHUFFLE, NativeQueue, clock_ns
+from tfc.backend.native_queue import (
+    FIFO,
+    PRIORITY,
+    RANDOM_SHUFFLE,
+    NativeQueue,
+    clock_ns,
+    decode_strings,
+    encode_strings,
+)
 from tfc.ir import errors
 
 
@@ -270,3 +278,27 @@ def test_many_threads_move_every_element_exactly_once():
         t.join(60)
     assert not any(t.is_alive() for t in makers + takers)
     assert sorted(seen) == list(range(producers * per))
+
+
+def test_strings_round_trip_through_their_encoding():
+    for element in (
+        np.array(b"", dtype=object),
+        np.array(b"a\x00b", dtype=object),
+        np.array([[b"x", b""], [b"yz", b"\xff" * 300]], dtype=object),
+        np.empty((0, 3), dtype=object),
+    ):
+        back = decode_strings(encode_strings(element))
+        assert back.dtype == object and back.shape == element.shape
+        assert back.tolist() == element.tolist()
+
+
+def test_string_components_keep_their_bytes_and_pad_with_empty_strings():
+    q = NativeQueue("PaddingFIFOQueue 'p'", FIFO, 4, [object, np.int32])
+    q.enqueue([np.array([b"ab", b"c"], dtype=object), np.array(1, np.int32)], many=False)
+    q.enqueue([np.array([b"d"], dtype=object), np.array(2, np.int32)], many=False)
+    names, ids = q.dequeue(2, padded=True)
+    assert names.dtype == object and names.tolist() == [[b"ab", b"c"], [b"d", b""]]
+    assert ids.tolist() == [1, 2]
+    q.enqueue([np.array([[b"x"], [b"yy"]], dtype=object), np.array([3, 4], np.int32)], many=True)
+    first = q.dequeue(None)
+    assert first[0].tolist() == [b"x"] and first[1] == 3

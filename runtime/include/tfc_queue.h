@@ -41,11 +41,13 @@ void tfc_queue_free(tfc_queue *q);
 /* The clock deadlines are on: monotonic nanoseconds. A deadline of 0 means none. */
 int64_t tfc_queue_clock_ns(void);
 
-/* Enqueue `n` elements: component c of element i is `elem_bytes[c]` bytes at
- * data[c] + i * elem_bytes[c], of shape dims[offset_c .. offset_c + ranks[c]) where offset_c is
- * the sum of the ranks before c. A PRIORITY queue reads each element's priority from component
- * 0. On failure the elements not yet in the queue are dropped; those already in stay. */
-int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *elem_bytes,
+/* Enqueue `n` elements: component c of element i is nbytes[i * components + c] bytes at
+ * data[i * components + c] (copied), of shape dims[offset_c .. offset_c + ranks[c]) where
+ * offset_c is the sum of the ranks before c (every element of one call has the same shapes; a
+ * string component's bytes are its caller's encoding of its strings). A PRIORITY queue reads
+ * each element's priority from component 0 (an int64). On failure the elements not yet in the
+ * queue are dropped; those already in stay. */
+int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *nbytes,
                       const int32_t *ranks, const int64_t *dims, int64_t deadline_ns,
                       tfc_error *err);
 
@@ -66,6 +68,9 @@ int tfc_queue_batch_dims(const tfc_queue_batch *b, int c, int64_t *dims, int cap
  * rest is zero. `itemsize` is the bytes of one value. */
 void tfc_queue_batch_copy(const tfc_queue_batch *b, int c, void *out, const int64_t *dims,
                           int rank, int64_t itemsize);
+
+/* The bytes of component c of element i of the batch (a string component's encoding). */
+const void *tfc_queue_batch_element(const tfc_queue_batch *b, int64_t i, int c, int64_t *nbytes);
 
 void tfc_queue_batch_free(tfc_queue_batch *b);
 

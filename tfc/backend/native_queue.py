@@ -17,8 +17,12 @@ import numpy as np
 
 from tfc.backend.cc import build_shared_library, runtime_dir
 from tfc.ir import errors
+from tfc.ir.dtypes import string_array
 
-__all__ = ["FIFO", "RANDOM_SHUFFLE", "PRIORITY", "NativeQueue", "clock_ns"]
+__all__ = [
+    "FIFO", "RANDOM_SHUFFLE", "PRIORITY", "NativeQueue", "clock_ns", "encode_strings",
+    "decode_strings",
+]  # fmt: skip
 
 FIFO, RANDOM_SHUFFLE, PRIORITY = 0, 1, 2
 
@@ -30,7 +34,7 @@ tfc_queue *tfc_queue_new(const char *label, int kind, int64_t capacity, int comp
                          int64_t min_after_dequeue, uint64_t seed, uint64_t seed2);
 void tfc_queue_free(tfc_queue *q);
 int64_t tfc_queue_clock_ns(void);
-int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *elem_bytes,
+int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *nbytes,
                       const int32_t *ranks, const int64_t *dims, int64_t deadline_ns,
                       tfc_error *err);
 int tfc_queue_dequeue(tfc_queue *q, int64_t n, int allow_fewer, int64_t deadline_ns,
@@ -39,6 +43,7 @@ int64_t tfc_queue_batch_count(const tfc_queue_batch *b);
 int tfc_queue_batch_dims(const tfc_queue_batch *b, int c, int64_t *dims, int cap, int *uniform);
 void tfc_queue_batch_copy(const tfc_queue_batch *b, int c, void *out, const int64_t *dims,
                           int rank, int64_t itemsize);
+const void *tfc_queue_batch_element(const tfc_queue_batch *b, int64_t i, int c, int64_t *nbytes);
 void tfc_queue_batch_free(tfc_queue_batch *b);
 void tfc_queue_close(tfc_queue *q, int cancel_pending_enqueues);
 void tfc_queue_cancel(tfc_queue *q);
@@ -127,17 +132,16 @@ class NativeQueue:
         raise errors.error_for_code(rc)(None, op, message)
 
     def _layout(self, shapes: tuple) -> tuple:
+        """The ranks and dims arrays of elements of `shapes` (cached: shapes repeat)."""
         layout = self._layouts.get(shapes)
         if layout is None:
             if len(self._layouts) > 64:  # elements of ever new shapes (a padding queue's)
                 self._layouts.clear()
             ffi = self.ffi
-            nbytes = [math.prod(s) * d.itemsize for s, d in zip(shapes, self.dtypes)]
             layout = self._layouts[shapes] = (
-                ffi.new("int64_t[]", nbytes),
                 ffi.new("int32_t[]", [len(s) for s in shapes]),
                 ffi.new("int64_t[]", [d for s in shapes for d in s] or [0]),
-            )  # fmt: skip
+            )
         return layout
 
     def enqueue(
@@ -147,14 +151,39 @@ class NativeQueue:
         component (`many` True: every array has the same first dimension). Blocks while the
         queue is full; raises the tf.errors exception of a failure, naming `op`."""
         ffi = self.ffi
-        arrays = [np.asarray(a, dtype=d, order="C") for a, d in zip(components, self.dtypes)]
+        arrays = [
+            string_array(a) if d.kind == "O" else np.asarray(a, dtype=d, order="C")
+            for a, d in zip(components, self.dtypes)
+        ]
         n = arrays[0].shape[0] if many else 1
-        nbytes, ranks, dims = self._layout(tuple(a.shape[1:] if many else a.shape for a in arrays))
-        data = ffi.new("void *[]", [ffi.from_buffer(a) for a in arrays])
+        shapes = tuple(a.shape[1:] if many else a.shape for a in arrays)
+        ranks, dims = self._layout(shapes)
+        # where each element's component starts, and its bytes: rows of an array, or the
+        # encoding of a string element (kept alive through the call)
+        pointers = np.empty((n, len(arrays)), np.uint64)
+        sizes = np.empty((n, len(arrays)), np.int64)
+        held = [pointers, sizes]
+        for c, (array, shape) in enumerate(zip(arrays, shapes)):
+            if array.dtype == object:
+                rows = array if many else array[None]
+                for i in range(n):
+                    blob = ffi.from_buffer(encode_strings(rows[i, ...]))
+                    held.append(blob)
+                    pointers[i, c] = int(ffi.cast("uintptr_t", blob))
+                    sizes[i, c] = len(blob)
+            else:
+                size = math.prod(shape) * array.itemsize
+                buf = ffi.from_buffer(array)
+                held.append(buf)
+                base = int(ffi.cast("uintptr_t", buf))
+                pointers[:, c] = base + np.arange(n, dtype=np.uint64) * np.uint64(size)
+                sizes[:, c] = size
         scratch = _scratch(ffi)
         rc = self._lib.tfc_queue_enqueue(
-            self._ptr, n, data, nbytes, ranks, dims, deadline_ns, scratch.err
-        )
+            self._ptr, n, ffi.cast("void **", ffi.from_buffer(pointers)),
+            ffi.cast("int64_t *", ffi.from_buffer(sizes)), ranks, dims, deadline_ns, scratch.err,
+        )  # fmt: skip
+        del held
         if rc != 0:
             self._raise(rc, scratch, op)
 
@@ -185,15 +214,30 @@ class NativeQueue:
                     rank = len(shape)
                 else:
                     shape, rank, dims = self._batch_shape(batch, scratch, c, count, padded, op)
-                array = np.empty((count, *shape), dtype=dtype)
-                if count:
-                    lib.tfc_queue_batch_copy(
-                        batch, c, ffi.from_buffer(array), dims, rank, dtype.itemsize
-                    )
+                if dtype.kind == "O":  # tf.string
+                    array = self._strings(batch, c, count, shape)
+                else:
+                    array = np.empty((count, *shape), dtype=dtype)
+                    if count:
+                        lib.tfc_queue_batch_copy(
+                            batch, c, ffi.from_buffer(array), dims, rank, dtype.itemsize
+                        )
                 arrays.append(array[0, ...] if n is None else array)
             return arrays
         finally:
             lib.tfc_queue_batch_free(batch)
+
+    def _strings(self, batch: Any, c: int, count: int, shape: tuple) -> np.ndarray:
+        """String component c of the batch's elements, each padded with b"" to `shape`."""
+        ffi, lib = self.ffi, self._lib
+        out = np.full((count, *shape), b"", dtype=object)
+        size = ffi.new("int64_t *")
+        for i in range(count):
+            data = lib.tfc_queue_batch_element(batch, i, c, size)
+            element = decode_strings(bytes(ffi.buffer(data, size[0])))
+            corner = (i, *(slice(0, d) for d in element.shape), Ellipsis)  # a view, even 0-d
+            np.copyto(out[corner], element)
+        return out
 
     def _batch_shape(
         self, batch: Any, scratch: _Scratch, c: int, count: int, padded: bool, op: Any
@@ -231,3 +275,25 @@ class NativeQueue:
         ptr = getattr(self, "_ptr", None)
         if ptr is not None and ptr != self.ffi.NULL:
             self._lib.tfc_queue_free(ptr)
+
+
+def encode_strings(element: np.ndarray) -> bytes:
+    """A string tensor as the queue keeps it: its rank, its dims, each string's length (int64,
+    little-endian), then the strings' bytes back to back."""
+    flat = element.reshape(-1)
+    header = np.array([element.ndim, *element.shape, *(len(b) for b in flat)], dtype="<i8")
+    return header.tobytes() + b"".join(flat.tolist())
+
+
+def decode_strings(blob: bytes) -> np.ndarray:
+    """The string tensor `encode_strings` made `blob` of."""
+    rank = int(np.frombuffer(blob, "<i8", count=1)[0])
+    shape = tuple(int(d) for d in np.frombuffer(blob, "<i8", count=rank, offset=8))
+    count = math.prod(shape)
+    lengths = np.frombuffer(blob, "<i8", count=count, offset=8 * (1 + rank))
+    out = np.empty(count, dtype=object)
+    at = 8 * (1 + rank + count)
+    for k, length in enumerate(lengths.tolist()):
+        out[k] = blob[at : at + length]
+        at += length
+    return out.reshape(shape)

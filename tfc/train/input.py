@@ -6,11 +6,12 @@ each backed by a queue and a QueueRunner in the graph's QUEUE_RUNNERS collection
     string_input_producer
     batch, batch_join, shuffle_batch, shuffle_batch_join and their maybe_* variants
 
-As TF1 builds them: an epoch is one enqueue_many of the whole input (shuffled first when asked),
-counted by limit_epochs's local variable "epochs" (run tf.local_variables_initializer()); once
-`num_epochs` have been enqueued the producer's runner closes its queue, and the batches after
-the last full one end in OutOfRangeError (or come smaller with allow_smaller_final_batch). The
-summaries TF1 adds of how full each queue is are not made (tfc has no tf.summary yet).
+As TF1 builds them: an epoch is one enqueue_many of the whole input (shuffled first when asked,
+by RandomShuffle: TF's draws), counted by limit_epochs's local variable "epochs" (run
+tf.local_variables_initializer()); once `num_epochs` have been enqueued the producer's runner
+closes its queue, and the batches after the last full one end in OutOfRangeError (or come
+smaller with allow_smaller_final_batch). The summaries TF1 adds of how full each queue is are
+not made (tfc has no tf.summary yet).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Any
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import GraphKeys, Tensor, control_dependencies, name_scope
 from tfc.ir.tensor_shape import TensorShape
-from tfc.ops.array import gather, identity, shape
+from tfc.ops.array import gather, identity, shape, size
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.logging_ops import Assert
+from tfc.ops.logic import greater
 from tfc.ops.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
-from tfc.ops.random import random_uniform
+from tfc.ops.random_sampling import random_shuffle
 from tfc.ops.registry import constant_value
 from tfc.ops.sequences import range as _range
-from tfc.ops.topk import top_k
 from tfc.train.queue_runner import QueueRunner, add_queue_runner
 from tfc.variables import Variable
 
@@ -68,10 +70,15 @@ def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = 
 
 
 def _shuffle_rows(x: Tensor, seed: int | None) -> Tensor:
-    """The rows of `x` in a random order, a new one each run: the order of uniform draws."""
-    n = x.get_shape().as_tuple()[0]
-    _, order = top_k(random_uniform([n], seed=seed), k=n, sorted=True)
-    return gather(x, order)
+    """RandomShuffle of the rows of `x`. Strings are gathered by shuffled row numbers (a
+    Python stage draws no random numbers; the order of n rows depends only on n and the
+    stream, so it is the order RandomShuffle gives the strings themselves)."""
+    if x.dtype != _dt.string:
+        return random_shuffle(x, seed=seed)
+    rows = x.get_shape().as_tuple()
+    if rows is None or rows[0] is None:
+        raise ValueError(f"shuffling strings needs their number when the graph is built: {x}")
+    return gather(x, random_shuffle(_range(rows[0]), seed=seed))
 
 
 def input_producer(
@@ -101,12 +108,7 @@ def input_producer(
                 "Either `input_tensor` must have a fully defined shape or `element_shape` must "
                 "be specified"
             )
-        if shuffle:
-            if rows.as_tuple()[0] is None:
-                raise ValueError(
-                    "input_producer(shuffle=True) needs the number of rows of `input_tensor` "
-                    f"when the graph is built, got {input_tensor}"
-                )
+        if shuffle:  # a new order each epoch, TF's draws
             input_tensor = _shuffle_rows(input_tensor, seed)
         input_tensor = limit_epochs(input_tensor, num_epochs)
         queue = FIFOQueue(
@@ -128,12 +130,20 @@ def string_input_producer(
     name: str | None = None,
     cancel_op: Any = None,
 ) -> QueueBase:
-    """TF1's queue of file names. tfc's tensors hold no strings yet, so this is refused."""
-    raise NotImplementedError(
-        "string_input_producer makes a queue of strings (file names), and tfc has no tf.string "
-        "tensors yet; read the files in Python and give their rows to slice_input_producer, "
-        "or use tf.data"
-    )
+    """A queue of the strings of `string_tensor` (file names, for a reader), epoch after epoch,
+    each shuffled when `shuffle`; an empty tensor fails the first enqueue."""
+    not_null = "string_input_producer requires a non-null input tensor"
+    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
+        raise ValueError(not_null)
+    with name_scope(name, "input_producer") as scope:
+        strings = convert_to_tensor(string_tensor, dtype=_dt.string)
+        with control_dependencies([Assert(greater(size(strings), 0), [not_null])]):
+            strings = identity(strings)
+        return input_producer(
+            strings, shuffle=shuffle, seed=seed, num_epochs=num_epochs, capacity=capacity,
+            shared_name=shared_name, name=scope, summary_name=f"fraction_of_{capacity}_full",
+            cancel_op=cancel_op,
+        )  # fmt: skip
 
 
 def range_input_producer(

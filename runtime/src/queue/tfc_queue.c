@@ -80,7 +80,7 @@ tfc_queue *tfc_queue_new(const char *label, int kind, int64_t capacity, int comp
 #define ALIGN16(x) (((x) + 15) & ~(int64_t)15)
 
 static elem *elem_new(int components, const int32_t *ranks, const int64_t *dims,
-                      const int64_t *nbytes, const void *const *data, int64_t index) {
+                      const int64_t *nbytes, const void *const *data) {
     int64_t total_rank = 0, payload = 0;
     for (int c = 0; c < components; ++c) {
         total_rank += ranks[c];
@@ -106,7 +106,7 @@ static elem *elem_new(int components, const int32_t *ranks, const int64_t *dims,
     for (int c = 0; c < components; ++c) {
         e->nbytes[c] = nbytes[c];
         e->data[c] = out;
-        if (nbytes[c] > 0) memcpy(out, (const char *)data[c] + index * nbytes[c], (size_t)nbytes[c]);
+        if (nbytes[c] > 0) memcpy(out, data[c], (size_t)nbytes[c]);
         out += ALIGN16(nbytes[c]);
     }
     e->priority = 0;
@@ -238,7 +238,7 @@ static void leave(tfc_queue *q) {
 }
 
 /* -- the calls ------------------------------------------------------------------------------------ */
-int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *elem_bytes,
+int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const int64_t *nbytes,
                       const int32_t *ranks, const int64_t *dims, int64_t deadline_ns,
                       tfc_error *err) {
     elem **elems = n > 0 ? malloc((size_t)n * sizeof *elems) : NULL;
@@ -246,7 +246,8 @@ int tfc_queue_enqueue(tfc_queue *q, int64_t n, const void *const *data, const in
         return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory enqueuing to %s",
                               q->label);
     for (int64_t i = 0; i < n; ++i) { /* copied before the lock is taken */
-        elems[i] = elem_new(q->components, ranks, dims, elem_bytes, data, i);
+        const int64_t at = i * q->components;
+        elems[i] = elem_new(q->components, ranks, dims, nbytes + at, data + at);
         if (elems[i] == NULL) {
             for (int64_t k = 0; k < i; ++k) free(elems[k]);
             free(elems);
@@ -403,6 +404,11 @@ void tfc_queue_batch_copy(const tfc_queue_batch *b, int c, void *out, const int6
             copy_padded(dst, e->data[c], elem_dims(e, c), dims, rank, itemsize);
         }
     }
+}
+
+const void *tfc_queue_batch_element(const tfc_queue_batch *b, int64_t i, int c, int64_t *nbytes) {
+    *nbytes = b->elems[i]->nbytes[c];
+    return b->elems[i]->data[c];
 }
 
 void tfc_queue_batch_free(tfc_queue_batch *b) {
