@@ -159,7 +159,35 @@ def training_graphs() -> dict[str, tuple]:
         ]
     feed = {rows: np.random.default_rng(3).random((3, 4), np.float32)}
     graphs["scatters"] = (graph, fetches, feed)
+    graphs["control_flow"] = control_flow_graph()
     return graphs
+
+
+def control_flow_graph() -> tuple:
+    """Loops and branches with every TensorArray op, and their gradients: the host code around
+    the kernels of nested graphs (tfc/codegen/control_flow.py) compiled by nvcc too."""
+    graph = tfc.Graph()
+    with graph.as_default():
+        x = tfc.placeholder(tfc.float32, [5, 3])
+        p = tfc.placeholder(tfc.bool, [])
+        k = tfc.placeholder(tfc.int32, [])
+        rows = tfc.TensorArray(tfc.float32, size=5).unstack(x)
+        grown = tfc.TensorArray(tfc.float32, size=0, dynamic_size=True)
+
+        def body(t, h, out, more):
+            h = tfc.tanh(h * rows.read(t))
+            return t + 1, h, out.write(t, h), more.write(more.size(), tfc.reduce_sum(h))
+
+        _, h, out, more = tfc.while_loop(
+            lambda t, *_: t < 5, body, (0, tfc.ones([3]), tfc.TensorArray(tfc.float32, 5), grown)
+        )
+        y = tfc.cond(p, lambda: tfc.sigmoid(out.stack()) * 2.0, lambda: out.stack() - 1.0)
+        picked = tfc.TensorArray(tfc.float32, size=4).scatter([3, 1], x[:2]).gather([1, 3])
+        chosen = tfc.case([(tfc.equal(k, 0), lambda: h), (tfc.equal(k, 1), lambda: -h)])
+        loss = tfc.reduce_sum(y * y) + tfc.reduce_sum(picked) + tfc.reduce_sum(more.stack())
+        fetches = [*tfc.gradients(loss, [x]), chosen, picked]
+    feed = {x: np.random.default_rng(3).random((5, 3), np.float32), p: True, k: 1}
+    return graph, fetches, feed
 
 
 def cuda_source(
@@ -171,8 +199,18 @@ def cuda_source(
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     passes = pipeline() if optimize else pipeline([])
     program = run_passes(program, passes, options=CUDA.pass_options())
-    ops = {program.node(n)["op"] for n in program.graph_attrs["schedule"]}
-    return render_program(lower_program(program, name=name), CUDA), ops
+    return render_program(lower_program(program, name=name), CUDA), _op_types(program)
+
+
+def _op_types(graph) -> set[str]:
+    """The op types of a graph and of the graphs nested in its ops (loop bodies, branches)."""
+    ops = set()
+    for n in graph.graph_attrs["schedule"]:
+        node = graph.node(n)
+        ops.add(node["op"])
+        for key in REGISTRY[node["op"]].subgraphs:
+            ops |= _op_types(node["attrs"][key])
+    return ops
 
 
 def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:
