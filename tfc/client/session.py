@@ -12,8 +12,8 @@ runs outside it, each call with an arena of its own, on the shared variables (un
 TF1's Hogwild updates, except the updates of ops created with use_locking=True, which hold
 their variables' locks). cffi releases the GIL around the call, so the steps run in parallel.
 A run's queue ops happen before and after its program (tfc/client/queue_runs.py), outside
-the lock: a run blocked on a queue holds up no other run. Programs with GPU stages run one at
-a time (their variables move between host and device memory).
+the lock: a run blocked on a queue holds up no other run. Programs with GPU stages (their
+variables move between host and device memory) or Python stages run one at a time.
 """
 
 from __future__ import annotations
