@@ -49,6 +49,7 @@ from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
+from tfc.ir.subgraph import find_operation
 from tfc.ops.queues import QueueSpec
 from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
 
@@ -162,7 +163,7 @@ class CompiledProgram:
     def error(self, rc: int, graph: Graph) -> errors.OpError:
         """The error of this thread's last failed call."""
         message, node = self._failure.report
-        op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+        op = find_operation(graph, node) if node else None  # in a loop body or branch, maybe
         return errors.error_for_code(rc)(None, op, message)
 
 
