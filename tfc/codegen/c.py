@@ -417,6 +417,12 @@ def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_numerics", {"count": spec.count, **messages}
 
 
+def count_up_to_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    message = c_string(spec.values["message"])
+    return "count_up_to", {"limit": spec.values["limit"], "message": message}
+
+
 def check_predicate_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_predicate", {"message": c_string(kernel.spec.values["message"])}
 
@@ -675,6 +681,7 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "invert_permutation": order_kernel,
     "reverse_sequence": reverse_sequence_kernel,
     "check_numerics": check_numerics_kernel,
+    "count_up_to": count_up_to_kernel,
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,

@@ -24,6 +24,7 @@ from tfc.ops import (  # noqa: F401
     numerics,
     patches,
     pool_argmax,
+    queues,
     random,
     random_sampling,
     reduce,
