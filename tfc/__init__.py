@@ -10,6 +10,9 @@ from tfc.ir import dtypes, errors
 from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
 from tfc.ir.dtypes import double, float
 from tfc.ir.dtypes import string
+from tfc.ir.dtypes import int8, int16, uint8, uint16, uint32, uint64, float16, half, bfloat16
+from tfc.ir.dtypes import complex64, complex128, qint8, quint8, qint16, quint16, qint32
+from tfc.ir.dtypes import resource, variant, QUANTIZED_DTYPES
 from tfc.ir.graph import (
     Graph,
     GraphKeys,

@@ -4,6 +4,7 @@
 #ifndef TFC_MATH_H
 #define TFC_MATH_H
 
+#include "tfc_dtypes.h"
 #include "tfc_hd.h"
 
 #include <math.h>
@@ -44,6 +45,37 @@
 
 TFC_INT_HELPERS(i32, int32_t, uint32_t, INT32_MIN)
 TFC_INT_HELPERS(i64, int64_t, uint64_t, INT64_MIN)
+/* the narrow ones compute in uint32_t: C promotes them to int, where a product can overflow */
+TFC_INT_HELPERS(i8, int8_t, uint32_t, INT8_MIN)
+TFC_INT_HELPERS(i16, int16_t, uint32_t, INT16_MIN)
+
+/* unsigned integers: division rounds toward zero = toward -inf; W holds a product */
+#define TFC_UINT_HELPERS(tag, T, W)                                                         \
+    static inline TFC_HD T tfc_add_##tag(T a, T b) { return (T)((W)a + (W)b); }                   \
+    static inline TFC_HD T tfc_sub_##tag(T a, T b) { return (T)((W)a - (W)b); }                   \
+    static inline TFC_HD T tfc_mul_##tag(T a, T b) { return (T)((W)a * (W)b); }                   \
+    static inline TFC_HD T tfc_neg_##tag(T a) { return (T)(0u - (W)a); }                          \
+    static inline TFC_HD T tfc_abs_##tag(T a) { return a; }                                       \
+    static inline TFC_HD T tfc_square_##tag(T a) { return tfc_mul_##tag(a, a); }                  \
+    static inline TFC_HD T tfc_floordiv_##tag(T a, T b) { return (T)(a / b); }                    \
+    static inline TFC_HD T tfc_floormod_##tag(T a, T b) { return (T)(a % b); }                    \
+    static inline TFC_HD T tfc_truncdiv_##tag(T a, T b) { return (T)(a / b); }                    \
+    static inline TFC_HD T tfc_truncmod_##tag(T a, T b) { return (T)(a % b); }                    \
+    static inline TFC_HD T tfc_pow_##tag(T base, T e) {                                            \
+        W result = 1, b = (W)base;                                                          \
+        while (e > 0) {                                                                     \
+            if (e & 1) result *= b;                                                         \
+            b *= b;                                                                         \
+            e >>= 1;                                                                        \
+        }                                                                                   \
+        return (T)result;                                                                   \
+    }                                                                                       \
+    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)(a > 0); }
+
+TFC_UINT_HELPERS(u8, uint8_t, uint32_t)
+TFC_UINT_HELPERS(u16, uint16_t, uint32_t)
+TFC_UINT_HELPERS(u32, uint32_t, uint32_t)
+TFC_UINT_HELPERS(u64, uint64_t, uint64_t)
 
 /* float -> int: in range truncates toward zero; NaN and out of range give the minimum, which
  * is what x86's cvtt instructions (and NumPy on x86) produce. */
@@ -52,6 +84,18 @@ static inline TFC_HD int32_t tfc_f2i32(double x) {
 }
 static inline TFC_HD int64_t tfc_f2i64(double x) {
     return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+}
+/* The narrower integers take the low bits of those results (what TensorFlow's CPU kernels give
+ * on x86: an 8, 16-bit type through int32, uint32 through int64); uint64 is what clang's
+ * conversion gives: values from 2^63 on through x - 2^63, NaN and out of range 2^63. */
+static inline TFC_HD int8_t tfc_f2i8(double x) { return (int8_t)tfc_f2i32(x); }
+static inline TFC_HD int16_t tfc_f2i16(double x) { return (int16_t)tfc_f2i32(x); }
+static inline TFC_HD uint8_t tfc_f2u8(double x) { return (uint8_t)tfc_f2i32(x); }
+static inline TFC_HD uint16_t tfc_f2u16(double x) { return (uint16_t)tfc_f2i32(x); }
+static inline TFC_HD uint32_t tfc_f2u32(double x) { return (uint32_t)tfc_f2i64(x); }
+static inline TFC_HD uint64_t tfc_f2u64(double x) {
+    const int64_t low = tfc_f2i64(x);
+    return low < 0 ? (uint64_t)low | (uint64_t)tfc_f2i64(x - 9223372036854775808.0) : (uint64_t)low;
 }
 
 #define TFC_FLOAT_HELPERS(tag, T, sfx)                                                      \

@@ -76,6 +76,7 @@ from tfc.ops.kernels import (
     c_literal,
     collapse_levels,
     contiguous_strides,
+    elementwise_expr,
     format_expr,
     math_suffix,
     type_tag,
@@ -168,11 +169,11 @@ def member_expr(m: Member, operands: list[str], dtypes: list[_dt.DType]) -> str 
         add = get_opdef("Add").expr.expr_for(m.dtype)
         expr = operands[0]
         for operand in operands[1:]:
-            expr = format_expr(add, m.dtype, expr, operand)
+            expr = elementwise_expr(add, m.dtype, [expr, operand])
         return expr
     table = get_opdef(m.op).expr
-    extra = table.params(m.attrs, dtypes[0]) if table.params else {}
-    return format_expr(table.expr_for(dtypes[0]), dtypes[0], *operands, **extra)
+    extra = table.params(m.attrs, dtypes[0].compute) if table.params else {}
+    return elementwise_expr(table.expr_for(dtypes[0]), dtypes[0], operands, m.dtype, **extra)
 
 
 def phase_reads(plan: Plan, members: tuple[Member, ...], phase: int) -> set[int]:

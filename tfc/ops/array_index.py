@@ -117,6 +117,7 @@ def _slice_grad(op, dy):
 register(
     OpDef(
         "Slice",
+        dtypes=_dt.STORABLE,
         infer=_slice_infer,
         reference=_slice_reference,
         lower=_slice_lower,
@@ -303,6 +304,7 @@ def _strided_slice_grad(op, dy):
 register(
     OpDef(
         "StridedSlice",
+        dtypes=_dt.STORABLE,
         infer=_strided_slice_infer,
         reference=_strided_slice_reference,
         lower=_strided_slice_lower,
@@ -370,6 +372,7 @@ def _strided_slice_grad_grad(op, g) -> list:
 register(
     OpDef(
         "StridedSliceGrad",
+        dtypes=_dt.STORABLE,
         infer=_strided_slice_grad_infer,
         reference=_strided_slice_grad_reference,
         lower=_strided_slice_grad_lower,
@@ -575,6 +578,7 @@ def _gather_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "GatherV2",
+        dtypes=_dt.STORABLE,
         infer=_gather_infer,
         reference=_gather_reference,
         lower=_gather_lower,
@@ -656,6 +660,7 @@ def _segment_sum_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "UnsortedSegmentSum",
+        dtypes=_dt.NUMERIC,
         infer=_segment_sum_infer,
         reference=_segment_sum_reference,
         lower=_segment_sum_lower,
@@ -766,6 +771,7 @@ def _one_hot_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "OneHot",
+        dtypes=_dt.STORABLE,
         infer=_one_hot_infer,
         reference=_one_hot_reference,
         lower=_one_hot_lower,

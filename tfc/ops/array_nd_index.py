@@ -367,6 +367,7 @@ def _gather_nd_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "GatherNd",
+        dtypes=_dt.STORABLE,
         infer=_gather_nd_infer,
         reference=_gather_nd_reference,
         lower=_gather_nd_lower,
@@ -483,6 +484,7 @@ def _scatter_nd_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "ScatterNd",
+        dtypes=_dt.NUMERIC,
         infer=_scatter_nd_infer,
         reference=_scatter_nd_reference,
         lower=_scatter_nd_lower,
@@ -571,6 +573,7 @@ for _rule, _grad in _TENSOR_SCATTER_GRADS.items():
             infer=_tensor_scatter_infer,
             reference=_tensor_scatter_reference(_rule),
             lower=_tensor_scatter_lower(_rule),
+            dtypes=_dt.STORABLE if _rule == "update" else _dt.NUMERIC,
             flops=no_flops if _rule == "update" else per_input_element(1, 2),
             grad=_grad,
             inplace=lambda ctx: [0],  # the kernel copies the tensor element by element first

@@ -119,6 +119,7 @@ def _reverse_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "ReverseV2",
+        dtypes=_dt.STORABLE,
         infer=_reverse_infer,
         reference=_reverse_reference,
         lower=_reverse_lower,
@@ -209,6 +210,7 @@ def _reverse_sequence_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "ReverseSequence",
+        dtypes=_dt.STORABLE,
         infer=_reverse_sequence_infer,
         reference=_reverse_sequence_reference,
         lower=_reverse_sequence_lower,
@@ -317,6 +319,7 @@ def _roll_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "Roll",
+        dtypes=_dt.STORABLE,
         infer=_roll_infer,
         reference=_roll_reference,
         lower=_roll_lower,
@@ -716,6 +719,7 @@ def _broadcast_to_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "BroadcastTo",
+        dtypes=_dt.STORABLE,
         infer=_broadcast_to_infer,
         reference=lambda ctx, x, target: np.array(np.broadcast_to(x, tuple(int_list(target)))),
         lower=_broadcast_to_lower,

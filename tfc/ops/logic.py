@@ -130,6 +130,7 @@ def _select_grad(op, dy):
 register(
     OpDef(
         "SelectV2",
+        dtypes=_dt.STORABLE,
         infer=_select_infer,
         reference=lambda ctx, c, x, y: np.where(c, x, y),
         lower=_select_lower,
@@ -150,6 +151,7 @@ def _where_infer(ctx: OpContext) -> list:
 register(
     OpDef(
         "Where",
+        dtypes=_dt.STORABLE,
         infer=_where_infer,
         reference=lambda ctx, x: np.argwhere(x).astype(np.int64).reshape(-1, x.ndim),
         differentiable=False,

@@ -19,7 +19,7 @@ from tfc.ops.elementwise import (
 )
 from tfc.ops.flops import elements, per_output_element
 from tfc.ops.grad_ops import select
-from tfc.ops.kernels import format_expr, loop_kernel, view
+from tfc.ops.kernels import format_expr, load_expr, loop_kernel, store_expr, type_tag, view
 from tfc.ops.registry import (
     OpDef,
     apply_op,
@@ -396,22 +396,61 @@ register_elementwise(
 
 # -- Cast ---------------------------------------------------------------------------------------
 def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
-    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast)."""
+    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast), with
+    TensorFlow's rules on x86: float to integer truncates toward zero (NaN and out of range:
+    tfc_math.h's tfc_f2<int>), integers narrow by wrapping, anything to bool is `!= 0`, the
+    16-bit floats convert through float (so float64 rounds twice, as in TF), complex to real
+    keeps the real part."""
+    if src is dst:
+        return "{0}"
+    if src.kind == "c":
+        if dst.kind == "b":
+            return "(({0}).re != 0 || ({0}).im != 0)"
+        if dst.kind == "c":
+            part = dst.real_dtype.c_type
+            return f"tfc_{type_tag(dst)}_of(({part})({{0}}).re, ({part})({{0}}).im)"
+        return cast_expr(src.real_dtype, dst).replace("{0}", "({0}).re")
+    if dst.kind == "c":
+        real = cast_expr(src, dst.real_dtype)
+        return f"tfc_{type_tag(dst)}_of({real}, 0)"
+    value = load_expr("{0}", src)
     if dst.kind == "b":
-        return "({0} != 0)"
-    if src.kind == "f" and dst.kind == "i":
-        return f"tfc_f2i{dst.size * 8}({{0}})"
-    return f"({dst.c_type})({{0}})"
+        return f"({value} != 0)"
+    if dst.kind == "h":
+        return store_expr(f"(float)({value})", dst)
+    if src.is_floating and dst.is_integer:
+        return f"tfc_f2{type_tag(dst)}({value})"
+    return f"({dst.c_type})({value})"
+
+
+def float_to_integer(x: np.ndarray, dst: _dt.DType) -> np.ndarray:
+    """NumPy's twin of tfc_math.h's tfc_f2<int>: truncation toward zero; NaN and values out of
+    range give what TensorFlow's kernels give on x86 (see cast_expr)."""
+    x = np.asarray(x, dtype=np.float64)
+
+    def truncated(values: np.ndarray, wide: type) -> np.ndarray:
+        info = np.iinfo(wide)
+        ok = (values > float(info.min) - 1) & (values < float(info.max) + 1)
+        return np.where(ok, np.trunc(np.where(ok, values, 0)), info.min).astype(wide)
+
+    if dst is _dt.uint64:
+        low = truncated(x, np.int64)
+        return np.where(low < 0, low | truncated(x - 2.0**63, np.int64), low).view(np.uint64)
+    wide = np.int64 if dst.size == 8 or dst is _dt.uint32 else np.int32
+    return truncated(x, wide).astype(dst.np)
 
 
 def _cast_reference(ctx, x):
     dst = ctx.attrs["DstT"]
     with np.errstate(all="ignore"):
+        if x.dtype.kind == "c" and dst.kind != "c":
+            if dst.is_bool:
+                return x != 0
+            x = x.real
         if x.dtype.kind == "f" and dst.is_integer:
-            info = np.iinfo(dst.np)
-            ok = (x > float(info.min) - 1) & (x < float(info.max) + 1)
-            return np.where(ok, np.trunc(np.where(ok, x, 0)), info.min).astype(dst.np)
-        return x.astype(dst.np)
+            return float_to_integer(x, dst)
+        # a 16-bit float is made of the float32 value (the reference runs them in float32)
+        return x.astype(dst.compute.np)
 
 
 register(
@@ -419,6 +458,7 @@ register(
         "Cast",
         infer=lambda ctx: [(ctx.attrs["DstT"], ctx.in_shapes[0])],
         reference=_cast_reference,
+        dtypes=_dt.STORABLE,
         flops=per_output_element(1),
         lower=lambda ctx: loop_kernel(
             ctx.out_shapes[0],

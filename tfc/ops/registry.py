@@ -23,8 +23,9 @@ the temporary memory its kernels need, planned in the arena like a tensor alive 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,15 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
 from tfc.ir.tensor_shape import Shape, is_fully_defined, num_elements, shape_str
-from tfc.ops.kernels import ExprTable
+from tfc.ops.kernels import (
+    ExprTable,
+    Operand,
+    contiguous_strides,
+    load_expr,
+    loop_kernel,
+    store_expr,
+    view,
+)
 
 
 @dataclass
@@ -69,6 +78,15 @@ class OpDef:
     # this reason. A function of the node's context decides per node ("" = native); ops
     # that leave it "" run in Python only where they read or make strings (python_reason).
     in_python: str | Callable[[OpContext], str] = ""
+    # the element dtypes beyond TF1's core ones (ir.dtypes.CORE: float32, float64, int32,
+    # int64, bool, string) the op takes and gives, as TF's CPU kernels do (docs/dtypes.md); a
+    # node with another dtype is refused when it is built, naming the op and the dtype.
+    # Element-wise ops take theirs from their ExprTable.
+    dtypes: Collection[_dt.DType] = ()
+    # the op's kernels have no 16-bit float form: a node with float16/bfloat16 tensors runs
+    # them in float32, its inputs widened into scratch memory and its outputs rounded back
+    # from it (`register` wraps infer, lower and scratch: lower_halves_in_float32)
+    halves_in_float32: bool = False
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -77,8 +95,166 @@ REGISTRY: dict[str, OpDef] = {}
 def register(opdef: OpDef) -> OpDef:
     if opdef.type in REGISTRY:
         raise ValueError(f"Op type '{opdef.type}' is registered twice")
+    if opdef.reference is not None:
+        opdef.reference = _reference_in_float32(opdef.reference)
+    if opdef.halves_in_float32:
+        _run_halves_in_float32(opdef)
     REGISTRY[opdef.type] = opdef
     return opdef
+
+
+def accepted_dtypes(opdef: OpDef) -> tuple[_dt.DType, ...]:
+    """The dtypes beyond the core ones that nodes of `opdef` may hold."""
+    if opdef.expr is not None:
+        return tuple(d for d in opdef.expr.supported() if d not in _dt.CORE)
+    return tuple(opdef.dtypes)
+
+
+def check_accepted_dtypes(opdef: OpDef, name: str, dtypes: Sequence[_dt.DType]) -> None:
+    """Refuse a node whose inputs or outputs hold a dtype its op does not take (TypeError
+    naming the op and the dtype)."""
+    for dtype in dtypes:
+        if dtype in _dt.CORE:
+            continue
+        extra = accepted_dtypes(opdef)
+        if dtype in extra:
+            continue
+        why = {
+            "q": ": tfc has no quantized types (tf.quantization's ops are not part of tfc)",
+            "x": ": tfc has no resource or variant tensors (tfc's variables are ref variables)",
+        }.get(dtype.kind, "")
+        takes = (
+            f"; tfc's {opdef.type} also takes {', '.join(d.name for d in extra)}" if extra else ""
+        )
+        raise TypeError(
+            f"{opdef.type} (op '{name}') does not support dtype {dtype.name}{why}{takes}"
+        )
+
+
+# -- the 16-bit floats --------------------------------------------------------------------------
+def _has_halves(dtypes: Sequence[_dt.DType]) -> bool:
+    return any(d is not None and d.kind == "h" for d in dtypes)
+
+
+def _widened(dtypes: Sequence[_dt.DType]) -> list:
+    return [d.compute if d is not None else None for d in dtypes]
+
+
+def _reference_in_float32(reference: Callable[..., Any]) -> Callable[..., Any]:
+    """A NumPy reference that sees 16-bit floats as float32 (inputs and the context's dtypes)
+    and whose 16-bit outputs round back: the references compute as the kernels do."""
+
+    def run(ctx: OpContext, *values: Any) -> Any:
+        if not (_has_halves(ctx.in_dtypes) or _has_halves(ctx.out_dtypes)):
+            return reference(ctx, *values)
+        args = [
+            _dt.to_float32(v, d) if v is not None and d is not None and d.kind == "h" else v
+            for v, d in zip(values, list(ctx.in_dtypes) + [None] * len(values))
+        ]
+        wide = replace(ctx, in_dtypes=_widened(ctx.in_dtypes), out_dtypes=_widened(ctx.out_dtypes))
+        result = reference(wide, *args)
+        outs = as_output_list(result)
+        rounded = [
+            _dt.as_numpy(v, d) if v is not None and d.kind == "h" else v
+            for v, d in zip(outs, ctx.out_dtypes)
+        ] + outs[len(ctx.out_dtypes) :]
+        return rounded if isinstance(result, (list, tuple)) else rounded[0]
+
+    run.__wrapped__ = reference  # type: ignore[attr-defined]
+    return run
+
+
+def _half_input_dtype(ctx: OpContext) -> _dt.DType | None:
+    """The one 16-bit float among the node's inputs (a node mixing it with other floats is
+    refused, as TF's one type attribute would)."""
+    halves = {d for d in ctx.in_dtypes if d.kind == "h"}
+    if not halves:
+        return None
+    floats = {d for d in ctx.in_dtypes if d.is_floating}
+    if len(floats) > 1:
+        names = " and ".join(sorted(d.name for d in floats))
+        raise ctx.type_error(f"Inputs of {ctx.type} must have one floating type, got {names}")
+    return halves.pop()
+
+
+def _run_halves_in_float32(opdef: OpDef) -> None:
+    """Make `opdef` run nodes holding 16-bit floats through its float32 rules: shape rule and
+    kernels see float32; the lowering adds a kernel widening each 16-bit input into scratch
+    memory before the op's kernels and one rounding each 16-bit output back after them."""
+    infer, lower, scratch = opdef.infer, opdef.lower, opdef.scratch
+
+    def widened_infer(ctx: OpContext) -> list:
+        half = _half_input_dtype(ctx)
+        if half is None:
+            return infer(ctx)
+        outs = infer(replace(ctx, in_dtypes=_widened(ctx.in_dtypes)))
+        return [(half if d is _dt.float32 else d, shape) for d, shape in outs]
+
+    def regions(ctx: OpContext) -> tuple[int, list, list]:
+        """The float32 copies in scratch: (the op's own scratch bytes, then per input and per
+        output its byte offset or None)."""
+        own = scratch(_wide_ctx(ctx)) if scratch is not None else 0
+        at = _round_up(own)
+        places = []
+        for dtype, shape in [
+            *zip(ctx.in_dtypes, ctx.in_shapes),
+            *zip(ctx.out_dtypes, ctx.out_shapes),
+        ]:
+            if dtype.kind == "h":
+                places.append(at)
+                at = _round_up(at + 4 * num_elements(shape))
+            else:
+                places.append(None)
+        n = len(ctx.in_dtypes)
+        return at, places[:n], places[n:]
+
+    def widened_scratch(ctx: OpContext) -> int:
+        if not (_has_halves(ctx.in_dtypes) or _has_halves(ctx.out_dtypes)):
+            return scratch(ctx) if scratch is not None else 0
+        return regions(ctx)[0]
+
+    def widened_lower(ctx: OpContext) -> list:
+        if not (_has_halves(ctx.in_dtypes) or _has_halves(ctx.out_dtypes)):
+            return lower(ctx)
+        _, ins, outs = regions(ctx)
+        moved = {f"in{i}": at for i, at in enumerate(ins) if at is not None}
+        moved |= {f"out{i}": at for i, at in enumerate(outs) if at is not None}
+        kernels = []
+        for i, at in enumerate(ins):
+            if at is not None:
+                shape, dtype = ctx.in_shapes[i], ctx.in_dtypes[i]
+                wide = Operand("scratch", _dt.float32, contiguous_strides(shape), at // 4)
+                kernels += loop_kernel(
+                    shape, wide, [view(f"in{i}", dtype, shape)], load_expr("{0}", dtype)
+                )
+        for kernel in lower(_wide_ctx(ctx)):
+            kernel.params = [
+                dataclasses.replace(p, buf="scratch", offset=moved[p.buf] // 4 + p.offset)
+                if p.buf in moved
+                else p
+                for p in kernel.params
+            ]
+            kernels.append(kernel)
+        for i, at in enumerate(outs):
+            if at is not None:
+                shape, dtype = ctx.out_shapes[i], ctx.out_dtypes[i]
+                wide = Operand("scratch", _dt.float32, contiguous_strides(shape), at // 4)
+                kernels += loop_kernel(
+                    shape, view(f"out{i}", dtype, shape), [wide], store_expr("{0}", dtype)
+                )
+        return kernels
+
+    opdef.infer, opdef.scratch = widened_infer, widened_scratch
+    if lower is not None:
+        opdef.lower = widened_lower
+
+
+def _wide_ctx(ctx: OpContext) -> OpContext:
+    return replace(ctx, in_dtypes=_widened(ctx.in_dtypes), out_dtypes=_widened(ctx.out_dtypes))
+
+
+def _round_up(nbytes: int) -> int:
+    return -(-nbytes // 64) * 64
 
 
 def get_opdef(op_type: str) -> OpDef:
@@ -187,6 +363,7 @@ def apply_op(
         inputs=edges,
     )
     outputs = opdef.infer(ctx)
+    check_accepted_dtypes(opdef, node_name, [*ctx.in_dtypes, *(d for d, _ in outputs)])
     data_sources = {src for src, _ in edges}
     control = [c for c in graph.current_control_inputs() if c not in data_sources]
     if graph._colocation_stack and graph._colocation_stack[-1] is not None:

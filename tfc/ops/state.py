@@ -21,6 +21,7 @@ __all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
 register(
     OpDef(
         "VariableV2",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
         reference=lambda ctx: ctx.state.variable(ctx.name),  # None until first assigned
         lower=lambda ctx: [],  # its output is the session-owned buffer itself
@@ -80,6 +81,7 @@ _STATE = dict(stateful=True, ref_inputs=(0,), alias=0, differentiable=False)
 register(
     OpDef(
         "Assign",
+        dtypes=_dt.STORABLE,
         infer=_assign_infer,
         reference=_assign_reference,
         lower=_assign_lower(None),
@@ -171,6 +173,7 @@ def _no_kernel(ctx: OpContext) -> list:
 register(
     OpDef(
         "IsVariableInitialized",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(_dt.bool_, ())],
         reference=lambda ctx, ref: np.array(ref is not None),
         lower=_no_kernel,
