@@ -43,7 +43,15 @@ from tfc.ops.kernels import (
     loop_kernel,
 )
 from tfc.ops.math import cast
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    constant_value,
+    register,
+)
 
 
 # -- Slice ---------------------------------------------------------------------------------------
@@ -661,6 +669,7 @@ register(
     OpDef(
         "UnsortedSegmentSum",
         dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
         infer=_segment_sum_infer,
         reference=_segment_sum_reference,
         lower=_segment_sum_lower,

@@ -36,7 +36,15 @@ from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reduce_sum_over, reshape_to, shape_tensor
 from tfc.ops.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.math import floormod
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    constant_value,
+    register,
+)
 
 
 # -- Transpose -----------------------------------------------------------------------------------
@@ -749,6 +757,7 @@ register(
     OpDef(
         "MirrorPadGrad",
         dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
         infer=_mirror_pad_grad_infer,
         reference=_mirror_pad_grad_reference,
         lower=_mirror_pad_grad_lower,

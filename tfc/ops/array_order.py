@@ -48,6 +48,7 @@ from tfc.ops.kernels import (
     view,
 )
 from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
     OpContext,
     OpDef,
     apply_op,
@@ -342,7 +343,7 @@ def roll(input: Any, shift: Any, axis: Any, name: str | None = None) -> Tensor: 
 
 
 # -- Sort (tf.sort, tf.argsort) -------------------------------------------------------------------
-_SORTABLE = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_SORTABLE = _dt.NUMERIC
 # {u} strictly before {v}: NaN is the largest value (last ascending, first descending)
 _BEFORE = {
     ("f", "ASCENDING"): "({u} < {v} || ({v} != {v} && {u} == {u}))",
@@ -415,6 +416,8 @@ register(
         grad=_sort_grad,
         scratch=lambda ctx: 16 * ctx.in_shapes[0][-1],  # two int64 positions per value
         input_names=("values",),
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
     )
 )
 
@@ -528,6 +531,8 @@ for _type, _side in (("LowerBound", "left"), ("UpperBound", "right")):
             lower=_search_lower(_side),
             flops=no_flops,
             differentiable=False,
+            dtypes=_dt.NUMERIC,
+            computes_in=HALVES_IN_FLOAT32,
             input_names=("sorted_inputs", "values"),
         )
     )

@@ -738,6 +738,34 @@ def elementwise_expr(
     return store_expr(expr, out or dtype)
 
 
+def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
+    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast), with
+    TensorFlow's rules on x86: float to integer truncates toward zero (NaN and out of range:
+    tfc_math.h's tfc_f2<int>), integers narrow by wrapping, anything to bool is `!= 0`, the
+    16-bit floats convert through float (so float64 rounds twice, as in TF), complex to real
+    keeps the real part."""
+    if src is dst:
+        return "{0}"
+    if src.kind == "c":
+        if dst.kind == "b":
+            return "(({0}).re != 0 || ({0}).im != 0)"
+        if dst.kind == "c":
+            part = dst.real_dtype.c_type
+            return f"tfc_{type_tag(dst)}_of(({part})({{0}}).re, ({part})({{0}}).im)"
+        return cast_expr(src.real_dtype, dst).replace("{0}", "({0}).re")
+    if dst.kind == "c":
+        real = cast_expr(src, dst.real_dtype)
+        return f"tfc_{type_tag(dst)}_of({real}, 0)"
+    value = load_expr("{0}", src)
+    if dst.kind == "b":
+        return f"({value} != 0)"
+    if dst.kind == "h":
+        return store_expr(f"(float)({value})", dst)
+    if src.is_floating and dst.is_integer:
+        return f"tfc_f2{type_tag(dst)}({value})"
+    return f"({dst.c_type})({value})"
+
+
 @dataclass(frozen=True)
 class ExprTable:
     """An element-wise op's C expression per dtype: the one table the C and CUDA targets share.

@@ -19,11 +19,12 @@ from tfc.ops.elementwise import (
 )
 from tfc.ops.flops import elements, per_output_element
 from tfc.ops.grad_ops import select
-from tfc.ops.kernels import format_expr, load_expr, loop_kernel, store_expr, type_tag, view
+from tfc.ops.kernels import cast_expr, elementwise_expr, loop_kernel, view
 from tfc.ops.registry import (
     OpDef,
     apply_op,
     check_same_dtypes,
+    get_opdef,
     register,
 )
 
@@ -395,34 +396,6 @@ register_elementwise(
 
 
 # -- Cast ---------------------------------------------------------------------------------------
-def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
-    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast), with
-    TensorFlow's rules on x86: float to integer truncates toward zero (NaN and out of range:
-    tfc_math.h's tfc_f2<int>), integers narrow by wrapping, anything to bool is `!= 0`, the
-    16-bit floats convert through float (so float64 rounds twice, as in TF), complex to real
-    keeps the real part."""
-    if src is dst:
-        return "{0}"
-    if src.kind == "c":
-        if dst.kind == "b":
-            return "(({0}).re != 0 || ({0}).im != 0)"
-        if dst.kind == "c":
-            part = dst.real_dtype.c_type
-            return f"tfc_{type_tag(dst)}_of(({part})({{0}}).re, ({part})({{0}}).im)"
-        return cast_expr(src.real_dtype, dst).replace("{0}", "({0}).re")
-    if dst.kind == "c":
-        real = cast_expr(src, dst.real_dtype)
-        return f"tfc_{type_tag(dst)}_of({real}, 0)"
-    value = load_expr("{0}", src)
-    if dst.kind == "b":
-        return f"({value} != 0)"
-    if dst.kind == "h":
-        return store_expr(f"(float)({value})", dst)
-    if src.is_floating and dst.is_integer:
-        return f"tfc_f2{type_tag(dst)}({value})"
-    return f"({dst.c_type})({value})"
-
-
 def float_to_integer(x: np.ndarray, dst: _dt.DType) -> np.ndarray:
     """NumPy's twin of tfc_math.h's tfc_f2<int>: truncation toward zero; NaN and values out of
     range give what TensorFlow's kernels give on x86 (see cast_expr)."""
@@ -519,10 +492,10 @@ def _add_n_infer(ctx):
 
 def _add_n_lower(ctx):
     dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
-    add = "{0} + {1}" if dtype.is_floating else "tfc_add_{tag}({0}, {1})"
+    add = get_opdef("Add").expr.expr_for(dtype)
     expr = "{0}"
     for i in range(1, len(ctx.in_dtypes)):
-        expr = format_expr(add, dtype, expr, f"{{{i}}}")
+        expr = elementwise_expr(add, dtype, [expr, f"{{{i}}}"])
     ins = [view(f"in{i}", dtype, shape) for i in range(len(ctx.in_dtypes))]
     return loop_kernel(shape, view("out0", dtype, shape), ins, expr)
 
@@ -535,6 +508,7 @@ register(
         lower=_add_n_lower,
         flops=lambda ctx: (len(ctx.in_shapes) - 1) * elements(ctx.out_shapes[0]),
         grad=lambda op, dy: [dy] * len(op.inputs),
+        dtypes=_dt.NUMERIC,
     )
 )
 

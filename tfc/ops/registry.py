@@ -36,10 +36,9 @@ from tfc.ir.tensor_shape import Shape, is_fully_defined, num_elements, shape_str
 from tfc.ops.kernels import (
     ExprTable,
     Operand,
+    cast_expr,
     contiguous_strides,
-    load_expr,
     loop_kernel,
-    store_expr,
     view,
 )
 
@@ -83,10 +82,11 @@ class OpDef:
     # node with another dtype is refused when it is built, naming the op and the dtype.
     # Element-wise ops take theirs from their ExprTable.
     dtypes: Collection[_dt.DType] = ()
-    # the op's kernels have no 16-bit float form: a node with float16/bfloat16 tensors runs
-    # them in float32, its inputs widened into scratch memory and its outputs rounded back
-    # from it (`register` wraps infer, lower and scratch: lower_halves_in_float32)
-    halves_in_float32: bool = False
+    # the dtype the op's kernels run a dtype in, where they have no kernel of their own for
+    # it (HALVES_IN_FLOAT32: the 16-bit floats in float32): a node holding such tensors runs
+    # them in the wider dtype, its inputs widened into scratch memory before its kernels and
+    # its outputs narrowed back from it after them (`register` wraps infer, lower, scratch)
+    computes_in: Callable[[_dt.DType], _dt.DType] | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -95,10 +95,13 @@ REGISTRY: dict[str, OpDef] = {}
 def register(opdef: OpDef) -> OpDef:
     if opdef.type in REGISTRY:
         raise ValueError(f"Op type '{opdef.type}' is registered twice")
-    if opdef.reference is not None:
+    # the kernels' references compute 16-bit floats in float32; ops updating variables store
+    # their values themselves, ops that run in Python see values as TF gives them (py_func)
+    python_only = isinstance(opdef.in_python, str) and opdef.in_python
+    if opdef.reference is not None and not opdef.ref_inputs and not python_only:
         opdef.reference = _reference_in_float32(opdef.reference)
-    if opdef.halves_in_float32:
-        _run_halves_in_float32(opdef)
+    if opdef.computes_in is not None:
+        _run_widened(opdef, opdef.computes_in)
     REGISTRY[opdef.type] = opdef
     return opdef
 
@@ -164,93 +167,106 @@ def _reference_in_float32(reference: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _half_input_dtype(ctx: OpContext) -> _dt.DType | None:
-    """The one 16-bit float among the node's inputs (a node mixing it with other floats is
-    refused, as TF's one type attribute would)."""
-    halves = {d for d in ctx.in_dtypes if d.kind == "h"}
-    if not halves:
-        return None
-    floats = {d for d in ctx.in_dtypes if d.is_floating}
-    if len(floats) > 1:
-        names = " and ".join(sorted(d.name for d in floats))
-        raise ctx.type_error(f"Inputs of {ctx.type} must have one floating type, got {names}")
-    return halves.pop()
+def HALVES_IN_FLOAT32(dtype: _dt.DType) -> _dt.DType:  # noqa: N802  a constant, as a function
+    """OpDef.computes_in of ops whose kernels exist for float32 but not for 16-bit floats."""
+    return dtype.compute
 
 
-def _run_halves_in_float32(opdef: OpDef) -> None:
-    """Make `opdef` run nodes holding 16-bit floats through its float32 rules: shape rule and
-    kernels see float32; the lowering adds a kernel widening each 16-bit input into scratch
-    memory before the op's kernels and one rounding each 16-bit output back after them."""
+def widened_dtypes(ctx: OpContext, computes_in: Callable) -> dict:
+    """{wide dtype: the node's dtype} for the node's inputs that its op runs in a wider dtype;
+    a node mixing a dtype with another that widens to it is refused (TF's one type attr)."""
+    narrow: dict = {}
+    for dtype in ctx.in_dtypes:
+        wide = computes_in(dtype)
+        narrow.setdefault(wide, set()).add(dtype)
+    mixed = [kinds for wide, kinds in narrow.items() if len(kinds) > 1]
+    if mixed:
+        names = " and ".join(sorted(d.name for d in mixed[0]))
+        raise ctx.type_error(f"Inputs of {ctx.type} must have one type, got {names}")
+    return {wide: kinds.pop() for wide, kinds in narrow.items() if wide not in kinds}
+
+
+def _run_widened(opdef: OpDef, computes_in: Callable[[_dt.DType], _dt.DType]) -> None:
+    """Make `opdef` run a node holding dtypes its kernels lack through its rules for the wider
+    dtypes `computes_in` gives: the shape rule and the kernels see the wide dtypes; the lowering
+    adds a kernel widening each such input into scratch memory before the op's kernels, and
+    one narrowing each such output back after them."""
     infer, lower, scratch = opdef.infer, opdef.lower, opdef.scratch
 
+    def wide_ctx(ctx: OpContext) -> OpContext:
+        return replace(
+            ctx,
+            in_dtypes=[computes_in(d) for d in ctx.in_dtypes],
+            out_dtypes=[computes_in(d) for d in ctx.out_dtypes],
+        )
+
+    def widens(ctx: OpContext) -> bool:
+        return any(computes_in(d) is not d for d in [*ctx.in_dtypes, *ctx.out_dtypes])
+
     def widened_infer(ctx: OpContext) -> list:
-        half = _half_input_dtype(ctx)
-        if half is None:
+        narrow = widened_dtypes(ctx, computes_in)
+        if not narrow:
             return infer(ctx)
-        outs = infer(replace(ctx, in_dtypes=_widened(ctx.in_dtypes)))
-        return [(half if d is _dt.float32 else d, shape) for d, shape in outs]
+        outs = infer(replace(ctx, in_dtypes=[computes_in(d) for d in ctx.in_dtypes]))
+        return [(narrow.get(d, d), shape) for d, shape in outs]
 
     def regions(ctx: OpContext) -> tuple[int, list, list]:
-        """The float32 copies in scratch: (the op's own scratch bytes, then per input and per
-        output its byte offset or None)."""
-        own = scratch(_wide_ctx(ctx)) if scratch is not None else 0
-        at = _round_up(own)
+        """(scratch bytes in all, the byte offset of each input's and each output's wide copy
+        or None): the op's own scratch first, then the copies, each 64-byte aligned."""
+        at = _round_up(scratch(wide_ctx(ctx)) if scratch is not None else 0)
         places = []
-        for dtype, shape in [
-            *zip(ctx.in_dtypes, ctx.in_shapes),
-            *zip(ctx.out_dtypes, ctx.out_shapes),
-        ]:
-            if dtype.kind == "h":
-                places.append(at)
-                at = _round_up(at + 4 * num_elements(shape))
-            else:
-                places.append(None)
-        n = len(ctx.in_dtypes)
-        return at, places[:n], places[n:]
+        tensors = [*zip(ctx.in_dtypes, ctx.in_shapes), *zip(ctx.out_dtypes, ctx.out_shapes)]
+        for dtype, shape in tensors:
+            wide = computes_in(dtype)
+            places.append(at if wide is not dtype else None)
+            if wide is not dtype:
+                at = _round_up(at + wide.size * num_elements(shape))
+        return at, places[: len(ctx.in_dtypes)], places[len(ctx.in_dtypes) :]
 
     def widened_scratch(ctx: OpContext) -> int:
-        if not (_has_halves(ctx.in_dtypes) or _has_halves(ctx.out_dtypes)):
+        if not widens(ctx):
             return scratch(ctx) if scratch is not None else 0
         return regions(ctx)[0]
 
+    def copy_in_scratch(ctx: OpContext, dtype: _dt.DType, shape: Any, at: int) -> Operand:
+        wide = computes_in(dtype)
+        return Operand("scratch", wide, contiguous_strides(shape), at // wide.size)
+
     def widened_lower(ctx: OpContext) -> list:
-        if not (_has_halves(ctx.in_dtypes) or _has_halves(ctx.out_dtypes)):
+        if not widens(ctx):
             return lower(ctx)
         _, ins, outs = regions(ctx)
-        moved = {f"in{i}": at for i, at in enumerate(ins) if at is not None}
-        moved |= {f"out{i}": at for i, at in enumerate(outs) if at is not None}
+        moved = {f"in{i}": (at, ctx.in_dtypes[i]) for i, at in enumerate(ins) if at is not None}
+        moved |= {f"out{i}": (at, ctx.out_dtypes[i]) for i, at in enumerate(outs) if at is not None}
         kernels = []
         for i, at in enumerate(ins):
             if at is not None:
-                shape, dtype = ctx.in_shapes[i], ctx.in_dtypes[i]
-                wide = Operand("scratch", _dt.float32, contiguous_strides(shape), at // 4)
-                kernels += loop_kernel(
-                    shape, wide, [view(f"in{i}", dtype, shape)], load_expr("{0}", dtype)
-                )
-        for kernel in lower(_wide_ctx(ctx)):
-            kernel.params = [
-                dataclasses.replace(p, buf="scratch", offset=moved[p.buf] // 4 + p.offset)
-                if p.buf in moved
-                else p
-                for p in kernel.params
-            ]
+                dtype, shape = ctx.in_dtypes[i], ctx.in_shapes[i]
+                wide = copy_in_scratch(ctx, dtype, shape, at)
+                source = view(f"in{i}", dtype, shape)
+                kernels += loop_kernel(shape, wide, [source], cast_expr(dtype, wide.dtype))
+        for kernel in lower(wide_ctx(ctx)):
+            params = []
+            for p in kernel.params:
+                if p.buf in moved:
+                    at, dtype = moved[p.buf]
+                    p = dataclasses.replace(
+                        p, buf="scratch", offset=at // computes_in(dtype).size + p.offset
+                    )
+                params.append(p)
+            kernel.params = params
             kernels.append(kernel)
         for i, at in enumerate(outs):
             if at is not None:
-                shape, dtype = ctx.out_shapes[i], ctx.out_dtypes[i]
-                wide = Operand("scratch", _dt.float32, contiguous_strides(shape), at // 4)
-                kernels += loop_kernel(
-                    shape, view(f"out{i}", dtype, shape), [wide], store_expr("{0}", dtype)
-                )
+                dtype, shape = ctx.out_dtypes[i], ctx.out_shapes[i]
+                wide = copy_in_scratch(ctx, dtype, shape, at)
+                target = view(f"out{i}", dtype, shape)
+                kernels += loop_kernel(shape, target, [wide], cast_expr(wide.dtype, dtype))
         return kernels
 
     opdef.infer, opdef.scratch = widened_infer, widened_scratch
     if lower is not None:
         opdef.lower = widened_lower
-
-
-def _wide_ctx(ctx: OpContext) -> OpContext:
-    return replace(ctx, in_dtypes=_widened(ctx.in_dtypes), out_dtypes=_widened(ctx.out_dtypes))
 
 
 def _round_up(nbytes: int) -> int:
@@ -304,7 +320,12 @@ class OpContext:
         """The value of input `i` when it is known at compile time, else None."""
         if self.graph is None or i >= len(self.inputs):
             return None
-        return constant_value(self.graph, self.inputs[i])
+        value = constant_value(self.graph, self.inputs[i])
+        source = self.graph.node(self.inputs[i][0])["dtypes"][self.inputs[i][1]]
+        if value is not None and i < len(self.in_dtypes) and self.in_dtypes[i] is not source:
+            # a 16-bit float that the op's rules see widened (OpDef.computes_in): its values
+            value = _dt.to_float32(value, source) if source.kind == "h" else value
+        return value
 
     def require_const(self, i: int, what: str) -> np.ndarray:
         value = self.const(i)

@@ -12,7 +12,7 @@ from tfc.ir.graph import Graph, Tensor, name_scope
 from tfc.ir.tensor_shape import merge_shapes, shape_str
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops, per_output_element
-from tfc.ops.kernels import format_expr, loop_kernel, view
+from tfc.ops.kernels import elementwise_expr, loop_kernel, table_entry, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
 
 __all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
@@ -59,7 +59,7 @@ def _assign_lower(expr: str | None):
                 f"into a variable of shape {shape_str(shape)}; tfc variables keep the shape "
                 "they were created with"
             )
-        body = "{0}" if expr is None else format_expr(expr[dtype.kind], dtype, "{0}")
+        body = "{0}" if expr is None else elementwise_expr(table_entry(expr, dtype), dtype, ["{0}"])
         return loop_kernel(shape, view("out0", dtype, shape), [view("in1", dtype, shape)], body)
 
     return lower
@@ -71,7 +71,11 @@ def _assign_reference(ctx: OpContext, ref: Any, value: np.ndarray) -> np.ndarray
 
 def _update_reference(fn):
     def reference(ctx: OpContext, ref: np.ndarray, value: np.ndarray) -> np.ndarray:
+        dtype = ctx.in_dtypes[0]
         with np.errstate(all="ignore"):
+            if dtype.kind == "h":  # computed in float32, as the kernel does
+                wide = fn(_dt.to_float32(ref, dtype), _dt.to_float32(value, dtype))
+                return ctx.state.assign(ctx.ref_names[0], _dt.as_numpy(wide, dtype))
             return ctx.state.assign(ctx.ref_names[0], fn(ref, value).astype(ref.dtype))
 
     return reference
@@ -93,6 +97,7 @@ register(
     OpDef(
         "AssignAdd",
         infer=_assign_infer,
+        dtypes=_dt.NUMERIC,
         reference=_update_reference(np.add),
         lower=_assign_lower({"f": "{out} + {0}", "i": "tfc_add_{tag}({out}, {0})"}),
         reads_ref=True,
@@ -104,6 +109,7 @@ register(
     OpDef(
         "AssignSub",
         infer=_assign_infer,
+        dtypes=_dt.NUMERIC,
         reference=_update_reference(np.subtract),
         lower=_assign_lower({"f": "{out} - {0}", "i": "tfc_sub_{tag}({out}, {0})"}),
         reads_ref=True,
