@@ -61,6 +61,8 @@ from tfc.ops.check_ops import *
 from tfc.ops.array_dynamic import *
 from tfc.ops.script_ops import *
 from tfc.ops.strings import *
+from tfc.ops.conversions import *
+from tfc.ops.complex_ops import *
 from tfc import strings
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient

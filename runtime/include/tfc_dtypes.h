@@ -131,7 +131,12 @@ static inline TFC_HD tfc_c128 tfc_c128_of(double re, double im) {
         return tfc_##tag##_of(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);          \
     }                                                                                        \
     static inline TFC_HD T tfc_neg_##tag(T a) { return tfc_##tag##_of(-a.re, -a.im); }        \
-    static inline TFC_HD T tfc_conj_##tag(T a) { return tfc_##tag##_of(a.re, -a.im); }
+    static inline TFC_HD T tfc_conj_##tag(T a) { return tfc_##tag##_of(a.re, -a.im); }       \
+    /* a / b as a * conj(b) / |b|^2 (what std::complex gives for finite values) */           \
+    static inline TFC_HD T tfc_div_##tag(T a, T b) {                                          \
+        const R d = b.re * b.re + b.im * b.im;                                               \
+        return tfc_##tag##_of((a.re * b.re + a.im * b.im) / d, (a.im * b.re - a.re * b.im) / d); \
+    }
 
 TFC_COMPLEX_HELPERS(c64, tfc_c64, float)
 TFC_COMPLEX_HELPERS(c128, tfc_c128, double)

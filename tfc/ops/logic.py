@@ -62,10 +62,12 @@ for _type, _fn, _sym in [
         out=_CMP,
         differentiable=False,
     )
-for _type, _fn, _sym in [("Equal", np.equal, "=="), ("NotEqual", np.not_equal, "!=")]:
-    register_elementwise(
-        _type, _fn, {k: f"{{0}} {_sym} {{1}}" for k in "fib"}, out=_CMP, differentiable=False
-    )
+for _type, _fn, _sym, _c in [
+    ("Equal", np.equal, "==", "tfc_eq_{tag}({0}, {1})"),
+    ("NotEqual", np.not_equal, "!=", "!tfc_eq_{tag}({0}, {1})"),
+]:
+    exprs = {k: f"{{0}} {_sym} {{1}}" for k in "fib"} | {"c": _c}
+    register_elementwise(_type, _fn, exprs, out=_CMP, differentiable=False)
 register_elementwise("LogicalAnd", np.logical_and, {"b": "{0} && {1}"}, differentiable=False)
 register_elementwise("LogicalOr", np.logical_or, {"b": "{0} || {1}"}, differentiable=False)
 register_elementwise("LogicalNot", np.logical_not, {"b": "!{0}"}, differentiable=False)

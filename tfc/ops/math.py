@@ -119,6 +119,11 @@ def _fused(op_type: str, y, dy):
     return apply_op(op_type, [y, dy], name=op_type).outputs[0]
 
 
+def _conjugate(x: Tensor) -> Tensor:
+    """conj(x) for a complex x (the gradients of complex products use it, as TF's), else x."""
+    return apply_op("Conj", [x], name="Conj").outputs[0] if x.dtype.is_complex else x
+
+
 def _pow_grad(op, dy):
     x, y = op.inputs
     positive = x > 0
@@ -145,26 +150,38 @@ def _squared_difference_grad(op, dy):
 # -- binary arithmetic ---------------------------------------------------------------------------
 # rules may return output-shaped gradients: the gradient pass sums away broadcast dims
 for _type, _fn, _exprs, _grad in [
-    ("Add", np.add, {"f": "{0} + {1}", "i": "tfc_add_{tag}({0}, {1})"}, lambda op, dy: [dy, dy]),
+    (
+        "Add",
+        np.add,
+        {"f": "{0} + {1}", "i": "tfc_add_{tag}({0}, {1})", "c": "tfc_add_{tag}({0}, {1})"},
+        lambda op, dy: [dy, dy],
+    ),
     (
         "Sub",
         np.subtract,
-        {"f": "{0} - {1}", "i": "tfc_sub_{tag}({0}, {1})"},
+        {"f": "{0} - {1}", "i": "tfc_sub_{tag}({0}, {1})", "c": "tfc_sub_{tag}({0}, {1})"},
         lambda op, dy: [dy, negative(dy)],
     ),
     (
         "Mul",
         np.multiply,
-        {"f": "{0} * {1}", "i": "tfc_mul_{tag}({0}, {1})"},
-        lambda op, dy: [multiply(dy, op.inputs[1]), multiply(op.inputs[0], dy)],
+        {"f": "{0} * {1}", "i": "tfc_mul_{tag}({0}, {1})", "c": "tfc_mul_{tag}({0}, {1})"},
+        lambda op, dy: [
+            multiply(dy, _conjugate(op.inputs[1])),
+            multiply(_conjugate(op.inputs[0]), dy),
+        ],
     ),
     (
         "RealDiv",
         np.true_divide,
-        {"f": "{0} / {1}"},
+        {"f": "{0} / {1}", "c": "tfc_div_{tag}({0}, {1})"},
         lambda op, dy: [
-            _realdiv(dy, op.inputs[1]),
-            dy * _realdiv(_realdiv(-op.inputs[0], op.inputs[1]), op.inputs[1]),
+            _realdiv(dy, _conjugate(op.inputs[1])),
+            dy
+            * _realdiv(
+                _realdiv(-_conjugate(op.inputs[0]), _conjugate(op.inputs[1])),
+                _conjugate(op.inputs[1]),
+            ),
         ],
     ),
     (
@@ -215,7 +232,12 @@ register_elementwise(
 
 # -- unary functions -----------------------------------------------------------------------------
 for _type, _fn, _exprs, _grad in [
-    ("Neg", np.negative, {"f": "-{0}", "i": "tfc_neg_{tag}({0})"}, lambda op, dy: [-dy]),
+    (
+        "Neg",
+        np.negative,
+        {"f": "-{0}", "i": "tfc_neg_{tag}({0})", "c": "tfc_neg_{tag}({0})"},
+        lambda op, dy: [-dy],
+    ),
     (
         "Abs",
         np.abs,
@@ -559,7 +581,18 @@ maximum = binary_frontend("Maximum", "Maximum")
 minimum = binary_frontend("Minimum", "Minimum")
 squared_difference = binary_frontend("SquaredDifference", "SquaredDifference")
 negative = neg = unary_frontend("Neg")
-abs = unary_frontend("Abs")  # noqa: A001  tf.abs
+_real_abs = unary_frontend("Abs")
+
+
+def abs(x: Any, name: str | None = None) -> Tensor:  # noqa: A001  tf.abs
+    """`tf.abs`: |x| element-wise; for a complex x its modulus, in its parts' dtype."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_complex:
+        attrs = {"Tout": x.dtype.real_dtype}
+        return apply_op("ComplexAbs", [x], attrs, name=name or "ComplexAbs").outputs[0]
+    return _real_abs(x, name=name)
+
+
 sign = unary_frontend("Sign")
 square = unary_frontend("Square")
 reciprocal = unary_frontend("Reciprocal")

@@ -167,9 +167,11 @@ def _mean_computes_in(dtype: _dt.DType) -> _dt.DType:
     return dtype.compute
 
 
-_ADD = {"f": "{a} + {b}", "i": "tfc_add_{tag}({a}, {b})"}
+_ADD = {"f": "{a} + {b}", "i": "tfc_add_{tag}({a}, {b})", "c": "tfc_add_{tag}({a}, {b})"}
 REDUCTIONS = {
-    "Sum": Reduction(_ADD, lambda d: 0, _np_sum, wide_float32=True),
+    "Sum": Reduction(
+        _ADD, lambda d: 0, _np_sum, allowed=(*_NUMERIC, *_dt.COMPLEX), wide_float32=True
+    ),
     # a mean of nothing is 0/0: NaN for floats; TF gives 0 for integers
     "Mean": Reduction(
         _ADD,
@@ -325,7 +327,7 @@ for _type, _spec in REDUCTIONS.items():
             const_inputs=(1,),
             input_names=("input", "reduction_indices"),
             differentiable=_type in _GRADS,  # All and Any work on bools
-            dtypes=_dt.NUMERIC if _spec.allowed is _NUMERIC else (),
+            dtypes=tuple(d for d in _spec.allowed if d not in _dt.CORE),
             computes_in=_mean_computes_in if _type == "Mean" else HALVES_IN_FLOAT32,
         )
     )
