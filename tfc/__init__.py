@@ -6,7 +6,7 @@ tf.matmul, ...; tf.Session().run() compiles what the fetches need to native code
 
 # ruff: noqa: E402, F401, F403, I001  (the public namespace is assembled in dependency order)
 from tfc.version import __version__
-from tfc.ir import dtypes, errors
+from tfc.ir import errors
 from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
 from tfc.ir.dtypes import double, float
 from tfc.ir.dtypes import string
@@ -70,6 +70,7 @@ from tfc.autodiff.registry import custom_gradient
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import linalg
+from tfc import dtypes, image
 from tfc import training as _training
 
 for _name in _training.__all__:  # tf.train also holds the loops that create Sessions

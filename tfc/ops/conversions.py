@@ -134,4 +134,3 @@ def to_complex64(x: Any, name: str = "ToComplex64") -> Tensor:
 def to_complex128(x: Any, name: str = "ToComplex128") -> Tensor:
     """`tf.to_complex128`: tf.cast to complex128."""
     return cast(x, _dt.complex128, name=name)
-
