@@ -325,11 +325,11 @@ def as_numpy(value: Any, dtype: DType) -> np.ndarray:
     wide = np.asarray(value)
     if wide.dtype.kind == "c":
         raise TypeError(f"Cannot convert complex values to {dtype.name}")
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # beyond a 16-bit float's range: infinity
         values = wide.astype(np.float32)
-    if dtype is bfloat16 and _ml_dtypes is None:
-        return bfloat16_bits(values).reshape(values.shape)
-    return values.astype(dtype.np)
+        if dtype is bfloat16 and _ml_dtypes is None:
+            return bfloat16_bits(values).reshape(values.shape)
+        return values.astype(dtype.np)
 
 
 def to_float32(array: Any, dtype: DType) -> np.ndarray:

@@ -225,7 +225,8 @@ register_elementwise(
 register_elementwise(
     "Pow",
     _int_pow,
-    {"f": "pow{sfx}({0}, {1})", "i": "tfc_pow_{tag}({0}, {1})"},
+    # TF has no unsigned Pow (its guard would compare an unsigned exponent with 0)
+    {"f": "pow{sfx}({0}, {1})", "i": "tfc_pow_{tag}({0}, {1})", "u": None},
     guards={"i": ("{1} < 0", "Integers to negative integer powers are not allowed")},
     grad=_pow_grad,
 )
@@ -530,7 +531,7 @@ register(
         lower=_add_n_lower,
         flops=lambda ctx: (len(ctx.in_shapes) - 1) * elements(ctx.out_shapes[0]),
         grad=lambda op, dy: [dy] * len(op.inputs),
-        dtypes=_dt.NUMERIC,
+        dtypes=(*_dt.NUMERIC, *_dt.COMPLEX),
     )
 )
 
