@@ -45,6 +45,7 @@ OP_TEST_MODULES = [
     "test_ops_einsum", "test_ops_norms",
     "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
     "test_ops_array_nd_index", "test_ops_array_order", "test_ops_random_sampling",
+    "test_ops_dtypes",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}

@@ -819,3 +819,30 @@ def test_ops_refuse_dtypes_they_have_no_kernel_for():
             tf.pow(tf.constant([2], tf.uint8), tf.constant([2], tf.uint8))
         with pytest.raises(ValueError, match="Invalid dtype float16 for random_uniform"):
             tf.random_uniform([2], dtype=tf.float16)  # TF's 16-bit draws are not float32's
+
+
+def test_print_writes_every_dtype_as_tf(capfd):
+    """The native text kernels write the small integers, uint64 beyond int64 and the 16-bit
+    floats as the floats they widen to; complex values (Python) as TF's "?"."""
+    x = tf.placeholder(tf.uint8, [3])
+    h = tf.placeholder(tf.float16, [2])
+    b = tf.placeholder(tf.bfloat16, [2])
+    u = tf.placeholder(tf.uint64, [1])
+    shown = [
+        x,
+        h,
+        b,
+        u,
+        tf.constant(np.array([1.5, 2.25], np.float16)),
+        tf.constant([0.5, 3], tf.bfloat16),
+    ]
+    printed = tf.Print(x, shown, "vals: ")
+    with tf.Session() as sess:
+        sess.run(printed, {x: [1, 200, 255], h: [0.1, 65504], b: [1.0, 3.0], u: [2**64 - 1]})
+        sess.run(tf.Print(x, [tf.constant([1 + 2j], tf.complex64)], "complex: "), {x: [0, 0, 0]})
+    err = capfd.readouterr().err
+    # TF 2.21's tf.compat.v1.Print writes these very lines
+    assert (
+        "vals: [1 200 255][0.0999755859 65504][1 3][18446744073709551615][1.5 2.25][0.5 3]" in err
+    )
+    assert "complex: [?]" in err
