@@ -85,14 +85,26 @@ static inline TFC_HD int32_t tfc_f2i32(double x) {
 static inline TFC_HD int64_t tfc_f2i64(double x) {
     return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
 }
-/* The narrower integers take the low bits of those results (what TensorFlow's CPU kernels give
- * on x86: an 8, 16-bit type through int32, uint32 through int64); uint64 is what clang's
- * conversion gives: values from 2^63 on through x - 2^63, NaN and out of range 2^63. */
-static inline TFC_HD int8_t tfc_f2i8(double x) { return (int8_t)tfc_f2i32(x); }
-static inline TFC_HD int16_t tfc_f2i16(double x) { return (int16_t)tfc_f2i32(x); }
-static inline TFC_HD uint8_t tfc_f2u8(double x) { return (uint8_t)tfc_f2i32(x); }
-static inline TFC_HD uint16_t tfc_f2u16(double x) { return (uint16_t)tfc_f2i32(x); }
-static inline TFC_HD uint32_t tfc_f2u32(double x) { return (uint32_t)tfc_f2i64(x); }
+/* The other integers as TensorFlow's vectorized CPU kernels convert (C++ leaves out-of-range
+ * values undefined; TF's Eigen loops give these for every element but a loop's last few): the
+ * 8 and 16-bit types clamp the int32 conversion to their range (so NaN and values beyond
+ * int32 give their minimum); the unsigned 32 and 64-bit ones convert x >= 2^31 (2^63) as
+ * x - 2^31 (2^63) with the top bit set, NaN and values out of range giving the top bit. */
+static inline TFC_HD int32_t tfc_clamp_i32(int32_t v, int32_t low, int32_t high) {
+    return v < low ? low : (v > high ? high : v);
+}
+static inline TFC_HD int8_t tfc_f2i8(double x) { return (int8_t)tfc_clamp_i32(tfc_f2i32(x), -128, 127); }
+static inline TFC_HD int16_t tfc_f2i16(double x) {
+    return (int16_t)tfc_clamp_i32(tfc_f2i32(x), -32768, 32767);
+}
+static inline TFC_HD uint8_t tfc_f2u8(double x) { return (uint8_t)tfc_clamp_i32(tfc_f2i32(x), 0, 255); }
+static inline TFC_HD uint16_t tfc_f2u16(double x) {
+    return (uint16_t)tfc_clamp_i32(tfc_f2i32(x), 0, 65535);
+}
+static inline TFC_HD uint32_t tfc_f2u32(double x) {
+    const int32_t low = tfc_f2i32(x);
+    return low < 0 ? (uint32_t)low | (uint32_t)tfc_f2i32(x - 2147483648.0) : (uint32_t)low;
+}
 static inline TFC_HD uint64_t tfc_f2u64(double x) {
     const int64_t low = tfc_f2i64(x);
     return low < 0 ? (uint64_t)low | (uint64_t)tfc_f2i64(x - 9223372036854775808.0) : (uint64_t)low;

@@ -740,10 +740,10 @@ def elementwise_expr(
 
 def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
     """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast), with
-    TensorFlow's rules on x86: float to integer truncates toward zero (NaN and out of range:
-    tfc_math.h's tfc_f2<int>), integers narrow by wrapping, anything to bool is `!= 0`, the
-    16-bit floats convert through float (so float64 rounds twice, as in TF), complex to real
-    keeps the real part."""
+    TensorFlow's rules on x86: float to integer truncates toward zero (NaN and out of range as
+    TF's vectorized kernels: tfc_math.h's tfc_f2<int>), integers narrow by wrapping, anything
+    to bool is `!= 0`, the 16-bit floats convert through float (so float64 rounds twice, as in
+    TF), complex to real keeps the real part."""
     if src is dst:
         return "{0}"
     if src.kind == "c":

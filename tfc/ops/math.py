@@ -421,7 +421,7 @@ register_elementwise(
 # -- Cast ---------------------------------------------------------------------------------------
 def float_to_integer(x: np.ndarray, dst: _dt.DType) -> np.ndarray:
     """NumPy's twin of tfc_math.h's tfc_f2<int>: truncation toward zero; NaN and values out of
-    range give what TensorFlow's kernels give on x86 (see cast_expr)."""
+    range as TensorFlow's vectorized CPU kernels give them (see tfc_math.h)."""
     x = np.asarray(x, dtype=np.float64)
 
     def truncated(values: np.ndarray, wide: type) -> np.ndarray:
@@ -429,11 +429,14 @@ def float_to_integer(x: np.ndarray, dst: _dt.DType) -> np.ndarray:
         ok = (values > float(info.min) - 1) & (values < float(info.max) + 1)
         return np.where(ok, np.trunc(np.where(ok, values, 0)), info.min).astype(wide)
 
-    if dst is _dt.uint64:
-        low = truncated(x, np.int64)
-        return np.where(low < 0, low | truncated(x - 2.0**63, np.int64), low).view(np.uint64)
-    wide = np.int64 if dst.size == 8 or dst is _dt.uint32 else np.int32
-    return truncated(x, wide).astype(dst.np)
+    if dst in (_dt.uint32, _dt.uint64):
+        wide, top = (np.int32, 2.0**31) if dst is _dt.uint32 else (np.int64, 2.0**63)
+        low = truncated(x, wide)
+        return np.where(low < 0, low | truncated(x - top, wide), low).view(dst.np)
+    if dst.size == 8:
+        return truncated(x, np.int64).astype(dst.np)
+    info = np.iinfo(dst.np)
+    return np.clip(truncated(x, np.int32), info.min, info.max).astype(dst.np)
 
 
 def _cast_reference(ctx, x):

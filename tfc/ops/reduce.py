@@ -132,7 +132,7 @@ def _np_sum(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
 def _np_mean(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
     count = math.prod(x.shape[k] for k in axes)
     wide = _mean_computes_in(_dt.as_dtype(x.dtype))
-    if wide.size > x.dtype.itemsize:  # TF sums the small integers in 64 bits
+    if wide.size > x.dtype.itemsize:  # TF sums integers of up to 32 bits in 64 bits
         return _np_mean(x.astype(wide.np), axes, keep).astype(x.dtype)
     if x.dtype.kind == "f":
         acc = np.float64 if x.dtype == np.float32 else x.dtype
@@ -160,9 +160,9 @@ def _np_extreme(fn: Callable, identity: Callable) -> Callable:
 
 
 def _mean_computes_in(dtype: _dt.DType) -> _dt.DType:
-    """Mean sums 8 and 16-bit integers in 64 bits (as TF does: their mean cannot overflow),
-    the 16-bit floats in float32."""
-    if dtype.is_integer and dtype.size < 4:
+    """Mean sums integers of up to 32 bits in 64 bits (as TF does: their mean cannot
+    overflow), the 16-bit floats in float32."""
+    if dtype.is_integer and dtype.size <= 4:
         return _dt.uint64 if dtype.is_unsigned else _dt.int64
     return dtype.compute
 

@@ -172,12 +172,12 @@ def HALVES_IN_FLOAT32(dtype: _dt.DType) -> _dt.DType:  # noqa: N802  a constant,
     return dtype.compute
 
 
-def widened_dtypes(ctx: OpContext, computes_in: Callable) -> dict:
-    """{wide dtype: the node's dtype} for the node's inputs that its op runs in a wider dtype;
-    a node mixing a dtype with another that widens to it is refused (TF's one type attr)."""
+def widened_dtypes(ctx: OpContext, wide_inputs: Sequence[_dt.DType]) -> dict:
+    """{wide dtype: the node's dtype} for the node's inputs its op runs in wider dtypes
+    (`wide_inputs`: each input's dtype as the op's rules see it); a node mixing a dtype with
+    another that widens to it is refused (TF's one type attribute)."""
     narrow: dict = {}
-    for dtype in ctx.in_dtypes:
-        wide = computes_in(dtype)
+    for dtype, wide in zip(ctx.in_dtypes, wide_inputs):
         narrow.setdefault(wide, set()).add(dtype)
     mixed = [kinds for wide, kinds in narrow.items() if len(kinds) > 1]
     if mixed:
@@ -190,34 +190,43 @@ def _run_widened(opdef: OpDef, computes_in: Callable[[_dt.DType], _dt.DType]) ->
     """Make `opdef` run a node holding dtypes its kernels lack through its rules for the wider
     dtypes `computes_in` gives: the shape rule and the kernels see the wide dtypes; the lowering
     adds a kernel widening each such input into scratch memory before the op's kernels, and
-    one narrowing each such output back after them."""
+    one narrowing each such output back after them. Compile-time inputs (axes, shapes) keep
+    their dtype, but for 16-bit floats, which the rules read as float32 values (Range)."""
     infer, lower, scratch = opdef.infer, opdef.lower, opdef.scratch
 
+    def wide_inputs(ctx: OpContext) -> list:
+        n = len(ctx.in_dtypes)
+        fixed = {i % n for i in opdef.const_inputs} if n else set()
+        return [
+            d if i in fixed and d.kind != "h" else computes_in(d)
+            for i, d in enumerate(ctx.in_dtypes)
+        ]
+
     def wide_ctx(ctx: OpContext) -> OpContext:
-        return replace(
-            ctx,
-            in_dtypes=[computes_in(d) for d in ctx.in_dtypes],
-            out_dtypes=[computes_in(d) for d in ctx.out_dtypes],
-        )
+        outs = [computes_in(d) for d in ctx.out_dtypes]
+        return replace(ctx, in_dtypes=wide_inputs(ctx), out_dtypes=outs)
 
     def widens(ctx: OpContext) -> bool:
-        return any(computes_in(d) is not d for d in [*ctx.in_dtypes, *ctx.out_dtypes])
+        wide = wide_inputs(ctx) + [computes_in(d) for d in ctx.out_dtypes]
+        return any(w is not d for w, d in zip(wide, [*ctx.in_dtypes, *ctx.out_dtypes]))
 
     def widened_infer(ctx: OpContext) -> list:
-        narrow = widened_dtypes(ctx, computes_in)
+        wide = wide_inputs(ctx)
+        narrow = widened_dtypes(ctx, wide)
         if not narrow:
             return infer(ctx)
-        outs = infer(replace(ctx, in_dtypes=[computes_in(d) for d in ctx.in_dtypes]))
+        outs = infer(replace(ctx, in_dtypes=wide))
         return [(narrow.get(d, d), shape) for d, shape in outs]
 
     def regions(ctx: OpContext) -> tuple[int, list, list]:
         """(scratch bytes in all, the byte offset of each input's and each output's wide copy
         or None): the op's own scratch first, then the copies, each 64-byte aligned."""
-        at = _round_up(scratch(wide_ctx(ctx)) if scratch is not None else 0)
+        widened = wide_ctx(ctx)
+        at = _round_up(scratch(widened) if scratch is not None else 0)
         places = []
-        tensors = [*zip(ctx.in_dtypes, ctx.in_shapes), *zip(ctx.out_dtypes, ctx.out_shapes)]
-        for dtype, shape in tensors:
-            wide = computes_in(dtype)
+        dtypes = [*ctx.in_dtypes, *ctx.out_dtypes]
+        wide_dtypes = [*widened.in_dtypes, *widened.out_dtypes]
+        for dtype, wide, shape in zip(dtypes, wide_dtypes, [*ctx.in_shapes, *ctx.out_shapes]):
             places.append(at if wide is not dtype else None)
             if wide is not dtype:
                 at = _round_up(at + wide.size * num_elements(shape))
