@@ -126,7 +126,9 @@ def test_integer_math_wraps_as_tf(dtype):
         outs = [x + y, x - y, x * y, t.floordiv(x, y), t.floormod(x, y), t.truncatediv(x, y),
                 t.maximum(x, y), t.minimum(x, y), t.square(x), t.reduce_sum(x),
                 t.reduce_mean(x), t.reduce_prod(y), t.equal(x, y), t.less(x, y),
-                t.argmax(x, 0), t.cumsum(x, 0)]  # fmt: skip
+                t.argmax(x, 0), t.cumsum(x, 0), t.nn.relu(x), t.nn.relu6(x),
+                t.bitwise.bitwise_and(x, y), t.bitwise.bitwise_xor(x, y), t.bitwise.invert(x),
+                t.bitwise.left_shift(x, y), t.bitwise.right_shift(x, y)]  # fmt: skip
         if dtype[0] == "i":  # TF's kernels for these are signed only
             outs += [t.negative(x), t.abs(x), t.sign(x)]
         return outs
@@ -234,6 +236,8 @@ def frontends(t):
         ("GatherV2", lambda x: t.gather(x, [0])), ("Pad", lambda x: t.pad(x, [[1, 0], [0, 0]])),
         ("ReverseV2", lambda x: t.reverse(x, [0])), ("Softmax", t.nn.softmax),
         ("TopKV2", lambda x: t.nn.top_k(x, 1)[0]), ("Relu", t.nn.relu),
+        ("BitwiseAnd", lambda x: t.bitwise.bitwise_and(x, x)),
+        ("LeftShift", lambda x: t.bitwise.left_shift(x, x)),
     ]  # fmt: skip
 
 

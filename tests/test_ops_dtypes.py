@@ -226,6 +226,8 @@ INT_UNARY = {
     "abs": (tf.abs, abs),
     "square": (tf.square, lambda a: a * a),
     "sign": (tf.sign, lambda a: (a > 0) - (a < 0)),
+    "relu": (tf.nn.relu, lambda a: max(a, 0)),
+    "relu6": (tf.nn.relu6, lambda a: min(max(a, 0), 6)),
 }
 COMPARISONS = {
     "less": (tf.less, np.less),
@@ -848,3 +850,38 @@ def test_print_writes_every_dtype_as_tf(capfd):
         "vals: [1 200 255][0.0999755859 65504][1 3][18446744073709551615][1.5 2.25][0.5 3]" in err
     )
     assert "complex: [?]" in err
+
+
+def build_bitwise() -> CaseBatch:
+    """tf.bitwise on every integer width: shifts clamp their amount to [0, bits - 1] (TF's
+    kernels), a right shift of a negative value is arithmetic."""
+    b = CaseBatch()
+    with b.graph.as_default():
+        for dtype in INTS:
+            info = np.iinfo(dtype)
+            bits = info.bits
+            x = np.array([info.min, -5 if info.min else 5, 0, 1, 0x5A, info.max], dtype=dtype)
+            n = np.array([1, 2, bits + 3, bits - 1, 0, 3], dtype=dtype)
+            if info.min:
+                n[2] = -2  # negative amounts clamp to 0
+            tx, tn = feed(b, x, dtype), tf.constant(n)
+            k = np.clip(n.astype(object), 0, bits - 1)
+            ux = [int(v) % 2**bits for v in x.tolist()]
+            shl = wrap([(u << int(s)) % 2**bits for u, s in zip(ux, k)], dtype)
+            shr = np.array([int(v) >> int(s) for v, s in zip(x.tolist(), k)], dtype=object)
+            b.add(f"and-{dtype}", tf.bitwise.bitwise_and(tx, tn), x & n)
+            b.add(f"or-{dtype}", tf.bitwise.bitwise_or(tx, tn), x | n)
+            b.add(f"xor-{dtype}", tf.bitwise.bitwise_xor(tx, tn), x ^ n)
+            b.add(f"invert-{dtype}", tf.bitwise.invert(tx), ~x)
+            b.add(f"left_shift-{dtype}", tf.bitwise.left_shift(tx, tn), shl)
+            b.add(f"right_shift-{dtype}", tf.bitwise.right_shift(tx, tn), shr.astype(dtype))
+    return b
+
+
+with np.errstate(all="ignore"):
+    BITWISE = build_bitwise()
+
+
+@pytest.mark.parametrize("case", BITWISE.ids())
+def test_bitwise(case):
+    BITWISE.check(case)

@@ -70,7 +70,7 @@ from tfc.autodiff.registry import custom_gradient
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import linalg
-from tfc import dtypes, image
+from tfc import dtypes, image, bitwise
 from tfc import training as _training
 
 for _name in _training.__all__:  # tf.train also holds the loops that create Sessions

@@ -41,7 +41,16 @@
         }                                                                                   \
         return (T)result;                                                                   \
     }                                                                                       \
-    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)((a > 0) - (a < 0)); }
+    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)((a > 0) - (a < 0)); }              \
+    /* tf.bitwise's shifts: the amount clamped to [0, bits - 1], as TF's kernels do */       \
+    static inline TFC_HD T tfc_shl_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T)), k = n < 0 ? 0 : (n >= bits ? bits - 1 : (int)n); \
+        return (T)((U)a << k);                                                              \
+    }                                                                                       \
+    static inline TFC_HD T tfc_shr_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T)), k = n < 0 ? 0 : (n >= bits ? bits - 1 : (int)n); \
+        return (T)(a >> k);                                                                 \
+    }
 
 TFC_INT_HELPERS(i32, int32_t, uint32_t, INT32_MIN)
 TFC_INT_HELPERS(i64, int64_t, uint64_t, INT64_MIN)
@@ -70,7 +79,15 @@ TFC_INT_HELPERS(i16, int16_t, uint32_t, INT16_MIN)
         }                                                                                   \
         return (T)result;                                                                   \
     }                                                                                       \
-    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)(a > 0); }
+    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)(a > 0); }                           \
+    static inline TFC_HD T tfc_shl_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T));                                              \
+        return (T)((W)a << (n >= (T)bits ? bits - 1 : (int)n));                             \
+    }                                                                                       \
+    static inline TFC_HD T tfc_shr_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T));                                              \
+        return (T)(a >> (n >= (T)bits ? bits - 1 : (int)n));                                \
+    }
 
 TFC_UINT_HELPERS(u8, uint8_t, uint32_t)
 TFC_UINT_HELPERS(u16, uint16_t, uint32_t)

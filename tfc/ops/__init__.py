@@ -3,10 +3,13 @@
 from tfc.ops import (  # noqa: F401
     argminmax,
     array,
+    bitwise,
+    complex_ops,
     constant,
     control,
     conv,
     conv_grad,
+    conversions,
     fusion,
     grad_ops,
     linalg,

@@ -599,6 +599,7 @@ register(
 
 # -- UnsortedSegmentSum (gradient-only: how a gather's gradient is scattered back) ---------------
 def _segment_sum_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, _dt.NUMERIC, "data")
     check_dtype(ctx, 1, INDEX_DTYPES, "segment_ids")
     check_dtype(ctx, 2, INDEX_DTYPES, "num_segments")
     check_rank(ctx, 2, 0)

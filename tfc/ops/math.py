@@ -23,6 +23,7 @@ from tfc.ops.kernels import cast_expr, elementwise_expr, loop_kernel, view
 from tfc.ops.registry import (
     OpDef,
     apply_op,
+    check_dtype,
     check_same_dtypes,
     get_opdef,
     register,
@@ -501,6 +502,7 @@ def to_double(x: Any, name: str = "ToDouble") -> Tensor:
 # -- AddN ---------------------------------------------------------------------------------------
 def _add_n_infer(ctx):
     check_same_dtypes(ctx, [f"inputs[{i}]" for i in range(len(ctx.in_dtypes))])
+    check_dtype(ctx, 0, (*_dt.NUMERIC, *_dt.COMPLEX), "inputs")
     shape = ctx.in_shapes[0]
     for s in ctx.in_shapes[1:]:
         if (

@@ -85,13 +85,17 @@ def _fused(op_type: str, dy: Tensor, t: Tensor, **attrs: Any) -> list:
 register_elementwise(
     "Relu",
     lambda x: np.where(x < 0, 0, x),
-    {"f": "({0} < 0 ? ({T})0 : {0})"},
+    {"f": "({0} < 0 ? ({T})0 : {0})", "i": "({0} < 0 ? ({T})0 : {0})", "u": "{0}"},
     grad=lambda op, dy: _fused("ReluGrad", dy, op.outputs[0]),  # y > 0 exactly where x > 0
 )
 register_elementwise(
     "Relu6",
     lambda x: np.where(x < 0, 0, np.where(x > 6, 6, x)),
-    {"f": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))"},
+    {
+        "f": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))",
+        "i": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))",
+        "u": "({0} > 6 ? ({T})6 : {0})",
+    },
     grad=lambda op, dy: _fused("Relu6Grad", dy, op.inputs[0]),
 )
 register_elementwise(

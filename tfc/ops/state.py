@@ -34,6 +34,8 @@ register(
 # -- Assign, AssignAdd, AssignSub ---------------------------------------------------------------
 def _assign_infer(ctx: OpContext) -> list:
     ref_dtype, value_dtype = ctx.in_dtypes
+    if ctx.type != "Assign" and not (ref_dtype.is_floating or ref_dtype.is_integer):
+        raise ctx.type_error(f"{ctx.type} takes numeric variables, not {ref_dtype.name}")
     if ref_dtype != value_dtype:
         raise TypeError(
             f"Input 'value' of '{ctx.type}' Op has type {value_dtype.name} that does not match "
