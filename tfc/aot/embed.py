@@ -452,6 +452,13 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
         elif m.external_weights:
             params.append("const void *weights")
             doc.append(f"weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned")
+        for name, spec in [*zip(p.input_names, low.feeds), *zip(p.output_names, low.fetches)]:
+            if spec.dtype.kind in "hc":  # model.h needs nothing but stdint.h and stdbool.h
+                raise ModelError(
+                    f"{role} tensor {name} has dtype {spec.dtype.name}, which C has no type "
+                    "for: the library's functions take the standard C types (cast it in the "
+                    "graph: tf.cast)"
+                )
         for name, spec in zip(p.input_names, low.feeds):
             if spec.shape:
                 params.append(f"const {spec.dtype.c_type} *{name}")
