@@ -45,6 +45,8 @@ OP_TEST_MODULES = [
     "test_ops_einsum", "test_ops_norms",
     "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
     "test_ops_array_nd_index", "test_ops_array_order", "test_ops_random_sampling",
+    "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
+    "test_ops_patches", "test_ops_morphology", "test_ops_conv3d",
     "test_ops_dtypes",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
@@ -150,7 +152,8 @@ def training_graphs() -> dict[str, tuple]:
         rows = tfc.placeholder(tfc.float32, [3, 4])
         ups = [tfc.scatter_update, tfc.scatter_add, tfc.scatter_sub, tfc.scatter_mul,
                tfc.scatter_div, tfc.scatter_min, tfc.scatter_max]  # fmt: skip
-        fetches = [op(tfc.Variable(tfc.ones([5, 4])), [4, 0, 4], rows + 0.5) for op in ups]
+        updates = tfc.abs(rows * 2.0 - 0.5) + 0.25  # a fused element-wise group feeds them
+        fetches = [op(tfc.Variable(tfc.ones([5, 4])), [4, 0, 4], updates) for op in ups]
         nd_ups = [tfc.scatter_nd_update, tfc.scatter_nd_add, tfc.scatter_nd_sub]
         fetches += [
             op(tfc.Variable(tfc.ones([5, 4])), [[1, 3], [0, 0]], rows[0, :2]) for op in nd_ups

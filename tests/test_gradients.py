@@ -443,6 +443,68 @@ CASES = [
     C("BroadcastTo", lambda a: tf.broadcast_to(a, [3, 2, 4]), normal(2, 1)),
     C("EnsureShape", lambda a: tf.ensure_shape(a, [None, 3]), normal(2, 3), dims=((None, 3),)),
     C("IdentityN", lambda a, b: tf.identity_n([a, b]), normal(2), normal(3, 2)),
+    # depthwise convolution: a filter per channel, multiplier 2 (dyadic: sums exact in float32)
+    C(
+        "DepthwiseConv2dNative",
+        lambda x, f: tf.nn.depthwise_conv2d_native(x, f, [1, 2, 2, 1], "SAME"),
+        dyadic(2, 5, 4, 3),
+        dyadic(3, 3, 3, 2),
+        dims=((None, 5, 4, 3), (3, 3, 3, 2)),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNative-NCHW-dilated",
+        lambda x, f: tf.nn.depthwise_conv2d_native(
+            x, f, [1, 1, 1, 1], "VALID", data_format="NCHW", dilations=[1, 1, 2, 1]
+        ),
+        dyadic(1, 2, 5, 4),
+        dyadic(2, 2, 2, 1),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNativeBackpropInput",
+        lambda f, d: op(
+            "DepthwiseConv2dNativeBackpropInput",
+            np.array([2, 5, 4, 3], np.int32),
+            f,
+            d,
+            **CONV_S2_SAME,
+        ),  # fmt: skip
+        dyadic(3, 3, 3, 2),
+        dyadic(2, 3, 2, 6),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNativeBackpropFilter",
+        lambda x, d: op(
+            "DepthwiseConv2dNativeBackpropFilter",
+            x,
+            np.array([3, 3, 3, 2], np.int32),
+            d,
+            **CONV_S2_SAME,
+        ),  # fmt: skip
+        dyadic(2, 5, 4, 3),
+        dyadic(2, 3, 2, 6),
+        exact=True,
+    ),
+    C(
+        "MaxPoolWithArgmax",
+        lambda x: tf.nn.max_pool_with_argmax(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")[0],
+        distinct(2, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
+    C(
+        "LRN",
+        lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75),
+        normal(2, 2, 3, 7),
+        dims=((None, 2, 3, 7),),
+    ),
+    C(
+        "ExtractImagePatches",
+        lambda x: tf.extract_image_patches(x, [1, 3, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+        normal(2, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
     # linear algebra: inputs far from singular; eigen- and singular vectors enter squared (their
     # signs are each algorithm's own); Cholesky sees a symmetric x x^T + 2 I
     C("MatrixInverse", tf.matrix_inverse, invertible(3, 3)),

@@ -54,6 +54,10 @@ from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
+from tfc.ops.patches import *
+from tfc.ops.conv_api import conv2d_backprop_filter_v2, conv2d_backprop_input_v2
+from tfc.ops.conv3d import extract_volume_patches
+from tfc.ops.space_batch import *
 from tfc.ops.nn import log_sigmoid
 from tfc.ops.sequence_mask import sequence_mask
 from tfc.ops.logging_ops import *

@@ -134,6 +134,8 @@ def window_kernel(kernel: Kernel) -> KernelTemplate:
     g = spec.geometry
     if spec.over == "output":
         bounds, names = [g.batch, g.out_h, g.out_w, g.out_c], ["n", "oh", "ow", "c"]
+    elif spec.over == "filter":  # a filter per channel: [k_h, k_w, channels]
+        bounds, names = [g.k_h, g.k_w, g.out_c], ["kh", "kw", "c"]
     else:
         bounds, names = [g.batch, g.in_h, g.in_w, g.in_c], ["n", "ih", "iw", "c"]
     data = c.window_data(spec)

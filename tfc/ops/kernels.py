@@ -162,14 +162,16 @@ class WindowSpec:
     """A window op over NHWC images with every size in `geometry` (pools, conv-like ops): one
     template per kind and target, which every target renders from the geometry alone (no
     renderer code per kind). `over` names the image whose elements are independent outputs
-    (a target spreading work over threads gives each one): "output", or "input" for the
-    gradients that gather into the input image. `sizes` are further integers the kind's
-    templates read (a depth multiplier, say): templates do no arithmetic."""
+    (a target spreading work over threads gives each one): "output", "input" for the
+    gradients that gather into the input image, or "filter" for the gradient of a filter per
+    channel ([k_h, k_w, out_c]: the depthwise convolution's). `sizes` are further integers the
+    kind's templates read (a depth multiplier, say), or C spellings of its constants and
+    functions for the element type (LRN's alpha, powf): templates do no arithmetic."""
 
     geometry: Geometry
     dtype: _dt.DType
     over: str = "output"
-    sizes: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, int | str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
