@@ -885,3 +885,49 @@ with np.errstate(all="ignore"):
 @pytest.mark.parametrize("case", BITWISE.ids())
 def test_bitwise(case):
     BITWISE.check(case)
+
+
+def build_conversions() -> CaseBatch:
+    """Complex numbers' ops, bitcasts and saturating casts in one batch (so that every target's
+    op-batch tests run them too)."""
+    b = CaseBatch()
+    with b.graph.as_default():
+        for dtype in COMPLEX:
+            z = np.array([1 + 2j, -3.5 + 0.5j, 0.25 - 4j], dtype)
+            t = feed(b, z, dtype)
+            part = z.real.dtype.name
+            re, im = feed(b, z.real, part), feed(b, z.imag, part)
+            tol = {"rtol": 1e-6 if dtype == "complex64" else 1e-12}
+            cases = {
+                "complex": (tf.complex(re, im), z),
+                "real": (tf.real(t), z.real),
+                "imag": (tf.imag(t), z.imag),
+                "conj": (tf.conj(t), np.conj(z)),
+                "abs": (tf.abs(t), np.abs(z)),
+                "angle": (tf.angle(t), np.angle(z)),
+                "equal": (tf.equal(t, tf.conj(t)), z == np.conj(z)),
+                "add": (t + t, z + z),
+                "neg": (-t, -z),
+            }
+            for name, (tensor, want) in cases.items():
+                b.add(f"{name}-{dtype}", tensor, np.asarray(want), **tol)
+        x = np.array([[1.5, -2.0], [np.inf, 0.1]], np.float32)
+        tx = feed(b, x, "float32")
+        b.add("bitcast-int32", tf.bitcast(tx, tf.int32), x.view(np.int32))
+        b.add("bitcast-uint8", tf.bitcast(tx, tf.uint8), x.view(np.uint8).reshape(2, 2, 4))
+        b.add("bitcast-back", tf.bitcast(tf.bitcast(tx, tf.uint16), tf.float32), x)
+        f = np.array([-1e10, -300.5, 0.4, 254.6, 300.0, 3e9], np.float32)
+        tf_ = feed(b, f, "float32")
+        b.add("saturate-uint8", tf.saturate_cast(tf_, tf.uint8), np.array([0, 0, 0, 254, 255, 255],
+                                                                          np.uint8))  # fmt: skip
+        b.add("saturate-int8", tf.saturate_cast(tf_, tf.int8),
+              np.array([-128, -128, 0, 127, 127, 127], np.int8))  # fmt: skip
+    return b
+
+
+CONVERSIONS = build_conversions()
+
+
+@pytest.mark.parametrize("case", CONVERSIONS.ids())
+def test_conversions(case):
+    CONVERSIONS.check(case)
