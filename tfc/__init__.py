@@ -49,6 +49,10 @@ from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
 from tfc.ops.state import assign, assign_add, assign_sub, is_variable_initialized
 from tfc.ops.state_scatter import *
+from tfc.ops.control_flow import *
+from tfc.ops.tensor_array import TensorArray
+from tfc.ops.functional_ops import *
+from tfc.ops import nest
 from tfc.variables import *
 from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner

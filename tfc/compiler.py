@@ -42,6 +42,7 @@ from tfc.ir.graph import Graph
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
 from tfc.passes.fuse import fuse_elementwise
+from tfc.passes.hoist import hoist_invariants
 from tfc.passes.memory import plan_memory
 from tfc.passes.native import require_native_ops
 from tfc.passes.partition import partition_graph
@@ -101,6 +102,8 @@ PASS_NAMES: dict[Pass, str] = {
     fold_constants: "fold",
     # algebraic identities: x*1, x+0, double transposes, identity chains, no-op casts
     simplify_algebra: "simplify",
+    # loop-invariant work of a while_loop's body done once, before the loop
+    hoist_invariants: "hoist",
     # one node for ops with the same type, attributes and inputs (never stateful or random ones)
     eliminate_common_subexpressions: "cse",
     # chains and trees of element-wise ops become one loop
@@ -137,6 +140,7 @@ PIPELINE: list[Pass] = [
     specialize_shapes,
     fold_constants,
     simplify_algebra,
+    hoist_invariants,
     eliminate_common_subexpressions,
     prune_graph,
     fuse_elementwise,
@@ -150,6 +154,7 @@ PIPELINE: list[Pass] = [
 OPTIMIZATIONS: list[Pass] = [
     fold_constants,
     simplify_algebra,
+    hoist_invariants,
     eliminate_common_subexpressions,
     fuse_elementwise,
 ]

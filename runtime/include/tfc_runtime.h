@@ -122,6 +122,16 @@ static inline TFC_HD int tfc_error_nd_index(tfc_error *err, int64_t pos, const i
     return TFC_ERR_INVALID_ARGUMENT;
 }
 
+/* A message with two integers, "<a>%lld<b>%lld<c>" (a TensorArray's index and its size). */
+static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, int64_t x,
+                                       const char *b, int64_t y, const char *c) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s%lld%s%lld%s", a, (long long)x, b,
+                     (long long)y, c);
+    }
+    return code;
+}
+
 #include "tfc_math.h"
 #include "tfc_philox.h"
 /* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */

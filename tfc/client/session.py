@@ -369,8 +369,7 @@ class Session:
             return buf
         state = self._rng.get(slot.name)
         if state is None:
-            attrs = self.graph.node(slot.name)["attrs"]
-            seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
+            seed, seed2 = slot.seed, slot.seed2  # the op may be in a loop body
             if seed == 0 and seed2 == 0:  # unseeded: fresh numbers every session, as in TF
                 seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
             state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)

@@ -32,6 +32,7 @@ from tfc.ops.kernels import (
     RangeSpec,
     ReduceSpec,
     RowSpec,
+    RowsSpec,
     ScanSpec,
     SegmentSpec,
     SequenceSpec,
@@ -281,6 +282,41 @@ def index_kernel(kernel: Kernel) -> KernelTemplate:
     return kernel.template if spec.copy else kernel.template + "_check", data
 
 
+def rows_kernel(kernel: Kernel) -> KernelTemplate:
+    """The TensorArray kernels: rows of a buffer by run-time index (ops/tensor_array.py)."""
+    spec: RowsSpec = kernel.spec
+    values = dict(spec.values)
+    data = dict(
+        ctype=spec.dtype.c_type,
+        index_ctype=spec.index_dtype.c_type,
+        rows=c_literal(spec.rows, _dt.int64),
+        width=c_literal(spec.width, _dt.int64),
+        count=c_literal(spec.count, _dt.int64),
+        total=c_literal(spec.rows * spec.width, _dt.int64),
+    )
+    if kernel.template == "ta_read":
+        clear = values.pop("clear")
+        data["clear"] = (
+            [
+                "if (flags[k] == 2)",
+                "    return tfc_error_i64(err, TFC_ERR_INVALID_ARGUMENT, "
+                f"{values['read_cleared_a']}, k, {values['read_cleared_b']}, {data['rows']}, "
+                f"{values['read_cleared_c']});",
+                "flags[k] = 2;",
+            ]
+            if clear
+            else []
+        )
+    if kernel.template == "ta_put_rows":
+        mode = values.pop("mode")
+        data["update"] = {
+            "set": "dst[j] = v[i * {w} + j]",
+            "add": "dst[j] += v[i * {w} + j]",
+            "zero": "dst[j] = 0",
+        }[mode].format(w=data["width"])
+    return kernel.template, data | values
+
+
 def one_hot_kernel(kernel: Kernel) -> KernelTemplate:
     spec: IndexSpec = kernel.spec
     return "one_hot", {
@@ -372,6 +408,10 @@ def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     spec: ScanSpec = kernel.spec
     messages = {k: c_string(v) for k, v in spec.values.items()}
     return "check_numerics", {"count": spec.count, **messages}
+
+
+def check_predicate_kernel(kernel: Kernel) -> KernelTemplate:
+    return "check_predicate", {"message": c_string(kernel.spec.values["message"])}
 
 
 def random_kernel(kernel: Kernel) -> KernelTemplate:
@@ -645,6 +685,12 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "band_part": band_part_kernel,
     "print": print_kernel,
     "assert": assert_kernel,
+    "check_predicate": check_predicate_kernel,
+    "ta_write": rows_kernel,
+    "ta_read": rows_kernel,
+    "ta_put_rows": rows_kernel,
+    "ta_size": rows_kernel,
+    "ta_stack_check": rows_kernel,
 }
 
 

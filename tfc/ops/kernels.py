@@ -400,6 +400,20 @@ class TextSpec:
     first_n: int = -1
 
 
+@dataclass(frozen=True)
+class RowsSpec:
+    """Rows of a [rows, width] buffer addressed by `count` run-time indices (the TensorArray
+    kernels): the element and index dtypes, the sizes, and `values`, further data of the kind
+    (an update's mode, error messages as the parts of C string literals around the index)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    rows: int
+    width: int
+    count: int
+    values: dict[str, Any] = field(default_factory=dict)
+
+
 # -- building specs -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Operand:

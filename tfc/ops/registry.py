@@ -77,6 +77,9 @@ class OpDef:
     # this reason. A function of the node's context decides per node ("" = native); ops
     # that leave it "" run in Python only where they read or make strings (python_reason).
     in_python: str | Callable[[OpContext], str] = ""
+    # attributes holding nested graphs (If's branches, While's cond and body): the passes
+    # compile them with the node (tfc/passes/nested.py), codegen renders them inside its step
+    subgraphs: tuple[str, ...] = ()
     # the element dtypes beyond TF1's core ones (ir.dtypes.CORE: float32, float64, int32,
     # int64, bool, string) the op takes and gives, as TF's CPU kernels do (docs/dtypes.md); a
     # node with another dtype is refused when it is built, naming the op and the dtype.
@@ -377,6 +380,8 @@ def apply_op(
     """Create one node of type `op_type` in the graph of its inputs, running its shape rule."""
     opdef = get_opdef(op_type)
     graph = graph or _graph_of_inputs(inputs)
+    # inside a branch or loop body, values from the graphs around it become its inputs
+    inputs = [t if t.graph is graph else graph.capture(t) for t in inputs]
     if name and name.endswith("/"):
         node_name = name[:-1]
     else:
@@ -417,14 +422,17 @@ def apply_op(
 def _graph_of_inputs(inputs: Sequence[Tensor]) -> Graph:
     graph = None
     first = None
+    default = get_default_graph()
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"Op inputs must be Tensors, got {t!r}")
+        if default.outer is not None:
+            continue  # a branch or loop body being built: its ops belong to it
         if graph is None:
             graph, first = t.graph, t
         elif t.graph is not graph:
             raise ValueError(f"{t} must be from the same graph as {first}.")
-    return graph or get_default_graph()
+    return graph or default
 
 
 # -- ops that run in Python ---------------------------------------------------------------------

@@ -18,10 +18,9 @@ from tfc.client.python_stage import evaluate_python_stage
 from tfc.client.request import RunRequest
 from tfc.compiler import interpreter_partitions, interpreter_program, split_python_stages
 from tfc.data.runtime import IteratorStates
-from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
-from tfc.ops.registry import OpContext, as_output_list, get_opdef
+from tfc.ops.evaluate import evaluate_graph
 from tfc.passes.python_stage import PYTHON, with_feed_shapes
 
 
@@ -80,55 +79,7 @@ class Interpreter:
 
 def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) -> list[np.ndarray]:
     """Evaluate a scheduled program graph; returns one array per fetch."""
-    fetch_slots: dict[tuple[str, int], list[int]] = {}
-    for j, tensor in enumerate(program.graph_attrs["fetches"]):
-        fetch_slots.setdefault(tuple(tensor), []).append(j)
-    results: list[Any] = [None] * len(program.graph_attrs["fetches"])
-    values: dict[tuple[str, int], Any] = {}
-    for name in program.graph_attrs["schedule"]:
-        node = program.node(name)
-        opdef = get_opdef(node["op"])
-        inputs = program.input_edges(name)
-        args = [values[src] for src in inputs]
-        for i, arg in enumerate(args):
-            if arg is None and (i not in opdef.ref_inputs or opdef.reads_ref):
-                raise errors.FailedPreconditionError(
-                    None, None, f"Attempting to use uninitialized value {inputs[i][0]}"
-                )
-        if node["op"] == "Feed":
-            outs = [feed_values[node["attrs"]["index"]]]
-        else:
-            if opdef.reference is None:
-                raise NotImplementedError(f"Op '{node['op']}' has no NumPy reference")
-            ctx = OpContext.for_node(
-                program,
-                name,
-                state=state,
-                ref_names=[inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)],
-            )
-            try:
-                outs = as_output_list(opdef.reference(ctx, *args))
-            except errors.OpError as e:
-                if e.op is None:  # name the failing node, as compiled runs do
-                    e.op = program.get_operation_by_name(name)
-                raise
-        for i, value in enumerate(outs):
-            if value is not None:
-                value = np.asarray(value)
-                expected = (node["dtypes"][i].np, tuple(node["shapes"][i]))
-                if (value.dtype, value.shape) != expected:
-                    raise AssertionError(
-                        f"reference of {node['op']} '{name}' returned {value.dtype}{value.shape}, "
-                        f"expected {expected[0]}{expected[1]}"
-                    )
-            values[(name, i)] = value
-            for j in fetch_slots.get((name, i), []):
-                if value is None:
-                    raise errors.FailedPreconditionError(
-                        None, None, f"Attempting to use uninitialized value {name}"
-                    )
-                results[j] = np.array(value, copy=True)
-    return results
+    return evaluate_graph(program, feed_values, state)
 
 
 # -- partitioned graphs --------------------------------------------------------------------------
