@@ -115,4 +115,5 @@ from tfc.ir.graph import container
 from tfc import queue
 from tfc.ops.parsing import *
 from tfc.ops.io_ops import *
+from tfc.ops.readers import *
 from tfc import python_io

@@ -32,6 +32,7 @@ from tfc.ops import (  # noqa: F401
     queues,
     random,
     random_sampling,
+    readers,
     reduce,
     registry,
     sendrecv,

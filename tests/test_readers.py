@@ -1,0 +1,173 @@
+"""TF1's readers fed by filename queues: TFRecordReader, TextLineReader, FixedLengthRecordReader,
+WholeFileReader, IdentityReader (keys, values, counts, reset, errors), the record splitting of
+tfc/io/record_files.py, and a queue-based input pipeline from TFRecord files of Examples to a
+compiled training-style step."""
+
+import gzip
+import zlib
+
+import numpy as np
+import pytest
+
+import tfc as tf
+from tfc.io.record_files import RecordFormat, file_records
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("readers")
+    (d / "a.txt").write_bytes(b"h1\nline1\r\n\nline3")
+    (d / "b.txt").write_bytes(b"h2\nx\n")
+    (d / "f.bin").write_bytes(bytes(range(23)))
+    with tf.python_io.TFRecordWriter(str(d / "r.tfr")) as w:
+        for r in [b"aa", b"", b"ccc"]:
+            w.write(r)
+    return d
+
+
+def _read_all(make, names, upto=None, limit=12):
+    """Every (key, value) a reader hands out for the files `names`, read to the queue's end,
+    and its two counts afterwards."""
+    with tf.Graph().as_default():
+        queue = tf.train.string_input_producer(names, num_epochs=1, shuffle=False)
+        reader = make()
+        key, value = reader.read_up_to(queue, upto) if upto else reader.read(queue)
+        counts = [reader.num_records_produced(), reader.num_work_units_completed()]
+        out = []
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            with pytest.raises(tf.errors.OutOfRangeError, match="is closed and has insufficient"):
+                for _ in range(limit):
+                    k, v = sess.run([key, value])
+                    out.append((np.asarray(k).tolist(), np.asarray(v).tolist()))
+            produced, completed = sess.run(counts)
+            coord.request_stop()
+            coord.join(threads)
+    return out, (int(produced), int(completed))
+
+
+def test_each_reader_hands_out_tfs_keys_and_values(files):
+    a, b, f, r = (str(files / n) for n in ("a.txt", "b.txt", "f.bin", "r.tfr"))
+    # the expected values are those TF 2.21's tf.compat.v1 readers give for these files
+    assert _read_all(lambda: tf.TextLineReader(skip_header_lines=1), [a, b]) == (
+        [(f"{a}:2".encode(), b"line1"), (f"{a}:3".encode(), b""),
+         (f"{a}:4".encode(), b"line3"), (f"{b}:2".encode(), b"x")],
+        (4, 2),
+    )  # fmt: skip
+    assert _read_all(tf.TFRecordReader, [r]) == (
+        [(f"{r}:0".encode(), b"aa"), (f"{r}:18".encode(), b""), (f"{r}:34".encode(), b"ccc")],
+        (3, 1),
+    )
+    fixed = _read_all(lambda: tf.FixedLengthRecordReader(5, header_bytes=2, footer_bytes=3), [f])
+    assert fixed == ([(f"{f}:{i}".encode(), bytes(range(2 + 5 * i, 7 + 5 * i))) for i in range(3)],
+                     (3, 1))  # fmt: skip
+    hop = _read_all(lambda: tf.FixedLengthRecordReader(5, 2, 3, hop_bytes=3), [f])
+    assert hop == ([(f"{f}:{i}".encode(), bytes(range(2 + 3 * i, 7 + 3 * i))) for i in range(5)],
+                   (5, 1))  # fmt: skip
+    assert _read_all(tf.WholeFileReader, [a, b]) == (
+        [(a.encode(), b"h1\nline1\r\n\nline3"), (b.encode(), b"h2\nx\n")],
+        (2, 2),
+    )
+    assert _read_all(tf.IdentityReader, [a, b]) == ([(a.encode(),) * 2, (b.encode(),) * 2], (2, 2))
+
+
+def test_read_up_to_stops_where_a_file_ends(files):
+    a, b = str(files / "a.txt"), str(files / "b.txt")
+    batches, counts = _read_all(tf.TextLineReader, [a, b], upto=3)
+    assert [v for _, v in batches] == [[b"h1", b"line1", b""], [b"line3"], [b"h2", b"x"]]
+    assert batches[1][0] == [f"{a}:4".encode()] and counts == (6, 2)
+
+
+def test_reset_forgets_the_file_and_the_counts(files):
+    names = [str(files / "a.txt"), str(files / "b.txt")]
+    with tf.Graph().as_default():
+        queue = tf.FIFOQueue(10, tf.string)
+        fill = queue.enqueue_many([names * 2])
+        reader = tf.TextLineReader()
+        key, value = reader.read(queue)
+        reset = reader.reset()
+        produced = reader.num_records_produced()
+        with tf.Session() as sess:
+            sess.run(fill)
+            assert sess.run(value) == b"h1" and sess.run(value) == b"line1"
+            sess.run(reset)
+            assert sess.run(produced) == 0
+            # the rest of a.txt is gone: the next read starts the next file of the queue
+            assert sess.run([key, value]) == [f"{names[1]}:1".encode(), b"h2"]
+            assert sess.run(produced) == 1
+
+
+def test_records_feed_parsing_and_a_compiled_step(tmp_path):
+    """TFRecord files of Examples -> TFRecordReader -> parse_single_example -> shuffle_batch
+    -> a compiled computation, read to the end of its epochs."""
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(40, 3)).astype(np.float32)
+    names = []
+    for part in range(2):
+        names.append(str(tmp_path / f"part{part}.tfrecord"))
+        with tf.python_io.TFRecordWriter(names[-1], options="GZIP") as w:
+            for i in range(part * 20, part * 20 + 20):
+                feature = {
+                    "x": tf.train.Feature(float_list=tf.train.FloatList(value=xs[i])),
+                    "i": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                }
+                w.write(tf.train.Example(features=tf.train.Features(feature=feature))
+                        .SerializeToString())  # fmt: skip
+    with tf.Graph().as_default():
+        queue = tf.train.string_input_producer(names, num_epochs=2, seed=3)
+        _, record = tf.TFRecordReader(options="GZIP").read(queue)
+        features = {"x": tf.FixedLenFeature([3], tf.float32), "i": tf.FixedLenFeature([], tf.int64)}
+        parsed = tf.parse_single_example(record, features)
+        x, i = tf.train.shuffle_batch(
+            [parsed["x"], parsed["i"]], batch_size=8, capacity=50, min_after_dequeue=10, seed=1,
+            allow_smaller_final_batch=True,
+        )  # fmt: skip
+        norm = tf.reduce_sum(x * x, axis=1)
+        seen = []
+        with tf.train.MonitoredTrainingSession() as sess:
+            while not sess.should_stop():
+                got_i, got_norm = sess.run([i, norm])
+                np.testing.assert_allclose(got_norm, (xs[got_i] ** 2).sum(1), rtol=1e-6)
+                seen += got_i.tolist()
+    assert sorted(seen) == sorted(list(range(40)) * 2)
+
+
+def test_record_files_split_compressed_streams_as_plain_ones(tmp_path):
+    text = b"one\ntwo\r\nthree"
+    body = bytes(range(100))
+    for name, pack in [("", bytes), ("ZLIB", zlib.compress), ("GZIP", gzip.compress)]:
+        (tmp_path / "t").write_bytes(pack(text))
+        lines = list(file_records(str(tmp_path / "t"), RecordFormat("text_line", name)))
+        assert lines == [(1, b"one"), (2, b"two"), (3, b"three")]
+        (tmp_path / "f").write_bytes(pack(body))
+        fmt = RecordFormat("fixed_length", name, record_bytes=30, header_bytes=4, footer_bytes=6)
+        records = list(file_records(str(tmp_path / "f"), fmt))
+        assert records == [(k, body[4 + 30 * k : 34 + 30 * k]) for k in range(3)]
+
+
+def test_reader_errors(files, tmp_path):
+    with tf.Graph().as_default():
+        ints = tf.FIFOQueue(3, tf.int32)
+        with pytest.raises(TypeError, match="work queue holds single strings"):
+            tf.TFRecordReader().read(ints)
+        with pytest.raises(TypeError, match="reads its work from a queue"):
+            tf.TFRecordReader().read("file.tfrecord")
+        names = tf.FIFOQueue(3, tf.string)
+        with pytest.raises(ValueError, match="num_records to be a positive integer"):
+            tf.TFRecordReader().read_up_to(names, 0)
+        with pytest.raises(ValueError, match="record_bytes must be > 0"):
+            tf.FixedLengthRecordReader(0)
+        with pytest.raises(ValueError, match="Unsupported compression type: 'LZ4'"):
+            tf.TFRecordReader(options="LZ4")
+        missing = str(tmp_path / "missing.tfrecord")
+        fill = names.enqueue_many([[missing, str(files / "a.txt")]])
+        key, _ = tf.TFRecordReader().read(names)
+        with tf.Session() as sess:
+            sess.run(fill)
+            with pytest.raises(tf.errors.NotFoundError, match="missing.tfrecord; No such file"):
+                sess.run(key)
+            # the reader moved on to the next file, which is no TFRecord file
+            with pytest.raises(tf.errors.DataLossError, match="corrupted record at 0"):
+                sess.run(key)
