@@ -171,3 +171,87 @@ def test_reader_errors(files, tmp_path):
             # the reader moved on to the next file, which is no TFRecord file
             with pytest.raises(tf.errors.DataLossError, match="corrupted record at 0"):
                 sess.run(key)
+
+
+# -- tf.data's file datasets -----------------------------------------------------------------------
+def _elements(dataset):
+    nxt = dataset.make_one_shot_iterator().get_next()
+    out = []
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.OutOfRangeError):
+            while True:
+                out.append(sess.run(nxt))
+    return out
+
+
+def test_file_datasets_read_records_lines_and_fixed_length_records(files, tmp_path):
+    a, b, f, r = (str(files / n) for n in ("a.txt", "b.txt", "f.bin", "r.tfr"))
+    (tmp_path / "c.txt").write_bytes(b"p\nq\nr\ns\n")
+    c = str(tmp_path / "c.txt")
+    with tf.Graph().as_default():
+        lines = tf.data.TextLineDataset([a, b])
+        assert lines.output_types == tf.string and lines.output_shapes.as_list() == []
+        assert _elements(lines) == [b"h1", b"line1", b"", b"line3", b"h2", b"x"]
+        # TF's deterministic interleave of two files at a time (as TF 2.21 orders them)
+        assert _elements(tf.data.TextLineDataset([a, b, c], num_parallel_reads=2)) == [
+            b"h1", b"h2", b"line1", b"x", b"", b"line3", b"p", b"q", b"r", b"s"
+        ]  # fmt: skip
+        assert _elements(tf.data.TFRecordDataset(tf.constant(r))) == [b"aa", b"", b"ccc"]
+        (tmp_path / "g.bin").write_bytes(bytes(range(20)))
+        fixed = tf.data.FixedLengthRecordDataset(str(tmp_path / "g.bin"), 5, 2, 3)
+        assert _elements(fixed) == [bytes(range(k, k + 5)) for k in (2, 7, 12)]
+        batches = _elements(tf.data.TextLineDataset(a).batch(3))
+        assert [x.tolist() for x in batches] == [[b"h1", b"line1", b""], [b"line3"]]
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match="has body length 18 bytes, "
+            r"which is not an exact multiple of the record length \(5 bytes\)",
+        ):
+            _elements(tf.data.FixedLengthRecordDataset(f, 5, 2, 3))
+        (tmp_path / "g.gz").write_bytes(gzip.compress(bytes(range(23))))
+        gz = tf.data.FixedLengthRecordDataset(str(tmp_path / "g.gz"), 5, 2, 3,
+                                              compression_type="GZIP")  # fmt: skip
+        with pytest.raises(tf.errors.DataLossError, match="not an exact multiple"):
+            _elements(gz)
+        with pytest.raises(tf.errors.NotFoundError, match="nope.tfrecord; No such file"):
+            _elements(tf.data.TFRecordDataset(str(tmp_path / "nope.tfrecord")))
+        with pytest.raises(ValueError, match="whose value is only known when the graph runs"):
+            tf.data.TFRecordDataset(tf.placeholder(tf.string, []))
+        with pytest.raises(TypeError, match="must be a tf.string tensor"):
+            tf.data.TextLineDataset([1, 2])
+
+
+def test_tfrecord_dataset_of_examples_feeds_a_compiled_step(tmp_path):
+    rng = np.random.default_rng(1)
+    xs = rng.normal(size=(30, 4)).astype(np.float32)
+    path = str(tmp_path / "x.tfrecord.z")
+    with tf.python_io.TFRecordWriter(path, options="ZLIB") as w:
+        for i, x in enumerate(xs):
+            feature = {
+                "x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
+                "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 3])),
+            }
+            w.write(tf.train.Example(features=tf.train.Features(feature=feature))
+                    .SerializeToString())  # fmt: skip
+    features = {"x": tf.FixedLenFeature([4], tf.float32), "y": tf.FixedLenFeature([], tf.int64)}
+    with tf.Graph().as_default():
+        dataset = tf.data.TFRecordDataset([path], compression_type="ZLIB").batch(8)
+        batch = dataset.make_one_shot_iterator().get_next()
+        parsed = tf.parse_example(batch, features)
+        total = tf.reduce_sum(parsed["x"], axis=1) * tf.cast(parsed["y"], tf.float32)
+        got = []
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.OutOfRangeError):
+                while True:
+                    got.append(sess.run(total))
+    want = xs.sum(1) * (np.arange(30) % 3)
+    np.testing.assert_allclose(np.concatenate(got), want, rtol=1e-5)
+    assert [len(g) for g in got] == [8, 8, 8, 6]
+    # TF1's other way: each record parsed by a map function, then batched
+    with tf.Graph().as_default():
+        dataset = tf.data.TFRecordDataset(path, "ZLIB").map(
+            lambda record: tf.parse_single_example(record, features)["x"]
+        )
+        assert dataset.output_shapes.as_list() == [4]
+        rows = _elements(dataset.batch(16))
+    np.testing.assert_array_equal(np.concatenate(rows), xs)

@@ -8,9 +8,13 @@ from tfc.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from tfc.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 __all__ = [
     "Dataset",
+    "FixedLengthRecordDataset",
+    "TFRecordDataset",
+    "TextLineDataset",
     "Iterator",
     "get_output_shapes",
     "get_output_types",

@@ -10,11 +10,13 @@ their uncompressed stream.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tfc.io.tfrecord import RecordReader, compression_name, open_for_reading
+from tfc.ir import errors
 
 __all__ = ["RecordFormat", "file_records", "FORMATS"]
 
@@ -34,6 +36,8 @@ class RecordFormat:
     header_bytes: int = 0
     footer_bytes: int = 0
     hop_bytes: int = 0
+    # fixed-length records filling the body exactly (tf.data's rule; the reader op's is looser)
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in FORMATS:
@@ -111,6 +115,8 @@ def _fixed_length(path: str, fmt: RecordFormat) -> Iterator[tuple[int, bytes]]:
     """Records of `record_bytes` starting after `header_bytes`, every `hop_bytes` (or
     back to back), each ending at least `footer_bytes` before the end of the file."""
     hop = fmt.hop_bytes or fmt.record_bytes
+    if fmt.exact and not fmt.compression and os.path.isfile(path):
+        _check_body(path, os.path.getsize(path), fmt, errors.InvalidArgumentError)
     buffer = b""
     start = fmt.header_bytes  # where the next record begins, in the file
     base = 0  # the file position of buffer[0]
@@ -126,3 +132,15 @@ def _fixed_length(path: str, fmt: RecordFormat) -> Iterator[tuple[int, bytes]]:
         drop = min(start - base, len(buffer))
         if drop > 0:
             buffer, base = buffer[drop:], base + drop
+    if fmt.exact and fmt.compression:  # its length is known only now
+        _check_body(path, base + len(buffer), fmt, errors.DataLossError)
+
+
+def _check_body(path: str, size: int, fmt: RecordFormat, error: type) -> None:
+    body = size - fmt.header_bytes - fmt.footer_bytes
+    if body % fmt.record_bytes:
+        raise error(
+            None, None, f"Excluding the header ({fmt.header_bytes} bytes) and footer "
+            f"({fmt.footer_bytes} bytes), input file \"{path}\" has body length {body} bytes, "
+            f"which is not an exact multiple of the record length ({fmt.record_bytes} bytes).",
+        )  # fmt: skip
