@@ -200,7 +200,7 @@ def test_file_datasets_read_records_lines_and_fixed_length_records(files, tmp_pa
         (tmp_path / "g.bin").write_bytes(bytes(range(20)))
         fixed = tf.data.FixedLengthRecordDataset(str(tmp_path / "g.bin"), 5, 2, 3)
         assert _elements(fixed) == [bytes(range(k, k + 5)) for k in (2, 7, 12)]
-        batches = _elements(tf.data.TextLineDataset(a).batch(3))
+        batches = _elements(tf.data.TextLineDataset(a).batch(3).prefetch(tf.data.AUTOTUNE))
         assert [x.tolist() for x in batches] == [[b"h1", b"line1", b""], [b"line3"]]
         with pytest.raises(
             tf.errors.InvalidArgumentError,

@@ -10,7 +10,12 @@ from tfc.data.iterator import (
 )
 from tfc.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
+# tf.data.AUTOTUNE (also tf.data.experimental.AUTOTUNE): what prefetch's buffer_size and
+# map's num_parallel_calls accept to let the runtime choose; tfc computes elements on demand
+AUTOTUNE = -1
+
 __all__ = [
+    "AUTOTUNE",
     "Dataset",
     "FixedLengthRecordDataset",
     "TFRecordDataset",
