@@ -13,6 +13,7 @@ from tfc.ops import (  # noqa: F401
     conversions,
     fusion,
     grad_ops,
+    image_codecs,
     io_ops,
     linalg,
     linalg_decomp,
