@@ -255,3 +255,32 @@ def test_tfrecord_dataset_of_examples_feeds_a_compiled_step(tmp_path):
         assert dataset.output_shapes.as_list() == [4]
         rows = _elements(dataset.batch(16))
     np.testing.assert_array_equal(np.concatenate(rows), xs)
+
+
+def test_interleave_reads_a_dataset_per_file_name(files, tmp_path):
+    a, b = str(files / "a.txt"), str(files / "b.txt")
+    (tmp_path / "c.txt").write_bytes(b"p\nq\nr\ns\n")
+    names = [a, b, str(tmp_path / "c.txt"), a]
+    with tf.Graph().as_default():
+        lines = tf.data.Dataset.from_tensor_slices(names).interleave(
+            tf.data.TextLineDataset, cycle_length=3, block_length=2
+        )
+        # TF 2.21's order for these files
+        assert _elements(lines) == [
+            b"h1", b"line1", b"h2", b"x", b"p", b"q", b"", b"line3", b"r", b"s", b"h1", b"line1",
+            b"", b"line3",
+        ]  # fmt: skip
+        # names computed in the function, and a map inside it, traced once as TF traces them
+        stems = tf.data.Dataset.from_tensor_slices([str(files / "r"), str(files / "r")])
+        records = stems.interleave(
+            lambda stem: tf.data.TFRecordDataset(tf.string_join([stem, ".tfr"])).map(
+                lambda r: tf.strings.length(r)
+            ),
+            cycle_length=2,
+        )
+        assert records.output_types == tf.int32
+        assert [int(n) for n in _elements(records)] == [2, 2, 0, 0, 3, 3]
+        with pytest.raises(TypeError, match="must return a Dataset, got Tensor"):
+            stems.interleave(lambda stem: stem)
+        with pytest.raises(TypeError, match="use names.interleave"):
+            tf.data.TFRecordDataset(stems)

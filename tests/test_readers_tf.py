@@ -103,6 +103,12 @@ DATASETS = {
     "tfrecord_gzip": lambda api, f: api.data.TFRecordDataset([f["r1.tfr"]], "GZIP"),
     "fixed": lambda api, f: api.data.FixedLengthRecordDataset(f["f.bin"], 7, 3, 2),
     "fixed_inexact": lambda api, f: api.data.FixedLengthRecordDataset(f["g.bin"], 7),
+    "interleave": lambda api, f: api.data.Dataset.from_tensor_slices(
+        [f["a.txt"], f["b.txt"], f["a.txt"], f["c.txt.gz"], f["a.txt"]]
+    ).interleave(lambda n: api.data.TextLineDataset(n), cycle_length=2, block_length=3),
+    "interleave_gzip": lambda api, f: api.data.Dataset.from_tensor_slices(
+        [f["r1.tfr"], f["r1.tfr"]]
+    ).interleave(lambda n: api.data.TFRecordDataset(n, "GZIP"), cycle_length=4),
     "missing": lambda api, f: api.data.TFRecordDataset(f["a.txt"] + ".missing"),
     "not_tfrecord": lambda api, f: api.data.TFRecordDataset(f["a.txt"]),
 }

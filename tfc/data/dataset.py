@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from tfc.data.interleave import Interleave
 from tfc.data.iterator import Iterator
 from tfc.data.mapping import Map
 from tfc.data.pipeline import Batch, Range, Repeat, Skip, Stage, Take, Tensors, TensorSlices
@@ -118,6 +120,42 @@ class Dataset:
         if not callable(map_func):
             raise TypeError(f"Dataset.map: map_func must be callable, got {map_func!r}")
         return Dataset(Map(self._stage, map_func))
+
+    def interleave(
+        self,
+        map_func: Callable[..., Dataset],
+        cycle_length: Any = None,
+        block_length: Any = 1,
+        num_parallel_calls: Any = None,
+    ) -> Dataset:
+        """The elements of the dataset `map_func` makes of each element, `cycle_length` of
+        those datasets at a time, `block_length` consecutive elements of each in turn, in TF's
+        order (tfc/data/interleave.py). `map_func` is traced once on placeholders; the file
+        datasets take their names from them. `num_parallel_calls` is accepted; the order is
+        TF's deterministic one."""
+        if not callable(map_func):
+            raise TypeError(f"Dataset.interleave: map_func must be callable, got {map_func!r}")
+        name = getattr(map_func, "__name__", repr(map_func))
+
+        def trace(*args: Any) -> Stage:
+            result = map_func(*args)
+            if not isinstance(result, Dataset):
+                raise TypeError(
+                    f"Dataset.interleave: {name} must return a Dataset, got {type(result).__name__}"
+                )
+            return result._stage
+
+        if cycle_length is None or cycle_length == -1:  # TF1: AUTOTUNE picks the CPU count
+            cycle = os.cpu_count() or 1
+        else:
+            cycle = int_arg(cycle_length, "cycle_length")
+        block = int_arg(block_length, "block_length")
+        if cycle < 1 or block < 1:
+            raise ValueError(
+                f"Dataset.interleave: cycle_length and block_length must be positive, got "
+                f"{cycle} and {block}"
+            )
+        return Dataset(Interleave(self._stage, trace, cycle, block))
 
     def prefetch(self, buffer_size: Any) -> Dataset:
         """Accepted for compatibility: elements are computed when Session.run asks for them."""

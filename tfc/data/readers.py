@@ -15,10 +15,12 @@ import numpy as np
 
 from tfc.data.blocks import Block
 from tfc.data.dataset import Dataset, int_arg, to_array
+from tfc.data.interleave import FUNCTION_GRAPH, traced_value
 from tfc.data.pipeline import IterationContext, Stage
 from tfc.data.structure import ElementSpec
 from tfc.io.record_files import RecordFormat, file_records
 from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor
 
 __all__ = ["TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"]
 
@@ -28,19 +30,26 @@ RECORD_CHUNK = 1024  # records per block
 class FileRecords(Stage):
     """The records of `filenames` in order (or interleaved `cycle` files at a time)."""
 
-    def __init__(self, filenames: list[str], fmt: RecordFormat, cycle: int) -> None:
+    def __init__(self, filenames: list[str] | Tensor, fmt: RecordFormat, cycle: int) -> None:
+        # a tensor: the names are an argument of the function an interleave traced
         self.filenames, self.fmt, self.cycle = filenames, fmt, cycle
         self.spec = ElementSpec.of(0, [_dt.string], [()])
 
-    def _records(self) -> Iterator[bytes]:
+    def _names(self, ctx: IterationContext) -> list[str]:
+        if not isinstance(self.filenames, Tensor):
+            return self.filenames
+        names = np.asarray(traced_value(ctx, self.filenames)).reshape(-1)
+        return [bytes(n).decode("utf-8", "surrogateescape") for n in names]
+
+    def _records(self, filenames: list[str]) -> Iterator[bytes]:
         if self.cycle <= 1:
-            for name in self.filenames:
+            for name in filenames:
                 for _, data in file_records(name, self.fmt):
                     yield data
             return
         # TF's interleave with block_length 1: an empty slot of the cycle is filled with the
         # next file when the cycle comes round to it; an ended file frees its slot
-        pending = iter(self.filenames)
+        pending = iter(filenames)
         slots: list[Iterator | None] = [None] * self.cycle
         index, open_count, inputs_left = 0, 0, True
         while inputs_left or open_count:
@@ -65,7 +74,7 @@ class FileRecords(Stage):
 
     def blocks(self, ctx: IterationContext) -> Iterator[Block]:
         chunk: list[bytes] = []
-        for data in self._records():
+        for data in self._records(self._names(ctx)):
             chunk.append(data)
             if len(chunk) == RECORD_CHUNK:
                 yield [_strings(chunk)]
@@ -80,14 +89,24 @@ def _strings(items: list[bytes]) -> np.ndarray:
     return array
 
 
-def _filenames(filenames: Any, what: str) -> list[str]:
+def _filenames(filenames: Any, what: str) -> list[str] | Tensor:
     """The file names a file dataset reads: a string, or a list or vector of them, known when
-    the graph is built."""
+    the graph is built; or a string tensor of the function an interleave traces."""
     if isinstance(filenames, Dataset):
         raise TypeError(
             f"{what}: filenames must be a string or a list of strings known when the graph is "
-            "built; a dataset of file names is not read by tfc's file datasets"
+            "built; for a dataset of file names use names.interleave(tf.data."
+            f"{what}, cycle_length=...)"
         )
+    if isinstance(filenames, Tensor) and filenames.graph.graph_attrs.get(FUNCTION_GRAPH):
+        if filenames.dtype != _dt.string:
+            raise TypeError(
+                f"{what}: `filenames` must be a tf.string tensor, got {filenames.dtype}"
+            )
+        rank = filenames.get_shape().ndims
+        if rank is not None and rank > 1:
+            raise ValueError(f"{what}: `filenames` must be a scalar or a vector, got rank {rank}")
+        return filenames
     array = to_array(filenames, "filenames", what)
     if array.dtype != object:
         raise TypeError(f"{what}: `filenames` must be a tf.string tensor, got {array.dtype}")
