@@ -26,25 +26,23 @@ def files(tmp_path_factory):
 
 
 def _read_all(make, names, upto=None, limit=12):
-    """Every (key, value) a reader hands out for the files `names`, read to the queue's end,
+    """Every (key, value) a reader hands out for the files `names` (a closed queue of them:
+    string_input_producer's epoch, without its compiled counter), read to the queue's end,
     and its two counts afterwards."""
     with tf.Graph().as_default():
-        queue = tf.train.string_input_producer(names, num_epochs=1, shuffle=False)
+        queue = tf.FIFOQueue(len(names), tf.string)
+        fill = [queue.enqueue_many([names]), queue.close()]
         reader = make()
         key, value = reader.read_up_to(queue, upto) if upto else reader.read(queue)
         counts = [reader.num_records_produced(), reader.num_work_units_completed()]
         out = []
         with tf.Session() as sess:
-            sess.run(tf.local_variables_initializer())
-            coord = tf.train.Coordinator()
-            threads = tf.train.start_queue_runners(sess, coord)
+            sess.run(fill)
             with pytest.raises(tf.errors.OutOfRangeError, match="is closed and has insufficient"):
                 for _ in range(limit):
                     k, v = sess.run([key, value])
                     out.append((np.asarray(k).tolist(), np.asarray(v).tolist()))
             produced, completed = sess.run(counts)
-            coord.request_stop()
-            coord.join(threads)
     return out, (int(produced), int(completed))
 
 
