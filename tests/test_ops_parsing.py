@@ -152,6 +152,13 @@ def build_parsing() -> CaseBatch:
         )  # fmt: skip
         b.add("decode_raw-bool", tf.decode_raw(strs(b"\x00\x01\x02"), tf.bool),
               np.array([[False, True, True]]))  # fmt: skip
+        # the dtypes beyond the core ones (DecodeRaw declares them)
+        b.add("decode_raw-int16", tf.decode_raw(strs(_raw("<2h", -2, 300)), tf.int16),
+              np.array([[-2, 300]], np.int16))  # fmt: skip
+        b.add("decode_raw-uint8", tf.decode_raw(strs(b"\x00\xff"), tf.uint8),
+              np.array([[0, 255]], np.uint8))  # fmt: skip
+        b.add("decode_raw-float16", tf.decode_raw(strs(_raw("<e", 1.5)), tf.float16),
+              np.array([[1.5]], np.float16))  # fmt: skip
         text = [b"hello " * 20, b""]
         b.add("decode_compressed-none", tf.decode_compressed(strs(*text)), strs(*text))
         b.add(

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def _register(op_type: str, infer: Any, reference: Any) -> None:
+def _register(op_type: str, infer: Any, reference: Any, dtypes: tuple = ()) -> None:
     register(
         OpDef(
             op_type,
@@ -57,6 +57,7 @@ def _register(op_type: str, infer: Any, reference: Any) -> None:
             reference=reference,
             differentiable=False,
             in_python=STRING_REASON,
+            dtypes=dtypes,  # beyond the core ones (ir.dtypes.CORE)
         )
     )
 
@@ -302,11 +303,9 @@ def decode_csv(
 
 # -- DecodeRaw, DecodePaddedRaw -------------------------------------------------------------------
 # TF's DecodeRaw types, as far as tfc has them (tfc.ir.dtypes grows)
-_RAW_TYPES = tuple(
-    getattr(_dt, name)
-    for name in ("float16", "float32", "float64", "int32", "uint16", "uint8", "int16", "int8",
-                 "int64", "complex64", "complex128", "bool_")
-    if hasattr(_dt, name)
+_RAW_TYPES = (
+    _dt.float16, _dt.float32, _dt.float64, _dt.int32, _dt.uint16, _dt.uint8, _dt.int16,
+    _dt.int8, _dt.int64, _dt.complex64, _dt.complex128, _dt.bool_,
 )  # fmt: skip
 
 
@@ -355,7 +354,7 @@ def _type_words(dtype: _dt.DType) -> str:
     return {"float32": "float", "float64": "double", "float16": "half"}.get(dtype.name, dtype.name)
 
 
-_register("DecodeRaw", _decode_raw_infer, _decode_raw_reference)
+_register("DecodeRaw", _decode_raw_infer, _decode_raw_reference, _RAW_TYPES)
 
 
 def _decode_padded_raw_infer(ctx: OpContext) -> list:
@@ -381,7 +380,7 @@ def _decode_padded_raw_reference(ctx: OpContext, data: np.ndarray, length: np.nd
     return values.reshape(*np.shape(data), width // raw.itemsize)
 
 
-_register("DecodePaddedRaw", _decode_padded_raw_infer, _decode_padded_raw_reference)
+_register("DecodePaddedRaw", _decode_padded_raw_infer, _decode_padded_raw_reference, _RAW_TYPES)
 
 
 def decode_raw(
@@ -399,7 +398,11 @@ def decode_raw(
         input_bytes = bytes
     if input_bytes is None or out_type is None:
         raise ValueError("decode_raw needs input_bytes and out_type")
-    x = convert_to_tensor(input_bytes)
+    # values become strings, as TF's op definition converts them ([] too); a tensor of another
+    # dtype is refused by name in the shape rule
+    x = convert_to_tensor(
+        input_bytes, dtype=None if isinstance(input_bytes, Tensor) else _dt.string
+    )
     attrs = {"out_type": _dt.as_dtype(out_type), "little_endian": bool(little_endian)}
     if fixed_length is not None:
         n = convert_to_tensor(fixed_length, dtype=_dt.int32)
