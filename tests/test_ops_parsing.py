@@ -374,3 +374,38 @@ def test_native_builds_refuse_the_parsing_ops_by_name():
             r"program: it works on tf.string values",
         ):
             compile_program(program, PIPELINE)
+
+
+def test_parse_single_sequence_example():
+    f, fl, il, bl = tf.train.Feature, tf.train.FloatList, tf.train.Int64List, tf.train.BytesList
+    tokens = [f(int64_list=il(value=[i, -i])) for i in range(3)]
+    data = tf.train.SequenceExample(
+        context=tf.train.Features(feature={"w": f(float_list=fl(value=[1.5, -2.0]))}),
+        feature_lists=tf.train.FeatureLists(feature_list={
+            "tok": tf.train.FeatureList(feature=tokens),
+            "s": tf.train.FeatureList(feature=[f(bytes_list=bl(value=[b"a"]))]),
+        }),
+    ).SerializeToString()  # fmt: skip
+    with tf.Graph().as_default():
+        context, frames = tf.parse_single_sequence_example(
+            data,
+            {"w": tf.FixedLenFeature([2], tf.float32), "d": tf.FixedLenFeature([], tf.int64, 7)},
+            {"tok": tf.FixedLenSequenceFeature([2], tf.int64),
+             "s": tf.FixedLenSequenceFeature([], tf.string),
+             "m": tf.FixedLenSequenceFeature([3], tf.float32, allow_missing=True)},
+        )  # fmt: skip
+        assert frames["tok"].shape.as_list() == [None, 2]
+        missing = tf.parse_single_sequence_example(
+            data, sequence_features={"m": tf.FixedLenSequenceFeature([], tf.float32)}
+        )[1]["m"]
+        with tf.Session() as sess:
+            c, s = sess.run([context, frames])
+            with pytest.raises(
+                tf.errors.InvalidArgumentError,
+                match="Feature list 'm' is required but could not be found",
+            ):
+                sess.run(missing)  # fmt: skip
+    np.testing.assert_array_equal(c["w"], np.float32([1.5, -2.0]))
+    assert c["d"] == 7 and c["d"].dtype == np.int64
+    np.testing.assert_array_equal(s["tok"], [[0, 0], [1, -1], [2, -2]])
+    assert s["s"].tolist() == [b"a"] and s["m"].shape == (0, 3)

@@ -214,6 +214,60 @@ def test_parse_example_as_tf(case):
     _same(_parse_cases()[case])
 
 
+def _sequence_example(t):
+    f, fl, il, bl = t.train.Feature, t.train.FloatList, t.train.Int64List, t.train.BytesList
+    context = {"len": f(int64_list=il(value=[3])), "w": f(float_list=fl(value=[1.5, -2.0]))}
+    lists = {
+        "tok": t.train.FeatureList(feature=[f(int64_list=il(value=[i, i + 1])) for i in range(3)]),
+        "s": t.train.FeatureList(feature=[f(bytes_list=bl(value=[b"a"])),
+                                          f(bytes_list=bl(value=[b"bc"]))]),
+    }  # fmt: skip
+    return t.train.SequenceExample(
+        context=t.train.Features(feature=context),
+        feature_lists=t.train.FeatureLists(feature_list=lists),
+    ).SerializeToString()
+
+
+SEQUENCE_CASES = {
+    "all": (
+        {"len": ("fixed", [], "int64"), "w": ("fixed", [2], "float32"),
+         "d": ("fixed", [], "float32", 7.0)},
+        {"tok": ("seq", [2], "int64"), "s": ("seq", [], "string"),
+         "m": ("seq", [], "float32", True)},
+    ),
+    "missing_context": ({"x": ("fixed", [], "int64")}, {}),
+    "missing_list": ({}, {"m": ("seq", [], "float32")}),
+    "frame_size": ({}, {"tok": ("seq", [3], "int64")}),
+    "frame_type": ({}, {"tok": ("seq", [2], "float32")}),
+    "context_size": ({"w": ("fixed", [3], "float32")}, {}),
+}  # fmt: skip
+
+
+def _feature(t, spec):
+    kind, shape, dtype, *extra = spec
+    ns = t.io if t is v1 else t  # tfc.io is tfc's file layer; its names are top-level
+    if kind == "fixed":
+        return ns.FixedLenFeature(shape, getattr(t, dtype), *extra)
+    return ns.FixedLenSequenceFeature(shape, getattr(t, dtype), *extra)
+
+
+@pytest.mark.parametrize("case", sorted(SEQUENCE_CASES))
+def test_parse_single_sequence_example_as_tf(case):
+    context, sequence = SEQUENCE_CASES[case]
+
+    def build(t):
+        io = t.io if t is v1 else t
+        parsed = io.parse_single_sequence_example(
+            _sequence_example(t),
+            {k: _feature(t, s) for k, s in context.items()},
+            {k: _feature(t, s) for k, s in sequence.items()},
+        )
+        return {**{f"c_{k}": v for k, v in parsed[0].items()},
+                **{f"s_{k}": v for k, v in parsed[1].items()}}  # fmt: skip
+
+    _same(build)
+
+
 # -- TFRecord files, each way ----------------------------------------------------------------------
 RECORDS = [b"first", b"", b"\x00" * 100000, bytes(range(256)) * 3]
 

@@ -26,6 +26,7 @@ __all__ = [
     "Example",
     "SequenceExample",
     "example_features",
+    "sequence_example_features",
     "FEATURE_KINDS",
 ]
 
@@ -176,3 +177,47 @@ def example_features(data: bytes) -> dict[str, tuple[str, Any] | None]:
                     value = part
             features[key] = _feature_values(value)  # a map key seen again: the last wins
     return features
+
+
+def _features_map(payload: bytes, entry_field: int, what: str) -> dict[str, bytes]:
+    """The entries of a map<string, message> field's messages: key -> the value's bytes."""
+    out: dict[str, bytes] = {}
+    for n, w, entry in _fields(payload, what):
+        if n != entry_field or w != protowire.LENGTH_DELIMITED:
+            continue
+        key, value = "", b""
+        for k, kw, part in _fields(entry, f"{what} entry"):
+            if k == 1 and kw == protowire.LENGTH_DELIMITED:
+                try:
+                    key = part.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise DecodeError("a feature name is not valid UTF-8") from None
+            elif k == 2 and kw == protowire.LENGTH_DELIMITED:
+                value = part
+        out[key] = value  # a map key seen again: the last wins
+    return out
+
+
+def sequence_example_features(
+    data: bytes,
+) -> tuple[dict[str, tuple[str, Any] | None], dict[str, list[tuple[str, Any] | None]]]:
+    """The context features of a serialized SequenceExample (as example_features gives an
+    Example's) and its feature lists: name -> the (kind, values) of each of its Features."""
+    data = bytes(data)
+    context: dict[str, bytes] = {}
+    lists: dict[str, bytes] = {}
+    for number, wire, payload in _fields(data, "SequenceExample"):
+        if wire != protowire.LENGTH_DELIMITED:
+            continue
+        if number == 1:
+            context.update(_features_map(payload, 1, "Features"))
+        elif number == 2:
+            lists.update(_features_map(payload, 1, "FeatureLists"))
+    frames: dict[str, list[tuple[str, Any] | None]] = {}
+    for key, payload in lists.items():
+        frames[key] = [
+            _feature_values(feature)
+            for n, w, feature in _fields(payload, "FeatureList")
+            if n == 1 and w == protowire.LENGTH_DELIMITED
+        ]
+    return {k: _feature_values(v) for k, v in context.items()}, frames

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tfc.io.example_pb import example_features
+from tfc.io.example_pb import example_features, sequence_example_features
 from tfc.io.graph_pb import TensorProto
 from tfc.io.proto import DecodeError
 from tfc.io.protowire import WireFormatError
@@ -42,6 +42,7 @@ __all__ = [
     "serialize_tensor",
     "parse_example",
     "parse_single_example",
+    "parse_single_sequence_example",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "VarLenFeature",
@@ -802,3 +803,145 @@ def parse_single_example(
             raise ValueError("Input serialized must be a scalar")
         with name_scope(None, "ParseExample", [x]) as scope:
             return _parse_example_op(x, example_names, features, scope)
+
+
+# -- ParseSingleSequenceExample -------------------------------------------------------------------
+def _parse_sequence_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, [_dt.string], "serialized")
+    shape = ctx.in_shapes[0]
+    if shape is not None and len(shape) != 0:
+        raise ctx.error(f"Shape must be rank 0 but is rank {len(shape)}")
+    context = list(zip(ctx.attrs["context_types"], ctx.attrs["context_shapes"]))
+    frames = [(d, (None, *s)) for d, s in zip(ctx.attrs["sequence_types"],
+                                              ctx.attrs["sequence_shapes"])]  # fmt: skip
+    return [(d, tuple(s)) for d, s in context] + frames
+
+
+def _parse_sequence_reference(
+    ctx: OpContext, serialized: np.ndarray, *defaults: np.ndarray
+) -> list:
+    record = bytes(np.asarray(serialized)[()])
+    try:
+        context, lists = sequence_example_features(record)
+    except WireFormatError:
+        raise _invalid(f"Could not parse example input, value: '{_text(record)}'") from None
+    outs = []
+    for key, dtype, shape, default in zip(
+        ctx.attrs["context_keys"], ctx.attrs["context_types"], ctx.attrs["context_shapes"],
+        defaults,
+    ):  # fmt: skip
+        size = int(np.prod(shape))
+        found = context.get(key)
+        if found is None:
+            if np.size(default) == 0:
+                raise _invalid(f"Inconsistent max number of elements for feature {key}: "
+                               f"expected {size}, but found 0")  # fmt: skip
+            outs.append(np.asarray(default, dtype.np).reshape(shape))
+            continue
+        kind, values = found
+        if kind != _KIND_WORDS[dtype]:
+            raise _invalid(f"Name: <unknown>, Context feature: {key}.  Data types don't match. "
+                           f"Expected type: {_KIND_WORDS[dtype]}")  # fmt: skip
+        array = _dt.string_array(values) if dtype == _dt.string else np.asarray(values, dtype.np)
+        if len(array) != size:
+            raise _invalid(f"Inconsistent max number of elements for feature {key}: expected "
+                           f"{size}, but found {len(array)}")  # fmt: skip
+        outs.append(array.reshape(shape))
+    for key, dtype, shape, allow_missing in zip(
+        ctx.attrs["sequence_keys"], ctx.attrs["sequence_types"], ctx.attrs["sequence_shapes"],
+        ctx.attrs["sequence_allow_missing"],
+    ):  # fmt: skip
+        size = int(np.prod(shape))
+        frames = lists.get(key)
+        if frames is None:
+            if not allow_missing:
+                raise _invalid(
+                    f"Name: <unknown>, Feature list '{key}' is required but could not be found.  "
+                    "Did you mean to include it in feature_list_dense_missing_assumed_empty or "
+                    "feature_list_dense_defaults?"
+                )
+            frames = []
+        rows = []
+        for index, found in enumerate(frames):
+            kind, values = found if found is not None else (_KIND_WORDS[dtype], [])
+            if kind != _KIND_WORDS[dtype]:
+                raise _invalid(
+                    f"Name: <unknown>, Feature list: {key}, Index: {index}.  Data types don't "
+                    f"match. Expected type: {_KIND_WORDS[dtype]}"
+                )
+            if len(values) != size:
+                raise _invalid(f"Name: <unknown>, Key: {key}, Index: {index}.  Number of values "
+                               f"!= expected.  values size: {len(values)} but output shape: "
+                               f"{shape_str(tuple(shape))}")  # fmt: skip
+            rows.append(
+                _dt.string_array(values) if dtype == _dt.string else np.asarray(values, dtype.np)
+            )
+        out = np.empty((len(rows), *shape), dtype=dtype.np)
+        for i, r in enumerate(rows):
+            out[i, ...] = r.reshape(shape)
+        outs.append(out)
+    return outs
+
+
+register(
+    OpDef(
+        "ParseSingleSequenceExample",
+        infer=_parse_sequence_infer,
+        reference=_parse_sequence_reference,
+        differentiable=False,
+        in_python=STRING_REASON,
+    )
+)
+
+
+def parse_single_sequence_example(
+    serialized: Any,
+    context_features: dict | None = None,
+    sequence_features: dict | None = None,
+    example_name: Any = None,
+    name: str | None = None,
+) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """`tf.parse_single_sequence_example` (tf.io): one serialized `tf.train.SequenceExample`
+    into (context, sequences): each context feature (a FixedLenFeature) a tensor of its shape,
+    each sequence feature (a FixedLenSequenceFeature) [frames] + its shape; a missing feature
+    list is empty where `allow_missing`, else an error."""
+    context_features = dict(context_features or {})
+    sequence_features = dict(sequence_features or {})
+    if not context_features and not sequence_features:
+        raise ValueError("Missing features.")
+    for key, f in sequence_features.items():
+        if isinstance(f, FixedLenSequenceFeature) and f.default_value is not None:
+            raise ValueError(f"Value feature_list.dense_defaults[{key}] must be None")
+    context = _dense_specs(context_features) if context_features else []
+    for spec in context:
+        if spec.sequence:
+            raise ValueError(f"Context feature {spec.key} must be a FixedLenFeature")
+    frames = []
+    for key in sorted(sequence_features):
+        f = sequence_features[key]
+        if not isinstance(f, FixedLenSequenceFeature):
+            raise NotImplementedError(
+                f"Sequence feature {key!r} is a {type(f).__name__}; tfc parses "
+                "FixedLenSequenceFeature sequences only (TF parses the others into SparseTensors)"
+            )
+        spec = _dense_specs({key: f._replace(allow_missing=True)})[0]
+        frames.append((spec, bool(f.allow_missing)))
+    with name_scope(name, "ParseSingleSequenceExample", [serialized]):
+        x = convert_to_tensor(serialized, dtype=_dt.string, name="serialized")
+        defaults = [_default_tensor(s) for s in context]
+        attrs = {
+            "context_keys": [s.key for s in context],
+            "context_types": [s.dtype for s in context],
+            "context_shapes": [s.shape for s in context],
+            "sequence_keys": [s.key for s, _ in frames],
+            "sequence_types": [s.dtype for s, _ in frames],
+            "sequence_shapes": [s.shape for s, _ in frames],
+            "sequence_allow_missing": [m for _, m in frames],
+        }
+        op = apply_op("ParseSingleSequenceExample", [x, *defaults], attrs,
+                      name="ParseSingleSequenceExample")  # fmt: skip
+    outs = list(op.outputs)
+    return (
+        {s.key: t for s, t in zip(context, outs[: len(context)])},
+        {s.key: t for (s, _), t in zip(frames, outs[len(context) :])},
+    )
