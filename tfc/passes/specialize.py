@@ -42,6 +42,7 @@ def specialize_shapes(graph: Graph) -> Graph:
         if node["op"] in _SHAPE_OPS:
             value = constant_value(graph, (name, 0))
             _make_const(graph, name, np.asarray(value, dtype=node["dtypes"][0].np))
+    graph.graph_attrs["specialized"] = True  # verification checks concrete shapes from here on
     return graph
 
 
