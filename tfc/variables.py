@@ -42,6 +42,13 @@ __all__ = [
     "get_variable_scope",
     "VariableScope",
     "AUTO_REUSE",
+    "get_local_variable",
+    "model_variables",
+    "initialize_variables",
+    "initialize_local_variables",
+    "tables_initializer",
+    "initialize_all_tables",
+    "make_template",
 ]
 
 
@@ -465,3 +472,102 @@ def get_variable(
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return variable
+
+
+# -- TF1's further variable functions -------------------------------------------------------------
+def get_local_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool = False,
+    collections: Any = None,
+    **unused: Any,
+) -> Variable:
+    """`tf.get_local_variable`: get_variable in LOCAL_VARIABLES (not saved, not trained)."""
+    collections = list(collections or []) + [GraphKeys.LOCAL_VARIABLES]
+    return get_variable(
+        name, shape, dtype, initializer, regularizer, trainable, collections, **unused
+    )
+
+
+def model_variables(scope: str | None = None) -> list[Variable]:
+    """`tf.model_variables`: the MODEL_VARIABLES collection (layers of tf.contrib add to it)."""
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+initialize_variables = variables_initializer
+initialize_local_variables = local_variables_initializer
+
+
+def tables_initializer(name: str = "init_all_tables") -> Operation:
+    """`tf.tables_initializer`: an op running the TABLE_INITIALIZERS collection's initializers
+    (a no-op when it is empty, as it is until lookup tables exist)."""
+    ops = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
+    return group(*ops, name=name) if ops else no_op(name=name)
+
+
+initialize_all_tables = tables_initializer
+
+
+class Template:
+    """A function whose variables are created on the first call and reused by later calls, in
+    one variable scope (tf.make_template)."""
+
+    def __init__(self, name: str, func: Any, create_scope_now: bool, unique_name: Any) -> None:
+        if name is None:
+            raise ValueError("name cannot be None.")
+        self._name, self._func, self._unique_name = name, func, unique_name
+        self._scope: VariableScope | None = None
+        self._variables_created = False
+        if create_scope_now:
+            with self._enter() as scope:
+                self._scope = scope
+
+    def _enter(self) -> Any:
+        if self._scope is not None:
+            return variable_scope(self._scope, reuse=self._variables_created or None)
+        if self._unique_name is not None:
+            return variable_scope(self._unique_name)
+        return variable_scope(None, default_name=self._name)
+
+    @property
+    def variable_scope(self) -> VariableScope | None:
+        return self._scope
+
+    @property
+    def variable_scope_name(self) -> str | None:
+        return None if self._scope is None else self._scope.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._enter() as scope:
+            self._scope = scope
+            before = len(trainable_variables())
+            result = self._func(*args, **kwargs)
+            if self._variables_created and len(trainable_variables()) != before:
+                raise ValueError(
+                    f"Trainable variable created when calling a template after the first time, "
+                    f"perhaps you used tf.Variable when you meant tf.get_variable: {self._name}"
+                )
+            self._variables_created = True
+            return result
+
+
+def make_template(
+    name_: str,
+    func_: Any,
+    create_scope_now_: bool = False,
+    unique_name_: str | None = None,
+    custom_getter_: Any = None,
+    **kwargs: Any,
+) -> Template:
+    """`tf.make_template`: `func_` (with `kwargs` bound) wrapped so that its get_variable calls
+    create variables under one scope on the first call and reuse them afterwards."""
+    if custom_getter_ is not None:
+        raise NotImplementedError("tfc's make_template has no custom_getter_")
+
+    def bound(*args: Any, **more: Any) -> Any:
+        return func_(*args, **kwargs, **more)
+
+    return Template(name_, bound, create_scope_now_, unique_name_)

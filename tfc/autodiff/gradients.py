@@ -4,15 +4,16 @@ Guarantees: the result is aligned with `xs`; an entry is None when its x is not 
 any y through differentiable float ops (integer and bool tensors carry no gradient); otherwise
 it is a tensor of x's dtype and shape holding sum_j d(sum(ys[j] * grad_ys[j])) / dx.
 
-How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are
-visited in reverse topological order. At each op the gradients of its outputs are summed
-(`tf.add_n`: fan-out) and handed to the op's rule (`OpDef.grad(op, *dys)`), which returns
-one gradient per input. A rule returns, for input i, either a gradient of that input's shape
-or, for ops that broadcast their inputs (Add, Mul, SelectV2, BatchMatMulV2's batch dims...),
-one of the output's shape; this module then sums it back to the input's shape (SumToShape,
-tfc/ops/grad_ops.py), the one place where broadcasting is undone. The reduction is skipped
-when the static shapes prove the two shapes equal; otherwise the input's shape comes from a
-`Shape` op, which is a constant once the fed shapes are known, so None dims work.
+How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are visited
+in reverse topological order. At each op the gradients of its outputs are summed (`tf.add_n`:
+fan-out) and handed to the op's rule (`OpDef.grad(op, *dys)`, unless the user registered one:
+tfc/autodiff/registry.py), which returns one gradient per input. A rule returns, for input i,
+either a gradient of that input's shape or, for ops that broadcast their inputs (Add, Mul,
+SelectV2, BatchMatMulV2's batch dims...), one of the output's shape; this module then sums it
+back to the input's shape (SumToShape, tfc/ops/grad_ops.py), the one place where broadcasting is
+undone. The reduction is skipped when the static shapes prove the two shapes equal; otherwise
+the input's shape comes from a `Shape` op, which is a constant once the fed shapes are known, so
+None dims work.
 New ops are created under `gradients/` with TF1's names (`gradients/MatMul_grad/MatMul_1`).
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import networkx as nx
 
+from tfc.autodiff.registry import registered_rule
 from tfc.ir.graph import Graph, Operation, Tensor
 from tfc.ops.array import fill, identity
 from tfc.ops.constant import constant, convert_to_tensor
@@ -173,16 +175,21 @@ class _BackwardWalk:
                 continue
             if not any(t.op.name in self.between for t in op.inputs):
                 continue  # an x that no other x flows into: nothing upstream wants gradients
-            opdef = get_opdef(op.type)
-            if not opdef.differentiable:
+            registered, rule = registered_rule(op)
+            if not registered:
+                opdef = get_opdef(op.type)
+                if not opdef.differentiable:
+                    continue
+                if opdef.grad is None:
+                    raise LookupError(
+                        f"No gradient defined for operation '{name}' (op type: {op.type})"
+                    )
+                rule = opdef.grad
+            if rule is None:  # registered as not differentiable
                 continue
-            if opdef.grad is None:
-                raise LookupError(
-                    f"No gradient defined for operation '{name}' (op type: {op.type})"
-                )
             colocated = self.graph.colocate_with(op) if self.colocate else contextlib.nullcontext()
             with self.graph.name_scope(name + "_grad"), colocated:
-                self._apply_rule(op, opdef.grad, dys)
+                self._apply_rule(op, rule, dys)
 
     def _apply_rule(self, op: Operation, rule: Any, dys: list[Tensor | None]) -> None:
         # a rule sees a gradient for every float output: zeros where none flowed (Unpack, Split)

@@ -22,7 +22,7 @@ from typing import Any
 import networkx as nx
 
 from tfc.ir import dtypes as _dtypes
-from tfc.ir.device import merge_device
+from tfc.ir.device import DeviceSpec, merge_device
 from tfc.ir.tensor_shape import Shape, TensorShape, merge_shapes
 
 CONTROL = "ctrl"
@@ -44,7 +44,15 @@ class GraphKeys:
     BIASES = "biases"
     SUMMARIES = "summaries"
     INIT_OP = "init_op"
+    TABLE_INITIALIZERS = "table_initializer"
     VARIABLES = GLOBAL_VARIABLES
+    # what a tf.train.Scaffold takes from the graph when not given
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
 
 
 class Graph:
@@ -57,6 +65,7 @@ class Graph:
         self._control_stack: list[list[str] | None] = []
         self._device_stack: list[Any] = []
         self._colocation_stack: list[str] = []
+        self._gradient_overrides: dict[str, str] = {}
         self._collections: dict[str, list] = {}
         self._handles: dict[str, Operation] = {}
         self._next_id = 0
@@ -236,7 +245,10 @@ class Graph:
 
     @contextlib.contextmanager
     def device(self, spec: Any) -> Iterator[None]:
-        """`tf.device`: a device string (merged with the enclosing scope) or a function of op."""
+        """`tf.device`: a device string or DeviceSpec (merged with the enclosing scope) or a
+        function of op."""
+        if isinstance(spec, DeviceSpec):
+            spec = spec.to_string()
         self._device_stack.append(spec)
         try:
             yield
@@ -275,6 +287,26 @@ class Graph:
         finally:
             self._colocation_stack.pop()
             self._device_stack = devices
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
+        """Ops of the mapped types created inside take their gradient from the function
+        registered (tf.RegisterGradient) under the mapped name: TF1's `_gradient_op_type`."""
+        if not isinstance(op_type_map, dict):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        for op_type, mapped in op_type_map.items():
+            if not isinstance(op_type, str) or not isinstance(mapped, str):
+                raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        saved = dict(self._gradient_overrides)
+        self._gradient_overrides.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_overrides = saved
+
+    def gradient_override(self, op_type: str) -> str | None:
+        """The gradient name an op of `op_type` created now gets, if a map gives one."""
+        return self._gradient_overrides.get(op_type)
 
     # -- lookup ----------------------------------------------------------------------------------
     def get_operation_by_name(self, name: str) -> Operation:
@@ -613,6 +645,11 @@ def colocate_with(op: Any, ignore_existing: bool = False) -> Any:
 
 def add_to_collection(name: str, value: Any) -> None:
     get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names: Any, value: Any) -> None:
+    """`tf.add_to_collections`: `value` added to each collection named in `names`."""
+    get_default_graph().add_to_collections(names, value)
 
 
 def get_collection(name: str, scope: str | None = None) -> list:

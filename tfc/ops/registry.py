@@ -63,6 +63,12 @@ class OpDef:
     # the op's kernel needs the host CPU (host memory, stdio, files, Python), so it can never
     # run on a GPU: placement puts it on the CPU of its task (tfc/passes/place.py)
     host_only: bool = False
+    # why no native program can run the op (it calls Python, its output shape depends on its
+    # input values, ...): a Session runs it with its reference in a Python stage between
+    # compiled ones (tfc/passes/python_stage.py); native builds refuse it naming the op and
+    # this reason. A function of the node's context decides per node ("" = native); ops
+    # that leave it "" run in Python only where they read or make strings (python_reason).
+    in_python: str | Callable[[OpContext], str] = ""
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -185,6 +191,9 @@ def apply_op(
     control = [c for c in graph.current_control_inputs() if c not in data_sources]
     if graph._colocation_stack and graph._colocation_stack[-1] is not None:
         attrs["_class"] = [f"loc:@{graph._colocation_stack[-1]}"]
+    override = graph.gradient_override(op_type)
+    if override is not None:
+        attrs["_gradient_op_type"] = override
     graph.add_node(
         node_name,
         op_type,
@@ -209,6 +218,31 @@ def _graph_of_inputs(inputs: Sequence[Tensor]) -> Graph:
         elif t.graph is not graph:
             raise ValueError(f"{t} must be from the same graph as {first}.")
     return graph or get_default_graph()
+
+
+# -- ops that run in Python ---------------------------------------------------------------------
+STRING_REASON = "it works on tf.string values, which live in Python (native code has no strings)"
+# the in_python of ops like tf.unique: a native program knows every buffer's size when compiled
+VALUE_DEPENDENT_REASON = "its output shape depends on its input values"
+
+
+def python_reason(graph: Graph, name: str) -> str:
+    """Why node `name` must run in Python, or "" when native code can run it: its OpDef's
+    `in_python`, or else a string among its inputs or outputs. Consts and Feeds are values
+    every stage holds, so they never need Python themselves (a native op reads constant
+    strings at compile time: tf.Assert's messages)."""
+    node = graph.node(name)
+    if node["op"] in ("Const", "Feed"):
+        return ""
+    rule = get_opdef(node["op"]).in_python
+    if callable(rule):
+        return rule(OpContext.for_node(graph, name))
+    if rule:
+        return rule
+    inputs = [graph.node(s)["dtypes"][i] for s, i in graph.input_edges(name)]
+    if any(d.is_string for d in [*inputs, *node["dtypes"]]):
+        return STRING_REASON
+    return ""
 
 
 # -- values known at compile time ---------------------------------------------------------------

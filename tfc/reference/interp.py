@@ -14,13 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from tfc.client.python_stage import evaluate_python_stage
 from tfc.client.request import RunRequest
-from tfc.compiler import interpreter_partitions, interpreter_program
+from tfc.compiler import interpreter_partitions, interpreter_program, split_python_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
 from tfc.ops.registry import OpContext, as_output_list, get_opdef
+from tfc.passes.python_stage import PYTHON, with_feed_shapes
 
 
 class InterpState:
@@ -67,6 +69,11 @@ class Interpreter:
     def run(self, fetches: Any, feed_dict: Any = None) -> Any:
         request = RunRequest(self.graph, fetches, feed_dict, self.state.iterators)
         program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
+        stages = split_python_stages(program)
+        if stages:  # ops only Python runs (py_func, strings, shapes that depend on values)
+            n = len(request.fetch_keys)
+            values = evaluate_python_stages(stages, request.feed_values, n, self.state)
+            return request.results(values)
         program = interpreter_program(program)
         return request.results(evaluate(program, request.feed_values, self.state))
 
@@ -187,6 +194,30 @@ def evaluate_stages(
     for stage in stages:
         inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
         for (kind, k), value in zip(stage.outputs, evaluate(stage.graph, inputs, state)):
+            if kind == "fetch":
+                results[k] = value
+            else:
+                sent[k] = value
+    return results
+
+
+# -- native and Python stages ----------------------------------------------------------------------
+def evaluate_python_stages(
+    stages: list, feed_values: list[np.ndarray], n_fetches: int, state: InterpState
+) -> list[np.ndarray]:
+    """Run the native and Python stages of tfc/passes/python_stage.py in order, as a Session
+    does: each native stage specialized for the shapes it is handed and interpreted, each
+    Python stage evaluated as the client evaluates it; returns the program's fetches."""
+    results: list[Any] = [None] * n_fetches
+    sent: dict[str, np.ndarray] = {}
+    for stage in stages:
+        inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
+        if stage.device == PYTHON:
+            outputs = evaluate_python_stage(stage.graph, inputs)
+        else:
+            graph = with_feed_shapes(stage, [np.shape(v) for v in inputs])
+            outputs = evaluate(interpreter_program(graph), inputs, state)
+        for (kind, k), value in zip(stage.outputs, outputs):
             if kind == "fetch":
                 results[k] = value
             else:
