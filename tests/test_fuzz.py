@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fuzz.case import load_regression
 from fuzz.check import Report, check_cases, check_one, check_rotating
-from fuzz.graphs import generate
+from fuzz.graphs import generate, one_per_op
 from fuzz.ops import EXCLUDED, REACHED, elementwise, elementwise_ops, unlisted_ops
 from fuzz.run import CONFIGS, configs
 from fuzz.shrink import shrink
@@ -27,6 +27,14 @@ def _explain(report: Report) -> str:
 def test_every_registered_op_is_generated_reached_or_excluded_with_a_reason():
     assert unlisted_ops() == [], "add a row to tests/fuzz/ops.py for each"
     assert set(REACHED) <= set(REGISTRY) and set(EXCLUDED) <= set(REGISTRY)
+
+
+def test_every_row_makes_its_op_and_every_op_agrees_with_the_interpreter():
+    made, failed = one_per_op(SEED)
+    assert failed == {}, failed
+    report = Report()
+    check_cases(list(made.values()), [CONFIGS["all"]], report)
+    assert not report.findings, _explain(report)
 
 
 def test_probing_finds_each_element_wise_ops_domain_and_discontinuity():

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .case import Case
-from .run import Batch, Config, Outcome, build_batch, interpret, run_compiled
+from .run import (
+    Batch,
+    Config,
+    Outcome,
+    Scale,
+    build_batch,
+    case_precision,
+    interpret,
+    run_compiled,
+)
 
 # allowed error per unit of depth, as a fraction of the magnitude of the values involved
 TOLERANCE = {"float32": 2e-4, "float64": 1e-9}
@@ -58,8 +67,11 @@ class Finding:
         return f"[{self.config_name}] {self.kind}: {self.headline()[:200]} ({self.case.origin})"
 
 
-def mismatch(ref: np.ndarray, got: np.ndarray, depth: int, scale: float) -> str | None:
-    """Why `got` is not `ref` (None: it is, within the tolerance)."""
+def mismatch(
+    ref: np.ndarray, got: np.ndarray, depth: int, scale: float, precision: str | None = None
+) -> str | None:
+    """Why `got` is not `ref` (None: it is, within the tolerance of `precision`, the least
+    precise float type the value is computed from, by default its own)."""
     ref, got = np.asarray(ref), np.asarray(got)
     if ref.dtype != got.dtype:
         return f"dtype {got.dtype}, expected {ref.dtype}"
@@ -83,8 +95,9 @@ def mismatch(ref: np.ndarray, got: np.ndarray, depth: int, scale: float) -> str 
     finite = ~(nan_r | inf_r)
     if not np.any(finite):
         return None
-    tol = TOLERANCE[ref.dtype.name] * (1 + depth) * max(scale, 1e-30)
-    err = np.where(finite, np.abs(got.astype(np.float64) - ref.astype(np.float64)), 0.0)
+    tol = TOLERANCE[precision or ref.dtype.name] * (1 + depth) * max(scale, 1e-30)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.where(finite, np.abs(got.astype(np.float64) - ref.astype(np.float64)), 0.0)
     if np.any(err > tol):
         i = tuple(int(k) for k in np.unravel_index(np.argmax(err), err.shape))
         return (
@@ -94,13 +107,14 @@ def mismatch(ref: np.ndarray, got: np.ndarray, depth: int, scale: float) -> str 
     return None
 
 
-def compare(batch: Batch, ref: Outcome, scales: dict[int, float], got: Outcome) -> dict[int, str]:
+def compare(batch: Batch, ref: Outcome, scales: dict[int, Scale], got: Outcome) -> dict[int, str]:
     """Per case, the first difference of `got` from `ref`."""
     wrong: dict[int, str] = {}
     for j, (i, name, _) in enumerate(batch.fetches):
         case = batch.cases[i]
-        why = mismatch(ref.values[j], got.values[j], case.depth.get(name, case.max_depth()),
-                       scales.get(j, 1.0))  # fmt: skip
+        scale = scales.get(j, Scale(1.0, None))
+        depth = case.depth.get(name, case.max_depth())
+        why = mismatch(ref.values[j], got.values[j], depth, scale.magnitude, scale.precision)
         if why is not None and i not in wrong:
             wrong[i] = f"fetch {name}: {why}"
     for var, after in ref.variables.items():
@@ -109,7 +123,8 @@ def compare(batch: Batch, ref: Outcome, scales: dict[int, float], got: Outcome) 
             continue
         case = batch.cases[i]
         scale = max(_magnitude(batch.variables[var]), _magnitude(after), 1.0)
-        why = mismatch(after, got.variables[var], 2 * case.max_depth() + 4, scale)
+        depth = 2 * case.max_depth() + 4
+        why = mismatch(after, got.variables[var], depth, scale, case_precision(batch, i))
         if why is not None:
             wrong[i] = f"variable {var.split('/', 1)[1]} after the step: {why}"
     return wrong

@@ -114,7 +114,8 @@ class Gen:
         self.env = namespace(self.case, self.built)
         self.count = 0
         self.consumed: set[str] = set()
-        self.rejected: Counter = Counter()
+        self.rejected: Counter = Counter()  # rows refused, by op
+        self.last_rejection = ""  # why the last one was
         self.fetch_also: set[str] = set()
 
     # -- names and statements --------------------------------------------------------------------
@@ -159,10 +160,11 @@ class Gen:
             dtype = t.dtype.name
             if None in shape or dtype not in (*FLOATS, *INTS, "bool"):
                 continue
-            is_exact = all(v.exact for v in inputs) if exact is None else exact
-            is_exact = is_exact and all(v.exact for v in inputs)
-            if dtype in (*INTS, "bool"):
-                is_exact = all(v.exact for v in inputs) or exact is not False
+            # exact: the same bits everywhere. Int and bool results of exact inputs are, float
+            # results only of the ops the row names exact (correctly rounded, or a choice)
+            is_exact = all(v.exact for v in inputs) and (
+                exact if exact is not None else dtype not in FLOATS
+            )
             val = Val(name, dtype, shape, is_exact, domain, depth)
             outs.append(self._add(val))
             if fetch:
@@ -201,14 +203,16 @@ class Gen:
         self.case.stmts.append(stmt)
         return self._add(Val(name, dtype, tuple(shape), True, domain, 0, "feed"))
 
-    def var(self, dtype: str, shape: tuple, domain: str = "any") -> Val:
+    def var(self, dtype: str, shape: tuple, domain: str = "any", pool: bool = True) -> Val:
+        """A variable; with `pool` False no later row reads it (a scatter's own)."""
         name = self._name()
         self.case.values[name] = self.values(dtype, tuple(shape), domain)
         stmt = Stmt((name,), f'var("{name}")', "var")
         with self.graph.as_default():
             run_stmt(stmt, self.env)
         self.case.stmts.append(stmt)
-        return self._add(Val(name, dtype, tuple(shape), True, domain, 0, "var"))
+        val = Val(name, dtype, tuple(shape), True, domain, 0, "var")
+        return self._add(val) if pool else val
 
     def const_expr(self, value: Any, dtype: str) -> str:
         """A small constant as statement text."""
@@ -283,10 +287,10 @@ class Gen:
         """An operand: an earlier value matching, adapted into `domain` (floats; ints and bools
         are fed), or a new feed."""
         dtypes = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
+        wanted = where
         if shape is not None:
-            where_shape = where
-            where = lambda v: v.shape == tuple(shape) and (where_shape is None or where_shape(v))  # noqa: E731
-        found = self.candidates(dtypes, rank, exact, where)
+            wanted = lambda v: v.shape == tuple(shape) and (where is None or where(v))  # noqa: E731
+        found = self.candidates(dtypes, rank, exact, wanted)
         if domain != "any":
             found = [
                 v for v in found
@@ -294,18 +298,14 @@ class Gen:
                                             and (not exact or domain in EXACT_ADAPTERS))
             ]  # fmt: skip
         if found and self.rng.random() > fresh:
-            val = self.choose(found)
-            return self.adapt(val, domain)
+            return self.adapt(self.choose(found), domain)
         dtype = str(self.rng.choice(dtypes))
-        if shape is None:
-            r = rank if isinstance(rank, int) or rank is None else int(self.rng.choice(rank))
-            shape = self.shape(r)
-        if where is not None:
+        if shape is None:  # a new feed (or constant) of a random shape that `where` accepts
             for _ in range(30):
-                if where(Val("", dtype, tuple(shape), True)):
-                    break
-                r = len(shape) if isinstance(rank, tuple) is False else int(self.rng.choice(rank))
+                r = rank if rank is None or isinstance(rank, int) else int(self.rng.choice(rank))
                 shape = self.shape(r)
+                if where is None or where(Val("", dtype, shape, True)):
+                    break
             else:
                 raise Rejected("no operand of the wanted shape")
         source = self.rng.random()

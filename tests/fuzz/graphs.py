@@ -9,7 +9,11 @@ variables. Case `index` of `seed` is the same graph on every machine.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
+
+from tfc.ops.registry import REGISTRY
 
 from .case import Case
 from .gen import FLOATS, Gen, Rejected, Val
@@ -19,10 +23,18 @@ OPTIMIZERS = (
     "tf.train.GradientDescentOptimizer(0.1)",
     "tf.train.MomentumOptimizer(0.05, 0.9)",
     "tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True)",
-    "tf.train.AdamOptimizer(0.01)",
+    # epsilon 0.1: Adam's first step is lr * sign(gradient) where the gradient is far below
+    # epsilon, and a gradient that is zero but for rounding has no sign to agree on
+    "tf.train.AdamOptimizer(0.01, epsilon=0.1)",
     "tf.train.AdagradOptimizer(0.1)",
     "tf.train.RMSPropOptimizer(0.01)",
     "tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True)",
+    "tf.train.AdadeltaOptimizer(1.0)",
+    "tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.02)",
+    "tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=0.05)",
+    "tf.train.ProximalGradientDescentOptimizer(0.1, l1_regularization_strength=0.01)",
+    "tf.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.01)",
+    "tf.train.AdagradDAOptimizer(0.1, tf.Variable(np.int64(1)))",
 )
 ACTIVATIONS = ("tf.nn.relu", "tf.tanh", "tf.sigmoid", "tf.nn.elu", "tf.nn.relu6", "tf.nn.softplus",
                "tf.nn.leaky_relu", "tf.nn.selu")  # fmt: skip
@@ -62,7 +74,7 @@ def _steps(g: Gen, names: list[str], weights: list[float], count: int) -> None:
             made += 1
         except Rejected as e:
             g.rejected[name] += 1
-            g.rejected_why = str(e)
+            g.last_rejection = str(e)
 
 
 def _elementwise(g: Gen) -> None:
@@ -159,7 +171,7 @@ def finish(g: Gen) -> None:
             _loss_and_gradients(g, floats)
         except Rejected as e:
             g.rejected["gradients"] += 1
-            g.rejected_why = str(e)
+            g.last_rejection = str(e)
     # variables only the optimizer would update: feeds instead when nothing trains them
     sinks = [v for v in g.vals if v.name not in g.consumed and v.source == "op"]
     others = [v for v in g.vals if v.source == "op" and v not in sinks and g.rng.random() < 0.2]
@@ -215,3 +227,29 @@ def _ancestors(g: Gen, name: str) -> set[str]:
         seen.add(n)
         stack.extend(producer[n].reads())
     return seen
+
+
+def one_per_op(seed: int, tries: int = 40) -> tuple[dict[str, Case], dict[str, str]]:
+    """A case holding each op of the table (its row run on a fresh case until the graph has a
+    node of that type), and for each op no row made, the last reason."""
+    rows = all_rows()
+    made: dict[str, Case] = {}
+    failed: dict[str, str] = {}
+    for op, build_row in sorted(rows.items()):
+        if op not in REGISTRY:
+            continue
+        for attempt in range(tries):
+            rng = np.random.default_rng([seed, attempt, zlib.crc32(op.encode())])
+            g = Gen(rng, origin=f"{op} (seed {seed}, try {attempt})")
+            try:
+                build_row(g)
+            except Rejected as e:
+                failed[op] = str(e)
+                continue
+            if any(node["op"] == op for _, node in g.graph.nx.nodes(data=True)):
+                finish(g)
+                made[op] = g.case
+                failed.pop(op, None)
+                break
+            failed[op] = "the row made no node of this type"
+    return made, failed

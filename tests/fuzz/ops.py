@@ -728,6 +728,229 @@ def _values_now(g: Gen, x: Val) -> np.ndarray:
     return interp.run(t, feeds)
 
 
+def _index_feed(g: Gen, shape: tuple, high: int, dtype: str | None = None) -> Val:
+    """An int feed of `shape` holding indices in [0, high)."""
+    idx = g.feed(dtype or str(g.rng.choice(INTS)), shape, "nonneg")
+    g.case.values[idx.name] = g.rng.integers(0, max(high, 1), size=shape).astype(idx.dtype)
+    return idx
+
+
+@row("BroadcastTo", "BroadcastArgs")
+def _broadcast_to(g: Gen) -> None:
+    x = g.pick(FLOATS + INTS, rank=(0, 1, 2, 3), where=lambda v: v.size <= 24)
+    shape = [g.dim() if d == 1 and _bool(g) else d for d in x.shape]
+    shape = [g.dim() for _ in range(int(g.rng.integers(0, 2)))] + shape
+    if int(np.prod(shape)) > g.max_size:
+        raise Rejected("too large a broadcast")
+    if g.rng.random() < 0.75:
+        g.emit(f"tf.broadcast_to({x}, {shape})", [x], exact=True, inexact=0)
+    else:
+        g.emit(f"tf.broadcast_dynamic_shape(tf.shape({x}), {shape})", [x], exact=True, inexact=0)
+
+
+@row("DepthwiseConv2dNative", weight=1.5)
+def _depthwise(g: Gen) -> None:
+    dtype = g.dtype_of(("float32", "float32", "float64"))
+    x = _image(g, dtype)
+    kh, kw = int(g.rng.integers(1, 4)), int(g.rng.integers(1, 4))
+    w = g.pick((dtype,), shape=(kh, kw, x.shape[3], int(g.rng.choice([1, 2, 3]))), fresh=0.8)
+    padding = str(g.rng.choice(["SAME", "VALID"]))
+    s = int(g.rng.choice([1, 1, 2]))
+    rate = 1 if s > 1 or g.rng.random() < 0.8 else 2
+    if padding == "VALID" and min(x.shape[1] - (kh - 1) * rate, x.shape[2] - (kw - 1) * rate) < 1:
+        padding = "SAME"
+    g.emit(
+        f'tf.nn.depthwise_conv2d({x}, {w}, [1, {s}, {s}, 1], "{padding}", rate=[{rate}, {rate}])',
+        [x, w],
+    )
+
+
+@row("EnsureShape", "IdentityN")
+def _identities(g: Gen) -> None:
+    x = g.pick(FLOATS + INTS)
+    if _bool(g):
+        g.emit(f"tf.ensure_shape({x}, {list(x.shape)})", [x], exact=True, inexact=0)
+    else:
+        y = g.pick(FLOATS + INTS)
+        g.emit(f"tf.identity_n([{x}, {y}])", [x, y], n_out=2, exact=True, inexact=0)
+
+
+@row("ExtractImagePatches")
+def _patches(g: Gen) -> None:
+    x = _image(g, g.dtype_of(("float32", "float64", "int32")))
+    k, s, r = int(g.rng.integers(1, 4)), int(g.rng.integers(1, 3)), int(g.rng.choice([1, 1, 2]))
+    padding = str(g.rng.choice(["SAME", "VALID"]))
+    if padding == "VALID" and min(x.shape[1], x.shape[2]) < (k - 1) * r + 1:
+        padding = "SAME"
+    g.emit(
+        f"tf.extract_image_patches({x}, [1, {k}, {k}, 1], [1, {s}, {s}, 1], [1, {r}, {r}, 1], "
+        f'"{padding}")',
+        [x], exact=True, inexact=0,
+    )  # fmt: skip
+
+
+@row("GatherNd", "ScatterNd", "TensorScatterAdd", "TensorScatterMax", "TensorScatterMin",
+     "TensorScatterSub", "TensorScatterUpdate", weight=2)  # fmt: skip
+def _nd_indexing(g: Gen) -> None:
+    x = g.pick(FLOATS + INTS, rank=(1, 2, 3))
+    depth = int(g.rng.integers(1, x.rank + 1))
+    n = int(g.rng.integers(1, 6))
+    idx = g.feed(str(g.rng.choice(INTS)), (n, depth), "nonneg")
+    columns = [g.rng.integers(0, d, size=n) for d in x.shape[:depth]]
+    r = g.rng.random()
+    if r > 0.7:  # an update: each index once, so the order of writes does not matter
+        count = int(np.prod(x.shape[:depth]))
+        flat = g.rng.permutation(count)[: min(n, count)]
+        columns = list(np.unravel_index(flat, x.shape[:depth]))
+        n = len(flat)
+        idx = g.feed(idx.dtype, (n, depth), "nonneg")
+    g.case.values[idx.name] = np.stack(columns, axis=1).astype(idx.dtype)
+    updates_shape = (n, *x.shape[depth:])
+    if r < 0.35:
+        g.emit(f"tf.gather_nd({x}, {idx})", [x, idx], exact=True, inexact=0)
+        return
+    updates = g.pick((x.dtype,), shape=updates_shape, fresh=0.6)
+    if r < 0.5:
+        g.emit(f"tf.scatter_nd({idx}, {updates}, {list(x.shape)})", [idx, updates])
+        return
+    fn = "update" if r > 0.7 else str(g.rng.choice(["add", "sub", "max", "min"]))
+    exact = fn in ("update", "max", "min")
+    g.emit(f"tf.tensor_scatter_nd_{fn}({x}, {idx}, {updates})", [x, idx, updates],
+           exact=exact, inexact=0 if exact else 1)  # fmt: skip
+
+
+@row("InvertPermutation", "UnravelIndex")
+def _permutations(g: Gen) -> None:
+    if _bool(g):
+        n = int(g.rng.integers(1, 9))
+        p = g.feed(str(g.rng.choice(INTS)), (n,), "nonneg")
+        g.case.values[p.name] = g.rng.permutation(n).astype(p.dtype)
+        g.emit(f"tf.invert_permutation({p})", [p])
+        return
+    dims = [int(d) for d in g.rng.integers(1, 5, size=int(g.rng.integers(1, 4)))]
+    shape = () if g.rng.random() < 0.3 else (int(g.rng.integers(1, 6)),)
+    idx = _index_feed(g, shape, int(np.prod(dims)))
+    g.emit(f"tf.unravel_index({idx}, {dims})", [idx])
+
+
+@row("LRN")
+def _lrn(g: Gen) -> None:
+    x = _image(g, "float32")
+    radius = int(g.rng.integers(0, 4))
+    g.emit(f"tf.nn.lrn({x}, depth_radius={radius}, bias=1.5, alpha=0.25, beta=0.75)", [x])
+
+
+@row("LowerBound", "UpperBound")
+def _searchsorted(g: Gen) -> None:
+    dtype = str(g.rng.choice(["float32", "float64", "int32"]))
+    batch, n, m = int(g.rng.integers(1, 4)), int(g.rng.integers(1, 9)), int(g.rng.integers(1, 7))
+    seq = g.feed(dtype, (batch, n))
+    g.case.values[seq.name] = np.sort(g.case.values[seq.name], axis=1)
+    values = g.feed(dtype, (batch, m))
+    side = str(g.rng.choice(["left", "right"]))
+    g.emit(f'tf.searchsorted({seq}, {values}, side="{side}")', [seq, values])
+
+
+@row("MaxPoolWithArgmax")
+def _max_pool_argmax(g: Gen) -> None:
+    x = _image(g, g.dtype_of(("float32", "float64")))
+    if not x.exact:
+        x = g.feed(x.dtype, x.shape)
+    k, s = int(g.rng.choice([1, 2, 3])), int(g.rng.choice([1, 2]))
+    padding = str(g.rng.choice(["SAME", "VALID"]))
+    if padding == "VALID" and min(x.shape[1], x.shape[2]) < k:
+        padding = "SAME"
+    g.emit(
+        f'tf.nn.max_pool_with_argmax({x}, [1, {k}, {k}, 1], [1, {s}, {s}, 1], "{padding}", '
+        f"include_batch_in_index={_bool(g)})",
+        [x], n_out=2, exact=True, inexact=0,
+    )  # fmt: skip
+
+
+@row("Multinomial", "RandomGamma", "RandomPoissonV2", "RandomShuffle")
+def _draws(g: Gen) -> None:
+    seed = int(g.rng.integers(1, 1000))
+    r = g.rng.random()
+    if r < 0.3:
+        logits = g.pick(("float32",), rank=2, where=lambda v: v.shape[1] >= 2, fresh=0.5)
+        n = int(g.rng.integers(1, 6))
+        g.emit(f"tf.random.categorical({logits}, {n}, seed={seed})", [logits])
+    elif r < 0.55:
+        alpha = g.feed("float32", (int(g.rng.integers(1, 4)),), "pos")
+        g.emit(f"tf.random_gamma([{int(g.rng.integers(1, 5))}], {alpha}, seed={seed})", [alpha])
+    elif r < 0.8:
+        lam = g.feed("float32", (int(g.rng.integers(1, 4)),), "pos")
+        g.emit(f"tf.random.poisson({lam}, [{int(g.rng.integers(1, 5))}], seed={seed})", [lam])
+    else:
+        x = g.pick(FLOATS + INTS, rank=(1, 2))
+        g.emit(f"tf.random_shuffle({x}, seed={seed})", [x], exact=True, inexact=0)
+
+
+@row("ReverseSequence", "ReverseV2", "Roll", weight=1.5)
+def _reversals(g: Gen) -> None:
+    x = g.pick(FLOATS + INTS, rank=(1, 2, 3))
+    r = g.rng.random()
+    if r < 0.35:
+        axes = [a for a in range(x.rank) if _bool(g)] or [0]
+        g.emit(f"tf.reverse({x}, {axes})", [x], exact=True, inexact=0)
+    elif r < 0.7:
+        axes = sorted({int(a) for a in g.rng.integers(0, x.rank, size=int(g.rng.integers(1, 3)))})
+        shifts = [int(s) for s in g.rng.integers(-7, 8, size=len(axes))]
+        g.emit(f"tf.roll({x}, {shifts}, {axes})", [x], exact=True, inexact=0)
+    else:
+        if x.rank < 2:
+            raise Rejected("reverse_sequence needs a batch and a sequence axis")
+        batch_axis = int(g.rng.integers(0, x.rank))
+        seq_axis = int(g.rng.choice([a for a in range(x.rank) if a != batch_axis]))
+        lengths = g.feed(str(g.rng.choice(INTS)), (x.shape[batch_axis],), "nonneg")
+        g.case.values[lengths.name] = g.rng.integers(
+            0, x.shape[seq_axis] + 1, size=x.shape[batch_axis]
+        ).astype(lengths.dtype)
+        g.emit(
+            f"tf.reverse_sequence({x}, {lengths}, seq_axis={seq_axis}, batch_axis={batch_axis})",
+            [x, lengths], exact=True, inexact=0,
+        )  # fmt: skip
+
+
+@row("Sort")
+def _sort(g: Gen) -> None:
+    x = g.pick(FLOATS + INTS, rank=(1, 2, 3), exact=True)
+    direction = str(g.rng.choice(["ASCENDING", "DESCENDING"]))
+    g.emit(f'tf.sort({x}, axis={_axis(g, x.rank)}, direction="{direction}")', [x],
+           exact=True, inexact=0)  # fmt: skip
+
+
+_VARIABLE_SCATTERS = ("ScatterAdd", "ScatterDiv", "ScatterMax", "ScatterMin", "ScatterMul",
+                      "ScatterSub", "ScatterUpdate", "ScatterNdAdd", "ScatterNdSub",
+                      "ScatterNdUpdate")  # fmt: skip
+
+
+@row(*_VARIABLE_SCATTERS, weight=2)
+def _variable_scatter(g: Gen) -> None:
+    """A scatter into a variable of its own (the step runs it; the variable is compared)."""
+    dtype = g.dtype_of(("float32", "float64", "int32"))
+    shape = g.shape(int(g.rng.integers(1, 4)), max_size=64)
+    nd = g.rng.random() < 0.35
+    fn = str(g.rng.choice(["add", "sub", "update"] if nd else
+                          ["add", "sub", "mul", "div", "max", "min", "update"]))  # fmt: skip
+    v = g.var(dtype, shape, "pos" if fn == "div" else "any", pool=False)
+    depth = int(g.rng.integers(1, len(shape) + 1)) if nd else 1
+    count = int(np.prod(shape[:depth]))
+    n = int(g.rng.integers(1, 6))
+    if fn == "update":  # each index once: the order of the writes does not matter
+        flat = g.rng.permutation(count)[: min(n, count)]
+    else:
+        flat = g.rng.integers(0, count, size=n)
+    columns = np.stack(np.unravel_index(flat, shape[:depth]), axis=1)
+    idx_shape = columns.shape if nd else (len(flat),)
+    idx = g.feed(str(g.rng.choice(INTS)), idx_shape, "nonneg")
+    g.case.values[idx.name] = (columns if nd else flat).astype(idx.dtype)
+    updates_shape = (len(flat), *shape[depth:])
+    updates = g.feed(dtype, updates_shape, "pos" if fn in ("div", "mul") else "any")
+    name = f"scatter_nd_{fn}" if nd else f"scatter_{fn}"
+    g.emit(f"tf.{name}({v}, {idx}, {updates})", [v, idx, updates], kind="train")
+
+
 # -- composites (no op of their own; they make fusion, CSE and simplify's patterns) ---------------
 def composite_rows() -> dict[str, Row]:
     return {"einsum": _einsum, "norms": _norms, "patterns": _patterns, "clip": _clip}
@@ -811,17 +1034,21 @@ REACHED: dict[str, str] = {
         "AvgPoolGrad", "Conv2DBackpropFilter", "Conv2DBackpropInput", "EluGrad", "LeakyReluGrad",
         "LogSoftmaxGrad", "MaxPoolGrad", "MirrorPadGrad", "ReciprocalGrad", "Relu6Grad",
         "ReluGrad", "RsqrtGrad", "SeluGrad", "SigmoidGrad", "SoftmaxGrad", "SoftplusGrad",
+        "DepthwiseConv2dNativeBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "LRNGrad",
         "SoftsignGrad", "SqrtGrad", "StridedSliceGrad", "SumToShape", "TanhGrad",
     )},
     "MaxPoolGradGrad": "second gradient of MaxPool (gradients of gradients)",
     **{op: "an optimizer's update (minimize)" for op in (
         "ApplyAdagrad", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent",
-        "ApplyMomentum", "ApplyRMSProp",
+        "ApplyMomentum", "ApplyRMSProp", "ApplyAdadelta", "ApplyAdagradDA", "ApplyFtrl",
+        "ApplyFtrlV2", "ApplyProximalAdagrad", "ApplyProximalGradientDescent",
     )},
     **{op: "the fuse pass makes it" for op in (
         "Fusion", "FusedApplyAdagrad", "FusedApplyAdam", "FusedApplyCenteredRMSProp",
         "FusedApplyGradientDescent", "FusedApplyMomentum", "FusedApplyRMSProp", "FusedAssign",
-        "FusedAssignAdd", "FusedAssignSub",
+        "FusedAssignAdd", "FusedAssignSub", "FusedApplyAdadelta", "FusedApplyAdagradDA",
+        "FusedApplyFtrl", "FusedApplyFtrlV2", "FusedApplyProximalAdagrad",
+        "FusedApplyProximalGradientDescent",
     )},
     "Assign": "variables' initializers and optimizers' slot updates",
     "AssignAdd": "optimizers' step counters",
@@ -838,6 +1065,15 @@ EXCLUDED: dict[str, str] = {
     "MakeIterator": "tf.data: reads a Python-side pipeline, tests/test_data.py",
     "_Send": "distributed programs only (partition pass), tests/test_distributed.py",
     "_Recv": "distributed programs only (partition pass), tests/test_distributed.py",
+    "IsVariableInitialized": "the Session feeds its answer: a program compiled alone refuses it",
+    **{
+        op: "prints or fails the run: its effect is text, tests/test_logging_ops.py"
+        for op in (
+            "Print",
+            "PrintFormatted",
+            "Assert",
+        )
+    },
 }
 
 
@@ -852,7 +1088,15 @@ def all_rows() -> dict[str, Row]:
     return rows
 
 
+def in_python(op: str) -> str:
+    """Why op never compiles (it runs in a Python stage between compiled ones: strings,
+    value-dependent shapes, Python calls), or "" when it can."""
+    rule = REGISTRY[op].in_python
+    return rule if isinstance(rule, str) else ""
+
+
 def unlisted_ops() -> list[str]:
-    """Registered ops the fuzzer neither generates, reaches, nor excludes with a reason."""
+    """Registered ops the fuzzer neither generates, reaches, nor excludes with a reason (ops
+    that only run in Python stages are excluded by their OpDef's own reason)."""
     known = set(elementwise_ops()) | set(ROWS) | set(REACHED) | set(EXCLUDED)
-    return sorted(set(REGISTRY) - known)
+    return sorted(op for op in set(REGISTRY) - known if not in_python(op))

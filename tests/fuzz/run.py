@@ -105,7 +105,9 @@ def build_batch(cases: list[Case]) -> Batch:
                 t = built.names.get(name)
                 if isinstance(t, tf.Tensor):
                     fetches.append((i, name, t))
-            targets += [built.names[t] for t in case.targets]
+            for t in case.targets:  # an Operation, or a Tensor (a scatter's variable) made by one
+                target = built.names[t]
+                targets.append(target.op if isinstance(target, tf.Tensor) else target)
             for v in built.variables.values():
                 owner[v.op.name] = i
         init = tf.global_variables_initializer()
@@ -131,7 +133,7 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def interpret(batch: Batch) -> tuple[Outcome, dict[int, float]]:
+def interpret(batch: Batch) -> tuple[Outcome, dict[int, Scale]]:
     """The reference: (the outcome, per batch fetch the largest magnitude among the values it
     is computed from, which scales the error allowed in it)."""
     t0 = time.perf_counter()
@@ -151,10 +153,44 @@ def interpret(batch: Batch) -> tuple[Outcome, dict[int, float]]:
     scales = {}
     ancestors = _ancestor_map(batch)
     for j, key in enumerate(keys):
-        found = [magnitude.get(a, 0.0) for a in ancestors.get(key, ())] + [magnitude[key]]
-        scales[j] = max(found)
+        behind = [*ancestors.get(key, ()), key]
+        scale = max(magnitude.get(a, 0.0) for a in behind)
+        scales[j] = Scale(scale, _coarsest(batch.graph, behind))
     out.seconds["interpret"] = time.perf_counter() - t0
     return out, scales
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What the error allowed in a fetched value depends on: the largest magnitude among the
+    values it is computed from, and the least precise float type among them (a float64 value
+    computed from float32 ones carries float32's rounding)."""
+
+    magnitude: float
+    precision: str | None  # "float32", "float64" or None (no float behind it)
+
+
+def _coarsest(graph: Any, tensors: list[tuple[str, int]]) -> str | None:
+    found = {graph.node(n)["dtypes"][i].name for n, i in tensors}
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        if name in found:
+            return "float32" if name in ("float16", "bfloat16") else name
+    return None
+
+
+def case_precision(batch: Batch, i: int) -> str | None:
+    """The least precise float type among case i's values."""
+    cache = batch.__dict__.setdefault("_precision", {})
+    if not cache:
+        by_case: dict[int, list] = {}
+        for n in batch.graph.nx.nodes:
+            case = n.split("/", 1)[0]
+            if case[:1] == "c" and case[1:].isdigit():
+                by_case.setdefault(int(case[1:]), []).extend(
+                    (n, k) for k in range(len(batch.graph.node(n)["dtypes"]))
+                )
+        cache.update({k: _coarsest(batch.graph, v) for k, v in by_case.items()})
+    return cache.get(i)
 
 
 def _magnitude(v: np.ndarray) -> float:
