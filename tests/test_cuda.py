@@ -37,17 +37,12 @@ NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
 
 
-OP_TEST_MODULES = [
-    "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
-    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics", "test_ops_topk",
-    "test_ops_normalization", "test_ops_conv_composite", "test_ops_embedding",
-    "test_ops_special", "test_ops_scan", "test_ops_sequences", "test_ops_segment",
-    "test_ops_einsum", "test_ops_norms",
-    "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
-    "test_ops_array_nd_index", "test_ops_array_order", "test_ops_random_sampling",
-    "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
-    "test_ops_patches", "test_ops_morphology", "test_ops_conv3d",
-]  # fmt: skip
+# every module of op cases runs its batches on the GPU (a new tests/test_ops_<family>.py joins by
+# being there), but those whose ops only Python runs: a Session runs them in Python stages
+PYTHON_STAGE_MODULES = {"test_ops_dynamic", "test_ops_script", "test_ops_strings"}
+OP_TEST_MODULES = sorted(
+    {path.stem for path in (ROOT / "tests").glob("test_ops_*.py")} - PYTHON_STAGE_MODULES
+) + ["test_losses", "test_numerics"]
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
 # not in GPU programs: host-only ops (OpDef.host_only: tf.data's iterator ops) are placed on the
@@ -159,7 +154,35 @@ def training_graphs() -> dict[str, tuple]:
         ]
     feed = {rows: np.random.default_rng(3).random((3, 4), np.float32)}
     graphs["scatters"] = (graph, fetches, feed)
+    graphs["control_flow"] = control_flow_graph()
     return graphs
+
+
+def control_flow_graph() -> tuple:
+    """Loops and branches with every TensorArray op, and their gradients: the host code around
+    the kernels of nested graphs (tfc/codegen/control_flow.py) compiled by nvcc too."""
+    graph = tfc.Graph()
+    with graph.as_default():
+        x = tfc.placeholder(tfc.float32, [5, 3])
+        p = tfc.placeholder(tfc.bool, [])
+        k = tfc.placeholder(tfc.int32, [])
+        rows = tfc.TensorArray(tfc.float32, size=5).unstack(x)
+        grown = tfc.TensorArray(tfc.float32, size=0, dynamic_size=True)
+
+        def body(t, h, out, more):
+            h = tfc.tanh(h * rows.read(t))
+            return t + 1, h, out.write(t, h), more.write(more.size(), tfc.reduce_sum(h))
+
+        _, h, out, more = tfc.while_loop(
+            lambda t, *_: t < 5, body, (0, tfc.ones([3]), tfc.TensorArray(tfc.float32, 5), grown)
+        )
+        y = tfc.cond(p, lambda: tfc.sigmoid(out.stack()) * 2.0, lambda: out.stack() - 1.0)
+        picked = tfc.TensorArray(tfc.float32, size=4).scatter([3, 1], x[:2]).gather([1, 3])
+        chosen = tfc.case([(tfc.equal(k, 0), lambda: h), (tfc.equal(k, 1), lambda: -h)])
+        loss = tfc.reduce_sum(y * y) + tfc.reduce_sum(picked) + tfc.reduce_sum(more.stack())
+        fetches = [*tfc.gradients(loss, [x]), chosen, picked]
+    feed = {x: np.random.default_rng(3).random((5, 3), np.float32), p: True, k: 1}
+    return graph, fetches, feed
 
 
 def cuda_source(
@@ -171,8 +194,18 @@ def cuda_source(
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     passes = pipeline() if optimize else pipeline([])
     program = run_passes(program, passes, options=CUDA.pass_options())
-    ops = {program.node(n)["op"] for n in program.graph_attrs["schedule"]}
-    return render_program(lower_program(program, name=name), CUDA), ops
+    return render_program(lower_program(program, name=name), CUDA), _op_types(program)
+
+
+def _op_types(graph) -> set[str]:
+    """The op types of a graph and of the graphs nested in its ops (loop bodies, branches)."""
+    ops = set()
+    for n in graph.graph_attrs["schedule"]:
+        node = graph.node(n)
+        ops.add(node["op"])
+        for key in REGISTRY[node["op"]].subgraphs:
+            ops |= _op_types(node["attrs"][key])
+    return ops
 
 
 def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:

@@ -569,6 +569,53 @@ CASES = [
         normal(2, 3),
         normal(2, 1, 3),
     ),
+    # control flow (tfc/ops/functional.py, tfc/ops/tensor_array.py): more in test_control_flow
+    C(
+        "If",
+        lambda x, y: tf.cond(tf.reduce_sum(x) > 0, lambda: x * y, lambda: x - y),
+        positive(2, 3),
+        normal(2, 3),
+    ),
+    C(
+        "If_else",
+        lambda x, y: tf.cond(tf.reduce_sum(x) < 0, lambda: x * y, lambda: tf.sin(x)),
+        positive(2, 3),
+        normal(2, 3),
+    ),
+    C(
+        "While",
+        lambda x, w: tf.while_loop(
+            lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w) + x)), (0, x)
+        )[1],
+        normal(2, 3),
+        normal(3, 3) * 0.5,
+    ),
+    C(
+        "TensorArrayWriteV3",
+        lambda a, b: (lambda ta: [ta.read(1) * 2.0, ta.stack()])(
+            tf.TensorArray(a.dtype, size=3).write(0, a).write(1, b).write(2, a * b)
+        ),
+        normal(4),
+        normal(4),
+    ),
+    C(
+        "TensorArrayUnstack",
+        lambda x: tf.TensorArray(x.dtype, size=3).unstack(x).read(1) ** 2,
+        normal(3, 2),
+    ),
+    C(
+        "TensorArrayScatterV3",
+        lambda x: tf.TensorArray(x.dtype, size=4).scatter([2, 0, 3, 1], x).gather([1, 3]) * x[:2],
+        normal(4, 2),
+    ),
+    C(
+        "TensorArrayPutRows",
+        lambda base, v: (
+            op("TensorArrayPutRows", base, np.array([2, 0], np.int32), v, mode="add") * base
+        ),
+        normal(3, 2),
+        normal(2, 2),
+    ),
 ]
 
 # issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division
@@ -641,6 +688,12 @@ CASES += [
     C("clip_by_norm", lambda a: tf.clip_by_norm(a, 1.0), normal(3, 4)),
     C("clip_by_global_norm", lambda a, b: tf.clip_by_global_norm([a, b], 1.0)[0], normal(3, 4),
       normal(2)),
+]  # fmt: skip
+
+# complex numbers: real losses of complex products and quotients (TF's conjugate rules)
+CASES += [
+    C("Complex-Real-Imag-Conj", lambda a, b: tf.real(tf.complex(a, b) * tf.conj(tf.complex(b, a)))
+      + tf.imag(tf.complex(a, b) / tf.complex(b, 1.0 + a * a)), normal(3, 2), normal(3, 2)),
 ]  # fmt: skip
 
 

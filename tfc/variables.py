@@ -19,13 +19,14 @@ from tfc.ir.graph import (
     colocate_with,
     default_session,
     get_default_graph,
+    init_scope,
     name_scope,
 )
 from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group, no_op
 from tfc.ops.registry import apply_op
-from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state import assign, assign_add, assign_sub, count_up_to
 
 __all__ = [
     "Variable",
@@ -79,7 +80,12 @@ class Variable:
             raise ValueError("initial_value must be specified.")
         dtype = None if dtype is None else _dt.as_dtype(dtype)
         from_fn = callable(initial_value)
-        with name_scope(name, "Variable", [] if from_fn else [initial_value]) as scope:
+        # made in the outermost graph even inside a branch or loop body (TF1 lifts variable
+        # initializers out of control flow the same way)
+        with (
+            _outside_control_flow(),
+            name_scope(name, "Variable", [] if from_fn else [initial_value]) as scope,
+        ):
             if from_fn:
                 with name_scope("Initializer"):
                     initial_value = initial_value()
@@ -92,6 +98,9 @@ class Variable:
                     f"initial_value must have a shape specified: {self._initial_value}"
                 )
             attrs = {"shape": shape, "dtype": self._initial_value.dtype}
+            container = self._initial_value.graph.current_container
+            if container:  # tf.container: Session.reset(target, [container]) clears it
+                attrs["container"] = container
             self._variable = apply_op("VariableV2", [], attrs, name=scope).outputs[0]
             with colocate_with(self._variable.op):
                 self._initializer_op = assign(
@@ -203,7 +212,7 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign(self._variable, value, name=name)
+        result = assign(self._variable, value, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
     def assign_add(
@@ -213,8 +222,12 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign_add(self._variable, delta, name=name)
+        result = assign_add(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
+
+    def count_up_to(self, limit: int) -> Tensor:
+        """`Variable.count_up_to`: the value, incremented; OutOfRangeError at `limit`."""
+        return count_up_to(self._variable, limit)
 
     def assign_sub(
         self,
@@ -223,7 +236,7 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign_sub(self._variable, delta, name=name)
+        result = assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
     def eval(self, session: Any = None) -> Any:
@@ -262,6 +275,11 @@ class Variable:
 
 
 # -- collections and initializers ---------------------------------------------------------------
+def _outside_control_flow() -> Any:
+    """tf.init_scope inside a branch or loop body being built; nothing otherwise."""
+    return init_scope() if get_default_graph().outer is not None else contextlib.nullcontext()
+
+
 def global_variables(scope: str | None = None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
@@ -319,6 +337,7 @@ class VariableScope:
 
 
 def _scope_stack(graph: Graph) -> list[VariableScope]:
+    graph = graph.root  # a loop body's variables and scopes are the outermost graph's
     if not hasattr(graph, "_variable_scopes"):
         graph._variable_scopes = [VariableScope("")]
         graph._variable_store = {}
@@ -356,8 +375,8 @@ def variable_scope(
             raise ValueError("variable_scope needs a name or a default_name")
         full = f"{outer.name}/{base}" if outer.name else base
         if name_or_scope is None:  # default names are made unique, as TF does
-            count = graph._variable_scope_counts.get(full, 0)
-            graph._variable_scope_counts[full] = count + 1
+            count = graph.root._variable_scope_counts.get(full, 0)
+            graph.root._variable_scope_counts[full] = count + 1
             if count:
                 full = f"{full}_{count}"
     # None inherits the reuse of the enclosing scope (of a scope object: its own), AUTO_REUSE
@@ -397,7 +416,7 @@ def get_variable(
     graph = get_default_graph()
     scope = _scope_stack(graph)[-1]
     full = f"{scope.name}/{name}" if scope.name else name
-    store = graph._variable_store
+    store = graph.root._variable_store
     reuse = scope.reuse
     if full in store:
         if reuse is True or reuse is AUTO_REUSE:
@@ -467,7 +486,7 @@ def get_variable(
         )
     store[full] = variable
     if regularizer is not None:
-        with name_scope(None), name_scope(full + "/Regularizer/"):
+        with _outside_control_flow(), name_scope(None), name_scope(full + "/Regularizer/"):
             loss = regularizer(variable.value())
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)

@@ -10,6 +10,7 @@
 #include "tfc_platform.h"
 
 #include "tfc_hd.h"
+#include "tfc_index.h"
 
 /* The address of a constant array compiled into the program, hidden from the optimizer, so that
  * no code reading the array is specialized for its values. GCC 12 on x86 with AVX-512 turns a
@@ -24,24 +25,8 @@ static inline TFC_HD const void *tfc_opaque(const void *p) {
     return p;
 }
 
-/* Status codes: the values of TensorFlow's error codes, so Python maps them to tf.errors. */
-enum {
-    TFC_OK = 0,
-    TFC_ERR_CANCELLED = 1,
-    TFC_ERR_UNKNOWN = 2,
-    TFC_ERR_INVALID_ARGUMENT = 3,
-    TFC_ERR_DEADLINE_EXCEEDED = 4,
-    TFC_ERR_NOT_FOUND = 5,
-    TFC_ERR_PERMISSION_DENIED = 7,
-    TFC_ERR_RESOURCE_EXHAUSTED = 8,
-    TFC_ERR_FAILED_PRECONDITION = 9,
-    TFC_ERR_ABORTED = 10,
-    TFC_ERR_OUT_OF_RANGE = 11,
-    TFC_ERR_UNIMPLEMENTED = 12,
-    TFC_ERR_INTERNAL = 13,
-    TFC_ERR_UNAVAILABLE = 14,
-    TFC_ERR_DATA_LOSS = 15
-};
+/* Status codes: TFC_OK, TensorFlow's error codes, the embeddable library's checks */
+#include "tfc_status.h"
 
 /* Where a failing run reports: a caller-owned message buffer, and the failing graph node. */
 typedef struct {
@@ -135,6 +120,16 @@ static inline TFC_HD int tfc_error_nd_index(tfc_error *err, int64_t pos, const i
     return TFC_ERR_INVALID_ARGUMENT;
 }
 
+/* A message with two integers, "<a>%lld<b>%lld<c>" (a TensorArray's index and its size). */
+static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, int64_t x,
+                                       const char *b, int64_t y, const char *c) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s%lld%s%lld%s", a, (long long)x, b,
+                     (long long)y, c);
+    }
+    return code;
+}
+
 #include "tfc_math.h"
 #include "tfc_philox.h"
 /* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
@@ -147,6 +142,8 @@ static inline TFC_HD int tfc_error_nd_index(tfc_error *err, int64_t pos, const i
 /* tensor values as text: the host-only kernels of tf.Print, tf.print and tf.Assert */
 #include "tfc_text.h"
 #endif
+/* the update locks of use_locking ops (no-ops where programs never run concurrently) */
+#include "tfc_update_lock.h"
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */
 #include "tfc_checkpoint.h"

@@ -2,7 +2,8 @@
 
 Each step proposes a smaller case and keeps it when it still fails the same way under the same
 configuration (the same kind of failure; for a crash, the same first line of the error):
-- fetch only one of the values (the one that differs, when one does);
+- fetch only one of the values (the one that differs, when one does), then the earliest
+  computed value that still fails;
 - drop the statements nothing fetched reads, any statement (its values become feeds holding
   what the interpreter computed for them), chunks of statements at once, then one by one;
 - shrink each feed's dims (to 1, halved) while the statements still build;
@@ -46,6 +47,7 @@ class Shrinker:
         case = self.finding.case.copy()
         case = self._one_fetch(case)
         case = _dead_code(case)
+        case = self._earliest_fetch(case)
         for step in (self._chunks, self._statements, self._shapes, self._values, self._chunks):
             case = step(case)
             case = _dead_code(case)
@@ -59,6 +61,20 @@ class Shrinker:
             trial = _dead_code(case.copy(fetch=[name]))
             if self.fails(trial):
                 return trial
+        return case
+
+    def _earliest_fetch(self, case: Case) -> Case:
+        """Fetch the first computed value that still fails instead: what read the wrong value
+        goes (a mismatch in Sub shows in every op after it)."""
+        for stmt in case.stmts:
+            if stmt.kind == "feed" or len(case.fetch) != 1:
+                continue
+            for name in stmt.out:
+                if name in case.fetch:
+                    return case
+                trial = _dead_code(case.copy(fetch=[name]))
+                if self.fails(trial):
+                    return trial
         return case
 
     def _chunks(self, case: Case) -> Case:

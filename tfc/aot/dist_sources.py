@@ -66,6 +66,7 @@ def _task_descriptor(plan: DistributedPlan, task: TaskPlan, is_worker: bool) -> 
         "predict_features": "0",
         "predict_classes": "-1",
         "predict_argmax": "0",
+        "label_classes": str(plan.signatures.train.label_classes) if is_worker else "0",
     }
     return get_template("c/model.c.j2").render(
         version=__version__,

@@ -32,6 +32,7 @@ from tfc.ops.kernels import (
     RangeSpec,
     ReduceSpec,
     RowSpec,
+    RowsSpec,
     ScanSpec,
     SegmentSpec,
     SequenceSpec,
@@ -73,6 +74,12 @@ def loop_kernel(kernel: Kernel) -> KernelTemplate:
     return "body", {"body": body}
 
 
+def _accumulator(acc: _dt.DType, ctype: str) -> str:
+    """The C type of an accumulator of `acc` for values of `ctype`: a float sum's double is
+    tfc_sum_f32 (tfc_math.h: float where the target has no double-precision hardware)."""
+    return "tfc_sum_f32" if acc is _dt.float64 and ctype == "float" else acc.c_type
+
+
 def reduce_kernel(kernel: Kernel) -> KernelTemplate:
     """Memory order: a loop over the kept dims and the reduced ones between them, then (with
     an accumulator of spec.acc) the trailing run of reduced dims."""
@@ -96,7 +103,7 @@ def reduce_kernel(kernel: Kernel) -> KernelTemplate:
         )
         update = "acc = " + spec.combine.format(a="acc", b=f"x0[{x_idx}]") + ";"
         body += opens
-        body.append(f"{indent}{spec.acc.c_type} acc = y[{out_idx}];")
+        body.append(f"{indent}{_accumulator(spec.acc, kernel.params[0].ctype)} acc = y[{out_idx}];")
         body += [*inner_opens, inner_indent + update, *inner_closes]
         body.append(f"{indent}y[{out_idx}] = acc;")
         body += closes
@@ -137,6 +144,7 @@ def rows_data(spec: RowSpec) -> dict:
     """The sizes of a row kernel as int64 literals, its element type, and its expressions."""
     return {
         "ctype": spec.dtype.c_type,
+        "sum_ctype": _accumulator(_dt.float64, spec.dtype.c_type),
         "rows": c_literal(spec.rows, _dt.int64),
         "cols": c_literal(spec.cols, _dt.int64),
         **spec.exprs,
@@ -281,6 +289,41 @@ def index_kernel(kernel: Kernel) -> KernelTemplate:
     return kernel.template if spec.copy else kernel.template + "_check", data
 
 
+def rows_kernel(kernel: Kernel) -> KernelTemplate:
+    """The TensorArray kernels: rows of a buffer by run-time index (ops/tensor_array.py)."""
+    spec: RowsSpec = kernel.spec
+    values = dict(spec.values)
+    data = dict(
+        ctype=spec.dtype.c_type,
+        index_ctype=spec.index_dtype.c_type,
+        rows=c_literal(spec.rows, _dt.int64),
+        width=c_literal(spec.width, _dt.int64),
+        count=c_literal(spec.count, _dt.int64),
+        total=c_literal(spec.rows * spec.width, _dt.int64),
+    )
+    if kernel.template == "ta_read":
+        clear = values.pop("clear")
+        data["clear"] = (
+            [
+                "if (flags[k] == 2)",
+                "    return tfc_error_i64(err, TFC_ERR_INVALID_ARGUMENT, "
+                f"{values['read_cleared_a']}, k, {values['read_cleared_b']}, {data['rows']}, "
+                f"{values['read_cleared_c']});",
+                "flags[k] = 2;",
+            ]
+            if clear
+            else []
+        )
+    if kernel.template == "ta_put_rows":
+        mode = values.pop("mode")
+        data["update"] = {
+            "set": "dst[j] = v[i * {w} + j]",
+            "add": "dst[j] += v[i * {w} + j]",
+            "zero": "dst[j] = 0",
+        }[mode].format(w=data["width"])
+    return kernel.template, data | values
+
+
 def one_hot_kernel(kernel: Kernel) -> KernelTemplate:
     spec: IndexSpec = kernel.spec
     return "one_hot", {
@@ -374,6 +417,16 @@ def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_numerics", {"count": spec.count, **messages}
 
 
+def count_up_to_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    message = c_string(spec.values["message"])
+    return "count_up_to", {"limit": spec.values["limit"], "message": message}
+
+
+def check_predicate_kernel(kernel: Kernel) -> KernelTemplate:
+    return "check_predicate", {"message": c_string(kernel.spec.values["message"])}
+
+
 def random_kernel(kernel: Kernel) -> KernelTemplate:
     spec: ScanSpec = kernel.spec
     function = f"tfc_random_{spec.values['distribution']}_{type_tag(spec.dtype)}"
@@ -400,6 +453,7 @@ def sampling_kernel(kernel: Kernel) -> KernelTemplate:
 
 _TEXT_ELEMENT = {"float32": "tfc_text_f32", "float64": "tfc_text_f64", "int32": "tfc_text_i32",
                  "int64": "tfc_text_i64", "bool": "tfc_text_bool"}  # fmt: skip
+_TEXT_ELEMENT |= {d.name: f"tfc_text_{type_tag(d)}" for d in (*_dt.INTEGERS, *_dt.FLOATS)}
 
 
 def _text_lines(spec: TextSpec) -> list[str]:
@@ -628,6 +682,7 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "invert_permutation": order_kernel,
     "reverse_sequence": reverse_sequence_kernel,
     "check_numerics": check_numerics_kernel,
+    "count_up_to": count_up_to_kernel,
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
@@ -644,6 +699,12 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "band_part": band_part_kernel,
     "print": print_kernel,
     "assert": assert_kernel,
+    "check_predicate": check_predicate_kernel,
+    "ta_write": rows_kernel,
+    "ta_read": rows_kernel,
+    "ta_put_rows": rows_kernel,
+    "ta_size": rows_kernel,
+    "ta_stack_check": rows_kernel,
 }
 
 

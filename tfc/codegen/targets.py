@@ -39,7 +39,18 @@ class Target:
     fail_name: str = "err"  # the name fail_param declares
     fail_arg: str = "err"
     fail_call: str = "if ((rc = {name}({args})) != TFC_OK) return tfc_fail_at(err, rc, {node});"
+    # the same inside a step holding update locks ({unlock}: the statements releasing them);
+    # None where no program takes update locks
+    fail_call_locked: str | None = (
+        "if ((rc = {name}({args})) != TFC_OK) {{ {unlock} return tfc_fail_at(err, rc, {node}); }}"
+    )
     copy_function: str = "memcpy"  # copies fetched values that live in another buffer
+    # control flow (tfc/codegen/control_flow.py): reading a predicate and an int32 count where
+    # the program keeps them, storing a count, clearing a buffer
+    flag_read: str = "(*(const bool *)({ptr}))"
+    int_read: str = "(*(const int32_t *)({ptr}))"
+    int_store: str = "*(int32_t *)({ptr}) = (int32_t){value};"
+    zero_function: str = "memset"
     profiles: bool = True  # whether the TFC_PROFILE build exists for this target
     # whether the fuse pass may put a MatMul in a group, and one whose product only a block of
     # rows in scratch memory holds: the C kernel computes the rows inside its loop nest; a CUDA
@@ -78,7 +89,12 @@ CUDA = Target(
     fail_name="tfc_site",
     fail_arg="{site}",
     fail_call="{name}({args});",
+    fail_call_locked=None,
     copy_function="tfc_cuda_memcpy",
+    flag_read="tfc_cuda_flag({ptr})",
+    int_read="tfc_cuda_read_i32({ptr})",
+    int_store="tfc_cuda_store_i32({ptr}, (int32_t){value});",
+    zero_function="tfc_cuda_memset",
     profiles=False,
     fuse_row_scratch=False,
 )

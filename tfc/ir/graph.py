@@ -58,6 +58,9 @@ class GraphKeys:
 class Graph:
     """A TensorFlow-1-style graph. Ops are added by the functions of `tfc` (tf.add, ...)."""
 
+    # the graph this one is nested in (a branch or loop body: tfc.ir.subgraph.Subgraph), or None
+    outer: Graph | None = None
+
     def __init__(self) -> None:
         self.nx = nx.MultiDiGraph()
         self._names_in_use: dict[str, int] = {}
@@ -65,6 +68,7 @@ class Graph:
         self._control_stack: list[list[str] | None] = []
         self._device_stack: list[Any] = []
         self._colocation_stack: list[str] = []
+        self._container = ""  # tf.container's name for the stateful ops created now
         self._gradient_overrides: dict[str, str] = {}
         self._collections: dict[str, list] = {}
         self._handles: dict[str, Operation] = {}
@@ -178,6 +182,21 @@ class Graph:
         g.graph_attrs = dict(self.graph_attrs)
         return g
 
+    @property
+    def root(self) -> Graph:
+        """The outermost graph: this one, or the one a nested graph is (transitively) inside."""
+        graph = self
+        while graph.outer is not None:
+            graph = graph.outer
+        return graph
+
+    def capture(self, tensor: Tensor) -> Tensor:
+        """`tensor` as a value of this graph. A plain graph holds only its own tensors; a nested
+        graph (tfc.ir.subgraph.Subgraph) makes tensors of the graphs around it its inputs."""
+        if tensor.graph is self:
+            return tensor
+        raise ValueError(f"Tensor {tensor.name} must be from the same graph as the op using it.")
+
     # -- names -----------------------------------------------------------------------------------
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """`name` inside the current name scope, suffixed _1, _2... if already taken."""
@@ -225,7 +244,7 @@ class Graph:
         else:
             names = []
             for c in control_inputs:
-                op = _as_operation(c)
+                op = as_operation(c)
                 if op.graph is not self:
                     raise ValueError(f"Control input {c} must be from the same graph as the ops")
                 names.append(op.name)
@@ -279,7 +298,7 @@ class Graph:
     def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
         """Ops created inside go where `op` goes: as in TF1, the device scopes are set aside
         (the placer puts the whole colocation group on one device); None clears."""
-        name = None if op is None else _as_operation(op).name
+        name = None if op is None else as_operation(op).name
         devices, self._device_stack = self._device_stack, []
         self._colocation_stack.append(name)
         try:
@@ -287,6 +306,23 @@ class Graph:
         finally:
             self._colocation_stack.pop()
             self._device_stack = devices
+
+    @contextlib.contextmanager
+    def container(self, container_name: str) -> Iterator[str]:
+        """`tf.container`: the stateful ops created inside (variables, queues) keep their state
+        in the resource container `container_name` ("" the default), which
+        Session.reset(target, containers) clears."""
+        if not isinstance(container_name, str):
+            raise TypeError(f"container name must be a string, got {container_name!r}")
+        old, self._container = self._container, container_name
+        try:
+            yield container_name
+        finally:
+            self._container = old
+
+    @property
+    def current_container(self) -> str:
+        return self._container
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
@@ -390,6 +426,13 @@ class Graph:
         finally:
             _stack().pop()
 
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """`Graph.as_graph_def`: the graph as TensorFlow's GraphDef message (tfc.graphdef);
+        with `add_shapes`, each node's output shapes in its `_output_shapes` attribute."""
+        if _graph_def_writer is None:
+            raise RuntimeError("Graph.as_graph_def needs tfc.graphdef: import tfc")
+        return _graph_def_writer(self, add_shapes=add_shapes)
+
     def __repr__(self) -> str:
         return f"<tfc.Graph with {self.nx.number_of_nodes()} ops>"
 
@@ -404,6 +447,17 @@ def register_session_lookup(lookup: Callable[[str], Any]) -> None:
     """Install `lookup(what) -> Session`, which raises naming `what` when there is none."""
     global _session_lookup
     _session_lookup = lookup
+
+
+# How Graph.as_graph_def finds the GraphDef writer: tfc.graphdef (a frontend above the IR)
+# registers it when it is imported, as the client registers the session lookup.
+_graph_def_writer: Callable[..., Any] | None = None
+
+
+def register_graph_def_writer(writer: Callable[..., Any]) -> None:
+    """Install `writer(graph, add_shapes) -> GraphDef`, which Graph.as_graph_def calls."""
+    global _graph_def_writer
+    _graph_def_writer = writer
 
 
 def default_session(what: str) -> Any:
@@ -577,7 +631,8 @@ class Tensor:
         )
 
 
-def _as_operation(x: Any) -> Operation:
+def as_operation(x: Any) -> Operation:
+    """`x` (an Operation, a Tensor, or an object with an `op`) as the Operation it names."""
     if isinstance(x, Operation):
         return x
     if isinstance(x, Tensor):
@@ -622,6 +677,9 @@ def name_scope(name: str | None, default_name: str | None = None, values: Any = 
 
 
 def _graph_of(values: Any) -> Graph:
+    default = get_default_graph()
+    if default.outer is not None:  # inside a branch or loop body: ops belong to it
+        return default
     for v in values:
         if isinstance(v, (Tensor, Operation)):
             return v.graph
@@ -629,6 +687,31 @@ def _graph_of(values: Any) -> Graph:
         if isinstance(g, Graph):
             return g
     return get_default_graph()
+
+
+def container(container_name: str) -> Any:
+    """`tf.container`: see Graph.container."""
+    return get_default_graph().container(container_name)
+
+
+@contextlib.contextmanager
+def init_scope() -> Iterator[None]:
+    """`tf.init_scope`: ops created inside go to the outermost graph, outside every branch and
+    loop body being built, with no control dependencies (how variables and their initializers
+    are created from inside a loop body). The current name scope is kept."""
+    graph = get_default_graph()
+    root = graph.root
+    if root is graph:
+        with graph.control_dependencies(None):
+            yield
+        return
+    names = root._name_stack
+    root._name_stack = graph._name_stack
+    try:
+        with root.as_default(), root.control_dependencies(None):
+            yield
+    finally:
+        root._name_stack = names
 
 
 def control_dependencies(control_inputs: Any) -> Any:
