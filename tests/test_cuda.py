@@ -47,6 +47,7 @@ OP_TEST_MODULES = [
     "test_ops_array_nd_index", "test_ops_array_order", "test_ops_random_sampling",
     "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
     "test_ops_patches", "test_ops_morphology", "test_ops_conv3d",
+    "test_ops_dtypes",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}

@@ -392,9 +392,8 @@ def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | No
         half = v.astype(np.float16)
         return half.view(np.uint16), None, half.astype(np.float32)
     if kind == "bfloat16":
-        bits = v.view(np.uint32).astype(np.uint64)
-        top = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # nearest, even
-        return top, None, (top.astype(np.uint32) << 16).view(np.float32)
+        top = _dt.bfloat16_bits(v)
+        return top, None, _dt.bfloat16_from_bits(top)
     channels = v.shape[-1] if v.ndim >= 2 else 1
     rows = v.reshape(-1, channels)
     amax = np.abs(rows).max(axis=0)
@@ -470,6 +469,13 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
         elif m.external_weights:
             params.append("const void *weights")
             doc.append(f"weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned")
+        for name, spec in [*zip(p.input_names, low.feeds), *zip(p.output_names, low.fetches)]:
+            if spec.dtype.kind in "hc":  # model.h needs nothing but stdint.h and stdbool.h
+                raise ModelError(
+                    f"{role} tensor {name} has dtype {spec.dtype.name}, which C has no type "
+                    "for: the library's functions take the standard C types (cast it in the "
+                    "graph: tf.cast)"
+                )
         for name, spec in zip(p.input_names, low.feeds):
             if spec.shape:
                 params.append(f"const {spec.dtype.c_type} *{name}")

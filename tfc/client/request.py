@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tfc.ir.dtypes import string_array
+from tfc.ir.dtypes import as_numpy, string_array
 from tfc.ir.graph import Graph, Operation, Tensor
 from tfc.ir.program import FeedSpec
 
@@ -133,7 +133,7 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
                 array = string_array(value)
             else:
                 with np.errstate(all="ignore"):
-                    array = np.asarray(value, dtype=tensor.dtype.np, order="C")
+                    array = np.asarray(as_numpy(value, tensor.dtype), order="C")
         except (TypeError, ValueError, OverflowError) as e:
             raise ValueError(
                 f"Cannot convert the value fed for '{tensor.name}' to {tensor.dtype.name}: {e}"

@@ -26,6 +26,7 @@ from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
 from tfc.data.runtime import IteratorStates
+from tfc.ir import dtypes as _dt
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
@@ -396,7 +397,7 @@ class Session:
         if node is None or node["op"] != "VariableV2":
             raise ValueError(f"'{name}' is not a variable of this session's graph")
         dtype, shape = node["dtypes"][0], tuple(node["shapes"][0])
-        array = np.asarray(value, dtype=dtype.np)
+        array = _dt.as_numpy(value, dtype)
         if array.shape != shape:
             raise ValueError(
                 f"Cannot assign a value of shape {array.shape} to variable '{name}' of shape "

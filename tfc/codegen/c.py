@@ -440,6 +440,7 @@ def sampling_kernel(kernel: Kernel) -> KernelTemplate:
 
 _TEXT_ELEMENT = {"float32": "tfc_text_f32", "float64": "tfc_text_f64", "int32": "tfc_text_i32",
                  "int64": "tfc_text_i64", "bool": "tfc_text_bool"}  # fmt: skip
+_TEXT_ELEMENT |= {d.name: f"tfc_text_{type_tag(d)}" for d in (*_dt.INTEGERS, *_dt.FLOATS)}
 
 
 def _text_lines(spec: TextSpec) -> list[str]:

@@ -12,7 +12,7 @@ from tfc.ir.graph import Graph, Tensor, name_scope
 from tfc.ir.tensor_shape import merge_shapes, shape_str
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops, per_output_element
-from tfc.ops.kernels import format_expr, loop_kernel, view
+from tfc.ops.kernels import elementwise_expr, loop_kernel, table_entry, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
 
 __all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
@@ -21,6 +21,7 @@ __all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
 register(
     OpDef(
         "VariableV2",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
         reference=lambda ctx: ctx.state.variable(ctx.name),  # None until first assigned
         lower=lambda ctx: [],  # its output is the session-owned buffer itself
@@ -33,6 +34,8 @@ register(
 # -- Assign, AssignAdd, AssignSub ---------------------------------------------------------------
 def _assign_infer(ctx: OpContext) -> list:
     ref_dtype, value_dtype = ctx.in_dtypes
+    if ctx.type != "Assign" and not (ref_dtype.is_floating or ref_dtype.is_integer):
+        raise ctx.type_error(f"{ctx.type} takes numeric variables, not {ref_dtype.name}")
     if ref_dtype != value_dtype:
         raise TypeError(
             f"Input 'value' of '{ctx.type}' Op has type {value_dtype.name} that does not match "
@@ -58,7 +61,7 @@ def _assign_lower(expr: str | None):
                 f"into a variable of shape {shape_str(shape)}; tfc variables keep the shape "
                 "they were created with"
             )
-        body = "{0}" if expr is None else format_expr(expr[dtype.kind], dtype, "{0}")
+        body = "{0}" if expr is None else elementwise_expr(table_entry(expr, dtype), dtype, ["{0}"])
         return loop_kernel(shape, view("out0", dtype, shape), [view("in1", dtype, shape)], body)
 
     return lower
@@ -70,7 +73,11 @@ def _assign_reference(ctx: OpContext, ref: Any, value: np.ndarray) -> np.ndarray
 
 def _update_reference(fn):
     def reference(ctx: OpContext, ref: np.ndarray, value: np.ndarray) -> np.ndarray:
+        dtype = ctx.in_dtypes[0]
         with np.errstate(all="ignore"):
+            if dtype.kind == "h":  # computed in float32, as the kernel does
+                wide = fn(_dt.to_float32(ref, dtype), _dt.to_float32(value, dtype))
+                return ctx.state.assign(ctx.ref_names[0], _dt.as_numpy(wide, dtype))
             return ctx.state.assign(ctx.ref_names[0], fn(ref, value).astype(ref.dtype))
 
     return reference
@@ -80,6 +87,7 @@ _STATE = dict(stateful=True, ref_inputs=(0,), alias=0, differentiable=False)
 register(
     OpDef(
         "Assign",
+        dtypes=_dt.STORABLE,
         infer=_assign_infer,
         reference=_assign_reference,
         lower=_assign_lower(None),
@@ -91,6 +99,7 @@ register(
     OpDef(
         "AssignAdd",
         infer=_assign_infer,
+        dtypes=_dt.NUMERIC,
         reference=_update_reference(np.add),
         lower=_assign_lower({"f": "{out} + {0}", "i": "tfc_add_{tag}({out}, {0})"}),
         reads_ref=True,
@@ -102,6 +111,7 @@ register(
     OpDef(
         "AssignSub",
         infer=_assign_infer,
+        dtypes=_dt.NUMERIC,
         reference=_update_reference(np.subtract),
         lower=_assign_lower({"f": "{out} - {0}", "i": "tfc_sub_{tag}({out}, {0})"}),
         reads_ref=True,
@@ -171,6 +181,7 @@ def _no_kernel(ctx: OpContext) -> list:
 register(
     OpDef(
         "IsVariableInitialized",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(_dt.bool_, ())],
         reference=lambda ctx, ref: np.array(ref is not None),
         lower=_no_kernel,
