@@ -59,8 +59,9 @@ def check_quantization(scale: Any, zero_point: Any, what: str) -> tuple[float, i
     if not math.isfinite(scale) or scale <= 0:
         raise ValueError(f"{what}: the scale of an int8 tensor must be positive, got {scale}")
     if int(zero_point) != zero_point or not INT8_MIN <= int(zero_point) <= INT8_MAX:
-        raise ValueError(f"{what}: the zero point of an int8 tensor must lie in [-128, 127], "
-                         f"got {zero_point}")  # fmt: skip
+        raise ValueError(
+            f"{what}: the zero point of an int8 tensor must lie in [-128, 127], got {zero_point}"
+        )
     return scale, int(zero_point)
 
 
@@ -154,8 +155,14 @@ def requantize_params(attrs: dict, relu: bool) -> dict:
     else:
         multiplier, shift = quantize_multiplier(in_scale / out_scale)
         lo, hi = INT8_MIN, INT8_MAX
-    return {"in_zero": in_zero, "multiplier": multiplier, "shift": shift,
-            "out_zero": out_zero, "lo": lo, "hi": hi}  # fmt: skip
+    return {
+        "in_zero": in_zero,
+        "multiplier": multiplier,
+        "shift": shift,
+        "out_zero": out_zero,
+        "lo": lo,
+        "hi": hi,
+    }
 
 
 def _requantize_reference(relu: bool) -> Callable[..., np.ndarray]:
@@ -194,17 +201,29 @@ def add_params(attrs: dict) -> dict:
     m_b, s_b = quantize_multiplier(scale_b / twice_max)
     m_out, s_out = quantize_multiplier(twice_max / ((1 << 20) * out_scale))
     lo, hi = activation_range(attrs.get("activation", "NONE"), out_scale, out_zero)
-    return {"zero_a": int(zero_a), "m_a": m_a, "s_a": s_a, "zero_b": int(zero_b), "m_b": m_b,
-            "s_b": s_b, "m_out": m_out, "s_out": s_out, "out_zero": out_zero, "lo": lo,
-            "hi": hi}  # fmt: skip
+    return {
+        "zero_a": int(zero_a),
+        "m_a": m_a,
+        "s_a": s_a,
+        "zero_b": int(zero_b),
+        "m_b": m_b,
+        "s_b": s_b,
+        "m_out": m_out,
+        "s_out": s_out,
+        "out_zero": out_zero,
+        "lo": lo,
+        "hi": hi,
+    }
 
 
 def _add_reference(attrs: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     p = add_params(attrs)
-    sa = multiply_by_quantized_multiplier((a.astype(np.int64) - p["zero_a"]) << 20, p["m_a"],
-                                          p["s_a"])  # fmt: skip
-    sb = multiply_by_quantized_multiplier((b.astype(np.int64) - p["zero_b"]) << 20, p["m_b"],
-                                          p["s_b"])  # fmt: skip
+    sa = multiply_by_quantized_multiplier(
+        (a.astype(np.int64) - p["zero_a"]) << 20, p["m_a"], p["s_a"]
+    )
+    sb = multiply_by_quantized_multiplier(
+        (b.astype(np.int64) - p["zero_b"]) << 20, p["m_b"], p["s_b"]
+    )
     out = multiply_by_quantized_multiplier(wrap32(sa + sb), p["m_out"], p["s_out"])
     return _clamp8(out + p["out_zero"], p["lo"], p["hi"])
 
@@ -227,8 +246,15 @@ def mul_params(attrs: dict) -> dict:
     out_scale, out_zero = _quantization_attrs(attrs, "output_")
     multiplier, shift = quantize_multiplier(f32(scale_a) * f32(scale_b) / out_scale)
     lo, hi = activation_range(attrs.get("activation", "NONE"), out_scale, out_zero)
-    return {"zero_a": int(zero_a), "zero_b": int(zero_b), "multiplier": multiplier,
-            "shift": shift, "out_zero": out_zero, "lo": lo, "hi": hi}  # fmt: skip
+    return {
+        "zero_a": int(zero_a),
+        "zero_b": int(zero_b),
+        "multiplier": multiplier,
+        "shift": shift,
+        "out_zero": out_zero,
+        "lo": lo,
+        "hi": hi,
+    }
 
 
 def _mul_reference(attrs: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -313,8 +339,13 @@ LOOKUP_FUNCTIONS: dict[str, Callable[[np.float32], np.float32]] = {
 }
 
 
-def lookup_table(function: str, input_scale: float, input_zero_point: int, output_scale: float,
-                 output_zero_point: int) -> list[int]:  # fmt: skip
+def lookup_table(
+    function: str,
+    input_scale: float,
+    input_zero_point: int,
+    output_scale: float,
+    output_zero_point: int,
+) -> list[int]:
     """TFLite's LUTPopulate for int8: for each value q, `function` of the dequantized value in
     float32, divided by the output scale (as a product with its float32 reciprocal), rounded
     and offset by the output zero point, clamped. Entry q + 128 holds q's."""
@@ -348,8 +379,9 @@ def int8_dequantize(q: Tensor, scale: float, zero_point: int, name: str | None =
     return apply_op("Int8Dequantize", [q], attrs, name=name or "Int8Dequantize").outputs[0]
 
 
-def int8_requantize(q: Tensor, input_quantization: Sequence, output_quantization: Sequence,
-                    name: str | None = None) -> Tensor:  # fmt: skip
+def int8_requantize(
+    q: Tensor, input_quantization: Sequence, output_quantization: Sequence, name: str | None = None
+) -> Tensor:
     """int8 `q` of (scale, zero point) `input_quantization` in `output_quantization`."""
     attrs = _quantization(*input_quantization, "input_") | _quantization(
         *output_quantization, "output_"
@@ -357,12 +389,18 @@ def int8_requantize(q: Tensor, input_quantization: Sequence, output_quantization
     return apply_op("Int8Requantize", [q], attrs, name=name or "Int8Requantize").outputs[0]
 
 
-def int8_relu(q: Tensor, activation: str, input_quantization: Sequence,
-              output_quantization: Sequence, name: str | None = None) -> Tensor:  # fmt: skip
+def int8_relu(
+    q: Tensor,
+    activation: str,
+    input_quantization: Sequence,
+    output_quantization: Sequence,
+    name: str | None = None,
+) -> Tensor:
     """RELU, RELU6 or RELU_N1_TO_1 of int8 `q` (`activation`), requantized."""
     if activation not in ACTIVATIONS[1:]:
-        raise ValueError(f"Int8Relu: activation must be one of {ACTIVATIONS[1:]}, got "
-                         f"{activation!r}")  # fmt: skip
+        raise ValueError(
+            f"Int8Relu: activation must be one of {ACTIVATIONS[1:]}, got {activation!r}"
+        )
     attrs = _quantization(*input_quantization, "input_") | _quantization(
         *output_quantization, "output_"
     )
@@ -378,28 +416,44 @@ def _binary_attrs(quantizations: Sequence[Sequence], output: Sequence, activatio
     return attrs | _quantization(*output, "output_")
 
 
-def int8_add(a: Tensor, b: Tensor, input_quantizations: Sequence[Sequence],
-             output_quantization: Sequence, activation: str = "NONE",
-             name: str | None = None) -> Tensor:  # fmt: skip
+def int8_add(
+    a: Tensor,
+    b: Tensor,
+    input_quantizations: Sequence[Sequence],
+    output_quantization: Sequence,
+    activation: str = "NONE",
+    name: str | None = None,
+) -> Tensor:
     """a + b of int8 tensors (TFLite's ADD), broadcast as NumPy does."""
     attrs = _binary_attrs(input_quantizations, output_quantization, activation)
     return apply_op("Int8Add", [a, b], attrs, name=name or "Int8Add").outputs[0]
 
 
-def int8_mul(a: Tensor, b: Tensor, input_quantizations: Sequence[Sequence],
-             output_quantization: Sequence, activation: str = "NONE",
-             name: str | None = None) -> Tensor:  # fmt: skip
+def int8_mul(
+    a: Tensor,
+    b: Tensor,
+    input_quantizations: Sequence[Sequence],
+    output_quantization: Sequence,
+    activation: str = "NONE",
+    name: str | None = None,
+) -> Tensor:
     """a * b of int8 tensors (TFLite's MUL), broadcast as NumPy does."""
     attrs = _binary_attrs(input_quantizations, output_quantization, activation)
     return apply_op("Int8Mul", [a, b], attrs, name=name or "Int8Mul").outputs[0]
 
 
-def int8_lookup(q: Tensor, function: str, input_quantization: Sequence,
-                output_quantization: Sequence, name: str | None = None) -> Tensor:  # fmt: skip
+def int8_lookup(
+    q: Tensor,
+    function: str,
+    input_quantization: Sequence,
+    output_quantization: Sequence,
+    name: str | None = None,
+) -> Tensor:
     """LOGISTIC or TANH (`function`) of int8 `q`, through TFLite's table of 256 values."""
     if function not in LOOKUP_FUNCTIONS:
-        raise ValueError(f"Int8Lookup: function must be one of {sorted(LOOKUP_FUNCTIONS)}, "
-                         f"got {function!r}")  # fmt: skip
+        raise ValueError(
+            f"Int8Lookup: function must be one of {sorted(LOOKUP_FUNCTIONS)}, got {function!r}"
+        )
     in_scale, in_zero = check_quantization(*input_quantization, "the input")
     out_scale, out_zero = check_quantization(*output_quantization, "the output")
     table = lookup_table(function, in_scale, in_zero, out_scale, out_zero)

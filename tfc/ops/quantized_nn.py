@@ -73,8 +73,10 @@ def _check_inputs(ctx: OpContext, expected: Sequence[tuple[str, _dt.DType, int |
     """Each input's dtype and rank: (name, dtype, rank or None)."""
     for i, (name, dtype, rank) in enumerate(expected):
         if ctx.in_dtypes[i] is not dtype:
-            raise TypeError(f"{ctx.type} (op '{ctx.name}'): {name} must be {dtype.name}, got "
-                            f"{ctx.in_dtypes[i].name}")  # fmt: skip
+            raise TypeError(
+                f"{ctx.type} (op '{ctx.name}'): {name} must be {dtype.name}, got "
+                f"{ctx.in_dtypes[i].name}"
+            )
         shape = ctx.in_shapes[i]
         if rank is not None and shape is not None and len(shape) != rank:
             raise ctx.error(f"{name} must be rank {rank}, got rank {len(shape)}")
@@ -106,8 +108,9 @@ def _filter_scales(ctx: OpContext, channels: int) -> list[float]:
     return scales
 
 
-def _requantize(acc: np.ndarray, multipliers: Sequence[int], shifts: Sequence[int], zero: int,
-                lo: int, hi: int) -> np.ndarray:  # fmt: skip
+def _requantize(
+    acc: np.ndarray, multipliers: Sequence[int], shifts: Sequence[int], zero: int, lo: int, hi: int
+) -> np.ndarray:
     """int32 accumulators [..., channels] requantized per channel, clamped to [lo, hi]."""
     scaled = multiply_by_quantized_multiplier(
         wrap32(acc), np.asarray(multipliers, np.int64), np.asarray(shifts, np.int64)
@@ -149,8 +152,10 @@ def _conv_infer(ctx: OpContext) -> list:
     _check_attrs_quantization(ctx)
     x, f, b = ctx.in_shapes
     if x[3] is not None and f[3] is not None and x[3] != f[3]:
-        raise ctx.error(f"input depth {x[3]} must equal the filter's {f[3]} (tfc has no "
-                        "grouped int8 convolution)")  # fmt: skip
+        raise ctx.error(
+            f"input depth {x[3]} must equal the filter's {f[3]} (tfc has no "
+            "grouped int8 convolution)"
+        )
     if b[0] is not None and f[0] is not None and b[0] != f[0]:
         raise ctx.error(f"bias has {b[0]} values for {f[0]} output channels")
     g = conv_geometry(ctx, x, _hwio(f))
@@ -179,9 +184,17 @@ def _conv_lower(ctx: OpContext) -> list:
     return _window_kernel("int8_conv2d", g, 3, sizes)
 
 
-register(OpDef("Int8Conv2D", infer=_conv_infer, reference=_conv_reference, lower=_conv_lower,
-               differentiable=False, input_names=("input", "filter", "bias"),
-               dtypes=(_I8,)))  # fmt: skip
+register(
+    OpDef(
+        "Int8Conv2D",
+        infer=_conv_infer,
+        reference=_conv_reference,
+        lower=_conv_lower,
+        differentiable=False,
+        input_names=("input", "filter", "bias"),
+        dtypes=(_I8,),
+    )
+)
 
 
 # -- Int8DepthwiseConv2D(input [N,H,W,C], filter [1,KH,KW,C*M], bias [C*M]) ------------------------
@@ -202,8 +215,10 @@ def _depthwise_infer(ctx: OpContext) -> list:
     if f[0] is not None and f[0] != 1:
         raise ctx.error(f"a depthwise filter is [1, kh, kw, channels], got first dimension {f[0]}")
     if x[3] is not None and f[3] is not None and x[3] * multiplier != f[3]:
-        raise ctx.error(f"the filter has {f[3]} channels for {x[3]} input channels times the "
-                        f"depth multiplier {multiplier}")  # fmt: skip
+        raise ctx.error(
+            f"the filter has {f[3]} channels for {x[3]} input channels times the "
+            f"depth multiplier {multiplier}"
+        )
     if b[0] is not None and f[3] is not None and b[0] != f[3]:
         raise ctx.error(f"bias has {b[0]} values for {f[3]} output channels")
     g = _depthwise_geometry(ctx, x, f)
@@ -236,9 +251,17 @@ def _depthwise_lower(ctx: OpContext) -> list:
     return _window_kernel("int8_depthwise_conv2d", g, 3, sizes)
 
 
-register(OpDef("Int8DepthwiseConv2D", infer=_depthwise_infer, reference=_depthwise_reference,
-               lower=_depthwise_lower, differentiable=False,
-               input_names=("input", "filter", "bias"), dtypes=(_I8,)))  # fmt: skip
+register(
+    OpDef(
+        "Int8DepthwiseConv2D",
+        infer=_depthwise_infer,
+        reference=_depthwise_reference,
+        lower=_depthwise_lower,
+        differentiable=False,
+        input_names=("input", "filter", "bias"),
+        dtypes=(_I8,),
+    )
+)
 
 
 # -- Int8FullyConnected(input [..., K], filter [O, K], bias [O]) -----------------------------------
@@ -258,16 +281,19 @@ def _fc_infer(ctx: OpContext) -> list:
     batches, depth, outputs = _fc_sizes(ctx)
     if x is not None and all(d is not None for d in x) and depth is not None:
         if depth == 0 or num_elements(x) % depth:
-            raise ctx.error(f"the input's {num_elements(x)} values are not rows of the "
-                            f"filter's depth {depth}")  # fmt: skip
+            raise ctx.error(
+                f"the input's {num_elements(x)} values are not rows of the filter's depth {depth}"
+            )
     if b[0] is not None and outputs is not None and b[0] != outputs:
         raise ctx.error(f"bias has {b[0]} values for {outputs} outputs")
     if ctx.attrs.get("keep_num_dims"):
         if x is None:
             return [(_I8, None)]
         if x[-1] is not None and depth is not None and x[-1] != depth:
-            raise ctx.error(f"with keep_num_dims the input's last dimension {x[-1]} must be "
-                            f"the filter's depth {depth}")  # fmt: skip
+            raise ctx.error(
+                f"with keep_num_dims the input's last dimension {x[-1]} must be "
+                f"the filter's depth {depth}"
+            )
         return [(_I8, (*x[:-1], outputs))]
     if x is not None and x[0] is None and len(x) == 2:
         return [(_I8, (None, outputs))]
@@ -305,9 +331,17 @@ def _fc_lower(ctx: OpContext) -> list:
     return _window_kernel("int8_fully_connected", g, 3, sizes)
 
 
-register(OpDef("Int8FullyConnected", infer=_fc_infer, reference=_fc_reference, lower=_fc_lower,
-               differentiable=False, input_names=("input", "filter", "bias"),
-               dtypes=(_I8,)))  # fmt: skip
+register(
+    OpDef(
+        "Int8FullyConnected",
+        infer=_fc_infer,
+        reference=_fc_reference,
+        lower=_fc_lower,
+        differentiable=False,
+        input_names=("input", "filter", "bias"),
+        dtypes=(_I8,),
+    )
+)
 
 
 # -- Int8AvgPool, Int8MaxPool(input [N,H,W,C]) ----------------------------------------------------
@@ -320,8 +354,9 @@ def _pool_infer(ctx: OpContext) -> list:
 
 
 def _pool_bounds(ctx: OpContext) -> tuple[int, int]:
-    return activation_range(ctx.attrs.get("activation", "NONE"), f32(ctx.attrs["scale"]),
-                            int(ctx.attrs["zero_point"]))  # fmt: skip
+    return activation_range(
+        ctx.attrs.get("activation", "NONE"), f32(ctx.attrs["scale"]), int(ctx.attrs["zero_point"])
+    )
 
 
 def _avg_pool_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
@@ -357,8 +392,16 @@ for _op_type, _reference, _kind in (
     ("Int8AvgPool", _avg_pool_reference, "int8_avg_pool"),
     ("Int8MaxPool", _max_pool_reference, "int8_max_pool"),
 ):
-    register(OpDef(_op_type, infer=_pool_infer, reference=_reference, lower=_pool_lower(_kind),
-                   differentiable=False, dtypes=(_I8,)))  # fmt: skip
+    register(
+        OpDef(
+            _op_type,
+            infer=_pool_infer,
+            reference=_reference,
+            lower=_pool_lower(_kind),
+            differentiable=False,
+            dtypes=(_I8,),
+        )
+    )
 
 
 # -- Int8Softmax(input [..., D]) ------------------------------------------------------------------
@@ -368,8 +411,9 @@ SOFTMAX_OUTPUT = (1.0 / 256, -128)  # the only output quantization TFLite allows
 def softmax_params(ctx: OpContext) -> tuple[int, int, int]:
     """(multiplier, shift, smallest difference to the maximum that counts): beta * input
     scale as a Q5.26 multiplier (PreprocessSoftmaxScaling), capped below 2^31."""
-    real = min(float(f32(ctx.attrs["beta"])) * f32(ctx.attrs["input_scale"]) * (1 << 26),
-               (1 << 31) - 1.0)  # fmt: skip
+    real = min(
+        float(f32(ctx.attrs["beta"])) * f32(ctx.attrs["input_scale"]) * (1 << 26), (1 << 31) - 1.0
+    )
     multiplier, shift = quantize_multiplier(real)
     return multiplier, shift, -calculate_input_radius(5, shift, 31)
 
@@ -388,8 +432,11 @@ def _softmax_reference(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     diff = x.astype(np.int64) - x.astype(np.int64).max(axis=-1, keepdims=True)
     counted = diff >= diff_min
     exps = exp_on_negative_values(multiply_by_quantized_multiplier(diff, multiplier, shift), 5)
-    total = wrap32(np.where(counted, saturating_rounding_multiply_by_pot(exps, -12), 0).sum(
-        axis=-1, keepdims=True))  # fmt: skip
+    total = wrap32(
+        np.where(counted, saturating_rounding_multiply_by_pot(exps, -12), 0).sum(
+            axis=-1, keepdims=True
+        )
+    )
     reciprocal, bits_over_unit = get_reciprocal(total, 12)
     out = rounding_divide_by_pot(
         saturating_rounding_doubling_high_mul(reciprocal, exps), bits_over_unit + 31 - 8
@@ -412,8 +459,16 @@ def _softmax_lower(ctx: OpContext) -> list:
     return [Kernel("int8_softmax", params, RowSpec(_I8, rows, cols, exprs))]
 
 
-register(OpDef("Int8Softmax", infer=_softmax_infer, reference=_softmax_reference,
-               lower=_softmax_lower, differentiable=False, dtypes=(_I8,)))  # fmt: skip
+register(
+    OpDef(
+        "Int8Softmax",
+        infer=_softmax_infer,
+        reference=_softmax_reference,
+        lower=_softmax_lower,
+        differentiable=False,
+        dtypes=(_I8,),
+    )
+)
 
 
 # -- Int8Mean(input; axes, keep_dims) ------------------------------------------------------------
@@ -493,95 +548,186 @@ def _mean_lower(ctx: OpContext) -> list:
         kernels += loop_kernel(permuted, view("scratch", _I8, permuted), [src], "{0}")
         source = "scratch"
     multiplier, shift = mean_params(ctx, count)
-    exprs = {"in_zero": str(int(ctx.attrs["input_zero_point"])), "count": str(count),
-             "multiplier": str(multiplier), "shift": str(shift),
-             "out_zero": str(int(ctx.attrs["output_zero_point"]))}  # fmt: skip
+    exprs = {
+        "in_zero": str(int(ctx.attrs["input_zero_point"])),
+        "count": str(count),
+        "multiplier": str(multiplier),
+        "shift": str(shift),
+        "out_zero": str(int(ctx.attrs["output_zero_point"])),
+    }
     params = [Param("y", "int8_t", False, "out0"), Param("x0", "int8_t", True, source)]
     return kernels + [Kernel("int8_mean", params, RowSpec(_I8, rows, count, exprs))]
 
 
-register(OpDef("Int8Mean", infer=_mean_infer, reference=_mean_reference, lower=_mean_lower,
-               scratch=_mean_scratch, differentiable=False, dtypes=(_I8,)))  # fmt: skip
+register(
+    OpDef(
+        "Int8Mean",
+        infer=_mean_infer,
+        reference=_mean_reference,
+        lower=_mean_lower,
+        scratch=_mean_scratch,
+        differentiable=False,
+        dtypes=(_I8,),
+    )
+)
 
 
 # -- frontends (tfc.tflite builds these) ----------------------------------------------------------
-def _conv_attrs(input_q: Sequence, filter_scales: Sequence[float], output_q: Sequence,
-                strides: Sequence[int], padding: str, dilations: Sequence[int],
-                activation: str) -> dict:  # fmt: skip
+def _conv_attrs(
+    input_q: Sequence,
+    filter_scales: Sequence[float],
+    output_q: Sequence,
+    strides: Sequence[int],
+    padding: str,
+    dilations: Sequence[int],
+    activation: str,
+) -> dict:
     in_scale, in_zero = check_quantization(*input_q, "the input")
     out_scale, out_zero = check_quantization(*output_q, "the output")
-    return {"input_scale": in_scale, "input_zero_point": in_zero,
-            "filter_scales": [f32(s) for s in filter_scales], "output_scale": out_scale,
-            "output_zero_point": out_zero, "activation": activation,
-            "strides": [1, *strides, 1], "dilations": [1, *dilations, 1],
-            "padding": padding}  # fmt: skip
+    return {
+        "input_scale": in_scale,
+        "input_zero_point": in_zero,
+        "filter_scales": [f32(s) for s in filter_scales],
+        "output_scale": out_scale,
+        "output_zero_point": out_zero,
+        "activation": activation,
+        "strides": [1, *strides, 1],
+        "dilations": [1, *dilations, 1],
+        "padding": padding,
+    }
 
 
-def int8_conv2d(x: Tensor, filters: Tensor, bias: Tensor, input_quantization: Sequence,
-                filter_scales: Sequence[float], output_quantization: Sequence,
-                strides: Sequence[int] = (1, 1), padding: str = "VALID",
-                dilations: Sequence[int] = (1, 1), activation: str = "NONE",
-                name: str | None = None) -> Tensor:  # fmt: skip
+def int8_conv2d(
+    x: Tensor,
+    filters: Tensor,
+    bias: Tensor,
+    input_quantization: Sequence,
+    filter_scales: Sequence[float],
+    output_quantization: Sequence,
+    strides: Sequence[int] = (1, 1),
+    padding: str = "VALID",
+    dilations: Sequence[int] = (1, 1),
+    activation: str = "NONE",
+    name: str | None = None,
+) -> Tensor:
     """TFLite's int8 CONV_2D of NHWC `x` with `filters` [out, kh, kw, in] and int32 `bias`."""
-    attrs = _conv_attrs(input_quantization, filter_scales, output_quantization, strides,
-                        padding, dilations, activation)  # fmt: skip
+    attrs = _conv_attrs(
+        input_quantization,
+        filter_scales,
+        output_quantization,
+        strides,
+        padding,
+        dilations,
+        activation,
+    )
     return apply_op("Int8Conv2D", [x, filters, bias], attrs, name=name or "Int8Conv2D").outputs[0]
 
 
-def int8_depthwise_conv2d(x: Tensor, filters: Tensor, bias: Tensor, input_quantization: Sequence,
-                          filter_scales: Sequence[float], output_quantization: Sequence,
-                          depth_multiplier: int = 1, strides: Sequence[int] = (1, 1),
-                          padding: str = "VALID", dilations: Sequence[int] = (1, 1),
-                          activation: str = "NONE", name: str | None = None) -> Tensor:  # fmt: skip
+def int8_depthwise_conv2d(
+    x: Tensor,
+    filters: Tensor,
+    bias: Tensor,
+    input_quantization: Sequence,
+    filter_scales: Sequence[float],
+    output_quantization: Sequence,
+    depth_multiplier: int = 1,
+    strides: Sequence[int] = (1, 1),
+    padding: str = "VALID",
+    dilations: Sequence[int] = (1, 1),
+    activation: str = "NONE",
+    name: str | None = None,
+) -> Tensor:
     """TFLite's int8 DEPTHWISE_CONV_2D: `filters` [1, kh, kw, channels * depth_multiplier]."""
-    attrs = _conv_attrs(input_quantization, filter_scales, output_quantization, strides,
-                        padding, dilations, activation)  # fmt: skip
+    attrs = _conv_attrs(
+        input_quantization,
+        filter_scales,
+        output_quantization,
+        strides,
+        padding,
+        dilations,
+        activation,
+    )
     attrs["depth_multiplier"] = int(depth_multiplier)
-    return apply_op("Int8DepthwiseConv2D", [x, filters, bias], attrs,
-                    name=name or "Int8DepthwiseConv2D").outputs[0]  # fmt: skip
+    return apply_op(
+        "Int8DepthwiseConv2D", [x, filters, bias], attrs, name=name or "Int8DepthwiseConv2D"
+    ).outputs[0]
 
 
-def int8_fully_connected(x: Tensor, weights: Tensor, bias: Tensor, input_quantization: Sequence,
-                         filter_scales: Sequence[float], output_quantization: Sequence,
-                         activation: str = "NONE", keep_num_dims: bool = False,
-                         name: str | None = None) -> Tensor:  # fmt: skip
+def int8_fully_connected(
+    x: Tensor,
+    weights: Tensor,
+    bias: Tensor,
+    input_quantization: Sequence,
+    filter_scales: Sequence[float],
+    output_quantization: Sequence,
+    activation: str = "NONE",
+    keep_num_dims: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """TFLite's int8 FULLY_CONNECTED: `x` read as rows of `weights`' depth ([out, depth])."""
-    attrs = _conv_attrs(input_quantization, filter_scales, output_quantization, (1, 1), "VALID",
-                        (1, 1), activation)  # fmt: skip
+    attrs = _conv_attrs(
+        input_quantization, filter_scales, output_quantization, (1, 1), "VALID", (1, 1), activation
+    )
     for unused in ("strides", "dilations", "padding"):
         del attrs[unused]
     attrs["keep_num_dims"] = bool(keep_num_dims)
-    return apply_op("Int8FullyConnected", [x, weights, bias], attrs,
-                    name=name or "Int8FullyConnected").outputs[0]  # fmt: skip
+    return apply_op(
+        "Int8FullyConnected", [x, weights, bias], attrs, name=name or "Int8FullyConnected"
+    ).outputs[0]
 
 
-def int8_pool(kind: str, x: Tensor, quantization: Sequence, ksize: Sequence[int],
-              strides: Sequence[int], padding: str, activation: str = "NONE",
-              name: str | None = None) -> Tensor:  # fmt: skip
+def int8_pool(
+    kind: str,
+    x: Tensor,
+    quantization: Sequence,
+    ksize: Sequence[int],
+    strides: Sequence[int],
+    padding: str,
+    activation: str = "NONE",
+    name: str | None = None,
+) -> Tensor:
     """TFLite's int8 AVERAGE_POOL_2D (`kind` "avg") or MAX_POOL_2D ("max"); the output keeps
     the input's quantization."""
     scale, zero = check_quantization(*quantization, "the input")
     if activation not in ACTIVATIONS:
         raise ValueError(f"unknown fused activation {activation!r}; tfc knows {ACTIVATIONS}")
-    attrs = {"scale": scale, "zero_point": zero, "activation": activation,
-             "ksize": [1, *ksize, 1], "strides": [1, *strides, 1], "padding": padding}  # fmt: skip
+    attrs = {
+        "scale": scale,
+        "zero_point": zero,
+        "activation": activation,
+        "ksize": [1, *ksize, 1],
+        "strides": [1, *strides, 1],
+        "padding": padding,
+    }
     op_type = {"avg": "Int8AvgPool", "max": "Int8MaxPool"}[kind]
     return apply_op(op_type, [x], attrs, name=name or op_type).outputs[0]
 
 
-def int8_softmax(x: Tensor, input_scale: float, beta: float = 1.0,
-                 name: str | None = None) -> Tensor:  # fmt: skip
+def int8_softmax(
+    x: Tensor, input_scale: float, beta: float = 1.0, name: str | None = None
+) -> Tensor:
     """TFLite's int8 SOFTMAX over the last axis; the output's scale is 1/256, zero point -128."""
     attrs = {"input_scale": check_quantization(input_scale, 0, "the input")[0], "beta": f32(beta)}
     return apply_op("Int8Softmax", [x], attrs, name=name or "Int8Softmax").outputs[0]
 
 
-def int8_mean(x: Tensor, axes: Sequence[int], keep_dims: bool, input_quantization: Sequence,
-              output_quantization: Sequence, name: str | None = None) -> Tensor:  # fmt: skip
+def int8_mean(
+    x: Tensor,
+    axes: Sequence[int],
+    keep_dims: bool,
+    input_quantization: Sequence,
+    output_quantization: Sequence,
+    name: str | None = None,
+) -> Tensor:
     """TFLite's int8 MEAN over `axes`."""
     in_scale, in_zero = check_quantization(*input_quantization, "the input")
     out_scale, out_zero = check_quantization(*output_quantization, "the output")
-    attrs = {"axes": [int(a) for a in axes], "keep_dims": bool(keep_dims),
-             "input_scale": in_scale, "input_zero_point": in_zero, "output_scale": out_scale,
-             "output_zero_point": out_zero}  # fmt: skip
+    attrs = {
+        "axes": [int(a) for a in axes],
+        "keep_dims": bool(keep_dims),
+        "input_scale": in_scale,
+        "input_zero_point": in_zero,
+        "output_scale": out_scale,
+        "output_zero_point": out_zero,
+    }
     return apply_op("Int8Mean", [x], attrs, name=name or "Int8Mean").outputs[0]
