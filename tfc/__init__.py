@@ -47,7 +47,7 @@ from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
-from tfc.ops.state import assign, assign_add, assign_sub, is_variable_initialized
+from tfc.ops.state import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 from tfc.ops.state_scatter import *
 from tfc.ops.control_flow import *
 from tfc.ops.tensor_array import TensorArray
@@ -103,3 +103,13 @@ from tfc.ops.segment import *
 from tfc.ops.einsum import *
 from tfc.ops.norms import *
 from tfc import math
+from tfc import summary
+from tfc.graphdef import graph_util, import_graph_def
+from tfc.io import gfile
+from tfc.io.graph_pb import AttrValue, GraphDef, NameAttrList, NodeDef
+from tfc.io.summary_pb import Event, HistogramProto, LogMessage, SessionLog, Summary
+from tfc.io.summary_pb import SummaryMetadata
+from tfc.io.tensor_proto import make_ndarray, make_tensor_proto
+from tfc.ops.queues import *
+from tfc.ir.graph import container
+from tfc import queue

@@ -10,6 +10,20 @@
 #include <math.h>
 #include <stdint.h>
 
+/* The accumulator of float32 sums: double, the precision of the NumPy reference; float in an
+ * embedded build for a target without double-precision hardware (a Cortex-M4's FPU is single
+ * precision: every double operation would call libgcc, and link its soft double). Define
+ * TFC_SUM_F32 to choose. */
+#ifndef TFC_SUM_F32
+#if defined(TFC_EMBED) && (defined(__SOFTFP__) || (defined(__ARM_FP) && !(__ARM_FP & 8)) || \
+                           (defined(__riscv) && (!defined(__riscv_flen) || __riscv_flen < 64)))
+#define TFC_SUM_F32 float
+#else
+#define TFC_SUM_F32 double
+#endif
+#endif
+typedef TFC_SUM_F32 tfc_sum_f32;
+
 #define TFC_INT_HELPERS(tag, T, U, TMIN)                                                    \
     static inline TFC_HD T tfc_add_##tag(T a, T b) { return (T)((U)a + (U)b); }                   \
     static inline TFC_HD T tfc_sub_##tag(T a, T b) { return (T)((U)a - (U)b); }                   \

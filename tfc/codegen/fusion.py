@@ -434,7 +434,8 @@ class _CLowering:
                 (width, cols), row = repeated[at], f"r{prefix}{n}"
                 before.setdefault(0, []).extend([
                     f"{ct} {row}[{width}];",
-                    f"for (int64_t j = 0; j < {width}; ++j) {row}[j] = x{k}[j % {cols}];",
+                    f"for (int64_t j = 0; j < {width}; ++j) "
+                    f"{row}[j] = x{k}[TFC_IMOD(j, {cols})];",
                 ])  # fmt: skip
                 source = f"{row}[{nest.vars[1]}]"
             body.append(f"const {ct} {prefix}{n} = {source};")
@@ -490,7 +491,9 @@ class _CLowering:
             return
         combine = format_expr(table_entry(reduction.combine, m.dtype), m.dtype, a="{a}", b="{b}")
         if nest.suffix < len(nest.bounds):
-            acc = "double" if reduction.wide_float32 and m.dtype is _dt.float32 else m.dtype.c_type
+            # tfc_sum_f32: double, or float on a target without double hardware (tfc_math.h)
+            wide = reduction.wide_float32 and m.dtype is _dt.float32
+            acc = "tfc_sum_f32" if wide else m.dtype.c_type
             out = f"y{o}[{nest.index(at, nest.suffix)}]"
             before.setdefault(nest.suffix, []).append(f"{acc} acc{o} = {out};")
             body.append(f"acc{o} = " + combine.format(a=f"acc{o}", b=value) + ";")
@@ -534,9 +537,10 @@ def _gemm_rows(
         f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
         f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
     )
-    outer, inner = ([call], []) if block == rows else ([], [f"if (i0 % {block} == 0) {call}"])
+    in_block = f"TFC_IMOD(i0, {block})"
+    outer, inner = ([call], []) if block == rows else ([], [f"if ({in_block} == 0) {call}"])
     if scratch and read:
-        offset = "0" if rows == 1 else f"(i0 % {block}) * {n}" if block < rows else f"i0 * {n}"
+        offset = "0" if rows == 1 else f"{in_block} * {n}" if block < rows else f"i0 * {n}"
         inner.append(f"const {m.dtype.c_type} *restrict s_row = s + {offset};")
     return outer, inner
 

@@ -29,6 +29,7 @@ from tfc.ops import (  # noqa: F401
     pool_argmax,
     quantized,
     quantized_nn,
+    queues,
     random,
     random_sampling,
     reduce,

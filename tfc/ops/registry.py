@@ -71,6 +71,10 @@ class OpDef:
     # the op's kernel needs the host CPU (host memory, stdio, files, Python), so it can never
     # run on a GPU: placement puts it on the CPU of its task (tfc/passes/place.py)
     host_only: bool = False
+    # the Session runs the op around the compiled program rather than inside it (queue ops:
+    # dequeues before it, their outputs fed; enqueues after it, their inputs fetched; see
+    # tfc/client/queue_runs.py): the prune pass takes it out of program graphs
+    session_side: bool = False
     # why no native program can run the op (it calls Python, its output shape depends on its
     # input values, ...): a Session runs it with its reference in a Python stage between
     # compiled ones (tfc/passes/python_stage.py); native builds refuse it naming the op and
