@@ -651,19 +651,24 @@ def import_graph(
     graph: Graph | None = None,
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
+    dynamic_batch: bool = False,
 ) -> ImportedGraph:
     """Build the tfc ops of a `.tflite` model (a path or the file's bytes) in `graph` (default:
     the default graph). `batch` replaces the first dimension of every input (None: the model's
     own, or None where its shape signature leaves it dynamic). `input_names`/`output_names`
-    (TFLite tensor names) cut the subgraph between them: the inputs become placeholders."""
+    (TFLite tensor names) cut the subgraph between them: the inputs become placeholders.
+    `dynamic_batch` leaves the first dimension None even where the model fixes it (`tfc compile`
+    compiles the batch it is given)."""
     info, path = read_file(model)
     graph = graph if graph is not None else get_default_graph()
     inputs = _by_name(info, input_names, "inputs", path) if input_names else list(info.inputs)
     outputs = _by_name(info, output_names, "outputs", path) if output_names else list(info.outputs)
     if not outputs:
         raise TFLiteImportError(f"{path}: the model has no outputs")
-    flexible = batch is not None or any(
-        (info.tensors[i].signature or [0])[:1] == [-1] for i in inputs
+    flexible = (
+        dynamic_batch
+        or batch is not None
+        or any((info.tensors[i].signature or [0])[:1] == [-1] for i in inputs)
     )
     b = _Builder(info, batch, flexible)
     with graph.as_default():

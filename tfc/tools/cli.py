@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument(
         "model",
         help="the model file (defines signatures()), a frozen TensorFlow GraphDef (.pb, "
-        ".pbtxt; with --outputs), or an exported model directory",
+        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite), or an exported model "
+        "directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -108,32 +109,43 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add_imported_model_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt)")
+    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt, MODEL.tflite)")
     g.add_argument(
         "--inputs",
         metavar="NAMES",
-        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder; "
-        "another tensor cuts the graph there)",
+        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder, "
+        "the TFLite model's input; another tensor cuts the graph there)",
     )
     g.add_argument(
         "--outputs",
         metavar="NAMES",
-        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef)",
+        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef; "
+        "default: a TFLite model's outputs)",
     )
 
 
 def _model(args: argparse.Namespace) -> object:
-    """The model argument; a GraphDef file cut at --inputs/--outputs when they are given."""
+    """The model argument; a GraphDef or TFLite file cut at --inputs/--outputs when given."""
     if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
         return args.model
-    from tfc.aot.signatures import ModelError, graph_def_model, is_graph_def_model
+    from tfc.aot.signatures import (
+        ModelError,
+        graph_def_model,
+        is_graph_def_model,
+        is_tflite_model,
+        tflite_model,
+    )
 
-    if not is_graph_def_model(args.model):
-        raise ModelError("--inputs and --outputs name tensors of GraphDef models (MODEL.pb) only")
     names = [
         None if v is None else [n.strip() for n in v.split(",") if n.strip()]
         for v in (args.inputs, args.outputs)
     ]
+    if is_tflite_model(args.model):
+        return tflite_model(args.model, inputs=names[0], outputs=names[1])
+    if not is_graph_def_model(args.model):
+        raise ModelError(
+            "--inputs and --outputs name tensors of imported models (MODEL.pb, MODEL.tflite) only"
+        )
     return graph_def_model(args.model, inputs=names[0], outputs=names[1])
 
 
