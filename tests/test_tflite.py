@@ -186,15 +186,9 @@ def test_corrupt_bytes_give_import_errors_or_a_model_never_a_crash():
     assert refused > 10
 
 
-def _constant_bytes(m) -> int:
-    """The bytes of the constants compiled into predict (an imported model's weights)."""
-    size = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "float": 4, "int32_t": 4, "int64_t": 8}
-    consts = m.programs["predict"].lowered.consts
-    return sum(c.count * size[c.ctype] for c in consts)
-
-
 def test_int8_embedded_arena_holds_int8_activations(tmp_path):
     from tfc.aot.embed import compile_embed
+    from tfc.aot.footprint import Variant
 
     m = compile_embed(DATA / "cnn_int8.tflite", tmp_path / "int8", batch=1, inference_only=True)
     f = compile_embed(DATA / "cnn_float.tflite", tmp_path / "float", batch=1, inference_only=True)
@@ -203,7 +197,8 @@ def test_int8_embedded_arena_holds_int8_activations(tmp_path):
     # 12x12x8 activations: int8 bytes where the float model holds float32 ones
     assert 0 < m.arena_bytes * 3 < f.arena_bytes
     # int8 weights (int32 biases and per-channel multipliers aside) against float32 ones
-    assert 0 < _constant_bytes(m) * 2 < _constant_bytes(f)
+    # (tfc inspect --target embed reports them: an imported model's weights are constants)
+    assert 0 < Variant(m).constant_bytes * 2 < Variant(f).constant_bytes
 
 
 def test_tfc_compile_and_inspect_take_tflite_models(tmp_path, capsys):
