@@ -18,7 +18,8 @@ import tfc
 from tfc.reference.interp import Interpreter
 from tfc.tflite import TFLiteImportError, import_graph, import_model
 
-DATA = Path(__file__).resolve().parent / "data" / "tflite"
+ROOT_DIR = Path(__file__).resolve().parent.parent
+DATA = ROOT_DIR / "tests" / "data" / "tflite"
 
 
 def _load(directory: Path, name: str) -> tuple[bytes, list, list, list]:
@@ -231,3 +232,50 @@ def test_tfc_compile_and_inspect_take_tflite_models(tmp_path, capsys):
     cut = ["compile", path, "--target", "embed", "--outputs", "nope", "-o", str(tmp_path / "c")]
     assert tfc_main(cut) == 1
     assert "no tensor is named 'nope'" in capsys.readouterr().err
+
+
+def test_int8_library_on_cortex_m4_equals_tflite_interpreter(tmp_path):
+    """The converter's int8 CNN through --target embed, cross-compiled for a Cortex-M4 and run
+    under qemu-system-arm (mps2-an386, output over semihosting): TFLite's outputs exactly."""
+    import shutil
+    import subprocess
+
+    from tfc.aot.embed import EMBED_CFLAGS, compile_embed, library_sources
+
+    tools = ("arm-none-eabi-gcc", "qemu-system-arm")
+    if any(shutil.which(t) is None for t in tools):
+        pytest.skip(f"{' and '.join(tools)} are needed (see .ci/run for the Debian packages)")
+    _, xs, refs, _ = _load(DATA, "cnn_int8")
+    out = tmp_path / "lib"
+    m = compile_embed(DATA / "cnn_int8.tflite", out, batch=1, inference_only=True)
+    rows, n_in = len(xs[0]), xs[0][0].size
+    out_name = m.programs["predict"].output_names[0]
+    (out / "int8_data.h").write_text(
+        '#include "model.h"\n'
+        f"#define H_ROWS {rows}\n#define H_IN_COUNT {n_in}\n"
+        f"#define H_OUT_COUNT {refs[0][0].size}\n#define H_ARENA_BYTES {m.macro}ARENA_BYTES\n"
+        f"#define H_PREDICT(x, y, a, n) {m.prefix}predict(1, x, y, a, n)\n"
+        f"static const int8_t h_x[] = {{ {', '.join(str(int(v)) for v in xs[0].ravel())} }};\n"
+    )
+    assert f"int8_t *{out_name}" in (out / "model.h").read_text()
+    m4 = ROOT_DIR / "samples" / "embed" / "cortex-m4"
+    cmd = [
+        "arm-none-eabi-gcc", *EMBED_CFLAGS, "-O2", "-mcpu=cortex-m4", "-mthumb",
+        "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-DHARNESS_SEMIHOSTING", "-ffunction-sections",
+        "-Wall", "-Wextra", "-Werror", "model.c", *library_sources(),
+        str(ROOT_DIR / "tests" / "embed" / "int8_harness.c"), str(m4 / "startup.c"),
+        "-nostartfiles", f"-T{m4 / 'mps2-an386.ld'}", "-Wl,--gc-sections", "-lm",
+        "-o", "int8.elf",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run(
+        ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
+         "-semihosting-config", "enable=on,target=native", "-kernel", str(out / "int8.elf")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    # QEMU writes the semihosting console to its stderr
+    assert proc.returncode == 0 and "end 0" in proc.stderr, proc.stderr[-1000:]
+    lines = proc.stderr[: proc.stderr.index("end 0")].split()
+    got = np.array([int(v) for v in lines], np.int8).reshape(refs[0].shape)
+    np.testing.assert_array_equal(got, refs[0])
