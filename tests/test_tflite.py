@@ -232,6 +232,11 @@ def test_tfc_compile_and_inspect_take_tflite_models(tmp_path, capsys):
     cut = ["compile", path, "--target", "embed", "--outputs", "nope", "-o", str(tmp_path / "c")]
     assert tfc_main(cut) == 1
     assert "no tensor is named 'nope'" in capsys.readouterr().err
+    assert tfc_main(["inspect", int8, "--outputs", "nope"]) == 1
+    assert "no tensor is named 'nope'" in capsys.readouterr().err
+    dot = tmp_path / "g.dot"
+    assert tfc_main(["graph", int8, "--batch", "1", "-o", str(dot)]) == 0
+    assert "Int8Softmax" in dot.read_text()
 
 
 def test_int8_library_on_cortex_m4_equals_tflite_interpreter(tmp_path):

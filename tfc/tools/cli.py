@@ -258,7 +258,12 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="the model file (defines signatures(); see `pydoc tfc.aot`)")
+    p.add_argument(
+        "model",
+        help="the model file (defines signatures(); see `pydoc tfc.aot`), a GraphDef (.pb, "
+        ".pbtxt; with --outputs) or a TensorFlow Lite model (.tflite)",
+    )
+    _add_imported_model_arguments(p)
     p.add_argument(
         "--signature",
         choices=["train", "predict"],
@@ -340,7 +345,7 @@ def _footprint(args: argparse.Namespace) -> int:
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         batch = 1 if args.batch is None else args.batch
-        print(measure(args.model, batch, options).report(), end="")
+        print(measure(_model(args), batch, options).report(), end="")
     except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
         return 1
@@ -357,7 +362,7 @@ def _inspect(args: argparse.Namespace) -> int:
     args.batch = 32 if args.batch is None else args.batch
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
-        result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
+        result = inspect_model(_model(args), args.signature, args.batch, options, args.dump_after)
         dump = write_dump(result, args.output)
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
@@ -373,7 +378,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
         try:
             measured = profile_model(
-                args.model, result.signature, args.batch, options, runs=args.runs
+                _model(args), result.signature, args.batch, options, runs=args.runs
             )
         except (CompileError, ValueError, RuntimeError) as e:
             print(f"tfc inspect: error: --profile: {e}", file=sys.stderr)
@@ -392,7 +397,7 @@ def _graph(args: argparse.Namespace) -> int:
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(
-            args.model, args.signature, args.batch, options, args.after
+            _model(args), args.signature, args.batch, options, args.after
         )
         when = {None: "after all passes", "none": "before any pass"}
         title = f"{name}: {signature}, batch {args.batch}, " + when.get(
