@@ -131,6 +131,7 @@ static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, 
 }
 
 #include "tfc_math.h"
+#include "tfc_quant.h"
 #include "tfc_philox.h"
 /* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
 #include "tfc_linalg.h"
