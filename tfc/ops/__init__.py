@@ -30,6 +30,8 @@ from tfc.ops import (  # noqa: F401
     parsing,
     patches,
     pool_argmax,
+    quantized,
+    quantized_nn,
     queues,
     random,
     random_sampling,
