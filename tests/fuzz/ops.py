@@ -1080,6 +1080,26 @@ EXCLUDED: dict[str, str] = {
         for op in ("Angle", "Complex", "ComplexAbs", "Conj", "Imag", "Real")
     },
     "Bitcast": "reinterprets bits (NaN payloads are not values): tests/test_ops_dtypes.py",
+    **{
+        op: "TFLite's int8 kernels take quantization parameters from a converted model: "
+        "tests/test_ops_quantized.py checks them bit for bit against TFLite's interpreter"
+        for op in (
+            "Int8Add",
+            "Int8Dequantize",
+            "Int8Lookup",
+            "Int8Mul",
+            "Int8Quantize",
+            "Int8Relu",
+            "Int8Requantize",
+            "Int8AvgPool",
+            "Int8Conv2D",
+            "Int8DepthwiseConv2D",
+            "Int8FullyConnected",
+            "Int8MaxPool",
+            "Int8Mean",
+            "Int8Softmax",
+        )
+    },  # fmt: skip
     "CheckPredicate": "fails the run by design: tests/test_control_flow.py",
     "CountUpTo": "a variable's counter failing past its limit: tests/test_queues.py",
     **{
