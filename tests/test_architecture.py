@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
         "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
-        "tfc.manip", "tfc.graphdef", "tfc.summary",
+        "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.flags", "tfc.app",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
