@@ -104,4 +104,5 @@ from tfc.io.graph_pb import AttrValue, GraphDef, NameAttrList, NodeDef
 from tfc.io.summary_pb import Event, HistogramProto, LogMessage, SessionLog, Summary
 from tfc.io.summary_pb import SummaryMetadata
 from tfc.io.tensor_proto import make_ndarray, make_tensor_proto
-from tfc import app, flags
+from tfc import app, flags, initializers
+from tfc.partitioned_variables import min_max_variable_partitioner, variable_axis_size_partitioner
