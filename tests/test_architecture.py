@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
         "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
         "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.flags", "tfc.app",
-        "tfc.initializers",
+        "tfc.initializers", "tfc.behavior",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
