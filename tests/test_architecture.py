@@ -25,14 +25,14 @@ LAYERS: list[tuple[str, ...]] = [
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
         "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
-        "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.flags", "tfc.app",
-        "tfc.initializers", "tfc.behavior",
+        "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.initializers", "tfc.flags", "tfc.app",
+        "tfc.behavior",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
     ("tfc.backend",),
     ("tfc.compiler",),
-    ("tfc.client",),
+    ("tfc.client", "tfc.config"),  # tfc.config: tf.config, on the client's thread settings
     ("tfc.training",),  # the training loops that create Sessions (tf.train.MonitoredSession...)
     ("tfc.reference",),
     ("tfc.aot",),
