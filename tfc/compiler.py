@@ -318,12 +318,17 @@ def compile_program(
     mixed_io: bool = False,
     verify: bool = False,
     dump: str | os.PathLike | None = None,
+    lock_updates: bool = False,
 ) -> Program:
     """Compile program graph `graph` for `target`: `passes` with the target's pass options,
     then lowering. `name` names the program in its source and its build; `prefix` starts its
-    exported symbols, `local_prefix` its file-local ones (several programs in one file)."""
+    exported symbols, `local_prefix` its file-local ones (several programs in one file).
+    `lock_updates`: the program may run concurrently with others on the same variables (a
+    Session's host programs): updates with use_locking hold the variables' update locks."""
     graph = run_passes(graph, passes, verify, dump, options=target.pass_options())
-    lowered = lower_program(graph, name=name, prefix=prefix, local_prefix=local_prefix)
+    lowered = lower_program(
+        graph, name=name, prefix=prefix, local_prefix=local_prefix, lock_updates=lock_updates
+    )
     return Program(graph, lowered, target, profile, linkage, mixed_io)
 
 

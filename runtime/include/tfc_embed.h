@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tfc_dtypes.h"
+
 static inline void tfc_embed_put(char *buf, size_t cap, size_t *n, char c) {
     if (*n + 1 < cap) buf[*n] = c;
     ++*n;
@@ -86,32 +88,11 @@ static inline int tfc_embed_in_scope(const char *node, const char *scope) {
 
 /* Weights stored in fewer bytes (tfc compile --weights-dtype), expanded to float32 by init. */
 static inline void tfc_embed_expand_f16(float *dst, const uint16_t *src, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t h = src[i], sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-        uint32_t bits;
-        if (e == 31) {
-            bits = sign | 0x7f800000u | (m << 13); /* inf, nan */
-        } else if (e != 0) {
-            bits = sign | ((e + 112u) << 23) | (m << 13);
-        } else if (m == 0) {
-            bits = sign;
-        } else { /* subnormal: normalize the mantissa */
-            e = 113;
-            while (!(m & 0x400u)) {
-                m <<= 1;
-                --e;
-            }
-            bits = sign | (e << 23) | ((m & 0x3ffu) << 13);
-        }
-        memcpy(&dst[i], &bits, sizeof bits);
-    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = tfc_half_bits_to_f32(src[i]);
 }
 
 static inline void tfc_embed_expand_bf16(float *dst, const uint16_t *src, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t bits = (uint32_t)src[i] << 16;
-        memcpy(&dst[i], &bits, sizeof bits);
-    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = tfc_bfloat16_bits_to_f32(src[i]);
 }
 
 /* int8 with one scale per channel (the last axis): dst[i] = src[i] * scales[i % channels] */

@@ -129,6 +129,8 @@ static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, 
 /* tensor values as text: the host-only kernels of tf.Print, tf.print and tf.Assert */
 #include "tfc_text.h"
 #endif
+/* the update locks of use_locking ops (no-ops where programs never run concurrently) */
+#include "tfc_update_lock.h"
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */
 #include "tfc_checkpoint.h"

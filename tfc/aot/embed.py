@@ -376,9 +376,8 @@ def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | No
         half = v.astype(np.float16)
         return half.view(np.uint16), None, half.astype(np.float32)
     if kind == "bfloat16":
-        bits = v.view(np.uint32).astype(np.uint64)
-        top = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # nearest, even
-        return top, None, (top.astype(np.uint32) << 16).view(np.float32)
+        top = _dt.bfloat16_bits(v)
+        return top, None, _dt.bfloat16_from_bits(top)
     channels = v.shape[-1] if v.ndim >= 2 else 1
     rows = v.reshape(-1, channels)
     amax = np.abs(rows).max(axis=0)

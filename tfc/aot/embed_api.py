@@ -15,7 +15,7 @@ import numpy as np
 
 from tfc.aot.embed_model import EmbeddedModel
 from tfc.aot.programs import Program
-from tfc.aot.signatures import ModelSignatures
+from tfc.aot.signatures import ModelError, ModelSignatures
 from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import c_initializer, type_tag
 from tfc.passes.guard import GUARD_SCOPE
@@ -65,6 +65,13 @@ def entry_points(m: EmbeddedModel, sigs: ModelSignatures, state, rng_offsets: di
         else:
             doc.append(f"n: the examples in the inputs and outputs: {M}BATCH, the compiled batch")
             checks.count(f"n != {M}BATCH", f"n is not {M}BATCH")
+        for name, spec in [*zip(p.input_names, low.feeds), *zip(p.output_names, low.fetches)]:
+            if spec.dtype.kind in "hc":  # model.h needs nothing but stdint.h and stdbool.h
+                raise ModelError(
+                    f"{role} tensor {name} has dtype {spec.dtype.name}, which C has no type "
+                    "for: the library's functions take the standard C types (cast it in the "
+                    "graph: tf.cast)"
+                )
         for name, spec in zip(p.input_names, low.feeds):
             if spec.shape:
                 params.append(f"const {spec.dtype.c_type} *{name}")

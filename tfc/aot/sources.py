@@ -6,7 +6,7 @@ the templates in tfc/templates/c/ only lay them out.
 
 from __future__ import annotations
 
-from tfc.aot.programs import SUMMARY_OUTPUT_PREFIX, ModelPlan, Program
+from tfc.aot.programs import SUMMARY_OUTPUT_PREFIX, ModelError, ModelPlan, Program
 from tfc.codegen.render import get_template
 from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import c_initializer, c_string
@@ -58,6 +58,11 @@ def _dims(arrays: DescriptorArrays, name: str, shape: tuple[int, ...]) -> str:
 def _tensor_specs(arrays: DescriptorArrays, prefix: str, names: list[str], specs: list) -> str:
     items = []
     for i, (name, spec) in enumerate(zip(names, specs)):
+        if spec.dtype not in _DT:
+            raise ModelError(
+                f"{name} has dtype {spec.dtype.name}; the native executables read and write "
+                f"{', '.join(d.name for d in _DT)} tensors (cast it in the graph: tf.cast)"
+            )
         dims = _dims(arrays, f"{prefix}_dims{i}", spec.shape)
         nbytes = _nbytes(spec.dtype, spec.shape)
         items.append(

@@ -417,6 +417,12 @@ def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_numerics", {"count": spec.count, **messages}
 
 
+def count_up_to_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    message = c_string(spec.values["message"])
+    return "count_up_to", {"limit": spec.values["limit"], "message": message}
+
+
 def check_predicate_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_predicate", {"message": c_string(kernel.spec.values["message"])}
 
@@ -447,6 +453,7 @@ def sampling_kernel(kernel: Kernel) -> KernelTemplate:
 
 _TEXT_ELEMENT = {"float32": "tfc_text_f32", "float64": "tfc_text_f64", "int32": "tfc_text_i32",
                  "int64": "tfc_text_i64", "bool": "tfc_text_bool"}  # fmt: skip
+_TEXT_ELEMENT |= {d.name: f"tfc_text_{type_tag(d)}" for d in (*_dt.INTEGERS, *_dt.FLOATS)}
 
 
 def _text_lines(spec: TextSpec) -> list[str]:
@@ -675,6 +682,7 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "invert_permutation": order_kernel,
     "reverse_sequence": reverse_sequence_kernel,
     "check_numerics": check_numerics_kernel,
+    "count_up_to": count_up_to_kernel,
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,

@@ -74,14 +74,16 @@ from tfc.ops.kernels import (
     Kernel,
     Param,
     c_literal,
+    cast_expr,
     collapse_levels,
     contiguous_strides,
+    elementwise_expr,
     format_expr,
     math_suffix,
+    table_entry,
     type_tag,
 )
 from tfc.ops.linalg import matrix_strides
-from tfc.ops.math import cast_expr
 from tfc.ops.reduce import REDUCTIONS, Reduction, mean_finalize
 from tfc.ops.registry import OpContext, get_opdef
 
@@ -168,11 +170,11 @@ def member_expr(m: Member, operands: list[str], dtypes: list[_dt.DType]) -> str 
         add = get_opdef("Add").expr.expr_for(m.dtype)
         expr = operands[0]
         for operand in operands[1:]:
-            expr = format_expr(add, m.dtype, expr, operand)
+            expr = elementwise_expr(add, m.dtype, [expr, operand])
         return expr
     table = get_opdef(m.op).expr
-    extra = table.params(m.attrs, dtypes[0]) if table.params else {}
-    return format_expr(table.expr_for(dtypes[0]), dtypes[0], *operands, **extra)
+    extra = table.params(m.attrs, dtypes[0].compute) if table.params else {}
+    return elementwise_expr(table.expr_for(dtypes[0]), dtypes[0], operands, m.dtype, **extra)
 
 
 def phase_reads(plan: Plan, members: tuple[Member, ...], phase: int) -> set[int]:
@@ -487,7 +489,7 @@ class _CLowering:
                 body.append(f"const {m.dtype.c_type} v{j} = {out};")
                 self.names[j] = f"v{j}"
             return
-        combine = format_expr(reduction.combine[m.dtype.kind], m.dtype, a="{a}", b="{b}")
+        combine = format_expr(table_entry(reduction.combine, m.dtype), m.dtype, a="{a}", b="{b}")
         if nest.suffix < len(nest.bounds):
             # tfc_sum_f32: double, or float on a target without double hardware (tfc_math.h)
             wide = reduction.wide_float32 and m.dtype is _dt.float32
@@ -637,7 +639,8 @@ class _CudaFusion:
             m = self.spec.members[j]
             reduction = member_reduction(m)
             wide = reduction.wide_float32 and m.dtype is _dt.float32
-            combine = format_expr(reduction.combine[m.dtype.kind], m.dtype, a="{a}", b="{b}")
+            combine = table_entry(reduction.combine, m.dtype)
+            combine = format_expr(combine, m.dtype, a="{a}", b="{b}")
             accs.append({
                 "ctype": "double" if wide else m.dtype.c_type,
                 "name": f"acc{len(accs)}",

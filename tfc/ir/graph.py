@@ -68,6 +68,7 @@ class Graph:
         self._control_stack: list[list[str] | None] = []
         self._device_stack: list[Any] = []
         self._colocation_stack: list[str] = []
+        self._container = ""  # tf.container's name for the stateful ops created now
         self._gradient_overrides: dict[str, str] = {}
         self._collections: dict[str, list] = {}
         self._handles: dict[str, Operation] = {}
@@ -305,6 +306,23 @@ class Graph:
         finally:
             self._colocation_stack.pop()
             self._device_stack = devices
+
+    @contextlib.contextmanager
+    def container(self, container_name: str) -> Iterator[str]:
+        """`tf.container`: the stateful ops created inside (variables, queues) keep their state
+        in the resource container `container_name` ("" the default), which
+        Session.reset(target, containers) clears."""
+        if not isinstance(container_name, str):
+            raise TypeError(f"container name must be a string, got {container_name!r}")
+        old, self._container = self._container, container_name
+        try:
+            yield container_name
+        finally:
+            self._container = old
+
+    @property
+    def current_container(self) -> str:
+        return self._container
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
@@ -669,6 +687,11 @@ def _graph_of(values: Any) -> Graph:
         if isinstance(g, Graph):
             return g
     return get_default_graph()
+
+
+def container(container_name: str) -> Any:
+    """`tf.container`: see Graph.container."""
+    return get_default_graph().container(container_name)
 
 
 @contextlib.contextmanager
