@@ -117,3 +117,35 @@ def test_bad_arguments():
         layers.flatten([1.0, 2.0])
     with pytest.raises(NotImplementedError, match="batch_weights"):
         layers.batch_norm(X, batch_weights=[1.0, 1.0])
+
+
+def test_arg_scope_sets_defaults_of_the_decorated_functions():
+    framework = tf.contrib.framework
+    ones = tf.ones_initializer()
+    x = tf.constant(X)
+    with framework.arg_scope([layers.conv2d, layers.fully_connected], weights_initializer=ones,
+                             activation_fn=None) as outer:  # fmt: skip
+        with framework.arg_scope([layers.conv2d], padding="VALID"):
+            valid = layers.conv2d(x, 2, 3)
+            explicit = layers.conv2d(x, 2, 3, padding="SAME", activation_fn=tf.nn.relu)
+        dense = layers.fully_connected(layers.flatten(x), 2)
+    with framework.arg_scope(outer):
+        again = layers.conv2d(x, 2, 1)
+    plain = layers.conv2d(x, 2, 1)  # no scope: xavier weights and relu again
+    assert framework.current_arg_scope() == {}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        v, e, d, a, p = sess.run([valid, explicit, dense, again, plain])
+    box = windows(X, (3, 3), axis=(1, 2)).sum(axis=(3, 4, 5))  # all-ones kernel: window sums
+    np.testing.assert_allclose(v, np.repeat(box[..., None], 2, axis=3), rtol=1e-5)
+    assert e.shape == (2, 6, 6, 2) and e.min() >= 0
+    np.testing.assert_allclose(d, np.repeat(X.reshape(2, -1).sum(1, keepdims=True), 2, 1),
+                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(a, np.repeat(X.sum(axis=3, keepdims=True), 2, axis=3), rtol=1e-5)
+    assert p.min() >= 0 and not np.allclose(p, a)
+    with pytest.raises(ValueError, match="is not decorated with @add_arg_scope"):
+        with framework.arg_scope([tf.nn.relu], name="r"):
+            pass
+    with pytest.raises(ValueError, match="kwargs must be empty"):
+        with framework.arg_scope(outer, padding="SAME"):
+            pass

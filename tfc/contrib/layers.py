@@ -17,6 +17,7 @@ import numpy as np
 
 import tfc.init_ops as init_ops
 import tfc.ops.array as _array
+from tfc.contrib.framework import add_arg_scope
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import GraphKeys, Tensor, control_dependencies, get_default_graph, name_scope
 from tfc.layers.core import Dropout
@@ -123,6 +124,7 @@ def _add_to_collections(value: Any, collections: Any, key: str) -> None:
         get_default_graph().add_to_collections(list(collections), value)
 
 
+@add_arg_scope
 def fully_connected(
     inputs: Any,
     num_outputs: int,
@@ -229,6 +231,7 @@ def _spatial(value: Any, n: int, what: str) -> list[int]:
     return values
 
 
+@add_arg_scope
 def convolution(
     inputs: Any,
     num_outputs: int,
@@ -327,6 +330,7 @@ def _pool2d(
         return y
 
 
+@add_arg_scope
 def max_pool2d(
     inputs: Any,
     kernel_size: Any,
@@ -341,6 +345,7 @@ def max_pool2d(
                    outputs_collections, scope)  # fmt: skip
 
 
+@add_arg_scope
 def avg_pool2d(
     inputs: Any,
     kernel_size: Any,
@@ -355,6 +360,7 @@ def avg_pool2d(
                    outputs_collections, scope)  # fmt: skip
 
 
+@add_arg_scope
 def flatten(inputs: Any, outputs_collections: Any = None, scope: str | None = None) -> Tensor:
     """`tf.contrib.layers.flatten`: [batch, ...] reshaped to [batch, product of the rest]."""
     x = convert_to_tensor(inputs)
@@ -373,6 +379,7 @@ def flatten(inputs: Any, outputs_collections: Any = None, scope: str | None = No
         return y
 
 
+@add_arg_scope
 def dropout(
     inputs: Any,
     keep_prob: float = 0.5,
@@ -391,6 +398,7 @@ def dropout(
         return y
 
 
+@add_arg_scope
 def batch_norm(
     inputs: Any,
     decay: float = 0.999,
@@ -472,6 +480,7 @@ def _add_to_collections_list(values: list, collections: Any) -> None:
         get_default_graph().add_to_collections(names, value)
 
 
+@add_arg_scope
 def one_hot_encoding(
     labels: Any,
     num_classes: int,
