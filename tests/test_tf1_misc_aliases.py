@@ -75,3 +75,27 @@ def test_match_tensorflow():
     ours = tf.train.generate_checkpoint_state_proto("run", "run/model-20", list(paths))
     assert ours.model_checkpoint_path == theirs.model_checkpoint_path
     assert ours.all_model_checkpoint_paths == list(theirs.all_model_checkpoint_paths)
+
+
+def test_nchw_conv2d_and_pools_equal_nhwc_transposed():
+    x = RNG.standard_normal((2, 7, 6, 3))
+    f = RNG.standard_normal((3, 2, 3, 4))
+    nchw = tf.constant(x.transpose(0, 3, 1, 2))
+    nhwc = tf.constant(x)
+    pairs = [
+        (tf.nn.conv2d(nchw, f, [1, 1, 2, 1], "SAME", data_format="NCHW"),
+         tf.nn.conv2d(nhwc, f, [1, 2, 1, 1], "SAME")),
+        (tf.nn.conv2d(nchw, f, 1, "VALID", data_format="NCHW", dilations=[1, 1, 2, 2]),
+         tf.nn.conv2d(nhwc, f, 1, "VALID", dilations=2)),
+        (tf.nn.max_pool(nchw, [1, 1, 3, 2], [1, 1, 2, 2], "SAME", data_format="NCHW"),
+         tf.nn.max_pool(nhwc, [1, 3, 2, 1], [1, 2, 2, 1], "SAME")),
+        (tf.nn.avg_pool(nchw, 2, 2, "SAME", data_format="NCHW"),
+         tf.nn.avg_pool(nhwc, 2, 2, "SAME")),
+    ]  # fmt: skip
+    (grad,) = tf.gradients(tf.reduce_sum(tf.sin(pairs[0][0])), nchw)
+    (want_grad,) = tf.gradients(tf.reduce_sum(tf.sin(pairs[0][1])), nhwc)
+    with tf.Session() as sess:
+        got, want, g, wg = sess.run([[p[0] for p in pairs], [p[1] for p in pairs], grad, want_grad])
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b.transpose(0, 3, 1, 2), rtol=1e-12, err_msg=f"pair {k}")
+    np.testing.assert_allclose(g, wg.transpose(0, 3, 1, 2), rtol=1e-12)
