@@ -28,6 +28,8 @@ from tfc.ops import (  # noqa: F401
     numerics,
     patches,
     pool_argmax,
+    quantized,
+    quantized_nn,
     queues,
     random,
     random_sampling,
