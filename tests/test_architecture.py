@@ -26,13 +26,14 @@ LAYERS: list[tuple[str, ...]] = [
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
         "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
         "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.queue", "tfc.dtypes", "tfc.image",
-        "tfc.bitwise", "tfc.tflite", "tfc.python_io",
+        "tfc.bitwise", "tfc.tflite", "tfc.python_io", "tfc.initializers", "tfc.flags",
+        "tfc.app", "tfc.behavior",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
     ("tfc.backend",),
     ("tfc.compiler",),
-    ("tfc.client",),
+    ("tfc.client", "tfc.config"),  # tfc.config: tf.config, on the client's thread settings
     ("tfc.training",),  # the training loops that create Sessions (tf.train.MonitoredSession...)
     ("tfc.reference",),
     ("tfc.aot",),

@@ -112,8 +112,8 @@ def test_initializer_errors_and_missing_names():
         tf.contrib.rnn  # noqa: B018
     with pytest.raises(AttributeError, match=r"tf\.contrib\.layers\.conv3d is not part of tfc"):
         tf.contrib.layers.conv3d  # noqa: B018
-    with pytest.raises(AttributeError, match=r"tf\.contrib\.framework\.arg_scope is not part"):
-        tf.contrib.framework.arg_scope  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.framework\.model_variable is not"):
+        tf.contrib.framework.model_variable  # noqa: B018
     assert not hasattr(tf.contrib, "learn")
 
 

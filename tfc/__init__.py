@@ -117,3 +117,14 @@ from tfc.ops.parsing import *
 from tfc.ops.io_ops import *
 from tfc.ops.readers import *
 from tfc import python_io
+from tfc import app, config, flags, initializers
+from tfc.autodiff.gradients import UnconnectedGradients, hessians
+from tfc.autodiff.registry import grad_pass_through, recompute_grad
+from tfc.behavior import disable_eager_execution, disable_v2_behavior
+from tfc.io.config_pb import GPUOptions, GraphOptions, OptimizerOptions, RunMetadata
+from tfc.io.meta_graph_pb import MetaGraphDef, TensorInfo
+from tfc.logging import get_logger
+from tfc.ops.array_shape import guarantee_const
+from tfc.ops.clock import timestamp
+from tfc.ops.constant import register_tensor_conversion_function
+from tfc.partitioned_variables import min_max_variable_partitioner, variable_axis_size_partitioner

@@ -25,6 +25,7 @@ its capture hook.
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,14 +33,14 @@ import networkx as nx
 
 from tfc.autodiff.registry import registered_rule
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
-from tfc.ops.array import fill, identity
+from tfc.ops.array import fill, identity, reshape, stack, unstack
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.functional import register_subgraph_gradients
 from tfc.ops.grad_ops import shape_tensor, sum_to_shape
 from tfc.ops.math import add_n
 from tfc.ops.registry import get_opdef
 
-__all__ = ["gradients", "AggregationMethod"]
+__all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients"]
 
 _Key = tuple[str, int]
 
@@ -61,6 +62,13 @@ _METHODS = (
 )
 
 
+class UnconnectedGradients(enum.Enum):
+    """What tf.gradients gives an x that no y depends on: None, or zeros of x's shape."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
 def gradients(
     ys: Any,
     xs: Any,
@@ -70,15 +78,23 @@ def gradients(
     gate_gradients: bool = False,
     aggregation_method: Any = None,
     stop_gradients: Any = None,
+    unconnected_gradients: Any = UnconnectedGradients.NONE,
 ) -> list[Tensor | None]:
     """`tf.gradients`: the symbolic derivatives of sum(ys) with respect to each of `xs`.
 
     ys, xs: a tensor or a list of them; an x may be a `tf.Variable` (its value). grad_ys: one
     tensor per y (None: ones), the gradient flowing into each y. stop_gradients: tensors held
     constant. gate_gradients: an op's input gradients are all computed before any is used.
+    unconnected_gradients: "none" (None for an x no y depends on) or "zero" (zeros like x).
     """
     if aggregation_method not in _METHODS:
         raise ValueError(f"Invalid aggregation_method specified {aggregation_method}.")
+    try:
+        unconnected = UnconnectedGradients(unconnected_gradients)
+    except ValueError:
+        raise ValueError(
+            f"Unknown value for unconnected_gradients: {unconnected_gradients!r}"
+        ) from None
     ys = [convert_to_tensor(y) for y in _as_list(ys, "ys")]
     xs = [_as_x(x) for x in _as_list(xs, "xs")]
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys, "grad_ys")
@@ -93,7 +109,56 @@ def gradients(
         )
         walk.seed(ys, grad_ys)
         walk.run()
-        return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+        result = [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+        if unconnected is UnconnectedGradients.ZERO:
+            result = [_zeros_like(x) if g is None else g for g, x in zip(result, xs)]
+        return result
+
+
+def _zeros_like(x: Tensor) -> Tensor:
+    return fill(shape_tensor(x), constant(0, dtype=x.dtype), name="zeros_like")
+
+
+def hessians(
+    ys: Any,
+    xs: Any,
+    name: str = "hessians",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+) -> list[Tensor]:
+    """`tf.hessians`: for each x of `xs`, the second derivatives of sum(ys), of shape
+    x.shape + x.shape (entry [i..., j...] is d2 sum(ys) / dx[i...] dx[j...]).
+
+    TF builds row j of each Hessian in a while_loop; tfc builds one gradient of the gradient's
+    element j per row, so every x needs its number of elements known when the graph is built.
+    """
+    kwargs = {
+        "colocate_gradients_with_ops": colocate_gradients_with_ops,
+        "gate_gradients": gate_gradients,
+        "aggregation_method": aggregation_method,
+    }
+    xs = [_as_x(x) for x in _as_list(xs, "xs")]
+    with get_default_graph().name_scope(name):
+        first = gradients(ys, xs, **kwargs)
+        result = []
+        for x, gradient in zip(xs, first):
+            n = x.shape.num_elements() if x.shape.is_fully_defined() else None
+            if n is None:
+                raise ValueError(
+                    f"tf.hessians needs the shape of {x.name} known when the graph is built, "
+                    f"got {x.shape}"
+                )
+            dims = x.shape.as_list()
+            if gradient is None or n == 0:  # no y depends on x: its Hessian is zero
+                result.append(fill(dims + dims, constant(0, dtype=x.dtype)))
+                continue
+            rows = [
+                gradients(element, [x], unconnected_gradients="zero", **kwargs)[0]
+                for element in unstack(reshape(gradient, [-1]), num=n)
+            ]
+            result.append(reshape(stack(rows), dims + dims))
+        return result
 
 
 def _subgraph_gradients(ys: list[Tensor], xs: list[Tensor], grad_ys: list[Tensor]) -> list:

@@ -23,6 +23,8 @@ __all__ = [
     "NoGradient",
     "no_gradient",
     "custom_gradient",
+    "grad_pass_through",
+    "recompute_grad",
 ]
 
 _NOT_DIFFERENTIABLE = object()
@@ -127,3 +129,35 @@ def custom_gradient(f: Callable) -> Callable:
     decorated.__name__ = getattr(f, "__name__", "custom_gradient")
     decorated.__doc__ = f.__doc__
     return decorated
+
+
+def grad_pass_through(f: Callable) -> Callable:
+    """`tf.grad_pass_through`: f's value, with the gradient of its result handed to its
+    arguments unchanged (a straight-through estimator: the gradient of an identity), e.g.
+    around an assignment or a rounding step that has no useful derivative. f takes as many
+    tensors as it returns."""
+
+    @custom_gradient
+    def passed_through(*args: Any) -> Any:
+        def grad(*grads: Any) -> Any:
+            return grads if len(grads) > 1 else grads[0]
+
+        return f(*args), grad
+
+    passed_through.__name__ = getattr(f, "__name__", "grad_pass_through")
+    passed_through.__doc__ = f.__doc__
+    return passed_through
+
+
+def recompute_grad(f: Callable) -> Callable:
+    """`tf.recompute_grad`: f, whose forward values TF recomputes in the backward pass instead
+    of keeping them, to save memory. The gradients are those of f either way, which is what
+    tfc computes: it differentiates f's ops as they are, and its memory planner decides at
+    compile time which forward values stay alive (nothing is recomputed)."""
+
+    def recomputed(*args: Any, **kwargs: Any) -> Any:
+        return f(*args, **kwargs)
+
+    recomputed.__name__ = getattr(f, "__name__", "recompute_grad")
+    recomputed.__doc__ = f.__doc__
+    return recomputed

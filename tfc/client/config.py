@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfc.compiler import CompileOptions
+from tfc.io.config_pb import GPUOptions, GraphOptions, OptimizerOptions
 
 __all__ = ["ConfigProto", "RunOptions", "get_num_threads", "set_num_threads"]
 
@@ -53,8 +54,8 @@ class ConfigProto:
     inter_op_parallelism_threads: int = 0
     operation_timeout_in_ms: int = 0
     device_count: dict = field(default_factory=dict)
-    gpu_options: Any = None
-    graph_options: Any = None
+    gpu_options: GPUOptions = field(default_factory=GPUOptions)
+    graph_options: GraphOptions = field(default_factory=GraphOptions)
     compile_options: CompileOptions = field(default_factory=CompileOptions)
 
 
@@ -84,9 +85,29 @@ def compile_options(config: Any) -> CompileOptions:
     if isinstance(config, CompileOptions):
         return config
     if isinstance(config, ConfigProto):
-        return config.compile_options
+        return with_optimizer_options(config.compile_options, config.graph_options)
     if isinstance(config, dict):
         return CompileOptions(**config)
     raise TypeError(
         f"Session config must be a tfc.CompileOptions, a tf.ConfigProto or a dict, got {config!r}"
     )
+
+
+def with_optimizer_options(options: CompileOptions, graph_options: Any) -> CompileOptions:
+    """`options` less the passes a ConfigProto's GraphOptions.optimizer_options switch off: TF's
+    level L1 (the default) folds constants and merges common subexpressions, L0 does neither
+    unless do_constant_folding / do_common_subexpression_elimination asks for it."""
+    if not isinstance(graph_options, GraphOptions) or not graph_options.HasField(
+        "optimizer_options"
+    ):
+        return options
+    optimizer = graph_options.optimizer_options
+    level_one = optimizer.opt_level == OptimizerOptions.L1
+    off = []
+    if not (level_one or optimizer.do_constant_folding):
+        off.append("fold")
+    if not (level_one or optimizer.do_common_subexpression_elimination):
+        off.append("cse")
+    if not off:
+        return options
+    return CompileOptions(options.passes, tuple(dict.fromkeys([*options.disable, *off])))

@@ -4,6 +4,7 @@ from tfc.ops import (  # noqa: F401
     argminmax,
     array,
     bitwise,
+    clock,
     complex_ops,
     constant,
     control,

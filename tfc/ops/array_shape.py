@@ -326,3 +326,17 @@ def identity_n(input: Any, name: str | None = None) -> list[Tensor]:  # noqa: A0
     tensors = [convert_to_tensor(x) for x in input]
     attrs = {"T": [t.dtype for t in tensors]}
     return apply_op("IdentityN", tensors, attrs, name=name or "IdentityN").outputs
+
+
+# -- GuaranteeConst ------------------------------------------------------------------------------
+# A promise to TF's runtime that the value will not change, so that it may cache it; a view here.
+# A constant has no gradient: none flows back through it (TF, which registers no rule, raises
+# LookupError there instead).
+_view_op("GuaranteeConst", infer=same_as_input, differentiable=False)
+
+
+def guarantee_const(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """`tf.guarantee_const`: the input's value, promised constant for the session's lifetime
+    (tfc shares the input's buffer). No gradient flows through it, as through a constant."""
+    x = convert_to_tensor(input)
+    return apply_op("GuaranteeConst", [x], name=name or "GuaranteeConst").outputs[0]

@@ -108,6 +108,8 @@ def convert_to_tensor(
     dtype = None if dtype is None else _dt.as_dtype(dtype)
     if hasattr(value, "_as_tensor"):
         value = value._as_tensor(dtype)
+    if _CONVERSIONS and not isinstance(value, Tensor):
+        value = _registered_conversion(value, dtype, name)
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != dtype:
             raise ValueError(
@@ -126,6 +128,56 @@ def convert_to_tensor(
         except (TypeError, ValueError):
             pass
     return constant(value, dtype=dtype, name=name or "Const")
+
+
+# tf.register_tensor_conversion_function's registrations: (priority, order, type, function)
+_CONVERSIONS: list[tuple[int, int, type, Any]] = []
+_UNREGISTRABLE = (bool, int, float, complex, str, bytes, list, tuple, np.ndarray, np.generic)
+
+
+def register_tensor_conversion_function(
+    base_type: Any, conversion_func: Any, priority: int = 100
+) -> None:
+    """`tf.register_tensor_conversion_function`: convert_to_tensor (and so every op) converts
+    an instance of `base_type` (a type or a tuple of types) with
+    `conversion_func(value, dtype=None, name=None, as_ref=False)`, which returns a Tensor or
+    NotImplemented (then the next function is tried). Lower priorities are tried first."""
+    types = base_type if isinstance(base_type, tuple) else (base_type,)
+    for t in types:
+        if not isinstance(t, type):
+            raise TypeError(f"base_type must be a type or a tuple of types, got {t!r}")
+        if issubclass(t, _UNREGISTRABLE):
+            raise TypeError(
+                "Cannot register conversions for Python numeric types and NumPy scalars and arrays."
+            )
+    if not callable(conversion_func):
+        raise TypeError("conversion_func must be callable.")
+    for t in types:
+        _CONVERSIONS.append((int(priority), len(_CONVERSIONS), t, conversion_func))
+    _CONVERSIONS.sort(key=lambda entry: entry[:2])
+
+
+def _registered_conversion(value: Any, dtype: _dt.DType | None, name: str | None) -> Any:
+    """`value` converted by the first registered function for its type that accepts it, or
+    `value` itself when none is registered for it."""
+    for _, _, base_type, function in _CONVERSIONS:
+        if not isinstance(value, base_type):
+            continue
+        result = function(value, dtype=dtype, name=name, as_ref=False)
+        if result is NotImplemented:
+            continue
+        if not isinstance(result, Tensor):
+            raise RuntimeError(
+                f"{function.__name__} returned non-Tensor: {result!r} (converting a "
+                f"{type(value).__name__})"
+            )
+        if dtype is not None and result.dtype != dtype:
+            raise RuntimeError(
+                f"Tensor conversion function for type {type(value).__name__} returned "
+                f"incompatible dtype: requested = {dtype.name}, actual = {result.dtype.name}"
+            )
+        return result
+    return value
 
 
 def _flatten(value: Any) -> list:
