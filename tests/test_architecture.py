@@ -24,8 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     (  # the TF1 graph-building API
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
-        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
-        "tfc.manip",
+        "tfc.debugging", "tfc.contrib", "tfc.rnn", "tfc.linalg", "tfc.math", "tfc.random",
+        "tfc.strings", "tfc.manip",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
