@@ -69,3 +69,13 @@ def test_digits_mlp_sample_reaches_95_percent():
     progress = [ln for ln in lines if ln.startswith("step ")]
     assert len(progress) == 15 and "loss" in progress[0] and progress[0].endswith("examples/s")
     assert float(lines[-1].split()[-1]) >= 0.95 and lines[-1].startswith("test accuracy")
+
+
+def test_lstm_digits_sample_reaches_the_accuracy_of_tensorflow():
+    """TensorFlow 1 runs the same program (--framework tensorflow) to 0.978 test accuracy."""
+    out, _ = _run_sample("lstm_digits.py")
+    lines = out.splitlines()
+    progress = [ln for ln in lines if ln.startswith("step ")]
+    assert len(progress) == 12 and progress[-1].startswith("step  1200  loss")
+    assert float(progress[-1].split()[3]) < 0.05
+    assert lines[-1].startswith("test accuracy") and float(lines[-1].split()[-1]) >= 0.96
