@@ -97,3 +97,4 @@ from tfc.ops.segment import *
 from tfc.ops.einsum import *
 from tfc.ops.norms import *
 from tfc import math
+from tfc.ops.indexed_slices import IndexedSlices, IndexedSlicesValue

@@ -33,4 +33,5 @@ from tfc.ops import (  # noqa: F401
     state_scatter,
     topk,
     training_ops,
+    training_ops_sparse,
 )
