@@ -107,7 +107,10 @@ def training_graphs() -> dict[str, tuple]:
         ):
             w = tfc.Variable(tfc.random_normal([5, 3], seed=1))
             loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w)))
-            fetches.append(opt.minimize(loss))
+            # an embedding table: its IndexedSlices gradient takes the SparseApply kernels
+            table = tfc.Variable(tfc.random_normal([7, 2], seed=2))
+            looked = tfc.nn.embedding_lookup(table, tfc.constant([5, 1, 5, 0]))
+            fetches.append(opt.minimize(loss + tfc.reduce_sum(tfc.square(looked))))
         init = tfc.global_variables_initializer()
     feed = {x: np.random.default_rng(1).random((6, 5), np.float32)}
     graphs["optimizers"] = (graph, fetches, feed)
