@@ -1,6 +1,7 @@
 """`tf.random` (TF1): the random ops under their tf.random names."""
 
 from tfc.ir.random_seed import get_seed, set_random_seed
+from tfc.ops.candidate_sampling import log_uniform_candidate_sampler, uniform_candidate_sampler
 from tfc.ops.random import random_normal as normal
 from tfc.ops.random import random_uniform as uniform
 from tfc.ops.random import truncated_normal
@@ -13,6 +14,7 @@ __all__ = [
     "categorical",
     "gamma",
     "get_seed",
+    "log_uniform_candidate_sampler",
     "multinomial",
     "normal",
     "poisson",
@@ -20,4 +22,5 @@ __all__ = [
     "shuffle",
     "truncated_normal",
     "uniform",
+    "uniform_candidate_sampler",
 ]

@@ -3,6 +3,7 @@
 from tfc.ops import (  # noqa: F401
     argminmax,
     array,
+    candidate_sampling,
     constant,
     control,
     conv,

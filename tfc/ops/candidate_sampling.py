@@ -1,0 +1,221 @@
+"""Candidate samplers: UniformCandidateSampler and LogUniformCandidateSampler (tf.nn's and
+tf.random's uniform_candidate_sampler and log_uniform_candidate_sampler), the samplers behind
+nce_loss and sampled_softmax_loss (tfc/ops/sampled_losses.py).
+
+Each draws `num_sampled` classes in [0, range_max) from its Philox stream exactly as
+TensorFlow's kernel does (a SimplePhilox over 2048 * num_sampled reserved 32-bit samples;
+log-uniform: exp(double uniform * log1p(range_max)) - 1; uniform: a rejection-sampled 64-bit
+integer), with `unique` drawing until that many distinct classes came up. The expected counts
+are TF's: p * num_sampled, or 1 - (1 - p)^tries after `tries` draws for a unique batch. The
+kernel keeps one byte per class in scratch memory (which classes came up).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+import tfc.ops.philox as philox
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.tensor_shape import shape_str
+from tfc.ops.constant import convert_to_tensor, is_tensor_like
+from tfc.ops.flops import no_flops
+from tfc.ops.kernels import Kernel, Param, ScanSpec, c_literal
+from tfc.ops.random import seed_attrs
+from tfc.ops.registry import OpContext, OpDef, apply_op, register
+
+__all__ = ["uniform_candidate_sampler", "log_uniform_candidate_sampler"]
+
+_SAMPLERS = {"UniformCandidateSampler": "uniform", "LogUniformCandidateSampler": "log_uniform"}
+
+
+def _infer(ctx: OpContext) -> list:
+    if ctx.in_dtypes[0] != _dt.int64:
+        raise TypeError(
+            f"Input 'true_classes' of '{ctx.type}' Op has type {ctx.in_dtypes[0].name} that "
+            f"does not match expected type of int64"
+        )
+    num_true, num_sampled = int(ctx.attrs["num_true"]), int(ctx.attrs["num_sampled"])
+    range_max, unique = int(ctx.attrs["range_max"]), bool(ctx.attrs["unique"])
+    if num_true < 1 or num_sampled < 1 or range_max < 1:
+        raise ValueError(
+            f"num_true ({num_true}), num_sampled ({num_sampled}) and range_max ({range_max}) "
+            f"of '{ctx.name}' must be positive"
+        )
+    if unique and num_sampled > range_max:
+        raise ValueError(
+            f"Sampler's range is too small: '{ctx.name}' asks for {num_sampled} unique "
+            f"classes out of range_max = {range_max}"
+        )
+    classes = ctx.in_shapes[0]
+    if classes is not None and len(classes) != 2:
+        raise ctx.error(f"true_classes must be a matrix, got shape {shape_str(classes)}")
+    if classes is not None and classes[1] is not None and classes[1] != num_true:
+        raise ctx.error(
+            f"true_classes must have num_true columns, expected: {num_true} got: {classes[1]}"
+        )
+    batch = None if classes is None else classes[0]
+    return [
+        (_dt.int64, (num_sampled,)),
+        (_dt.float32, (batch, num_true)),
+        (_dt.float32, (num_sampled,)),
+    ]
+
+
+def _probability(kind: str, value: np.ndarray, range_max: int) -> np.ndarray:
+    """TF's Probability(value) (computed in double, returned as float)."""
+    if kind == "uniform":
+        return np.full(np.shape(value), np.float32(1.0 / range_max), np.float32)
+    v = np.asarray(value, np.float64)
+    return (np.log((v + 2.0) / (v + 1.0)) / math.log1p(range_max)).astype(np.float32)
+
+
+def _expected(p: np.ndarray, num_sampled: int, tries: int) -> np.ndarray:
+    """TF's ExpectedCountHelper, in float as its kernel computes it."""
+    p = np.asarray(p, np.float32)
+    if tries == num_sampled:
+        return (p * np.float32(num_sampled)).astype(np.float32)
+    return (-np.expm1(np.float32(tries) * np.log1p(-p))).astype(np.float32)
+
+
+def _reference(ctx: OpContext, true_classes: np.ndarray) -> list:
+    kind = _SAMPLERS[ctx.type]
+    num_sampled, range_max = int(ctx.attrs["num_sampled"]), int(ctx.attrs["range_max"])
+    base, key = philox.reserve_samples(ctx.state.rng_state(ctx.name, ctx.attrs), 512 * num_sampled)
+    stream = philox.PhiloxStream(base, key)
+    log_range = math.log1p(range_max)
+
+    def sample() -> int:
+        if kind == "log_uniform":
+            d = float(philox.u64_to_f64(np.uint32(stream.single()), np.uint32(stream.single())))
+            return (int(math.exp(d * log_range)) - 1) % range_max
+        return _uniform64(stream, range_max)
+
+    picked: list[int] = []
+    tries = 0
+    if ctx.attrs["unique"]:
+        seen: set[int] = set()
+        while len(picked) < num_sampled:
+            tries += 1
+            value = sample()
+            if value not in seen:
+                seen.add(value)
+                picked.append(value)
+    else:
+        picked = [sample() for _ in range(num_sampled)]
+        tries = num_sampled
+    sampled = np.array(picked, np.int64)
+    return [
+        sampled,
+        _expected(_probability(kind, true_classes, range_max), num_sampled, tries),
+        _expected(_probability(kind, sampled, range_max), num_sampled, tries),
+    ]
+
+
+def _uniform64(stream: philox.PhiloxStream, n: int) -> int:
+    """SimplePhilox::Uniform64: a 64-bit word (low word first), masked for a power of two, else
+    rejected below 2^64 mod n's remainder + 1 and taken mod n (ExactUniformInt)."""
+
+    def word() -> int:
+        lo = stream.single()
+        return lo | stream.single() << 32
+
+    if n & (n - 1) == 0:
+        return word() & (n - 1)
+    rem = ((2**64 - 1) % n) + 1
+    while True:
+        value = word()
+        if value >= rem:
+            return value % n
+
+
+def _lower(ctx: OpContext) -> list:
+    num_sampled, range_max = int(ctx.attrs["num_sampled"]), int(ctx.attrs["range_max"])
+    batch = ctx.in_shapes[0][0]
+    values = {
+        "log_uniform": _SAMPLERS[ctx.type] == "log_uniform",
+        "unique": bool(ctx.attrs["unique"]),
+        "num_sampled": num_sampled,
+        "range_max": c_literal(range_max, _dt.int64),
+        "log_range": repr(math.log1p(range_max)),
+        "inv_range": repr(float(np.float32(1.0 / range_max))) + "f",
+        "true_count": c_literal(batch * int(ctx.attrs["num_true"]), _dt.int64),
+        "samples128": c_literal(512 * num_sampled, _dt.int64),
+        # ExactUniformInt's rejection bound for a range that is not a power of two
+        "reject_below": f"{((2**64 - 1) % range_max) + 1}ull",
+        "power_of_two": range_max & (range_max - 1) == 0,
+    }
+    params = [
+        Param("sampled", "int64_t", False, "out0"),
+        Param("true_expected", "float", False, "out1"),
+        Param("sampled_expected", "float", False, "out2"),
+        Param("true_classes", "int64_t", True, "in0"),
+        Param("state", "uint64_t", False, "state"),
+    ]
+    if values["unique"]:
+        params.append(Param("seen", "unsigned char", False, "scratch"))
+    return [Kernel("candidate_sampler", params, ScanSpec(_dt.float32, num_sampled, values))]
+
+
+for _type in _SAMPLERS:
+    register(
+        OpDef(
+            _type,
+            infer=_infer,
+            reference=_reference,
+            lower=_lower,
+            flops=no_flops,
+            scratch=lambda ctx: int(ctx.attrs["range_max"]) if ctx.attrs["unique"] else 0,
+            random=True,
+            differentiable=False,
+            input_names=("true_classes",),
+        )
+    )
+
+
+def _sampler(op_type: str, true_classes: Any, num_true: int, num_sampled: int, unique: bool,
+             range_max: int, seed: int | None, name: str | None) -> tuple:  # fmt: skip
+    with name_scope(name, op_type, [true_classes]) as scope:
+        if is_tensor_like(true_classes):
+            classes = convert_to_tensor(true_classes, name="true_classes")
+        else:  # lists and arrays become int64, as TF converts them for the op
+            classes = convert_to_tensor(true_classes, dtype=_dt.int64, name="true_classes")
+        if classes.dtype != _dt.int64:
+            raise TypeError(f"true_classes must be int64, got {classes.dtype.name}")
+        attrs = seed_attrs(seed) | {
+            "num_true": int(num_true),
+            "num_sampled": int(num_sampled),
+            "unique": bool(unique),
+            "range_max": int(range_max),
+        }
+        return tuple(apply_op(op_type, [classes], attrs, name=scope).outputs)
+
+
+def uniform_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int, unique: bool,
+                              range_max: int, seed: int | None = None,
+                              name: str | None = None) -> tuple:  # fmt: skip
+    """`tf.nn.uniform_candidate_sampler`: (sampled_candidates [num_sampled] int64,
+    true_expected_count [batch, num_true], sampled_expected_count [num_sampled]) for classes
+    drawn uniformly from [0, range_max)."""
+    return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique,
+                    range_max, seed, name)  # fmt: skip
+
+
+def log_uniform_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int,
+                                  unique: bool, range_max: int, seed: int | None = None,
+                                  name: str | None = None) -> tuple:  # fmt: skip
+    """`tf.nn.log_uniform_candidate_sampler`: like the uniform one, with class k drawn with
+    probability log((k + 2) / (k + 1)) / log(range_max + 1) (Zipf-like: classes sorted by
+    decreasing frequency)."""
+    return _sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled, unique,
+                    range_max, seed, name)  # fmt: skip
+
+
+def candidate_sampler_outputs(sampler: tuple) -> tuple[Tensor, Tensor, Tensor]:
+    """The three outputs of a sampler call (for the sampled losses' `sampled_values`)."""
+    if len(sampler) != 3:
+        raise ValueError(f"sampled_values must be 3 tensors, got {len(sampler)}")
+    return tuple(convert_to_tensor(t) for t in sampler)  # type: ignore[return-value]
