@@ -26,7 +26,7 @@ from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group, no_op
 from tfc.ops.registry import apply_op
-from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state import assign, assign_add, assign_sub, count_up_to
 
 __all__ = [
     "Variable",
@@ -98,6 +98,9 @@ class Variable:
                     f"initial_value must have a shape specified: {self._initial_value}"
                 )
             attrs = {"shape": shape, "dtype": self._initial_value.dtype}
+            container = self._initial_value.graph.current_container
+            if container:  # tf.container: Session.reset(target, [container]) clears it
+                attrs["container"] = container
             self._variable = apply_op("VariableV2", [], attrs, name=scope).outputs[0]
             with colocate_with(self._variable.op):
                 self._initializer_op = assign(
@@ -209,7 +212,7 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign(self._variable, value, name=name)
+        result = assign(self._variable, value, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
     def assign_add(
@@ -219,8 +222,12 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign_add(self._variable, delta, name=name)
+        result = assign_add(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
+
+    def count_up_to(self, limit: int) -> Tensor:
+        """`Variable.count_up_to`: the value, incremented; OutOfRangeError at `limit`."""
+        return count_up_to(self._variable, limit)
 
     def assign_sub(
         self,
@@ -229,7 +236,7 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign_sub(self._variable, delta, name=name)
+        result = assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
     def eval(self, session: Any = None) -> Any:

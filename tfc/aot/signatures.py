@@ -1,8 +1,12 @@
-"""Model files for `tfc compile`: loading one, building its graph, checking its signatures."""
+"""Model files for `tfc compile`: loading one, building its graph, checking its signatures.
+A GraphDef file (GraphDefModel: a frozen TensorFlow model, .pb or .pbtxt) is a model too: its
+graph imported, as one predict signature from its input to the outputs named."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import os
 import re
 import sys
 import types
@@ -13,8 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from tfc.graphdef import GraphDefImportError, import_graph_def, read_graph_def
+from tfc.graphdef.importer import parse_tensor_name
 from tfc.ir import dtypes as _dt
-from tfc.ir.graph import Graph, Operation, Tensor
+from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.ops.constant import placeholder
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the element types the drivers convert data to and checkpoints hold
@@ -54,9 +61,113 @@ class ModelSignatures:
     predict: PredictSignature | None
 
 
+_GRAPH_DEF_SUFFIXES = (".pb", ".pbtxt")
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphDefModel:
+    """A GraphDef file (TensorFlow's frozen model) compiled by `tfc compile`: `inputs` names the
+    tensor fed as `features` (default: the GraphDef's one Placeholder; a tensor that is not a
+    placeholder cuts the graph there), `outputs` the tensors predicted ("probs:0" or "probs"),
+    each named in the executable by its node name made a C identifier."""
+
+    path: str
+    inputs: tuple[str, ...] | None = None
+    outputs: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def signatures(self) -> dict[str, Any]:
+        try:
+            graph_def = read_graph_def(self.path)
+        except ValueError as e:
+            raise ModelError(str(e)) from None
+        if not self.outputs:
+            raise ModelError(
+                f"{self.path}: a GraphDef names no outputs; give them with --outputs NAMES "
+                "(e.g. --outputs probs:0)"
+            )
+        inputs = self.inputs or tuple(n.name for n in graph_def.node if n.op == "Placeholder")
+        if len(inputs) != 1:
+            raise ModelError(
+                f"{self.path}: the predict executable feeds one input (features); the GraphDef "
+                f"has {len(inputs)} placeholders {list(inputs)}: choose one with --inputs NAME"
+            )
+        nodes = {n.name: n for n in graph_def.node}
+        wanted = [*inputs, *self.outputs]
+        for name in wanted:
+            if parse_tensor_name(name)[0] not in nodes:
+                raise ModelError(f"{self.path}: the GraphDef has no node named {name!r}")
+        try:
+            input_map = self._cut_input_map(graph_def, inputs[0], nodes)
+            tensors = import_graph_def(
+                graph_def,
+                input_map=input_map,
+                return_elements=[_tensor_name(n) for n in self.outputs],
+                name="",
+            )
+        except GraphDefImportError as e:
+            raise ModelError(f"{self.path}: {e}") from None
+        features = (
+            input_map[_tensor_name(inputs[0])]
+            if input_map
+            else get_default_graph().get_tensor_by_name(_tensor_name(inputs[0]))
+        )
+        outputs: dict[str, Any] = {}
+        for name, tensor in zip(self.outputs, tensors):
+            key = c_identifier(parse_tensor_name(name)[0].replace("/", "_"))
+            while key in outputs:
+                key += "_"
+            outputs[key] = tensor
+        return {"predict": {"inputs": {"features": features}, "outputs": outputs}}
+
+    def _cut_input_map(self, graph_def: Any, name: str, nodes: dict) -> dict[str, Tensor]:
+        """{} when `name` is a Placeholder; else a placeholder of its dtype and shape that
+        replaces it (the dtype and shape learned by importing the graph once aside)."""
+        if nodes[parse_tensor_name(name)[0]].op == "Placeholder":
+            return {}
+        with Graph().as_default():
+            (probe,) = import_graph_def(graph_def, return_elements=[_tensor_name(name)], name="")
+        dims = probe.shape.as_list() if probe.shape.ndims is not None else None
+        if dims:
+            dims[0] = None  # the compiled batch takes the first dimension
+        fed = placeholder(probe.dtype, dims, name="features")
+        return {_tensor_name(name): fed}
+
+
+def _tensor_name(name: str) -> str:
+    node, index = parse_tensor_name(name)
+    return f"{node}:{index}"
+
+
+def graph_def_model(model: Any, inputs: Any = None, outputs: Any = None) -> GraphDefModel:
+    """`model` (a .pb/.pbtxt path or a GraphDefModel) cut at `inputs`/`outputs` when given."""
+    if not isinstance(model, GraphDefModel):
+        if not Path(model).is_file():
+            raise FileNotFoundError(f"model file {model} does not exist")
+        model = GraphDefModel(os.fspath(model))
+    changes: dict[str, Any] = {}
+    if inputs is not None:
+        changes["inputs"] = tuple(inputs)
+    if outputs is not None:
+        changes["outputs"] = tuple(outputs)
+    return dataclasses.replace(model, **changes)
+
+
+def is_graph_def_model(model: Any) -> bool:
+    return isinstance(model, GraphDefModel) or (
+        isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(_GRAPH_DEF_SUFFIXES)
+    )
+
+
 def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
-    """The model's name and its `signatures` function, from a path (a model file, or a directory
-    holding model.py), a module or a callable."""
+    """The model's name and its `signatures` function, from a path (a model file, a GraphDef
+    file, or a directory holding model.py), a module or a callable."""
+    if is_graph_def_model(model):
+        m = graph_def_model(model)
+        return m.name, m.signatures
     if callable(model) and not isinstance(model, types.ModuleType):
         return getattr(model, "__module__", None) or "model", model
     if isinstance(model, types.ModuleType):

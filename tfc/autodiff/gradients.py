@@ -1,7 +1,7 @@
 """tf.gradients: reverse-mode differentiation as one backward walk over local per-op rules.
 
 Guarantees: the result is aligned with `xs`; an entry is None when its x is not connected to
-any y through differentiable float ops (integer and bool tensors carry no gradient); otherwise
+any y through differentiable float or complex ops (integer and bool tensors carry none); otherwise
 it is a tensor of x's dtype and shape holding sum_j d(sum(ys[j] * grad_ys[j])) / dx.
 
 How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are visited
@@ -135,7 +135,7 @@ def _common_graph(tensors: Sequence[Tensor]) -> Graph:
 
 
 def _trainable(t: Tensor) -> bool:
-    return t.dtype.is_floating
+    return t.dtype.is_floating or t.dtype.is_complex  # TF's _IsTrainable
 
 
 # -- the walk -------------------------------------------------------------------------------------

@@ -42,13 +42,16 @@ def session_threads(config: Any) -> int:
 @dataclass
 class ConfigProto:
     """TF1's session configuration. `intra_op_parallelism_threads` (> 0) is the number of threads
-    the session's programs split large kernels over (see set_num_threads); the other TF fields
-    are accepted and kept but change nothing; `compile_options` chooses the passes."""
+    the session's programs split large kernels over (see set_num_threads);
+    `operation_timeout_in_ms` (> 0) bounds a run's waits on queues when its RunOptions set no
+    timeout; the other TF fields are accepted and kept but change nothing; `compile_options`
+    chooses the passes."""
 
     allow_soft_placement: bool = False
     log_device_placement: bool = False
     intra_op_parallelism_threads: int = 0
     inter_op_parallelism_threads: int = 0
+    operation_timeout_in_ms: int = 0
     device_count: dict = field(default_factory=dict)
     gpu_options: Any = None
     graph_options: Any = None
@@ -57,10 +60,12 @@ class ConfigProto:
 
 @dataclass
 class RunOptions:
-    """TF1's per-call options for Session.run(options=). `fetches_on_device`: a program that runs
-    on the GPU (or the emulated device) returns its fetches as tfc.DeviceArray, left in device
-    memory, instead of NumPy copies; CPU programs return NumPy arrays either way. The TF fields
-    are accepted and kept but change nothing."""
+    """TF1's per-call options for Session.run(options=). `timeout_in_ms` (> 0): a run waiting on
+    a queue longer fails with DeadlineExceededError (a compiled program, once started, runs to
+    its end). `fetches_on_device`: a program that runs on the GPU (or the emulated device)
+    returns its fetches as tfc.DeviceArray, left in device memory, instead of NumPy copies; CPU
+    programs return NumPy arrays either way. The other TF fields are accepted and kept but
+    change nothing."""
 
     trace_level: int = 0
     timeout_in_ms: int = 0

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tfc.ir.dtypes import string_array
+from tfc.client.queue_runs import QueueRuns
+from tfc.ir.dtypes import as_numpy, string_array
 from tfc.ir.graph import Graph, Operation, Tensor
 from tfc.ir.program import FeedSpec
 
@@ -61,8 +62,11 @@ class RunRequest:
         fetches: Any,
         feed_dict: Any = None,
         feed_source: FeedSource | None = None,
+        queue_runs: QueueRuns | None = None,
+        deadline_ns: int = 0,
     ) -> None:
         leaves, self._rebuild = flatten_fetches(fetches)
+        self._graph = graph
         self._elements = [_fetch_element(graph, x) for x in leaves]
         # distinct fetched tensors in first-seen order (a dict: runs fetch hundreds at once)
         self.fetches: list[Tensor] = list(
@@ -72,6 +76,15 @@ class RunRequest:
         feed_tensors, self.feed_values = convert_feeds(graph, feed_dict)
         if feed_source is not None:
             feed_source.add_feeds(graph, self.fetches, self.targets, feed_tensors, self.feed_values)
+        # the run's queue ops: dequeues now (their values fed), enqueues in finish()
+        self._queue_step = None
+        if queue_runs is not None:
+            self._queue_step = queue_runs.step(
+                graph, self.fetches, self.targets, feed_tensors, deadline_ns
+            )
+        if self._queue_step is not None:
+            self._queue_step.take(graph, feed_tensors, self.feed_values)
+            self.fetches = list(dict.fromkeys(self.fetches + self._queue_step.extra_fetches))
         self.feeds = [
             FeedSpec((t.op.name, t.value_index), t.dtype, tuple(v.shape))
             for t, v in zip(feed_tensors, self.feed_values)
@@ -83,6 +96,11 @@ class RunRequest:
 
     def signature(self) -> tuple:
         return (tuple(self.fetch_keys), tuple(self.targets), tuple(self.feeds))
+
+    def finish(self, values: Sequence[np.ndarray]) -> None:
+        """After the program ran (one value per fetch): the run's enqueues and closes."""
+        if self._queue_step is not None:
+            self._queue_step.finish(self._graph, dict(zip(self.fetches, values)))
 
     def results(self, values: Sequence[np.ndarray]) -> Any:
         by_tensor = dict(zip(self.fetches, values))
@@ -133,7 +151,7 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
                 array = string_array(value)
             else:
                 with np.errstate(all="ignore"):
-                    array = np.asarray(value, dtype=tensor.dtype.np, order="C")
+                    array = np.asarray(as_numpy(value, tensor.dtype), order="C")
         except (TypeError, ValueError, OverflowError) as e:
             raise ValueError(
                 f"Cannot convert the value fed for '{tensor.name}' to {tensor.dtype.name}: {e}"

@@ -1,8 +1,19 @@
 """Session: compiles each (fetches, feeds, feed shapes) signature to native code and runs it.
 
-The session owns the state that outlives one run: variable buffers, their initialized flags,
-and the streams of random ops. Every compiled program of the session binds the same buffers,
-so `sess.run(init)` and `sess.run(train_op)` see one set of variables.
+The session keeps the state that outlives one run: variable buffers, their initialized flags,
+queues (tfc/client/resources.py: private to the session, or shared by the sessions of an
+in-process server's target, by resource container), and the streams of random ops. Every
+compiled program of the session binds the same buffers, so `sess.run(init)` and
+`sess.run(train_op)` see one set of variables.
+
+Concurrent steps (whitepaper section 7): `run` may be called from several threads at once.
+Compiling and the bookkeeping of initialized variables take the session's lock; a host program
+runs outside it, each call with an arena of its own, on the shared variables (unsynchronized,
+TF1's Hogwild updates, except the updates of ops created with use_locking=True, which hold
+their variables' locks). cffi releases the GIL around the call, so the steps run in parallel.
+A run's queue ops happen before and after its program (tfc/client/queue_runs.py), outside
+the lock: a run blocked on a queue holds up no other run. Programs with GPU stages (their
+variables move between host and device memory) or Python stages run one at a time.
 """
 
 from __future__ import annotations
@@ -15,36 +26,52 @@ from typing import Any
 
 import numpy as np
 
-from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
+from tfc.backend.cc import bind_io, build_shared_library, load_library
+from tfc.backend.native_queue import clock_ns
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
 from tfc.client.python_stage import PythonStagedProgram
+from tfc.client.queue_runs import QueueRuns, make_queue
 from tfc.client.request import FeedSources, RunRequest
+from tfc.client.resources import (
+    SessionState,
+    aligned_zeros,
+    register_session,
+    reset_target,
+    state_for_target,
+)
 from tfc.client.staged import StagedProgram
 from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
 from tfc.data.runtime import IteratorStates
+from tfc.ir import dtypes as _dt
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
+from tfc.ir.subgraph import find_operation
+from tfc.ops.queues import QueueSpec
 from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
 
-_ALIGN = 64
 
+class _CallFrame:
+    """What one call of a program writes: its arena, the pointer tables of its feeds and
+    fetches, and its error report. Concurrent calls of one program each take a frame."""
 
-def aligned_zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """A zeroed array whose data starts on a 64-byte boundary (what the kernels assume)."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
-    start = (-raw.ctypes.data) % _ALIGN
-    return raw[start : start + nbytes].view(dtype).reshape(shape)
+    def __init__(self, ffi: Any, lowered: LoweredProgram) -> None:
+        self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
+        self.arena_ptr = ffi.from_buffer(self.arena)
+        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
+        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        self.errbuf = ffi.new("char[]", 1024)
+        self.err = ffi.new("tfc_error *")
+        self.err.msg = self.errbuf
+        self.err.cap = 1024
 
 
 class CompiledProgram:
-    """One signature's native program, with its arena and the pointer tables it is called with."""
+    """One signature's native program: the session's state it binds, and its call frames."""
 
     def __init__(self, session: Session, lowered: LoweredProgram, source: str) -> None:
         self.lowered = lowered
@@ -55,7 +82,6 @@ class CompiledProgram:
         self._set_threads = getattr(self.lib, f"{lowered.prefix}set_num_threads")
         self._config = session.config
         ffi = self.ffi
-        self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
         self._keep = [session._slot_buffer(slot) for slot in lowered.slots] + list(
             lowered.external_consts
         )
@@ -65,22 +91,40 @@ class CompiledProgram:
         self.consts = ffi.new(
             "void *[]", [ffi.from_buffer(c) for c in lowered.external_consts] or 1
         )
-        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
-        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
-        self.errbuf = ffi.new("char[]", 1024)
-        self.err = ffi.new("tfc_error *")
-        self.err.msg = self.errbuf
-        self.err.cap = 1024
-        self.arena_ptr = ffi.from_buffer(self.arena)
+        self._frames = [_CallFrame(ffi, lowered)]  # free frames; more are made when needed
+        self._frames_lock = threading.Lock()
+        self._failure = threading.local()  # this thread's last failed call: (message, node)
 
     on_device = False  # runs on the host (CudaProgram runs on the GPU)
 
+    @contextlib.contextmanager
+    def _frame(self) -> Iterator[_CallFrame]:
+        with self._frames_lock:
+            frame = self._frames.pop() if self._frames else _CallFrame(self.ffi, self.lowered)
+        try:
+            frame.err.node = self.ffi.NULL
+            yield frame
+        finally:
+            with self._frames_lock:
+                self._frames.append(frame)
+
+    def _failed(self, frame: _CallFrame) -> None:
+        ffi = self.ffi
+        node = ffi.string(frame.err.node).decode() if frame.err.node != ffi.NULL else None
+        self._failure.report = (ffi.string(frame.errbuf).decode(errors="replace"), node)
+
     def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
-        held, results = bind_io(self.ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
-        self.err.node = self.ffi.NULL
-        self._set_threads(session_threads(self._config))
-        rc = self._run(self.state, self.inputs, self.outputs, self.consts, self.arena_ptr, self.err)
-        del held  # the buffers stay alive through the call
+        with self._frame() as frame:
+            held, results = bind_io(
+                self.ffi, frame.inputs, frame.outputs, feeds, self.lowered.fetches
+            )
+            self._set_threads(session_threads(self._config))
+            rc = self._run(
+                self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr, frame.err
+            )
+            del held  # the buffers stay alive through the call
+            if rc != 0:
+                self._failed(frame)
         return rc, results
 
     def time_loop(self, feeds: list[np.ndarray], runs: int) -> tuple[int, float]:
@@ -88,35 +132,40 @@ class CompiledProgram:
         seconds per run)."""
         loop_ffi, loop = loop_library()
         ffi = self.ffi
-        held = []  # the feeds' and fetches' buffers, alive until the loop returns
-        for i, value in enumerate(feeds):
-            held.append(ffi.from_buffer(value))
-            self.inputs[i] = held[-1]
-        for j, fetch in enumerate(self.lowered.fetches):
-            held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
-            self.outputs[j] = held[-1]
-        self.err.node = ffi.NULL
-        self._set_threads(session_threads(self._config))
+        with self._frame() as frame:
+            held = []  # the feeds' and fetches' buffers, alive until the loop returns
+            for i, value in enumerate(feeds):
+                held.append(ffi.from_buffer(value))
+                frame.inputs[i] = held[-1]
+            for j, fetch in enumerate(self.lowered.fetches):
+                held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
+                frame.outputs[j] = held[-1]
+            self._set_threads(session_threads(self._config))
 
-        def address(cdata: Any) -> int:
-            return int(ffi.cast("uintptr_t", cdata))
+            def address(cdata: Any) -> int:
+                return int(ffi.cast("uintptr_t", cdata))
 
-        ns = loop_ffi.new("int64_t *")
-        rc = loop.tfc_time_runs(
-            address(self._run),
-            address(self.state),
-            address(self.inputs),
-            address(self.outputs),
-            address(self.consts),
-            address(self.arena_ptr),
-            address(self.err),
-            runs,
-            ns,
-        )
+            ns = loop_ffi.new("int64_t *")
+            rc = loop.tfc_time_runs(
+                address(self._run),
+                address(self.state),
+                address(frame.inputs),
+                address(frame.outputs),
+                address(self.consts),
+                address(frame.arena_ptr),
+                address(frame.err),
+                runs,
+                ns,
+            )
+            if rc != 0:
+                self._failed(frame)
         return rc, ns[0] / runs * 1e-9
 
     def error(self, rc: int, graph: Graph) -> errors.OpError:
-        return program_error(self.ffi, self.errbuf, self.err, rc, graph)
+        """The error of this thread's last failed call."""
+        message, node = self._failure.report
+        op = find_operation(graph, node) if node else None  # in a loop body or branch, maybe
+        return errors.error_for_code(rc)(None, op, message)
 
 
 class _InitializedFlags:
@@ -147,7 +196,8 @@ class _InitializedFlags:
             if graph.op_type(name) == "IsVariableInitialized" and (name, 0) not in fed:
                 var = graph.input_edges(name)[0][0]
                 feed_tensors.append(graph.get_tensor_by_name(f"{name}:0"))
-                feed_values.append(np.array(var in self._session._initialized))
+                initialized = self._session._state.initialized
+                feed_values.append(np.array(self._session._var_key(var) in initialized))
                 continue
             stack += [src for src, out in graph.input_edges(name) if (src, out) not in fed]
             stack += graph.control_input_names(name)
@@ -160,37 +210,68 @@ class Session:
         check_session_target(target)  # "" or an in-process tf.train.Server's
         self.graph = graph or get_default_graph()
         self.config = config
+        self._target = target or ""
         self._passes = compile_options(config).pipeline()
         self._closed = False
+        self._closed_by_reset: errors.OpError | None = None
         self._lock = threading.RLock()
         self._programs: dict[tuple, CompiledProgram] = {}
         self._profiled: dict[tuple, ProfileBuild] = {}  # profile builds, as _programs
-        self._vars: dict[str, np.ndarray] = {}
+        # variables, update locks and queues: the session's own, or its server target's
+        self._state: SessionState = state_for_target(self._target)
         self._rng: dict[str, np.ndarray] = {}
-        self._initialized: set[str] = set()
         # tf.data iterators' positions are per session; map functions run in sessions of their own
         self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
         self._feed_sources = FeedSources(self._iterators, _InitializedFlags(self))
+        self._queue_runs = QueueRuns(self._queue)
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
         self._gpu: Any = None  # device_memory.DeviceState once a program ran on the GPU
+        register_session(self._target, self)
 
     # -- running ---------------------------------------------------------------------------------
     def run(
         self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
     ) -> Any:
-        """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
+        """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them).
+
+        May be called from several threads at once (see the module's docstring). A run that
+        waits on a queue waits until RunOptions(timeout_in_ms) (or the ConfigProto's
+        operation_timeout_in_ms) has passed, then fails with DeadlineExceededError."""
+        self._check_open()
+        request = RunRequest(
+            self.graph, fetches, feed_dict, self._feed_sources, self._queue_runs,
+            self._deadline(options),
+        )  # fmt: skip
         with self._lock:
+            self._check_open()
             program = self._program(request)
             self._check_initialized(program.lowered)
-            rc, results = self._call_program(program, request.feed_values, options)
-            if rc != 0:
-                raise program.error(rc, self.graph)
-            self._initialized.update(program.lowered.vars_written)
+        if isinstance(program, CompiledProgram) and self._gpu is None:
+            rc, results = program([_host_value(v) for v in request.feed_values])
+        else:  # GPU stages move variables between host and device: one program at a time
+            with self._lock:
+                rc, results = self._call_program(program, request.feed_values, options)
+        if rc != 0:
+            raise program.error(rc, self.graph)
+        with self._lock:
+            self._mark_initialized(program.lowered.vars_written)
+        request.finish(results)
         return request.results(results)
+
+    def _deadline(self, options: Any) -> int:
+        """The clock_ns() deadline of a run's queue waits: RunOptions(timeout_in_ms), else the
+        ConfigProto's operation_timeout_in_ms; 0 (none) when neither is positive."""
+        ms = int(getattr(options, "timeout_in_ms", 0) or 0)
+        if ms <= 0:
+            ms = int(getattr(self.config, "operation_timeout_in_ms", 0) or 0)
+        return clock_ns() + ms * 1_000_000 if ms > 0 else 0
+
+    def _check_open(self) -> None:
+        if self._closed_by_reset is not None:
+            raise self._closed_by_reset
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
 
     def _call_program(self, program: Any, feeds: list, options: Any = None) -> tuple[int, list]:
         """Call one compiled program with its state where it runs: the variables a GPU program
@@ -217,8 +298,7 @@ class Session:
 
     def source(self, fetches: Any, feed_dict: Any = None) -> str:
         """The generated C source of the program that `run(fetches, feed_dict)` executes."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         with self._lock:
             return self._program(RunRequest(self.graph, fetches, feed_dict)).source
 
@@ -231,8 +311,7 @@ class Session:
         as runs do). `print(profile.table())` shows the result."""
         if runs < 1:
             raise ValueError(f"runs must be at least 1, got {runs}")
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             build = self._profile_build(request)
@@ -244,7 +323,7 @@ class Session:
                 rc, _ = program(request.feed_values)
                 if rc != 0:
                     raise program.error(rc, self.graph)
-                self._initialized.update(lowered.vars_written)
+                self._mark_initialized(lowered.vars_written)
             return build.profile(runs)
 
     def _profile_build(self, request: RunRequest) -> ProfileBuild:
@@ -255,7 +334,7 @@ class Session:
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             compiled = compile_program(
                 graph, self._passes, C, name=program_name(fetches, targets), profile=True,
-                verify=self._verify,
+                verify=self._verify, lock_updates=True,
             )  # fmt: skip
             program = CompiledProgram(self, compiled.lowered, compiled.source)
             build = self._profiled[key] = ProfileBuild(compiled.graph, compiled.lowered, program)
@@ -267,8 +346,7 @@ class Session:
         The runs train, as runs do."""
         if runs < 1:
             raise ValueError(f"runs must be at least 1, got {runs}")
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             program = self._program(request)
@@ -282,7 +360,7 @@ class Session:
             rc, seconds = program.time_loop(request.feed_values, runs)
             if rc != 0:
                 raise program.error(rc, self.graph)
-            self._initialized.update(program.lowered.vars_written)
+            self._mark_initialized(program.lowered.vars_written)
         return seconds
 
     def _program(self, request: RunRequest) -> Any:
@@ -291,6 +369,7 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            graph.graph_attrs["session_side_ops"] = True  # run() runs the queue ops around it
             name = program_name(fetches, targets)
             stages = split_python_stages(graph, verify=self._verify)
             if stages:  # ops only Python runs: native stages compiled per shape, in turn
@@ -308,7 +387,7 @@ class Session:
         self._check_initialized(program.lowered)
         rc, results = self._call_program(program, feeds)
         if rc == 0:
-            self._initialized.update(program.lowered.vars_written)
+            self._mark_initialized(program.lowered.vars_written)
         return rc, results
 
     def _compile(self, graph: Graph, name: str) -> Any:
@@ -316,7 +395,9 @@ class Session:
         on a GPU."""
         if _placed_on_gpu(graph):
             return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
-        compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
+        compiled = compile_program(
+            graph, self._passes, C, name=name, verify=self._verify, lock_updates=True
+        )
         return CompiledProgram(self, compiled.lowered, compiled.source)
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
@@ -351,52 +432,70 @@ class Session:
             self._gpu = DeviceState(self._slot_buffer)
         return self._gpu
 
+    # -- state (tfc/client/resources.py) ---------------------------------------------------------
+    def _var_key(self, name: str) -> tuple[str, str]:
+        """Variable `name`'s key in the state: (its container, its name)."""
+        node = self.graph.node(name) if name in self.graph.nx else None
+        return ((node["attrs"].get("container", "") if node else ""), name)
+
     def _check_initialized(self, lowered: LoweredProgram) -> None:
         for var in lowered.vars_read_first:
-            if var not in self._initialized:
+            if self._var_key(var) not in self._state.initialized:
                 op = self.graph.get_operation_by_name(var) if var in self.graph.nx else None
                 raise errors.FailedPreconditionError(
                     None, op, f"Attempting to use uninitialized value {var}"
                 )
 
+    def _mark_initialized(self, names: list[str]) -> None:
+        if names:
+            with self._state.lock:
+                self._state.initialized.update(self._var_key(n) for n in names)
+
     def _slot_buffer(self, slot: Any) -> np.ndarray:
-        """The session's buffer for a variable or a random op's stream, made on first use."""
+        """The session's buffer for a variable, a variable's update lock or a random op's
+        stream, made on first use."""
         if slot.kind == "var":
-            buf = self._vars.get(slot.name)
-            if buf is None:
-                buf = self._vars[slot.name] = aligned_zeros(slot.shape, slot.dtype.np)
-            return buf
+            dtype = None if slot.dtype is None else slot.dtype.np  # None: the existing buffer
+            return self._state.variable(self._var_key(slot.name), dtype, slot.shape)
+        if slot.kind == "lock":
+            return self._state.update_lock(self._var_key(slot.name))
         state = self._rng.get(slot.name)
         if state is None:
             seed, seed2 = slot.seed, slot.seed2  # the op may be in a loop body
             if seed == 0 and seed2 == 0:  # unseeded: fresh numbers every session, as in TF
-                seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+                seed, seed2 = _fresh_seeds()
             state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)
         return state
+
+    def _queue(self, spec: QueueSpec) -> Any:
+        """The native queue of `spec` in this session's state (made on first use): shared by
+        its container and shared_name, or private to this session without a shared_name."""
+        owner = "shared" if spec.shared_name else id(self)
+        key = (spec.container, owner, spec.shared_name or spec.op)
+        return self._state.queue(key, lambda: make_queue(spec, _fresh_seeds))
 
     # -- variables' values (checkpoints read and write them here) ------------------------------
     def read_variable(self, name: str) -> np.ndarray:
         """A copy of variable `name`'s current value (the VariableV2 node's name)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        if name not in self._initialized:
+        self._check_open()
+        key = self._var_key(name)
+        if key not in self._state.initialized:
             op = self.graph.get_operation_by_name(name) if name in self.graph.nx else None
             raise errors.FailedPreconditionError(
                 None, op, f"Attempting to use uninitialized value {name}"
             )
         if self._gpu is not None:
             self._gpu.to_host("var", name)
-        return np.array(self._vars[name], copy=True)
+        return np.array(self._state.vars[key], copy=True)
 
     def write_variable(self, name: str, value: Any) -> None:
         """Set variable `name` to `value` (converted to its dtype; the shape must match)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         node = self.graph.node(name) if name in self.graph.nx else None
         if node is None or node["op"] != "VariableV2":
             raise ValueError(f"'{name}' is not a variable of this session's graph")
         dtype, shape = node["dtypes"][0], tuple(node["shapes"][0])
-        array = np.asarray(value, dtype=dtype.np)
+        array = _dt.as_numpy(value, dtype)
         if array.shape != shape:
             raise ValueError(
                 f"Cannot assign a value of shape {array.shape} to variable '{name}' of shape "
@@ -406,23 +505,53 @@ class Session:
             self._slot_buffer(Slot("var", name, dtype, shape))[...] = array
             if self._gpu is not None:
                 self._gpu.host_wrote("var", name)
-            self._initialized.add(name)
+            self._mark_initialized([name])
 
     def initialized_variables(self) -> set[str]:
-        return set(self._initialized)
+        """The names of the initialized variables of this session's state."""
+        with self._state.lock:
+            return {name for _, name in self._state.initialized}
 
     # -- lifetime --------------------------------------------------------------------------------
     def close(self) -> None:
-        """Free the native state: variables, random streams and compiled programs' arenas."""
+        """Free the native state: variables, random streams, queues and compiled programs'
+        arenas. Runs waiting on this session's queues fail with CancelledError; a shared
+        state (a server target's) stays for its other sessions."""
         with self._lock:
             self._closed = True
             self._programs.clear()
             self._profiled.clear()
             self._gpu = None
-            self._vars.clear()
             self._rng.clear()
-            self._initialized.clear()
             self._iterators.close()
+            if self._target:
+                self._state.cancel_queues(owner=id(self))
+            else:
+                self._state.cancel_queues()
+                self._state = SessionState()  # the private state goes with the session
+
+    @staticmethod
+    def reset(target: str, containers: list[str] | None = None, config: Any = None) -> None:
+        """`tf.Session.reset`: clear `containers` (None: all) of `target`'s state and close
+        every session on the target, as TF1 does. On "" (this process) every session has its
+        own state, so closing them is all there is; on an in-process server's target the
+        shared variables and queues of those containers are dropped. A closed session's next
+        run fails with CancelledError ("") or AbortedError (a server's target)."""
+        check_session_target(target)
+        if containers is not None and (
+            isinstance(containers, str) or not all(isinstance(c, str) for c in containers)
+        ):
+            raise TypeError(f"containers must be a list of strings, got {containers!r}")
+        for session in reset_target(target, None if containers is None else list(containers)):
+            if target:
+                why = errors.AbortedError(
+                    None, None, f"Session on {target} was closed by Session.reset: create a new "
+                    "session on the target (its variables outside the reset containers remain)",
+                )  # fmt: skip
+            else:
+                why = errors.CancelledError(None, None, "Session has been closed.")
+            session.close()
+            session._closed_by_reset = why
 
     @property
     def closed(self) -> bool:
@@ -510,6 +639,10 @@ def program_name(fetches: list, targets: list) -> str:
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text
+
+
+def _fresh_seeds() -> tuple[int, int]:
+    return int.from_bytes(os.urandom(8), "little"), int.from_bytes(os.urandom(8), "little")
 
 
 def _host_value(value: Any) -> np.ndarray:

@@ -44,7 +44,15 @@ from tfc.ops.kernels import (
     loop_kernel,
 )
 from tfc.ops.math import cast
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    constant_value,
+    register,
+)
 
 
 # -- Slice ---------------------------------------------------------------------------------------
@@ -118,6 +126,7 @@ def _slice_grad(op, dy):
 register(
     OpDef(
         "Slice",
+        dtypes=_dt.STORABLE,
         infer=_slice_infer,
         reference=_slice_reference,
         lower=_slice_lower,
@@ -304,6 +313,7 @@ def _strided_slice_grad(op, dy):
 register(
     OpDef(
         "StridedSlice",
+        dtypes=_dt.STORABLE,
         infer=_strided_slice_infer,
         reference=_strided_slice_reference,
         lower=_strided_slice_lower,
@@ -371,6 +381,7 @@ def _strided_slice_grad_grad(op, g) -> list:
 register(
     OpDef(
         "StridedSliceGrad",
+        dtypes=_dt.STORABLE,
         infer=_strided_slice_grad_infer,
         reference=_strided_slice_grad_reference,
         lower=_strided_slice_grad_lower,
@@ -595,6 +606,7 @@ def _rows_gradient(params: Tensor, indices: Tensor, dy: Tensor) -> IndexedSlices
 register(
     OpDef(
         "GatherV2",
+        dtypes=_dt.STORABLE,
         infer=_gather_infer,
         reference=_gather_reference,
         lower=_gather_lower,
@@ -607,6 +619,7 @@ register(
 
 # -- UnsortedSegmentSum (gradient-only: how a gather's gradient is scattered back) ---------------
 def _segment_sum_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, _dt.NUMERIC, "data")
     check_dtype(ctx, 1, INDEX_DTYPES, "segment_ids")
     check_dtype(ctx, 2, INDEX_DTYPES, "num_segments")
     check_rank(ctx, 2, 0)
@@ -676,6 +689,8 @@ def _segment_sum_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "UnsortedSegmentSum",
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
         infer=_segment_sum_infer,
         reference=_segment_sum_reference,
         lower=_segment_sum_lower,
@@ -786,6 +801,7 @@ def _one_hot_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "OneHot",
+        dtypes=_dt.STORABLE,
         infer=_one_hot_infer,
         reference=_one_hot_reference,
         lower=_one_hot_lower,

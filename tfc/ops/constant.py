@@ -15,6 +15,7 @@ from tfc.ops.registry import OpDef, apply_op, constant_value, register
 register(
     OpDef(
         "Const",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], tuple(ctx.attrs["value"].shape))],
         reference=lambda ctx: ctx.attrs["value"],
         lower=lambda ctx: [],  # constants live in the generated source or are passed in
@@ -33,7 +34,9 @@ def _python_values_fit(value: Any, dtype: _dt.DType) -> Any:
         return None
     if isinstance(value, bool) or isinstance(value, (np.ndarray, np.generic)):
         return None
-    if isinstance(value, float) and not dtype.is_floating:
+    if isinstance(value, complex):
+        return None if dtype.is_complex else value
+    if isinstance(value, float) and not (dtype.is_floating or dtype.is_complex):
         return value
     if isinstance(value, int) and dtype.is_integer:
         info = np.iinfo(dtype.np)
@@ -56,7 +59,7 @@ def _to_numpy(value: Any, dtype: _dt.DType | None) -> np.ndarray:
         return _dt.string_array(value)
     try:
         with np.errstate(all="ignore"):
-            return np.array(value, dtype=dtype.np)
+            return np.array(_dt.as_numpy(value, dtype), copy=True)
     except (TypeError, ValueError) as e:
         raise TypeError(
             f"Cannot convert {value!r} to a tensor of dtype {dtype.name}: {e}"
@@ -73,6 +76,7 @@ def constant(
     """`tf.constant`: a tensor holding `value` (broadcast to `shape` when it is a scalar)."""
     dtype = None if dtype is None else _dt.as_dtype(dtype)
     array = _to_numpy(value, dtype)
+    dtype = dtype or _dt.as_dtype(array.dtype)
     if shape is not None:
         shape = tuple(TensorShape(shape).as_list())
         if array.shape != shape:
@@ -89,7 +93,7 @@ def constant(
                 )
     array = np.asarray(array, order="C")
     array.setflags(write=False)
-    op = apply_op("Const", [], {"value": array, "dtype": _dt.as_dtype(array.dtype)}, name=name)
+    op = apply_op("Const", [], {"value": array, "dtype": dtype}, name=name)
     return op.outputs[0]
 
 
@@ -136,7 +140,15 @@ def _placeholder_infer(ctx):
 
 
 # stateful: two placeholders with equal attributes are different inputs, never merged
-register(OpDef("Placeholder", infer=_placeholder_infer, differentiable=False, stateful=True))
+register(
+    OpDef(
+        "Placeholder",
+        infer=_placeholder_infer,
+        differentiable=False,
+        stateful=True,
+        dtypes=_dt.STORABLE,
+    )
+)
 
 
 def missing_feed_message(name: str, dtype: _dt.DType, shape: Any) -> str:
@@ -171,6 +183,7 @@ def _placeholder_with_default_infer(ctx):
 register(
     OpDef(
         "PlaceholderWithDefault",
+        dtypes=_dt.STORABLE,
         infer=_placeholder_with_default_infer,
         reference=lambda ctx, x: x,
         lower=lambda ctx: [],
@@ -191,6 +204,7 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 register(
     OpDef(
         "Feed",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
         lower=lambda ctx: [],
         differentiable=False,

@@ -35,11 +35,19 @@ from tfc.ops.kernels import (
     loop_kernel,
     view,
 )
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    check_same_dtypes,
+    register,
+)
 
 __all__ = ["conv2d", "max_pool", "avg_pool"]
 
-FLOATS = (_dt.float32, _dt.float64)
+FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 _PADDINGS = ("SAME", "VALID")
 
 
@@ -294,6 +302,8 @@ def window_flops(ctx: OpContext, shape: Any) -> int:
 register(
     OpDef(
         "Conv2D",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_conv2d_infer,
         reference=_conv2d_reference,
         lower=_conv2d_lower,
@@ -367,6 +377,8 @@ for _type, _reference, _template, _rule in [
             grad=_rule,
             flops=lambda ctx: window_flops(ctx, ctx.out_shapes[0]),
             input_names=("value",),
+            dtypes=(_dt.float16, _dt.bfloat16),
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 

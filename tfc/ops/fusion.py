@@ -86,6 +86,8 @@ def member_kind(
     opdef = get_opdef(op)
     if opdef.stateful or opdef.random:
         return None
+    if opdef.computes_in is not None and any(opdef.computes_in(d) is not d for d in in_dtypes):
+        return None  # its kernels run in a wider dtype, through copies in scratch memory
     if op in VIEW_OPS:
         return "view" if _non_unit(in_shapes[0]) == _non_unit(out_shape) else None
     if op == "MatMul":

@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         "OUTDIR: generated C, a Makefile, and the executables OUTDIR/train and OUTDIR/predict.",
     )
     comp.add_argument(
-        "model", help="the model file (defines signatures()), or an exported model directory"
+        "model",
+        help="the model file (defines signatures()), a frozen TensorFlow GraphDef (.pb, "
+        ".pbtxt; with --outputs), or an exported model directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -52,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         "also selected by TFC_CUDA=emulate",
     )
     _add_embed_arguments(comp)
+    _add_imported_model_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
         "--passes",
@@ -104,6 +107,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _add_imported_model_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt)")
+    g.add_argument(
+        "--inputs",
+        metavar="NAMES",
+        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder; "
+        "another tensor cuts the graph there)",
+    )
+    g.add_argument(
+        "--outputs",
+        metavar="NAMES",
+        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef)",
+    )
+
+
+def _model(args: argparse.Namespace) -> object:
+    """The model argument; a GraphDef file cut at --inputs/--outputs when they are given."""
+    if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
+        return args.model
+    from tfc.aot.signatures import ModelError, graph_def_model, is_graph_def_model
+
+    if not is_graph_def_model(args.model):
+        raise ModelError("--inputs and --outputs name tensors of GraphDef models (MODEL.pb) only")
+    names = [
+        None if v is None else [n.strip() for n in v.split(",") if n.strip()]
+        for v in (args.inputs, args.outputs)
+    ]
+    return graph_def_model(args.model, inputs=names[0], outputs=names[1])
+
+
 def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("--target embed")
     g.add_argument(
@@ -137,6 +170,14 @@ def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="predict takes 1..N examples at run time (one at a time, in one example's arena)",
     )
+    g.add_argument(
+        "--no-check-finite",
+        dest="check_finite",
+        action="store_false",
+        help="train_step does not check its loss, gradients and hyperparameters for NaN and "
+        "infinity before it updates the state (faster, a smaller arena; a NaN input then "
+        "poisons the weights)",
+    )
 
 
 def _compile_embed(args: argparse.Namespace) -> int:
@@ -146,7 +187,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
 
     try:
         m = compile_embed(
-            args.model,
+            _model(args),
             args.output,
             batch=1 if args.batch is None else args.batch,
             prefix=args.prefix,
@@ -156,6 +197,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
             checkpoint=args.checkpoint,
             max_batch=args.max_batch,
             weights_dtype=args.weights_dtype,
+            check_finite=args.check_finite,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
         )
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
@@ -163,8 +205,9 @@ def _compile_embed(args: argparse.Namespace) -> int:
         return 1
     kind = "train_step, predict" if m.trainable else "predict"
     print(f"wrote the embeddable library ({kind}, batch {m.batch}) to {m.outdir}/model.h, model.c")
-    print(f"  {m.macro}ARENA_BYTES {m.arena_bytes}  {m.macro}STATE_BYTES {m.state_bytes}  "
-          f"{m.macro}WEIGHTS_BYTES {m.weights_bytes}")  # fmt: skip
+    sizes = {"ARENA": m.arena_bytes, "STACK": m.stack_bytes, "STATE": m.state_bytes,
+             "WEIGHTS": m.weights_bytes}  # fmt: skip
+    print("  " + "  ".join(f"{m.macro}{k}_BYTES {v}" for k, v in sizes.items()))
     return 0
 
 
@@ -177,7 +220,7 @@ def _compile(args: argparse.Namespace) -> int:
         return _compile_embed(args)
     try:
         result = compile(
-            args.model,
+            _model(args),
             args.output,
             batch=32 if args.batch is None else args.batch,
             target=args.target,
