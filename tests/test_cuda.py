@@ -497,6 +497,9 @@ def test_per_thread_index_and_sampling_kernels_equal_cpu(cuda_device, monkeypatc
                 tfc.random_poisson([3.0, 30.0], [2], dtype=tfc.int32, seed=2),
                 *tfc.nn.log_uniform_candidate_sampler([[1, 2]], 2, 5, True, 9, seed=3),
                 *tfc.nn.uniform_candidate_sampler([[4]], 1, 6, False, 10, seed=4),
+                *tfc.nn.fixed_unigram_candidate_sampler(
+                    [[0]], 1, 5, True, 6, seed=5, unigrams=[3, 1, 4, 1, 5, 9]
+                ),  # fmt: skip
             ]
         feed = {x: xv, idx: good["idx"], lens: good["lens"]}
         monkeypatch.setenv("TFC_DEVICE", device)

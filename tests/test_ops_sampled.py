@@ -17,7 +17,17 @@ RNG = np.random.default_rng(3)
 CLASSES = np.array([[0, 3], [7, 1], [2, 2]], np.int64)
 
 
+UNIGRAMS = np.array([5.0, 1.0, 3.0, 0.5, 7.0, 2.0, 2.0, 9.0, 0.25, 4.0])
+# the fixed-unigram samplers' arguments: distortion 0.75, and 0.5 with two reserved ids
+FIXED = {10: {"distortion": 0.75}, 12: {"distortion": 0.5, "num_reserved_ids": 2}}
+
+
 def _p(kind: str, k: np.ndarray, n: int) -> np.ndarray:
+    if kind == "fixed_unigram":
+        extra = FIXED[n]
+        w = np.concatenate([np.zeros(extra.get("num_reserved_ids", 0)),
+                            UNIGRAMS ** extra["distortion"]])  # fmt: skip
+        return (w / w.sum())[np.asarray(k)]
     if kind == "uniform":
         return np.full(np.shape(k), 1.0 / n)
     return np.log((np.asarray(k) + 2.0) / (np.asarray(k) + 1.0)) / math.log(n + 1)
@@ -30,6 +40,8 @@ SAMPLERS = {  # name: (sampler, kind, num_sampled, unique, range_max)
     "uniform-unique-10": ("uniform", 9, True, 10),
     "uniform-64": ("uniform", 8, False, 64),
     "uniform-1000": ("uniform", 20, False, 1000),
+    "unigram-10": ("fixed_unigram", 12, False, 10),
+    "unigram-unique-reserved-12": ("fixed_unigram", 6, True, 12),
 }
 
 
@@ -42,10 +54,14 @@ def draws():
         outs = {}
         for name, (kind, n, unique, rng) in SAMPLERS.items():
             fn = getattr(tf.nn, f"{kind}_candidate_sampler")
-            outs[name] = fn(CLASSES, 2, n, unique, rng, seed=5)
+            extra = {"unigrams": UNIGRAMS, **FIXED[rng]} if kind == "fixed_unigram" else {}
+            outs[name] = fn(CLASSES, 2, n, unique, rng, seed=5, **extra)
         # many draws with replacement, for the distributions
         outs["log-many"] = tf.random.log_uniform_candidate_sampler(CLASSES, 2, 20000, False, 10)
-        outs["uniform-many"] = tf.random.uniform_candidate_sampler(CLASSES, 2, 20000, False, 7)
+        outs["uniform-many"] = tf.random.uniform_candidate_sampler(CLASSES, 2, 20000, False, 8)
+        outs["unigram-many"] = tf.random.fixed_unigram_candidate_sampler(
+            CLASSES, 2, 20000, False, 12, unigrams=UNIGRAMS, **FIXED[12]
+        )
     with tf.Session(graph=graph, config=tf.CompileOptions(passes=[])) as sess:
         compiled = [sess.run(outs), sess.run(outs)]
     interp = Interpreter(graph)
@@ -66,6 +82,8 @@ def test_sampler_draws_and_expected_counts(name, draws):
         assert sampled.dtype == np.int64 and sampled.shape == (n,)
         assert true_count.shape == (3, 2) and true_count.dtype == np.float32
         assert sampled.min() >= 0 and sampled.max() < rng
+        if kind == "fixed_unigram" and rng == 12:
+            assert sampled.min() >= 2  # the reserved ids are never drawn
         p_true, p_sampled = _p(kind, CLASSES, rng), _p(kind, sampled, rng)
         if not unique:
             np.testing.assert_allclose(true_count, p_true * n, rtol=1e-5)
@@ -80,14 +98,15 @@ def test_sampler_draws_and_expected_counts(name, draws):
 
 
 @pytest.mark.parametrize("name,kind,rng", [("log-many", "log_uniform", 10),
-                                           ("uniform-many", "uniform", 7)])  # fmt: skip
+                                           ("uniform-many", "uniform", 8),
+                                           ("unigram-many", "fixed_unigram", 12)])  # fmt: skip
 def test_sampler_frequencies(name, kind, rng, draws):
     sampled = draws[0][0][name][0]
     np.testing.assert_array_equal(sampled, draws[1][0][name][0])
     freq = np.bincount(sampled, minlength=rng) / sampled.size
     p = _p(kind, np.arange(rng), rng)
     sigma = np.sqrt(p * (1 - p) / sampled.size)
-    assert np.all(np.abs(freq - p) < 5 * sigma), (freq, p)
+    assert np.all(np.abs(freq - p) <= 5 * sigma), (freq, p)
 
 
 def test_sampler_bad_arguments():
@@ -99,6 +118,35 @@ def test_sampler_bad_arguments():
         tf.nn.uniform_candidate_sampler(tf.constant(CLASSES, tf.int32), 2, 4, False, 10)
     with pytest.raises(ValueError, match="must be positive"):
         tf.nn.uniform_candidate_sampler(CLASSES, 2, 4, False, 0)
+    with pytest.raises(ValueError, match="range is 11 must be equal to weights size 10"):
+        tf.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 4, False, 11, unigrams=UNIGRAMS)
+    with pytest.raises(ValueError, match="exactly one of vocab_file and unigrams"):
+        tf.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 4, False, 10)
+    out_of_range = tf.nn.log_uniform_candidate_sampler(CLASSES, 2, 3, False, 5)
+    with (
+        tf.Session() as sess,
+        pytest.raises(
+            tf.errors.InvalidArgumentError, match=r"true_classes\[2\] = 7 is not in \[0, 5\)"
+        ),
+    ):
+        sess.run(out_of_range)
+
+
+def test_fixed_unigram_reads_a_vocab_file_and_shards(tmp_path):
+    """The last comma-separated field of each line is the count; shard 1 of 2 keeps the odd
+    ids (its classes 0..4 are words 1, 3, 5, 7, 9)."""
+    vocab = tmp_path / "vocab.csv"
+    vocab.write_text("".join(f"w{k},x,{u}\n" for k, u in enumerate(UNIGRAMS)))
+    classes = np.array([[0], [4]], np.int64)
+    drawn = tf.nn.fixed_unigram_candidate_sampler(classes, 1, 4000, False, 5,
+                                                  vocab_file=str(vocab), num_shards=2, shard=1,
+                                                  seed=1)  # fmt: skip
+    with tf.Session() as sess:
+        sampled, true_count, _ = sess.run(drawn)
+    p = UNIGRAMS[1::2] / UNIGRAMS[1::2].sum()
+    np.testing.assert_allclose(true_count[:, 0], p[[0, 4]] * 4000, rtol=1e-5)
+    freq = np.bincount(sampled, minlength=5) / sampled.size
+    assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / sampled.size)), (freq, p)
 
 
 # -- the sampled losses, for given samples ---------------------------------------------------------

@@ -1,7 +1,11 @@
 """`tf.random` (TF1): the random ops under their tf.random names."""
 
 from tfc.ir.random_seed import get_seed, set_random_seed
-from tfc.ops.candidate_sampling import log_uniform_candidate_sampler, uniform_candidate_sampler
+from tfc.ops.candidate_sampling import (
+    fixed_unigram_candidate_sampler,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 from tfc.ops.random import random_normal as normal
 from tfc.ops.random import random_uniform as uniform
 from tfc.ops.random import truncated_normal
@@ -12,6 +16,7 @@ from tfc.ops.random_sampling import random_shuffle as shuffle
 
 __all__ = [
     "categorical",
+    "fixed_unigram_candidate_sampler",
     "gamma",
     "get_seed",
     "log_uniform_candidate_sampler",

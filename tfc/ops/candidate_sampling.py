@@ -19,6 +19,7 @@ import numpy as np
 
 import tfc.ops.philox as philox
 from tfc.ir import dtypes as _dt
+from tfc.ir import errors
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import shape_str
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
@@ -27,9 +28,17 @@ from tfc.ops.kernels import Kernel, Param, ScanSpec, c_literal
 from tfc.ops.random import seed_attrs
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
 
-__all__ = ["uniform_candidate_sampler", "log_uniform_candidate_sampler"]
+__all__ = [
+    "uniform_candidate_sampler",
+    "log_uniform_candidate_sampler",
+    "fixed_unigram_candidate_sampler",
+]
 
-_SAMPLERS = {"UniformCandidateSampler": "uniform", "LogUniformCandidateSampler": "log_uniform"}
+_SAMPLERS = {
+    "UniformCandidateSampler": "uniform",
+    "LogUniformCandidateSampler": "log_uniform",
+    "AliasCandidateSampler": "alias",
+}
 
 
 def _infer(ctx: OpContext) -> list:
@@ -57,6 +66,11 @@ def _infer(ctx: OpContext) -> list:
         raise ctx.error(
             f"true_classes must have num_true columns, expected: {num_true} got: {classes[1]}"
         )
+    if ctx.type == "AliasCandidateSampler":
+        for i, (what, dtype) in enumerate(_ALIAS_INPUTS, start=1):
+            if ctx.in_dtypes[i] != dtype or ctx.in_shapes[i] != (range_max,):
+                got = f"{ctx.in_dtypes[i].name} {shape_str(ctx.in_shapes[i])}"
+                raise ctx.error(f"{what} must be {dtype.name} [{range_max}], got {got}")
     batch = None if classes is None else classes[0]
     return [
         (_dt.int64, (num_sampled,)),
@@ -65,8 +79,16 @@ def _infer(ctx: OpContext) -> list:
     ]
 
 
-def _probability(kind: str, value: np.ndarray, range_max: int) -> np.ndarray:
-    """TF's Probability(value) (computed in double, returned as float)."""
+# the alias sampler's table inputs after true_classes (tfc/ops/candidate_sampling.py's
+# fixed_unigram_candidate_sampler makes them)
+_ALIAS_INPUTS = (("prob", _dt.float32), ("alt", _dt.int32), ("probability", _dt.float32))
+
+
+def _probability(kind: str, value: np.ndarray, range_max: int, table: Any = None) -> np.ndarray:
+    """TF's Probability(value) (computed in double, returned as float); the alias sampler's
+    from its table of class probabilities."""
+    if kind == "alias":
+        return np.asarray(table[np.asarray(value)], np.float32)
     if kind == "uniform":
         return np.full(np.shape(value), np.float32(1.0 / range_max), np.float32)
     v = np.asarray(value, np.float64)
@@ -81,14 +103,25 @@ def _expected(p: np.ndarray, num_sampled: int, tries: int) -> np.ndarray:
     return (-np.expm1(np.float32(tries) * np.log1p(-p))).astype(np.float32)
 
 
-def _reference(ctx: OpContext, true_classes: np.ndarray) -> list:
+def _reference(ctx: OpContext, true_classes: np.ndarray, *tables: np.ndarray) -> list:
     kind = _SAMPLERS[ctx.type]
     num_sampled, range_max = int(ctx.attrs["num_sampled"]), int(ctx.attrs["range_max"])
+    flat = np.asarray(true_classes).ravel()
+    bad = np.flatnonzero((flat < 0) | (flat >= range_max))
+    if bad.size:  # TF's kernel checks them before drawing
+        i = int(bad[0])
+        raise errors.InvalidArgumentError(
+            None, None, f"true_classes[{i}] = {int(flat[i])} is not in [0, {range_max})"
+        )
     base, key = philox.reserve_samples(ctx.state.rng_state(ctx.name, ctx.attrs), 512 * num_sampled)
     stream = philox.PhiloxStream(base, key)
     log_range = math.log1p(range_max)
 
     def sample() -> int:
+        if kind == "alias":  # DistributionSampler::Sample: a float, then a bucket
+            r = float(philox.u32_to_f32(np.array([stream.single()]))[0])
+            bucket = _uniform32(stream, range_max)
+            return bucket if r < tables[0][bucket] else int(tables[1][bucket])
         if kind == "log_uniform":
             d = float(philox.u64_to_f64(np.uint32(stream.single()), np.uint32(stream.single())))
             return (int(math.exp(d * log_range)) - 1) % range_max
@@ -110,8 +143,8 @@ def _reference(ctx: OpContext, true_classes: np.ndarray) -> list:
     sampled = np.array(picked, np.int64)
     return [
         sampled,
-        _expected(_probability(kind, true_classes, range_max), num_sampled, tries),
-        _expected(_probability(kind, sampled, range_max), num_sampled, tries),
+        _expected(_probability(kind, true_classes, range_max, *tables[2:]), num_sampled, tries),
+        _expected(_probability(kind, sampled, range_max, *tables[2:]), num_sampled, tries),
     ]
 
 
@@ -132,11 +165,22 @@ def _uniform64(stream: philox.PhiloxStream, n: int) -> int:
             return value % n
 
 
+def _uniform32(stream: philox.PhiloxStream, n: int) -> int:
+    """SimplePhilox::Uniform: ExactUniformInt over 32-bit words."""
+    if n & (n - 1) == 0:
+        return stream.single() & (n - 1)
+    rem = ((2**32 - 1) % n) + 1
+    while True:
+        value = stream.single()
+        if value >= rem:
+            return value % n
+
+
 def _lower(ctx: OpContext) -> list:
     num_sampled, range_max = int(ctx.attrs["num_sampled"]), int(ctx.attrs["range_max"])
     batch = ctx.in_shapes[0][0]
     values = {
-        "log_uniform": _SAMPLERS[ctx.type] == "log_uniform",
+        "kind": _SAMPLERS[ctx.type],
         "unique": bool(ctx.attrs["unique"]),
         "num_sampled": num_sampled,
         "range_max": c_literal(range_max, _dt.int64),
@@ -146,6 +190,7 @@ def _lower(ctx: OpContext) -> list:
         "samples128": c_literal(512 * num_sampled, _dt.int64),
         # ExactUniformInt's rejection bound for a range that is not a power of two
         "reject_below": f"{((2**64 - 1) % range_max) + 1}ull",
+        "reject_below32": f"{((2**32 - 1) % range_max) + 1}u",
         "power_of_two": range_max & (range_max - 1) == 0,
     }
     params = [
@@ -157,7 +202,11 @@ def _lower(ctx: OpContext) -> list:
     ]
     if values["unique"]:
         params.append(Param("seen", "unsigned char", False, "scratch"))
-    return [Kernel("candidate_sampler", params, ScanSpec(_dt.float32, num_sampled, values))]
+    if values["kind"] == "alias":
+        params += [Param("prob", "float", True, "in1"), Param("alt", "int32_t", True, "in2"),
+                   Param("probability", "float", True, "in3")]  # fmt: skip
+    spec = ScanSpec(_dt.float32, num_sampled, values)
+    return [Kernel("candidate_sampler", params, spec, can_fail=True)]
 
 
 for _type in _SAMPLERS:
@@ -171,20 +220,26 @@ for _type in _SAMPLERS:
             scratch=lambda ctx: int(ctx.attrs["range_max"]) if ctx.attrs["unique"] else 0,
             random=True,
             differentiable=False,
-            input_names=("true_classes",),
+            input_names=("true_classes",)
+            + (tuple(n for n, _ in _ALIAS_INPUTS) if _type == "AliasCandidateSampler" else ()),
         )
     )
+
+
+def _classes(true_classes: Any) -> Tensor:
+    if is_tensor_like(true_classes):
+        classes = convert_to_tensor(true_classes, name="true_classes")
+    else:  # lists and arrays become int64, as TF converts them for the op
+        classes = convert_to_tensor(true_classes, dtype=_dt.int64, name="true_classes")
+    if classes.dtype != _dt.int64:
+        raise TypeError(f"true_classes must be int64, got {classes.dtype.name}")
+    return classes
 
 
 def _sampler(op_type: str, true_classes: Any, num_true: int, num_sampled: int, unique: bool,
              range_max: int, seed: int | None, name: str | None) -> tuple:  # fmt: skip
     with name_scope(name, op_type, [true_classes]) as scope:
-        if is_tensor_like(true_classes):
-            classes = convert_to_tensor(true_classes, name="true_classes")
-        else:  # lists and arrays become int64, as TF converts them for the op
-            classes = convert_to_tensor(true_classes, dtype=_dt.int64, name="true_classes")
-        if classes.dtype != _dt.int64:
-            raise TypeError(f"true_classes must be int64, got {classes.dtype.name}")
+        classes = _classes(true_classes)
         attrs = seed_attrs(seed) | {
             "num_true": int(num_true),
             "num_sampled": int(num_sampled),
@@ -219,3 +274,74 @@ def candidate_sampler_outputs(sampler: tuple) -> tuple[Tensor, Tensor, Tensor]:
     if len(sampler) != 3:
         raise ValueError(f"sampled_values must be 3 tensors, got {len(sampler)}")
     return tuple(convert_to_tensor(t) for t in sampler)  # type: ignore[return-value]
+
+
+def _alias_table(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TF's DistributionSampler (Walker's alias method) over float weights: per bucket the
+    float probability of keeping it and the class taken otherwise; built as TF builds it (in
+    double, the pairing by the ends of the low and high lists) so the same draws pick the same
+    classes."""
+    n = len(weights)
+    total = 0.0
+    for w in weights:
+        total += float(w)
+    scaled = [float(np.float32(w) * np.float32(n)) / total for w in weights]
+    alt = [-1] * n
+    low = [i for i in range(n) if scaled[i] < 1.0]
+    high = [i for i in range(n) if scaled[i] >= 1.0]
+    while high and low:
+        small, large = low.pop(), high.pop()
+        alt[small] = large
+        scaled[large] -= 1.0 - scaled[small]
+        (low if scaled[large] < 1.0 else high).append(large)
+    prob = np.array(scaled, np.float32)
+    for i in high + low:  # rounding leaves some near 1: they keep their bucket
+        prob[i], alt[i] = 1.0, i
+    return prob, np.array(alt, np.int32)
+
+
+def fixed_unigram_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int,
+                                    unique: bool, range_max: int, vocab_file: str = "",
+                                    distortion: float = 1.0, num_reserved_ids: int = 0,
+                                    num_shards: int = 1, shard: int = 0,
+                                    unigrams: Any = (), seed: int | None = None,
+                                    name: str | None = None) -> tuple:  # fmt: skip
+    """`tf.nn.fixed_unigram_candidate_sampler`: classes drawn in proportion to
+    unigram^distortion (word2vec's negative sampling with 0.75), from `unigrams` or the last
+    comma-separated field of each line of `vocab_file`; the first `num_reserved_ids` classes
+    are never drawn; `num_shards`/`shard` keep every num_shards-th class. TF's draws for the
+    same seeds (its alias table is built here, when the graph is built: the op takes it as
+    inputs)."""
+    if bool(vocab_file) == bool(len(unigrams)):
+        raise ValueError("fixed_unigram_candidate_sampler needs exactly one of vocab_file and "
+                         "unigrams")  # fmt: skip
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"shard must be in [0, num_shards = {num_shards}), got {shard}")
+    if vocab_file:
+        with open(vocab_file) as f:
+            unigrams = [float(line.rstrip("\n").split(",")[-1]) for line in f if line.strip()]
+    weights = [0.0 for k in range(num_reserved_ids) if k % num_shards == shard]
+    word_id = len(weights)
+    for u in unigrams:  # TF numbers the unigrams from there, per shard
+        if word_id % num_shards == shard:
+            weights.append(float(np.float32(float(np.float32(u)) ** float(np.float32(distortion)))))
+        word_id += 1
+    if len(weights) != range_max:
+        raise ValueError(f"range is {range_max} must be equal to weights size {len(weights)}")
+    w32 = np.array(weights, np.float32)
+    total = np.float32(0)
+    for w in w32:  # TF's float running total
+        total = np.float32(total + w)
+    prob, alt = _alias_table(w32)
+    with name_scope(name, "FixedUnigramCandidateSampler", [true_classes]) as scope:
+        classes = _classes(true_classes)
+        attrs = seed_attrs(seed) | {
+            "num_true": int(num_true),
+            "num_sampled": int(num_sampled),
+            "unique": bool(unique),
+            "range_max": int(range_max),
+        }
+        tables = [convert_to_tensor(prob), convert_to_tensor(alt),
+                  convert_to_tensor((w32 / total).astype(np.float32))]  # fmt: skip
+        op = apply_op("AliasCandidateSampler", [classes, *tables], attrs, name=scope)
+        return tuple(op.outputs)

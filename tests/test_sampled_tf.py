@@ -14,6 +14,7 @@ v1 = real_tf.compat.v1
 import tfc as tf  # noqa: E402
 
 CLASSES = np.array([[0, 3], [7, 1], [2, 2]], np.int64)
+UNIGRAMS = [5.0, 1.0, 3.0, 0.5, 7.0, 2.0, 2.0, 9.0, 0.25, 4.0]
 
 
 def _in(lib, build):
@@ -33,11 +34,22 @@ def _in(lib, build):
 @pytest.mark.parametrize("unique", [True, False])
 def test_samplers_draw_what_tensorflow_draws(unique):
     def build(lib):
-        return [
+        drawn = [
             getattr(lib.nn, f"{kind}_candidate_sampler")(CLASSES, 2, n, unique, rng, seed=5)
             for kind in ("log_uniform", "uniform")
             for rng, n in ((10, 6), (1000, 20), (64, 8))
         ]
+        counts = np.random.default_rng(0).integers(1, 1000, 997).astype(float).tolist()
+        return drawn + [
+            lib.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 8, unique, 10,
+                                                   unigrams=UNIGRAMS, distortion=0.75, seed=5),
+            lib.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 6, unique, 12, unigrams=UNIGRAMS,
+                                                   distortion=0.5, num_reserved_ids=2, seed=6),
+            lib.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 40, unique, 997, unigrams=counts,
+                                                   distortion=0.75, seed=7),
+            lib.nn.fixed_unigram_candidate_sampler(CLASSES % 5, 2, 4, unique, 5, seed=8,
+                                                   unigrams=UNIGRAMS, num_shards=2, shard=1),
+        ]  # fmt: skip
 
     got, want = _in(tf, build), _in(real_tf, build)
     for run_got, run_want in zip(got, want):
