@@ -132,6 +132,18 @@ def test_sampler_bad_arguments():
         sess.run(out_of_range)
 
 
+def test_all_candidate_sampler_gives_every_class_once():
+    drawn = tf.nn.all_candidate_sampler(CLASSES, 2, 8, True, seed=1)
+    bad = tf.random.all_candidate_sampler(CLASSES, 2, 5, False)  # class 7 is not in [0, 5)
+    with tf.Session() as sess:
+        sampled, true_count, sampled_count = sess.run(drawn)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"= 7 is not in \[0, 5\)"):
+            sess.run(bad)
+    np.testing.assert_array_equal(sampled, np.arange(8))
+    np.testing.assert_array_equal(true_count, np.ones((3, 2), np.float32))
+    np.testing.assert_array_equal(sampled_count, np.ones(8, np.float32))
+
+
 def test_fixed_unigram_reads_a_vocab_file_and_shards(tmp_path):
     """The last comma-separated field of each line is the count; shard 1 of 2 keeps the odd
     ids (its classes 0..4 are words 1, 3, 5, 7, 9)."""

@@ -41,6 +41,7 @@ def test_samplers_draw_what_tensorflow_draws(unique):
         ]
         counts = np.random.default_rng(0).integers(1, 1000, 997).astype(float).tolist()
         return drawn + [
+            lib.nn.all_candidate_sampler(CLASSES, 2, 9, unique, seed=4),
             lib.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 8, unique, 10,
                                                    unigrams=UNIGRAMS, distortion=0.75, seed=5),
             lib.nn.fixed_unigram_candidate_sampler(CLASSES, 2, 6, unique, 12, unigrams=UNIGRAMS,

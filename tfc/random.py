@@ -2,6 +2,7 @@
 
 from tfc.ir.random_seed import get_seed, set_random_seed
 from tfc.ops.candidate_sampling import (
+    all_candidate_sampler,
     fixed_unigram_candidate_sampler,
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
@@ -15,6 +16,7 @@ from tfc.ops.random_sampling import random_poisson as poisson
 from tfc.ops.random_sampling import random_shuffle as shuffle
 
 __all__ = [
+    "all_candidate_sampler",
     "categorical",
     "fixed_unigram_candidate_sampler",
     "gamma",

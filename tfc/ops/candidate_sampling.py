@@ -32,12 +32,14 @@ __all__ = [
     "uniform_candidate_sampler",
     "log_uniform_candidate_sampler",
     "fixed_unigram_candidate_sampler",
+    "all_candidate_sampler",
 ]
 
 _SAMPLERS = {
     "UniformCandidateSampler": "uniform",
     "LogUniformCandidateSampler": "log_uniform",
     "AliasCandidateSampler": "alias",
+    "AllCandidateSampler": "all",
 }
 
 
@@ -48,7 +50,7 @@ def _infer(ctx: OpContext) -> list:
             f"does not match expected type of int64"
         )
     num_true, num_sampled = int(ctx.attrs["num_true"]), int(ctx.attrs["num_sampled"])
-    range_max, unique = int(ctx.attrs["range_max"]), bool(ctx.attrs["unique"])
+    range_max, unique = _range_max(ctx), bool(ctx.attrs["unique"])
     if num_true < 1 or num_sampled < 1 or range_max < 1:
         raise ValueError(
             f"num_true ({num_true}), num_sampled ({num_sampled}) and range_max ({range_max}) "
@@ -84,6 +86,13 @@ def _infer(ctx: OpContext) -> list:
 _ALIAS_INPUTS = (("prob", _dt.float32), ("alt", _dt.int32), ("probability", _dt.float32))
 
 
+def _range_max(ctx: OpContext) -> int:
+    """The sampler's range (AllCandidateSampler's: its num_sampled, every class once)."""
+    if ctx.type == "AllCandidateSampler":
+        return int(ctx.attrs["num_sampled"])
+    return int(ctx.attrs["range_max"])
+
+
 def _probability(kind: str, value: np.ndarray, range_max: int, table: Any = None) -> np.ndarray:
     """TF's Probability(value) (computed in double, returned as float); the alias sampler's
     from its table of class probabilities."""
@@ -105,7 +114,7 @@ def _expected(p: np.ndarray, num_sampled: int, tries: int) -> np.ndarray:
 
 def _reference(ctx: OpContext, true_classes: np.ndarray, *tables: np.ndarray) -> list:
     kind = _SAMPLERS[ctx.type]
-    num_sampled, range_max = int(ctx.attrs["num_sampled"]), int(ctx.attrs["range_max"])
+    num_sampled, range_max = int(ctx.attrs["num_sampled"]), _range_max(ctx)
     flat = np.asarray(true_classes).ravel()
     bad = np.flatnonzero((flat < 0) | (flat >= range_max))
     if bad.size:  # TF's kernel checks them before drawing
@@ -129,6 +138,9 @@ def _reference(ctx: OpContext, true_classes: np.ndarray, *tables: np.ndarray) ->
 
     picked: list[int] = []
     tries = 0
+    if kind == "all":  # every class once, each expected once
+        ones = np.ones(np.shape(true_classes), np.float32)
+        return [np.arange(num_sampled, dtype=np.int64), ones, np.ones(num_sampled, np.float32)]
     if ctx.attrs["unique"]:
         seen: set[int] = set()
         while len(picked) < num_sampled:
@@ -177,7 +189,7 @@ def _uniform32(stream: philox.PhiloxStream, n: int) -> int:
 
 
 def _lower(ctx: OpContext) -> list:
-    num_sampled, range_max = int(ctx.attrs["num_sampled"]), int(ctx.attrs["range_max"])
+    num_sampled, range_max = int(ctx.attrs["num_sampled"]), _range_max(ctx)
     batch = ctx.in_shapes[0][0]
     values = {
         "kind": _SAMPLERS[ctx.type],
@@ -217,7 +229,7 @@ for _type in _SAMPLERS:
             reference=_reference,
             lower=_lower,
             flops=no_flops,
-            scratch=lambda ctx: int(ctx.attrs["range_max"]) if ctx.attrs["unique"] else 0,
+            scratch=lambda ctx: _range_max(ctx) if ctx.attrs["unique"] else 0,
             random=True,
             differentiable=False,
             input_names=("true_classes",)
@@ -344,4 +356,18 @@ def fixed_unigram_candidate_sampler(true_classes: Any, num_true: int, num_sample
         tables = [convert_to_tensor(prob), convert_to_tensor(alt),
                   convert_to_tensor((w32 / total).astype(np.float32))]  # fmt: skip
         op = apply_op("AliasCandidateSampler", [classes, *tables], attrs, name=scope)
+        return tuple(op.outputs)
+
+
+def all_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int, unique: bool,
+                          seed: int | None = None, name: str | None = None) -> tuple:  # fmt: skip
+    """`tf.nn.all_candidate_sampler`: every class of [0, num_sampled) once, in order, each with
+    expected count 1 (a full softmax through the sampled losses' code)."""
+    with name_scope(name, "AllCandidateSampler", [true_classes]) as scope:
+        attrs = seed_attrs(seed) | {
+            "num_true": int(num_true),
+            "num_sampled": int(num_sampled),
+            "unique": bool(unique),
+        }
+        op = apply_op("AllCandidateSampler", [_classes(true_classes)], attrs, name=scope)
         return tuple(op.outputs)
