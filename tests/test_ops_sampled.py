@@ -144,6 +144,22 @@ def test_all_candidate_sampler_gives_every_class_once():
     np.testing.assert_array_equal(sampled_count, np.ones(8, np.float32))
 
 
+def test_compute_accidental_hits():
+    """Row by row, true class by true class; a class sampled twice hits at its last place."""
+    sampled = tf.placeholder(tf.int64, [None])
+    hits = tf.nn.compute_accidental_hits(CLASSES, sampled, num_true=2)
+    with tf.Session() as sess:
+        rows, ids, weights = sess.run(hits, {sampled: [2, 9, 3, 2, 1]})
+        none = sess.run(hits, {sampled: [4, 5]})
+    np.testing.assert_array_equal(rows, [0, 1, 2, 2])
+    np.testing.assert_array_equal(ids, [2, 4, 3, 3])
+    assert rows.dtype == np.int32 and ids.dtype == np.int64
+    np.testing.assert_array_equal(weights, np.full(4, -np.finfo(np.float32).max, np.float32))
+    assert [v.shape for v in none] == [(0,), (0,), (0,)]
+    with pytest.raises(ValueError, match="num_true = 3 columns"):
+        tf.nn.compute_accidental_hits(CLASSES, [1], num_true=3)
+
+
 def test_fixed_unigram_reads_a_vocab_file_and_shards(tmp_path):
     """The last comma-separated field of each line is the count; shard 1 of 2 keeps the odd
     ids (its classes 0..4 are words 1, 3, 5, 7, 9)."""

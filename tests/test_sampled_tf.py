@@ -109,3 +109,13 @@ def test_sampled_losses_and_gradients_equal_tensorflows(num_true):
     for run_got, run_want in zip(got, want):
         for g, w in zip(run_got[0] + run_got[1], run_want[0] + run_want[1]):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_accidental_hits_equal_tensorflows():
+    def build(lib):
+        return lib.nn.compute_accidental_hits(CLASSES, np.array([2, 9, 3, 2, 1, 0]), num_true=2)
+
+    got, want = _in(tf, build)[0], _in(real_tf, build)[0]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype

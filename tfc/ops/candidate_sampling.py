@@ -26,13 +26,14 @@ from tfc.ops.constant import convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops
 from tfc.ops.kernels import Kernel, Param, ScanSpec, c_literal
 from tfc.ops.random import seed_attrs
-from tfc.ops.registry import OpContext, OpDef, apply_op, register
+from tfc.ops.registry import VALUE_DEPENDENT_REASON, OpContext, OpDef, apply_op, register
 
 __all__ = [
     "uniform_candidate_sampler",
     "log_uniform_candidate_sampler",
     "fixed_unigram_candidate_sampler",
     "all_candidate_sampler",
+    "compute_accidental_hits",
 ]
 
 _SAMPLERS = {
@@ -371,3 +372,53 @@ def all_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int, un
         }
         op = apply_op("AllCandidateSampler", [_classes(true_classes)], attrs, name=scope)
         return tuple(op.outputs)
+
+
+# -- ComputeAccidentalHits ----------------------------------------------------------------------
+def _hits_infer(ctx: OpContext) -> list:
+    true, sampled = ctx.in_shapes
+    if ctx.in_dtypes != [_dt.int64, _dt.int64]:
+        raise TypeError(f"true_classes and sampled_candidates of '{ctx.name}' must be int64, got "
+                        f"{ctx.in_dtypes[0].name} and {ctx.in_dtypes[1].name}")  # fmt: skip
+    num_true = int(ctx.attrs["num_true"])
+    if true is not None and (len(true) != 2 or true[1] not in (None, num_true)):
+        raise ctx.error(f"true_classes must be a matrix of num_true = {num_true} columns, got "
+                        f"shape {shape_str(true)}")  # fmt: skip
+    if sampled is not None and len(sampled) != 1:
+        raise ctx.error(f"sampled_candidates must be a vector, got shape {shape_str(sampled)}")
+    return [(_dt.int32, (None,)), (_dt.int64, (None,)), (_dt.float32, (None,))]
+
+
+def _hits_reference(ctx: OpContext, true: np.ndarray, sampled: np.ndarray) -> list:
+    """TF's order: rows, then their true classes; a class sampled twice hits at its last
+    position."""
+    position = {int(v): k for k, v in enumerate(sampled)}
+    hits = [(i, position[int(c)]) for i in range(true.shape[0]) for c in true[i]
+            if int(c) in position]  # fmt: skip
+    rows = np.array([i for i, _ in hits], np.int32)
+    ids = np.array([k for _, k in hits], np.int64)
+    return [rows, ids, np.full(len(hits), -np.finfo(np.float32).max, np.float32)]
+
+
+register(
+    OpDef(
+        "ComputeAccidentalHits",
+        infer=_hits_infer,
+        reference=_hits_reference,
+        differentiable=False,
+        in_python=VALUE_DEPENDENT_REASON,
+        input_names=("true_classes", "sampled_candidates"),
+    )
+)
+
+
+def compute_accidental_hits(true_classes: Any, sampled_candidates: Any, num_true: int,
+                            seed: int | None = None, name: str | None = None) -> tuple:  # fmt: skip
+    """`tf.nn.compute_accidental_hits`: (indices [n] int32, ids [n] int64, weights [n]) of the
+    n (row, sampled position) pairs whose sampled class is one of the row's true classes, each
+    with weight -FLT_MAX. n depends on the values, so the op runs in a Session's Python stage
+    (native builds refuse it); the sampled losses find the same hits with static shapes."""
+    with name_scope(name, "ComputeAccidentalHits", [true_classes, sampled_candidates]) as scope:
+        attrs = seed_attrs(seed) | {"num_true": int(num_true)}
+        inputs = [_classes(true_classes), _classes(sampled_candidates)]
+        return tuple(apply_op("ComputeAccidentalHits", inputs, attrs, name=scope).outputs)
