@@ -211,3 +211,29 @@ def test_indexed_slices_api_and_bad_indices():
         tf.IndexedSlices(values, tf.constant([0.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match="grad must be the same size as indices"):
         sparse_ops.sparse_apply_adagrad(var, var, 0.1, values, tf.constant([0, 1]))
+
+
+def test_clipping_counts_rows_and_keeps_them_rows():
+    """TF's: global_norm and clip_by_norm of an IndexedSlices use its rows' values (a row read
+    twice counts twice), and the clipped gradient is rows again."""
+    table = tf.Variable(RNG.standard_normal((ROWS, WIDTH)))
+    ids = np.array([1, 3, 3, 5])
+    loss = tf.reduce_sum(tf.nn.embedding_lookup(table, ids) ** 3)
+    dense = tf.Variable(RNG.standard_normal(3))
+    grads = tf.gradients(loss + tf.reduce_sum(dense**2), [table, dense])
+    clipped, norm = tf.clip_by_global_norm(grads, 0.5)
+    by_norm = tf.clip_by_norm(grads[0], 0.25)
+    assert isinstance(clipped[0], tf.IndexedSlices) and isinstance(by_norm, tf.IndexedSlices)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        t, d = sess.run([table, dense])
+        got_norm, rows, indices, rows_by_norm = sess.run(
+            [norm, clipped[0].values, clipped[0].indices, by_norm.values]
+        )
+    g_rows, g_dense = 3 * t[ids] ** 2, 2 * d
+    want = np.sqrt((g_rows**2).sum() + (g_dense**2).sum())
+    np.testing.assert_allclose(got_norm, want, rtol=1e-12)
+    np.testing.assert_array_equal(indices, ids)
+    np.testing.assert_allclose(rows, g_rows * 0.5 / max(want, 0.5), rtol=1e-12)
+    l2 = np.sqrt((g_rows**2).sum())
+    np.testing.assert_allclose(rows_by_norm, g_rows * 0.25 / max(l2, 0.25), rtol=1e-12)
