@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
         "tfc.debugging", "tfc.contrib", "tfc.rnn", "tfc.linalg", "tfc.math", "tfc.random",
         "tfc.strings", "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.queue", "tfc.dtypes",
-        "tfc.image", "tfc.bitwise",
+        "tfc.image", "tfc.bitwise", "tfc.tflite", "tfc.python_io",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),

@@ -39,7 +39,12 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is
 
 # every module of op cases runs its batches on the GPU (a new tests/test_ops_<family>.py joins by
 # being there), but those whose ops only Python runs: a Session runs them in Python stages
-PYTHON_STAGE_MODULES = {"test_ops_dynamic", "test_ops_script", "test_ops_strings"}
+PYTHON_STAGE_MODULES = {
+    "test_ops_dynamic",
+    "test_ops_script",
+    "test_ops_strings",
+    "test_ops_parsing",
+}
 OP_TEST_MODULES = sorted(
     {path.stem for path in (ROOT / "tests").glob("test_ops_*.py")} - PYTHON_STAGE_MODULES
 ) + ["test_losses", "test_numerics"]

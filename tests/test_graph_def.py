@@ -76,6 +76,24 @@ def test_a_graph_comes_back_from_its_graph_def_unchanged():
     assert g2.as_graph_def() == graph_def  # and the GraphDef is a fixed point
 
 
+def test_bfloat16_and_half_constants_keep_their_bits_through_a_graph_def():
+    values = np.array([1.5, -2.25, 3e-3, 65504.0])
+    g1 = tf.Graph()
+    with g1.as_default():
+        half = tf.constant(values, tf.float16, name="half")
+        brain = tf.cast(tf.constant(values, tf.float32), tf.bfloat16)
+        bits = tf.Session().run(brain)
+        const = tf.constant(bits, tf.bfloat16, name="brain_const")
+        want = tf.Session().run([half, const])
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf.import_graph_def(g1.as_graph_def(), name="")
+        got = tf.Session().run([g2.get_tensor_by_name(n) for n in ("half:0", "brain_const:0")])
+    assert want[1].tobytes() == bits.tobytes()
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
 def test_the_imported_graph_trains_and_predicts_as_the_original():
     tf.set_random_seed(1)  # the initializers' seeds are attributes, so the copy draws the same
     x, labels = _model()
@@ -175,9 +193,9 @@ PLACEHOLDER = 'node { name: "x" op: "Placeholder" attr { key: "dtype" value { ty
       r"node 'y' \(Conv2D\): attribute explicit_paddings=\[1, 1\] is not supported"),
      ('node { name: "y" op: "f" input: "x" } library { function { signature { name: "f" } } }',
       r"node 'y' \(f\) calls a function of the GraphDef's library"),
-     ('node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_UINT16 } } '
-      'attr { key: "value" value { tensor { dtype: DT_UINT16 tensor_shape {} int_val: 1 } } } }',
-      r"node 'c' \(Const\): DT_UINT16 is not a dtype tfc has"),
+     ('node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_QINT16 } } '
+      'attr { key: "value" value { tensor { dtype: DT_QINT16 tensor_shape {} int_val: 1 } } } }',
+      r"node 'c' \(Const\): DT_QINT16 is not a dtype tfc has"),
      ('node { name: "y" op: "ExpandDims" input: "x" }',
       r"node 'y' \(ExpandDims\) is not valid for tfc")],
 )  # fmt: skip

@@ -113,4 +113,8 @@ from tfc.io.tensor_proto import make_ndarray, make_tensor_proto
 from tfc.ops.queues import *
 from tfc.ir.graph import container
 from tfc import queue
+from tfc.ops.parsing import *
+from tfc.ops.io_ops import *
+from tfc.ops.readers import *
+from tfc import python_io
 from tfc.ops.indexed_slices import IndexedSlices, IndexedSlicesValue

@@ -1,4 +1,5 @@
-"""`tf.image`: so far its dtype conversion, convert_image_dtype (the image ops are not in tfc)."""
+"""`tf.image`: its dtype conversion, convert_image_dtype, and the codecs (decode_png,
+decode_jpeg, decode_image, encode_png: tfc/ops/image_codecs.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.array_shape import identity
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.conversions import saturate_cast
+from tfc.ops.image_codecs import decode_image, decode_jpeg, decode_png, encode_png
 from tfc.ops.math import cast, floordiv, multiply
 
-__all__ = ["convert_image_dtype"]
+__all__ = [
+    "convert_image_dtype",
+    "decode_png",
+    "decode_jpeg",
+    "decode_image",
+    "encode_png",
+]
 
 
 def convert_image_dtype(

@@ -47,6 +47,17 @@ typedef struct {
 
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16
+
+/* A compiler barrier between two scatters of backprop-input rows, whose vectors may partially
+ * overlap (a row's last segment's padding reaches into the next row; columns of a narrow image
+ * overlap whatever their order): gcc 12's predictive commoning at -O3 forwards a stored vector
+ * to a later load of partly the same bytes as if it were all of them, and drops the other
+ * tile's sums. Memory is re-read after it; nothing else changes. */
+#if defined(__GNUC__)
+#define TFC_CONV_FENCE() __asm__ __volatile__("" ::: "memory")
+#else
+#define TFC_CONV_FENCE() ((void)0)
+#endif
 #define TFC_CONV_MAX_NV 8
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */

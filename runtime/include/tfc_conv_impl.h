@@ -313,6 +313,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows_part)(const tfc_co
                                                             xr + ow * step, seg_p,
                                                             g->out_h - full);
                         }
+                        TFC_CONV_FENCE();
                     }
                 }
             }

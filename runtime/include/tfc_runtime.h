@@ -12,6 +12,19 @@
 #include "tfc_hd.h"
 #include "tfc_index.h"
 
+/* The address of a constant array compiled into the program, hidden from the optimizer, so that
+ * no code reading the array is specialized for its values. GCC 12 on x86 with AVX-512 turns a
+ * block copy from a constant it can see into stores of broadcast registers and, for a run of
+ * equal values, stores one element too many (a fetched constant holding seven ones and then
+ * zeros came back with eight ones, at every -O level). Every use of a compiled-in constant in
+ * generated code goes through this (tfc/codegen/lower.py). */
+static inline TFC_HD const void *tfc_opaque(const void *p) {
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+    __asm__("" : "+r"(p));
+#endif
+    return p;
+}
+
 /* Status codes: TFC_OK, TensorFlow's error codes, the embeddable library's checks */
 #include "tfc_status.h"
 
@@ -118,6 +131,7 @@ static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, 
 }
 
 #include "tfc_math.h"
+#include "tfc_quant.h"
 #include "tfc_philox.h"
 /* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
 #include "tfc_linalg.h"

@@ -62,6 +62,7 @@ from tfc.aot.programs import (
     train_feeds,
 )
 from tfc.aot.signatures import (
+    EMBED_DTYPES,
     ModelError,
     ModelSignatures,
     build_signatures,
@@ -132,7 +133,7 @@ def compile_embed(
     if max_batch is not None and max_batch < 1:
         raise ModelError(f"--max-batch must be at least 1, got {max_batch}")
     _, fn = load_signatures_function(model)
-    sigs = build_signatures(prefix.rstrip("_") or "model", fn)
+    sigs = build_signatures(prefix.rstrip("_") or "model", fn, EMBED_DTYPES)
     passes = (options or CompileOptions()).pipeline()
     trainable = sigs.train is not None and not inference_only
     if sigs.predict is None and not trainable:

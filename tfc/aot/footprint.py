@@ -23,6 +23,7 @@ from typing import Any
 from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed, library_sources
 from tfc.aot.embed_stack import measure_stack
 from tfc.compiler import CompileOptions
+from tfc.ir import dtypes as _dt
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,14 @@ class Variant:
         m = self.model
         return m.state_bytes + m.arena_bytes + m.stack_bytes
 
+    @property
+    def constant_bytes(self) -> int:
+        """The constants compiled into model.c (read-only data beside the code): an imported
+        model's weights (a .tflite or GraphDef model holds them as constants, not variables)."""
+        sizes = {d.c_type: d.size for d in _dt.ALL if d.c_type}
+        programs = self.model.programs.values()
+        return sum(c.count * sizes[c.ctype] for p in programs for c in p.lowered.consts)
+
 
 @dataclass
 class Footprint:
@@ -88,6 +97,13 @@ class Footprint:
             row = [m.weights_bytes, m.state_bytes, m.arena_bytes, m.arena_lower_bound]
             row += [m.stack_bytes, v.ram_bytes]
             lines.append(f"  {label:22}" + "".join(f"{n:>13,}" for n in row))
+        constants = {key: v.constant_bytes for key, v in self.variants.items()}
+        if any(constants.values()):
+            lines.append("")
+            lines.append(f"{'constants (read-only)':24}{'bytes':>11}")
+            for key, n in constants.items():
+                label = "predict only" if key == "predict" else "train_step + predict"
+                lines.append(f"  {label:22}{n:>11,}")
         gcc = [n for n in names if all(n in v.stack for v in self.variants.values())]
         if gcc:
             lines.append("")

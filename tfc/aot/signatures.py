@@ -1,6 +1,7 @@
 """Model files for `tfc compile`: loading one, building its graph, checking its signatures.
-A GraphDef file (GraphDefModel: a frozen TensorFlow model, .pb or .pbtxt) is a model too: its
-graph imported, as one predict signature from its input to the outputs named."""
+A GraphDef file (GraphDefModel: a frozen TensorFlow model, .pb or .pbtxt) and a TensorFlow Lite
+model (TFLiteModel, .tflite) are models too: their graph imported, as one predict signature from
+the input to the outputs."""
 
 from __future__ import annotations
 
@@ -22,10 +23,18 @@ from tfc.graphdef.importer import parse_tensor_name
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
 from tfc.ops.constant import placeholder
+from tfc.tflite import TFLiteImportError
+from tfc.tflite import import_graph as import_tflite
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the element types the drivers convert data to and checkpoints hold
 SUPPORTED_DTYPES = (_dt.float32, _dt.float64, _dt.int32, _dt.int64, _dt.bool_)
+# --target embed's entry points also take and return int8 (quantized TFLite models)
+EMBED_DTYPES = (*SUPPORTED_DTYPES, _dt.int8)
+_EMBED_HINT = (
+    " (the executables read and write no int8 data: compile an int8 model with --target embed, "
+    "or convert it with float32 input and output)"
+)
 # outputs the predict driver compares with a label column when the model names none
 _CLASS_OUTPUTS = ("probabilities", "logits", "class_ids", "classes")
 
@@ -156,6 +165,66 @@ def graph_def_model(model: Any, inputs: Any = None, outputs: Any = None) -> Grap
     return dataclasses.replace(model, **changes)
 
 
+@dataclasses.dataclass(frozen=True)
+class TFLiteModel:
+    """A TensorFlow Lite model (.tflite, float32 or int8) compiled by `tfc compile`: `inputs`
+    names the TFLite tensor fed as `features` (default: the model's one input; another tensor
+    cuts the model there), `outputs` the tensors predicted (default: the model's outputs), each
+    named in the executable by its tensor name made a C identifier."""
+
+    path: str
+    inputs: tuple[str, ...] | None = None
+    outputs: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def signatures(self) -> dict[str, Any]:
+        try:
+            imported = import_tflite(
+                self.path,
+                graph=get_default_graph(),
+                input_names=self.inputs,
+                output_names=self.outputs,
+                dynamic_batch=True,
+            )
+        except TFLiteImportError as e:
+            raise ModelError(str(e)) from None
+        if len(imported.inputs) != 1:
+            raise ModelError(
+                f"{self.path}: the predict executable feeds one input (features); the model has "
+                f"{len(imported.inputs)} inputs {imported.input_names}: choose one with --inputs"
+            )
+        outputs: dict[str, Any] = {}
+        for name, tensor in zip(imported.output_names, imported.outputs):
+            key = c_identifier(name.replace("/", "_").replace(":", "_"))
+            while key in outputs:
+                key += "_"
+            outputs[key] = tensor
+        return {"predict": {"inputs": {"features": imported.inputs[0]}, "outputs": outputs}}
+
+
+def tflite_model(model: Any, inputs: Any = None, outputs: Any = None) -> TFLiteModel:
+    """`model` (a .tflite path or a TFLiteModel) cut at `inputs`/`outputs` when given."""
+    if not isinstance(model, TFLiteModel):
+        if not Path(model).is_file():
+            raise FileNotFoundError(f"model file {model} does not exist")
+        model = TFLiteModel(os.fspath(model))
+    changes: dict[str, Any] = {}
+    if inputs is not None:
+        changes["inputs"] = tuple(inputs)
+    if outputs is not None:
+        changes["outputs"] = tuple(outputs)
+    return dataclasses.replace(model, **changes)
+
+
+def is_tflite_model(model: Any) -> bool:
+    return isinstance(model, TFLiteModel) or (
+        isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(".tflite")
+    )
+
+
 def is_graph_def_model(model: Any) -> bool:
     return isinstance(model, GraphDefModel) or (
         isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(_GRAPH_DEF_SUFFIXES)
@@ -168,6 +237,9 @@ def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
     if is_graph_def_model(model):
         m = graph_def_model(model)
         return m.name, m.signatures
+    if is_tflite_model(model):
+        t = tflite_model(model)
+        return t.name, t.signatures
     if callable(model) and not isinstance(model, types.ModuleType):
         return getattr(model, "__module__", None) or "model", model
     if isinstance(model, types.ModuleType):
@@ -198,8 +270,11 @@ def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
     return name, fn
 
 
-def build_signatures(name: str, fn: Callable[[], Any]) -> ModelSignatures:
-    """Run `fn` in a fresh default graph and check what it returns."""
+def build_signatures(
+    name: str, fn: Callable[[], Any], dtypes: tuple[_dt.DType, ...] = SUPPORTED_DTYPES
+) -> ModelSignatures:
+    """Run `fn` in a fresh default graph and check what it returns; inputs and outputs of
+    predict must be of `dtypes`."""
     graph = Graph()
     with graph.as_default():
         sigs = fn()
@@ -207,7 +282,7 @@ def build_signatures(name: str, fn: Callable[[], Any]) -> ModelSignatures:
         raise ModelError(f"signatures() of model {name} must return a non-empty dict")
     _check_keys(sigs, {"train", "predict"}, "signatures()")
     train = _train_signature(graph, sigs["train"]) if "train" in sigs else None
-    predict = _predict_signature(graph, sigs["predict"]) if "predict" in sigs else None
+    predict = _predict_signature(graph, sigs["predict"], dtypes) if "predict" in sigs else None
     return ModelSignatures(name, graph, train, predict)
 
 
@@ -240,7 +315,9 @@ def _tensor(graph: Graph, value: Any, where: str) -> Tensor:
     return t
 
 
-def _input(graph: Graph, value: Any, where: str) -> Tensor:
+def _input(
+    graph: Graph, value: Any, where: str, dtypes: tuple[_dt.DType, ...] = SUPPORTED_DTYPES
+) -> Tensor:
     t = _tensor(graph, value, where)
     if t.op.type != "Placeholder":
         raise ModelError(f"{where}: {t.name} must be a tf.placeholder, not a {t.op.type}")
@@ -250,10 +327,10 @@ def _input(graph: Graph, value: Any, where: str) -> Tensor:
             f"{where}: placeholder {t.name} must have a shape [batch, ...] with every dimension "
             f"but the first known, got {t.shape}"
         )
-    if t.dtype not in SUPPORTED_DTYPES:
+    if t.dtype not in dtypes:
         raise ModelError(
             f"{where}: placeholder {t.name} has dtype {t.dtype.name}; supported: "
-            f"{', '.join(d.name for d in SUPPORTED_DTYPES)}"
+            f"{', '.join(d.name for d in dtypes)}{_EMBED_HINT if t.dtype in EMBED_DTYPES else ''}"
         )
     return t
 
@@ -334,12 +411,14 @@ def label_classes(labels: Tensor) -> int:
     return int(found.pop())
 
 
-def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:
+def _predict_signature(
+    graph: Graph, sig: Any, dtypes: tuple[_dt.DType, ...] = SUPPORTED_DTYPES
+) -> PredictSignature:
     _check_keys(
         sig, {"inputs", "outputs", "label_output"}, "signatures()['predict']", ("inputs", "outputs")
     )
     _check_keys(sig["inputs"], {"features"}, "predict inputs", ("features",))
-    features = _input(graph, sig["inputs"]["features"], "predict input 'features'")
+    features = _input(graph, sig["inputs"]["features"], "predict input 'features'", dtypes)
     outputs: dict[str, Tensor] = {}
     if not isinstance(sig["outputs"], dict) or not sig["outputs"]:
         raise ModelError("predict outputs must be a non-empty dict of name -> tensor")
@@ -349,8 +428,11 @@ def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:
         t = _tensor(graph, value, f"predict output '{name}'")
         if t in outputs.values():
             raise ModelError(f"predict output '{name}': {t.name} is already another output")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise ModelError(f"predict output '{name}': dtype {t.dtype.name} is not supported")
+        if t.dtype not in dtypes:
+            hint = _EMBED_HINT if t.dtype in EMBED_DTYPES else ""
+            raise ModelError(
+                f"predict output '{name}': dtype {t.dtype.name} is not supported{hint}"
+            )
         outputs[name] = t
     label_output = sig.get("label_output")
     if label_output is None:

@@ -21,9 +21,11 @@ import networkx as nx
 import numpy as np
 
 from tfc.backend.native_queue import FIFO, PRIORITY, RANDOM_SHUFFLE, NativeQueue
+from tfc.client.reader_runs import Readers
 from tfc.ir import errors
 from tfc.ir.graph import CONTROL, Graph, Tensor
 from tfc.ops.queues import DEQUEUE_OPS, QUERY_OPS, QUEUE_KINDS, QueueSpec, graph_has_queues
+from tfc.ops.readers import READER_KINDS, READER_OPS
 from tfc.ops.registry import get_opdef
 
 _KINDS = {
@@ -38,7 +40,7 @@ _KINDS = {
 class _Action:
     op: str  # the node
     type: str
-    spec: QueueSpec
+    spec: QueueSpec | None  # None: a reader op without a queue (counts, reset)
     attrs: dict
     tensors: tuple[Tensor, ...]  # the outputs fed (before) or the components fetched (after)
 
@@ -85,10 +87,10 @@ def make_plan(graph: Graph, fetches: tuple, targets: tuple, fed: tuple) -> _Plan
     for name in ops:
         op = graph.get_operation_by_name(name)
         node = nodes[name]
-        if node["op"] in QUEUE_KINDS:  # a creation op: the queue is made when first used
+        if node["op"] in QUEUE_KINDS or node["op"] in READER_KINDS:  # made when first used
             continue
-        spec = QueueSpec.of(node["attrs"])
-        if node["op"] in DEQUEUE_OPS or node["op"] in QUERY_OPS:
+        spec = QueueSpec.of(node["attrs"]) if "queue" in node["attrs"] else None
+        if node["op"] in DEQUEUE_OPS or node["op"] in QUERY_OPS or node["op"] in READER_OPS:
             before.append(_Action(name, node["op"], spec, node["attrs"], tuple(op.outputs)))
         else:
             after.append(_Action(name, node["op"], spec, node["attrs"], tuple(op.inputs)))
@@ -111,18 +113,24 @@ class QueueStep:
     """The queue ops of one run: the values taken before the program, and the enqueues and
     closes to do after it (`finish`)."""
 
-    def __init__(self, plan: _Plan, queue_of: Callable[[QueueSpec], NativeQueue], deadline_ns: int):
+    def __init__(
+        self, plan: _Plan, queue_of: Callable[[QueueSpec], NativeQueue], deadline_ns: int,
+        readers: Readers,
+    ) -> None:  # fmt: skip
         self._plan = plan
         self._queue_of = queue_of
+        self._readers = readers
         self._deadline = deadline_ns
         self.extra_fetches = [t for a in plan.after for t in a.tensors]
 
     def take(self, graph: Graph, feed_tensors: list[Tensor], feed_values: list[np.ndarray]) -> None:
         """Do the dequeues, sizes and is_closed of the run; append their values to the feeds."""
         for action in self._plan.before:
-            queue = self._queue_of(action.spec)
+            queue = None if action.spec is None else self._queue_of(action.spec)
             op = graph.get_operation_by_name(action.op)
-            if action.type == "QueueSizeV2":
+            if action.type in READER_OPS:
+                values = self._readers.run(action.type, action.attrs, queue, self._deadline, op)
+            elif action.type == "QueueSizeV2":
                 values = [np.array(queue.size(), dtype=np.int32)]
             elif action.type == "QueueIsClosedV2":
                 values = [np.array(queue.is_closed())]
@@ -140,6 +148,7 @@ class QueueStep:
     def finish(self, graph: Graph, values: dict[Tensor, np.ndarray]) -> None:
         """Do the enqueues and closes of the run, with the program's fetched `values`."""
         for action in self._plan.after:
+            assert action.spec is not None
             queue = self._queue_of(action.spec)
             op = graph.get_operation_by_name(action.op)
             if action.type == "QueueCloseV2":
@@ -183,6 +192,7 @@ class QueueRuns:
 
     def __init__(self, queue_of: Callable[[QueueSpec], NativeQueue]) -> None:
         self._queue_of = queue_of
+        self._readers = Readers()  # a session's readers are its own (tfc/ops/readers.py)
         self._plans: dict[tuple, _Plan | None] = {}
         self._lock = threading.Lock()
 
@@ -207,4 +217,4 @@ class QueueRuns:
                 if len(self._plans) > 1000:  # graphs that keep changing: keep only new plans
                     self._plans.clear()
                 plan = self._plans[key] = make_plan(graph, *key[2:])
-        return None if plan is None else QueueStep(plan, self._queue_of, deadline_ns)
+        return None if plan is None else QueueStep(plan, self._queue_of, deadline_ns, self._readers)

@@ -155,6 +155,12 @@ def softmax_kernel(kernel: Kernel) -> KernelTemplate:
     return "softmax", rows_data(kernel.spec)
 
 
+def rows_values_kernel(kernel: Kernel) -> KernelTemplate:
+    """A row kernel whose template reads the sizes and the spec's values as they are (the
+    int8 softmax and mean: integer literals)."""
+    return kernel.template, rows_data(kernel.spec)
+
+
 def softmax_grad_kernel(kernel: Kernel) -> KernelTemplate:
     return "softmax_grad", rows_data(kernel.spec)
 
@@ -665,6 +671,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "fused": fused_kernel,
     "softmax": softmax_kernel,
     "softmax_grad": softmax_grad_kernel,
+    "int8_softmax": rows_values_kernel,
+    "int8_mean": rows_values_kernel,
     "sparse_xent": sparse_xent_kernel,
     "top_k": top_k_kernel,
     "in_top_k": in_top_k_kernel,

@@ -533,10 +533,16 @@ def _gemm_rows(
     if block == rows:
         a_rows, c_rows = f"x{a}", "s" if scratch else f"y{row_buffer}"
     count = f"({rows} - i0 < {block} ? {rows} - i0 : {block})" if rows % block else str(block)
-    call = (
-        f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
-        f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
-    )
+    if m.dtype.is_floating:
+        call = (
+            f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+            f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
+        )
+    else:  # integer products have no _ex form (nor its alpha, beta, bias): rows of n values
+        call = (
+            f"tfc_gemm_{type_tag(m.dtype)}({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+            f"{sbk}, {sbn}, {c_rows});"
+        )
     in_block = f"TFC_IMOD(i0, {block})"
     outer, inner = ([call], []) if block == rows else ([], [f"if ({in_block} == 0) {call}"])
     if scratch and read:

@@ -355,7 +355,8 @@ class _Constants:
                 cname = f"{self.local_prefix}c{len(self.arrays)}"
                 init = c_initializer(value, dtype)
                 self.arrays.append(ConstArray(cname, dtype.c_type, value.size, init))
-                ptr = f"(const {dtype.c_type} *){cname}"
+                # read through tfc_opaque: see runtime/include/tfc_runtime.h (a GCC bug)
+                ptr = f"(const {dtype.c_type} *)tfc_opaque({cname})"
             else:
                 ptr = f"(const {dtype.c_type} *)consts[{len(self.external)}]"
                 self.external.append(np.ascontiguousarray(value, dtype=dtype.np))

@@ -37,6 +37,7 @@ _ENUMS: dict[int, tuple[Any, str, str]] = {
     8: (np.complex64, "scomplex_val", "complex64"),
     9: (np.int64, "int64_val", "int64"),
     10: (np.bool_, "bool_val", "bool"),
+    14: (np.uint16, "half_val", "bfloat16"),  # the 16 bits of each value, as tfc holds them
     17: (np.uint16, "int_val", "uint16"),
     18: (np.complex128, "dcomplex_val", "complex128"),
     19: (np.float16, "half_val", "float16"),

@@ -29,7 +29,7 @@ from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph, name_scope
 from tfc.ir.random_seed import get_seed
 from tfc.ir.tensor_shape import Shape, TensorShape, merge_shapes, shape_str
 from tfc.ops.constant import convert_to_tensor
-from tfc.ops.registry import OpContext, OpDef, apply_op, constant_value, register
+from tfc.ops.registry import REGISTRY, OpContext, OpDef, apply_op, constant_value, register
 
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "PriorityQueue"]
 
@@ -44,16 +44,17 @@ ENQUEUE_OPS = frozenset({"QueueEnqueueV2", "QueueEnqueueManyV2"})
 DEQUEUE_OPS = frozenset({"QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2"})
 QUERY_OPS = frozenset({"QueueSizeV2", "QueueIsClosedV2"})
 
-_QUEUE_OPS = frozenset(QUEUE_KINDS) | ENQUEUE_OPS | DEQUEUE_OPS | QUERY_OPS | {"QueueCloseV2"}
 _has_queues: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> (version, bool)
 
 
 def graph_has_queues(graph: Graph) -> bool:
-    """Whether `graph` holds a queue op (a run of any other graph skips the queue hook);
-    looked up once per version of the graph."""
+    """Whether `graph` holds a session-side op, a queue's or a reader's (a run of any other
+    graph skips the queue hook); looked up once per version of the graph."""
     known = _has_queues.get(graph)
     if known is None or known[0] != graph.version:
-        found = any(op in _QUEUE_OPS for _, op in graph.nx.nodes(data="op"))
+        found = any(
+            op in REGISTRY and REGISTRY[op].session_side for _, op in graph.nx.nodes(data="op")
+        )
         known = _has_queues[graph] = (graph.version, found)
     return known[1]
 

@@ -121,7 +121,9 @@ def register(opdef: OpDef) -> OpDef:
 def accepted_dtypes(opdef: OpDef) -> tuple[_dt.DType, ...]:
     """The dtypes beyond the core ones that nodes of `opdef` may hold."""
     if opdef.expr is not None:
-        return tuple(d for d in opdef.expr.supported() if d not in _dt.CORE)
+        # the dtypes it computes on, and the one it gives where its table fixes it
+        given = () if opdef.expr.out is None else (opdef.expr.out,)
+        return tuple(d for d in (*opdef.expr.supported(), *given) if d not in _dt.CORE)
     return tuple(opdef.dtypes)
 
 

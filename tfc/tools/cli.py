@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument(
         "model",
         help="the model file (defines signatures()), a frozen TensorFlow GraphDef (.pb, "
-        ".pbtxt; with --outputs), or an exported model directory",
+        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite), or an exported model "
+        "directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -108,32 +109,43 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add_imported_model_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt)")
+    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt, MODEL.tflite)")
     g.add_argument(
         "--inputs",
         metavar="NAMES",
-        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder; "
-        "another tensor cuts the graph there)",
+        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder, "
+        "the TFLite model's input; another tensor cuts the graph there)",
     )
     g.add_argument(
         "--outputs",
         metavar="NAMES",
-        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef)",
+        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef; "
+        "default: a TFLite model's outputs)",
     )
 
 
 def _model(args: argparse.Namespace) -> object:
-    """The model argument; a GraphDef file cut at --inputs/--outputs when they are given."""
+    """The model argument; a GraphDef or TFLite file cut at --inputs/--outputs when given."""
     if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
         return args.model
-    from tfc.aot.signatures import ModelError, graph_def_model, is_graph_def_model
+    from tfc.aot.signatures import (
+        ModelError,
+        graph_def_model,
+        is_graph_def_model,
+        is_tflite_model,
+        tflite_model,
+    )
 
-    if not is_graph_def_model(args.model):
-        raise ModelError("--inputs and --outputs name tensors of GraphDef models (MODEL.pb) only")
     names = [
         None if v is None else [n.strip() for n in v.split(",") if n.strip()]
         for v in (args.inputs, args.outputs)
     ]
+    if is_tflite_model(args.model):
+        return tflite_model(args.model, inputs=names[0], outputs=names[1])
+    if not is_graph_def_model(args.model):
+        raise ModelError(
+            "--inputs and --outputs name tensors of imported models (MODEL.pb, MODEL.tflite) only"
+        )
     return graph_def_model(args.model, inputs=names[0], outputs=names[1])
 
 
@@ -246,7 +258,12 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="the model file (defines signatures(); see `pydoc tfc.aot`)")
+    p.add_argument(
+        "model",
+        help="the model file (defines signatures(); see `pydoc tfc.aot`), a GraphDef (.pb, "
+        ".pbtxt; with --outputs) or a TensorFlow Lite model (.tflite)",
+    )
+    _add_imported_model_arguments(p)
     p.add_argument(
         "--signature",
         choices=["train", "predict"],
@@ -328,7 +345,7 @@ def _footprint(args: argparse.Namespace) -> int:
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         batch = 1 if args.batch is None else args.batch
-        print(measure(args.model, batch, options).report(), end="")
+        print(measure(_model(args), batch, options).report(), end="")
     except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
         return 1
@@ -345,7 +362,7 @@ def _inspect(args: argparse.Namespace) -> int:
     args.batch = 32 if args.batch is None else args.batch
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
-        result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
+        result = inspect_model(_model(args), args.signature, args.batch, options, args.dump_after)
         dump = write_dump(result, args.output)
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
@@ -361,7 +378,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
         try:
             measured = profile_model(
-                args.model, result.signature, args.batch, options, runs=args.runs
+                _model(args), result.signature, args.batch, options, runs=args.runs
             )
         except (CompileError, ValueError, RuntimeError) as e:
             print(f"tfc inspect: error: --profile: {e}", file=sys.stderr)
@@ -380,7 +397,7 @@ def _graph(args: argparse.Namespace) -> int:
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(
-            args.model, args.signature, args.batch, options, args.after
+            _model(args), args.signature, args.batch, options, args.after
         )
         when = {None: "after all passes", "none": "before any pass"}
         title = f"{name}: {signature}, batch {args.batch}, " + when.get(

@@ -4,6 +4,17 @@ input pipeline (queue runners, producers, batching), and cluster specs. (The ses
 loops, MonitoredTrainingSession and the rest, are tfc.training's: they create Sessions; the
 public `tf.train` namespace holds both.)"""
 
+from tfc.io.example_pb import (  # noqa: F401
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+)
 from tfc.train.basic_session_run_hooks import *  # noqa: F401,F403
 from tfc.train.checkpoint_wait import *  # noqa: F401,F403
 from tfc.train.cluster_spec import *  # noqa: F401,F403
