@@ -107,7 +107,10 @@ def training_graphs() -> dict[str, tuple]:
         ):
             w = tfc.Variable(tfc.random_normal([5, 3], seed=1))
             loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w)))
-            fetches.append(opt.minimize(loss))
+            # an embedding table: its IndexedSlices gradient takes the SparseApply kernels
+            table = tfc.Variable(tfc.random_normal([7, 2], seed=2))
+            looked = tfc.nn.embedding_lookup(table, tfc.constant([5, 1, 5, 0]))
+            fetches.append(opt.minimize(loss + tfc.reduce_sum(tfc.square(looked))))
         init = tfc.global_variables_initializer()
     feed = {x: np.random.default_rng(1).random((6, 5), np.float32)}
     graphs["optimizers"] = (graph, fetches, feed)
@@ -497,6 +500,11 @@ def test_per_thread_index_and_sampling_kernels_equal_cpu(cuda_device, monkeypatc
                 tfc.searchsorted(tfc.sort(x), x),
                 tfc.random_gamma([3], [0.5, 2.0], seed=1),
                 tfc.random_poisson([3.0, 30.0], [2], dtype=tfc.int32, seed=2),
+                *tfc.nn.log_uniform_candidate_sampler([[1, 2]], 2, 5, True, 9, seed=3),
+                *tfc.nn.uniform_candidate_sampler([[4]], 1, 6, False, 10, seed=4),
+                *tfc.nn.fixed_unigram_candidate_sampler(
+                    [[0]], 1, 5, True, 6, seed=5, unigrams=[3, 1, 4, 1, 5, 9]
+                ),  # fmt: skip
             ]
         feed = {x: xv, idx: good["idx"], lens: good["lens"]}
         monkeypatch.setenv("TFC_DEVICE", device)

@@ -80,6 +80,27 @@ def test_linux_cross_build_gives_the_hosts_bits(tmp_path, gcc, qemu, sysroot):
     _check_session(words, expected)
 
 
+def test_lstm_digits_trains_and_predicts_under_qemu_aarch64(tmp_path):
+    """The LSTM of samples/lstm_digits_model.py (a dynamic_rnn loop of 8 steps, bounded) as an
+    embedded library on aarch64: training steps and predictions equal to the host build's and
+    the Session's within float rounding (its thousands of expf/tanhf calls meet inputs where
+    glibc's aarch64 and x86-64 versions, the latter picking an FMA variant at run time, round
+    the last bit differently)."""
+    need("aarch64-linux-gnu-gcc", "qemu-aarch64")
+    x, y = inputs(4, 64, 10, seed=6)
+    x = np.abs(x) / 3
+    out = tmp_path / "lib"
+    compile_with_harness("lstm_digits_model.py", out, 4, x, y, prefix="lstm_")
+    exe = build(["aarch64-linux-gnu-gcc"], out, [*SAME_BITS, "-DHARNESS_STDIO"], "harness_cross",
+                ["-lm"])  # fmt: skip
+    proc = _run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(exe)], out)
+    assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-1000:]
+    words = parse_stdout(proc.stdout)
+    host = np.array(_host_words(out), np.uint32).view(np.float32)
+    np.testing.assert_allclose(np.array(words, np.uint32).view(np.float32), host, rtol=1e-5)
+    _check_session(words, reference_words("lstm_digits_model.py", 4, x, y))
+
+
 def _lenet_predict(tmp_path):
     """LeNet-5 on one 28x28 image, inference only: the convolution and pooling kernels."""
     x, y = inputs(1, 28 * 28, 10, seed=4)

@@ -128,3 +128,4 @@ from tfc.ops.array_shape import guarantee_const
 from tfc.ops.clock import timestamp
 from tfc.ops.constant import register_tensor_conversion_function
 from tfc.partitioned_variables import min_max_variable_partitioner, variable_axis_size_partitioner
+from tfc.ops.indexed_slices import IndexedSlices, IndexedSlicesValue

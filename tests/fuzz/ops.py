@@ -1031,6 +1031,15 @@ def _reads(stmt) -> list[str]:
 
 # -- what the generator reaches otherwise, and what it cannot compare ------------------------------
 REACHED: dict[str, str] = {
+    **{
+        op: "an optimizer's update of the rows an embedding lookup read (minimize)"
+        for op in (
+            "SparseApplyAdadelta", "SparseApplyAdagrad", "SparseApplyAdagradDA",
+            "SparseApplyCenteredRMSProp", "SparseApplyFtrl", "SparseApplyFtrlV2",
+            "SparseApplyMomentum", "SparseApplyProximalAdagrad",
+            "SparseApplyProximalGradientDescent", "SparseApplyRMSProp",
+        )
+    },  # fmt: skip
     **{op: "gradient of its forward op" for op in (
         "AvgPoolGrad", "Conv2DBackpropFilter", "Conv2DBackpropInput", "EluGrad", "LeakyReluGrad",
         "LogSoftmaxGrad", "MaxPoolGrad", "MirrorPadGrad", "ReciprocalGrad", "Relu6Grad",
@@ -1080,6 +1089,15 @@ EXCLUDED: dict[str, str] = {
         for op in ("Angle", "Complex", "ComplexAbs", "Conj", "Imag", "Real")
     },
     "Bitcast": "reinterprets bits (NaN payloads are not values): tests/test_ops_dtypes.py",
+    **{
+        op: "candidate samplers draw as TensorFlow's do: tests/test_ops_sampled.py"
+        for op in (
+            "AliasCandidateSampler",
+            "AllCandidateSampler",
+            "LogUniformCandidateSampler",
+            "UniformCandidateSampler",
+        )
+    },  # fmt: skip
     "Timestamp": "reads the wall clock: no value two implementations share",
     "GuaranteeConst": "an identity that stops gradients: tests/test_tf1_misc_names.py",
     **{

@@ -32,12 +32,14 @@ from typing import Any
 import networkx as nx
 
 from tfc.autodiff.registry import registered_rule
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
-from tfc.ops.array import fill, identity, reshape, stack, unstack
+from tfc.ops.array import concat, fill, identity, reshape, stack, unstack
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.functional import register_subgraph_gradients
 from tfc.ops.grad_ops import shape_tensor, sum_to_shape
-from tfc.ops.math import add_n
+from tfc.ops.indexed_slices import IndexedSlices, as_dense
+from tfc.ops.math import add_n, cast
 from tfc.ops.registry import get_opdef
 
 __all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients"]
@@ -167,7 +169,9 @@ def _subgraph_gradients(ys: list[Tensor], xs: list[Tensor], grad_ys: list[Tensor
     walk = _BackwardWalk(_common_graph(ys + xs), get_default_graph(), ys, xs, set(), False, False)
     walk.seed(ys, grad_ys)
     walk.run()
-    return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+    # a nested graph's results are tensors: rows of a captured table are added up here
+    return [as_dense(walk.total((x.op.name, x.value_index))) if _trainable(x) else None
+            for x in xs]  # fmt: skip
 
 
 register_subgraph_gradients(_subgraph_gradients)
@@ -242,13 +246,23 @@ class _BackwardWalk:
                     )
             self.grads.setdefault((y.op.name, y.value_index), []).append(gy)
 
-    def total(self, key: _Key) -> Tensor | None:
-        """The summed gradient of one tensor (None when nothing reached it); summed once."""
+    def total(self, key: _Key) -> Tensor | IndexedSlices | None:
+        """The summed gradient of one tensor (None when nothing reached it); summed once.
+        IndexedSlices alone stay IndexedSlices (their rows concatenated, as TF aggregates
+        them); mixed with dense gradients they are densified and added."""
         parts = self.grads.get(key)
         if not parts:
             return None
         if len(parts) > 1:
-            self.grads[key] = parts = [add_n(parts)]
+            if all(isinstance(p, IndexedSlices) for p in parts):
+                total = IndexedSlices(
+                    concat([p.values for p in parts], 0),
+                    concat([_as_int64(p.indices, parts) for p in parts], 0),
+                    parts[0].dense_shape,
+                )
+            else:
+                total = add_n([as_dense(p) for p in parts])
+            self.grads[key] = parts = [total]
         return parts[0]
 
     def run(self) -> None:
@@ -274,6 +288,8 @@ class _BackwardWalk:
                 rule = opdef.grad
             if rule is None:  # registered as not differentiable
                 continue
+            if op.type not in _SLICES_PASS_THROUGH:  # other rules take dense gradients
+                dys = [as_dense(d) for d in dys]
             colocate = self.colocate and self.build is self.graph
             colocated = self.build.colocate_with(op) if colocate else contextlib.nullcontext()
             with self.build.name_scope(name + "_grad"), colocated:
@@ -297,13 +313,14 @@ class _BackwardWalk:
         for i, (x, g) in enumerate(zip(inputs, in_grads)):
             if g is None or not _trainable(x) or x.op.name not in self.between:
                 continue
-            g = convert_to_tensor(g)
+            if not isinstance(g, IndexedSlices):
+                g = convert_to_tensor(g)
             if g.dtype != x.dtype:
                 raise TypeError(
                     f"The gradient rule of {op.type} gave input {i} of '{op.name}' a gradient "
                     f"of dtype {g.dtype.name}; the input has dtype {x.dtype.name}"
                 )
-            if not _shapes_match(op, g, x):
+            if not isinstance(g, IndexedSlices) and not _shapes_match(op, g, x):
                 g = sum_to_shape(g, x)
             wanted.append((x, g))
         if self.gate and len(wanted) > 1:
@@ -311,9 +328,26 @@ class _BackwardWalk:
                 self.build.name_scope("tuple"),
                 self.build.control_dependencies([g.op for _, g in wanted]),
             ):
-                wanted = [(x, identity(g)) for x, g in wanted]
+                wanted = [(x, _gated(g)) for x, g in wanted]
         for x, g in wanted:
             self.grads.setdefault((x.op.name, x.value_index), []).append(g)
+
+
+# ops whose rule hands an IndexedSlices gradient on unchanged (a variable's read)
+_SLICES_PASS_THROUGH = frozenset({"Identity"})
+
+
+def _gated(g: Tensor | IndexedSlices) -> Tensor | IndexedSlices:
+    if isinstance(g, IndexedSlices):
+        return IndexedSlices(identity(g.values), identity(g.indices), g.dense_shape)
+    return identity(g)
+
+
+def _as_int64(indices: Tensor, parts: list) -> Tensor:
+    """Indices in one dtype for concatenation: int64 when the parts' dtypes differ."""
+    if all(p.indices.dtype == indices.dtype for p in parts):
+        return indices
+    return cast(indices, _dt.int64)
 
 
 def _ops_between(graph: Graph, y_ops: list[str], x_ops: list[str]) -> set[str]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfc.ir.graph import Operation
-from tfc.ops.registry import REGISTRY
+from tfc.ops.registry import NAMED_GRADIENTS, REGISTRY
 
 __all__ = [
     "RegisterGradient",
@@ -35,7 +35,8 @@ def _register(name: str, value: Any) -> None:
     if not isinstance(name, str):
         raise TypeError(f"op_type must be a string, got {name!r}")
     opdef = REGISTRY.get(name)
-    if name in _REGISTERED or (opdef is not None and (opdef.grad or not opdef.differentiable)):
+    taken = opdef is not None and (opdef.grad or not opdef.differentiable)
+    if name in _REGISTERED or name in NAMED_GRADIENTS or taken:
         raise KeyError(f"Registering two gradient with name '{name}'!")
     _REGISTERED[name] = value
 
@@ -72,6 +73,8 @@ def registered_rule(op: Operation) -> tuple[bool, Callable | None]:
     if name in _REGISTERED:
         value = _REGISTERED[name]
         return True, None if value is _NOT_DIFFERENTIABLE else _normalized(value)
+    if override is not None and override in NAMED_GRADIENTS:
+        return True, _normalized(NAMED_GRADIENTS[override])
     if override is not None:
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {override})")
     return False, None

@@ -197,4 +197,8 @@ def flatten_fetches(fetches: Any) -> tuple[list, Callable[[list], Any]]:
             return type(fetches)(items) if isinstance(fetches, tuple) else items
 
         return [x for leaves, _ in parts for x in leaves], rebuild_seq
+    components = getattr(fetches, "fetch_components", None)
+    if components is not None:  # an IndexedSlices: its tensors, and the value made of them
+        tensors, result = components()
+        return list(tensors), result
     return [fetches], lambda values: values[0]

@@ -698,6 +698,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "multinomial": sampling_kernel,
     "random_gamma": sampling_kernel,
     "random_poisson": sampling_kernel,
+    "sparse_apply": sampling_kernel,
+    "candidate_sampler": sampling_kernel,
     "cumulative": cumulative_kernel,
     "range": range_kernel,
     "segment_reduce": segment_kernel,

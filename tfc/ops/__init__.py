@@ -4,6 +4,7 @@ from tfc.ops import (  # noqa: F401
     argminmax,
     array,
     bitwise,
+    candidate_sampling,
     clock,
     complex_ops,
     constant,
@@ -44,4 +45,5 @@ from tfc.ops import (  # noqa: F401
     state_scatter,
     topk,
     training_ops,
+    training_ops_sparse,
 )

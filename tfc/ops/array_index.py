@@ -33,6 +33,7 @@ from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reshape_to, select, shape_tensor
+from tfc.ops.indexed_slices import IndexedSlices
 from tfc.ops.kernels import (
     IndexSpec,
     Kernel,
@@ -570,6 +571,8 @@ def _gather_grad(op, dy: Tensor) -> list:
         )
     rank_p, rank_i = len(params._shape_tuple), len(indices._shape_tuple)
     a = int(value) % rank_p
+    if a == 0:  # the rows read, as TF gives them: the table is updated where it was read
+        return [_rows_gradient(params, indices, dy), None, None]
     n = params._shape_tuple[a]
     if n is None:
         n = shape_tensor(params)[a]
@@ -581,6 +584,23 @@ def _gather_grad(op, dy: Tensor) -> list:
         back = [*range(1, a + 1), 0, *range(a + 1, rank_p)]
         summed = apply_op("Transpose", [summed, constant(np.array(back, np.int32))]).outputs[0]
     return [reshape_to(summed, params), None, None]
+
+
+def _rows_gradient(params: Tensor, indices: Tensor, dy: Tensor) -> IndexedSlices:
+    """dy as IndexedSlices of params: one row per index (indices flattened)."""
+    count = math.prod(indices._shape_tuple) if is_fully_defined(indices._shape_tuple) else -1
+    flat = apply_op("Reshape", [indices, constant(np.array([count], np.int32))]).outputs[0]
+    row_shape = params._shape_tuple[1:]
+    if is_fully_defined(row_shape):
+        values_shape = constant(np.array([count, *row_shape], np.int32))
+    else:
+        rest = apply_op("Slice", [shape_tensor(params), constant(np.array([1], np.int32)),
+                                  constant(np.array([-1], np.int32))]).outputs[0]  # fmt: skip
+        values_shape = apply_op(
+            "ConcatV2", [constant(np.array([count], np.int32)), rest, constant(0)], {"N": 2}
+        ).outputs[0]
+    values = apply_op("Reshape", [dy, values_shape]).outputs[0]
+    return IndexedSlices(values, flat, shape_tensor(params))
 
 
 register(

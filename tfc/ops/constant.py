@@ -283,8 +283,15 @@ def get_static_value(tensor: Any, partial: bool = False) -> np.ndarray | None:
 def convert_to_tensor_or_indexed_slices(
     value: Any, dtype: Any = None, name: str | None = None
 ) -> Tensor:
-    """`tf.convert_to_tensor_or_indexed_slices`: tfc has no IndexedSlices (gradients are dense),
-    so this is convert_to_tensor."""
+    """`tf.convert_to_tensor_or_indexed_slices`: an IndexedSlices (it has `fetch_components`)
+    as it is, anything else as convert_to_tensor makes it."""
+    if hasattr(value, "fetch_components") and hasattr(value, "indices"):
+        if dtype is not None and _dt.as_dtype(dtype) != value.dtype:
+            raise ValueError(
+                f"Tensor conversion requested dtype {_dt.as_dtype(dtype).name} for "
+                f"IndexedSlices with dtype {value.dtype.name}"
+            )
+        return value
     return convert_to_tensor(value, dtype=dtype, name=name)
 
 

@@ -99,6 +99,11 @@ class OpDef:
 REGISTRY: dict[str, OpDef] = {}
 
 
+# gradient rules that ops' modules give a name, for graph.gradient_override_map to pick for
+# ops they build (tfc.autodiff.registry looks here after the user's tf.RegisterGradient names)
+NAMED_GRADIENTS: dict[str, Callable] = {}
+
+
 def register(opdef: OpDef) -> OpDef:
     if opdef.type in REGISTRY:
         raise ValueError(f"Op type '{opdef.type}' is registered twice")
