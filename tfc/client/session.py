@@ -47,6 +47,7 @@ from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
+from tfc.data.iterator import GRAPHS_WITH_ITERATORS
 from tfc.data.runtime import IteratorStates
 from tfc.ir import dtypes as _dt
 from tfc.ir import errors
@@ -337,9 +338,11 @@ class Session:
 
     def _keep_plan(self, fetches: Any, feed_dict: Any, request: RunRequest, program: Any) -> None:
         """Keep the plan of a run that repeats the same way: a host program in one piece, fed
-        only by the caller (no iterators, queues or initialized-flags), with NumPy values."""
+        only by the caller (no queues or initialized-flags), with NumPy values, of a graph
+        without tf.data iterators (a run of one may restart them without feeding them)."""
         if (
             type(program) is not CompiledProgram
+            or self.graph in GRAPHS_WITH_ITERATORS
             or self._gpu is not None
             or type(feed_dict) not in _PLAIN_FEEDS
             or request.queued
