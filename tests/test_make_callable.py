@@ -51,6 +51,7 @@ def test_repeat_runs_return_fresh_arrays_and_read_feeds_in_place(model):
     sess, x, _, y, _, _ = model
     call = sess.make_callable(y, [x])
     first = call(feed())
+    assert call.program is not None  # the repeat calls below take the plan's path
     kept = first.copy()
     second = call(feed(scale=2.0))
     np.testing.assert_array_equal(first, kept)  # a later call does not overwrite it

@@ -60,7 +60,7 @@ class RunPlan:
             if (
                 type(value) is not np.ndarray
                 or value.shape != shape
-                or value.dtype != dtype
+                or value.dtype is not dtype  # NumPy's own dtypes are single objects
                 or value.strides != strides
             ):
                 return MISS
