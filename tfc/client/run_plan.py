@@ -17,10 +17,8 @@ def plan_key(fetches: Any, feed_dict: Any) -> tuple:
     """The key of a run's plan: the fetches as given and the feed keys in order. Raises
     TypeError where they are not hashable (dict fetches, nested lists): such runs have no
     plan and take the generic path."""
-    if type(fetches) is list:  # a list and a tuple of the same tensors return different types
-        fetches = (list, *fetches)
-    feeds = () if feed_dict is None else tuple(feed_dict)
-    return type(fetches), fetches, feeds
+    kind = type(fetches)  # a list and a tuple of the same tensors return different types
+    return kind, tuple(fetches) if kind is list else fetches, tuple(feed_dict or ())
 
 
 class RunPlan:

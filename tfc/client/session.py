@@ -57,6 +57,10 @@ from tfc.ir.subgraph import find_operation
 from tfc.ops.queues import QueueSpec
 from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
 
+# each loaded library's last set_num_threads count: a run sets it only when it changes (the
+# libraries are loaded once per process and shared by the sessions' programs)
+_THREADS_SET: dict[Any, int] = {}
+
 
 class _CallFrame:
     """What one call of a program writes: its arena, the pointer tables of its feeds and
@@ -99,6 +103,12 @@ class CompiledProgram:
         self._failure = threading.local()  # this thread's last failed call: (message, node)
 
     on_device = False  # runs on the host (CudaProgram runs on the GPU)
+
+    def _use_threads(self) -> None:
+        """Set the library's thread count to the session's (its programs share the library)."""
+        threads = session_threads(self._config)
+        self._set_threads(threads)
+        _THREADS_SET[self.lib] = threads
 
     def _take_frame(self) -> _CallFrame:
         try:  # list.pop and append are atomic: concurrent calls never share a frame
@@ -143,7 +153,9 @@ class CompiledProgram:
                 outputs[j] = pointer = from_buffer(value)
                 held.append(pointer)
                 results.append(value)
-            self._set_threads(session_threads(self._config))
+            threads = session_threads(self._config)
+            if _THREADS_SET.get(self.lib) != threads:
+                self._use_threads()
             rc = self._run(self.state, inputs, outputs, self.consts, frame.arena_ptr, frame.err)
             if rc != 0:
                 self._failed(frame)
@@ -164,7 +176,7 @@ class CompiledProgram:
             frame.inputs[i] = pointer
         for j, pointer in enumerate(held[len(feeds) :]):
             frame.outputs[j] = pointer
-        self._set_threads(session_threads(self._config))
+        self._use_threads()
         call = functools.partial(
             self._run, self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr,
             frame.err,
@@ -185,7 +197,7 @@ class CompiledProgram:
             for j, fetch in enumerate(self.lowered.fetches):
                 held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
                 frame.outputs[j] = held[-1]
-            self._set_threads(session_threads(self._config))
+            self._use_threads()
 
             def address(cdata: Any) -> int:
                 return int(ffi.cast("uintptr_t", cdata))
