@@ -1,6 +1,6 @@
 """Python overhead of Session.run and of make_callable's callable over the compiled program.
 
-    python bench/session_overhead.py [--repeats 20000] [--rounds 7] [--profile]
+    python bench/session_overhead.py [--repeats 20000] [--rounds 15] [--profile]
 
 Two programs, each with one feed and one fetch, compiled once and called with the same
 shapes: the MNIST MLP 784-512-512-10 (softmax) at batch 1, and a tiny one (x * 2 + 1 on 4
@@ -8,8 +8,9 @@ floats). For each, the median time per call of `sess.run(y, {x: v})`, of
 `sess.make_callable(y, [x])(v)`, of the compiled C entry point called directly through cffi
 with its pointer tables filled in once (what Python cannot go below) and of the C timing loop
 (`sess.time_runs`, the program's own time, no Python at all). Overheads are per call, in
-microseconds, above the direct cffi call. The machine's load average is printed with the
-table: on a shared machine the medians of many rounds are what to compare.
+microseconds, above the direct cffi call: the median of the differences of pairs of calls, a
+direct call then the measured one (on a shared machine the MLP's time drifts by tens of
+microseconds between rounds). The machine's load average is printed with the table.
 """
 
 from __future__ import annotations
@@ -47,15 +48,34 @@ def tiny_program() -> tuple:
     return x, y, np.arange(4, dtype=np.float32)
 
 
-def per_call(fn, repeats: int, rounds: int) -> float:
-    """Median over `rounds` of the mean seconds per call of `fn` over `repeats` calls."""
-    samples = []
+def per_call(fns: dict, repeats: int, rounds: int) -> dict:
+    """For each of `fns`, the mean microseconds per call over `repeats` calls, one sample per
+    round; the functions take turns within each round, so that the load of a shared machine,
+    which drifts, weighs on them alike."""
+    samples: dict = {name: [] for name in fns}
     for _ in range(rounds):
-        t = time.perf_counter_ns()
-        for _ in range(repeats):
-            fn()
-        samples.append((time.perf_counter_ns() - t) / repeats)
-    return statistics.median(samples) * 1e-3  # microseconds
+        for name, fn in fns.items():
+            t = time.perf_counter_ns()
+            for _ in range(repeats):
+                fn()
+            samples[name].append((time.perf_counter_ns() - t) / repeats * 1e-3)
+    return samples
+
+
+def overhead(direct, fn, calls: int) -> float:
+    """The median over `calls` pairs of the microseconds a call of `fn` takes above the direct
+    cffi call made just before it: pairing call by call keeps the drifting load of a shared
+    machine (tens of microseconds on the MLP) out of a difference of a few."""
+    clock = time.perf_counter_ns
+    differences = []
+    for _ in range(calls):
+        t0 = clock()
+        direct()
+        t1 = clock()
+        fn()
+        t2 = clock()
+        differences.append((t2 - t1) - (t1 - t0))
+    return statistics.median(differences) * 1e-3
 
 
 def measure(name: str, build, repeats: int, rounds: int, profile: bool) -> dict:
@@ -79,11 +99,15 @@ def measure(name: str, build, repeats: int, rounds: int, profile: bool) -> dict:
         prof.disable()
         print(f"--- cProfile of {repeats} Session.run calls, {name}")
         pstats.Stats(prof).sort_stats("tottime").print_stats(18)
-    row = {"program": name}
-    row["c_loop"] = sess.time_runs(y, {x: value}, runs=repeats * rounds) * 1e6
-    row["cffi"] = per_call(direct, repeats, rounds)
-    row["callable"] = per_call(lambda: call(value), repeats, rounds)
-    row["run"] = per_call(lambda: sess.run(y, {x: value}), repeats, rounds)
+    fns = {"cffi": direct, "callable": lambda: call(value), "run": lambda: sess.run(y, {x: value})}
+    samples = per_call(fns, repeats, rounds)
+    row = {name: statistics.median(s) for name, s in samples.items()}
+    row["callable_over"] = overhead(direct, fns["callable"], repeats * rounds)
+    row["run_over"] = overhead(direct, fns["run"], repeats * rounds)
+    row["c_loop"] = statistics.median(
+        sess.time_runs(y, {x: value}, runs=repeats) * 1e6 for _ in range(rounds)
+    )
+    row["program"] = name
     sess.close()
     return row
 
@@ -91,13 +115,13 @@ def measure(name: str, build, repeats: int, rounds: int, profile: bool) -> dict:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=20000, help="calls per round")
-    p.add_argument("--rounds", type=int, default=7, help="rounds (the median is reported)")
+    p.add_argument("--rounds", type=int, default=15, help="rounds (the median is reported)")
     p.add_argument("--profile", action="store_true", help="print a cProfile of Session.run")
     args = p.parse_args(argv)
     tf.set_num_threads(1)
     rows = [
         measure("tiny x*2+1, [4]", tiny_program, args.repeats, args.rounds, args.profile),
-        measure("MLP 784-512-512-10, b=1", mlp_program, args.repeats // 10, args.rounds, False),
+        measure("MLP 784-512-512-10, b=1", mlp_program, args.repeats // 20, args.rounds * 3, False),
     ]
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
@@ -110,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     for r in rows:
         print(
             f"| {r['program']} | {r['c_loop']:.2f} | {r['cffi']:.2f} | {r['callable']:.2f} | "
-            f"{r['run']:.2f} | {r['callable'] - r['cffi']:.2f} | {r['run'] - r['cffi']:.2f} |"
+            f"{r['run']:.2f} | {r['callable_over']:.2f} | {r['run_over']:.2f} |"
         )
 
 

@@ -61,6 +61,18 @@ def test_repeat_runs_return_fresh_arrays_and_read_feeds_in_place(model):
     np.testing.assert_array_equal(second, third)
 
 
+def test_read_only_and_offset_feeds_are_read_in_place(model):
+    sess, x, w, y, _, _ = model
+    call = sess.make_callable(y, [x])
+    weights = sess.run(w)
+    raw = np.concatenate([np.zeros(3, np.float32), feed().ravel()]).tobytes()
+    view = np.frombuffer(raw, np.float32)[3:].reshape(2, 3)  # read-only, inside a bigger buffer
+    assert not view.flags.writeable
+    for _ in range(2):
+        np.testing.assert_array_equal(call(view), feed() @ weights)
+        np.testing.assert_array_equal(sess.run(y, {x: view}), feed() @ weights)
+
+
 def test_feeds_the_plan_was_not_made_for_take_the_generic_path(model):
     sess, x, w, y, _, _ = model
     call = sess.make_callable(y, [x])
