@@ -74,6 +74,7 @@ class RunRequest:
         )
         self.targets = sorted({e.name for e in self._elements if isinstance(e, Operation)})
         feed_tensors, self.feed_values = convert_feeds(graph, feed_dict)
+        self.n_fed = len(feed_tensors)  # the caller's feeds come first, sources' after them
         if feed_source is not None:
             feed_source.add_feeds(graph, self.fetches, self.targets, feed_tensors, self.feed_values)
         # the run's queue ops: dequeues now (their values fed), enqueues in finish()
@@ -101,6 +102,18 @@ class RunRequest:
         """After the program ran (one value per fetch): the run's enqueues and closes."""
         if self._queue_step is not None:
             self._queue_step.finish(self._graph, dict(zip(self.fetches, values)))
+
+    @property
+    def queued(self) -> bool:
+        """Whether the run has queue ops (dequeues before the program, enqueues after)."""
+        return self._queue_step is not None
+
+    def result_layout(self) -> tuple[list[int | None], Callable[[list], Any]]:
+        """Where each fetched element's value is among `fetches` (None: an operation's), and
+        the function that rebuilds the caller's fetch structure from the elements' values."""
+        index = {t: i for i, t in enumerate(self.fetches)}
+        picks = [None if isinstance(e, Operation) else index[e] for e in self._elements]
+        return picks, self._rebuild
 
     def results(self, values: Sequence[np.ndarray]) -> Any:
         by_tensor = dict(zip(self.fetches, values))

@@ -19,14 +19,15 @@ variables move between host and device memory) or Python stages run one at a tim
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from tfc.backend.cc import bind_io, build_shared_library, load_library
+from tfc.backend.cc import build_shared_library, load_library
 from tfc.backend.native_queue import clock_ns
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
@@ -40,11 +41,13 @@ from tfc.client.resources import (
     reset_target,
     state_for_target,
 )
+from tfc.client.run_plan import MISS, RunPlan, plan_key
 from tfc.client.staged import StagedProgram
 from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
+from tfc.data.iterator import GRAPHS_WITH_ITERATORS
 from tfc.data.runtime import IteratorStates
 from tfc.ir import dtypes as _dt
 from tfc.ir import errors
@@ -53,6 +56,10 @@ from tfc.ir.program import make_program_graph
 from tfc.ir.subgraph import find_operation
 from tfc.ops.queues import QueueSpec
 from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
+
+# each loaded library's last set_num_threads count: a run sets it only when it changes (the
+# libraries are loaded once per process and shared by the sessions' programs)
+_THREADS_SET: dict[Any, int] = {}
 
 
 class _CallFrame:
@@ -92,40 +99,90 @@ class CompiledProgram:
             "void *[]", [ffi.from_buffer(c) for c in lowered.external_consts] or 1
         )
         self._frames = [_CallFrame(ffi, lowered)]  # free frames; more are made when needed
-        self._frames_lock = threading.Lock()
+        self._fetch_specs = [(f.shape, f.dtype.np) for f in lowered.fetches]
         self._failure = threading.local()  # this thread's last failed call: (message, node)
 
     on_device = False  # runs on the host (CudaProgram runs on the GPU)
 
+    def _use_threads(self) -> None:
+        """Set the library's thread count to the session's (its programs share the library)."""
+        threads = session_threads(self._config)
+        self._set_threads(threads)
+        _THREADS_SET[self.lib] = threads
+
+    def _take_frame(self) -> _CallFrame:
+        try:  # list.pop and append are atomic: concurrent calls never share a frame
+            return self._frames.pop()
+        except IndexError:
+            return _CallFrame(self.ffi, self.lowered)
+
     @contextlib.contextmanager
     def _frame(self) -> Iterator[_CallFrame]:
-        with self._frames_lock:
-            frame = self._frames.pop() if self._frames else _CallFrame(self.ffi, self.lowered)
+        frame = self._take_frame()
         try:
-            frame.err.node = self.ffi.NULL
             yield frame
         finally:
-            with self._frames_lock:
-                self._frames.append(frame)
+            self._frames.append(frame)
 
     def _failed(self, frame: _CallFrame) -> None:
         ffi = self.ffi
         node = ffi.string(frame.err.node).decode() if frame.err.node != ffi.NULL else None
+        frame.err.node = ffi.NULL  # the program sets it only when it fails
         self._failure.report = (ffi.string(frame.errbuf).decode(errors="replace"), node)
 
     def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
-        with self._frame() as frame:
-            held, results = bind_io(
-                self.ffi, frame.inputs, frame.outputs, feeds, self.lowered.fetches
-            )
-            self._set_threads(session_threads(self._config))
-            rc = self._run(
-                self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr, frame.err
-            )
-            del held  # the buffers stay alive through the call
+        return self.call_contiguous([np.ascontiguousarray(v) for v in feeds])
+
+    def call_contiguous(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+        """Call the program on C-contiguous feeds, read in place: (its status, a new array per
+        fetch, written in place by the program)."""
+        try:  # _take_frame, inline: this is every run's path
+            frame = self._frames.pop()
+        except IndexError:
+            frame = _CallFrame(self.ffi, self.lowered)
+        try:
+            from_buffer = self.ffi.from_buffer
+            held = []  # the cffi views, alive until the call returns
+            inputs, outputs = frame.inputs, frame.outputs
+            for i, value in enumerate(feeds):
+                inputs[i] = pointer = from_buffer(value)
+                held.append(pointer)
+            results = []
+            for j, (shape, dtype) in enumerate(self._fetch_specs):
+                value = np.empty(shape, dtype)
+                outputs[j] = pointer = from_buffer(value)
+                held.append(pointer)
+                results.append(value)
+            threads = session_threads(self._config)
+            if _THREADS_SET.get(self.lib) != threads:
+                self._use_threads()
+            rc = self._run(self.state, inputs, outputs, self.consts, frame.arena_ptr, frame.err)
             if rc != 0:
                 self._failed(frame)
+        finally:
+            self._frames.append(frame)
         return rc, results
+
+    def bind(self, feeds: list[np.ndarray]) -> tuple[Callable[[], int], list[np.ndarray]]:
+        """The C entry point bound to `feeds` and to a new array per fetch, with a call frame of
+        its own: (a function calling it, returning its status; the fetches' arrays, which each
+        call overwrites). Only the cffi call is left per call: benchmarks measure with it
+        what the Python side of a run cannot go below."""
+        frame = _CallFrame(self.ffi, self.lowered)
+        feeds = [np.ascontiguousarray(v) for v in feeds]
+        results = [np.empty(shape, dtype) for shape, dtype in self._fetch_specs]
+        held = [self.ffi.from_buffer(v) for v in feeds + results]
+        for i, pointer in enumerate(held[: len(feeds)]):
+            frame.inputs[i] = pointer
+        for j, pointer in enumerate(held[len(feeds) :]):
+            frame.outputs[j] = pointer
+        self._use_threads()
+        call = functools.partial(
+            self._run, self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr,
+            frame.err,
+        )  # fmt: skip
+        call.keep = (frame, feeds, held)  # type: ignore[attr-defined]  # alive with the call
+        return call, results
 
     def time_loop(self, feeds: list[np.ndarray], runs: int) -> tuple[int, float]:
         """Call the program `runs` times on `feeds` from the timing loop in C: (its status,
@@ -140,7 +197,7 @@ class CompiledProgram:
             for j, fetch in enumerate(self.lowered.fetches):
                 held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
                 frame.outputs[j] = held[-1]
-            self._set_threads(session_threads(self._config))
+            self._use_threads()
 
             def address(cdata: Any) -> int:
                 return int(ffi.cast("uintptr_t", cdata))
@@ -216,6 +273,7 @@ class Session:
         self._closed_by_reset: errors.OpError | None = None
         self._lock = threading.RLock()
         self._programs: dict[tuple, CompiledProgram] = {}
+        self._plans: dict[tuple, RunPlan] = {}  # repeat runs' plans, by plan_key
         self._profiled: dict[tuple, ProfileBuild] = {}  # profile builds, as _programs
         # variables, update locks and queues: the session's own, or its server target's
         self._state: SessionState = state_for_target(self._target)
@@ -237,7 +295,41 @@ class Session:
 
         May be called from several threads at once (see the module's docstring). A run that
         waits on a queue waits until RunOptions(timeout_in_ms) (or the ConfigProto's
-        operation_timeout_in_ms) has passed, then fails with DeadlineExceededError."""
+        operation_timeout_in_ms) has passed, then fails with DeadlineExceededError.
+
+        A run repeating an earlier one (the same fetches and feed keys, NumPy feeds of the
+        same shapes and dtypes) takes its plan (tfc/client/run_plan.py): the feeds go to the
+        program in place, nothing is resolved again."""
+        if options is None and run_metadata is None and type(feed_dict) in _PLAIN_FEEDS:
+            try:
+                plan = self._plans.get(plan_key(fetches, feed_dict))
+            except TypeError:  # unhashable fetches: no plan
+                plan = None
+            if plan is not None:
+                result = self._run_plan(plan, feed_dict.values() if feed_dict else ())
+                if result is not MISS:
+                    return result
+        return self._run_request(fetches, feed_dict, options)
+
+    def _run_plan(self, plan: RunPlan, values: Any) -> Any:
+        """Run `plan` on feed values in its feed keys' order; MISS where the generic path must
+        run instead (the graph changed, values of other shapes or dtypes, uninitialized
+        variables to report, the GPU in use)."""
+        if plan.version != self.graph.version or self._gpu is not None:
+            return MISS
+        feeds = plan.feeds(values)
+        if feeds is MISS or (plan.reads and not plan.reads <= self._state.initialized):
+            return MISS
+        rc, results = plan.program.call_contiguous(feeds)
+        if rc != 0:
+            raise plan.program.error(rc, self.graph)
+        if plan.writes:
+            with self._state.lock:
+                self._state.initialized.update(plan.writes)
+        return plan.results(results)
+
+    def _run_request(self, fetches: Any, feed_dict: Any, options: Any) -> Any:
+        """`run` resolving its fetches and feeds; it leaves a plan for the next such run."""
         self._check_open()
         request = RunRequest(
             self.graph, fetches, feed_dict, self._feed_sources, self._queue_runs,
@@ -257,7 +349,68 @@ class Session:
         with self._lock:
             self._mark_initialized(program.lowered.vars_written)
         request.finish(results)
+        self._keep_plan(fetches, feed_dict, request, program)
         return request.results(results)
+
+    def _keep_plan(self, fetches: Any, feed_dict: Any, request: RunRequest, program: Any) -> None:
+        """Keep the plan of a run that repeats the same way: a host program in one piece, fed
+        only by the caller (no queues or initialized-flags), with NumPy values, of a graph
+        without tf.data iterators (a run of one may restart them without feeding them)."""
+        if (
+            type(program) is not CompiledProgram
+            or self.graph in GRAPHS_WITH_ITERATORS
+            or self._gpu is not None
+            or type(feed_dict) not in _PLAIN_FEEDS
+            or request.queued
+            or len(request.feeds) != request.n_fed
+            or len(feed_dict or ()) != request.n_fed  # two keys of one tensor
+            or any(spec.dtype.is_string for spec in request.feeds)
+            or not all(type(v) is np.ndarray for v in request.feed_values)
+        ):
+            return
+        try:
+            key = plan_key(fetches, feed_dict)
+            hash(key)
+        except TypeError:
+            return
+        lowered = program.lowered
+        plan = RunPlan(
+            program,
+            self.graph.version,
+            request.feeds,
+            request.result_layout(),
+            frozenset(self._var_key(v) for v in lowered.vars_read_first),
+            [self._var_key(v) for v in lowered.vars_written],
+            bare=not isinstance(fetches, (list, tuple, dict)),
+        )
+        with self._lock:
+            if self._closed:
+                return
+            if len(self._plans) > 1000:  # fetches made anew for every run: keep only new plans
+                self._plans.clear()
+            self._plans[key] = plan
+
+    def make_callable(
+        self, fetches: Any, feed_list: Any = None, accept_options: bool = False
+    ) -> RunCallable:
+        """`tf.Session.make_callable`: a function taking the values of `feed_list`'s feeds
+        positionally and returning what `run(fetches, feed_dict)` returns, in the structure of
+        `fetches`. Its repeat calls take the run's plan directly (the lowest overhead a run
+        has). With `accept_options`, it also takes `options` and `run_metadata` keywords."""
+        if feed_list is None:
+            feed_list = []
+        elif not isinstance(feed_list, (list, tuple)):
+            raise TypeError(
+                f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}"
+            )
+        self._check_open()
+        RunRequest(self.graph, fetches)  # bad fetches fail now, as in TF
+        for key in feed_list:
+            try:
+                self.graph.as_graph_element(key)
+            except (KeyError, TypeError, ValueError) as e:
+                raise TypeError(f"Cannot interpret feed_list key as Tensor: {e}") from None
+        return RunCallable(self, fetches, list(feed_list), accept_options)
 
     def _deadline(self, options: Any) -> int:
         """The clock_ns() deadline of a run's queue waits: RunOptions(timeout_in_ms), else the
@@ -520,6 +673,7 @@ class Session:
         with self._lock:
             self._closed = True
             self._programs.clear()
+            self._plans.clear()
             self._profiled.clear()
             self._gpu = None
             self._rng.clear()
@@ -573,6 +727,60 @@ class Session:
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         with contextlib.suppress(Exception):
             self.close()
+
+
+class RunCallable:
+    """What Session.make_callable returns: `run(fetches, dict(zip(feed_list, args)))` as a
+    function of the feed values, holding on to the run's plan between calls."""
+
+    def __init__(
+        self, session: Session, fetches: Any, feed_list: list, accept_options: bool
+    ) -> None:
+        self._session = session
+        self._fetches = fetches
+        self._feed_list = feed_list
+        self._accept_options = accept_options
+        try:
+            self._key: tuple | None = plan_key(fetches, feed_list)
+            hash(self._key)
+        except TypeError:  # unhashable fetches: every call takes the generic path
+            self._key = None
+        self._plan: RunPlan | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != len(self._feed_list):
+            raise TypeError(
+                f"The callable takes {len(self._feed_list)} feed values (one per element of "
+                f"feed_list), got {len(args)}"
+            )
+        if kwargs:
+            options, run_metadata = self._options(**kwargs)
+            if options is not None or run_metadata is not None:
+                feed_dict = dict(zip(self._feed_list, args))
+                return self._session.run(self._fetches, feed_dict, options, run_metadata)
+        session, plan = self._session, self._plan
+        if plan is not None and not session._closed:
+            result = session._run_plan(plan, args)
+            if result is not MISS:
+                return result
+        result = session._run_request(self._fetches, dict(zip(self._feed_list, args)), None)
+        if self._key is not None:
+            self._plan = session._plans.get(self._key)
+        return result
+
+    def _options(self, options: Any = None, run_metadata: Any = None) -> tuple[Any, Any]:
+        if not self._accept_options:
+            raise TypeError(
+                "This callable takes no options or run_metadata: make it with "
+                "make_callable(..., accept_options=True)"
+            )
+        return options, run_metadata
+
+    @property
+    def program(self) -> Any:
+        """The compiled program the last call ran by its plan (None before a planned call):
+        for benchmarks that call its C entry point directly."""
+        return None if self._plan is None else self._plan.program
 
 
 class InteractiveSession(Session):
@@ -631,6 +839,9 @@ def get_default_session_or_raise(what: str) -> Session:
 
 
 register_session_lookup(get_default_session_or_raise)
+
+
+_PLAIN_FEEDS = (dict, type(None))  # feed_dict types whose keys key a plan
 
 
 # -- helpers ------------------------------------------------------------------------------------
