@@ -242,7 +242,7 @@ BAD_FILES = {
     "output index": (_set("b", "inputs", [["a", 0], ["a", 1]]), "input a:1 is not in the graph"),
     "cycle": (_set("a", "control_inputs", ["b"]), "is on a cycle of inputs"),
     "dtype": (_set("a", "outputs", [{"dtype": "float128", "shape": [2]}]),
-              "node 'a' output 0: Cannot convert 'float128'"),
+              "node 'a' output 0: Cannot convert the argument `type_value`: 'float128'"),
     "shape": (_set("a", "outputs", [{"dtype": "float32", "shape": [-2]}]), "is not a shape"),
     "array bytes": (
         lambda d: _node(d, "a")["attrs"]["value"]["ndarray"].update(shape=[3]),
