@@ -87,9 +87,12 @@ def sync_dir(target: Path, wanted: dict[str, Path]) -> None:
         write_if_changed(target / name, src.read_text())
 
 
-def _headers_digest(outdir: Path) -> str:
+def _headers_digest(outdir: Path, model: bool) -> str:
+    """The digest of the headers a source may include: the runtime's, and with `model` the
+    generated model.h (the runtime's own sources never include it, so their objects are shared
+    by every model built with the same flags)."""
     h = hashlib.sha256()
-    headers = [outdir / "model.h", *(outdir / "runtime").rglob("*.h")]
+    headers = [*(outdir / "runtime").rglob("*.h"), *([outdir / "model.h"] if model else [])]
     for f in sorted(headers):
         h.update(f.relative_to(outdir).as_posix().encode())
         h.update(f.read_bytes())
@@ -134,7 +137,10 @@ def build_executables(
     objects of .cu programs (default: every program's; a cluster's GPU worker: the worker's)."""
     cc = compiler()
     flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
-    key_base = "\0".join([" ".join(flags), toolchain_identity(cc), _headers_digest(outdir)])
+    runtime_key = "\0".join(
+        [" ".join(flags), toolchain_identity(cc), _headers_digest(outdir, False)]
+    )
+    model_key = "\0".join([" ".join(flags), toolchain_identity(cc), _headers_digest(outdir, True)])
     runtime = sorted(f"runtime/src/{f.name}" for f in (outdir / "runtime" / "src").glob("*.c"))
     mains = [f"main_{e}.c" for e in executables]
     if cuda_objects is None:
@@ -145,9 +151,10 @@ def build_executables(
     def compile_one(source: str) -> str:
         if cuda is not None and source.endswith(".cu"):
             cu_flags = [*cuda.flags, "-Iruntime/include", "-I."]
-            cu_key = "\0".join([" ".join(cu_flags), toolchain_identity(cuda.compiler), key_base])
+            cu_key = "\0".join([" ".join(cu_flags), toolchain_identity(cuda.compiler), model_key])
             return _compile_object(cuda.compiler, cu_flags, outdir, source, cu_key)
-        return _compile_object(cc, flags, outdir, source, key_base)
+        key = runtime_key if source.startswith("runtime/") else model_key
+        return _compile_object(cc, flags, outdir, source, key)
 
     if cuda is not None and shutil.which(cuda.compiler) is None:
         first = next(s for s in sources if s.endswith(".cu"))
