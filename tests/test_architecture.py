@@ -24,13 +24,14 @@ LAYERS: list[tuple[str, ...]] = [
     (  # the TF1 graph-building API
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
-        "tfc.debugging", "tfc.contrib", "tfc.linalg",
+        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.onnx",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
     ("tfc.backend",),
     ("tfc.compiler",),
     ("tfc.client",),
+    ("tfc.onnx.backend",),  # ONNX's backend API: imported models run by a Session
     ("tfc.reference",),
     ("tfc.aot",),
     ("tfc.tools",),

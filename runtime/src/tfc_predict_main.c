@@ -13,18 +13,29 @@
 
 static const char *const PROG = "predict";
 
+/* Whether the model has variables a checkpoint holds (an imported ONNX model has none: its
+ * weights are constants of the program, and predict needs no --checkpoint). */
+static int has_saved_state(const tfc_model *m) {
+    for (int i = 0; i < m->n_state; ++i)
+        if (m->state[i].saved) return 1;
+    return 0;
+}
+
 static void usage(const tfc_model *m, FILE *f) {
     const tfc_program *p = m->predict;
     fprintf(f,
-            "usage: predict --checkpoint CKPT --data FILE [--output OUT.npy] [--threads T]\n"
+            "usage: predict %s--data FILE [--output OUT.npy] [--threads T]\n"
             "\n"
-            "Runs model '%s' on every row of FILE (CSV or 2-D .npy) with the variables of CKPT\n"
-            "(a checkpoint directory, whose latest checkpoint is used, or a checkpoint prefix).\n"
+            "Runs model '%s' on every row of FILE (CSV or 2-D .npy)%s.\n"
             "Prints one line per example, or writes OUT.npy (OUT_<name>.npy per output when the\n"
             "model has several). When FILE has one column more than the %" PRId64 " features,\n"
             "the last column is the label and the accuracy is printed.\n"
             "\noutputs:",
-            m->name, tfc_tensor_example_size(&p->inputs[m->predict_features]));
+            has_saved_state(m) ? "--checkpoint CKPT " : "", m->name,
+            has_saved_state(m) ? " with the variables of CKPT\n(a checkpoint directory, whose "
+                                 "latest checkpoint is used, or a checkpoint prefix)"
+                               : "",
+            tfc_tensor_example_size(&p->inputs[m->predict_features]));
     for (int i = 0; i < p->n_outputs; ++i)
         fprintf(f, " %s (%" PRId64 " per example)", p->outputs[i].name,
                 tfc_tensor_example_size(&p->outputs[i]));
@@ -154,7 +165,8 @@ static int predict(const tfc_model *m, const char *checkpoint, const char *data,
 
     if (tfc_model_state_init(&r->state, m, 0, &err) != TFC_OK)
         return tfc_driver_error(PROG, "%s", msg);
-    if (tfc_model_restore(&r->state, checkpoint, p, NULL, 0, &err) != TFC_OK)
+    if (checkpoint != NULL &&
+        tfc_model_restore(&r->state, checkpoint, p, NULL, 0, &err) != TFC_OK)
         return tfc_driver_error(PROG, "%s", msg);
 
     int64_t batch = m->batch;
@@ -226,9 +238,9 @@ int tfc_predict_main(const tfc_model *m, int argc, char **argv) {
             return tfc_driver_error(PROG, "unknown argument '%s' (see predict --help)", argv[i]);
         if (r < 0) return 1;
     }
-    if (checkpoint == NULL || data == NULL)
-        return tfc_driver_error(PROG, "--checkpoint and --data are required (see predict "
-                                "--help)");
+    if (data == NULL || (checkpoint == NULL && has_saved_state(m)))
+        return tfc_driver_error(PROG, "%s are required (see predict --help)",
+                                has_saved_state(m) ? "--checkpoint and --data" : "--data");
     predict_run r;
     memset(&r, 0, sizeof(r));
     int status = predict(m, checkpoint, data, output, &r);

@@ -1,8 +1,12 @@
-"""Model files for `tfc compile`: loading one, building its graph, checking its signatures."""
+"""Model files for `tfc compile`: loading one, building its graph, checking its signatures.
+An ONNX file (OnnxModel) is a model too: its graph imported with the compiled batch, as one
+predict signature from its input to its outputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import os
 import re
 import sys
 import types
@@ -14,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from tfc.ir import dtypes as _dt
-from tfc.ir.graph import Graph, Operation, Tensor
+from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.onnx.importer import import_graph
+from tfc.onnx.loading import OnnxImportError
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the element types the drivers convert data to and checkpoints hold
@@ -53,9 +59,77 @@ class ModelSignatures:
     predict: PredictSignature | None
 
 
-def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
-    """The model's name and its `signatures` function, from a path (a model file, or a directory
-    holding model.py), a module or a callable."""
+@dataclasses.dataclass(frozen=True)
+class OnnxModel:
+    """An ONNX model file compiled by `tfc compile`: `batch` replaces the first dimension of the
+    model's input (the compiled batch; None keeps the model's); `inputs`/`outputs` (ONNX value
+    names) cut the subgraph between them. Its predict signature feeds the one input as
+    `features` and fetches every output, named by its ONNX name made a C identifier."""
+
+    path: str
+    batch: int | None = None
+    inputs: tuple[str, ...] | None = None
+    outputs: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def signatures(self) -> dict[str, Any]:
+        try:
+            m = import_graph(self.path, self.batch, graph=get_default_graph(),
+                             input_names=self.inputs, output_names=self.outputs)  # fmt: skip
+        except OnnxImportError as e:
+            raise ModelError(str(e)) from None
+        if len(m.inputs) != 1:
+            raise ModelError(
+                f"{self.path}: the predict executable feeds one input (features); the model has "
+                f"{len(m.inputs)}: {m.input_names}. Choose one with --inputs NAME"
+            )
+        outputs: dict[str, Any] = {}
+        for name, tensor in zip(m.output_names, m.outputs):
+            key = c_identifier(name)
+            while key in outputs:
+                key += "_"
+            outputs[key] = tensor
+        return {"predict": {"inputs": {"features": m.inputs[0]}, "outputs": outputs}}
+
+
+def onnx_model(
+    model: Any,
+    batch: int | None = None,
+    inputs: Any = None,
+    outputs: Any = None,
+) -> OnnxModel:
+    """`model` (an .onnx path or an OnnxModel) as an OnnxModel: compiled at `batch` when given,
+    cut at `inputs`/`outputs` (lists of ONNX value names) when given."""
+    if not isinstance(model, OnnxModel):
+        if not Path(model).is_file():
+            raise FileNotFoundError(f"model file {model} does not exist")
+        model = OnnxModel(str(model))
+    changes: dict[str, Any] = {}
+    if batch is not None:
+        changes["batch"] = int(batch)
+    if inputs is not None:
+        changes["inputs"] = tuple(inputs)
+    if outputs is not None:
+        changes["outputs"] = tuple(outputs)
+    return dataclasses.replace(model, **changes)
+
+
+def is_onnx_model(model: Any) -> bool:
+    return isinstance(model, OnnxModel) or (
+        isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(".onnx")
+    )
+
+
+def load_signatures_function(model: Any, batch: int | None = None) -> tuple[str, Callable[[], Any]]:
+    """The model's name and its `signatures` function, from a path (a model file, an ONNX file,
+    or a directory holding model.py), a module or a callable. `batch` is the batch an ONNX
+    model is imported with (a model file builds its own placeholders)."""
+    if is_onnx_model(model):
+        m = onnx_model(model, batch)
+        return m.name, m.signatures
     if callable(model) and not isinstance(model, types.ModuleType):
         return getattr(model, "__module__", None) or "model", model
     if isinstance(model, types.ModuleType):

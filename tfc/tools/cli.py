@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         "OUTDIR: generated C, a Makefile, and the executables OUTDIR/train and OUTDIR/predict.",
     )
     comp.add_argument(
-        "model", help="the model file (defines signatures()), or an exported model directory"
+        "model",
+        help="the model file (defines signatures()), an ONNX model (.onnx), or an exported "
+        "model directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         "OUTDIR/train then runs any task (train --job worker --task 1 ...); with --target "
         "cuda the workers compute on a GPU, the ps tasks in C",
     )
+    _add_onnx_arguments(comp)
     _add_inspect_commands(sub)
     sub.add_parser(
         "launch", help="run a distributed model (tfc compile --cluster) as a local cluster",
@@ -102,6 +105,36 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser.print_help()
     return 0
+
+
+def _add_onnx_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("ONNX models (MODEL.onnx)")
+    g.add_argument(
+        "--inputs",
+        metavar="NAMES",
+        help="comma-separated ONNX value names that become the model's input (cut the graph "
+        "there; default: the model's inputs)",
+    )
+    g.add_argument(
+        "--outputs",
+        metavar="NAMES",
+        help="comma-separated ONNX value names to output (default: the model's outputs)",
+    )
+
+
+def _model(args: argparse.Namespace) -> object:
+    """The model argument; an ONNX file cut at --inputs/--outputs when they are given."""
+    if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
+        return args.model
+    from tfc.aot.signatures import ModelError, is_onnx_model, onnx_model
+
+    if not is_onnx_model(args.model):
+        raise ModelError("--inputs and --outputs cut ONNX models (MODEL.onnx) only")
+    names = [
+        None if v is None else [n.strip() for n in v.split(",") if n.strip()]
+        for v in (args.inputs, args.outputs)
+    ]
+    return onnx_model(args.model, inputs=names[0], outputs=names[1])
 
 
 def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
@@ -146,7 +179,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
 
     try:
         m = compile_embed(
-            args.model,
+            _model(args),
             args.output,
             batch=1 if args.batch is None else args.batch,
             prefix=args.prefix,
@@ -177,7 +210,7 @@ def _compile(args: argparse.Namespace) -> int:
         return _compile_embed(args)
     try:
         result = compile(
-            args.model,
+            _model(args),
             args.output,
             batch=32 if args.batch is None else args.batch,
             target=args.target,
@@ -203,7 +236,9 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="the model file (defines signatures(); see `pydoc tfc.aot`)")
+    p.add_argument(
+        "model", help="the model file (defines signatures(); see `pydoc tfc.aot`) or MODEL.onnx"
+    )
     p.add_argument(
         "--signature",
         choices=["train", "predict"],
@@ -217,6 +252,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="the optimization passes to run, comma-separated (default: all; 'none' for none)",
     )
+    _add_onnx_arguments(p)
 
 
 def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
@@ -285,7 +321,7 @@ def _footprint(args: argparse.Namespace) -> int:
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         batch = 1 if args.batch is None else args.batch
-        print(measure(args.model, batch, options).report(), end="")
+        print(measure(_model(args), batch, options).report(), end="")
     except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
         return 1
@@ -302,7 +338,7 @@ def _inspect(args: argparse.Namespace) -> int:
     args.batch = 32 if args.batch is None else args.batch
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
-        result = inspect_model(args.model, args.signature, args.batch, options, args.dump_after)
+        result = inspect_model(_model(args), args.signature, args.batch, options, args.dump_after)
         dump = write_dump(result, args.output)
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
@@ -318,7 +354,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
         try:
             measured = profile_model(
-                args.model, result.signature, args.batch, options, runs=args.runs
+                _model(args), result.signature, args.batch, options, runs=args.runs
             )
         except (CompileError, ValueError, RuntimeError) as e:
             print(f"tfc inspect: error: --profile: {e}", file=sys.stderr)
@@ -337,7 +373,7 @@ def _graph(args: argparse.Namespace) -> int:
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(
-            args.model, args.signature, args.batch, options, args.after
+            _model(args), args.signature, args.batch, options, args.after
         )
         when = {None: "after all passes", "none": "before any pass"}
         title = f"{name}: {signature}, batch {args.batch}, " + when.get(
