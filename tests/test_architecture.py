@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     (  # the TF1 graph-building API
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
-        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.onnx",
+        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.onnx", "tfc.bitwise",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),

@@ -44,6 +44,7 @@ OP_TEST_MODULES = [
     "test_ops_special", "test_ops_scan", "test_ops_sequences", "test_ops_segment",
     "test_ops_einsum", "test_ops_norms",
     "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
+    "test_ops_bitwise",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}

@@ -67,3 +67,4 @@ from tfc.ops.segment import *
 from tfc.ops.einsum import *
 from tfc.ops.norms import *
 from tfc import math
+from tfc import bitwise

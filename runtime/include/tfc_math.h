@@ -40,7 +40,17 @@
         }                                                                                   \
         return (T)result;                                                                   \
     }                                                                                       \
-    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)((a > 0) - (a < 0)); }
+    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)((a > 0) - (a < 0)); }             \
+    /* shifts as TensorFlow's kernels do them: the amount clamped to [0, bits - 1], the left \
+     * shift on the unsigned bits, the right shift arithmetic (the sign bit fills in) */     \
+    static inline TFC_HD int tfc_shift_amount_##tag(T b) {                                      \
+        return b < 0 ? 0 : b > (T)(8 * sizeof(T) - 1) ? (int)(8 * sizeof(T) - 1) : (int)b;   \
+    }                                                                                       \
+    static inline TFC_HD T tfc_shl_##tag(T a, T b) { return (T)((U)a << tfc_shift_amount_##tag(b)); } \
+    static inline TFC_HD T tfc_shr_##tag(T a, T b) {                                             \
+        int s = tfc_shift_amount_##tag(b);                                                  \
+        return a < 0 ? (T)~(~(U)a >> s) : (T)((U)a >> s);                                   \
+    }
 
 TFC_INT_HELPERS(i32, int32_t, uint32_t, INT32_MIN)
 TFC_INT_HELPERS(i64, int64_t, uint64_t, INT64_MIN)
