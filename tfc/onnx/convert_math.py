@@ -9,6 +9,7 @@ import numpy as np
 
 import tfc.onnx.types as _types
 import tfc.ops.array as _array
+import tfc.ops.bitwise as _bitwise
 import tfc.ops.logic as _logic
 import tfc.ops.math as _math
 import tfc.ops.nn as _nn
@@ -311,8 +312,6 @@ def _div(ctx: NodeContext) -> list:
 def _mod(ctx: NodeContext) -> list:
     x = ctx.input(0)
     fmod = ctx.attr("fmod", 0)
-    if x.dtype.is_floating and not fmod:
-        raise ctx.error("fmod must be 1 for floating-point inputs")
     fn = _math.truncatemod if fmod else _math.floormod
     return [elementwise(ctx, fn, x, ctx.input(1))]
 
@@ -387,16 +386,48 @@ def _clip(ctx: NodeContext) -> list:
 
 @converter("BitShift")
 def _bit_shift(ctx: NodeContext) -> list:
+    """ONNX's shifts: by an amount outside [0, bits) of the ONNX type a left shift gives 0 and
+    a right shift the sign (0 or -1); inside, tf.bitwise's shifts (the result wraps into the
+    narrow type after)."""
     x, y = ctx.input(0), ctx.input(1)
     direction = ctx.attr("direction")
     if direction not in ("LEFT", "RIGHT"):
         raise ctx.error(f"direction must be LEFT or RIGHT, got {direction!r}")
-    if _types.UINT64 in (ctx.input_type(0), ctx.input_type(1)):
-        raise ctx.error("tfc computes uint64 in int64, which shifts a different bit pattern")
-    powers = _math.pow(_scalar(x, 2), y)
-    if direction == "LEFT":
-        return [_math.multiply(x, powers)]
-    return [_math.floordiv(x, powers)]  # the inputs are unsigned: floor division shifts right
+    elem = ctx.input_type(0)
+    bits = {
+        _types.UINT8: 8,
+        _types.INT8: 8,
+        _types.UINT16: 16,
+        _types.INT16: 16,
+        _types.UINT32: 32,
+        _types.INT32: 32,
+    }.get(elem, 64)
+
+    def shift(a: Tensor, b: Tensor) -> Tensor:
+        outside = _logic.logical_or(
+            _logic.less(b, _scalar(b, 0)), _logic.greater_equal(b, _scalar(b, bits))
+        )
+        if direction == "LEFT":
+            fill = _array.zeros_like(_math.add(a, _math.multiply(b, _scalar(b, 0))))
+            shifted = _bitwise.left_shift(a, b)
+        else:
+            sign = _logic.where(
+                _logic.less(a, _scalar(a, 0)), _array.ones_like(a), _array.zeros_like(a)
+            )
+            fill = _math.add(_math.negative(sign), _math.multiply(b, _scalar(b, 0)))
+            shifted = _bitwise.right_shift(a, b)
+        return _logic.where(outside, fill, shifted)
+
+    return [elementwise(ctx, shift, x, y)]
+
+
+for _op, _fn in {
+    "BitwiseAnd": _bitwise.bitwise_and,
+    "BitwiseOr": _bitwise.bitwise_or,
+    "BitwiseXor": _bitwise.bitwise_xor,
+}.items():
+    converter(_op)(_binary(_fn))
+converter("BitwiseNot")(_unary(_bitwise.invert))
 
 
 # -- casts ---------------------------------------------------------------------------------------

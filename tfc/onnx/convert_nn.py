@@ -295,26 +295,24 @@ def _conv_transpose(ctx: NodeContext) -> list:
     # output_padding rows are zero-weighted taps beyond the last input pixel
     out_full = [f + op for f, op in zip(full, output_padding)]
     value = ctx.const(1)
-    if value is None:
-        raise ctx.error("the filter must be known when the model is imported")
     # (I, O/group, spatial...) -> (spatial..., O/group, I)
     perm = [*range(2, 2 + spatial), 1, 0]
-    filt = np.ascontiguousarray(np.transpose(value, perm))
+    if value is not None:
+        filt = constant(np.ascontiguousarray(np.transpose(value, perm)), dtype=x.dtype)
+    else:
+        filt = _array.transpose(w, perm)
     if spatial == 1:
-        filt = filt[None]
+        filt = _array.expand_dims(filt, 0)
         xl = _array.expand_dims(xl, 1)
         strides, dilations, out_full = [1, *strides], [1, *dilations], [1, *out_full]
         pads = [(0, 0), *pads]
     batch = xl._shape_tuple[0]
     out_per_group = w_shape[1]
-    in_per_group = w_shape[0] // group
 
-    def transposed(image: Tensor, f: np.ndarray) -> Tensor:
+    def transposed(image: Tensor, f: Tensor) -> Tensor:
         shape = [batch, *out_full, out_per_group]
         # TF's VALID transposed convolution has this output size when output_padding < stride
-        return conv2d_transpose(
-            image, constant(f, dtype=x.dtype), shape, [1, *strides, 1], "VALID", dilations=dilations
-        )
+        return conv2d_transpose(image, f, shape, [1, *strides, 1], "VALID", dilations=dilations)
 
     if any(op >= s for op, s in zip(output_padding, strides[-spatial:])):
         raise ctx.error(f"output_padding {output_padding} must be smaller than the strides")
@@ -322,10 +320,8 @@ def _conv_transpose(ctx: NodeContext) -> list:
         y = transposed(xl, filt)
     else:
         images = _array.split(xl, group, axis=-1)
-        parts = [
-            transposed(img, filt[..., g * in_per_group : (g + 1) * in_per_group])
-            for g, img in enumerate(images)
-        ]
+        filters = _array.split(filt, group, axis=-1)
+        parts = [transposed(img, f) for img, f in zip(images, filters)]
         y = _array.concat(parts, axis=-1)
     if any(b or a for b, a in pads):
         begin = [0, *[b for b, _ in pads], 0]
@@ -377,21 +373,78 @@ def _lift(spatial: int, *lists):
     return [[1, *v] if spatial == 1 else list(v) for v in lists]
 
 
+def _tap_pool(x: Tensor, kernel, strides, dilations, pads: Pads, fill: float, combine) -> Tensor:
+    """A pool of channels-last `x` over any number of spatial dims, with dilations: `combine`
+    (maximum or add) over the kernel's taps, each a strided slice of the padded image; what
+    tfc's 2-D pool kernels do not cover."""
+    x = _padded(x, pads, fill)
+    sizes = _image_sizes(x)
+    outs = [
+        (n - ((k - 1) * d + 1)) // s + 1 for n, k, s, d in zip(sizes, kernel, strides, dilations)
+    ]
+    n = len(kernel)
+    y = None
+    for tap in np.ndindex(*kernel):
+        begin = [0, *[t * d for t, d in zip(tap, dilations)], 0]
+        end = [0, *[b + (o - 1) * s + 1 for b, o, s in zip(begin[1:], outs, strides)], 0]
+        mask = 1 | 1 << (n + 1)
+        window = _array.strided_slice(
+            x, begin, end, [1, *strides, 1], begin_mask=mask, end_mask=mask
+        )
+        y = window if y is None else combine(y, window)
+    return y
+
+
+def _tap_counts(
+    sizes, kernel, strides, dilations, pads: Pads, extra, include_pad: bool
+) -> np.ndarray:
+    """How many elements each window of a tap pool counts: the image's, and with
+    `include_pad` the explicit pads' (never the ceil_mode extension)."""
+    counted = np.pad(np.ones(sizes), pads, constant_values=1.0 if include_pad else 0.0)
+    counted = np.pad(counted, [(0, e) for e in extra])
+    outs = [
+        (n - ((k - 1) * d + 1)) // s + 1
+        for n, k, s, d in zip(counted.shape, kernel, strides, dilations)
+    ]
+    total = np.zeros(outs)
+    for tap in np.ndindex(*kernel):
+        index = tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s)
+            for t, d, o, s in zip(tap, dilations, outs, strides)
+        )
+        total += counted[index]
+    return total
+
+
+def _pool_inputs(ctx: NodeContext):
+    x = ctx.input(0)
+    spatial = ctx.rank(0) - 2
+    if spatial < 1:
+        raise ctx.error("pooling needs an input of rank 3 or more (N, C, spatial...)")
+    xl = ctx.channels_last(x)
+    return x, spatial, xl, *_pool_geometry(ctx, xl, spatial)
+
+
+def _concrete_pads(ctx: NodeContext, pads, sizes, kernel, strides, dilations) -> Pads:
+    if pads != "SAME":
+        return pads
+    if any(s is None for s in sizes):
+        raise ctx.error("this pool needs the image size when the model is imported")
+    return [_same_pads(n, k, s, d, False) for n, k, s, d in zip(sizes, kernel, strides, dilations)]
+
+
 @converter("MaxPool")
 def _max_pool(ctx: NodeContext) -> list:
     if ctx.wants_output(1):
         raise ctx.error("tfc does not compute MaxPool's Indices output")
-    x = ctx.input(0)
-    spatial = ctx.rank(0) - 2
-    if spatial not in (1, 2):
-        raise ctx.error(
-            f"tfc pools 1-D and 2-D images; this input has {spatial} spatial dimensions"
-        )
-    xl = ctx.channels_last(x)
-    kernel, strides, dilations, sizes, pads, extra = _pool_geometry(ctx, xl, spatial)
-    if any(d != 1 for d in dilations):
-        raise ctx.error(f"tfc pools without dilations, got {dilations}")
-    low = float(x.dtype.min) if not x.dtype.is_floating else -np.inf
+    x, spatial, xl, kernel, strides, dilations, sizes, pads, extra = _pool_inputs(ctx)
+    if spatial > 2 or any(d != 1 for d in dilations) or not x.dtype.is_floating:
+        pads = _concrete_pads(ctx, pads, sizes, kernel, strides, dilations)
+        pads = [(b, a + e) for (b, a), e in zip(pads, extra)]
+        low = int(x.dtype.min) if not x.dtype.is_floating else -np.inf
+        y = _tap_pool(xl, kernel, strides, dilations, pads, low, _math.maximum)
+        return [ctx.channels_first(y)]
+    low = -np.inf
     image = _pool_2d(xl, spatial)
     kernel, strides = _lift(spatial, kernel, strides)
     if pads == "SAME":
@@ -407,25 +460,24 @@ def _max_pool(ctx: NodeContext) -> list:
                 image, padding = _padded(image, pads, low), "VALID"
         else:
             padding = "VALID"
-    if not x.dtype.is_floating:
-        raise ctx.error(f"tfc max-pools float tensors, not {x.dtype.name}")
     y = max_pool(image, [1, *kernel, 1], [1, *strides, 1], padding)
     return [ctx.channels_first(_pool_back(y, spatial))]
 
 
 @converter("AveragePool")
 def _average_pool(ctx: NodeContext) -> list:
-    x = ctx.input(0)
-    spatial = ctx.rank(0) - 2
-    if spatial not in (1, 2):
-        raise ctx.error(
-            f"tfc pools 1-D and 2-D images; this input has {spatial} spatial dimensions"
-        )
-    xl = ctx.channels_last(x)
-    kernel, strides, dilations, sizes, pads, extra = _pool_geometry(ctx, xl, spatial)
-    if any(d != 1 for d in dilations):
-        raise ctx.error(f"tfc pools without dilations, got {dilations}")
+    x, spatial, xl, kernel, strides, dilations, sizes, pads, extra = _pool_inputs(ctx)
     include_pad = bool(ctx.attr("count_include_pad", 0))
+    if spatial > 2 or any(d != 1 for d in dilations):
+        if any(s is None for s in sizes):
+            raise ctx.error("this pool needs the image size when the model is imported")
+        pads = _concrete_pads(ctx, pads, sizes, kernel, strides, dilations)
+        counts = _tap_counts(sizes, kernel, strides, dilations, pads, extra, include_pad)
+        padded = [(b, a + e) for (b, a), e in zip(pads, extra)]
+        total = _tap_pool(xl, kernel, strides, dilations, padded, 0.0, _math.add)
+        scale = (1 / np.maximum(counts, 1)).reshape([1, *counts.shape, 1])
+        y = _math.multiply(total, constant(scale.astype(x.dtype.np), dtype=x.dtype))
+        return [ctx.channels_first(y)]
     image = _pool_2d(xl, spatial)
     kernel2, strides2 = _lift(spatial, kernel, strides)
     ksize, kstrides = [1, *kernel2, 1], [1, *strides2, 1]
@@ -448,10 +500,7 @@ def _average_pool(ctx: NodeContext) -> list:
     else:
         # the mean over the counted elements: the sum of each zero-padded window (VALID mean
         # times its size) over how many it counts (the image's, or also the explicit pads')
-        fill = 1.0 if include_pad else 0.0  # whether the explicit pads count
-        counted = np.pad(np.ones(sizes), pads, constant_values=fill)
-        counted = np.pad(counted, [(0, e) for e in extra])  # the ceil_mode rows never count
-        counts = _window_sums(counted, kernel, strides)
+        counts = _tap_counts(sizes, kernel, strides, [1] * spatial, pads, extra, include_pad)
         factor = np.prod(kernel) / np.maximum(counts, 1)
         factor = factor.reshape([1, *([1] if spatial == 1 else []), *factor.shape, 1])
         lifted = [(0, 0), *padded] if spatial == 1 else padded
@@ -460,12 +509,15 @@ def _average_pool(ctx: NodeContext) -> list:
     return [ctx.channels_first(_pool_back(y, spatial))]
 
 
-def _window_sums(a: np.ndarray, kernel: Sequence[int], strides: Sequence[int]) -> np.ndarray:
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    windows = sliding_window_view(a, kernel)
-    windows = windows[tuple(slice(None, None, s) for s in strides)]
-    return windows.reshape(*windows.shape[: len(kernel)], -1).sum(-1)
+@converter("LpPool")
+def _lp_pool(ctx: NodeContext) -> list:
+    x, spatial, xl, kernel, strides, dilations, sizes, pads, extra = _pool_inputs(ctx)
+    p = float(ctx.attr("p", 2))
+    pads = _concrete_pads(ctx, pads, sizes, kernel, strides, dilations)
+    padded = [(b, a + e) for (b, a), e in zip(pads, extra)]
+    powered = _math.pow(_math.abs(xl), constant(p, dtype=x.dtype))
+    total = _tap_pool(powered, kernel, strides, dilations, padded, 0.0, _math.add)
+    return [ctx.channels_first(_math.pow(total, constant(1 / p, dtype=x.dtype)))]
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")

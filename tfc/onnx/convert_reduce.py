@@ -18,7 +18,7 @@ from tfc.onnx.node import NodeContext, channels_last_perm, converter
 from tfc.ops.argminmax import argmax, argmin
 from tfc.ops.constant import constant
 from tfc.ops.linalg_solve import matrix_determinant
-from tfc.ops.scan import cumsum
+from tfc.ops.scan import cumprod, cumsum
 from tfc.ops.topk import top_k
 
 
@@ -145,14 +145,13 @@ def _top_k(ctx: NodeContext) -> list:
 
 
 # -- CumSum, Det ---------------------------------------------------------------------------------
-@converter("CumSum")
-def _cum_sum(ctx: NodeContext) -> list:
+@converter("CumSum", "CumProd")
+def _cumulative(ctx: NodeContext) -> list:
     x = ctx.input(0)
     axis = int(np.asarray(ctx.require_const(1, "axis")).reshape(-1)[0])
+    fn = cumsum if ctx.op_type == "CumSum" else cumprod
     return [
-        cumsum(
-            x, axis, exclusive=bool(ctx.attr("exclusive", 0)), reverse=bool(ctx.attr("reverse", 0))
-        )
+        fn(x, axis, exclusive=bool(ctx.attr("exclusive", 0)), reverse=bool(ctx.attr("reverse", 0)))
     ]
 
 

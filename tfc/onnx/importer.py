@@ -12,6 +12,7 @@ import numpy as np
 
 import tfc.onnx.convert_array  # noqa: F401  (each module registers its converters)
 import tfc.onnx.convert_attention  # noqa: F401
+import tfc.onnx.convert_index  # noqa: F401
 import tfc.onnx.convert_math  # noqa: F401
 import tfc.onnx.convert_nn  # noqa: F401
 import tfc.onnx.convert_reduce  # noqa: F401
