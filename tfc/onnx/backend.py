@@ -50,6 +50,8 @@ def feed_value(value: Any, elem_type: int, name: str) -> np.ndarray:
     dtype, checked to fit the ONNX type declared for it."""
     array = np.asarray(value)
     dtype = _types.COMPUTE[elem_type]
+    if array.dtype.kind == "V" and elem_type in _types.INTEGER_RANGES:  # ml_dtypes' int4, ...
+        array = array.astype(np.int64)
     if elem_type in _types.INTEGER_RANGES:
         if array.dtype.kind not in "iub":
             raise TypeError(

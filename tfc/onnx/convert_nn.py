@@ -20,6 +20,7 @@ from tfc.ops.constant import constant
 from tfc.ops.conv import avg_pool, conv2d, max_pool
 from tfc.ops.conv_composite import conv2d_transpose
 from tfc.ops.linalg import matmul
+from tfc.ops.registry import constant_value
 
 Pads = list[tuple[int, int]]
 
@@ -101,12 +102,11 @@ def _as_2d(x: Tensor, spatial: int) -> Tensor:
 
 
 # -- Conv -----------------------------------------------------------------------------------------
-def _filter_hwio(ctx: NodeContext, i: int, spatial: int) -> Tensor:
-    """Filter input `i` (O, I, spatial...) as (spatial..., I, O), with a height of 1 in 1-D;
+def _filter_hwio(w: Tensor, spatial: int) -> Tensor:
+    """Filter `w` (O, I, spatial...) as (spatial..., I, O), with a height of 1 in 1-D;
     transposed as the model is imported when its value is known."""
-    w = ctx.input(i)
     perm = [*range(2, 2 + spatial), 1, 0]
-    value = ctx.const(i)
+    value = constant_value(w.graph, (w.op.name, w.value_index))
     if value is not None:
         hwio = np.ascontiguousarray(np.transpose(value, perm))
         if spatial == 1:
@@ -130,8 +130,6 @@ def _fill_value(t: Tensor) -> float | None:
     if op.type != "Fill" or not t.shape.is_fully_defined():
         return None
     value = op.inputs[1]
-    from tfc.ops.registry import constant_value
-
     v = constant_value(value.graph, (value.op.name, value.value_index))
     return None if v is None else float(np.asarray(v).reshape(()))
 
@@ -144,8 +142,15 @@ def _conv_attrs(ctx: NodeContext, spatial: int, kernel: Sequence[int]):
 
 @converter("Conv")
 def _conv(ctx: NodeContext) -> list:
-    x, w = ctx.input(0), ctx.input(1)
-    rank = ctx.rank(0)
+    return [conv_node(ctx, ctx.input(0), ctx.input(1), ctx.optional(2))]
+
+
+def conv_node(ctx: NodeContext, x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
+    """The convolution of image `x` (N, C, spatial...) by filter `w` (M, C/group, kernel...)
+    with the node's attributes (Conv's, and the quantized convolutions')."""
+    if x._shape_tuple is None:
+        raise ctx.error("the rank of the image must be known when the model is imported")
+    rank = len(x._shape_tuple)
     spatial = rank - 2
     if spatial not in (1, 2):
         raise ctx.error(
@@ -162,7 +167,7 @@ def _conv(ctx: NodeContext) -> list:
     xl = ctx.channels_last(x)
     sizes = _image_sizes(xl)
     pads = window_pads(ctx, sizes, kernel, strides, dilations)
-    f = _filter_hwio(ctx, 1, spatial)
+    f = _filter_hwio(w, spatial)
     xl = _as_2d(xl, spatial)
     if spatial == 1:
         strides, dilations = [1, *strides], [1, *dilations]
@@ -195,11 +200,11 @@ def _conv(ctx: NodeContext) -> list:
         images = _array.split(xl, group, axis=-1)
         filters = _array.split(f, group, axis=-1)
         y = _array.concat([conv(a, b) for a, b in zip(images, filters)], axis=-1)
-    if ctx.has_input(2):
-        y = _math.add(y, ctx.input(2))
+    if bias is not None:
+        y = _math.add(y, bias)
     if spatial == 1:
         y = _array.squeeze(y, [1])
-    return [ctx.channels_first(y)]
+    return ctx.channels_first(y)
 
 
 def _depthwise(

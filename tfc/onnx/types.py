@@ -10,6 +10,7 @@ from tfc.ir import dtypes as _dt
 # TensorProto.DataType numbers (stable across ONNX releases), named as ONNX names them
 FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
 FLOAT16, DOUBLE, UINT32, UINT64, COMPLEX64, COMPLEX128, BFLOAT16 = 10, 11, 12, 13, 14, 15, 16
+UINT4, INT4, UINT2, INT2 = 21, 22, 25, 26
 
 NAMES = {
     0: "UNDEFINED",
@@ -42,7 +43,7 @@ NAMES = {
 }
 
 # the tfc dtype that computes each ONNX type tfc supports; narrow integers and half floats are
-# held in a wider type (exact for every value they can hold: int32 holds int8..uint16, int64
+# held in a wider type (exact for every value they can hold: int32 holds int2..uint16, int64
 # holds uint32 and the uint64 values below 2**63, float32 holds float16 and bfloat16)
 COMPUTE: dict[int, _dt.DType] = {
     FLOAT: _dt.float32,
@@ -58,6 +59,10 @@ COMPUTE: dict[int, _dt.DType] = {
     INT16: _dt.int32,
     UINT32: _dt.int64,
     UINT64: _dt.int64,
+    UINT4: _dt.int32,
+    INT4: _dt.int32,
+    UINT2: _dt.int32,
+    INT2: _dt.int32,
 }
 
 # the integer types held in a wider one: (min, max) of the values they hold
@@ -68,8 +73,12 @@ INTEGER_RANGES: dict[int, tuple[int, int]] = {
     INT16: (-(2**15), 2**15 - 1),
     UINT32: (0, 2**32 - 1),
     UINT64: (0, 2**64 - 1),
+    UINT4: (0, 2**4 - 1),
+    INT4: (-(2**3), 2**3 - 1),
+    UINT2: (0, 2**2 - 1),
+    INT2: (-2, 1),
 }
-UNSIGNED = (UINT8, UINT16, UINT32, UINT64)
+UNSIGNED = (UINT8, UINT16, UINT32, UINT64, UINT4, UINT2)
 HALF_FLOATS = (FLOAT16, BFLOAT16)
 
 _FROM_TFC = {
