@@ -16,6 +16,7 @@ import tfc.onnx.convert_index  # noqa: F401
 import tfc.onnx.convert_math  # noqa: F401
 import tfc.onnx.convert_nn  # noqa: F401
 import tfc.onnx.convert_quantize  # noqa: F401
+import tfc.onnx.convert_recurrent  # noqa: F401
 import tfc.onnx.convert_reduce  # noqa: F401
 import tfc.onnx.types as _types
 import tfc.ops.math as _math
