@@ -18,7 +18,6 @@ from tfc.ir.graph import Tensor
 from tfc.onnx.node import NodeContext, channels_last_perm, converter
 from tfc.ops.constant import constant
 from tfc.ops.reduce import reduce_prod, reduce_sum
-from tfc.ops.sequences import range as _range
 
 _INT32 = np.iinfo(np.int32)
 
@@ -104,14 +103,15 @@ def _constant_of_shape(ctx: NodeContext) -> list:
 
 @converter("Range")
 def _range_op(ctx: NodeContext) -> list:
-    start, limit, delta = ctx.input(0), ctx.input(1), ctx.input(2)
-    values = [ctx.const(i) for i in range(3)]
-    if all(v is not None for v in values):
-        s, lim, d = (np.asarray(v).reshape(()) for v in values)
-        n = max(int(np.ceil((lim - s) / d)), 0)
-        result = s + np.arange(n, dtype=np.float64 if start.dtype.is_floating else np.int64) * d
-        return [constant(result.astype(start.dtype.np), dtype=start.dtype)]
-    return [_range(start, limit, delta, dtype=start.dtype)]
+    # its length is its shape: the bounds must be known when the graph is built
+    start = ctx.input(0)
+    s, lim, d = (
+        np.asarray(ctx.require_const(i, w)).reshape(())
+        for i, w in ((0, "start"), (1, "limit"), (2, "delta"))
+    )
+    n = max(int(np.ceil((lim - s) / d)), 0)
+    result = s + np.arange(n, dtype=np.float64 if start.dtype.is_floating else np.int64) * d
+    return [constant(result.astype(start.dtype.np), dtype=start.dtype)]
 
 
 # -- reshapes ------------------------------------------------------------------------------------
