@@ -79,11 +79,8 @@ def _size(ctx: NodeContext) -> list:
     return [_array.size(x, out_type=_dt.int64)]
 
 
-def _shape_argument(ctx: NodeContext, i: int) -> list[int] | Tensor:
-    value = ctx.const(i)
-    if value is not None:
-        return [int(v) for v in np.asarray(value).reshape(-1)]
-    return ctx.input(i)
+def _shape_argument(ctx: NodeContext, i: int) -> list[int]:
+    return [int(v) for v in np.asarray(ctx.require_const(i, "shape")).reshape(-1)]
 
 
 @converter("ConstantOfShape")
@@ -96,7 +93,7 @@ def _constant_of_shape(ctx: NodeContext) -> list:
     dtype = ctx.compute_dtype(elem, "the constant")
     dims = _shape_argument(ctx, 0)
     fill_value = constant(value.astype(dtype.np)[0], dtype=dtype)
-    if isinstance(dims, list) and not dims:
+    if not dims:
         return [_array.identity(fill_value)]
     return [_array.fill(dims, fill_value)]
 
@@ -258,9 +255,7 @@ def _split(ctx: NodeContext) -> list:
     if ctx.opset < 13:
         sizes = ctx.attr("split")
     else:
-        sizes = ctx.const(1) if ctx.has_input(1) else None
-        if ctx.has_input(1) and sizes is None:
-            raise ctx.error("the split sizes must be known when the model is imported")
+        sizes = ctx.require_const(1, "split sizes") if ctx.has_input(1) else None
     dim = x._shape_tuple[axis]
     if sizes is None:
         count = ctx.attr("num_outputs", n)
@@ -400,9 +395,7 @@ def _pad(ctx: NodeContext) -> list:
         axes = list(range(rank))
     else:
         pads = [int(p) for p in np.asarray(ctx.require_const(1, "pads")).reshape(-1)]
-        value = ctx.const(2) if ctx.has_input(2) else 0
-        if ctx.has_input(2) and value is None:
-            raise ctx.error("the padding value must be known when the model is imported")
+        value = ctx.require_const(2, "padding value") if ctx.has_input(2) else 0
         axes = list(range(rank))
         if ctx.has_input(3):
             axes = _normalize(ctx, [int(a) for a in ctx.require_const(3, "axes")], rank)
@@ -488,6 +481,8 @@ def _one_hot(ctx: NodeContext) -> list:
     depth = int(np.asarray(ctx.require_const(1, "depth")).reshape(-1)[0])
     values = ctx.input(2)
     axis = ctx.attr("axis", -1)
+    if axis < 0:  # counted in the output's rank, one more than the indices'
+        axis += len(ctx.shape(0)) + 1
     if indices.dtype.is_floating:
         indices = _math.cast(indices, _dt.int64)
     indices = _math.cast(indices, _dt.int64)
@@ -532,181 +527,3 @@ def _reverse_sequence(ctx: NodeContext) -> list:
     index[time_axis] = source_t
     flat = np.ravel_multi_index(tuple(index), shape).astype(np.int64)
     return [_array.reshape(_array.gather(_array.reshape(x, [-1]), constant(flat)), list(shape))]
-
-
-# -- resizing ------------------------------------------------------------------------------------
-def _source_coordinates(
-    mode: str,
-    out: int,
-    size: int,
-    scale: float,
-    roi: tuple[float, float],
-) -> np.ndarray:
-    """Where each output pixel of one axis samples the input (ONNX's coordinate modes)."""
-    x = np.arange(out, dtype=np.float64)
-    if mode == "half_pixel":
-        return (x + 0.5) / scale - 0.5
-    if mode == "half_pixel_symmetric":
-        adjustment = out / (scale * size)
-        center = size / 2
-        offset = center * (1 - adjustment)
-        return offset + (x + 0.5) / scale - 0.5
-    if mode == "pytorch_half_pixel":
-        return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros(out)
-    if mode == "align_corners":
-        return x * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
-    if mode == "asymmetric":
-        return x / scale
-    if mode == "tf_crop_and_resize":
-        start, end = roi
-        if out > 1:
-            return start * (size - 1) + x * (end - start) * (size - 1) / (out - 1)
-        return np.full(out, 0.5 * (start + end) * (size - 1))
-    raise ValueError(f"unknown coordinate_transformation_mode {mode!r}")
-
-
-def _nearest(coords: np.ndarray, mode: str) -> np.ndarray:
-    if mode == "round_prefer_floor":
-        return np.where(coords == np.floor(coords) + 0.5, np.floor(coords), np.round(coords))
-    if mode == "round_prefer_ceil":
-        return np.floor(coords + 0.5)
-    if mode == "floor":
-        return np.floor(coords)
-    if mode == "ceil":
-        return np.ceil(coords)
-    raise ValueError(f"unknown nearest_mode {mode!r}")
-
-
-def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
-    """The 4 taps' weights at fractional offsets t (Keys' cubic convolution with parameter a)."""
-
-    def w(d: np.ndarray) -> np.ndarray:
-        d = np.abs(d)
-        return np.where(
-            d <= 1,
-            ((a + 2) * d - (a + 3)) * d * d + 1,
-            np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0),
-        )
-
-    return np.stack([w(t + 1), w(t), w(1 - t), w(2 - t)], axis=-1)
-
-
-def _axis_taps(ctx: NodeContext, size: int, out: int, scale: float, roi: tuple[float, float]):
-    """(indices [out, taps], weights [out, taps], inside [out]) that resample one axis."""
-    mode = ctx.attr("mode", "nearest")
-    coord_mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if ctx.op_type == "Upsample" or ctx.opset < 11:
-        coord_mode = "asymmetric"
-    coords = _source_coordinates(coord_mode, out, size, scale, roi)
-    inside = (
-        (coords >= 0) & (coords <= size - 1)
-        if coord_mode == "tf_crop_and_resize"
-        else (np.ones(out, bool))
-    )
-    if mode == "nearest":
-        nearest_mode = ctx.attr("nearest_mode", "round_prefer_floor")
-        if ctx.op_type == "Upsample" or ctx.opset < 11:
-            nearest_mode = "floor"
-        idx = np.clip(_nearest(coords, nearest_mode), 0, size - 1).astype(np.int64)
-        return idx[:, None], np.ones((out, 1)), inside
-    if mode in ("linear", "bilinear", "trilinear"):
-        if coord_mode not in ("tf_crop_and_resize", "align_corners"):
-            coords = np.clip(coords, 0, size - 1)
-        base = np.floor(coords)
-        t = coords - base
-        idx = np.stack([base, base + 1], axis=-1)
-        weights = np.stack([1 - t, t], axis=-1)
-    elif mode == "cubic":
-        a = ctx.attr("cubic_coeff_a", -0.75)
-        base = np.floor(coords)
-        t = coords - base
-        idx = base[:, None] + np.arange(-1, 3)[None, :]
-        weights = _cubic_weights(t, a)
-        if ctx.attr("exclude_outside", 0):
-            weights = np.where((idx >= 0) & (idx < size), weights, 0.0)
-            weights = weights / weights.sum(-1, keepdims=True)
-    else:
-        raise ctx.error(f"unknown mode {mode!r}")
-    idx = np.clip(idx, 0, size - 1).astype(np.int64)
-    return idx, weights, inside
-
-
-@converter("Resize", "Upsample")
-def _resize(ctx: NodeContext) -> list:
-    x = ctx.input(0)
-    shape = _static(x)
-    if shape is None:
-        raise ctx.error("needs the input's shape when the model is imported")
-    rank = len(shape)
-    if ctx.attr("antialias", 0):
-        raise ctx.error("antialias is not supported")
-    if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.error("keep_aspect_ratio_policy other than 'stretch' is not supported")
-    axes = list(range(rank))
-    if ctx.has_attr("axes"):
-        axes = _normalize(ctx, ctx.attr("axes"), rank)
-    roi = np.tile([0.0, 1.0], (rank, 1))
-    scales = sizes = None
-    if ctx.op_type == "Upsample":
-        scales = ctx.attr("scales") if ctx.opset < 9 else ctx.require_const(1, "scales")
-    elif ctx.opset < 11:
-        scales = ctx.require_const(1, "scales")
-    else:
-        if ctx.has_input(1):
-            r = ctx.const(1)
-            if r is not None and r.size:
-                r = np.asarray(r, np.float64).reshape(2, -1)
-                for k, a in enumerate(axes):
-                    roi[a] = (r[0][k], r[1][k])
-        if ctx.has_input(2):
-            scales = ctx.require_const(2, "scales")
-            if scales.size == 0:
-                scales = None
-        if ctx.has_input(3) and scales is None:
-            sizes = ctx.require_const(3, "sizes")
-    full_scales = np.ones(rank)
-    out = list(shape)
-    if scales is not None:
-        scales = np.asarray(scales, np.float64).reshape(-1)
-        for k, a in enumerate(axes):
-            full_scales[a] = scales[k]
-            out[a] = int(np.floor(shape[a] * scales[k]))
-    elif sizes is not None:
-        sizes = np.asarray(sizes).reshape(-1)
-        for k, a in enumerate(axes):
-            out[a] = int(sizes[k])
-            full_scales[a] = out[a] / shape[a]
-    else:
-        raise ctx.error("needs scales or sizes")
-    extrapolation = ctx.attr("extrapolation_value", 0.0)
-    y = x
-    for a in range(rank):
-        if (
-            out[a] == shape[a]
-            and full_scales[a] == 1.0
-            and ctx.attr("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize"
-        ):
-            continue
-        idx, weights, inside = _axis_taps(ctx, shape[a], out[a], full_scales[a], tuple(roi[a]))
-        taps = idx.shape[1]
-        picked = _array.gather(y, constant(idx.reshape(-1)), axis=a)
-        if taps == 1:
-            y = picked
-        else:
-            new_shape = list(y.shape.as_list())
-            new_shape[a : a + 1] = [out[a], taps]
-            picked = _array.reshape(picked, new_shape)
-            w_shape = [1] * (len(new_shape))
-            w_shape[a], w_shape[a + 1] = out[a], taps
-            w = constant(weights.reshape(w_shape).astype(x.dtype.np), dtype=x.dtype)
-            y = reduce_sum(_math.multiply(picked, w), [a + 1])
-        if not inside.all():
-            m_shape = [1] * rank
-            m_shape[a] = out[a]
-            mask = constant(inside.reshape(m_shape))
-            y = _logic.where(
-                mask, y, _array.fill(y.shape.as_list(), constant(extrapolation, dtype=x.dtype))
-            )
-    if y is x:
-        y = _array.identity(x)
-    return [y]

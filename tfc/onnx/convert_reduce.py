@@ -51,6 +51,9 @@ def _reduce_op(
                 return [_array.identity(x)]
             axes = list(range(rank))
         axes = sorted({a + rank if a < 0 else a for a in axes})
+        if x.dtype == _dt.bool_:  # ReduceMax/Min of booleans: any/all, computed on 0 and 1
+            ints = fn(_math.cast(x, _dt.int32), axes, keep)
+            return [_math.cast(ints, _dt.bool_)]
         twin = ctx.twin(x)
         if twin is not None and keep:
             perm = channels_last_perm(rank)

@@ -18,6 +18,7 @@ import tfc.onnx.convert_nn  # noqa: F401
 import tfc.onnx.convert_quantize  # noqa: F401
 import tfc.onnx.convert_recurrent  # noqa: F401
 import tfc.onnx.convert_reduce  # noqa: F401
+import tfc.onnx.convert_resize  # noqa: F401
 import tfc.onnx.convert_signal  # noqa: F401
 import tfc.onnx.types as _types
 import tfc.ops.math as _math
