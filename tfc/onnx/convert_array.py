@@ -117,6 +117,8 @@ def _reshape(ctx: NodeContext) -> list:
     x = ctx.input(0)
     if ctx.opset < 5:
         target = np.asarray(ctx.attr("shape"), dtype=np.int64)
+    elif ctx.needs_const(1):
+        target = ctx.require_const(1, "shape")
     else:
         target = ctx.const(1)
     allowzero = bool(ctx.attr("allowzero", 0))
@@ -219,7 +221,9 @@ def _depth_space(ctx: NodeContext) -> list:
     b = int(ctx.attr("blocksize"))
     if ctx.op_type == "SpaceToDepth":
         y = _array.reshape(x, [n, c, h // b, b, w // b, b])
-        y = _array.transpose(y, [0, 3, 5, 1, 2, 4])
+        # DCR: the block offset is the outer part of the output channel; CRD: the inner one
+        perm = [0, 3, 5, 1, 2, 4] if ctx.attr("mode", "DCR") == "DCR" else [0, 1, 3, 5, 2, 4]
+        y = _array.transpose(y, perm)
         return [_array.reshape(y, [n, c * b * b, h // b, w // b])]
     if ctx.attr("mode", "DCR") == "DCR":
         y = _array.reshape(x, [n, b, b, c // (b * b), h, w])

@@ -257,7 +257,7 @@ class _Importer:
         shape: list[int | None] | None = None
         if t.tensor_type.HasField("shape"):
             shape = [
-                int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
+                int(d.dim_value) if d.HasField("dim_value") else None
                 for d in t.tensor_type.shape.dim
             ]
             if self.batch is not None and shape:
@@ -334,6 +334,7 @@ class _Importer:
             source=self.source,
             graph=self.graph,
             layouts=self.layouts,
+            reads_graph_inputs=lambda value: bool(graph_inputs_behind(self.proto, value)),
         )
         scope = op_name(node.name or (node.output[0] if node.output else ""), node.op_type)
         try:
@@ -410,7 +411,8 @@ def _outer_names(node: Any) -> list[str]:
 
 
 def graph_inputs_behind(proto: Any, value: str) -> list[str]:
-    """The graph inputs (not initializers) that ONNX value `value` is computed from."""
+    """The graph inputs (not initializers) whose values ONNX value `value` is computed from
+    (not through Shape and Size, which read only shapes)."""
     g = proto.graph
     initializers = {t.name for t in g.initializer}
     inputs = {i.name for i in g.input} - initializers
@@ -427,5 +429,6 @@ def graph_inputs_behind(proto: Any, value: str) -> list[str]:
             found.append(name)
         elif name in producer:
             node = producer[name]
-            stack.extend([*node.input, *_outer_names(node)])
+            if node.op_type not in ("Shape", "Size"):
+                stack.extend([*node.input, *_outer_names(node)])
     return sorted(found)

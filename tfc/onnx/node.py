@@ -99,7 +99,8 @@ class NodeContext:
     source: str  # how errors name the model (its file)
     graph: Graph
     layouts: Layouts
-    subgraph_importer: Callable[..., Any] | None = None
+    # whether an ONNX value is computed from the values of graph inputs (not only their shapes)
+    reads_graph_inputs: Callable[[str], bool] = lambda value: False
 
     @property
     def op_type(self) -> str:
@@ -159,6 +160,12 @@ class NodeContext:
                 self.node.input[i],
             )
         return value
+
+    def needs_const(self, i: int) -> bool:
+        """Whether input `i` is unknown when the graph is built because it is computed from the
+        values of graph inputs (so require_const can bind them): not a shape computation that
+        tfc folds once the program's shapes are known."""
+        return self.const(i) is None and self.reads_graph_inputs(self.node.input[i])
 
     def shape(self, i: int) -> tuple | None:
         """Input `i`'s static shape (None dims unknown), None when its rank is unknown."""
