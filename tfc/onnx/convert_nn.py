@@ -438,11 +438,58 @@ def _concrete_pads(ctx: NodeContext, pads, sizes, kernel, strides, dilations) ->
     return [_same_pads(n, k, s, d, False) for n, k, s, d in zip(sizes, kernel, strides, dilations)]
 
 
+def _max_pool_with_indices(
+    ctx: NodeContext, x: Tensor, xl: Tensor, kernel, strides, dilations, pads: Pads
+) -> list:
+    """MaxPool's values and Indices: per window the first largest element and its flat index
+    in the (N, C, spatial...) input, row-major, or column-major over the spatial dims with
+    storage_order 1."""
+    shape = x._shape_tuple
+    if shape is None or any(d is None for d in shape):
+        raise ctx.error("MaxPool's Indices need the input's shape when the model is imported")
+    n, c, *sizes = (int(d) for d in shape)
+    low = int(x.dtype.min) if not x.dtype.is_floating else -np.inf
+    padded = _padded(xl, pads, low)
+    outs = [
+        (size + b + a - ((k - 1) * d + 1)) // s + 1
+        for size, (b, a), k, s, d in zip(sizes, pads, kernel, strides, dilations)
+    ]
+    column_major = bool(ctx.attr("storage_order", 0))
+    grid = np.indices([n, *outs, c])
+    best = index = None
+    for tap in np.ndindex(*kernel):
+        begin = [0, *[t * d for t, d in zip(tap, dilations)], 0]
+        end = [0, *[b + (o - 1) * s + 1 for b, o, s in zip(begin[1:], outs, strides)], 0]
+        mask = 1 | 1 << (len(kernel) + 1)
+        window = _array.strided_slice(
+            padded, begin, end, [1, *strides, 1], begin_mask=mask, end_mask=mask
+        )
+        position = [
+            grid[1 + k] * strides[k] + tap[k] * dilations[k] - pads[k][0]
+            for k in range(len(kernel))
+        ]
+        if column_major:
+            spatial_index = sum(p * int(np.prod(sizes[:k])) for k, p in enumerate(position))
+        else:
+            spatial_index = sum(p * int(np.prod(sizes[k + 1 :])) for k, p in enumerate(position))
+        flat = (grid[0] * c + grid[-1]) * int(np.prod(sizes)) + spatial_index
+        flat_t = constant(flat.astype(np.int64))
+        if best is None:
+            best, index = window, flat_t
+            continue
+        better = _logic.greater(window, best)
+        best = _logic.where(better, window, best)
+        index = _logic.where(better, flat_t, index)
+    return [ctx.channels_first(best), ctx.channels_first(index)]
+
+
 @converter("MaxPool")
 def _max_pool(ctx: NodeContext) -> list:
-    if ctx.wants_output(1):
-        raise ctx.error("tfc does not compute MaxPool's Indices output")
     x, spatial, xl, kernel, strides, dilations, sizes, pads, extra = _pool_inputs(ctx)
+    if ctx.wants_output(1):
+        pads = _concrete_pads(ctx, pads, sizes, kernel, strides, dilations)
+        pads = [(b, a + e) for (b, a), e in zip(pads, extra)]
+        return _max_pool_with_indices(ctx, x, xl, kernel, strides, dilations, pads)
     if spatial > 2 or any(d != 1 for d in dilations) or not x.dtype.is_floating:
         pads = _concrete_pads(ctx, pads, sizes, kernel, strides, dilations)
         pads = [(b, a + e) for (b, a), e in zip(pads, extra)]
