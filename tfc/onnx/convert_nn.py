@@ -282,11 +282,9 @@ def _conv_transpose(ctx: NodeContext) -> list:
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     if output_shape is not None:
         output_shape = list(output_shape)[-spatial:]
-        totals = [f + op - o for f, op, o in zip(full, output_padding, output_shape)]
-        lower = auto_pad == "SAME_LOWER"
-        pads = [((t + 1) // 2, t // 2) if lower else (t // 2, (t + 1) // 2) for t in totals]
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        totals = [f + op - n * s for f, op, n, s in zip(full, output_padding, sizes, strides)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        target = output_shape or [n * s for n, s in zip(sizes, strides)]
+        totals = [f + op - o for f, op, o in zip(full, output_padding, target)]
         lower = auto_pad == "SAME_LOWER"
         pads = [((t + 1) // 2, t // 2) if lower else (t // 2, (t + 1) // 2) for t in totals]
     elif auto_pad == "VALID":
@@ -294,8 +292,9 @@ def _conv_transpose(ctx: NodeContext) -> list:
     else:
         raw = ctx.attr("pads") or [0] * (2 * spatial)
         pads = [(int(raw[i]), int(raw[i + spatial])) for i in range(spatial)]
-    if min(min(p) for p in pads) < 0:
-        raise ctx.error(f"negative pads {pads} are not supported")
+        if output_shape is not None:  # the result placed first, cut or zero-filled at the end
+            got = [f + op - b - a for f, op, (b, a) in zip(full, output_padding, pads)]
+            pads = [(b, a + g - o) for (b, a), g, o in zip(pads, got, output_shape)]
     # the transposed convolution's whole output (VALID), cropped by the pads: the extra
     # output_padding rows are zero-weighted taps beyond the last input pixel
     out_full = [f + op for f, op in zip(full, output_padding)]
@@ -328,6 +327,10 @@ def _conv_transpose(ctx: NodeContext) -> list:
         filters = _array.split(filt, group, axis=-1)
         parts = [transposed(img, f) for img, f in zip(images, filters)]
         y = _array.concat(parts, axis=-1)
+    if any(b < 0 or a < 0 for b, a in pads):  # an output_shape beyond the full output
+        y = _array.pad(y, [[0, 0], *[[max(-b, 0), max(-a, 0)] for b, a in pads], [0, 0]])
+        out_full = [o + max(-b, 0) + max(-a, 0) for o, (b, a) in zip(out_full, pads)]
+        pads = [(max(b, 0), max(a, 0)) for b, a in pads]
     if any(b or a for b, a in pads):
         begin = [0, *[b for b, _ in pads], 0]
         size = [-1, *[o - b - a for o, (b, a) in zip(out_full, pads)], -1]
