@@ -6,27 +6,26 @@ of once per case (as tests/opcheck.py batches the op tests).
 that belongs to a registered batch returns a rep whose `run(inputs)` feeds `inputs` to that
 model's placeholders in the batch program (the other members get the inputs their cases store),
 runs the whole program natively and returns this model's outputs. Nothing is memoized: each run
-computes. A batch whose program fails to compile or to run is split in halves until the member
-at fault runs alone, as any model not in a batch does, through TfcBackend itself.
+computes. Inputs a model needs as constants (axes, shapes: tfc.onnx.backend.import_for_values)
+are imported with the case's values; a run with other values, or other shapes, is compiled on
+its own. A batch whose program fails to compile or to run is split in halves until the member at
+fault runs alone, as any model not in a batch does, through TfcBackend itself.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from tfc.client.session import Session
 from tfc.ir.graph import Graph
-from tfc.onnx.backend import TfcBackend, TfcRep, feed_value, fetch_value
-from tfc.onnx.importer import ImportedModel, import_graph
+from tfc.onnx.backend import TfcBackend, TfcRep, feed_value, fetch_value, import_for_values
+from tfc.onnx.importer import ImportedModel
 
 
 def model_key(model: onnx.ModelProto) -> str:
@@ -35,13 +34,21 @@ def model_key(model: onnx.ModelProto) -> str:
 
 @dataclass
 class Member:
-    """One case of a batch: its model and the inputs it is run with."""
+    """One case of a batch: its model and the inputs it is run with (the model's order)."""
 
     name: str
     model: onnx.ModelProto
     inputs: list[np.ndarray]
     imported: ImportedModel | None = None
     group: _Group | None = None
+
+    @property
+    def input_names(self) -> list[str]:
+        initializers = {t.name for t in self.model.graph.initializer}
+        return [i.name for i in self.model.graph.input if i.name not in initializers]
+
+    def values(self, inputs: Sequence[Any]) -> dict[str, Any]:
+        return dict(zip(self.input_names, inputs))
 
 
 @dataclass
@@ -55,12 +62,11 @@ class _Group:
     def feeds(self, override: Member | None = None, values: Sequence[Any] = ()) -> dict:
         feed = {}
         for m in self.members:
-            given = values if m is override else m.inputs
-            assert m.imported is not None
-            for ph, elem, name, v in zip(
-                m.imported.inputs, m.imported.input_types, m.imported.input_names, given
-            ):
-                feed[ph] = feed_value(v, elem, name)
+            given = m.values(values if m is override else m.inputs)
+            imported = m.imported
+            assert imported is not None
+            for ph, elem, name in zip(imported.inputs, imported.input_types, imported.input_names):
+                feed[ph] = feed_value(given[name], elem, name)
         return feed
 
     def fetches(self) -> list:
@@ -85,7 +91,7 @@ class Batches:
         self._by_key: dict[str, tuple[int, Member]] = {}
         self._batches: list[list[Member]] = []
         self._built: set[int] = set()
-        self.compiles = 0
+        self.programs = 0
 
     def register(self, members: Sequence[Member], size: int) -> None:
         for start in range(0, len(members), size):
@@ -114,7 +120,9 @@ class Batches:
         ok = []
         for k, m in enumerate(members):
             try:
-                m.imported = import_graph(m.model, graph=group.graph, scope=f"case{k}")
+                m.imported = import_for_values(
+                    m.model, m.values(m.inputs), graph=group.graph, scope=f"case{k}"
+                )
                 ok.append(m)
             except Exception:
                 m.imported = None  # its own prepare raises the import error
@@ -123,7 +131,7 @@ class Batches:
             return
         try:
             group.session = Session(graph=group.graph)
-            self.compiles += 1
+            self.programs += 1
             group.session.run(group.fetches(), group.feeds())
         except Exception:
             if group.session is not None:
@@ -146,20 +154,28 @@ class BatchedRep(TfcRep):
     """A model's rep inside its batch's program."""
 
     def __init__(self, member: Member) -> None:  # no Session of its own
-        self.model = member.imported  # type: ignore[assignment]
-        self.device = "CPU"
         self.member = member
+        self.device = "CPU"
+        self.kwargs = {}
+        self.proto = member.model
+        self.model = member.imported
+        self.session = None
+        self.specialized = {}
 
     def run(self, inputs: Any, **kwargs: Any) -> Any:
-        values = list(inputs) if not isinstance(inputs, np.ndarray) else [inputs]
         m = self.member
+        values = list(inputs) if not isinstance(inputs, np.ndarray) else [inputs]
         same = len(values) == len(m.inputs) and all(
             np.asarray(v).shape == s.shape and np.asarray(v).dtype == s.dtype
             for v, s in zip(values, m.inputs)
         )
-        assert m.group is not None
-        if not same:  # another shape: compiled on its own
-            return TfcRep(import_graph(m.model)).run(values)
+        assert m.imported is not None and m.group is not None
+        bound = m.values(values)
+        same = same and all(
+            np.array_equal(np.asarray(bound[n]), v) for n, v in m.imported.constants.items()
+        )
+        if not same:  # other shapes or other bound values: compiled on its own
+            return TfcRep(m.model).run(values)
         return m.group.run(m, values)
 
 
@@ -171,19 +187,3 @@ class BatchedBackend(TfcBackend):
             if member is not None:
                 return BatchedRep(member)
         return super().prepare(model, device, **kwargs)
-
-
-def directory_case_inputs(model_dir: str, model: onnx.ModelProto) -> list[np.ndarray] | None:
-    """The inputs of a model-directory case's only data set (None when it has several)."""
-    sets = glob.glob(os.path.join(model_dir, "test_data_set*"))
-    if len(sets) != 1:
-        return None
-    inputs = []
-    for i in range(len(glob.glob(os.path.join(sets[0], "input_*.pb")))):
-        t = onnx.TensorProto()
-        with open(os.path.join(sets[0], f"input_{i}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        if not model.graph.input[i].type.HasField("tensor_type"):
-            return None
-        inputs.append(numpy_helper.to_array(t))
-    return inputs
