@@ -26,6 +26,8 @@ def assert_same(
     got: Any, want: Any, rtol: float | None = None, atol: float | None = None, what: str = ""
 ) -> None:
     got, want = np.asarray(got), np.asarray(want)
+    if want.dtype == object and isinstance(got[()] if got.ndim == 0 else None, bytes):
+        got = np.array(got[()], dtype=object)  # a fetched string scalar comes back as bytes
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     if got.dtype.kind == "f":

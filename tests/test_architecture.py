@@ -24,13 +24,15 @@ LAYERS: list[tuple[str, ...]] = [
     (  # the TF1 graph-building API
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
-        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.onnx", "tfc.bitwise",
+        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
+        "tfc.manip", "tfc.onnx", "tfc.bitwise",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
     ("tfc.backend",),
     ("tfc.compiler",),
     ("tfc.client",),
+    ("tfc.training",),  # the training loops that create Sessions (tf.train.MonitoredSession...)
     ("tfc.onnx.backend",),  # ONNX's backend API: imported models run by a Session
     ("tfc.reference",),
     ("tfc.aot",),
@@ -74,11 +76,14 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
 
 
 def _rank(module: str) -> int:
+    """The layer of `module`: its own entry in LAYERS, or its package's. "tfc" stands for
+    tfc/__init__.py alone: a new top-level module must be given a layer of its own."""
     name = module
     while name not in RANK:
-        if "." not in name:
+        parent = name.rpartition(".")[0]
+        if parent in ("", "tfc"):
             raise AssertionError(f"module {module} belongs to no layer: add it to LAYERS")
-        name = name.rpartition(".")[0]
+        name = parent
     return RANK[name]
 
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
@@ -45,3 +47,118 @@ def test_second_process_reuses_the_compiled_module(tmp_path):
     assert second[1:] == ["0", "1"]
     built = list((tmp_path / "cache").glob("*.so"))
     assert len(built) == 1 and built[0].with_suffix(".c").exists()  # readable source beside it
+
+
+# -- a cache nobody else can plant in ------------------------------------------------------------
+
+PLANTED = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) fputs("the planted library ran", f), fclose(f);
+}
+int tfc_planted_marker;
+"""
+
+PROGRAM = "int tfc_cache_test_answer(void) { return 42; }\n"
+
+
+def _plant(path, marker):
+    """A shared library at `path` whose constructor writes `marker` when it is loaded."""
+    src = path.with_suffix(".planted.c")
+    src.write_text(PLANTED % marker)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(path), str(src)], check=True)
+    src.unlink()
+
+
+def _load(monkeypatch, cache):
+    from tfc.backend import cc
+
+    monkeypatch.setenv("TFC_CACHE_DIR", str(cache))
+    path = cc.build_shared_library(PROGRAM, name="cache_test", native=False)
+    ffi, lib = cc.load_library(path, cdef="int tfc_cache_test_answer(void);")
+    assert lib.tfc_cache_test_answer() == 42
+    return path
+
+
+def test_cache_directories_are_private(tmp_path, monkeypatch):
+    cache = tmp_path / "made" / "here" / "cache"
+    path = _load(monkeypatch, cache)
+    for d in (cache, cache.parent, cache.parent.parent):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700  # the library: ours alone, any umask
+    assert stat.S_IMODE(path.with_suffix(".c").stat().st_mode) == 0o600
+    assert not [p for p in cache.iterdir() if p.name.startswith("build-")]  # no temporaries
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o757])
+def test_a_cache_others_may_write_is_refused(tmp_path, monkeypatch, mode):
+    from tfc.backend.cc import UnsafeCacheError
+
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    cache.chmod(mode)
+    marker = tmp_path / "ran"
+    from tfc.backend.cc import build_flags, cache_key, compiler
+
+    _plant(cache / f"{cache_key(PROGRAM, build_flags(False), compiler())}.so", marker)
+    with pytest.raises(UnsafeCacheError, match=rf"{cache} is writable by group or others"):
+        _load(monkeypatch, cache)
+    assert not marker.exists()
+    inside = cache / "mine"  # a private directory inside one anyone may swap out
+    if mode & 0o002:
+        with pytest.raises(UnsafeCacheError, match=rf"inside {cache}, which anyone may write"):
+            _load(monkeypatch, inside)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give a directory to another user")
+def test_a_cache_of_another_user_is_refused(tmp_path, monkeypatch):
+    from tfc.backend.cc import UnsafeCacheError
+
+    cache = tmp_path / "theirs"
+    cache.mkdir(mode=0o700)
+    os.chown(cache, 65534, 65534)
+    with pytest.raises(UnsafeCacheError, match=rf"{cache} is owned by uid 65534, not by you"):
+        _load(monkeypatch, cache)
+
+
+def test_a_planted_or_loose_cached_library_is_never_loaded(tmp_path, monkeypatch):
+    """A library under the right key that is not this user's alone is built again, not
+    loaded: its constructor never runs."""
+    from tfc.backend.cc import build_flags, cache_key, compiler
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    target = cache / f"{cache_key(PROGRAM, build_flags(False), compiler())}.so"
+    cases = [("group-writable", 0o664, None), ("world-writable", 0o646, None)]
+    if os.getuid() == 0:
+        cases.append(("another user's", 0o644, 65534))
+    for what, mode, owner in cases:
+        marker = tmp_path / f"ran-{mode:o}"
+        _plant(target, marker)
+        target.chmod(mode)
+        if owner is not None:
+            os.chown(target, owner, owner)
+        path = _load(monkeypatch, cache)
+        assert path == target and not marker.exists(), what
+        st = target.stat()
+        assert st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700, what
+
+
+def test_cached_objects_of_tfc_compile_are_checked(tmp_path, monkeypatch):
+    """tfc compile's object cache: a cached object others may write is compiled again."""
+    from tfc.aot import compile as tfc_compile
+
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
+    tfc_compile(REPO / "samples" / "iris_model.py", tmp_path / "one", batch=4, target="generic")
+    objects = tmp_path / "cache" / "objects"
+    assert stat.S_IMODE(objects.stat().st_mode) == 0o700
+    cached = sorted(objects.glob("*.o"))
+    assert cached and all(stat.S_IMODE(o.stat().st_mode) == 0o600 for o in cached)
+    loose = cached[0]
+    loose.write_bytes(b"not an object")  # what another user would have put there
+    loose.chmod(0o666)
+    built = tfc_compile(REPO / "samples" / "iris_model.py", tmp_path / "two", batch=4,
+                        target="generic")  # fmt: skip
+    assert built.train.exists()  # it links: the planted bytes were not used
+    assert loose.read_bytes() != b"not an object" and stat.S_IMODE(loose.stat().st_mode) == 0o600

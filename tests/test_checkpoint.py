@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -626,8 +627,116 @@ def test_a_writer_killed_mid_save_leaves_the_previous_checkpoint(tmp_path, stage
         assert np.all(read_safetensors(new)[0]["big"] == 2.0)
     else:
         assert not new.exists()
-    # a new save after the crash works and ignores the stray temporary file
+    # a new save after the crash works, and removes the stray temporary file and the
+    # checkpoint the state file never named
     with tf.Session() as sess:
         sess.write_variable("big", np.full(1 << 20, 3.0, np.float32))
         prefix = tf.train.Saver().save(sess, str(ckpt / "model.ckpt"), global_step=3)
     assert tf.train.latest_checkpoint(str(ckpt)) == prefix
+    assert sorted(p.name for p in ckpt.iterdir()) == [
+        "checkpoint", "model.ckpt-1.safetensors", "model.ckpt-3.safetensors"
+    ]  # fmt: skip
+
+
+# -- what interrupted saves leave is removed by the next save ---------------------------------
+def _dead_pid():
+    """The pid of a process that has ended."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def leftovers(directory, saver_step):
+    """A checkpoint directory as interrupted saves leave it: the state file names model.ckpt-3
+    to -5; -1 (deleted too late) and -7 (saved, never named) are orphans; temporaries of a
+    writer that is gone (C's and Python's names), and things that must stay: a temporary of a
+    running process, another name's checkpoint, a file that only looks like a temporary."""
+    for step in (3, 4, 5):
+        saver_step(step)
+    for orphan in (1, 7):
+        (directory / f"model.ckpt-{orphan}.safetensors").write_bytes(
+            (directory / "model.ckpt-5.safetensors").read_bytes()
+        )
+    dead = _dead_pid()
+    stale = [f"checkpoint.tmp-{dead}-1", f"model.ckpt-8.safetensors.tmp-{dead}-7",
+             f"model.ckpt-8.safetensors.tmp-{dead}-0a1b2c3d"]  # fmt: skip
+    kept = [f"model.ckpt-9.safetensors.tmp-{os.getppid()}-1", "other-2.safetensors",
+            "notes.tmp-x", "model.ckpt-x.safetensors"]  # fmt: skip
+    for name in stale + kept:
+        (directory / name).write_bytes(b"partial")
+    return stale, kept
+
+
+@pytest.mark.parametrize("max_to_keep", [3, None])
+def test_a_first_save_removes_what_interrupted_saves_left(tmp_path, max_to_keep):
+    v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        first = tf.train.Saver(max_to_keep=3)
+        stale, kept = leftovers(
+            tmp_path, lambda s: first.save(sess, str(tmp_path / "model.ckpt"), global_step=s)
+        )
+        orphans = ["model.ckpt-1.safetensors", "model.ckpt-7.safetensors"]
+        # a new process's Saver: its first save cleans up and continues the state's list
+        second = tf.train.Saver(max_to_keep=max_to_keep)
+        second.save(sess, str(tmp_path / "model.ckpt"), global_step=6)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    if max_to_keep:  # 3 rotated out: the newest three are kept, as in one process
+        listed = [f"model.ckpt-{s}" for s in (4, 5, 6)]
+        assert names == sorted(["checkpoint", *(f"{n}.safetensors" for n in listed), *kept])
+    else:  # keep all: no checkpoint file is a leftover, only temporaries go
+        listed = ["model.ckpt-6"]
+        steps = (1, 3, 4, 5, 6, 7)
+        assert names == sorted(["checkpoint", *(f"model.ckpt-{s}.safetensors" for s in steps),
+                                *kept])  # fmt: skip
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == listed
+    assert not any((tmp_path / n).exists() for n in stale)
+    assert max_to_keep is None or not any((tmp_path / n).exists() for n in orphans)
+
+
+KILLED_LOOP = textwrap.dedent(
+    """
+    import os, sys
+    import numpy as np
+    import tfc as tf
+
+    v = tf.Variable(tf.zeros([1 << 18]), name="v")  # 1 MiB: saves take a while
+    saver = tf.train.Saver(max_to_keep=3)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        step = int(sys.argv[2])
+        print("READY", flush=True)
+        while True:
+            step += 1
+            saver.save(sess, os.path.join(sys.argv[1], "model.ckpt"), global_step=step)
+    """
+)
+
+
+def test_saves_killed_again_and_again_leave_nothing_behind(tmp_path):
+    """The issue's 30 SIGKILLs during saves, bounded: each restart cleans what the killed
+    process left, so temporaries and orphans never pile up."""
+    script = tmp_path / "loop.py"
+    script.write_text(KILLED_LOOP)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    rng = np.random.default_rng(0)
+    for k in range(6):
+        proc = subprocess.Popen([sys.executable, str(script), str(ckpt), str(1000 * k)],
+                                stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        try:
+            assert proc.stdout.readline().strip() == "READY"
+            time.sleep(float(rng.uniform(0.2, 0.6)))
+        finally:
+            proc.kill()
+            proc.wait()
+    v = tf.Variable(tf.zeros([1 << 18]), name="v")
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        tf.train.Saver(max_to_keep=3).save(sess, str(ckpt / "model.ckpt"), global_step=9999)
+    state = tf.train.get_checkpoint_state(str(ckpt))
+    listed = {os.path.basename(p) + ".safetensors" for p in state.all_model_checkpoint_paths}
+    files = {p.name for p in ckpt.iterdir()} - {"checkpoint"}
+    assert files == listed and len(listed) <= 3, (files, listed)

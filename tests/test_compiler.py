@@ -36,19 +36,23 @@ def _program():
 
 def test_every_pass_has_the_name_users_give_it():
     assert [pass_name(p) for p in PIPELINE] == [
-        "prune", "specialize", "fold", "simplify", "cse", "prune", "fuse", "schedule", "memory",
+        "prune", "native", "specialize", "fold", "simplify", "hoist", "cse", "prune", "fuse",
+        "schedule", "memory",
     ]  # fmt: skip
     assert sorted(PASS_NAMES.values()) == sorted(
-        ["prune", "specialize", "fold", "simplify", "cse", "fuse", "place", "partition", "stage",
-         "schedule", "memory"]
+        ["prune", "native", "specialize", "fold", "simplify", "hoist", "cse", "fuse", "place",
+         "partition", "stage", "python", "schedule", "memory"]
     )  # fmt: skip
-    assert [pass_name(p) for p in OPTIMIZATIONS] == ["fold", "simplify", "cse", "fuse"]
+    assert [pass_name(p) for p in OPTIMIZATIONS] == ["fold", "simplify", "hoist", "cse", "fuse"]
 
 
 def test_compile_options_choose_the_optimizations_by_name():
     assert CompileOptions().pipeline() == PIPELINE
     names = [pass_name(p) for p in CompileOptions(disable=["fuse", "cse"]).pipeline()]
-    assert names == ["prune", "specialize", "fold", "simplify", "prune", "schedule", "memory"]
+    assert names == [
+        "prune", "native", "specialize", "fold", "simplify", "hoist", "prune", "schedule",
+        "memory",
+    ]  # fmt: skip
     assert CompileOptions(passes=["fuse"]).pipeline() == pipeline(["fuse"])
     assert fuse_elementwise not in pipeline([])
     with pytest.raises(ValueError, match=r"Unknown optimization pass \['place'\]"):

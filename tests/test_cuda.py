@@ -44,7 +44,9 @@ OP_TEST_MODULES = [
     "test_ops_special", "test_ops_scan", "test_ops_sequences", "test_ops_segment",
     "test_ops_einsum", "test_ops_norms",
     "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
-    "test_ops_bitwise",
+    "test_ops_array_nd_index", "test_ops_array_order", "test_ops_random_sampling",
+    "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
+    "test_ops_patches", "test_ops_morphology", "test_ops_conv3d", "test_ops_bitwise",
 ]  # fmt: skip
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
@@ -96,6 +98,12 @@ def training_graphs() -> dict[str, tuple]:
             tfc.train.AdagradOptimizer(0.1),
             tfc.train.RMSPropOptimizer(0.1),
             tfc.train.AdamOptimizer(0.1),
+            tfc.train.AdadeltaOptimizer(1.0),
+            tfc.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.FtrlOptimizer(0.1, -0.3, l2_shrinkage_regularization_strength=0.1),
+            tfc.train.ProximalGradientDescentOptimizer(0.1, 0.01, 0.01),
+            tfc.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.AdagradDAOptimizer(0.1, tfc.train.get_or_create_global_step(), 0.1, 0.01),
         ):
             w = tfc.Variable(tfc.random_normal([5, 3], seed=1))
             loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w)))
@@ -125,9 +133,61 @@ def training_graphs() -> dict[str, tuple]:
                 tfc.reduce_sum(tfc.square(v * x))
             )
         )
+        step = tfc.train.get_or_create_global_step()
+        for opt in (  # element-wise gradients: each update fuses with the gradient's loop
+            tfc.train.AdadeltaOptimizer(1.0),
+            tfc.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.FtrlOptimizer(0.1, -0.3, l2_shrinkage_regularization_strength=0.1),
+            tfc.train.ProximalGradientDescentOptimizer(0.1, 0.01, 0.01),
+            tfc.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.01),
+            tfc.train.AdagradDAOptimizer(0.1, step, 0.1, 0.01),
+        ):
+            u = tfc.Variable(tfc.ones([4, 6]))
+            fetches.append(opt.minimize(tfc.reduce_sum(tfc.square(u * x - 1.0))))
     feed = {x: np.random.default_rng(2).random((4, 6), np.float32), bias: np.ones(6, np.float32)}
     graphs["gradients"] = (graph, fetches, feed)
+    graph = tfc.Graph()
+    with graph.as_default():  # the variables' scatter updates, each on a variable of its own
+        rows = tfc.placeholder(tfc.float32, [3, 4])
+        ups = [tfc.scatter_update, tfc.scatter_add, tfc.scatter_sub, tfc.scatter_mul,
+               tfc.scatter_div, tfc.scatter_min, tfc.scatter_max]  # fmt: skip
+        updates = tfc.abs(rows * 2.0 - 0.5) + 0.25  # a fused element-wise group feeds them
+        fetches = [op(tfc.Variable(tfc.ones([5, 4])), [4, 0, 4], updates) for op in ups]
+        nd_ups = [tfc.scatter_nd_update, tfc.scatter_nd_add, tfc.scatter_nd_sub]
+        fetches += [
+            op(tfc.Variable(tfc.ones([5, 4])), [[1, 3], [0, 0]], rows[0, :2]) for op in nd_ups
+        ]
+    feed = {rows: np.random.default_rng(3).random((3, 4), np.float32)}
+    graphs["scatters"] = (graph, fetches, feed)
+    graphs["control_flow"] = control_flow_graph()
     return graphs
+
+
+def control_flow_graph() -> tuple:
+    """Loops and branches with every TensorArray op, and their gradients: the host code around
+    the kernels of nested graphs (tfc/codegen/control_flow.py) compiled by nvcc too."""
+    graph = tfc.Graph()
+    with graph.as_default():
+        x = tfc.placeholder(tfc.float32, [5, 3])
+        p = tfc.placeholder(tfc.bool, [])
+        k = tfc.placeholder(tfc.int32, [])
+        rows = tfc.TensorArray(tfc.float32, size=5).unstack(x)
+        grown = tfc.TensorArray(tfc.float32, size=0, dynamic_size=True)
+
+        def body(t, h, out, more):
+            h = tfc.tanh(h * rows.read(t))
+            return t + 1, h, out.write(t, h), more.write(more.size(), tfc.reduce_sum(h))
+
+        _, h, out, more = tfc.while_loop(
+            lambda t, *_: t < 5, body, (0, tfc.ones([3]), tfc.TensorArray(tfc.float32, 5), grown)
+        )
+        y = tfc.cond(p, lambda: tfc.sigmoid(out.stack()) * 2.0, lambda: out.stack() - 1.0)
+        picked = tfc.TensorArray(tfc.float32, size=4).scatter([3, 1], x[:2]).gather([1, 3])
+        chosen = tfc.case([(tfc.equal(k, 0), lambda: h), (tfc.equal(k, 1), lambda: -h)])
+        loss = tfc.reduce_sum(y * y) + tfc.reduce_sum(picked) + tfc.reduce_sum(more.stack())
+        fetches = [*tfc.gradients(loss, [x]), chosen, picked]
+    feed = {x: np.random.default_rng(3).random((5, 3), np.float32), p: True, k: 1}
+    return graph, fetches, feed
 
 
 def cuda_source(
@@ -139,8 +199,18 @@ def cuda_source(
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     passes = pipeline() if optimize else pipeline([])
     program = run_passes(program, passes, options=CUDA.pass_options())
-    ops = {program.node(n)["op"] for n in program.graph_attrs["schedule"]}
-    return render_program(lower_program(program, name=name), CUDA), ops
+    return render_program(lower_program(program, name=name), CUDA), _op_types(program)
+
+
+def _op_types(graph) -> set[str]:
+    """The op types of a graph and of the graphs nested in its ops (loop bodies, branches)."""
+    ops = set()
+    for n in graph.graph_attrs["schedule"]:
+        node = graph.node(n)
+        ops.add(node["op"])
+        for key in REGISTRY[node["op"]].subgraphs:
+            ops |= _op_types(node["attrs"][key])
+    return ops
 
 
 def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:
@@ -248,10 +318,10 @@ def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
-@pytest.mark.parametrize("name", ["optimizers", "gradients"])
+@pytest.mark.parametrize("name", ["optimizers", "gradients", "scatters"])
 def test_training_graphs_on_gpu_equal_cpu(name, cuda_device, monkeypatch):
-    """Every optimizer's update, and the gradients of the unary functions, softmax, pad, gather
-    and a broadcast, give the CPU's numbers over three steps."""
+    """Every optimizer's update, the gradients of the unary functions, softmax, pad, gather and
+    a broadcast, and the variables' scatter updates give the CPU's numbers over three steps."""
     results = {}
     for device in ("cpu", "gpu"):
         graph, fetches, feed = training_graphs()[name]  # a fresh graph: the same initial weights
@@ -404,3 +474,43 @@ def test_a_gpu_program_puts_each_input_and_output_where_asked_in_one_call(cuda_d
         whole = sess._stage_program(compiled)  # a program run whole has no run_mixed
         with pytest.raises(ValueError, match="rendered without run_mixed"):
             whole([x, w], [False] * 4)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_per_thread_index_and_sampling_kernels_equal_cpu(cuda_device, monkeypatch):
+    """GatherNd, ReverseSequence, searchsorted and the gamma and Poisson draws (a GPU thread per
+    output) give the CPU's values over two runs, and a bad tuple or length reports the CPU's
+    message: the first bad one in order, whichever thread met one first."""
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((4, 5)).astype(np.float32)
+    good = {"idx": [[0, 1], [3, 4], [2, 2]], "lens": [5, 0, 3, 1]}
+    results = {}
+    for device in ("cpu", "gpu"):
+        graph = tfc.Graph()
+        with graph.as_default():
+            x = tfc.placeholder(tfc.float32, [4, 5])
+            idx = tfc.placeholder(tfc.int32, [3, 2])
+            lens = tfc.placeholder(tfc.int32, [4])
+            fetches = [
+                tfc.gather_nd(x, idx) * 2.0,
+                tfc.reverse_sequence(x, lens, seq_axis=1, batch_axis=0) + 1.0,
+                tfc.searchsorted(tfc.sort(x), x),
+                tfc.random_gamma([3], [0.5, 2.0], seed=1),
+                tfc.random_poisson([3.0, 30.0], [2], dtype=tfc.int32, seed=2),
+            ]
+        feed = {x: xv, idx: good["idx"], lens: good["lens"]}
+        monkeypatch.setenv("TFC_DEVICE", device)
+        with tfc.Session(graph=graph) as sess:
+            results[device] = [sess.run(fetches, feed) for _ in range(2)]
+            bad = {**feed, idx: [[0, 1], [5, 0], [9, 9]]}
+            pattern = r"indices\[1\] = \[5, 0\] does not index into param shape \[4,5\]"
+            with pytest.raises(tfc.errors.InvalidArgumentError, match=pattern):
+                sess.run(fetches[0], bad)
+            bad = {**feed, lens: [1, 9, -1, 2]}
+            with pytest.raises(tfc.errors.InvalidArgumentError, match=r"seq_lens\(1\) > input"):
+                sess.run(fetches[1], bad)
+            if device == "gpu":
+                assert all(p.on_device for p in sess._programs.values())
+    for step in range(2):
+        for k, (c, g) in enumerate(zip(results["cpu"][step], results["gpu"][step])):
+            np.testing.assert_allclose(g, c, rtol=1e-6, err_msg=f"run {step}, fetch {k}")

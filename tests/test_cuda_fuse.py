@@ -181,7 +181,9 @@ def test_each_kind_of_group_is_formed():
             if is_fusion(step.op):
                 ops.add(step.op)
                 kinds.add(_kernel_kind(render_kernel(step.kernels[0].kernel, CUDA)))
-    updates = ("GradientDescent", "Momentum", "Adam", "Adagrad", "RMSProp", "CenteredRMSProp")
+    updates = ("GradientDescent", "Momentum", "Adam", "Adagrad", "RMSProp", "CenteredRMSProp",
+               "Adadelta", "Ftrl", "FtrlV2", "ProximalGradientDescent", "ProximalAdagrad",
+               "AdagradDA")  # fmt: skip
     assert {"Fusion", "FusedAssign", *(f"FusedApply{u}" for u in updates)} <= ops
     assert kinds == {"per-element", "thread per output", "blocks"}
 

@@ -382,7 +382,7 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="no components"):
         D.from_tensor_slices({})
     with pytest.raises(TypeError, match="cannot convert component"):
-        D.from_tensor_slices(np.array(["a", "b"]))
+        D.from_tensor_slices(np.array([b"a", 1], dtype=object))  # strings mixed with numbers
     with pytest.raises(ValueError, match="only known when the graph runs"):
         D.from_tensor_slices(tf.placeholder(tf.float32, [3]))
     ds = D.range(4)

@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -412,3 +414,180 @@ def test_fixed_size_partitioner_splits_rows_as_tensorflow():
     np.testing.assert_allclose(got_y, np.sum(xv @ full * np.arange(3)), rtol=1e-5)
     want = np.outer(xv.sum(axis=0), np.arange(3))
     np.testing.assert_allclose(np.concatenate([g0, g1]), want, rtol=1e-5, atol=1e-6)
+
+
+# -- a hostile local process against the tasks ---------------------------------------------------
+
+
+def _start_task(dist, rows, job, ps, workers, *extra, env=None):
+    """One task of `dist` on the given hosts; its output lines are collected in `lines`."""
+    hosts = ["--ps-hosts", ",".join(ps), "--worker-hosts", ",".join(workers)]
+    cmd = [str(dist / "train"), "--job", job, "--task", "0", *hosts, "--data", str(rows),
+           "--steps", "1000", *extra]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})  # fmt: skip
+    proc.lines = []
+    threading.Thread(target=lambda: proc.lines.extend(proc.stdout), daemon=True).start()
+    return proc
+
+
+def _connect_when_listening(address, within=20.0):
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return socket.create_connection((host, int(port)), timeout=10)
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, f"nothing listens on {address}"
+            time.sleep(0.05)
+
+
+def _wait_for_line(proc, text, within=10.0):
+    deadline = time.monotonic() + within
+    while not any(text in line for line in proc.lines):
+        assert time.monotonic() < deadline, (text, "".join(proc.lines)[-3000:])
+        time.sleep(0.02)
+
+
+def _status(pid):
+    text = Path(f"/proc/{pid}/status").read_text()
+    return {k: int(re.search(rf"^{k}:\s+(\d+)", text, re.M).group(1)) for k in ("VmRSS", "Threads")}
+
+
+def _closed(sock, within=10.0):
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_a_worker_takes_its_control_tensor_only_from_its_ps(build, tmp_path):
+    """A stop under "tfc:ctl@ps0" from any local process made a worker exit 0 mid-training; it
+    is now honoured only from the connection that proved the token as ps:0."""
+    from transport_wire import frame, handshake
+
+    _, rows, dist = build
+    ps, workers = _cluster(2)
+    token = "c1uster-s3cret"
+    worker = _start_task(dist, rows, "worker", ps, workers, "--timeout-ms", "8000",
+                         env={"TFC_CLUSTER_TOKEN": token})  # fmt: skip
+    stop = frame(key=b"tfc:ctl@ps0", step=0, dtype=9, dims=(2,), payload=struct.pack("<qq", 0, 1))
+    try:
+        with _connect_when_listening(workers[0]) as s:  # no token: nobody, whatever its name
+            s.sendall(struct.pack("<IHH", 0x48434654, 2, 0) + os.urandom(32) +
+                      b"ps:0".ljust(32, b"\0"))  # fmt: skip
+            assert _closed(s)
+        with socket.create_connection(("127.0.0.1", int(workers[0].split(":")[1]))) as s:
+            # the token, but another task: a worker takes nothing from a worker
+            assert handshake(s, token.encode(), b"worker:1") == (0x41434654, 2)
+        _wait_for_line(worker, "refused: the peer has no cluster token")
+        _wait_for_line(worker, "refused: this task takes nothing from 'worker:1'")
+        time.sleep(0.3)
+        assert worker.poll() is None, "".join(worker.lines)  # still waiting for its ps
+        assert not any("done" in line for line in worker.lines)
+        with socket.create_connection(("127.0.0.1", int(workers[0].split(":")[1]))) as s:
+            assert handshake(s, token.encode(), b"ps:0") == (0x41434654, 0)
+            s.sendall(stop)  # the real ps's stop is obeyed
+            assert worker.wait(timeout=20) == 0
+        _wait_for_line(worker, "worker:0: done after 0 steps")
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_a_ps_refuses_unsolicited_frames_and_connections(build, tmp_path):
+    """300 frames of 1 MiB under keys nobody reads took a ps from 3 MB to 311 MB RSS, and 200
+    idle connections kept 200 threads: frames under keys the ps does not receive are refused
+    after their header, and a peer gets at most two connections."""
+    from transport_wire import handshake
+
+    _, rows, dist = build
+    ps, workers = _cluster(2)
+    task = _start_task(dist, rows, "ps", ps, workers, "--timeout-ms", "5000")
+    port = int(ps[0].split(":")[1])
+    conns = []
+    try:
+        _connect_when_listening(ps[0]).close()
+        _wait_for_line(task, "ps:0: serving 2 worker(s)")
+        before = _status(task.pid)
+        header = struct.pack("<IHHqIBBBBQ", 0x46434654, 1, 0, 0, 7, 4, 4, 1, 0, 1 << 20)
+        for i in range(40):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                assert handshake(s, None, b"worker:0") == (0x41434654, 0)
+                key = f"junk/{i:02d}".encode()
+                try:
+                    s.sendall(header + struct.pack("<q", 1 << 20) + key + bytes(1 << 20))
+                except OSError:  # closed after the key: the payload is never read
+                    pass
+                assert _closed(s)
+        for _ in range(60):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            conns.append(s)
+            assert handshake(s, None, b"worker:0") == (0x41434654, 0)
+        time.sleep(0.5)
+        after = _status(task.pid)
+        log = "".join(task.lines)
+        assert log.count("is not one this task receives") == 40, log[-2000:]
+        assert after["VmRSS"] - before["VmRSS"] < 16 * 1024, (before, after)  # kB
+        assert after["Threads"] <= before["Threads"] + 2, (before, after)
+        assert log.count("closing the oldest connection of worker:0") >= 58
+    finally:
+        for s in conns:
+            s.close()
+        task.kill()
+        task.wait()
+
+
+def test_a_task_beyond_loopback_needs_a_token_or_insecure(build, tmp_path):
+    _, rows, dist = build
+    ps, workers = _cluster(2)
+    task = _start_task(dist, rows, "ps", ps, workers, "--bind", "0.0.0.0")
+    try:
+        assert task.wait(timeout=TIMEOUT) == 1
+    finally:
+        task.kill()
+    time.sleep(0.1)
+    log = "".join(task.lines)
+    assert "refusing to listen on 0.0.0.0, which is not a loopback address" in log, log
+    assert "TFC_CLUSTER_TOKEN" in log and "--insecure" in log
+    for extra, env in ((["--insecure"], {}), ([], {"TFC_CLUSTER_TOKEN": "t"})):
+        task = _start_task(dist, rows, "ps", ps, workers, "--bind", "0.0.0.0", *extra, env=env)
+        try:
+            _wait_for_line(task, "ps:0: serving 2 worker(s)")
+        finally:
+            task.kill()
+            task.wait()
+
+
+def test_launch_gives_its_tasks_a_token_through_the_environment(tmp_path, monkeypatch):
+    """Every task of `tfc launch` gets the same random token, in its environment only."""
+    outdir = tmp_path / "fake"
+    outdir.mkdir()
+    record = tmp_path / "record"
+    record.mkdir()
+    train = outdir / "train"
+    train.write_text(
+        f'#!/bin/sh\necho "$TFC_CLUSTER_TOKEN" > "{record}/$2$4.token"\n'
+        f'echo "$@" > "{record}/$2$4.args"\n'
+    )
+    train.chmod(0o755)
+    monkeypatch.delenv("TFC_CLUSTER_TOKEN", raising=False)
+    tokens = []
+    for _ in range(2):
+        launcher = Launcher(outdir, 1, 2, [], out=open(os.devnull, "w"), timeout=30)
+        assert launcher.run() == 0
+        found = {p.read_text().strip() for p in record.glob("*.token")}
+        assert len(list(record.glob("*.token"))) == 3 and len(found) == 1
+        token = found.pop()
+        assert re.fullmatch(r"[0-9a-f]{64}", token)
+        assert not any(token in p.read_text() for p in record.glob("*.args"))
+        tokens.append(token)
+    assert tokens[0] != tokens[1]  # fresh for every cluster
+    monkeypatch.setenv("TFC_CLUSTER_TOKEN", "mine")
+    assert Launcher(outdir, 1, 2, [], out=open(os.devnull, "w"), timeout=30).run() == 0
+    assert {p.read_text().strip() for p in record.glob("*.token")} == {"mine"}

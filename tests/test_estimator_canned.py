@@ -244,13 +244,25 @@ def test_linear_estimators_default_to_ftrl(tmp_path):
         [tf.feature_column.numeric_column("x", shape=2)], str(tmp_path)
     )
     fn = tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=40, shuffle=False)
-    if hasattr(tf.train, "FtrlOptimizer"):
-        model.train(fn, steps=1)
-        assert model.get_variable_value("global_step") == 1
-        assert any("Ftrl" in n for n in model.get_variable_names())
-    else:
-        with pytest.raises(NotImplementedError, match="'Ftrl' is tf.train.FtrlOptimizer, which"):
-            model.train(fn, steps=1)
+    model.train(fn, steps=1)
+    assert model.get_variable_value("global_step") == 1
+    assert {"linear/linear_model/x/weights/Ftrl", "linear/linear_model/x/weights/Ftrl_1"} <= set(
+        model.get_variable_names()
+    )
+    # FTRL's first step from zero weights, accumulators at 0.1, rate min(0.2, 1/sqrt(1)):
+    # linear = g - (sqrt(0.1 + g^2) - sqrt(0.1)) / 0.2 * 0 = g, w = -g / (sqrt(0.1 + g^2) / 0.2)
+    g = -2.0 * (x.T @ y).ravel()  # the summed squared error's gradient at w = 0, b = 0
+    want = -g / (np.sqrt(0.1 + g * g) / 0.2)
+    np.testing.assert_allclose(
+        model.get_variable_value("linear/linear_model/x/weights").ravel(), want, rtol=1e-5
+    )
+
+    (train_x, train_y), (test_x, test_y) = _iris("iris_training.csv"), _iris("iris_test.csv")
+    iris = tf.estimator.LinearClassifier(
+        [tf.feature_column.numeric_column(k) for k in NAMES], str(tmp_path / "iris"), n_classes=3
+    )
+    iris.train(_train_fn(train_x, train_y), steps=300)
+    assert iris.evaluate(_eval_fn(test_x, test_y))["accuracy"] >= 0.9
     with pytest.raises(ValueError, match="Unsupported optimizer name: Lbfgs"):
         tf.estimator.LinearRegressor(
             [tf.feature_column.numeric_column("x", shape=2)], str(tmp_path), optimizer="Lbfgs"

@@ -388,6 +388,123 @@ CASES = [
         lambda d: op("AvgPoolGrad", np.array([1, 5, 5, 2], np.int32), d, **POOL_K3_S2_SAME),
         normal(1, 3, 3, 2),
     ),
+    # index tuples and reordering (tfc/ops/array_nd_index.py, array_order.py)
+    C(
+        "GatherNd",
+        lambda p: tf.gather_nd(p, [[1, 0], [2, 1], [1, 0]]),
+        normal(3, 2, 2),
+        dims=((None, 2, 2),),
+    ),
+    C(
+        "GatherNd-batch",
+        lambda p: tf.gather_nd(p, [[[1], [0]], [[2], [2]]], batch_dims=1),
+        normal(2, 3, 2),
+    ),
+    C("ScatterNd", lambda u: tf.scatter_nd([[1], [3], [1]], u, [4, 2]), normal(3, 2)),
+    C(
+        "TensorScatterUpdate",
+        lambda t, u: tf.tensor_scatter_nd_update(t, [[0], [2]], u),
+        normal(3, 2),
+        normal(2, 2),
+    ),
+    C(
+        "TensorScatterAdd",
+        lambda t, u: tf.tensor_scatter_nd_add(t, [[2, 1], [0, 0], [2, 1]], u),
+        normal(3, 2),
+        normal(3),
+    ),
+    C(
+        "TensorScatterSub",
+        lambda t, u: tf.tensor_scatter_nd_sub(t, [[1]], u),
+        normal(3, 2),
+        normal(1, 2),
+    ),
+    C(
+        "TensorScatterMin",
+        lambda t, u: tf.tensor_scatter_nd_min(t, [[3], [0], [1]], u),
+        distinct(4),
+        distinct(3) + 0.125,
+    ),
+    C(
+        "TensorScatterMax",
+        lambda t, u: tf.tensor_scatter_nd_max(t, [[1], [2]], u),
+        distinct(4),
+        distinct(2) + 0.125,
+    ),
+    C("ReverseV2", lambda a: tf.reverse(a, [1, 0]), normal(2, 3), dims=((None, 3),)),
+    C(
+        "ReverseSequence",
+        lambda a: tf.reverse_sequence(a, [2, 4, 0], seq_axis=1, batch_axis=0),
+        normal(3, 4),
+    ),
+    C("Roll", lambda a: tf.roll(a, [1, -2], [0, 1]), normal(3, 4)),
+    C("Sort", lambda a: tf.sort(a, direction="DESCENDING"), distinct(2, 5), dims=((None, 5),)),
+    C("Sort-axis0", lambda a: tf.sort(a, axis=0), distinct(4, 2)),
+    C("BroadcastTo", lambda a: tf.broadcast_to(a, [3, 2, 4]), normal(2, 1)),
+    C("EnsureShape", lambda a: tf.ensure_shape(a, [None, 3]), normal(2, 3), dims=((None, 3),)),
+    C("IdentityN", lambda a, b: tf.identity_n([a, b]), normal(2), normal(3, 2)),
+    # depthwise convolution: a filter per channel, multiplier 2 (dyadic: sums exact in float32)
+    C(
+        "DepthwiseConv2dNative",
+        lambda x, f: tf.nn.depthwise_conv2d_native(x, f, [1, 2, 2, 1], "SAME"),
+        dyadic(2, 5, 4, 3),
+        dyadic(3, 3, 3, 2),
+        dims=((None, 5, 4, 3), (3, 3, 3, 2)),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNative-NCHW-dilated",
+        lambda x, f: tf.nn.depthwise_conv2d_native(
+            x, f, [1, 1, 1, 1], "VALID", data_format="NCHW", dilations=[1, 1, 2, 1]
+        ),
+        dyadic(1, 2, 5, 4),
+        dyadic(2, 2, 2, 1),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNativeBackpropInput",
+        lambda f, d: op(
+            "DepthwiseConv2dNativeBackpropInput",
+            np.array([2, 5, 4, 3], np.int32),
+            f,
+            d,
+            **CONV_S2_SAME,
+        ),  # fmt: skip
+        dyadic(3, 3, 3, 2),
+        dyadic(2, 3, 2, 6),
+        exact=True,
+    ),
+    C(
+        "DepthwiseConv2dNativeBackpropFilter",
+        lambda x, d: op(
+            "DepthwiseConv2dNativeBackpropFilter",
+            x,
+            np.array([3, 3, 3, 2], np.int32),
+            d,
+            **CONV_S2_SAME,
+        ),  # fmt: skip
+        dyadic(2, 5, 4, 3),
+        dyadic(2, 3, 2, 6),
+        exact=True,
+    ),
+    C(
+        "MaxPoolWithArgmax",
+        lambda x: tf.nn.max_pool_with_argmax(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")[0],
+        distinct(2, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
+    C(
+        "LRN",
+        lambda x: tf.nn.lrn(x, 2, 1.5, 0.3, 0.75),
+        normal(2, 2, 3, 7),
+        dims=((None, 2, 3, 7),),
+    ),
+    C(
+        "ExtractImagePatches",
+        lambda x: tf.extract_image_patches(x, [1, 3, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+        normal(2, 5, 5, 2),
+        dims=((None, 5, 5, 2),),
+    ),
     # linear algebra: inputs far from singular; eigen- and singular vectors enter squared (their
     # signs are each algorithm's own); Cholesky sees a symmetric x x^T + 2 I
     C("MatrixInverse", tf.matrix_inverse, invertible(3, 3)),
@@ -437,6 +554,68 @@ CASES = [
     C("Diag", tf.diag, normal(2, 2)),
     C("DiagPart", tf.diag_part, normal(2, 3, 2, 3)),
     C("Cross", tf.cross, normal(4, 3), normal(4, 3)),
+    # text and value-dependent shapes (tfc/ops/logging_ops.py, tfc/ops/array_dynamic.py); the
+    # last two run in Python stages between the compiled ones
+    C("Print", lambda x: tf.Print(x, [x], message="gradient case ", first_n=1), normal(2, 3)),
+    C(
+        "DynamicPartition",
+        lambda x: tf.dynamic_partition(x, np.array([2, 0, 2, 1], np.int32), 3),
+        normal(4, 2),
+        dims=((None, 2),),
+    ),
+    C(
+        "DynamicStitch",
+        lambda a, b: tf.dynamic_stitch([late([3, 0]), late([[1], [2]])], [a, b]),
+        normal(2, 3),
+        normal(2, 1, 3),
+    ),
+    # control flow (tfc/ops/functional.py, tfc/ops/tensor_array.py): more in test_control_flow
+    C(
+        "If",
+        lambda x, y: tf.cond(tf.reduce_sum(x) > 0, lambda: x * y, lambda: x - y),
+        positive(2, 3),
+        normal(2, 3),
+    ),
+    C(
+        "If_else",
+        lambda x, y: tf.cond(tf.reduce_sum(x) < 0, lambda: x * y, lambda: tf.sin(x)),
+        positive(2, 3),
+        normal(2, 3),
+    ),
+    C(
+        "While",
+        lambda x, w: tf.while_loop(
+            lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w) + x)), (0, x)
+        )[1],
+        normal(2, 3),
+        normal(3, 3) * 0.5,
+    ),
+    C(
+        "TensorArrayWriteV3",
+        lambda a, b: (lambda ta: [ta.read(1) * 2.0, ta.stack()])(
+            tf.TensorArray(a.dtype, size=3).write(0, a).write(1, b).write(2, a * b)
+        ),
+        normal(4),
+        normal(4),
+    ),
+    C(
+        "TensorArrayUnstack",
+        lambda x: tf.TensorArray(x.dtype, size=3).unstack(x).read(1) ** 2,
+        normal(3, 2),
+    ),
+    C(
+        "TensorArrayScatterV3",
+        lambda x: tf.TensorArray(x.dtype, size=4).scatter([2, 0, 3, 1], x).gather([1, 3]) * x[:2],
+        normal(4, 2),
+    ),
+    C(
+        "TensorArrayPutRows",
+        lambda base, v: (
+            op("TensorArrayPutRows", base, np.array([2, 0], np.int32), v, mode="add") * base
+        ),
+        normal(3, 2),
+        normal(2, 2),
+    ),
 ]
 
 # issue 16's math ops: inverse trigonometric, hyperbolic and special functions, division

@@ -5,8 +5,12 @@ checked against the Python session, its Makefile, its errors, and the drivers un
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import time
+import tokenize
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -292,8 +296,15 @@ def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path, 
     assert proc.stdout.startswith("accuracy ") and "runtime error" not in proc.stderr
 
 
-# file -> (content, the error of train; predict reads 4 or 5 columns and ignores labels, so
-# the last two fail there on the missing checkpoint instead)
+# file -> (content, the error of train and predict; predict reads 4 or 5 columns, so narrow.csv
+# fails there on the missing checkpoint instead)
+
+
+def _npy(header: bytes, data: bytes = bytes(20)) -> bytes:
+    """A version 1.0 .npy file of `header` (the dict text, as is) and `data`."""
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data
+
+
 BAD_DATA = {
     "ragged.csv": ("5.1,3.5,1.4,0.2,0\n4.9,3.0,1.4\n", r"ragged\.csv:2: 3 columns, but the "),
     "word.csv": (
@@ -306,7 +317,34 @@ BAD_DATA = {
         r"bad\.npy: truncated",
     ),
     "narrow.csv": ("5.1,3.5,1.4,0\n", r"narrow\.csv has 4 columns; .* expected 5"),
-    "label.csv": ("5.1,3.5,1.4,0.2,1.5\n", r"label\.csv:1: column 5: 1\.5 is not an integer"),
+    "label.csv": (
+        "5.1,3.5,1.4,0.2,1.5\n",
+        r"label\.csv:1: column 5: label 1\.5 is not one of the model's 3 classes \(an integer "
+        r"from 0 to 2\)",
+    ),
+    "class7.csv": ("5.1,3.5,1.4,0.2,0\n4.9,3.0,1.4,0.2,7\n", r"class7\.csv:2: column 5: label 7 "),
+    "negative.csv": ("5.1,3.5,1.4,0.2,-1\n", r"negative\.csv:1: column 5: label -1 is not"),
+    "huge_label.csv": ("5.1,3.5,1.4,0.2,1e30\n", r"huge_label\.csv:1: column 5: label 1e\+30 "),
+    "nan.csv": ("5.1,nan,1.4,0.2,0\n", r"nan\.csv:1: column 2: nan is not a finite number"),
+    "inf.csv": ("h,e,a,d,r\n5.1,3.5,-inf,0.2,0\n", r"inf\.csv:2: column 3: -inf is not a finite"),
+    "big.csv": (
+        "5.1,3.5,1.4,1e999,0\n",
+        r"big\.csv:1: column 4: inf is not a finite number "
+        r"\(a value out of range reads as inf\)",
+    ),  # fmt: skip
+    "magic.npy": (
+        b"\x93NUMPZ\x01\x00",
+        r"magic\.npy: not a \.npy file: it starts with 93 4e 55 "
+        r"4d 50 5a \(hex\)",
+    ),  # fmt: skip
+    "junk.npy": (
+        _npy(b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5), } junk\n"),
+        r"junk\.npy: bad \.npy header: bytes after the header's dictionary",
+    ),
+    "damaged.npy": (
+        _npy(b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5)), }     \n"),
+        r"damaged\.npy: bad \.npy header: expected , or }",
+    ),
 }
 
 
@@ -321,7 +359,7 @@ def test_bad_data_is_a_clear_error(sanitized, tmp_path, name):
     env = {**os.environ, **SANITIZER_ENV}
     train = _train(sanitized, tmp_path / "ck", 1, data=path, env=env, check=False)
     predict = _predict(sanitized, tmp_path / "none", path, env=env, check=False)
-    if name in ("narrow.csv", "label.csv"):
+    if name == "narrow.csv":
         predict_message = r"no checkpoint at .*none"
     else:
         predict_message = message
@@ -455,3 +493,94 @@ def test_iris_native_sample_runs():
         assert re.search(
             rf'^Prediction is "{species}" \(\d+\.\d%\), expected "{species}"$', proc.stdout, re.M
         ), proc.stdout
+
+
+# (header text, whether numpy reads it): every header numpy refuses, the executables refuse
+NPY_HEADERS = [
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5), }\n", True),
+    (b'{"shape": (1,5), "descr": "<f4", "fortran_order": False}', True),
+    (b"{ 'descr' : '<f4' ,\n 'fortran_order':False,'shape':( 1 , 5 , ) }   \n", True),
+    (b"{'descr': '<f8', 'fortran_order': False, 'shape': (1, 5), 'descr': '<f4'}", True),
+    (b"{'descr': '<f4', 'fortran_order': True, 'shape': (1L, 5L)}", True),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5), } junk\n", False),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5)), }\n", False),
+    (b"{'descr': '<f4', 'fortran_order': False}", False),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5), 'extra': 1}", False),
+    (b"{'descr': '<f4', 'fortran_order': 'False', 'shape': (1, 5)}", False),
+    (b"{'descr': '<f4', 'fortran_order': 0, 'shape': (1, 5)}", False),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': [1, 5]}", False),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1.0, 5)}", False),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (20)}", False),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5)", False),
+    (b"{'descr': '<f4, 'fortran_order': False, 'shape': (1, 5)}", False),
+    (b"('descr', '<f4')", False),
+    (b"", False),
+]
+
+
+@pytest.mark.parametrize("header, numpy_reads", NPY_HEADERS)
+def test_npy_headers_are_read_as_numpy_reads_them(build, tmp_path, header, numpy_reads):
+    path = tmp_path / "data.npy"
+    path.write_bytes(_npy(header, np.array([5.1, 3.5, 1.4, 0.2, 1], np.float32).tobytes()))
+    try:
+        with warnings.catch_warnings():  # a Python 2 header's "L" warns
+            warnings.simplefilter("ignore", UserWarning)
+            np.load(path)
+        numpy_ok = True
+    except (ValueError, SyntaxError, tokenize.TokenError):  # numpy's ways of refusing a header
+        numpy_ok = False
+    assert numpy_ok == numpy_reads, header  # the table says what numpy does
+    proc = _predict(build, tmp_path / "none", path, check=False)
+    assert proc.returncode == 1
+    if numpy_reads:  # the data was read: the missing checkpoint is what fails
+        assert "no checkpoint at" in proc.stderr, proc.stderr
+    else:
+        assert "data.npy: bad .npy header: " in proc.stderr, proc.stderr
+
+
+def test_non_finite_features_pass_only_when_allowed(build, tmp_path):
+    data = tmp_path / "inf.csv"
+    rows = TRAIN_CSV.read_text().splitlines()
+    fields = rows[1].split(",")
+    fields[1] = "inf"
+    data.write_text("\n".join([rows[0], ",".join(fields), *rows[2:]]) + "\n")
+    proc = _train(build, tmp_path / "ck", 1, data=data, check=False)
+    assert proc.returncode == 1 and "inf.csv:2: column 2: inf is not a finite" in proc.stderr
+    _train(build, tmp_path / "ck", 1, "--allow-nonfinite", data=data)
+    test = tmp_path / "nan.csv"
+    test.write_text("5.1,nan,1.4,0.2\n")
+    proc = _predict(build, tmp_path / "ck", test, check=False)
+    assert proc.returncode == 1 and "nan.csv:1: column 2: nan is not a finite" in proc.stderr
+    out = _predict(build, tmp_path / "ck", test, "--allow-nonfinite").stdout
+    assert out.split() == ["nan"] * 3  # NaN in, NaN out: the caller asked for it
+
+
+def test_train_removes_what_killed_saves_left(build, tmp_path):
+    """SIGKILLed during saves again and again, then run once more: the leftovers of every
+    interrupted save (temporaries, checkpoints the state file does not name) are gone."""
+    import signal
+
+    ckpt = tmp_path / "ckpt"
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        proc = subprocess.Popen(
+            [str(build / "train"), "--data", str(TRAIN_CSV), "--steps", "100000000",
+             "--checkpoint-dir", str(ckpt), "--save-every", "1", "--max-to-keep", "3",
+             "--log-every", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(float(rng.uniform(0.3, 0.8)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (ckpt / f"checkpoint.tmp-{dead.pid}-3").write_text("partial")
+    (ckpt / f"model.ckpt-99999999.safetensors.tmp-{dead.pid}-0").write_bytes(b"partial")
+    (ckpt / "model.ckpt-1.safetensors").write_bytes(b"an orphan")
+    state = tf.train.get_checkpoint_state(str(ckpt))
+    step = int(os.path.basename(state.model_checkpoint_path).rsplit("-", 1)[1])
+    out = _train(build, ckpt, step + 2, "--save-every", "1", "--max-to-keep", "3").stdout
+    assert re.search(rf"removed \d+ leftover file\(s\) of interrupted saves from {ckpt}", out)
+    state = tf.train.get_checkpoint_state(str(ckpt))
+    listed = {os.path.basename(p) + ".safetensors" for p in state.all_model_checkpoint_paths}
+    assert {p.name for p in ckpt.iterdir()} == {"checkpoint", *listed} and len(listed) == 3

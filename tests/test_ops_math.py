@@ -383,9 +383,10 @@ def test_integer_division_by_zero_fails_the_run():
         assert sess.run(x // 2, {x: [5, -5]}).tolist() == [2, -3]
 
 
-def test_where_one_argument_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="depends on the data"):
-        tf.where(tf.constant([True, False]))
+def test_where_one_argument_gives_coordinates_of_a_shape_known_when_run():
+    # a Python-stage op (tests/test_ops_dynamic.py checks its values)
+    coordinates = tf.where(tf.constant([[True, False], [False, True]]))
+    assert coordinates.op.type == "Where" and coordinates.shape.as_list() == [None, 2]
 
 
 def test_truncating_integer_division_by_zero_fails_the_run():

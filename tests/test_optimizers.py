@@ -72,6 +72,56 @@ def _adam_finish(c: dict, h32: dict) -> None:
     c["beta2_power"] = np.float32(c["beta2_power"] * h32["beta2"])
 
 
+def _adadelta(s: dict, g: np.ndarray, h: dict, c: dict) -> None:
+    s["accum"] = h["rho"] * s["accum"] + (1 - h["rho"]) * g * g
+    update = np.sqrt(s["accum_update"] + h["epsilon"]) / np.sqrt(s["accum"] + h["epsilon"]) * g
+    s["var"] = s["var"] - h["lr"] * update
+    s["accum_update"] = h["rho"] * s["accum_update"] + (1 - h["rho"]) * update * update
+
+
+def _fobos(v: np.ndarray, rate, h: dict) -> np.ndarray:
+    """The proximal step of rate * (l1 |w| + l2 w^2 / 2) at v (soft thresholding, then shrink)."""
+    l1, l2 = h.get("l1_regularization_strength", 0), h.get("l2_regularization_strength", 0)
+    return np.sign(v) * np.maximum(np.abs(v) - rate * l1, 0) / (1 + rate * l2)
+
+
+def _proximal_sgd(s: dict, g: np.ndarray, h: dict, c: dict) -> None:
+    s["var"] = _fobos(s["var"] - h["lr"] * g, h["lr"], h)
+
+
+def _proximal_adagrad(s: dict, g: np.ndarray, h: dict, c: dict) -> None:
+    s["accumulator"] = s["accumulator"] + g * g
+    rate = h["lr"] / np.sqrt(s["accumulator"])
+    s["var"] = _fobos(s["var"] - rate * g, rate, h)
+
+
+def _ftrl(s: dict, g: np.ndarray, h: dict, c: dict) -> None:
+    """McMahan et al. (2013), Algorithm 1, per coordinate, with TF's learning_rate_power p,
+    shrinkage and beta (beta / (2 lr) joins l2, computed in float32 as TF does)."""
+    p, lr, l1 = h.get("learning_rate_power", -0.5), h["lr"], h.get("l1_regularization_strength", 0)
+    l2 = h.get("l2_regularization_strength", 0)
+    if "beta" in h:
+        f = np.float32
+        l2 = (f(l2) + f(h["beta"]) / (f(2) * f(lr))).astype(s["var"].dtype)
+    n = s["accum"] + g * g
+    sigma = (n**-p - s["accum"] ** -p) / lr
+    shrunk = g + 2 * h.get("l2_shrinkage_regularization_strength", 0) * s["var"]
+    s["linear"] = s["linear"] + shrunk - sigma * s["var"]
+    z = s["linear"]
+    s["var"] = np.where(np.abs(z) > l1, (np.sign(z) * l1 - z) / (n**-p / lr + 2 * l2), 0)
+    s["accum"] = n
+
+
+def _adagrad_da(s: dict, g: np.ndarray, h: dict, c: dict) -> None:
+    s["gradient_accumulator"] = s["gradient_accumulator"] + g
+    s["gradient_squared_accumulator"] = s["gradient_squared_accumulator"] + g * g
+    t = s["var"].dtype.type(c["t"])  # the global step the update is for
+    l1, l2 = h.get("l1_regularization_strength", 0), h.get("l2_regularization_strength", 0)
+    acc = s["gradient_accumulator"]
+    shrunk = np.sign(acc) * np.maximum(np.abs(acc) - l1 * t, 0)
+    s["var"] = -h["lr"] * shrunk / (l2 * t * h["lr"] + np.sqrt(s["gradient_squared_accumulator"]))
+
+
 @dataclass(frozen=True)
 class Case:
     optimizer: Callable[..., tf.train.Optimizer]  # (learning rate, **hyper) -> optimizer
@@ -84,6 +134,7 @@ class Case:
     tensor_hyper: bool = False  # hyper-parameters given as float32 tensors, not numbers
     finish: Callable[[dict, dict], None] | None = None
     case_state: dict = field(default_factory=dict)  # Adam's beta powers
+    counter: bool = False  # a step counter of its own, given as `global_step` to the optimizer
 
 
 _T = tf.train
@@ -155,6 +206,91 @@ CASES = {
         finish=_adam_finish,
         case_state={"beta1_power": np.float32(0.8), "beta2_power": np.float32(0.99)},
     ),
+    "adadelta": Case(
+        _T.AdadeltaOptimizer,
+        _adadelta,
+        {"accum": 0, "accum_update": 0},
+        1.0,
+        {"rho": 0.9, "epsilon": 1e-6},
+    ),
+    "adadelta_partial": Case(
+        _T.AdadeltaOptimizer,
+        _adadelta,
+        {"accum": 0, "accum_update": 0},
+        0.5,
+        {"rho": 0.95, "epsilon": 1e-4},
+        partial=True,
+        tensor_hyper=True,
+    ),
+    "proximal_sgd": Case(_T.ProximalGradientDescentOptimizer, _proximal_sgd, {}, 0.1),
+    "proximal_sgd_l1_l2": Case(
+        _T.ProximalGradientDescentOptimizer,
+        _proximal_sgd,
+        {},
+        0.1,
+        {"l1_regularization_strength": 0.05, "l2_regularization_strength": 0.2},
+        schedule="decay",
+    ),
+    "proximal_adagrad": Case(
+        lambda lr, **h: _T.ProximalAdagradOptimizer(lr, 0.3, **h),
+        _proximal_adagrad,
+        {"accumulator": 0.3},
+        0.2,
+        {"l2_regularization_strength": 0.1},
+    ),
+    "proximal_adagrad_l1": Case(
+        _T.ProximalAdagradOptimizer,
+        _proximal_adagrad,
+        {"accumulator": 0.1},
+        0.1,
+        {"l1_regularization_strength": 0.02, "l2_regularization_strength": 0.05},
+    ),
+    "ftrl": Case(_T.FtrlOptimizer, _ftrl, {"accum": 0.1, "linear": 0}, 0.3),
+    "ftrl_l1_l2": Case(
+        lambda lr, **h: _T.FtrlOptimizer(lr, initial_accumulator_value=0.5, **h),
+        _ftrl,
+        {"accum": 0.5, "linear": 0},
+        0.5,
+        {"l1_regularization_strength": 0.03, "l2_regularization_strength": 0.1},
+    ),
+    "ftrl_power_shrinkage_beta": Case(
+        _T.FtrlOptimizer,
+        _ftrl,
+        {"accum": 0.1, "linear": 0},
+        0.2,
+        {
+            "learning_rate_power": -0.3,
+            "l1_regularization_strength": 0.01,
+            "l2_regularization_strength": 0.02,
+            "l2_shrinkage_regularization_strength": 0.05,
+            "beta": 0.4,
+        },
+    ),
+    "ftrl_fixed_rate": Case(
+        _T.FtrlOptimizer,
+        _ftrl,
+        {"accum": 0.1, "linear": 0},
+        0.05,
+        {"learning_rate_power": 0.0, "l2_shrinkage_regularization_strength": 0.1},
+        partial=True,
+    ),
+    "adagrad_da": Case(
+        _T.AdagradDAOptimizer,
+        _adagrad_da,
+        {"gradient_accumulator": 0, "gradient_squared_accumulator": 0.1},
+        0.3,
+        counter=True,
+    ),
+    "adagrad_da_l1_l2": Case(
+        lambda lr, **h: _T.AdagradDAOptimizer(
+            lr, initial_gradient_squared_accumulator_value=0.2, **h
+        ),
+        _adagrad_da,
+        {"gradient_accumulator": 0, "gradient_squared_accumulator": 0.2},
+        0.5,
+        {"l1_regularization_strength": 0.01, "l2_regularization_strength": 0.1},
+        counter=True,
+    ),
 }
 _OPT_ARGS = {"nesterov"}  # hyper entries that are not optimizer arguments
 
@@ -188,6 +324,7 @@ def expected(case_name: str, dtype: str) -> list[dict]:
     for k in range(STEPS):
         h = {key: t(v) for key, v in h32.items()} | {"lr": t(_lr_value(case, k))}
         h["nesterov"] = case.hyper.get("nesterov", False)
+        c["t"] = k + 1  # the value of a step counter during step k + 1, before its increment
         for key in W0:
             if key == "mat" and case.partial:
                 continue
@@ -196,7 +333,8 @@ def expected(case_name: str, dtype: str) -> list[dict]:
             state[key] = {n: np.asarray(v, dtype) for n, v in state[key].items()}
         if case.finish:
             case.finish(c, h32)
-        history.append({"vars": {k: dict(v) for k, v in state.items()}, "case": dict(c)})
+        kept = {n: v for n, v in c.items() if n in case.case_state}
+        history.append({"vars": {k: dict(v) for k, v in state.items()}, "case": kept})
     return history
 
 
@@ -234,8 +372,12 @@ def build(dtype: str, mode: str) -> Built:
             hyper = {k: v for k, v in case.hyper.items() if k not in _OPT_ARGS}
             if case.tensor_hyper:
                 hyper = {k: tf.constant(v, tf.float32, name=k) for k, v in hyper.items()}
-            opt = case.optimizer(lr, **hyper)
             step = global_step if case.schedule == "staircase" else None
+            if case.counter:
+                with tf.name_scope(name + "/"):
+                    step = tf.Variable(np.int64(0), name="counter", trainable=False)
+                hyper["global_step"] = step
+            opt = case.optimizer(lr, **hyper)
             with tf.name_scope(name + "/loss/"):
                 diffs = {k: ws[k] - tf.constant(B[k], dtype) for k in W0}
                 grads = {k: tf.constant(A[k], dtype) * diffs[k] for k in W0}
@@ -353,6 +495,29 @@ def test_partial_gradients_leave_the_variable_and_make_no_slots() -> None:
         ),
         (lambda: tf.train.AdamOptimizer(), {"m": ("Adam", 0.0), "v": ("Adam_1", 0.0)}),
         (lambda: tf.train.GradientDescentOptimizer(0.1), {}),
+        (
+            lambda: tf.train.AdadeltaOptimizer(),
+            {"accum": ("Adadelta", 0.0), "accum_update": ("Adadelta_1", 0.0)},
+        ),
+        (lambda: tf.train.FtrlOptimizer(0.1), {"accum": ("Ftrl", 0.1), "linear": ("Ftrl_1", 0.0)}),
+        (
+            lambda: tf.train.FtrlOptimizer(
+                0.1, initial_accumulator_value=0.0, accum_name="acc", linear_name="lin"
+            ),
+            {"accum": ("acc", 0.0), "linear": ("lin", 0.0)},
+        ),
+        (lambda: tf.train.ProximalGradientDescentOptimizer(0.1), {}),
+        (
+            lambda: tf.train.ProximalAdagradOptimizer(0.1, 0.25),
+            {"accumulator": ("ProximalAdagrad", 0.25)},
+        ),
+        (
+            lambda: tf.train.AdagradDAOptimizer(0.1, tf.train.get_or_create_global_step()),
+            {
+                "gradient_accumulator": ("AdagradDA", 0.0),
+                "gradient_squared_accumulator": ("AdagradDA_1", 0.1),
+            },
+        ),
     ],
 )
 def test_slots_are_named_shaped_and_initialized_as_tf1(make, slots: dict) -> None:
@@ -651,3 +816,114 @@ def test_compute_gradients_pairs_and_gating() -> None:
         opt.minimize(loss, var_list=[u])
     with pytest.raises(NotImplementedError, match="unsupported type"):
         opt.compute_gradients(loss, var_list=[w.value()])
+
+
+def test_new_optimizer_arguments_are_checked_as_tf1() -> None:
+    bad = [
+        (lambda: tf.train.FtrlOptimizer(0.1, learning_rate_power=0.5), "needs to be negative"),
+        (lambda: tf.train.FtrlOptimizer(0.1, initial_accumulator_value=-1.0), "positive or zero"),
+        (
+            lambda: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=-0.1),
+            "l1_regularization_strength -0.100000 needs to be positive or zero",
+        ),
+        (
+            lambda: tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=-1),
+            "l2_shrinkage_regularization_strength",
+        ),
+        (lambda: tf.train.ProximalAdagradOptimizer(0.1, 0.0), "must be positive: 0.0"),
+        (
+            lambda: tf.train.AdagradDAOptimizer(0.1, None, 0.0),
+            "initial_gradient_squared_accumulator_value must be positive",
+        ),
+    ]
+    for make, message in bad:
+        with pytest.raises(ValueError, match=message):
+            make()
+
+
+def test_adagrad_da_op_takes_an_int64_step() -> None:
+    w = tf.Variable(np.zeros(3, np.float32), name="w")
+    g, gg = tf.Variable(np.zeros(3, np.float32)), tf.Variable(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="'global_step' of 'ApplyAdagradDA' Op has type float32"):
+        training_ops.apply_adagrad_da(w, g, gg, tf.ones([3]), 0.1, 0.0, 0.0, tf.constant(1.0))
+    with pytest.raises(ValueError, match="rank 0 but is rank 1 for input 'global_step'"):
+        training_ops.apply_adagrad_da(
+            w, g, gg, tf.ones([3]), 0.1, 0.0, 0.0, tf.constant([1], tf.int64)
+        )
+    with pytest.raises(ValueError, match="needs distinct variables"):
+        training_ops.apply_ftrl(w, g, g, tf.ones([3]), 0.1, 0.0, 0.0, -0.5)
+    update = training_ops.apply_adagrad_da(w, g, gg, tf.fill([3], 2.0), 0.5, 0.0, 0.25, 3)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(update)
+    # g = 2, gg = 1 + 4, t = 3: var = -0.5 * 2 / (0.25 * 3 * 0.5 + sqrt(5))
+    want = np.float32(-0.5 * 2 / (0.25 * 3 * 0.5 + np.sqrt(5.0)))
+    np.testing.assert_allclose(got, np.full(3, want), rtol=1e-6)
+
+
+# -- against TensorFlow itself ---------------------------------------------------------------------
+def _tf1_trajectories(tf_module, dtype: str, steps: int = 8) -> list[dict]:
+    """The new optimizers minimizing sum((w - b)^2 * a) for `steps` steps with `tf_module`
+    (tfc or tf.compat.v1): each step's variables and slots."""
+    t = tf_module
+    graph = t.Graph()
+    with graph.as_default():
+        step = t.train.get_or_create_global_step()
+        makers = {
+            "adadelta": lambda: t.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-6),
+            "ftrl": lambda: t.train.FtrlOptimizer(
+                0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.1
+            ),
+            "ftrl_v2": lambda: t.train.FtrlOptimizer(
+                0.1,
+                learning_rate_power=-0.3,
+                l1_regularization_strength=0.01,
+                l2_shrinkage_regularization_strength=0.1,
+                beta=0.2,
+            ),
+            "proximal_sgd": lambda: t.train.ProximalGradientDescentOptimizer(0.1, 0.05, 0.1),
+            "proximal_adagrad": lambda: t.train.ProximalAdagradOptimizer(0.1, 0.1, 0.01, 0.1),
+            "adagrad_da": lambda: t.train.AdagradDAOptimizer(
+                0.1, step, l1_regularization_strength=0.01, l2_regularization_strength=0.1
+            ),
+            "rmsprop_centered": lambda: t.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True),
+        }
+        fetches, updates = {}, []
+        for name, make in makers.items():
+            if dtype == "float64" and name.startswith("proximal"):
+                continue  # TF's proximal optimizers do not cast their float32 hyper-parameters
+            w = t.Variable(W0["mat"].astype(dtype), name=name)
+            loss = t.reduce_sum(t.square(w - B["mat"].astype(dtype)) * A["mat"].astype(dtype))
+            opt = make()
+            updates.append(opt.minimize(loss))
+            fetches[name] = {"var": w, **{s: opt.get_slot(w, s) for s in opt.get_slot_names()}}
+        with t.control_dependencies(updates):
+            train = t.assign_add(step, 1)
+        init = t.global_variables_initializer()
+    history = []
+    with t.Session(graph=graph) as sess:
+        sess.run(init)
+        for _ in range(steps):
+            sess.run(train)
+            history.append(sess.run(fetches))
+    return history
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_new_optimizers_match_tensorflow(dtype: str) -> None:
+    tf1 = pytest.importorskip("tensorflow").compat.v1
+    want = _tf1_trajectories(tf1, dtype)
+    got = _tf1_trajectories(tf, dtype)
+    # TF's Eigen kernels take rsqrt and pow by their own approximations: a few ulps apart
+    rtol = 2e-5 if dtype == "float32" else 1e-12
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.keys() == w.keys()
+        for name in w:
+            for slot in w[name]:
+                np.testing.assert_allclose(
+                    g[name][slot],
+                    w[name][slot],
+                    rtol=rtol,
+                    atol=rtol * np.max(np.abs(w[name][slot])),
+                    err_msg=f"{name} {slot} after step {k + 1}",
+                )

@@ -5,7 +5,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_checkpoint import _VALID, CORRUPTIONS, corrupt_file
+from test_checkpoint import _VALID, CORRUPTIONS, corrupt_file, leftovers
 
 import tfc as tf
 from tfc.backend.cc import compiler, runtime_dir
@@ -114,6 +114,11 @@ int main(int argc, char **argv) {
                                  &err);
         if (rc != TFC_OK) return fail(rc, msg);
         printf("%s\n", out);
+    } else if (strcmp(cmd, "clean") == 0 && argc == 5) {
+        int removed = -1;
+        rc = tfc_checkpoint_clean(argv[2], argv[3], atoi(argv[4]), &removed, &err);
+        if (rc != TFC_OK) return fail(rc, msg);
+        printf("removed %d\n", removed);
     } else if (strcmp(cmd, "latest") == 0 && argc == 3) {
         rc = tfc_checkpoint_latest(argv[2], out, sizeof out, &err);
         if (rc != TFC_OK) return fail(rc, msg);
@@ -483,3 +488,28 @@ def test_c_reports_missing_files(driver, tmp_path):
     assert out == f"ERR 3 checkpoint {tmp_path} is not a regular file\n"
     out = driver("write", tmp_path / "no" / "dir.safetensors", "-", ok=False)
     assert out.startswith("ERR 5 ") and "creating a temporary file failed" in out
+
+
+@pytest.mark.parametrize("max_to_keep", [3, 0])
+def test_c_removes_what_interrupted_saves_left(driver, tmp_path, max_to_keep):
+    ckpt = tmp_path / "run"
+    ckpt.mkdir()
+    stale, kept = leftovers(ckpt, lambda s: driver("save", ckpt, "model.ckpt", s, 3))
+    orphans = ["model.ckpt-1.safetensors", "model.ckpt-7.safetensors"]
+    removed = len(stale) + (len(orphans) if max_to_keep else 0)
+    assert driver("clean", ckpt, "model.ckpt", max_to_keep) == f"removed {removed}\n"
+    named = [f"model.ckpt-{s}.safetensors" for s in (3, 4, 5)]
+    left = sorted(p.name for p in ckpt.iterdir())
+    assert left == sorted(["checkpoint", *named, *kept, *([] if max_to_keep else orphans)])
+    assert driver("latest", ckpt) == f"{ckpt / 'model.ckpt-5'}\n"
+    # nothing to do the second time; an absolute state file path names the same files
+    driver("write-state", ckpt, str(ckpt / "model.ckpt-5"), str(ckpt / "model.ckpt-4"),
+           "model.ckpt-5")  # fmt: skip
+    assert driver("clean", ckpt, "model.ckpt", 3) == ("removed 1\n" if max_to_keep else
+                                                       "removed 3\n")  # fmt: skip
+    assert not (ckpt / "model.ckpt-3.safetensors").exists()
+    assert (ckpt / "model.ckpt-4.safetensors").exists()
+    # without a state file no checkpoint is taken for a leftover
+    (ckpt / "checkpoint").unlink()
+    assert driver("clean", ckpt, "model.ckpt", 3) == "removed 0\n"
+    assert driver("clean", tmp_path / "absent", "model.ckpt", 3) == "removed 0\n"

@@ -14,18 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from transport_wire import corrupt_crc as _corrupt_crc
+from transport_wire import crc32c as _crc32c
+from transport_wire import frame as _frame
+from transport_wire import handshake as _handshake
+from transport_wire import read_exact as _read_exact
 
 from tfc.backend.cc import compiler, runtime_dir
 
-TRANSPORT_SOURCES = [
-    "tfc_transport.c",
-    "tfc_transport_send.c",
-    "tfc_rendezvous.c",
-    "tfc_transport_handshake.c",
-    "tfc_wire.c",
-    "tfc_sha256.c",
-    "tfc_crc32c.c",
-]
+TRANSPORT_SOURCES = sorted(p.name for p in (runtime_dir() / "src" / "transport").glob("*.c"))
 CC_FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-pthread"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 DRIVER_C = os.path.join(os.path.dirname(__file__), "c", "transport_driver.c")
@@ -213,27 +210,6 @@ def _pair(cluster, wire="f32", **env):
 # ---- the pieces: CRC32C, SHA-256/HMAC, 16-bit floats ----
 
 
-def _crc32c_table():
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
-        table.append(crc)
-    return table
-
-
-_CRC32C_TABLE = _crc32c_table()
-
-
-def _crc32c(data: bytes) -> int:
-    """CRC32C (Castagnoli, reflected), a byte at a time: the reference for the C code."""
-    crc, table = 0xFFFFFFFF, _CRC32C_TABLE
-    for byte in data:
-        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
-    return crc ^ 0xFFFFFFFF
-
-
 def test_crc32c_sha256_and_hmac_match_references(builds, tmp_path):
     binary, env = builds["plain"]
     cluster = Cluster(binary, env, tmp_path)
@@ -367,7 +343,8 @@ def test_round_trip_of_every_dtype_and_shape(cluster):
     received = server("stats").split()
     assert sent[1] == received[2] == str(len(cases) + 1)  # frames
     assert sent[3] == received[4]  # bytes
-    assert received[5:] == ["0", "0"]  # no bad frame, no refused handshake
+    assert received[5:9] == ["0", "0", "0", "0"]  # no bad frame or handshake, nothing evicted
+    assert received[10:] == ["0", "0"]  # nothing left waiting
 
 
 @pytest.mark.parametrize("wire", ["f16", "bf16"])
@@ -502,11 +479,11 @@ def test_stalled_peers_time_out_while_others_are_served(plain_cluster):
         deadline = time.monotonic() + 5
         silent_peer = f"127.0.0.1:{silent.getsockname()[1]}"
         stalled_peer = f"127.0.0.1:{stalled.getsockname()[1]}"
+        silent_line = f"from {silent_peer}: handshake (hello): timed out"
+        stalled_line = f"from {stalled_peer} (python): truncated: dims and key: timed out"
         while True:
             log = server.log()
-            if f"from {silent_peer}: handshake (hello): timed out" in log and (
-                f"bad frame from {stalled_peer}: truncated: dims and key: timed out" in log
-            ):
+            if silent_line in log and f"bad frame {stalled_line}" in log:
                 break
             assert time.monotonic() < deadline, log
             time.sleep(0.05)
@@ -516,34 +493,6 @@ def test_stalled_peers_time_out_while_others_are_served(plain_cluster):
 
 
 # ---- the cluster token ----
-
-
-def _handshake(sock, token=None):
-    """The client side of the handshake, written from the protocol's description."""
-    nonce_c = os.urandom(32)
-    sock.sendall(struct.pack("<IHH", 0x48434654, 1, 1 if token else 0) + nonce_c)
-    reply = _read_exact(sock, 72)
-    magic, version, flags = struct.unpack("<IHH", reply[:8])
-    nonce_s, mac_s = reply[8:40], reply[40:72]
-    assert (magic, version) == (0x48434654, 1)
-    if token:
-        want = hmac.new(token, b"tfc server" + nonce_c + nonce_s, hashlib.sha256).digest()
-        assert mac_s == want, "the server's proof"
-        proof = hmac.new(token, b"tfc client" + nonce_s + nonce_c, hashlib.sha256).digest()
-    else:
-        proof = bytes(32)
-    sock.sendall(struct.pack("<I", 0x48434654) + proof)
-    return struct.unpack("<II", _read_exact(sock, 8))
-
-
-def _read_exact(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(data)} of {n} bytes")
-        data += chunk
-    return data
 
 
 def test_cluster_token(cluster):
@@ -581,33 +530,16 @@ def test_cluster_token(cluster):
 # ---- bad frames ----
 
 
-def _frame(key=b"k", step=1, dtype=3, wire=None, dims=(2,), payload=None, **override):
-    """A frame as the protocol describes it (little-endian), with fields to corrupt."""
-    wire = dtype if wire is None else wire
-    if payload is None:
-        payload = np.arange(int(np.prod(dims)), dtype=np.int32).tobytes()
-    fields = dict(magic=0x46434654, version=1, key_len=len(key), rank=len(dims),
-                  nbytes=len(payload))  # fmt: skip
-    fields.update(override)
-    head = struct.pack(
-        "<IHHqIBBBBQ", fields["magic"], fields["version"], 0, step, fields["key_len"], dtype,
-        wire, fields["rank"], 0, fields["nbytes"],
-    )  # fmt: skip
-    body = head + b"".join(struct.pack("<q", d) for d in dims) + key + payload
-    return body + struct.pack("<I", _crc32c(body))
-
-
-def _corrupt_crc(frame):
-    return frame[:-4] + struct.pack("<I", struct.unpack("<I", frame[-4:])[0] ^ 1)
-
-
 CORRUPTIONS = {  # name: (bytes sent, then the connection is closed; the field the log names)
     "magic": (_frame(magic=0x12345678), "magic: 0x12345678"),
     "version": (_frame(version=7), "version: 7 is not 1"),
     "crc": (_corrupt_crc(_frame()), "crc32c: the frame of 'k'"),
     "payload flipped": (_frame()[:-6] + b"\xff" + _frame()[-5:], "crc32c"),
     "byte count": (_frame(nbytes=12), "payload bytes: 12 is not the 8 bytes of int32[2]"),
-    "huge length": (_frame(nbytes=2**62), "payload bytes: 4611686018427387904 make a frame"),
+    "huge length": (
+        _frame(nbytes=2**62),
+        "payload bytes: 4611686018427387904 are over the frame limit of 2147483648 bytes",
+    ),
     "key length": (_frame(key_len=5000), "key length: 5000"),
     "rank": (_frame(rank=9), "rank: 9 is over 8"),
     "negative dim": (_frame(dims=(-2,), payload=b""), "dims: dim 0 is -2"),
@@ -637,7 +569,7 @@ def test_bad_frames_close_only_that_connection(cluster):
         assert client(f"send 0 still {n} int32 - 2a000000") == "ok", name
         assert server(f"recv still {n} int32 - 5000") == f"tensor {n} - 2a000000", name
         log = server.log()
-        want = f"bad frame from {peer}: {field}"
+        want = f"bad frame from {peer} (python): {field}"
         assert want in log, (name, want, log[-1500:])
     assert server("stats").split()[5] == str(len(CORRUPTIONS))
     # nothing that was refused ever reached the table
@@ -675,3 +607,338 @@ def test_recv_posted_in_the_middle_of_a_frame(plain_cluster):
         s.sendall(frame[600_000:])
         _, got = _parse_tensor(server.answer(), np.int32)
     np.testing.assert_array_equal(got, a)
+
+
+# ---- peers, routes and limits: what a hostile local process can no longer do ----
+
+
+def _open(server, name=b"python", token=None):
+    """A raw connection to `server` that completed the handshake as `name`."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    assert _handshake(s, token, name) == (0x41434654, 0)
+    return s
+
+
+def _closed_by_server(sock, within=10.0):
+    """Whether the server closed `sock` within `within` seconds (what it sent first is read)."""
+    deadline = time.monotonic() + within
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if sock.recv(4096) == b"":
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        pass
+    return False
+
+
+def _wait_for_log(task, text, within=10.0):
+    deadline = time.monotonic() + within
+    while text not in task.log():
+        assert time.monotonic() < deadline, (text, task.log()[-3000:])
+        time.sleep(0.02)
+    return task.log()
+
+
+def _wait_for_stat(task, index, value, within=10.0):
+    """Wait until field `index` of the task's stats is `value` (frames arrive asynchronously)."""
+    deadline = time.monotonic() + within
+    while (got := task("stats").split()[index]) != str(value):
+        assert time.monotonic() < deadline, (index, got, value)
+        time.sleep(0.02)
+
+
+def _threads(task):
+    status = open(f"/proc/{task.proc.pid}/status").read()
+    return int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
+
+
+def test_routes_take_each_key_only_from_its_peer(cluster):
+    routes = "grads@w0=worker:0=8;tfc:ctl@ps0=ps:0=16"
+    server = cluster.listening(ROUTES=routes)
+    worker = cluster.listening(NAME="worker:0")
+    assert worker(f"connect 127.0.0.1:{server.port}") == "peer 0"
+    assert worker("send 0 grads@w0 1 int32 2 0100000002000000") == "ok"
+    assert server("recv grads@w0 1 int32 2 5000") == "tensor 1 2 0100000002000000"
+    refusals = [  # (the name the sender gives, its frame, what the server logs)
+        (b"worker:0", _frame(key=b"junk"), "refused: key 'junk' is not one this task receives"),
+        (b"worker:0", _frame(key=b"tfc:ctl@ps0", dtype=9, payload=struct.pack("<qq", 5, 1)),
+         "refused: key 'tfc:ctl@ps0' comes from ps:0 only, not from worker:0"),
+        (b"worker:0", _frame(key=b"grads@w0", dims=(3,)),
+         "refused: key 'grads@w0' carries at most 8 bytes, this frame 12"),
+    ]  # fmt: skip
+    for name, frame, message in refusals:
+        with _open(server, name=name) as s:
+            s.sendall(frame)
+            assert _closed_by_server(s), message
+        _wait_for_log(server, message)
+    # a peer that owns no route is refused at the handshake
+    stranger = cluster.listening(NAME="stranger")
+    answer = stranger(f"connect 127.0.0.1:{server.port}")
+    assert answer.startswith("ERR 7 ") and "takes nothing from a task named 'stranger'" in answer
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        assert _handshake(s, name=b"ps:1") == (0x41434654, 2)  # the verdict: unknown peer
+    # the rightful owner's control tensor arrives; nothing refused reached the table
+    with _open(server, name=b"ps:0") as s:
+        s.sendall(_frame(key=b"tfc:ctl@ps0", step=5, dtype=9, payload=struct.pack("<qq", 5, 1)))
+        answer = server("recv tfc:ctl@ps0 * int64 2 5000")
+    assert answer == "tensor 5 2 " + struct.pack("<qq", 5, 1).hex()
+    assert server("recv junk * int32 * 0").startswith("ERR 4 ")
+    stats = server("stats").split()
+    assert stats[5] == "3" and stats[7] == "3"  # bad frames, of which refused
+    assert stats[10:] == ["0", "0"]  # nothing held
+
+
+def test_the_token_binds_the_name_a_peer_gives(cluster):
+    server = cluster.listening(TFC_CLUSTER_TOKEN="s3cret", ROUTES="tfc:ctl@ps0=ps:0=16")
+    ctl = _frame(key=b"tfc:ctl@ps0", step=3, dtype=9, payload=struct.pack("<qq", 3, 1))
+    # without the token nobody can be ps:0
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(struct.pack("<IHH", 0x48434654, 2, 0) + os.urandom(32) + b"ps:0".ljust(32, b"\0"))
+        reply = _read_exact(s, 76)
+        assert struct.unpack("<H", reply[6:8])[0] & 2  # refused in the reply
+        assert _closed_by_server(s)
+    # a token holder's proof covers the name in its hello: a proof made for another name fails
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        nonce_c = os.urandom(32)
+        s.sendall(struct.pack("<IHH", 0x48434654, 2, 1) + nonce_c + b"ps:0".ljust(32, b"\0"))
+        nonce_s = _read_exact(s, 76)[8:40]
+        other = b"worker:3".ljust(32, b"\0")
+        proof = hmac.new(b"s3cret", b"tfc client" + nonce_s + nonce_c + other, hashlib.sha256)
+        s.sendall(struct.pack("<I", 0x48434654) + proof.digest())
+        assert struct.unpack("<II", _read_exact(s, 8)) == (0x41434654, 1)
+    _wait_for_log(server, "refused: wrong cluster token")
+    # and the holder that proves its own name is heard
+    with _open(server, name=b"ps:0", token=b"s3cret") as s:
+        s.sendall(ctl)
+        assert server("recv tfc:ctl@ps0 3 int64 2 5000").startswith("tensor 3 2 ")
+
+
+def test_held_tensors_are_capped_per_peer_and_in_total(plain_cluster):
+    server, client = _pair(plain_cluster, MAX_TENSORS_PEER=4, MAX_HELD=1000)
+    for k in range(4):  # four tensors nobody receives yet: the peer's cap
+        assert client(f"send 0 unread{k} 0 int32 - 2a000000") == "ok"
+    _wait_for_stat(server, 2, 4)
+    with _open(server, name=b"driver") as s:  # one more from the same peer (by name): refused
+        s.sendall(_frame(key=b"unread4", dims=()))
+        assert _closed_by_server(s)
+    _wait_for_log(server, "held: 4 tensors of this peer wait for their recv; a tensor of 4 "
+                          "bytes more would pass the cap of 4")  # fmt: skip
+    assert server("stats").split()[10:] == ["16", "4"]
+    for k in range(4):  # received: the room is free again
+        assert server(f"recv unread{k} 0 int32 - 5000") == "tensor 0 - 2a000000"
+    big = np.zeros(150, np.int32)  # 600 bytes: two of them pass the 1000 bytes of MAX_HELD
+    with _open(server, name=b"another") as s:
+        s.sendall(_frame(key=b"big0", dims=big.shape, payload=big.tobytes()))
+        s.sendall(_frame(key=b"big1", dims=big.shape, payload=big.tobytes()))
+        assert _closed_by_server(s)
+    _wait_for_log(server, "held: 600 bytes wait for their recv; a tensor of 600 bytes more "
+                          "would pass the cap of 1000")  # fmt: skip
+    assert server("stats").split()[10:] == ["600", "1"]
+
+
+def test_tensors_far_behind_are_evicted(cluster):
+    server, client = _pair(cluster, KEEP_STEPS=3)
+    for step in (0, 1, 2, 3):  # within three steps of the newest: all kept
+        assert client(f"send 0 v {step} int32 - {struct.pack('<i', step).hex()}") == "ok"
+    assert client("send 0 w 0 int32 - 00000000") == "ok"
+    _wait_for_stat(server, 2, 5)
+    assert server("stats").split()[8] == "0"
+    for step in (10, 11):  # steps 0 to 3 are more than three behind 10, 10 is not behind 11
+        assert client(f"send 0 v {step} int32 - {struct.pack('<i', step).hex()}") == "ok"
+    _wait_for_stat(server, 2, 7)  # all arrived (before any recv could take one)
+    stats = server("stats").split()
+    assert stats[8] == "4" and stats[11] == "3"  # evicted; v 10 and 11 and w 0 wait
+    assert server("recv w 0 int32 - 5000") == "tensor 0 - 00000000"  # other keys: untouched
+    assert server("recv v 0 int32 - 0").startswith("ERR 4 ")  # evicted
+    assert server("recv v * int32 - 0") == "tensor 10 - 0a000000"
+    assert server("recv v 11 int32 - 0") == "tensor 11 - 0b000000"
+    assert client("send 0 v 5 int32 - 05000000") == "ok"  # a restarted sender's older step:
+    assert server("recv v 5 int32 - 5000") == "tensor 5 - 05000000"  # kept, nothing newer waits
+
+
+def test_a_tensor_sent_again_replaces_the_one_waiting(cluster):
+    """A resend (a ps answering a hello) once closed the connection as a bad frame, losing
+    what followed it; the newer tensor now replaces the one nobody received yet."""
+    server, client = _pair(cluster)
+    assert client("send 0 k 1 int32 - 01000000") == "ok"
+    assert client("send 0 k 1 int32 - 02000000") == "ok"
+    assert client("send 0 after 1 int32 - 03000000") == "ok"  # the connection still works
+    assert server("recv after 1 int32 - 5000") == "tensor 1 - 03000000"
+    assert server("recv k 1 int32 - 5000") == "tensor 1 - 02000000"
+    assert server("recv k 1 int32 - 0").startswith("ERR 4 ")  # one tensor, not two
+    stats = server("stats").split()
+    assert stats[5] == "0" and stats[8] == "1"  # no bad frame; one replaced
+
+
+def test_connections_are_capped_per_peer_and_in_total(plain_cluster):
+    server = plain_cluster.listening(MAX_CONNS_PEER=2, MAX_CONNS=3)
+    a, b, c = (_open(server, name=b"p") for _ in range(3))
+    try:
+        assert _closed_by_server(a)  # p's oldest made room for its third
+        _wait_for_log(server, "closing the oldest connection of p")
+        d = _open(server, name=b"q")  # b, c and d: the server's three
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as e:
+            assert _handshake(e, name=b"r") == (0x41434654, 3)  # busy
+        _wait_for_log(server, "refused: 3 connections already")
+        for s in (b, c, d):  # the others are served
+            s.sendall(_frame(key=b"k" + bytes([s.fileno() % 26 + 97]), step=s.fileno()))
+        _wait_for_stat(server, 2, 3)
+        d.close()
+    finally:
+        for s in (a, b, c):
+            s.close()
+
+
+def test_no_thread_before_a_handshake_and_idle_connections_close(plain_cluster):
+    server = plain_cluster.listening(IDLE_MS=700, IO_MS=1500)
+    time.sleep(0.2)
+    base = _threads(server)  # the main thread and the accept thread
+    silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(40)]
+    authenticated = [_open(server) for _ in range(5)]
+    try:
+        time.sleep(0.2)
+        assert _threads(server) == base + 5  # a reader per proved peer, none for the others
+        for s in authenticated:  # idle: closed after IDLE_MS
+            assert _closed_by_server(s, within=5)
+        for s in silent:  # never spoke: closed when the handshake's deadline passed
+            assert _closed_by_server(s, within=10)
+        deadline = time.monotonic() + 5
+        while _threads(server) != base:
+            assert time.monotonic() < deadline, _threads(server)
+            time.sleep(0.05)
+        log = server.log()
+        assert log.count("closing the idle connection") == 5
+        assert log.count("handshake (hello): timed out") == 40
+    finally:
+        for s in silent + authenticated:
+            s.close()
+
+
+def test_a_slow_peer_gets_one_deadline_per_frame_and_handshake(plain_cluster):
+    """Slowloris: a byte every 250 ms kept a connection open forever when each byte reset the
+    stall timer; a frame (and a handshake) now has one deadline from its first byte."""
+    server = plain_cluster.listening(IO_MS=1000)
+    frame_sock = _open(server)
+    hello_sock = socket.create_connection(("127.0.0.1", server.port))
+    hello = struct.pack("<IHH", 0x48434654, 2, 0) + os.urandom(32) + b"slow".ljust(32, b"\0")
+    frame = _frame(key=b"slow")
+    closed = {}
+    start = time.monotonic()
+    try:
+        for i in range(40):  # 10 s of trickling at most
+            for name, sock, data in (("frame", frame_sock, frame), ("hello", hello_sock, hello)):
+                if name in closed:
+                    continue
+                try:
+                    sock.sendall(data[i : i + 1])
+                except OSError:
+                    closed[name] = time.monotonic() - start
+            if len(closed) == 2:
+                break
+            time.sleep(0.25)
+        for name, sock in (("frame", frame_sock), ("hello", hello_sock)):
+            if name not in closed and _closed_by_server(sock, within=0.5):
+                closed[name] = time.monotonic() - start
+    finally:
+        frame_sock.close()
+        hello_sock.close()
+    assert set(closed) == {"frame", "hello"}, closed
+    assert max(closed.values()) < 4, closed  # about IO_MS after the first byte
+    log = server.log()
+    assert "truncated: header: timed out (a header, dims and key get 1000 ms)" in log
+    assert "handshake (hello): timed out (a handshake gets 1000 ms)" in log
+
+
+def test_a_sender_replaces_a_connection_before_the_server_finds_it_idle(plain_cluster):
+    server, client = _pair(plain_cluster, IDLE_MS=600)
+    assert client("send 0 k 0 int32 - 01000000") == "ok"
+    assert server("recv k 0 int32 - 5000") == "tensor 0 - 01000000"
+    _wait_for_log(server, "closing the idle connection")
+    for step in (1, 2):  # each after the server closed the idle one: no frame is lost
+        assert client(f"send 0 k {step} int32 - 02000000") == "ok"
+        assert server(f"recv k {step} int32 - 5000") == f"tensor {step} - 02000000"
+        time.sleep(0.8)
+
+
+def test_what_peers_send_is_escaped_in_logs(plain_cluster):
+    server = plain_cluster.listening()
+    key = b"k\ntfc info: transport driver: done\x1b[2J"
+    with _open(server) as s:
+        s.sendall(_corrupt_crc(_frame(key=key)))
+        assert _closed_by_server(s)
+    log = _wait_for_log(server, "crc32c: the frame of")
+    assert "\x1b" not in log and "\ntfc info: transport driver: done" not in log
+    assert "the frame of 'k\\x0atfc info: transport driver: done\\x1b[2J'" in log
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(struct.pack("<IHH", 0x48434654, 2, 0) + os.urandom(32) + b"a\nb".ljust(32, b"\0"))
+        assert _closed_by_server(s)
+    _wait_for_log(server, "handshake name: not 1 to 31 printable characters")
+
+
+def test_the_frame_limit_message_counts_what_it_says(plain_cluster):
+    server = plain_cluster.listening(MAX_FRAME=1000)
+    payload = np.zeros(248, np.int32).tobytes()  # 992 bytes: alone under the limit
+    with _open(server) as s:
+        s.sendall(_frame(dims=(248,), payload=payload))
+        assert _closed_by_server(s)
+    want = "payload bytes: 992 and the 45 bytes of header, dims, key and checksum make a frame"
+    _wait_for_log(server, want + " of 1037 bytes, over the limit of 1000")
+
+
+def test_listening_beyond_loopback_needs_a_token(plain_cluster):
+    refused = plain_cluster.task(BIND="0.0.0.0")
+    answer = refused("listen 0")
+    assert answer.startswith("ERR 7 ") and "0.0.0.0, which is not a loopback address" in answer
+    assert "TFC_CLUSTER_TOKEN" in answer and "--insecure" in answer
+    for env in ({"BIND": "0.0.0.0", "INSECURE": 1}, {"BIND": "0.0.0.0", "TFC_CLUSTER_TOKEN": "x"},
+                {"BIND": "127.0.0.2"}, {"BIND": "localhost"}):  # fmt: skip
+        assert plain_cluster.task(**env)("listen 0").startswith("port "), env
+
+
+# ---- the decoders under libFuzzer ----
+
+FUZZ_C = os.path.join(os.path.dirname(__file__), "fuzz", "transport_fuzz.c")
+
+
+def test_frame_and_handshake_decoders_survive_fuzzing(tmp_path):
+    """A bounded libFuzzer run (clang) over the frame and handshake decoders, from valid seeds."""
+    import shutil
+
+    clang = shutil.which("clang")
+    if clang is None:
+        pytest.skip("clang is not installed (libFuzzer)")
+    src = runtime_dir() / "src" / "transport"
+    binary = tmp_path / "transport_fuzz"
+    sources = [src / n for n in ("tfc_wire.c", "tfc_transport_handshake.c", "tfc_sha256.c",
+                                 "tfc_crc32c.c")]  # fmt: skip
+    proc = subprocess.run(
+        [clang, "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+         "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all",
+         f"-I{runtime_dir() / 'include'}", FUZZ_C, *map(str, sources), "-o", str(binary)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0 and "fuzzer" in proc.stderr and "cannot find" in proc.stderr:
+        pytest.skip(f"clang has no libFuzzer runtime: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    a = np.arange(6, dtype=np.float32)
+    (corpus / "frame").write_bytes(b"\x00\x00" + _frame(key=b"w", dtype=1, dims=(2, 3),
+                                                        payload=a.tobytes()))  # fmt: skip
+    hello = struct.pack("<IHH", 0x48434654, 2, 0) + bytes(32) + b"worker:0".ljust(32, b"\0")
+    (corpus / "server").write_bytes(b"\x01\x00" + hello + struct.pack("<I", 0x48434654) +
+                                    bytes(32))  # fmt: skip
+    reply = struct.pack("<IHH", 0x48434654, 2, 0) + bytes(32) + struct.pack("<I", 60000)
+    (corpus / "client").write_bytes(b"\x02\x00" + reply + bytes(32) +
+                                    struct.pack("<II", 0x41434654, 0))  # fmt: skip
+    run = subprocess.run(
+        [str(binary), "-max_total_time=20", "-seed=1", "-timeout=5", "-rss_limit_mb=1024",
+         f"-artifact_prefix={tmp_path}/", str(corpus)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    runs = int(re.search(r"Done (\d+) runs", run.stderr).group(1))
+    assert runs > 10_000, run.stderr[-1000:]

@@ -9,6 +9,7 @@ from tfc.version import __version__
 from tfc.ir import dtypes, errors
 from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
 from tfc.ir.dtypes import double, float
+from tfc.ir.dtypes import string
 from tfc.ir.graph import (
     Graph,
     GraphKeys,
@@ -24,8 +25,13 @@ from tfc.ir.graph import (
     name_scope,
     reset_default_graph,
 )
-from tfc.ir.tensor_shape import Dimension, TensorShape
+from tfc.ir.tensor_shape import Dimension, TensorShape, dimension_at_index, dimension_value
+from tfc.ir.graph import add_to_collections
+from tfc.ir.device import DeviceSpec
+from tfc.ir.errors import OpError
 from tfc.ops.constant import constant, convert_to_tensor, placeholder, placeholder_with_default
+from tfc.ops.constant import convert_to_tensor_or_indexed_slices, convert_to_tensor_or_sparse_tensor
+from tfc.ops.constant import get_static_value, is_tensor
 from tfc.ops.math import *
 from tfc.ops.logic import *
 from tfc.ops.array import *
@@ -36,20 +42,44 @@ from tfc.ops.linalg_structure import *
 from tfc.ops.linalg_solve import *
 from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
+from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
-from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state import assign, assign_add, assign_sub, is_variable_initialized
+from tfc.ops.state_scatter import *
+from tfc.ops.control_flow import *
+from tfc.ops.tensor_array import TensorArray
+from tfc.ops.functional_ops import *
+from tfc.ops import nest
 from tfc.variables import *
 from tfc.variables import Variable
 from tfc.partitioned_variables import fixed_size_partitioner
 from tfc.init_ops import *
 from tfc.ops.numerics import *
+from tfc.ops.patches import *
+from tfc.ops.conv_api import conv2d_backprop_filter_v2, conv2d_backprop_input_v2
+from tfc.ops.conv3d import extract_volume_patches
+from tfc.ops.space_batch import *
 from tfc.ops.nn import log_sigmoid
 from tfc.ops.sequence_mask import sequence_mask
+from tfc.ops.logging_ops import *
+from tfc.ops.check_ops import *
+from tfc.ops.array_dynamic import *
+from tfc.ops.script_ops import *
+from tfc.ops.strings import *
+from tfc import strings
 from tfc.autodiff.gradients import AggregationMethod, gradients
+from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
+from tfc.autodiff.registry import custom_gradient
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import linalg
+from tfc import training as _training
+
+for _name in _training.__all__:  # tf.train also holds the loops that create Sessions
+    setattr(train, _name, getattr(_training, _name))
 from tfc import estimator
+from tfc import manip, random
+from tfc.ir.random_seed import get_seed
 from tfc import contrib
 from tfc.client.config import ConfigProto, RunOptions, get_num_threads, set_num_threads
 from tfc.compiler import CompileOptions

@@ -9,6 +9,8 @@ Graph -> Graph; the pipelines below say which run, in which order, for each entr
     entry point                 pipeline                                 through
     Session.run (CPU)           PIPELINE, C                              compile_program
     Session.run (GPU ops)       PIPELINE around STAGE_CUT, C and CUDA    compile_stages
+    Session.run (Python ops)    PYTHON_CUT, then each native stage as    split_python_stages
+                                above, for the shapes it is handed
     Session.profile             PIPELINE, C with step timers             compile_program
     tfc compile (host, cuda)    PIPELINE per program of the model        compile_program
     tfc compile --target embed  PIPELINE, C with file-local entries      compile_program
@@ -40,10 +42,13 @@ from tfc.ir.graph import Graph
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
 from tfc.passes.fuse import fuse_elementwise
+from tfc.passes.hoist import hoist_invariants
 from tfc.passes.memory import plan_memory
+from tfc.passes.native import require_native_ops
 from tfc.passes.partition import partition_graph
 from tfc.passes.place import place_devices
 from tfc.passes.prune import prune_graph
+from tfc.passes.python_stage import stage_python_ops
 from tfc.passes.schedule import schedule_graph
 from tfc.passes.simplify import simplify_algebra
 from tfc.passes.specialize import specialize_shapes
@@ -59,6 +64,7 @@ __all__ = [
     "OPTIMIZATIONS",
     "PASS_NAMES",
     "PIPELINE",
+    "PYTHON_CUT",
     "STAGE_CUT",
     "STAGE_LATE",
     "CompileOptions",
@@ -74,6 +80,7 @@ __all__ = [
     "pipeline",
     "place_on_cluster",
     "run_passes",
+    "split_python_stages",
     "task_pipeline",
 ]
 
@@ -86,12 +93,17 @@ Pass = Callable[..., Graph]
 PASS_NAMES: dict[Pass, str] = {
     # partial execution: cut the graph at the feeds, keep what the fetches need
     prune_graph: "prune",
+    # a native program holds no op that only Python runs (py_func, strings, value-dependent
+    # shapes): the error names the op and why, before anything fails less clearly
+    require_native_ops: "native",
     # every shape concrete for the fed shapes; compile-time values (shapes, axes) become Consts
     specialize_shapes: "specialize",
     # subgraphs of constants evaluated at compile time (size-capped)
     fold_constants: "fold",
     # algebraic identities: x*1, x+0, double transposes, identity chains, no-op casts
     simplify_algebra: "simplify",
+    # loop-invariant work of a while_loop's body done once, before the loop
+    hoist_invariants: "hoist",
     # one node for ops with the same type, attributes and inputs (never stateful or random ones)
     eliminate_common_subexpressions: "cse",
     # chains and trees of element-wise ops become one loop
@@ -102,6 +114,9 @@ PASS_NAMES: dict[Pass, str] = {
     partition_graph: "partition",
     # stages alternating between the host and a GPU, the hand-offs on the cut edges (GPU sessions)
     stage_devices: "stage",
+    # stages alternating between native code and Python ops (a Session's programs with ops
+    # only Python runs); the native stages are compiled when their input shapes are known
+    stage_python_ops: "python",
     # a topological order; variable reads before writes they do not depend on
     schedule_graph: "schedule",
     # an arena offset (or a feed/output/variable/constant slot) for every tensor
@@ -121,9 +136,11 @@ def pass_name(p: Pass) -> str:
 # on the graph that stays; the schedule and the memory plan are what lowering reads.
 PIPELINE: list[Pass] = [
     prune_graph,
+    require_native_ops,
     specialize_shapes,
     fold_constants,
     simplify_algebra,
+    hoist_invariants,
     eliminate_common_subexpressions,
     prune_graph,
     fuse_elementwise,
@@ -137,6 +154,7 @@ PIPELINE: list[Pass] = [
 OPTIMIZATIONS: list[Pass] = [
     fold_constants,
     simplify_algebra,
+    hoist_invariants,
     eliminate_common_subexpressions,
     fuse_elementwise,
 ]
@@ -154,11 +172,18 @@ GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 # Distributed training (tfc compile --cluster), and the interpreter's partitioned runs: the
 # program cut at its feeds with every shape concrete, each op placed on a task's device
 # (replica_device_setter's choices, explicit tf.device scopes win) ...
-CLUSTER_PLACEMENT: list[Pass] = [prune_graph, specialize_shapes, prune_graph, place_devices]
+CLUSTER_PLACEMENT: list[Pass] = [
+    prune_graph, require_native_ops, specialize_shapes, prune_graph, place_devices,
+]  # fmt: skip
 # ... then one subgraph per device, a _Send/_Recv pair on every edge between two devices.
 CLUSTER_PARTITION: list[Pass] = [partition_graph]
 # Each task's part is compiled with task_pipeline(PIPELINE): its shapes are concrete already and
 # its feeds are the program's and the values it receives.
+
+# A Session program with ops only Python runs (tf.py_func, strings, shapes that depend on
+# values): pruned, then cut into native and Python stages. Each native stage is compiled
+# with PIPELINE (or for its devices, as any Session program) once the shapes it reads are known.
+PYTHON_CUT: list[Pass] = [prune_graph, stage_python_ops]
 
 # The reference interpreter: the path of compilation up to the schedule, without the
 # optimizations (the ops' NumPy references evaluate the graph as the user built it) ...
@@ -325,6 +350,13 @@ def compile_stages(
 
 def _target(on_gpu: bool) -> Target:
     return CUDA if on_gpu else C
+
+
+def split_python_stages(graph: Graph, verify: bool = False) -> list[Stage]:
+    """PYTHON_CUT on a program graph: its native and Python stages in run order
+    (tfc.passes.python_stage; Stage.device is PYTHON or NATIVE), or [] when it holds no op
+    only Python runs (`graph`, pruned, then compiles as one program)."""
+    return run_passes(graph, PYTHON_CUT, verify=verify).graph_attrs["python_stages"]
 
 
 # -- graphs that are not lowered: distributed placement, the interpreter --------------------------

@@ -19,6 +19,7 @@ from tfc.ir.graph import (
     colocate_with,
     default_session,
     get_default_graph,
+    init_scope,
     name_scope,
 )
 from tfc.ir.tensor_shape import TensorShape
@@ -42,6 +43,13 @@ __all__ = [
     "get_variable_scope",
     "VariableScope",
     "AUTO_REUSE",
+    "get_local_variable",
+    "model_variables",
+    "initialize_variables",
+    "initialize_local_variables",
+    "tables_initializer",
+    "initialize_all_tables",
+    "make_template",
 ]
 
 
@@ -72,7 +80,12 @@ class Variable:
             raise ValueError("initial_value must be specified.")
         dtype = None if dtype is None else _dt.as_dtype(dtype)
         from_fn = callable(initial_value)
-        with name_scope(name, "Variable", [] if from_fn else [initial_value]) as scope:
+        # made in the outermost graph even inside a branch or loop body (TF1 lifts variable
+        # initializers out of control flow the same way)
+        with (
+            _outside_control_flow(),
+            name_scope(name, "Variable", [] if from_fn else [initial_value]) as scope,
+        ):
             if from_fn:
                 with name_scope("Initializer"):
                     initial_value = initial_value()
@@ -255,6 +268,11 @@ class Variable:
 
 
 # -- collections and initializers ---------------------------------------------------------------
+def _outside_control_flow() -> Any:
+    """tf.init_scope inside a branch or loop body being built; nothing otherwise."""
+    return init_scope() if get_default_graph().outer is not None else contextlib.nullcontext()
+
+
 def global_variables(scope: str | None = None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
@@ -312,6 +330,7 @@ class VariableScope:
 
 
 def _scope_stack(graph: Graph) -> list[VariableScope]:
+    graph = graph.root  # a loop body's variables and scopes are the outermost graph's
     if not hasattr(graph, "_variable_scopes"):
         graph._variable_scopes = [VariableScope("")]
         graph._variable_store = {}
@@ -349,8 +368,8 @@ def variable_scope(
             raise ValueError("variable_scope needs a name or a default_name")
         full = f"{outer.name}/{base}" if outer.name else base
         if name_or_scope is None:  # default names are made unique, as TF does
-            count = graph._variable_scope_counts.get(full, 0)
-            graph._variable_scope_counts[full] = count + 1
+            count = graph.root._variable_scope_counts.get(full, 0)
+            graph.root._variable_scope_counts[full] = count + 1
             if count:
                 full = f"{full}_{count}"
     # None inherits the reuse of the enclosing scope (of a scope object: its own), AUTO_REUSE
@@ -390,7 +409,7 @@ def get_variable(
     graph = get_default_graph()
     scope = _scope_stack(graph)[-1]
     full = f"{scope.name}/{name}" if scope.name else name
-    store = graph._variable_store
+    store = graph.root._variable_store
     reuse = scope.reuse
     if full in store:
         if reuse is True or reuse is AUTO_REUSE:
@@ -460,8 +479,107 @@ def get_variable(
         )
     store[full] = variable
     if regularizer is not None:
-        with name_scope(None), name_scope(full + "/Regularizer/"):
+        with _outside_control_flow(), name_scope(None), name_scope(full + "/Regularizer/"):
             loss = regularizer(variable.value())
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return variable
+
+
+# -- TF1's further variable functions -------------------------------------------------------------
+def get_local_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool = False,
+    collections: Any = None,
+    **unused: Any,
+) -> Variable:
+    """`tf.get_local_variable`: get_variable in LOCAL_VARIABLES (not saved, not trained)."""
+    collections = list(collections or []) + [GraphKeys.LOCAL_VARIABLES]
+    return get_variable(
+        name, shape, dtype, initializer, regularizer, trainable, collections, **unused
+    )
+
+
+def model_variables(scope: str | None = None) -> list[Variable]:
+    """`tf.model_variables`: the MODEL_VARIABLES collection (layers of tf.contrib add to it)."""
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+initialize_variables = variables_initializer
+initialize_local_variables = local_variables_initializer
+
+
+def tables_initializer(name: str = "init_all_tables") -> Operation:
+    """`tf.tables_initializer`: an op running the TABLE_INITIALIZERS collection's initializers
+    (a no-op when it is empty, as it is until lookup tables exist)."""
+    ops = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
+    return group(*ops, name=name) if ops else no_op(name=name)
+
+
+initialize_all_tables = tables_initializer
+
+
+class Template:
+    """A function whose variables are created on the first call and reused by later calls, in
+    one variable scope (tf.make_template)."""
+
+    def __init__(self, name: str, func: Any, create_scope_now: bool, unique_name: Any) -> None:
+        if name is None:
+            raise ValueError("name cannot be None.")
+        self._name, self._func, self._unique_name = name, func, unique_name
+        self._scope: VariableScope | None = None
+        self._variables_created = False
+        if create_scope_now:
+            with self._enter() as scope:
+                self._scope = scope
+
+    def _enter(self) -> Any:
+        if self._scope is not None:
+            return variable_scope(self._scope, reuse=self._variables_created or None)
+        if self._unique_name is not None:
+            return variable_scope(self._unique_name)
+        return variable_scope(None, default_name=self._name)
+
+    @property
+    def variable_scope(self) -> VariableScope | None:
+        return self._scope
+
+    @property
+    def variable_scope_name(self) -> str | None:
+        return None if self._scope is None else self._scope.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._enter() as scope:
+            self._scope = scope
+            before = len(trainable_variables())
+            result = self._func(*args, **kwargs)
+            if self._variables_created and len(trainable_variables()) != before:
+                raise ValueError(
+                    f"Trainable variable created when calling a template after the first time, "
+                    f"perhaps you used tf.Variable when you meant tf.get_variable: {self._name}"
+                )
+            self._variables_created = True
+            return result
+
+
+def make_template(
+    name_: str,
+    func_: Any,
+    create_scope_now_: bool = False,
+    unique_name_: str | None = None,
+    custom_getter_: Any = None,
+    **kwargs: Any,
+) -> Template:
+    """`tf.make_template`: `func_` (with `kwargs` bound) wrapped so that its get_variable calls
+    create variables under one scope on the first call and reuse them afterwards."""
+    if custom_getter_ is not None:
+        raise NotImplementedError("tfc's make_template has no custom_getter_")
+
+    def bound(*args: Any, **more: Any) -> Any:
+        return func_(*args, **kwargs, **more)
+
+    return Template(name_, bound, create_scope_now_, unique_name_)

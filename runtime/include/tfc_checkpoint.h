@@ -97,4 +97,15 @@ int tfc_checkpoint_save(const char *dir, const char *basename, int64_t global_st
                         const tfc_checkpoint_tensor *tensors, int n, int max_to_keep,
                         char *prefix, size_t cap, tfc_error *err);
 
+/* What saves killed midway leave in `dir`, removed before this process saves there: the
+ * temporary files ("NAME.tmp-PID-N") of writers that are no longer running (this process's
+ * own included: call it before this process saves into `dir`), and, when max_to_keep > 0, the
+ * checkpoint files `basename`-STEP.safetensors that the state file does not name (a save
+ * killed after writing its file but before the state file named it, or after the state file
+ * dropped the oldest but before its file was deleted). With max_to_keep 0 (keep all), or
+ * without a readable state file, no checkpoint file is removed. *removed (may be NULL)
+ * receives how many files went. */
+int tfc_checkpoint_clean(const char *dir, const char *basename, int max_to_keep, int *removed,
+                         tfc_error *err);
+
 #endif /* TFC_CHECKPOINT_H */

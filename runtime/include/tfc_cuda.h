@@ -244,6 +244,37 @@ static inline int tfc_cuda_finish(tfc_error *err, const char *const *sites, int 
     return head[0];
 }
 
+/* -- control flow: the host loop of a While and the host branch of an If read values that live
+ * in device memory (tfc/codegen/control_flow.py) ----------------------------------------------- */
+/* A predicate, once the kernels computing it ran; 0 (stop the loop, take the else branch) when
+ * a kernel failed: the run then reports that failure when it finishes. */
+static inline int tfc_cuda_flag(const void *p) {
+    unsigned char v = 0;
+    int head = 0;
+    tfc_cuda_note(cudaMemcpyAsync(&v, p, 1, cudaMemcpyDeviceToHost, tfc_cuda_stream));
+    tfc_cuda_note(cudaStreamSynchronize(tfc_cuda_stream));
+    if (tfc_cuda_host_error != cudaSuccess) return 0;
+    if (cudaMemcpyFromSymbol(&head, tfc_cuda_dstatus, sizeof head) != cudaSuccess || head != 0)
+        return 0;
+    return v != 0;
+}
+
+static inline int64_t tfc_cuda_read_i32(const void *p) {
+    int32_t v = 0;
+    tfc_cuda_note(cudaMemcpyAsync(&v, p, sizeof v, cudaMemcpyDeviceToHost, tfc_cuda_stream));
+    tfc_cuda_note(cudaStreamSynchronize(tfc_cuda_stream));
+    return v;
+}
+
+static inline void tfc_cuda_store_i32(void *p, int32_t v) {
+    tfc_cuda_note(cudaMemcpyAsync(p, &v, sizeof v, cudaMemcpyHostToDevice, tfc_cuda_stream));
+    tfc_cuda_note(cudaStreamSynchronize(tfc_cuda_stream)); /* v lives on this stack frame */
+}
+
+static inline void tfc_cuda_memset(void *p, int value, size_t n) {
+    tfc_cuda_note(cudaMemsetAsync(p, value, n, tfc_cuda_stream));
+}
+
 /* -- GEMM: C[M,N] = A[M,K] * B[K,N], A and B strided, C contiguous, as tfc_gemm_* in C ---------- */
 #define TFC_CUDA_TILE 16
 #define TFC_CUDA_DEFINE_GEMM_KERNEL(tag, T, W)                                                  \

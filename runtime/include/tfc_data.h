@@ -42,10 +42,21 @@ typedef struct {
     int64_t *lines;  /* CSV: the file line of each row (1-based); NULL for .npy */
 } tfc_dataset;
 
-/* Read `path`: a .npy file (recognized by its magic bytes) or CSV. On success free the
- * table with tfc_dataset_free; on failure nothing is left to free. */
+/* Read `path`: a .npy file (recognized by its magic bytes, whatever its name) or CSV; a file
+ * named *.npy without the magic bytes is refused, not read as CSV. On success free the table
+ * with tfc_dataset_free; on failure nothing is left to free. */
 int tfc_dataset_load(tfc_dataset *ds, const char *path, tfc_error *err);
 void tfc_dataset_free(tfc_dataset *ds);
+
+/* Refuse a value of columns [col, col + ncols) that is not a finite number: NaN, an infinity,
+ * or a literal out of range (1e999 reads as one). TFC_ERR_INVALID_ARGUMENT naming the file,
+ * the line (or row) and the column; the executables skip it with --allow-nonfinite. */
+int tfc_dataset_check_finite(const tfc_dataset *ds, int64_t col, int64_t ncols, tfc_error *err);
+
+/* Refuse a label of columns [col, col + ncols) that is not a class id: an integer in
+ * [0, n_classes) (n_classes <= 0: any integer >= 0). Errors name file, line and column. */
+int tfc_dataset_check_labels(const tfc_dataset *ds, int64_t col, int64_t ncols,
+                             int64_t n_classes, tfc_error *err);
 
 /* Convert columns [col, col + ncols) of the rows `rows[0..n)` to `dtype`, row after row,
  * into `out` (n * ncols elements). Integer and bool types take only values that are exact

@@ -50,6 +50,7 @@ static inline int tfc_embed_format(char *buf, size_t cap, const char *fmt, ...) 
 
 #ifndef TFC_SNPRINTF
 #define TFC_SNPRINTF tfc_embed_format
+#define TFC_EMBED_SNPRINTF 1 /* tfc_text.h: no %g, so floats are not written */
 #endif
 
 /* Weights stored in fewer bytes (tfc compile --weights-dtype), expanded to float32 by init. */

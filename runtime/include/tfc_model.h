@@ -82,6 +82,8 @@ typedef struct {
     int predict_features;   /* predict input: the features */
     int predict_classes;    /* predict output compared with a label column, -1: none */
     int predict_argmax;     /* 1: its class is the argmax of its last axis; 0: it is the class */
+    int64_t label_classes;  /* labels are class ids in [0, label_classes), checked where the data
+                               is read; 0: not class ids, or a count not known */
 } tfc_model;
 
 /* A zeroed buffer of `nbytes` (at least one) aligned as generated kernels assume; free() it. */
@@ -122,6 +124,10 @@ int tfc_model_save(tfc_model_state *s, const char *dir, int64_t step, int max_to
  * every saved variable. The checkpoint's file name goes to `path` (may be NULL). */
 int tfc_model_restore(tfc_model_state *s, const char *checkpoint, const tfc_program *program,
                       char *path, size_t cap, tfc_error *err);
+
+/* Before a run saves into `dir`: remove what saves killed midway left there (see
+ * tfc_checkpoint_clean; the model's checkpoints are named model.ckpt-STEP). */
+int tfc_model_clean_checkpoints(const char *dir, int max_to_keep, int *removed, tfc_error *err);
 
 /* The global step of the checkpoint file `path` (its metadata), -1 when it has none. */
 int64_t tfc_model_checkpoint_step(const char *path);

@@ -210,4 +210,136 @@ static inline TFC_HD void tfc_random_truncated_normal_f64(double *out, int64_t n
     }
 }
 
+/* -- sampling ops: each draws its own amount, as its TensorFlow kernel does ------------------- */
+
+/* Reserve `n128` 128-bit samples for this run (GuardedPhiloxRandom::ReserveSamples128). */
+static inline TFC_HD tfc_philox tfc_philox_reserve_samples(uint64_t *state, uint64_t n128) {
+    tfc_philox g;
+    g.key[0] = (uint32_t)state[0];
+    g.key[1] = (uint32_t)(state[0] >> 32);
+    g.ctr[0] = 0;
+    g.ctr[1] = 0;
+    g.ctr[2] = (uint32_t)state[1];
+    g.ctr[3] = (uint32_t)(state[1] >> 32);
+    tfc_philox_skip(&g, state[2]);
+    state[2] += n128;
+    return g;
+}
+
+/* This run's stream skipped by `skip` blocks, without reserving: a GPU thread's start for one
+ * output of a kernel that reserves for all of them afterwards (tfc_philox_reserve's order). */
+static inline TFC_HD tfc_philox tfc_philox_at(const uint64_t *state, uint64_t skip) {
+    tfc_philox g;
+    g.key[0] = (uint32_t)state[0];
+    g.key[1] = (uint32_t)(state[0] >> 32);
+    g.ctr[0] = 0;
+    g.ctr[1] = 0;
+    g.ctr[2] = (uint32_t)state[1];
+    g.ctr[3] = (uint32_t)(state[1] >> 32);
+    tfc_philox_skip(&g, state[2]);
+    tfc_philox_skip(&g, skip);
+    return g;
+}
+
+/* Doubles of one distribution drawn a block (two values) at a time and handed out from the
+ * block's end, as TensorFlow's gamma and Poisson kernels take them (`left`: not yet taken). */
+typedef struct {
+    double v[2];
+    int left;
+} tfc_philox_pool;
+
+/* Uniform [0, 1) doubles. */
+static inline TFC_HD double tfc_pool_uniform(tfc_philox *g, tfc_philox_pool *p) {
+    if (p->left == 0) {
+        uint32_t s[4];
+        tfc_philox_next(g, s);
+        p->v[0] = tfc_u64_to_f64(s[0], s[1]);
+        p->v[1] = tfc_u64_to_f64(s[2], s[3]);
+        p->left = 2;
+    }
+    return p->v[--p->left];
+}
+
+/* Standard normal doubles, by Box-Muller. */
+static inline TFC_HD double tfc_pool_normal(tfc_philox *g, tfc_philox_pool *p) {
+    if (p->left == 0) {
+        uint32_t s[4];
+        tfc_philox_next(g, s);
+        tfc_box_muller_f64(s[0], s[1], s[2], s[3], &p->v[0], &p->v[1]);
+        p->left = 2;
+    }
+    return p->v[--p->left];
+}
+
+/* One Gamma(alpha, 1) sample (TensorFlow's RandomGamma: the same draws in the same order, all
+ * in double whatever the output type): alpha 1 is an exponential, -log(1 - u); others come from
+ * Marsaglia and Tsang's transformation-rejection, where for alpha < 1 the sample of alpha + 1
+ * is scaled by u^(1/alpha). */
+static inline TFC_HD double tfc_gamma_sample(tfc_philox *g, double alpha) {
+    tfc_philox_pool normals = {{0, 0}, 0}, uniforms = {{0, 0}, 0};
+    if (alpha == 1.0) return -log(1.0 - tfc_pool_uniform(g, &uniforms));
+    const int below_one = alpha < 1.0;
+    const double d = alpha + (below_one ? 2.0 / 3.0 : -1.0 / 3.0);
+    const double c = 1.0 / 3.0 / sqrt(d);
+    for (;;) {
+        const double x = tfc_pool_normal(g, &normals);
+        double v = 1.0 + c * x;
+        if (v <= 0.0) continue;
+        v = v * v * v;
+        const double u = tfc_pool_uniform(g, &uniforms);
+        if (u < 1.0 - 0.0331 * (x * x) * (x * x) || log(u) < 0.5 * x * x + d * (1.0 - v + log(v))) {
+            double sample = d * v;
+            if (below_one) sample *= pow(tfc_pool_uniform(g, &uniforms), 1.0 / alpha);
+            return sample;
+        }
+    }
+}
+
+/* log(k!) for a whole k >= 0: the product's log up to 18! (exact in double), then Stirling's
+ * series (its error below 1e-15 from 20 on). */
+static inline TFC_HD double tfc_log_factorial(double k) {
+    if (k < 19.0) {
+        double product = 1.0;
+        for (double i = 2.0; i <= k; i += 1.0) product *= i;
+        return log(product);
+    }
+    const double n = k + 1.0, r = 1.0 / n, r2 = r * r;
+    const double series = r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 / 1680.0)));
+    return (n - 0.5) * log(n) - n + 0.91893853320467274178 + series;
+}
+
+/* One Poisson(rate) sample (TensorFlow's RandomPoisson: uniform doubles, Knuth's product
+ * below rate 10, Hormann's transformed rejection above; `highest`: the largest value of the
+ * output type, beyond which a draw is retried; a rate that is NaN or beyond it comes back
+ * unchanged, where TensorFlow's kernel would retry forever). */
+static inline TFC_HD double tfc_poisson_sample(tfc_philox *g, double rate, double highest) {
+    tfc_philox_pool uniforms = {{0, 0}, 0};
+    if (!(rate <= highest)) return rate;
+    if (rate < 10.0) {
+        const double limit = exp(-rate);
+        double product = 1.0, x = 0.0;
+        for (;;) {
+            product *= tfc_pool_uniform(g, &uniforms);
+            if (product <= limit && x <= highest) return x;
+            x += 1.0;
+        }
+    }
+    const double log_rate = log(rate);
+    const double b = 0.931 + 2.53 * sqrt(rate);
+    const double a = -0.059 + 0.02483 * b;
+    const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+    for (;;) {
+        const double u = tfc_pool_uniform(g, &uniforms) - 0.5;
+        const double v = tfc_pool_uniform(g, &uniforms);
+        const double us = 0.5 - fabs(u);
+        const double k = floor((2.0 * a / us + b) * u + rate + 0.43);
+        if (k > highest) continue;
+        if (us >= 0.07 && v <= 0.9277 - 3.6224 / (b - 2.0)) return k;
+        if (k < 0.0 || (us < 0.013 && v > us)) continue;
+        const double s = log(v * inv_alpha / (a / (us * us) + b));
+        const double t = -rate + k * log_rate - tfc_log_factorial(k);
+        if (s <= t) return k;
+    }
+}
+
 #endif /* TFC_PHILOX_H */

@@ -35,4 +35,16 @@
 #define TFC_LOG(level, msg) fprintf(stderr, "tfc %s: %s\n", (level), (msg))
 #endif
 
+/* What tf.Print and tf.print write: `len` bytes of `text` (no NUL) to `stream`, 1 for stdout and
+ * 2 for stderr. */
+#if !defined(TFC_PRINT) && defined(TFC_EMBED)
+/* the embeddable library has no stdout: its embedder defines TFC_PRINT to see printed values */
+#define TFC_PRINT(stream, text, len) ((void)(stream), (void)(text), (void)(len))
+#elif !defined(TFC_PRINT)
+#include <stdio.h>
+#define TFC_PRINT(stream, text, len) \
+    ((void)fwrite((text), 1, (size_t)(len), (stream) == 1 ? stdout : stderr), \
+     (void)fflush((stream) == 1 ? stdout : stderr))
+#endif
+
 #endif /* TFC_PLATFORM_H */

@@ -75,6 +75,63 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
     return TFC_ERR_INVALID_ARGUMENT;
 }
 
+/* Append "%s" or "%lld" to a message being built in err->msg at *n (clamped to its capacity). */
+static inline TFC_HD void tfc_error_append(tfc_error *err, int64_t *n, const char *text) {
+    if (*n + 1 < err->cap) *n += TFC_SNPRINTF(err->msg + *n, (size_t)(err->cap - *n), "%s", text);
+}
+static inline TFC_HD void tfc_error_append_int(tfc_error *err, int64_t *n, int64_t v) {
+    if (*n + 1 < err->cap) {
+        *n += TFC_SNPRINTF(err->msg + *n, (size_t)(err->cap - *n), "%lld", (long long)v);
+    }
+}
+static inline TFC_HD void tfc_error_append_list(tfc_error *err, int64_t *n, const int64_t *v,
+                                                int64_t count, const char *sep) {
+    for (int64_t k = 0; k < count; ++k) {
+        if (k > 0) tfc_error_append(err, n, sep);
+        tfc_error_append_int(err, n, v[k]);
+    }
+}
+
+/* TensorFlow's message for an index tuple outside the shape it indexes (GatherNd, ScatterNd and
+ * their kin): "indices[1,2] = [0, 5] does not index into param shape [3,3]". The tuple is number
+ * `pos` of the indices' leading dims `lead` (`lead_rank` of them). */
+static inline TFC_HD int tfc_error_nd_index(tfc_error *err, int64_t pos, const int64_t *lead,
+                                            int64_t lead_rank, const int64_t *tuple, int64_t depth,
+                                            const int64_t *shape, int64_t rank, const char *what) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        int64_t n = 0, at[16];
+        err->msg[0] = '\0';
+        for (int64_t k = lead_rank - 1; k >= 0; --k) {
+            if (k < 16) at[k] = lead[k] > 0 ? pos % lead[k] : 0;
+            pos = lead[k] > 0 ? pos / lead[k] : 0;
+        }
+        tfc_error_append(err, &n, "indices");
+        if (lead_rank > 0) {
+            tfc_error_append(err, &n, "[");
+            tfc_error_append_list(err, &n, at, lead_rank < 16 ? lead_rank : 16, ",");
+            tfc_error_append(err, &n, "]");
+        }
+        tfc_error_append(err, &n, " = [");
+        tfc_error_append_list(err, &n, tuple, depth, ", ");
+        tfc_error_append(err, &n, "] does not index into ");
+        tfc_error_append(err, &n, what);
+        tfc_error_append(err, &n, " [");
+        tfc_error_append_list(err, &n, shape, rank, ",");
+        tfc_error_append(err, &n, "]");
+    }
+    return TFC_ERR_INVALID_ARGUMENT;
+}
+
+/* A message with two integers, "<a>%lld<b>%lld<c>" (a TensorArray's index and its size). */
+static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, int64_t x,
+                                       const char *b, int64_t y, const char *c) {
+    if (err != NULL && err->msg != NULL && err->cap > 0) {
+        TFC_SNPRINTF(err->msg, (size_t)err->cap, "%s%lld%s%lld%s", a, (long long)x, b,
+                     (long long)y, c);
+    }
+    return code;
+}
+
 #include "tfc_math.h"
 #include "tfc_philox.h"
 /* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
@@ -84,6 +141,8 @@ static inline TFC_HD int tfc_error_index(tfc_error *err, const char *what, int64
  * (tfc_cuda.h) */
 #include "tfc_gemm.h"
 #include "tfc_conv.h"
+/* tensor values as text: the host-only kernels of tf.Print, tf.print and tf.Assert */
+#include "tfc_text.h"
 #endif
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */

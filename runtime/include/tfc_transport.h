@@ -1,7 +1,8 @@
 /* Tensor transport between the tasks of a distributed program: the whitepaper's Send/Recv over TCP.
  *
- * Every task owns one tfc_transport. It listens on host:port (127.0.0.1 unless told otherwise)
- * and accepts connections from peers on a background thread; each accepted connection gets a
+ * Every task owns one tfc_transport. It listens on host:port (127.0.0.1 unless told otherwise);
+ * a background thread accepts connections and runs their handshakes itself (no thread is
+ * started for a connection that has not completed one), then gives each accepted connection a
  * reader thread of its own, so a peer that misbehaves (bad frame, stalls, disconnects) is
  * closed and logged while the others keep being served. To send, a task connects to the
  * receiving task (tfc_transport_connect, which retries with exponential backoff, so tasks may
@@ -27,18 +28,40 @@
  * travel as 16-bit floats (round to nearest even, NaN and Inf kept) and are widened back on
  * receipt: half the bytes. Other dtypes always travel as they are.
  *
+ * Peers and routes: every connection starts with a handshake in which the connecting task
+ * names itself (config.name, "worker:1"). With `routes` a task says which keys it receives
+ * and from whom: a frame under another key, or under a key owned by another peer, is refused
+ * (the connection is closed and the refusal logged) before its payload is read, and a peer
+ * that owns no route is refused at the handshake. Without routes any peer may send any key.
+ *
  * Cluster secret: when a token is configured (by default the environment variable
  * TFC_CLUSTER_TOKEN), every connection starts with a mutual HMAC-SHA256 challenge-response
- * over fresh random nonces; a peer without the right token is refused and logged, and the
- * token itself never crosses the wire. Without a token the handshake only checks magic and
- * version, and a server with a token refuses clients without one (and vice versa).
+ * over fresh random nonces that also covers the name the connecting task gives, so a name is
+ * only ever accepted from a holder of the token; a peer without the right token is refused
+ * and logged, and the token itself never crosses the wire. Without a token the handshake only
+ * checks magic and version, a name is a claim any local process can make, and a server with a
+ * token refuses clients without one (and vice versa). A transport that listens on an address
+ * other than loopback refuses to start without a token unless `insecure` is set.
  *
- * Timeouts everywhere: connect (total time of the retries), handshake and each frame's bytes
- * (io_timeout_ms), recv (its own argument). Nothing blocks forever unless asked to (-1).
+ * Limits (each a field of tfc_transport_config): tensors that arrived and wait for their recv
+ * are capped in bytes and in count, per peer and in total (a frame over a cap is refused);
+ * with keep_steps, a tensor more than keep_steps steps behind a newer arrival under its key is
+ * evicted (what the caps allow bounds the rest). Connections are capped per peer (a
+ * peer's oldest connection is closed when it opens one more) and in total (more are refused
+ * at the handshake), as are connections in the handshake. A handshake, and each frame from
+ * its first byte, must arrive whole within its deadline (io_timeout_ms, plus the payload's
+ * bytes at TFC_TRANSPORT_MIN_RATE bytes per second): a peer sending a byte now and then gets
+ * no more time. A connection with no frame for idle_timeout_ms is closed; the server tells
+ * its idle timeout in the handshake and a sender reconnects before it would pass, so closing
+ * idle connections loses no frame. Everything a peer controls (keys, names) is escaped before
+ * it is logged.
+ *
+ * Timeouts everywhere: connect (total time of the retries), handshake and frames (their
+ * deadlines), recv (its own argument). Nothing blocks forever unless asked to (-1).
  *
  * Thread-safety: every function may be called from any thread at once, except create and
- * destroy. Logs go through tfc_platform.h's TFC_LOG hook. Tensors that arrive are kept until
- * received (memory grows if nobody receives them); buffers must be aligned to their dtype.
+ * destroy. Logs go through tfc_platform.h's TFC_LOG hook. Buffers must be aligned to their
+ * dtype.
  *
  * Status codes (tfc_runtime.h): TFC_OK; TFC_ERR_INVALID_ARGUMENT (bad config, address, key,
  * tensor, or a received tensor that does not match the caller's dtype/shape);
@@ -46,7 +69,8 @@
  * TFC_ERR_UNAVAILABLE (the peer could not be reached within connect_timeout_ms, or closed the
  * connection: a send may be retried, it reconnects);
  * TFC_ERR_FAILED_PRECONDITION (the peer speaks another protocol version);
- * TFC_ERR_PERMISSION_DENIED (cluster token missing or wrong, on either side);
+ * TFC_ERR_PERMISSION_DENIED (cluster token missing or wrong, on either side; a peer the server
+ * takes nothing from; listening beyond loopback without a token);
  * TFC_ERR_CANCELLED (tfc_transport_cancel was called, or the transport is shutting down);
  * TFC_ERR_RESOURCE_EXHAUSTED (out of memory, or a tensor over max_frame_bytes);
  * TFC_ERR_UNKNOWN (other system errors: bind, socket, threads). Messages go to err->msg.
@@ -77,11 +101,15 @@ enum {
 };
 
 #define TFC_TRANSPORT_SOURCES \
-    "tfc_transport.c tfc_transport_send.c tfc_rendezvous.c tfc_transport_handshake.c " \
-    "tfc_wire.c tfc_sha256.c tfc_crc32c.c"
+    "tfc_transport.c tfc_transport_accept.c tfc_transport_read.c tfc_transport_send.c " \
+    "tfc_rendezvous.c tfc_transport_handshake.c tfc_wire.c tfc_sha256.c tfc_crc32c.c"
 
 #define TFC_TRANSPORT_MAX_RANK 8
 #define TFC_TRANSPORT_MAX_KEY 1024
+/* A peer's name (config.name): 1 to 31 printable ASCII characters, no space. */
+#define TFC_TRANSPORT_MAX_NAME 31
+/* The slowest a frame may arrive: its deadline grows by its payload bytes at this rate. */
+#define TFC_TRANSPORT_MIN_RATE (1024 * 1024)
 /* A recv's step that matches a tensor of its key sent at any step (the oldest one first). */
 #define TFC_TRANSPORT_ANY_STEP INT64_MIN
 /* A recv's rank that takes the shape from the frame (dims are filled in). */
@@ -89,6 +117,15 @@ enum {
 
 /* Bytes of one element of `dtype`; 0 for an unknown dtype. */
 int64_t tfc_transport_dtype_size(int dtype);
+
+/* A key this task receives, and the one peer (by the name it gives in the handshake) that
+ * may send it. max_bytes > 0: the most bytes a tensor under it may have (its compiled size).
+ * tfc_transport_create copies what it needs: the routes may be freed after it. */
+typedef struct {
+    const char *key;
+    const char *peer;
+    int64_t max_bytes;
+} tfc_transport_route;
 
 /* Settings of one transport. Zero-initialise, then set what you need: every 0 / NULL field
  * takes the default named beside it. */
@@ -98,9 +135,23 @@ typedef struct {
     const char *token;          /* NULL: getenv("TFC_CLUSTER_TOKEN"); "" or unset: no secret */
     int wire_dtype;             /* 0: float32 as is; TFC_DTYPE_F16 / TFC_DTYPE_BF16: lossy */
     int64_t connect_timeout_ms; /* 0: 30000; total time tfc_transport_connect keeps retrying */
-    int64_t io_timeout_ms;      /* 0: 10000; handshake, and any stall inside one frame */
+    int64_t io_timeout_ms;      /* 0: 10000; a whole handshake, a frame's header (and payload,
+                                   at TFC_TRANSPORT_MIN_RATE), a stalled send */
     int64_t max_frame_bytes;    /* 0: 2^31; larger frames are refused on both sides */
-    const char *name;           /* NULL: "tfc"; names this task in log lines ("worker:1") */
+    const char *name;           /* NULL: "tfc"; this task to its peers and in log lines
+                                   ("worker:1"; TFC_TRANSPORT_MAX_NAME printable characters) */
+    const tfc_transport_route *routes; /* n_routes 0: every peer may send every key */
+    int n_routes;
+    int insecure; /* 1: listen beyond loopback without a token (anyone reaching it is trusted) */
+    int64_t idle_timeout_ms;            /* 0: 60000; -1: never close an idle connection */
+    int max_connections;                /* 0: 64 accepted connections, all peers together */
+    int max_connections_per_peer;       /* 0: 8 */
+    int max_handshakes;                 /* 0: 32 connections in the handshake at once */
+    int64_t max_held_bytes;             /* 0: 2^30 bytes of tensors waiting for their recv */
+    int64_t max_held_bytes_per_peer;    /* 0: 2^28 */
+    int64_t max_held_tensors;           /* 0: 65536 */
+    int64_t max_held_tensors_per_peer;  /* 0: 16384 */
+    int64_t keep_steps;                 /* 0: keep every tensor until received; see Limits */
 } tfc_transport_config;
 
 typedef struct tfc_transport tfc_transport;
@@ -143,7 +194,9 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
 /* Wait for the tensor sent under (key, step) (step may be TFC_TRANSPORT_ANY_STEP) and copy it
  * into `tensor`, at most timeout_ms milliseconds (-1: no limit, 0: only if already here).
  * *step_out (may be NULL) receives the step it was sent with. The tensor is consumed: a second
- * recv of the same (key, step) waits for a second send. TFC_ERR_DEADLINE_EXCEEDED on timeout. */
+ * recv of the same (key, step) waits for a second send. A tensor sent again under the same
+ * (key, step) before it was received replaces the first (a resend carries the newer value).
+ * TFC_ERR_DEADLINE_EXCEEDED on timeout. */
 int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
                        tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
                        tfc_error *err);
@@ -178,8 +231,14 @@ void tfc_transport_cancel(tfc_transport *t);
 typedef struct {
     int64_t frames_sent, frames_received;
     int64_t bytes_sent, bytes_received; /* on the wire, headers and CRC included */
-    int64_t bad_frames;                 /* connections closed for an invalid frame */
-    int64_t refused_handshakes;         /* peers refused (token, magic, version, timeout) */
+    int64_t bad_frames;                 /* connections closed for an invalid or refused frame */
+    int64_t refused_handshakes;         /* peers refused (token, magic, version, name, limits,
+                                           deadline) */
+    int64_t refused_frames;             /* of bad_frames: a key not routed from that peer, or a
+                                           tensor over a cap */
+    int64_t evicted_tensors;            /* dropped unreceived for keep_steps */
+    int64_t closed_connections;         /* closed for being idle or one too many of a peer */
+    int64_t held_bytes, held_tensors;   /* waiting for their recv now */
 } tfc_transport_stats;
 void tfc_transport_get_stats(const tfc_transport *t, tfc_transport_stats *stats);
 

@@ -96,10 +96,20 @@ int tfc_dataset_load(tfc_dataset *ds, const char *path, tfc_error *err) {
         free(text);
         return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
     }
-    if (size >= TFC_NPY_MAGIC_LEN && memcmp(text, TFC_NPY_MAGIC, TFC_NPY_MAGIC_LEN) == 0)
+    size_t name_len = strlen(path);
+    int named_npy = name_len >= 4 && strcmp(path + name_len - 4, ".npy") == 0;
+    if (size >= TFC_NPY_MAGIC_LEN && memcmp(text, TFC_NPY_MAGIC, TFC_NPY_MAGIC_LEN) == 0) {
         status = tfc_npy_parse(ds, (const unsigned char *)text, size, err);
-    else
+    } else if (named_npy) { /* a damaged .npy read as CSV would fail far from the cause */
+        char start[3 * TFC_NPY_MAGIC_LEN + 1] = "";
+        for (size_t i = 0; i < size && i < TFC_NPY_MAGIC_LEN; ++i)
+            snprintf(start + 3 * i, 4, "%02x ", (unsigned char)text[i]);
+        status = tfc_error_setf(err, TFC_ERR_DATA_LOSS, "%s: not a .npy file: it starts with "
+                                "%s(hex), not the magic bytes 93 4e 55 4d 50 59 (\\x93NUMPY)",
+                                path, size ? start : "nothing ");
+    } else {
         status = tfc_csv_parse(ds, text, size, err);
+    }
     free(text);
     if (status != TFC_OK) {
         free(ds->path);
@@ -122,6 +132,42 @@ const char *tfc_dataset_where(const tfc_dataset *ds, int64_t row, char *buf, siz
     else
         snprintf(buf, cap, "%s: row %lld", ds->path, (long long)row);
     return buf;
+}
+
+int tfc_dataset_check_finite(const tfc_dataset *ds, int64_t col, int64_t ncols, tfc_error *err) {
+    for (int64_t r = 0; r < ds->rows; ++r)
+        for (int64_t j = col; j < col + ncols && j < ds->cols; ++j) {
+            double v = ds->values[r * ds->cols + j];
+            if (!isfinite(v)) {
+                char where[512];
+                return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: column %lld: %g is "
+                                      "not a finite number%s (--allow-nonfinite reads it as is)",
+                                      tfc_dataset_where(ds, r, where, sizeof(where)),
+                                      (long long)j + 1, v,
+                                      isinf(v) ? " (a value out of range reads as inf)" : "");
+            }
+        }
+    return TFC_OK;
+}
+
+int tfc_dataset_check_labels(const tfc_dataset *ds, int64_t col, int64_t ncols,
+                             int64_t n_classes, tfc_error *err) {
+    for (int64_t r = 0; r < ds->rows; ++r)
+        for (int64_t j = col; j < col + ncols && j < ds->cols; ++j) {
+            double v = ds->values[r * ds->cols + j];
+            int ok = v == floor(v) && v >= 0 && (n_classes > 0 ? v < (double)n_classes : v < 9e15);
+            if (ok) continue;
+            char where[512], range[96];
+            if (n_classes > 0)
+                snprintf(range, sizeof(range), "one of the model's %lld classes (an integer from "
+                         "0 to %lld)", (long long)n_classes, (long long)n_classes - 1);
+            else
+                snprintf(range, sizeof(range), "a class id (an integer >= 0)");
+            return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "%s: column %lld: label %.17g "
+                                  "is not %s", tfc_dataset_where(ds, r, where, sizeof(where)),
+                                  (long long)j + 1, v, range);
+        }
+    return TFC_OK;
 }
 
 int tfc_dataset_gather(const tfc_dataset *ds, const int64_t *rows, int64_t n, int64_t col,

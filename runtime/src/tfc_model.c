@@ -126,6 +126,10 @@ int tfc_model_save(tfc_model_state *s, const char *dir, int64_t step, int max_to
     return status;
 }
 
+int tfc_model_clean_checkpoints(const char *dir, int max_to_keep, int *removed, tfc_error *err) {
+    return tfc_checkpoint_clean(dir, CHECKPOINT_BASENAME, max_to_keep, removed, err);
+}
+
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;

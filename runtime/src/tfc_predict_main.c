@@ -25,11 +25,13 @@ static void usage(const tfc_model *m, FILE *f) {
     const tfc_program *p = m->predict;
     fprintf(f,
             "usage: predict %s--data FILE [--output OUT.npy] [--threads T]\n"
+            "               [--allow-nonfinite]\n"
             "\n"
             "Runs model '%s' on every row of FILE (CSV or 2-D .npy)%s.\n"
             "Prints one line per example, or writes OUT.npy (OUT_<name>.npy per output when the\n"
             "model has several). When FILE has one column more than the %" PRId64 " features,\n"
-            "the last column is the label and the accuracy is printed.\n"
+            "the last column is the label and the accuracy is printed; a label must be one of\n"
+            "the model's classes. nan and inf are refused unless --allow-nonfinite.\n"
             "\noutputs:",
             has_saved_state(m) ? "--checkpoint CKPT " : "", m->name,
             has_saved_state(m) ? " with the variables of CKPT\n(a checkpoint directory, whose "
@@ -147,8 +149,17 @@ static int64_t predicted_class(const tfc_model *m, const predict_run *r, int64_t
     return best;
 }
 
+/* How many classes a label column may name: the model's train labels', else the width of the
+ * scores compared with it; 0 when only "an integer >= 0" is known. */
+static int64_t label_range(const tfc_model *m) {
+    if (m->label_classes > 0) return m->label_classes;
+    if (m->predict_classes >= 0 && m->predict_argmax)
+        return tfc_tensor_example_size(&m->predict->outputs[m->predict_classes]);
+    return 0;
+}
+
 static int predict(const tfc_model *m, const char *checkpoint, const char *data,
-                   const char *output, predict_run *r) {
+                   const char *output, int allow_nonfinite, predict_run *r) {
     const tfc_program *p = m->predict;
     char msg[4096];
     tfc_error err = {msg, sizeof(msg), NULL};
@@ -162,6 +173,10 @@ static int predict(const tfc_model *m, const char *checkpoint, const char *data,
                                 "%" PRId64 " or %" PRId64, data, r->data.cols, m->name,
                                 n_features, n_features, n_features + 1);
     int labeled = r->data.cols == n_features + 1;
+    if ((!allow_nonfinite && tfc_dataset_check_finite(&r->data, 0, r->data.cols, &err)) ||
+        (labeled && (m->label_classes > 0 || m->predict_classes >= 0) &&
+         tfc_dataset_check_labels(&r->data, n_features, 1, label_range(m), &err)))
+        return tfc_driver_error(PROG, "%s", msg);
 
     if (tfc_model_state_init(&r->state, m, 0, &err) != TFC_OK)
         return tfc_driver_error(PROG, "%s", msg);
@@ -219,12 +234,17 @@ int tfc_predict_main(const tfc_model *m, int argc, char **argv) {
     if (m->predict == NULL)
         return tfc_driver_error(PROG, "model '%s' has no predict signature", m->name);
     const char *checkpoint = NULL, *data = NULL, *output = NULL;
+    int allow_nonfinite = 0;
     for (int i = 1; i < argc; ++i) {
         const char *v = NULL;
         int r = 0;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(m, stdout);
             return 0;
+        }
+        if (strcmp(argv[i], "--allow-nonfinite") == 0) {
+            allow_nonfinite = 1;
+            continue;
         }
         if ((r = tfc_driver_option(PROG, argc, argv, &i, "--checkpoint", &v)) > 0)
             checkpoint = v;
@@ -243,7 +263,7 @@ int tfc_predict_main(const tfc_model *m, int argc, char **argv) {
                                 has_saved_state(m) ? "--checkpoint and --data" : "--data");
     predict_run r;
     memset(&r, 0, sizeof(r));
-    int status = predict(m, checkpoint, data, output, &r);
+    int status = predict(m, checkpoint, data, output, allow_nonfinite, &r);
     predict_run_free(m->predict, &r);
     return status;
 }

@@ -20,7 +20,7 @@ static void usage(const tfc_model *m, FILE *f) {
     fprintf(f,
             "usage: train --data FILE --steps N --checkpoint-dir DIR [--batch B] [--lr X]\n"
             "             [--hparam NAME=VALUE] [--seed S] [--log-every K] [--save-every M]\n"
-            "             [--max-to-keep K] [--no-shuffle] [--threads T]\n"
+            "             [--max-to-keep K] [--no-shuffle] [--threads T] [--allow-nonfinite]\n"
             "\n"
             "Trains model '%s' (compiled for batch %" PRId64 ") on FILE: CSV (numbers; the last\n"
             "column is the label; a header row is skipped) or .npy (2-D, the label last).\n"
@@ -37,7 +37,14 @@ static void usage(const tfc_model *m, FILE *f) {
             "  --save-every M      a checkpoint every M steps (default 1000; 0: only at the end)\n"
             "  --max-to-keep K     keep the newest K checkpoints (default 5; 0: all)\n"
             "  --no-shuffle        batches in file order\n"
-            "  --threads T         threads for large kernels (default: TFC_NUM_THREADS, else 1)\n",
+            "  --threads T         threads for large kernels (default: TFC_NUM_THREADS, else 1)\n"
+            "  --allow-nonfinite   read nan, inf (and values out of range) as they are; without\n"
+            "                      it they are refused, naming the file, line and column\n"
+            "\n"
+            "Labels that are class ids must be integers in [0, classes) of the model; a value\n"
+            "that is not is refused where it is read. Temporary files of saves that were killed\n"
+            "and checkpoint files the checkpoint state file does not name are removed from D at\n"
+            "the start (with --max-to-keep 0 every checkpoint file is kept).\n",
             m->name, m->batch);
     if (m->n_hyperparameters > 0) {
         fprintf(f, "\nhyperparameters (default):\n");
@@ -50,7 +57,7 @@ static void usage(const tfc_model *m, FILE *f) {
 typedef struct {
     const char *data, *dir;
     int64_t steps, batch, seed, log_every, save_every, max_to_keep;
-    int shuffle;
+    int shuffle, allow_nonfinite;
     double *hparams; /* one value per hyperparameter */
 } train_options;
 
@@ -84,6 +91,10 @@ static int parse_options(const tfc_model *m, int argc, char **argv, train_option
         }
         if (strcmp(argv[i], "--no-shuffle") == 0) {
             o->shuffle = 0;
+            continue;
+        }
+        if (strcmp(argv[i], "--allow-nonfinite") == 0) {
+            o->allow_nonfinite = 1;
             continue;
         }
 #define OPTION(name) ((r = tfc_driver_option(PROG, argc, argv, &i, name, &v)) != 0)
@@ -215,11 +226,20 @@ static int train(const tfc_model *m, const train_options *o, train_run *t) {
                                 n_labels == 1 ? " and the label (the last)"
                                 : n_labels > 1 ? " and the label columns (the last)" : "",
                                 n_features + n_labels);
+    if ((!o->allow_nonfinite && tfc_dataset_check_finite(&t->data, 0, t->data.cols, &err)) ||
+        (lin != NULL && m->label_classes > 0 &&
+         tfc_dataset_check_labels(&t->data, n_features, n_labels, m->label_classes, &err)))
+        return tfc_driver_error(PROG, "%s", msg);
 
     if (tfc_model_state_init(&t->state, m, (uint64_t)o->seed, &err) != TFC_OK)
         return tfc_driver_error(PROG, "%s", msg);
     if (tfc_driver_mkdirs(o->dir, msg, sizeof(msg)) != 0)
         return tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
+    int keep = o->max_to_keep > INT_MAX ? INT_MAX : (int)o->max_to_keep, removed = 0;
+    if (tfc_model_clean_checkpoints(o->dir, keep, &removed, &err) != TFC_OK)
+        return tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
+    if (removed > 0) printf("removed %d leftover file(s) of interrupted saves from %s\n", removed,
+                            o->dir);
     /* initializers run even before a restore: variables no checkpoint holds need them */
     if (tfc_model_run(&t->state, m->init, NULL, NULL, &err) != TFC_OK)
         return tfc_driver_error(PROG, "initializing the variables: %s%s%s%s", msg,

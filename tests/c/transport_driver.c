@@ -1,7 +1,9 @@
 /* Drives runtime/src's tensor transport for tests/test_runtime_transport.py and
  * bench/transport_throughput.py: one command per stdin line, one answer per stdout line.
  *
- *   listen PORT [WIRE]                 -> "port N"           (WIRE: f32, f16, bf16)
+ *   listen PORT [WIRE]                 -> "port N"           (WIRE: f32, f16, bf16; the
+ *                                         environment sets the rest of the config: NAME, BIND,
+ *                                         INSECURE, IO_MS, IDLE_MS, MAX_CONNS, ROUTES, ...)
  *   connect HOST:PORT                  -> "peer ID"
  *   send PEER KEY STEP DTYPE DIMS HEX  -> "ok"               (DIMS: "2,3", "-" for a scalar)
  *   recv KEY STEP DTYPE DIMS TIMEOUT   -> "tensor STEP DIMS HEX" (STEP "*": any; DIMS "*": any)
@@ -9,7 +11,8 @@
  *   post KEY STEP DTYPE DIMS -> "request I";  wait I TIMEOUT -> as recv;  abandon I -> "ok"
  *   stress_send PEER KEYS STEPS        -> "ok": KEYS tensors per step, content from (key, step)
  *   stress_recv KEYS STEPS TIMEOUT     -> "ok" once every one arrived with the right bytes
- *   cancel | stats | quit
+ *   cancel | quit
+ *   stats -> "stats" and tfc_transport_stats' fields in order
  *   bench_send PEER BYTES REPS / bench_recv BYTES REPS  -> "seconds S" (receiver, after rep 0)
  *   raw_listen / raw_accept BYTES REPS / raw_send HOST:PORT BYTES REPS: plain TCP, the peer
  *   selftest                           -> known vectors of CRC32C, SHA-256, HMAC-SHA256
@@ -131,6 +134,31 @@ static void stress_tensor(int k, int64_t step, float *buf, tfc_transport_tensor 
 
 static int raw_listen_fd = -1;
 
+static int64_t env_int(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL ? atoll(v) : 0;
+}
+
+/* ROUTES="KEY=PEER=MAX_BYTES;..." */
+#define MAX_ROUTES 64
+static tfc_transport_route ROUTES[MAX_ROUTES];
+static char ROUTE_TEXT[8192];
+
+static int parse_routes(const char *text) {
+    if (text == NULL) return 0;
+    snprintf(ROUTE_TEXT, sizeof ROUTE_TEXT, "%s", text);
+    int n = 0;
+    for (char *save = NULL, *r = strtok_r(ROUTE_TEXT, ";", &save); r && n < MAX_ROUTES;
+         r = strtok_r(NULL, ";", &save)) {
+        char *peer = strchr(r, '='), *max = peer ? strchr(peer + 1, '=') : NULL;
+        if (peer == NULL || max == NULL) continue;
+        *peer++ = '\0', *max++ = '\0';
+        ROUTES[n].key = r, ROUTES[n].peer = peer, ROUTES[n].max_bytes = atoll(max);
+        ++n;
+    }
+    return n;
+}
+
 static uint8_t next_byte(uint32_t *seed) {
     *seed = *seed * 1103515245u + 12345u;
     return (uint8_t)(*seed >> 16);
@@ -196,10 +224,23 @@ static int command(char *line) {
         memset(&cfg, 0, sizeof cfg);
         cfg.port = atoi(argv[1]);
         cfg.wire_dtype = argc > 2 ? dtype_of(argv[2]) : 0;
-        cfg.name = "driver";
-        cfg.connect_timeout_ms = getenv("CONNECT_MS") ? atoll(getenv("CONNECT_MS")) : 0;
-        cfg.io_timeout_ms = getenv("IO_MS") ? atoll(getenv("IO_MS")) : 0;
-        cfg.max_frame_bytes = getenv("MAX_FRAME") ? atoll(getenv("MAX_FRAME")) : 0;
+        cfg.name = getenv("NAME") ? getenv("NAME") : "driver";
+        cfg.bind_host = getenv("BIND");
+        cfg.insecure = env_int("INSECURE") != 0;
+        cfg.connect_timeout_ms = env_int("CONNECT_MS");
+        cfg.io_timeout_ms = env_int("IO_MS");
+        cfg.max_frame_bytes = env_int("MAX_FRAME");
+        cfg.idle_timeout_ms = env_int("IDLE_MS");
+        cfg.max_connections = (int)env_int("MAX_CONNS");
+        cfg.max_connections_per_peer = (int)env_int("MAX_CONNS_PEER");
+        cfg.max_handshakes = (int)env_int("MAX_HANDSHAKES");
+        cfg.max_held_bytes = env_int("MAX_HELD");
+        cfg.max_held_bytes_per_peer = env_int("MAX_HELD_PEER");
+        cfg.max_held_tensors = env_int("MAX_TENSORS");
+        cfg.max_held_tensors_per_peer = env_int("MAX_TENSORS_PEER");
+        cfg.keep_steps = env_int("KEEP_STEPS");
+        cfg.n_routes = parse_routes(getenv("ROUTES"));
+        cfg.routes = ROUTES;
         if (report(tfc_transport_create(&cfg, &T, &ERR)) == TFC_OK)
             printf("port %d\n", tfc_transport_port(T));
     } else if (strcmp(cmd, "connect") == 0 && argc == 2) {
@@ -297,9 +338,11 @@ static int command(char *line) {
     } else if (strcmp(cmd, "stats") == 0) {
         tfc_transport_stats s;
         tfc_transport_get_stats(T, &s);
-        printf("stats %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+        printf("stats %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
+               " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
                s.frames_sent, s.frames_received, s.bytes_sent, s.bytes_received, s.bad_frames,
-               s.refused_handshakes);
+               s.refused_handshakes, s.refused_frames, s.evicted_tensors, s.closed_connections,
+               s.held_bytes, s.held_tensors);
     } else if (strcmp(cmd, "bench_send") == 0 && argc == 4) {
         int64_t bytes = atoll(argv[2]);
         int reps = atoi(argv[3]), rc = TFC_OK;

@@ -111,16 +111,16 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
     docstring for the convention). `batch` is the batch the train and predict programs are
     compiled for; `target` "host" optimizes for this machine's CPU (-march=native), "generic"
     for any CPU of its architecture. `name` (default: the file's stem) prefixes every C symbol.
-    `cflags` replace the target's optimization flags (the Makefile's CFLAGS default); tfc's
-    own build adds -Werror. With `build=False` only the sources and the Makefile are written.
-    `options` chooses the optimization passes (all by default). With `cluster` (a cluster
-    JSON file or tfc.aot.distributed.Cluster), the model is compiled for distributed training
-    instead: one `train` executable for every task (tfc/aot/distributed.py; with `target`
-    "cuda" the workers' step runs on their GPU, the ps tasks' programs in C). `target` "cuda"
-    compiles the programs to CUDA (nvcc; for the GPU present, or `cuda_arch` such as
-    "sm_80,sm_90"): the executables run every step on the GPU, state copied in and out around
-    each program run. `cuda_emulate` (default: whether TFC_CUDA=emulate) builds the same CUDA
-    programs with the host C++ compiler under device emulation instead: the executables run
+    `cflags` replace the target's optimization flags (the Makefile's CFLAGS default); tfc's own
+    build adds -Werror. With `build=False` only the sources and the Makefile are written.
+    `options` chooses the optimization passes (all by default). With `cluster` (a cluster JSON
+    file, a tf.train.ClusterSpec or tfc.aot.distributed.Cluster), the model is compiled for
+    distributed training instead: one `train` executable for every task (tfc/aot/distributed.py;
+    with `target` "cuda" the workers' step runs on their GPU, the ps tasks' programs in C).
+    `target` "cuda" compiles the programs to CUDA (nvcc; for the GPU present, or `cuda_arch`
+    such as "sm_80,sm_90"): the executables run every step on the GPU, state copied in and out
+    around each program run. `cuda_emulate` (default: whether TFC_CUDA=emulate) builds the same
+    CUDA programs with the host C++ compiler under device emulation instead: the executables run
     every kernel on the CPU, need no GPU or nvcc, and so does the Makefile's build.
     """
     if cluster is not None:

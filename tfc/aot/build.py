@@ -24,8 +24,11 @@ from tfc.backend.cc import (
     CompileError,
     cache_dir,
     compiler,
+    install_cache_file,
+    private_dir,
     runtime_dir,
     toolchain_identity,
+    trusted_cache_file,
 )
 
 if TYPE_CHECKING:
@@ -98,9 +101,10 @@ def _compile_object(cc: str, flags: list[str], outdir: Path, source: str, key_ba
     obj = outdir / "obj" / (source.rsplit(".", 1)[0] + ".o")
     h = hashlib.sha256(key_base.encode())
     h.update(source.encode() + b"\0" + src.read_bytes())
-    cached = cache_dir() / "objects" / f"{h.hexdigest()[:32]}.o"
+    objects = private_dir(cache_dir() / "objects")
+    cached = objects / f"{h.hexdigest()[:32]}.o"
     obj.parent.mkdir(parents=True, exist_ok=True)
-    if not cached.exists():
+    if not trusted_cache_file(cached):
         cmd = [cc, *flags, "-c", source, "-o", str(obj.relative_to(outdir))]
         try:
             proc = subprocess.run(cmd, cwd=outdir, capture_output=True, text=True)
@@ -108,10 +112,9 @@ def _compile_object(cc: str, flags: list[str], outdir: Path, source: str, key_ba
             raise CompileError(f"{cc} not found compiling {src}: {e}") from e
         if proc.returncode != 0:
             raise CompileError(f"{cc} failed on {src}:\n{' '.join(cmd)}\n{proc.stderr.strip()}")
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as tmp:
+        with tempfile.NamedTemporaryFile(dir=objects, prefix=".tmp-", delete=False) as tmp:
             tmp.write(obj.read_bytes())
-        os.replace(tmp.name, cached)  # atomic: a concurrent build sees all of it or nothing
+        install_cache_file(Path(tmp.name), cached)
     else:
         shutil.copyfile(cached, obj)
     return str(obj.relative_to(outdir))

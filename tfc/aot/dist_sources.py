@@ -29,6 +29,7 @@ from tfc.codegen.render import get_template
 from tfc.compiler import CompileOptions
 from tfc.ir.graph import device
 from tfc.ops.kernels import c_string
+from tfc.train.cluster_spec import ClusterSpec
 from tfc.train.device_setter import replica_device_setter
 from tfc.version import __version__
 
@@ -65,6 +66,7 @@ def _task_descriptor(plan: DistributedPlan, task: TaskPlan, is_worker: bool) -> 
         "predict_features": "0",
         "predict_classes": "-1",
         "predict_argmax": "0",
+        "label_classes": str(plan.signatures.train.label_classes) if is_worker else "0",
     }
     return get_template("c/model.c.j2").render(
         version=__version__,
@@ -182,7 +184,7 @@ def render_dist_makefile(plan: DistributedPlan, cflags: list[str], cuda: dict | 
 def compile_distributed(
     model,
     outdir: str | os.PathLike,
-    cluster: Cluster | str | os.PathLike,
+    cluster: Cluster | ClusterSpec | str | os.PathLike,
     batch: int = 32,
     target: str = "host",
     *,
@@ -200,7 +202,9 @@ def compile_distributed(
     means generic C flags for the ps programs."""
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
-    if not isinstance(cluster, Cluster):
+    if isinstance(cluster, ClusterSpec):
+        cluster = Cluster.from_cluster_spec(cluster)
+    elif not isinstance(cluster, Cluster):
         cluster = Cluster.load(cluster)
     default_name, fn = load_signatures_function(model)
     name = c_identifier(name or default_name)

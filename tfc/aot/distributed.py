@@ -47,6 +47,7 @@ from tfc.ir.device import DeviceSpec
 from tfc.ir.graph import GraphKeys
 from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.passes.place import PlacementError
+from tfc.train.cluster_spec import ClusterSpec
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
 
@@ -69,6 +70,16 @@ class Cluster:
             spec = json.loads(text)
         except json.JSONDecodeError as e:
             raise ModelError(f"{where}: not JSON: {e}") from None
+        return cls.from_dict(spec, where)
+
+    @classmethod
+    def from_cluster_spec(cls, spec: ClusterSpec) -> Cluster:
+        """A tf.train.ClusterSpec's ps and worker jobs (each task index from 0 on)."""
+        return cls.from_dict(spec.as_dict(), "ClusterSpec")
+
+    @classmethod
+    def from_dict(cls, spec: object, where: str = "cluster") -> Cluster:
+        """The JSON value of a cluster file: see from_json."""
         if isinstance(spec, dict) and "cluster" in spec:
             spec = spec["cluster"]
         if not isinstance(spec, dict):

@@ -229,7 +229,24 @@ def _compile_program(
         profile=False, linkage="static inline ",
     )  # fmt: skip
     bounds.append(int(compiled.graph.graph_attrs["arena_lower_bound"]))
+    _check_bounded_loops(compiled.graph, role)
     return Program(role, compiled.lowered, compiled.source, *map(list, names))
+
+
+def _check_bounded_loops(graph: Any, role: str) -> None:
+    """An embedded program runs loops only when their iterations are bounded when compiling
+    (maximum_iterations, or a counting loop): a device must not loop without limit."""
+    for name in graph.node_names():
+        node = graph.node(name)
+        if node["op"] == "While" and node["attrs"].get("bound") is None:
+            raise ModelError(
+                f"{role}: while_loop '{name}' has no bound on its iterations known when "
+                "compiling, and --target embed runs only bounded loops: pass maximum_iterations "
+                "to tf.while_loop (or count with a loop variable from a constant to a constant)"
+            )
+        for key in ("cond", "body", "then_branch", "else_branch"):
+            if key in node["attrs"] and hasattr(node["attrs"][key], "nx"):
+                _check_bounded_loops(node["attrs"][key], role)
 
 
 def _check_rows_independent(sigs: ModelSignatures) -> None:

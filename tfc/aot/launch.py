@@ -6,12 +6,18 @@ mean of the workers' last losses, examples/s of all workers), restarts a task th
 --max-restarts times: a ps resumes from its latest checkpoint, a worker asks for the current
 values) and stops every task on Ctrl-C, on --timeout, or when training ends. Every child
 process is gone when `run` returns.
+
+The tasks share a cluster token (TFC_CLUSTER_TOKEN): the launcher's own when its environment has
+one, else a fresh random one. It reaches them through their environment, never their command
+line (which every local user can read), so no other process can join the cluster, pose as one
+of its tasks or stop one.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -76,6 +82,7 @@ class Launcher:
         self.tasks = [Task("ps", i) for i in range(self.ps)] + [
             Task("worker", i) for i in range(self.workers)
         ]
+        self.token = os.environ.get("TFC_CLUSTER_TOKEN") or secrets.token_hex(32)
         self.global_step = 0
         self.losses: dict[int, float] = {}
         self.rates: dict[int, float] = {}
@@ -95,6 +102,7 @@ class Launcher:
 
     def start(self, task: Task) -> None:
         env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+        env["TFC_CLUSTER_TOKEN"] = self.token
         task.proc = subprocess.Popen(
             self._command(task),
             stdout=subprocess.PIPE,

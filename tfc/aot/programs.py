@@ -177,7 +177,6 @@ def layout_state(sigs: ModelSignatures, programs: dict[str, Program]) -> list[St
                         f"variable {slot.name} has dtype {slot.dtype.name}; checkpoints of "
                         f"native executables hold {', '.join(d.name for d in _SUPPORTED_STATE)}"
                     )
-                attrs = graph.node(slot.name)["attrs"] if slot.kind == "rng" else {}
                 index[key] = len(state)
                 state.append(
                     StateEntry(
@@ -186,8 +185,8 @@ def layout_state(sigs: ModelSignatures, programs: dict[str, Program]) -> list[St
                         slot.dtype,
                         tuple(slot.shape),
                         slot.kind == "var" and slot.name in saved,
-                        int(attrs.get("seed", 0)),
-                        int(attrs.get("seed2", 0)),
+                        slot.seed,
+                        slot.seed2,
                     )
                 )
             program.slots.append(index[key])

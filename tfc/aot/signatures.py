@@ -41,6 +41,7 @@ class TrainSignature:
     train_op: Operation
     hyperparameters: dict[str, Tensor]  # name -> a scalar PlaceholderWithDefault
     defaults: dict[str, float]  # name -> its default value
+    label_classes: int = 0  # labels are class ids in [0, label_classes); 0: not known as such
 
 
 @dataclass
@@ -266,7 +267,34 @@ def _train_signature(graph: Graph, sig: Any) -> TrainSignature:
     fed = [features, labels, *hparams.values()]
     if len({t for t in fed if t is not None}) != sum(t is not None for t in fed):
         raise ModelError("train: features, labels and hyperparameters must be distinct tensors")
-    return TrainSignature(features, labels, loss, train_op, hparams, defaults)
+    classes = label_classes(labels) if labels is not None else 0
+    return TrainSignature(features, labels, loss, train_op, hparams, defaults, classes)
+
+
+# ops a class id passes through unchanged on its way to the loss
+_LABEL_PASSTHROUGH = ("Identity", "Cast", "Reshape", "Squeeze", "ExpandDims", "StopGradient")
+
+
+def label_classes(labels: Tensor) -> int:
+    """How many classes the class ids in `labels` select among: the last dimension of the
+    logits of the sparse softmax cross-entropy they reach (through casts and reshapes), so the
+    executables can refuse a label outside [0, classes) where it is read. 0 when they reach
+    none, or logits without a static class count (labels that are not class ids)."""
+    found, seen, frontier = set(), set(), [labels]
+    while frontier:
+        tensor = frontier.pop()
+        for op in tensor.consumers():
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            if op.type in _LABEL_PASSTHROUGH and op.inputs[0] is tensor:
+                frontier.extend(op.outputs[:1])
+            elif op.type == "SparseSoftmaxCrossEntropyWithLogits" and op.inputs[1] is tensor:
+                last = op.inputs[0].shape.as_list()
+                found.add(last[-1] if last else None)
+    if len(found) != 1 or None in found:
+        return 0
+    return int(found.pop())
 
 
 def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:

@@ -146,6 +146,9 @@ def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
         if label_output is not None
         else "-1",
         "predict_argmax": str(int(predict.argmax)) if predict is not None else "0",
+        "label_classes": str(plan.signatures.train.label_classes)
+        if plan.signatures.train is not None
+        else "0",
     }
     common = {"version": __version__, "name": plan.name, "symbol": model_symbol(plan)}
     prefixes = [p.lowered.prefix for p in plan.programs.values()]

@@ -4,16 +4,22 @@ Guarantees: the result is aligned with `xs`; an entry is None when its x is not 
 any y through differentiable float ops (integer and bool tensors carry no gradient); otherwise
 it is a tensor of x's dtype and shape holding sum_j d(sum(ys[j] * grad_ys[j])) / dx.
 
-How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are
-visited in reverse topological order. At each op the gradients of its outputs are summed
-(`tf.add_n`: fan-out) and handed to the op's rule (`OpDef.grad(op, *dys)`), which returns
-one gradient per input. A rule returns, for input i, either a gradient of that input's shape
-or, for ops that broadcast their inputs (Add, Mul, SelectV2, BatchMatMulV2's batch dims...),
-one of the output's shape; this module then sums it back to the input's shape (SumToShape,
-tfc/ops/grad_ops.py), the one place where broadcasting is undone. The reduction is skipped
-when the static shapes prove the two shapes equal; otherwise the input's shape comes from a
-`Shape` op, which is a constant once the fed shapes are known, so None dims work.
+How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are visited
+in reverse topological order. At each op the gradients of its outputs are summed (`tf.add_n`:
+fan-out) and handed to the op's rule (`OpDef.grad(op, *dys)`, unless the user registered one:
+tfc/autodiff/registry.py), which returns one gradient per input. A rule returns, for input i,
+either a gradient of that input's shape or, for ops that broadcast their inputs (Add, Mul,
+SelectV2, BatchMatMulV2's batch dims...), one of the output's shape; this module then sums it
+back to the input's shape (SumToShape, tfc/ops/grad_ops.py), the one place where broadcasting is
+undone. The reduction is skipped when the static shapes prove the two shapes equal; otherwise
+the input's shape comes from a `Shape` op, which is a constant once the fed shapes are known, so
+None dims work.
 New ops are created under `gradients/` with TF1's names (`gradients/MatMul_grad/MatMul_1`).
+
+Control flow: the gradient rules of If and While (tfc/ops/functional.py) differentiate their
+branches and bodies with the same walk (registered below), building the gradient into the
+graph being built (a gradient branch or body), which reads the forward values it needs through
+its capture hook.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from typing import Any
 
 import networkx as nx
 
-from tfc.ir.graph import Graph, Operation, Tensor
+from tfc.autodiff.registry import registered_rule
+from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
 from tfc.ops.array import fill, identity
 from tfc.ops.constant import constant, convert_to_tensor
+from tfc.ops.functional import register_subgraph_gradients
 from tfc.ops.grad_ops import shape_tensor, sum_to_shape
 from tfc.ops.math import add_n
 from tfc.ops.registry import get_opdef
@@ -80,10 +88,24 @@ def gradients(
     stops = {convert_to_tensor(t).op.name for t in stop_list}
     graph = _common_graph(ys + xs)
     with graph.as_default(), graph.name_scope(name or "gradients"):
-        walk = _BackwardWalk(graph, ys, xs, stops, colocate_gradients_with_ops, gate_gradients)
+        walk = _BackwardWalk(
+            graph, graph, ys, xs, stops, colocate_gradients_with_ops, gate_gradients
+        )
         walk.seed(ys, grad_ys)
         walk.run()
         return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+
+
+def _subgraph_gradients(ys: list[Tensor], xs: list[Tensor], grad_ys: list[Tensor]) -> list:
+    """The gradients of a nested graph's `ys` (a forward branch or loop body) with respect to
+    `xs`, built into the default graph (the gradient branch or body being built)."""
+    walk = _BackwardWalk(_common_graph(ys + xs), get_default_graph(), ys, xs, set(), False, False)
+    walk.seed(ys, grad_ys)
+    walk.run()
+    return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+
+
+register_subgraph_gradients(_subgraph_gradients)
 
 
 # -- arguments ------------------------------------------------------------------------------------
@@ -119,13 +141,15 @@ class _BackwardWalk:
     def __init__(
         self,
         graph: Graph,
+        build: Graph,
         ys: list[Tensor],
         xs: list[Tensor],
         stops: set[str],
         colocate: bool,
         gate: bool,
     ) -> None:
-        self.graph = graph
+        self.graph = graph  # the graph differentiated
+        self.build = build  # where the gradient ops go: `graph`, or a gradient branch or body
         self.stops = stops
         self.colocate = colocate
         self.gate = gate
@@ -173,16 +197,22 @@ class _BackwardWalk:
                 continue
             if not any(t.op.name in self.between for t in op.inputs):
                 continue  # an x that no other x flows into: nothing upstream wants gradients
-            opdef = get_opdef(op.type)
-            if not opdef.differentiable:
+            registered, rule = registered_rule(op)
+            if not registered:
+                opdef = get_opdef(op.type)
+                if not opdef.differentiable:
+                    continue
+                if opdef.grad is None:
+                    raise LookupError(
+                        f"No gradient defined for operation '{name}' (op type: {op.type})"
+                    )
+                rule = opdef.grad
+            if rule is None:  # registered as not differentiable
                 continue
-            if opdef.grad is None:
-                raise LookupError(
-                    f"No gradient defined for operation '{name}' (op type: {op.type})"
-                )
-            colocated = self.graph.colocate_with(op) if self.colocate else contextlib.nullcontext()
-            with self.graph.name_scope(name + "_grad"), colocated:
-                self._apply_rule(op, opdef.grad, dys)
+            colocate = self.colocate and self.build is self.graph
+            colocated = self.build.colocate_with(op) if colocate else contextlib.nullcontext()
+            with self.build.name_scope(name + "_grad"), colocated:
+                self._apply_rule(op, rule, dys)
 
     def _apply_rule(self, op: Operation, rule: Any, dys: list[Tensor | None]) -> None:
         # a rule sees a gradient for every float output: zeros where none flowed (Unpack, Split)
@@ -213,8 +243,8 @@ class _BackwardWalk:
             wanted.append((x, g))
         if self.gate and len(wanted) > 1:
             with (
-                self.graph.name_scope("tuple"),
-                self.graph.control_dependencies([g.op for _, g in wanted]),
+                self.build.name_scope("tuple"),
+                self.build.control_dependencies([g.op for _, g in wanted]),
             ):
                 wanted = [(x, identity(g)) for x, g in wanted]
         for x, g in wanted:

@@ -5,15 +5,24 @@ is started to ask its version), the runtime headers and, for -march=native build
 A second process compiling the same program finds the library and starts no compiler.
 Environment: TFC_CC (or CC) picks the compiler, TFC_CFLAGS adds flags (sanitizers, say),
 TFC_CACHE_DIR moves the cache, TFC_DUMP_DIR receives a copy of every generated source file.
+
+The key is a hash anyone can compute, and what the cache holds is loaded into this process, so
+the cache must be the user's alone (as ssh and pip require of theirs): its directories are
+created 0700, one that another user owns or may write to (or that sits in a world-writable
+directory without the sticky bit) is refused with UnsafeCacheError, and a cached file is used
+only when it is a regular file of this user that nobody else may write (else it is built
+again and replaced). Entries are written to a temporary name and renamed into place.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import platform
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -45,8 +54,15 @@ _loaded: dict[tuple[str, Path], object] = {}
 _ffis: dict[tuple[str, str], cffi.FFI] = {}
 
 
+_log = logging.getLogger("tfc")
+
+
 class CompileError(RuntimeError):
     """The C compiler rejected generated code (a tfc bug): the message holds its diagnostics."""
+
+
+class UnsafeCacheError(RuntimeError):
+    """The build cache is a directory others could plant files in: tfc will not load from it."""
 
 
 def runtime_dir() -> Path:
@@ -70,14 +86,88 @@ def build_flags(native: bool = True) -> list[str]:
 
 
 def cache_dir() -> Path:
+    """The build cache (TFC_CACHE_DIR, else $XDG_CACHE_HOME/tfc or ~/.cache/tfc), made and
+    checked as private_dir does."""
     configured = os.environ.get("TFC_CACHE_DIR")
     if configured:
         path = Path(configured)
     else:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         path = Path(base) / "tfc"
-    path.mkdir(parents=True, exist_ok=True)
+    return private_dir(path)
+
+
+def _mode_text(mode: int) -> str:
+    return f"{stat.S_IMODE(mode):04o}"
+
+
+def private_dir(path: Path) -> Path:
+    """`path`, created 0700 when absent (parents as well), after checking that only this user
+    can put files in it: it must be a directory this user owns that neither group nor others
+    may write, and no directory above it may be world-writable without the sticky bit (anyone
+    could then swap it). UnsafeCacheError names the directory and the problem otherwise."""
+    path = Path(os.path.abspath(path))
+    missing = []
+    for parent in (path, *path.parents):
+        if parent.exists():
+            break
+        missing.append(parent)
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by a concurrent build: checked below
+            pass
+    st = os.stat(path)
+    uid = os.getuid()
+    fix = "use a directory of your own (mkdir -m 700), or point TFC_CACHE_DIR elsewhere"
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeCacheError(f"tfc cache {path} is not a directory; {fix}")
+    if st.st_uid != uid:
+        raise UnsafeCacheError(
+            f"tfc cache directory {path} is owned by uid {st.st_uid}, not by you (uid {uid}): "
+            f"its owner could plant a library tfc would load; {fix}"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeCacheError(
+            f"tfc cache directory {path} is writable by group or others (mode "
+            f"{_mode_text(st.st_mode)}): anyone who may write there could plant a library tfc "
+            f"would load; chmod 700 {path}, or {fix}"
+        )
+    for parent in path.parents:
+        pst = os.stat(parent)
+        if pst.st_mode & stat.S_IWOTH and not pst.st_mode & stat.S_ISVTX:
+            raise UnsafeCacheError(
+                f"tfc cache directory {path} is inside {parent}, which anyone may write to "
+                f"(mode {_mode_text(pst.st_mode)}, no sticky bit): the cache could be replaced "
+                f"by another user's directory; {fix}"
+            )
     return path
+
+
+def trusted_cache_file(path: Path) -> bool:
+    """Whether `path` may be loaded from the cache: a regular file (not a link) of this user
+    that neither group nor others may write. A file that is not is logged and left to be built
+    again (the write replaces it)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+        if not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return True
+    _log.warning(
+        "tfc cache: not using %s (owner uid %d, mode %s): only a regular file of yours that "
+        "nobody else may write is loaded; building it again",
+        path, st.st_uid, _mode_text(st.st_mode),
+    )  # fmt: skip
+    return False
+
+
+def install_cache_file(source: Path, target: Path, mode: int = 0o600) -> None:
+    """Move `source` (in the same directory tree as `target`) to `target` atomically, readable
+    and writable by this user only, whatever the umask made of it."""
+    os.chmod(source, mode)
+    os.replace(source, target)  # atomic: a concurrent process sees all of it or nothing
 
 
 @cache
@@ -153,7 +243,7 @@ def cached_build(
     _dump(source, name, key)
     directory = cache_dir()
     target = directory / f"{key}{suffix}"
-    if target.exists():
+    if trusted_cache_file(target):
         BUILD_STATS["disk_hits"] += 1
         return target
     with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
@@ -165,13 +255,13 @@ def cached_build(
         BUILD_STATS["compiles"] += 1
         if rejects(proc):
             kept = directory / f"failed-{key}{ext}"
-            shutil.copyfile(src, kept)
+            install_cache_file(src, kept)
             raise CompileError(
                 f"{tool} failed on the generated program '{name}' (kept at {kept}):\n"
                 f"{' '.join(cmd)}\n{proc.stderr.strip()}"
             )
-        os.replace(src, directory / f"{key}{ext}")  # the readable source beside its build
-        os.replace(out, target)  # atomic: a concurrent process sees all of it or nothing
+        install_cache_file(src, directory / f"{key}{ext}")  # the readable source beside it
+        install_cache_file(out, target, 0o700)
     return target
 
 
@@ -212,10 +302,11 @@ def bind_io(ffi: cffi.FFI, inputs: Any, outputs: Any, feeds: list, fetches: list
 def program_error(ffi: cffi.FFI, errbuf: Any, err: Any, rc: int, graph: Any) -> Exception:
     """The tf.errors exception of a failed program call: its message and the failing node."""
     from tfc.ir import errors
+    from tfc.ir.subgraph import find_operation
 
     message = ffi.string(errbuf).decode(errors="replace")
     node = ffi.string(err.node).decode() if err.node != ffi.NULL else None
-    op = graph.get_operation_by_name(node) if node and node in graph.nx else None
+    op = find_operation(graph, node) if node else None  # in a loop body or branch, maybe
     return errors.error_for_code(rc)(None, op, message)
 
 

@@ -118,7 +118,11 @@ class ProfileBuild:
         steps = self._entry("profile_steps")()
         ns = self._ffi.new("int64_t[]", steps + 1)
         counted = self._entry("profile_read")(ns)
-        timed = [step for step in self.lowered.steps if step.kernels or step.copies]
+        timed = [
+            step
+            for step in self.lowered.steps
+            if step.kernels or step.copies or step.control is not None  # a loop: all of it
+        ]
         if len(timed) != steps or counted != runs:
             raise RuntimeError(
                 f"the profile table of {self.lowered.name} has {steps} steps and {counted} "

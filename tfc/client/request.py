@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tfc.ir.dtypes import string_array
 from tfc.ir.graph import Graph, Operation, Tensor
 from tfc.ir.program import FeedSpec
 
@@ -25,6 +26,24 @@ class FeedSource(Protocol):
         feed_tensors: list[Tensor],
         feed_values: list[np.ndarray],
     ) -> None: ...
+
+
+class FeedSources:
+    """Several feed sources, asked in turn (a session's iterators, its variables' flags)."""
+
+    def __init__(self, *sources: FeedSource) -> None:
+        self.sources = sources
+
+    def add_feeds(
+        self,
+        graph: Graph,
+        fetches: list[Tensor],
+        targets: list[str],
+        feed_tensors: list[Tensor],
+        feed_values: list[np.ndarray],
+    ) -> None:
+        for source in self.sources:
+            source.add_feeds(graph, fetches, targets, feed_tensors, feed_values)
 
 
 class RunRequest:
@@ -110,6 +129,8 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
                 from tfc.backend.device_array import device_feed
 
                 array = device_feed(value, tensor.dtype.np, tensor.name)
+            elif tensor.dtype.is_string:
+                array = string_array(value)
             else:
                 with np.errstate(all="ignore"):
                     array = np.asarray(value, dtype=tensor.dtype.np, order="C")

@@ -18,15 +18,18 @@ import numpy as np
 from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
-from tfc.client.request import RunRequest
+from tfc.client.python_stage import PythonStagedProgram
+from tfc.client.request import FeedSources, RunRequest
 from tfc.client.staged import StagedProgram
+from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
-from tfc.compiler import Program, compile_program, compile_stages
+from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
+from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
 
 _ALIGN = 64
 
@@ -116,15 +119,45 @@ class CompiledProgram:
         return program_error(self.ffi, self.errbuf, self.err, rc, graph)
 
 
+class _InitializedFlags:
+    """Feeds each IsVariableInitialized op a run needs (and nobody fed) its answer: whether
+    this session has initialized the variable, as at the start of the run."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def add_feeds(
+        self,
+        graph: Graph,
+        fetches: list,
+        targets: list[str],
+        feed_tensors: list,
+        feed_values: list[np.ndarray],
+    ) -> None:
+        if graph not in GRAPHS_WITH_INIT_FLAGS:
+            return
+        fed = {(t.op.name, t.value_index) for t in feed_tensors}
+        seen: set[str] = set()
+        stack = [t.op.name for t in fetches] + list(targets)
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if graph.op_type(name) == "IsVariableInitialized" and (name, 0) not in fed:
+                var = graph.input_edges(name)[0][0]
+                feed_tensors.append(graph.get_tensor_by_name(f"{name}:0"))
+                feed_values.append(np.array(var in self._session._initialized))
+                continue
+            stack += [src for src, out in graph.input_edges(name) if (src, out) not in fed]
+            stack += graph.control_input_names(name)
+
+
 class Session:
     """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
-        if target not in ("", None):
-            raise ValueError(
-                f"Session target {target!r}: tfc runs distributed training as compiled "
-                "executables (tfc compile --cluster), not through a remote session"
-            )
+        check_session_target(target)  # "" or an in-process tf.train.Server's
         self.graph = graph or get_default_graph()
         self.config = config
         self._passes = compile_options(config).pipeline()
@@ -137,6 +170,7 @@ class Session:
         self._initialized: set[str] = set()
         # tf.data iterators' positions are per session; map functions run in sessions of their own
         self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
+        self._feed_sources = FeedSources(self._iterators, _InitializedFlags(self))
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
         self._gpu: Any = None  # device_memory.DeviceState once a program ran on the GPU
@@ -148,7 +182,7 @@ class Session:
         """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             program = self._program(request)
             self._check_initialized(program.lowered)
@@ -164,7 +198,7 @@ class Session:
         other side wrote them last). A GPU program reads device feeds in place and may leave
         its fetches on the device (RunOptions.fetches_on_device); a host program gets copies.
         A staged program hands its stages on to _call_stage."""
-        if isinstance(program, StagedProgram):
+        if isinstance(program, (StagedProgram, PythonStagedProgram)):
             return program(feeds, fetches_on_device(options))
         return self._call_stage(program, feeds, fetches_on_device(options))
 
@@ -199,7 +233,7 @@ class Session:
             raise ValueError(f"runs must be at least 1, got {runs}")
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             build = self._profile_build(request)
             program, lowered = build.program, build.lowered
@@ -235,13 +269,14 @@ class Session:
             raise ValueError(f"runs must be at least 1, got {runs}")
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        request = RunRequest(self.graph, fetches, feed_dict, self._iterators)
+        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             program = self._program(request)
             if not isinstance(program, CompiledProgram):
                 raise ValueError(
-                    "time_runs times a program that runs on the host CPU; the program of "
-                    "these fetches runs on a GPU (ops placed there, or TFC_DEVICE=gpu)"
+                    "time_runs times a program that runs on the host CPU in one piece; the "
+                    "program of these fetches runs on a GPU (ops placed there, or "
+                    "TFC_DEVICE=gpu) or in stages around ops only Python runs"
                 )
             self._check_initialized(program.lowered)
             rc, seconds = program.time_loop(request.feed_values, runs)
@@ -257,13 +292,32 @@ class Session:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             name = program_name(fetches, targets)
-            if _placed_on_gpu(graph):
-                program = self._placed_program(graph, name, len(fetches))
+            stages = split_python_stages(graph, verify=self._verify)
+            if stages:  # ops only Python runs: native stages compiled per shape, in turn
+                program = PythonStagedProgram(
+                    name, stages, len(fetches), self._compile, self._run_stage, self.graph
+                )
             else:
-                compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
-                program = CompiledProgram(self, compiled.lowered, compiled.source)
+                program = self._compile(graph, name)
             self._programs[key] = program
         return program
+
+    def _run_stage(self, program: Any, feeds: list) -> tuple[int, list]:
+        """A native stage of a PythonStagedProgram run as `run` runs a program: its variables
+        checked before, marked initialized after; its fetches to the host."""
+        self._check_initialized(program.lowered)
+        rc, results = self._call_program(program, feeds)
+        if rc == 0:
+            self._initialized.update(program.lowered.vars_written)
+        return rc, results
+
+    def _compile(self, graph: Graph, name: str) -> Any:
+        """A program graph compiled: for the host, or in host and GPU stages when it has ops
+        on a GPU."""
+        if _placed_on_gpu(graph):
+            return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
+        compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
+        return CompiledProgram(self, compiled.lowered, compiled.source)
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
         """A program with ops on a GPU, cut into host and GPU stages (tfc/client/staged.py).
@@ -314,8 +368,7 @@ class Session:
             return buf
         state = self._rng.get(slot.name)
         if state is None:
-            attrs = self.graph.node(slot.name)["attrs"]
-            seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
+            seed, seed2 = slot.seed, slot.seed2  # the op may be in a loop body
             if seed == 0 and seed2 == 0:  # unseeded: fresh numbers every session, as in TF
                 seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
             state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)

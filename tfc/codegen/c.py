@@ -10,11 +10,13 @@ C target has several (the tiled 2x2 pools). The CUDA target reuses the C spellin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from tfc.codegen import fusion
 from tfc.codegen.loops import index_expr, loop_lines, loop_statements
 from tfc.ir import dtypes as _dt
+from tfc.ir.tensor_shape import num_elements
 from tfc.ops.kernels import (
     ArgReduceSpec,
     BandSpec,
@@ -25,11 +27,16 @@ from tfc.ops.kernels import (
     IndexSpec,
     Kernel,
     MatrixSpec,
+    NdIndexSpec,
+    OrderSpec,
     RangeSpec,
     ReduceSpec,
     RowSpec,
+    RowsSpec,
     ScanSpec,
     SegmentSpec,
+    SequenceSpec,
+    TextSpec,
     WindowSpec,
     c_literal,
     c_string,
@@ -275,6 +282,41 @@ def index_kernel(kernel: Kernel) -> KernelTemplate:
     return kernel.template if spec.copy else kernel.template + "_check", data
 
 
+def rows_kernel(kernel: Kernel) -> KernelTemplate:
+    """The TensorArray kernels: rows of a buffer by run-time index (ops/tensor_array.py)."""
+    spec: RowsSpec = kernel.spec
+    values = dict(spec.values)
+    data = dict(
+        ctype=spec.dtype.c_type,
+        index_ctype=spec.index_dtype.c_type,
+        rows=c_literal(spec.rows, _dt.int64),
+        width=c_literal(spec.width, _dt.int64),
+        count=c_literal(spec.count, _dt.int64),
+        total=c_literal(spec.rows * spec.width, _dt.int64),
+    )
+    if kernel.template == "ta_read":
+        clear = values.pop("clear")
+        data["clear"] = (
+            [
+                "if (flags[k] == 2)",
+                "    return tfc_error_i64(err, TFC_ERR_INVALID_ARGUMENT, "
+                f"{values['read_cleared_a']}, k, {values['read_cleared_b']}, {data['rows']}, "
+                f"{values['read_cleared_c']});",
+                "flags[k] = 2;",
+            ]
+            if clear
+            else []
+        )
+    if kernel.template == "ta_put_rows":
+        mode = values.pop("mode")
+        data["update"] = {
+            "set": "dst[j] = v[i * {w} + j]",
+            "add": "dst[j] += v[i * {w} + j]",
+            "zero": "dst[j] = 0",
+        }[mode].format(w=data["width"])
+    return kernel.template, data | values
+
+
 def one_hot_kernel(kernel: Kernel) -> KernelTemplate:
     spec: IndexSpec = kernel.spec
     return "one_hot", {
@@ -286,10 +328,90 @@ def one_hot_kernel(kernel: Kernel) -> KernelTemplate:
     }
 
 
+def c_list(values: tuple[int, ...]) -> str:
+    """The body of a C array initializer; "0" for none (C has no empty arrays)."""
+    return ", ".join(str(v) for v in values) or "0"
+
+
+def nd_index_kernel(kernel: Kernel) -> KernelTemplate:
+    """gather_nd, scatter_nd: each index tuple checked against the indexed dims (the message
+    TensorFlow gives: the tuple and the shape, or for the 1-D scatters index and limit), and
+    the slices of `inner` values copied, or combined by the spec's update expression."""
+    spec: NdIndexSpec = kernel.spec
+    depth = len(spec.dims)
+    strides = tuple(math.prod(spec.dims[k + 1 :]) * spec.inner for k in range(depth))
+    if spec.flat_index:
+        fail = [f'return tfc_error_index(err, "indices", tuple, v, {spec.dims[0]});']
+    else:
+        fail = [
+            f"int64_t values[{max(depth, 1)}];",
+            f"for (int64_t c = 0; c < {depth}; ++c) values[c] = (int64_t)idx[tuple * {depth} + c];",
+            f"const int64_t lead[{max(len(spec.lead), 1)}] = {{ {c_list(spec.lead)} }};",
+            f"const int64_t shape[{max(len(spec.shape), 1)}] = {{ {c_list(spec.shape)} }};",
+            f"return tfc_error_nd_index(err, tuple, lead, {len(spec.lead)}, values, {depth}, "
+            f"shape, {len(spec.shape)}, {c_string(spec.shape_what)});",
+        ]
+    data = {
+        "ctype": spec.dtype.c_type,
+        "batch": spec.batch,
+        "batch_stride": spec.batch_stride,
+        "count": spec.count,
+        "tuples": spec.batch * spec.count,
+        "depth": depth,
+        "inner": spec.inner,
+        "dims_len": max(depth, 1),
+        "dims": c_list(spec.dims),
+        "strides": c_list(strides),
+        "fail": fail,
+    }
+    if kernel.template == "gather_nd":
+        return "gather_nd", data
+    update_at = "0" if spec.scalar_updates else f"tuple * {spec.inner} + j"
+    update = spec.update.format(a="y[at + j]", b=f"u[{update_at}]")
+    init = {
+        None: [],
+        "zeros": [f"for (int64_t o = 0; o < {spec.total}; ++o) y[o] = 0;"],
+        "input": [f"for (int64_t o = 0; o < {spec.total}; ++o) y[o] = x[o];"],
+    }[spec.init]
+    guard = []
+    if spec.update_guard is not None:
+        condition, message = spec.update_guard
+        error = f"tfc_error_set(err, TFC_ERR_INVALID_ARGUMENT, {c_string(message)})"
+        n = 1 if spec.scalar_updates else spec.batch * spec.count * spec.inner
+        guard = [
+            f"for (int64_t o = 0; o < {n}; ++o) {{",
+            f"    if ({condition.format(b='u[o]')}) return {error};",
+            "}",
+        ]
+    return "scatter_nd", data | {"init": init, "guard": guard, "update": f"y[at + j] = {update};"}
+
+
+def order_kernel(kernel: Kernel) -> KernelTemplate:
+    """sort, search_sorted, invert_permutation: rows of values, and how two compare."""
+    spec: OrderSpec = kernel.spec
+    return kernel.template, {
+        "ctype": spec.dtype.c_type,
+        "index_ctype": spec.index_dtype.c_type,
+        "rows": spec.rows,
+        "n": spec.n,
+        "m": spec.m,
+        "before": spec.before.format(u="u", v="v"),
+    }
+
+
+def reverse_sequence_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: SequenceSpec = kernel.spec
+    return "reverse_sequence", dict(spec.__dict__)
+
+
 def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     spec: ScanSpec = kernel.spec
     messages = {k: c_string(v) for k, v in spec.values.items()}
     return "check_numerics", {"count": spec.count, **messages}
+
+
+def check_predicate_kernel(kernel: Kernel) -> KernelTemplate:
+    return "check_predicate", {"message": c_string(kernel.spec.values["message"])}
 
 
 def random_kernel(kernel: Kernel) -> KernelTemplate:
@@ -306,6 +428,76 @@ def random_int_kernel(kernel: Kernel) -> KernelTemplate:
         "count": c_literal(spec.count, _dt.int64),
         **spec.values,
     }
+
+
+def sampling_kernel(kernel: Kernel) -> KernelTemplate:
+    """random_shuffle, multinomial, random_gamma, random_poisson: the sizes and expressions the
+    spec carries, as literals."""
+    spec: ScanSpec = kernel.spec
+    data = {"ctype": spec.dtype.c_type, "count": c_literal(spec.count, _dt.int64)}
+    return kernel.template, data | spec.values
+
+
+_TEXT_ELEMENT = {"float32": "tfc_text_f32", "float64": "tfc_text_f64", "int32": "tfc_text_i32",
+                 "int64": "tfc_text_i64", "bool": "tfc_text_bool"}  # fmt: skip
+
+
+def _text_lines(spec: TextSpec) -> list[str]:
+    """Statements writing `spec`'s parts to a tfc_text `t` (runtime tfc_text.h)."""
+    lines = []
+    summarize = f"tfc_text_{spec.style}"
+    pending = ""  # literal text, written in one call up to the next tensor
+    for part in spec.parts:
+        if not part.param:
+            pending += part.text
+            continue
+        if pending:
+            lines.append(f"    tfc_text_puts(&t, {c_string(pending)});")
+            pending = ""
+        assert part.dtype is not None
+        rank, count = len(part.shape), num_elements(part.shape)
+        shape = "NULL"
+        if rank:
+            dims = ", ".join(str(d) for d in part.shape)
+            lines.append(f"    {{ static const int64_t shape[{rank}] = {{{dims}}};")
+            shape = "shape"
+        call = (
+            f"{summarize}(&t, {part.param}, {_TEXT_ELEMENT[part.dtype.name]}, {shape}, {rank}, "
+            f"{count}, {spec.summarize});"
+        )
+        lines.append(f"    {call}" + (" }" if rank else ""))
+    if pending:
+        lines.append(f"    tfc_text_puts(&t, {c_string(pending)});")
+    return lines
+
+
+def print_kernel(kernel: Kernel) -> KernelTemplate:
+    """tf.Print and tf.print: the text written to a stream, the first `first_n` runs only."""
+    spec: TextSpec = kernel.spec
+    body = []
+    if spec.first_n >= 0:  # TF counts per kernel instance: here, per loaded program
+        body += [
+            "    static int64_t runs = 0;",
+            f"    if (runs >= {spec.first_n}) return;",
+            "    ++runs;",
+        ]
+    body += ["    char buf[1024];", f"    tfc_text t = {{buf, sizeof buf, 0, {spec.stream}}};"]
+    body += _text_lines(spec)
+    body.append("    tfc_text_flush(&t);")
+    return "body", {"body": body}
+
+
+def assert_kernel(kernel: Kernel) -> KernelTemplate:
+    """tf.Assert: nothing while the condition holds; else the run fails with the text."""
+    spec: TextSpec = kernel.spec
+    body = [
+        "    if (cond[0]) return TFC_OK;",
+        "    if (err == NULL || err->msg == NULL) return TFC_ERR_INVALID_ARGUMENT;",
+        "    tfc_text t = {err->msg, err->cap, 0, 0};",
+        *_text_lines(spec),
+        "    return TFC_ERR_INVALID_ARGUMENT;",
+    ]
+    return "body", {"body": body}
 
 
 def _strided(terms: list[tuple[str, int]]) -> str:
@@ -469,10 +661,20 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "gather": index_kernel,
     "segment_sum": index_kernel,
     "one_hot": one_hot_kernel,
+    "gather_nd": nd_index_kernel,
+    "scatter_nd": nd_index_kernel,
+    "sort": order_kernel,
+    "search_sorted": order_kernel,
+    "invert_permutation": order_kernel,
+    "reverse_sequence": reverse_sequence_kernel,
     "check_numerics": check_numerics_kernel,
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
+    "random_shuffle": sampling_kernel,
+    "multinomial": sampling_kernel,
+    "random_gamma": sampling_kernel,
+    "random_poisson": sampling_kernel,
     "cumulative": cumulative_kernel,
     "range": range_kernel,
     "segment_reduce": segment_kernel,
@@ -480,6 +682,14 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "bincount": segment_kernel,
     "linalg": linalg_kernel,
     "band_part": band_part_kernel,
+    "print": print_kernel,
+    "assert": assert_kernel,
+    "check_predicate": check_predicate_kernel,
+    "ta_write": rows_kernel,
+    "ta_read": rows_kernel,
+    "ta_put_rows": rows_kernel,
+    "ta_size": rows_kernel,
+    "ta_stack_check": rows_kernel,
 }
 
 

@@ -36,7 +36,9 @@ from tfc.ops.kernels import (
     Kernel,
     LoopSpec,
     MatrixSpec,
+    NdIndexSpec,
     ReduceSpec,
+    ScanSpec,
     WindowSpec,
     c_string,
 )
@@ -132,6 +134,8 @@ def window_kernel(kernel: Kernel) -> KernelTemplate:
     g = spec.geometry
     if spec.over == "output":
         bounds, names = [g.batch, g.out_h, g.out_w, g.out_c], ["n", "oh", "ow", "c"]
+    elif spec.over == "filter":  # a filter per channel: [k_h, k_w, channels]
+        bounds, names = [g.k_h, g.k_w, g.out_c], ["kh", "kw", "c"]
     else:
         bounds, names = [g.batch, g.in_h, g.in_w, g.in_c], ["n", "ih", "iw", "c"]
     data = c.window_data(spec)
@@ -388,6 +392,47 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
     return "conv2d_gemm_chunked", data
 
 
+# -- indexing, searching, sampling: a thread per independent output ----------------------------
+def gather_nd_kernel(kernel: Kernel) -> KernelTemplate | None:
+    """A thread per output element, the C kernel's sizes and message. With nothing to copy
+    (inner slices of 0 values) only the tuples are checked: the C kernel's serial check."""
+    spec: NdIndexSpec = kernel.spec
+    if spec.inner == 0:
+        return None
+    _, data = c.nd_index_kernel(kernel)
+    message = {
+        "lead": c.c_list(spec.lead),
+        "lead_len": max(len(spec.lead), 1),
+        "lead_rank": len(spec.lead),
+        "shape": c.c_list(spec.shape),
+        "shape_len": max(len(spec.shape), 1),
+        "rank": len(spec.shape),
+        "what": c_string(spec.shape_what),
+    }
+    return "gather_nd", data | message | grid(spec.batch * spec.count * spec.inner)
+
+
+def reverse_sequence_kernel(kernel: Kernel) -> KernelTemplate:
+    _, data = c.reverse_sequence_kernel(kernel)
+    return "reverse_sequence", data | grid(kernel.spec.total)
+
+
+def search_sorted_kernel(kernel: Kernel) -> KernelTemplate:
+    _, data = c.order_kernel(kernel)
+    return "search_sorted", data | grid(kernel.spec.rows * kernel.spec.m)
+
+
+def per_output_sample_kernel(kernel: Kernel) -> KernelTemplate:
+    """RandomGamma, RandomPoissonV2: each output's stream starts 256 blocks past the previous
+    output's, so every output is a thread of its own."""
+    spec: ScanSpec = kernel.spec
+    _, data = c.sampling_kernel(kernel)
+    data["what"] = {"random_gamma": "RandomGamma", "random_poisson": "RandomPoisson"}[
+        kernel.template
+    ]
+    return "per_output_sample", data | grid(spec.count)
+
+
 # -- linear algebra: a thread per matrix ----------------------------------------------------------
 # threads per block of the linalg kernels: each thread factors a whole matrix, so small blocks
 # spread a batch over more multiprocessors
@@ -511,6 +556,11 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "in_top_k": rows_kernel,
     "conv2d": conv_kernel,
     "fused": fusion.cuda_fused,
+    "gather_nd": gather_nd_kernel,
+    "reverse_sequence": reverse_sequence_kernel,
+    "search_sorted": search_sorted_kernel,
+    "random_gamma": per_output_sample_kernel,
+    "random_poisson": per_output_sample_kernel,
     "cumulative": cumulative_kernel,
     "range": range_kernel,
     "linalg": linalg_kernel,

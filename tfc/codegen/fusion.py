@@ -141,7 +141,7 @@ def _params(spec: FusedSpec) -> list[Param]:
             if kind == "ref":
                 params.append(Param(f"r{refs}", dtype.c_type, False, f"in{node_index}"))
                 refs += 1
-            elif kind == "scalar":
+            elif kind in ("scalar", "step"):
                 used.add(node_index)
             node_index += kind != "dense"
     params += [Param(f"x{k}", spec.in_dtypes[k].c_type, True, f"in{k}") for k in sorted(used)]

@@ -11,7 +11,9 @@ Fusion nodes are lowered by tfc/codegen/fusion.py, every other node by its op's 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph
 from tfc.ir.program import FeedSpec
 from tfc.ir.tensor_shape import num_elements, shape_str
+from tfc.ops.functional import if_layout, while_layout
 from tfc.ops.fusion import describe_members, is_fusion
 from tfc.ops.kernels import Kernel, c_initializer
 from tfc.ops.registry import OpContext, get_opdef
@@ -45,6 +48,7 @@ class FetchCopy:
     slot: int  # the index in outputs
     source: str  # the pointer expression of the buffer
     nbytes: int
+    target: str = ""  # the pointer expression of the output slot (default: outputs[slot])
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Step:
     comment: list[str]  # lines naming the graph node (and the ops a fused node computes)
     kernels: list[BoundKernel]
     copies: list[FetchCopy]  # fetched values that live in another buffer
+    # an If or While: its nested graphs' steps and what runs around them (IfStep, WhileStep)
+    control: Any = None
 
 
 @dataclass
@@ -69,9 +75,11 @@ class Slot:
     """A state pointer the caller passes: a variable's buffer or a random op's stream state."""
 
     kind: str  # "var" or "rng"
-    name: str  # the variable's or the random op's node name
+    name: str  # the variable's or the random op's node name (in a loop body, maybe)
     dtype: _dt.DType
     shape: tuple[int, ...]
+    seed: int = 0  # a random op's seeds (0, 0: a fresh stream per session)
+    seed2: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,40 +111,154 @@ def lower_program(
     graph: Graph, name: str = "program", prefix: str = "tfc_", local_prefix: str = ""
 ) -> LoweredProgram:
     attrs = graph.graph_attrs
-    schedule = attrs["schedule"]
-    storage = {(n, i): s for n in schedule for i, s in enumerate(graph.node(n)["storage"])}
+    lowering = _Lowering(graph, local_prefix)
+    top = Binding(
+        arena=0,
+        feed=lambda i, t: f"(const {t} *)inputs[{i}]",
+        feed_base={},
+        output=lambda j, t: f"({t} *)outputs[{j}]",
+        output_base={j: f"outputs[{j}]" for j in range(len(attrs["fetches"]))},
+    )
+    steps = lowering.steps(graph, top)
+    storage = _storage(graph)
+    fetch_slots = _fetch_slots(graph)
+    read_first, written = _variable_effects(graph, attrs["schedule"], storage, fetch_slots)
+    fetches = [
+        FetchSpec(
+            tuple(t), graph.node(t[0])["dtypes"][t[1]], tuple(graph.node(t[0])["shapes"][t[1]])
+        )
+        for t in attrs["fetches"]
+    ]
+    return LoweredProgram(
+        name=name,
+        prefix=prefix,
+        feeds=list(attrs["feeds"]),
+        fetches=fetches,
+        slots=lowering.slots,
+        consts=lowering.constants.arrays,
+        external_consts=lowering.constants.external,
+        steps=steps,
+        arena_bytes=attrs["arena_bytes"],
+        vars_read_first=read_first,
+        vars_written=written,
+        local_prefix=local_prefix,
+    )
 
-    slots: list[Slot] = []
-    slot_index: dict[tuple[str, str], int] = {}
-    for n in schedule:
-        node = graph.node(n)
-        if node["op"] == "VariableV2":
-            slot_index[("var", n)] = len(slots)
-            slots.append(Slot("var", n, node["dtypes"][0], tuple(node["shapes"][0])))
-        elif get_opdef(node["op"]).random:
-            slot_index[("rng", n)] = len(slots)
-            slots.append(Slot("rng", n, _dt.int64, (3,)))
 
-    constants = _Constants(graph, local_prefix)
+@dataclass
+class Binding:
+    """Where a graph's feeds, fetches and arena are in the generated code: the program's
+    (inputs[i], outputs[j], the arena), or, for a branch or loop body, buffers of the op that
+    holds it. `feed(i, ctype)` and `output(j, ctype)` spell typed pointers; `feed_base` and
+    `output_base` the untyped expression of each (a fetch copy names its target so, and a
+    fetch that already is its target's buffer is not copied)."""
 
-    def pointer(tensor: tuple[str, int], dtype: _dt.DType) -> str:
-        kind, value = storage[root_tensor(storage, tensor)]
-        t = dtype.c_type
-        if kind == "arena":
-            return f"({t} *)(arena + {value})"
-        if kind == "output":
-            return f"({t} *)outputs[{value}]"
-        if kind == "feed":
-            return f"(const {t} *)inputs[{value}]"
-        if kind == "var":
-            return f"({t} *)state[{slot_index[('var', value)]}]"
-        return constants.pointer(value)
+    arena: int  # where the graph's arena starts in the program's arena
+    feed: Callable[[int, str], str]
+    feed_base: dict[int, str]
+    output: Callable[[int, str], str]
+    output_base: dict[int, str]
 
-    fetch_slots: dict[tuple[str, int], list[int]] = {}  # a merged tensor may fill several
-    for j, t in enumerate(attrs["fetches"]):
-        fetch_slots.setdefault(tuple(t), []).append(j)
-    steps = []
-    for n in schedule:
+
+def _storage(graph: Graph) -> dict:
+    schedule = graph.graph_attrs["schedule"]
+    return {(n, i): s for n in schedule for i, s in enumerate(graph.node(n)["storage"])}
+
+
+def _fetch_slots(graph: Graph) -> dict[tuple[str, int], list[int]]:
+    slots: dict[tuple[str, int], list[int]] = {}  # a merged tensor may fill several
+    for j, t in enumerate(graph.graph_attrs["fetches"]):
+        slots.setdefault(tuple(t), []).append(j)
+    return slots
+
+
+def _buffer_key(where: tuple, binding: Binding) -> tuple:
+    """What identifies a buffer: its storage, or for a feed or fetch bound to a named buffer
+    (a loop variable's, which the body may write over in place) that buffer."""
+    kind, value = where
+    if kind == "feed" and value in binding.feed_base:
+        return ("buffer", binding.feed_base[value])
+    if kind == "output" and value in binding.output_base:
+        return ("buffer", binding.output_base[value])
+    return where
+
+
+class _Lowering:
+    """The state one program's lowering shares across its nested graphs: the state slots
+    (variables, random streams: those of loop bodies too), the constants, and names for the
+    variables the loops' code declares."""
+
+    def __init__(self, graph: Graph, local_prefix: str) -> None:
+        self.local_prefix = local_prefix
+        self.slots: list[Slot] = []
+        self.slot_index: dict[tuple[str, str], int] = {}
+        self.constants = _Constants(local_prefix)
+        self.loops = 0
+        self._collect_slots(graph)
+
+    def _collect_slots(self, graph: Graph) -> None:
+        for n in graph.graph_attrs["schedule"]:
+            node = graph.node(n)
+            if node["op"] == "VariableV2":
+                self.slot_index[("var", n)] = len(self.slots)
+                self.slots.append(Slot("var", n, node["dtypes"][0], tuple(node["shapes"][0])))
+            elif get_opdef(node["op"]).random:
+                self.slot_index[("rng", n)] = len(self.slots)
+                seeds = int(node["attrs"].get("seed", 0)), int(node["attrs"].get("seed2", 0))
+                self.slots.append(Slot("rng", n, _dt.int64, (3,), *seeds))
+            for key in get_opdef(node["op"]).subgraphs:
+                self._collect_slots(node["attrs"][key])
+
+    def fresh(self, kind: str) -> str:
+        """A new name for a C variable of the program's run function."""
+        self.loops += 1
+        return f"{self.local_prefix}{kind}{self.loops}"
+
+    def steps(self, graph: Graph, binding: Binding) -> list[Step]:
+        """The steps of a scheduled, memory-planned graph, its buffers where `binding` says."""
+        storage = _storage(graph)
+        fetch_slots = _fetch_slots(graph)
+
+        def pointer(tensor: tuple[str, int], dtype: _dt.DType) -> str:
+            kind, value = storage[root_tensor(storage, tensor)]
+            t = dtype.c_type
+            if kind == "arena":
+                return f"({t} *)(arena + {binding.arena + value})"
+            if kind == "output":
+                return binding.output(value, t)
+            if kind == "feed":
+                return binding.feed(value, t)
+            if kind == "var":
+                return f"({t} *)state[{self.slot_index[('var', value)]}]"
+            return self.constants.pointer(graph, value)
+
+        steps = []
+        for n in graph.graph_attrs["schedule"]:
+            node = graph.node(n)
+            inputs = graph.input_edges(n)
+            opdef = get_opdef(node["op"])
+            control = None
+            bound = []
+            if opdef.subgraphs:
+                control = lower_control(self, graph, n, pointer, binding)
+            else:
+                bound = self._kernels(graph, n, pointer, storage, binding)
+            copies = []
+            for out, dtype in enumerate(node["dtypes"]):
+                nbytes = num_elements(node["shapes"][out]) * dtype.size
+                root = storage[root_tensor(storage, (n, out))]
+                for j in fetch_slots.get((n, out), []):
+                    if not nbytes or storage[(n, out)] == ("output", j):
+                        continue
+                    target = binding.output_base[j]
+                    if root[0] == "feed" and binding.feed_base.get(root[1]) == target:
+                        continue  # a loop variable the body updated in its own buffer
+                    copies.append(FetchCopy(j, pointer((n, out), dtype), nbytes, target))
+            comment = _comment(graph, n, inputs)
+            steps.append(Step(n, node["op"], comment, bound, copies, control))
+        return steps
+
+    def _kernels(self, graph, n, pointer, storage, binding) -> list[BoundKernel]:
         node = graph.node(n)
         inputs = graph.input_edges(n)
         ctx = OpContext.for_node(graph, n)
@@ -152,12 +274,12 @@ def lower_program(
             args, buffers = [], []
             for p in kernel.params:
                 if p.buf == "state":
-                    expr = f"(uint64_t *)state[{slot_index[('rng', n)]}]"
+                    expr = f"(uint64_t *)state[{self.slot_index[('rng', n)]}]"
                     buffers.append(("rng", n))
                 elif p.buf == "scratch":
                     if not isinstance(node.get("scratch"), int):
                         raise ValueError(f"kernel of '{n}' uses scratch memory the plan lacks")
-                    expr = f"({p.ctype} *)(arena + {node['scratch']})"
+                    expr = f"({p.ctype} *)(arena + {binding.arena + node['scratch']})"
                     buffers.append(("scratch", n))
                 else:
                     m = _BUF.fullmatch(p.buf)
@@ -168,56 +290,28 @@ def lower_program(
                     dtype = graph.node(tensor[0])["dtypes"][tensor[1]]
                     expr = pointer(tensor, dtype)
                     # by storage, not by tensor: an in-place output shares its input's offset
-                    buffers.append(storage[root_tensor(storage, tensor)])
+                    buffers.append(_buffer_key(storage[root_tensor(storage, tensor)], binding))
                 args.append(f"{expr} + {p.offset}" if p.offset else expr)
             written = {b for b, p in zip(buffers, kernel.params) if not p.const}
             aliased = any(buffers.count(b) > 1 for b in written)
             bound.append(BoundKernel(kernel, args, restrict=not aliased))
-        copies = []
-        for out, dtype in enumerate(node["dtypes"]):
-            nbytes = num_elements(node["shapes"][out]) * dtype.size
-            for j in fetch_slots.get((n, out), []):
-                if nbytes and storage[(n, out)] != ("output", j):
-                    copies.append(FetchCopy(j, pointer((n, out), dtype), nbytes))
-        steps.append(Step(n, node["op"], _comment(graph, n, inputs), bound, copies))
-
-    read_first, written = _variable_effects(graph, schedule, storage, fetch_slots)
-    fetches = [
-        FetchSpec(
-            tuple(t), graph.node(t[0])["dtypes"][t[1]], tuple(graph.node(t[0])["shapes"][t[1]])
-        )
-        for t in attrs["fetches"]
-    ]
-    return LoweredProgram(
-        name=name,
-        prefix=prefix,
-        feeds=list(attrs["feeds"]),
-        fetches=fetches,
-        slots=slots,
-        consts=constants.arrays,
-        external_consts=constants.external,
-        steps=steps,
-        arena_bytes=attrs["arena_bytes"],
-        vars_read_first=read_first,
-        vars_written=written,
-        local_prefix=local_prefix,
-    )
+        return bound
 
 
 class _Constants:
     """Constants as the kernels reference them: small ones become static arrays in the source,
     large ones are passed in by the caller. Only constants something reads are emitted."""
 
-    def __init__(self, graph: Graph, local_prefix: str = "") -> None:
-        self.graph = graph
+    def __init__(self, local_prefix: str = "") -> None:
         self.local_prefix = local_prefix
         self.arrays: list[ConstArray] = []
         self.external: list[np.ndarray] = []
-        self._pointers: dict[str, str] = {}
+        self._pointers: dict[tuple[int, str], str] = {}
 
-    def pointer(self, node_name: str) -> str:
-        if node_name not in self._pointers:
-            node = self.graph.node(node_name)
+    def pointer(self, graph: Graph, node_name: str) -> str:
+        key = (id(graph), node_name)  # a loop body's constant may share a name with another's
+        if key not in self._pointers:
+            node = graph.node(node_name)
             value, dtype = node["attrs"]["value"], node["dtypes"][0]
             if value.size == 0:
                 ptr = "NULL"
@@ -229,8 +323,8 @@ class _Constants:
             else:
                 ptr = f"(const {dtype.c_type} *)consts[{len(self.external)}]"
                 self.external.append(np.ascontiguousarray(value, dtype=dtype.np))
-            self._pointers[node_name] = ptr
-        return self._pointers[node_name]
+            self._pointers[key] = ptr
+        return self._pointers[key]
 
 
 def _variable_effects(graph, schedule, storage, fetch_slots) -> tuple[list[str], list[str]]:
@@ -270,3 +364,133 @@ def _comment(graph: Graph, name: str, inputs: list) -> list[str]:
     if is_fusion(node["op"]):  # and one line per op the fused kernel computes
         lines += describe_members(node["attrs"], [f"{s}:{i}" for s, i in inputs])
     return [line.replace("*/", "* /") for line in lines]
+
+
+# -- If and While: the steps of their nested graphs, and the code around them -----------------
+@dataclass
+class Carried:
+    """A value an If or While carries: copied from `source` (the op's input) into `buffer` (the
+    op's output) before its nested graphs run; they see it through the C variable `current`.
+    A double-buffered loop variable's body writes its next value to `second` (a C variable
+    starting at `second_buffer`) and the two swap after each iteration."""
+
+    nbytes: int
+    source: str
+    buffer: str
+    current: str
+    mode: str  # "alias", "direct", "double" (tfc.passes.memory.carried_modes); If: "alias"
+    second: str | None = None
+    second_buffer: str | None = None
+
+
+@dataclass
+class WhileStep:
+    """A While as the code around its nested graphs' steps (tfc/codegen/control_flow.py)."""
+
+    counter: str  # the C variable counting iterations
+    carried: list[Carried]
+    # accumulators (pointer, bytes of a row, rows): the rows no iteration wrote are cleared
+    zeroed: list[tuple[str, int, int]]
+    limit: str | None  # pointer to maximum_iterations (int32), when given
+    bound: int | None  # the static bound, enforced when values are accumulated
+    cond: list[Step]
+    predicate: str  # pointer to the condition's result (bool)
+    body: list[Step]
+    count: str  # pointer to the iteration count output (int32)
+
+
+@dataclass
+class IfStep:
+    predicate: str  # pointer to the If's predicate (bool)
+    carried: list[Carried]
+    then: list[Step]
+    other: list[Step]
+
+
+def _nbytes(graph: Graph, tensor: tuple[str, int]) -> int:
+    node = graph.node(tensor[0])
+    return num_elements(node["shapes"][tensor[1]]) * node["dtypes"][tensor[1]].size
+
+
+def lower_control(
+    low: _Lowering,
+    graph: Graph,
+    name: str,
+    pointer: Callable[[tuple[str, int], _dt.DType], str],
+    binding: Binding,
+) -> WhileStep | IfStep:
+    """The step of If or While `name`: its nested graphs lowered into its scratch memory, its
+    feeds and fetches bound to its inputs, outputs and carried buffers."""
+    node = graph.node(name)
+    attrs = node["attrs"]
+    inputs = graph.input_edges(name)
+    align = int(graph.graph_attrs.get("arena_align", 64))
+    ins = [pointer(t, graph.node(t[0])["dtypes"][t[1]]) for t in inputs]
+    outs = [pointer((name, j), d) for j, d in enumerate(node["dtypes"])]
+    scratch = binding.arena + int(node.get("scratch") or 0)
+    v = low.fresh("w" if node["op"] == "While" else "c")
+
+    def carried_value(j: int, source: str, out: int, mode: str, second: int | None) -> Carried:
+        return Carried(
+            nbytes=_nbytes(graph, (name, out)), source=source, buffer=outs[out],
+            current=f"{v}_v{j}", mode=mode,
+            second=None if second is None else f"{v}_n{j}",
+            second_buffer=None if second is None else f"(char *)(arena + {scratch + second})",
+        )  # fmt: skip
+
+    def binding_for(
+        carried: list[Carried], captures: dict[int, str], arena: int, outputs: dict[int, str]
+    ) -> Binding:
+        feed_base = {k: c.current for k, c in enumerate(carried)}
+
+        def feed(i: int, t: str) -> str:
+            if i in feed_base:
+                return f"({t} *){feed_base[i]}"
+            return f"(const {t} *)({captures[i]})"
+
+        return Binding(
+            arena=arena,
+            feed=feed,
+            feed_base=feed_base,
+            output=lambda j, t: f"({t} *)({outputs[j]})",
+            output_base=outputs,
+        )
+
+    if node["op"] == "While":
+        layout = while_layout(attrs, node["dtypes"], node["shapes"], align)
+        n_lv = attrs["loop_vars"]
+        modes = attrs["body"].graph_attrs["carried"]
+        carried = [
+            carried_value(j, ins[j], j, modes[j], layout.next_buffers.get(j)) for j in range(n_lv)
+        ]
+        captures = {i: ins[i] for i in range(n_lv, len(inputs))}
+        arena = scratch + layout.arena
+        predicate = f"(arena + {scratch + layout.predicate})"
+        cond = low.steps(attrs["cond"], binding_for(carried, captures, arena, {0: predicate}))
+        counter = f"{v}_i"
+        body_outputs = {j: c.second or c.current for j, c in enumerate(carried)}
+        zeroed = []
+        for a, out in enumerate(range(n_lv + 1, len(outs))):
+            rows = node["shapes"][out][0]
+            row = _nbytes(graph, (name, out)) // max(rows, 1)
+            body_outputs[n_lv + a] = f"((char *){outs[out]} + {counter} * {row})"
+            zeroed.append((outs[out], row, rows))
+        body = low.steps(attrs["body"], binding_for(carried, captures, arena, body_outputs))
+        return WhileStep(
+            counter=counter, carried=carried, zeroed=zeroed,
+            limit=ins[-1] if attrs["maximum_iterations"] else None,
+            bound=attrs.get("bound") if zeroed else None,
+            cond=cond, predicate=predicate, body=body, count=outs[n_lv],
+        )  # fmt: skip
+    layout = if_layout(attrs, align)
+    results, n_carried = attrs["results"], attrs["carried"]
+    carried = [carried_value(k, ins[1 + k], results + k, "alias", None) for k in range(n_carried)]
+    captures = {i: ins[1 + i] for i in range(n_carried, len(inputs) - 1)}
+    outputs = {j: outs[j] for j in range(len(outs))}
+    outputs.update({results + k: c.current for k, c in enumerate(carried)})
+    arena = scratch + layout.arena
+    branches = [
+        low.steps(attrs[key], binding_for(carried, captures, arena, outputs))
+        for key in ("then_branch", "else_branch")
+    ]
+    return IfStep(predicate=ins[0], carried=carried, then=branches[0], other=branches[1])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tfc.codegen.lower import LoweredProgram
+from tfc.codegen.lower import LoweredProgram, WhileStep
 from tfc.ir.graph import Graph
 from tfc.ops.flops import elements, elementwise_flops
 from tfc.ops.registry import OpContext, get_opdef
@@ -143,9 +143,36 @@ def node_flops(graph: Graph, name: str) -> int | None:
 
 
 def estimate_cost(graph: Graph, program: LoweredProgram) -> CostEstimate:
-    """FLOPs and bytes moved by one run of a lowered program: over the nodes that run kernels."""
-    flops, moved, by_type, no_rule = 0, 0, {}, set()
-    for step in program.steps:
+    """FLOPs and bytes moved by one run of a lowered program: over the nodes that run kernels;
+    a loop's body and condition as often as its iteration bound allows (once when it has none
+    known), a conditional's costlier branch."""
+    cost = CostEstimate(0, 0, {}, [])
+    no_rule: set[str] = set()
+    _add_cost(cost, no_rule, graph, program.steps, 1)
+    cost.no_rule = sorted(no_rule)
+    return cost
+
+
+def _add_cost(cost: CostEstimate, no_rule: set, graph: Graph, steps: list, times: int) -> None:
+    for step in steps:
+        if step.control is not None:
+            attrs = graph.node(step.node)["attrs"]
+            if isinstance(step.control, WhileStep):
+                n = times * (attrs.get("bound") or 1)
+                _add_cost(cost, no_rule, attrs["cond"], step.control.cond, n)
+                _add_cost(cost, no_rule, attrs["body"], step.control.body, n)
+            else:
+                branches = []
+                for key, nested in (("then_branch", step.control.then),
+                                    ("else_branch", step.control.other)):  # fmt: skip
+                    part = CostEstimate(0, 0, {}, [])
+                    _add_cost(part, no_rule, attrs[key], nested, times)
+                    branches.append(part)
+                part = max(branches, key=lambda c: c.flops)
+                cost.flops += part.flops
+                cost.bytes_moved += part.bytes_moved
+                for t, f in part.flops_by_type.items():
+                    cost.flops_by_type[t] = cost.flops_by_type.get(t, 0) + f
         if not step.kernels:
             continue
         ctx = OpContext.for_node(graph, step.node)
@@ -153,15 +180,27 @@ def estimate_cost(graph: Graph, program: LoweredProgram) -> CostEstimate:
         if n is None:
             no_rule.add(step.op)
             n = FALLBACK_FLOPS_PER_ELEMENT * sum(elements(s) for s in ctx.out_shapes)
-        flops += n
-        by_type[step.op] = by_type.get(step.op, 0) + n
+        cost.flops += n * times
+        cost.flops_by_type[step.op] = cost.flops_by_type.get(step.op, 0) + n * times
         for dtype, shape in [
             *zip(ctx.in_dtypes, ctx.in_shapes),
             *zip(ctx.out_dtypes, ctx.out_shapes),
         ]:
-            moved += elements(shape) * dtype.size
-    return CostEstimate(flops, moved, by_type, sorted(no_rule))
+            cost.bytes_moved += elements(shape) * dtype.size * times
 
 
 def kernel_count(program: LoweredProgram) -> int:
-    return sum(len(step.kernels) for step in program.steps)
+    """Kernels in the program's code (a loop body's and each branch's counted once)."""
+    return _kernels_in(program.steps)
+
+
+def _kernels_in(steps: list) -> int:
+    count = 0
+    for step in steps:
+        count += len(step.kernels)
+        control = step.control
+        if isinstance(control, WhileStep):
+            count += _kernels_in(control.cond) + _kernels_in(control.body)
+        elif control is not None:
+            count += _kernels_in(control.then) + _kernels_in(control.other)
+    return count

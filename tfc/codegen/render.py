@@ -18,7 +18,8 @@ from pathlib import Path
 
 import jinja2
 
-from tfc.codegen.lower import LoweredProgram
+from tfc.codegen.control_flow import control_lines
+from tfc.codegen.lower import LoweredProgram, Step
 from tfc.codegen.targets import C, Target
 from tfc.ir.tensor_shape import num_elements
 from tfc.ops.kernels import Kernel, c_string
@@ -114,8 +115,11 @@ def render_program(
     names: dict[str, str] = {}
     steps = []
     timed: list[str] = []  # the profile table's labels, one per timed step
-    for step in program.steps:
+
+    def step_lines(step: Step) -> list[str]:
         lines = []
+        if step.control is not None:
+            lines += control_lines(step.control, target, nested_lines)
         for bound in step.kernels:
             text = render_kernel(bound.kernel, target, restrict=bound.restrict)
             name = names.setdefault(text, f"{program.local_prefix}k{len(names)}")
@@ -128,9 +132,22 @@ def render_program(
             else:
                 lines.append(f"{name}({', '.join(bound.args)});")
         lines.extend(
-            f"{target.copy_function}(outputs[{c.slot}], {c.source}, {c.nbytes});"
+            f"{target.copy_function}({c.target or f'outputs[{c.slot}]'}, {c.source}, {c.nbytes});"
             for c in step.copies
         )
+        return lines
+
+    def nested_lines(nested: list[Step]) -> list[str]:
+        """The steps of a branch or loop body, each with its comment."""
+        out = []
+        for step in nested:
+            lines = step_lines(step)
+            if lines:
+                out += [f"/* {line} */" for line in step.comment] + lines
+        return out
+
+    for step in program.steps:
+        lines = step_lines(step)
         if profile and lines:
             lines = [
                 "tfc_prof_t = tfc_prof_now();",

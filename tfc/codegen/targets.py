@@ -40,6 +40,12 @@ class Target:
     fail_arg: str = "err"
     fail_call: str = "if ((rc = {name}({args})) != TFC_OK) return tfc_fail_at(err, rc, {node});"
     copy_function: str = "memcpy"  # copies fetched values that live in another buffer
+    # control flow (tfc/codegen/control_flow.py): reading a predicate and an int32 count where
+    # the program keeps them, storing a count, clearing a buffer
+    flag_read: str = "(*(const bool *)({ptr}))"
+    int_read: str = "(*(const int32_t *)({ptr}))"
+    int_store: str = "*(int32_t *)({ptr}) = (int32_t){value};"
+    zero_function: str = "memset"
     profiles: bool = True  # whether the TFC_PROFILE build exists for this target
     # whether the fuse pass may put a MatMul in a group, and one whose product only a block of
     # rows in scratch memory holds: the C kernel computes the rows inside its loop nest; a CUDA
@@ -79,6 +85,10 @@ CUDA = Target(
     fail_arg="{site}",
     fail_call="{name}({args});",
     copy_function="tfc_cuda_memcpy",
+    flag_read="tfc_cuda_flag({ptr})",
+    int_read="tfc_cuda_read_i32({ptr})",
+    int_store="tfc_cuda_store_i32({ptr}, (int32_t){value});",
+    zero_function="tfc_cuda_memset",
     profiles=False,
     fuse_row_scratch=False,
 )

@@ -182,7 +182,10 @@ def _to_array(value: Any, path: str, what: str) -> np.ndarray:
         raise TypeError(f"{what}: component {path} is None")
     try:
         dtype = _dt.infer_dtype(value)
-        array = np.array(value, dtype=dtype.np, order="C", copy=True)
+        if dtype.is_string:  # bytes objects, whatever text type the value holds
+            array = _dt.string_array(value)
+        else:
+            array = np.array(value, dtype=dtype.np, order="C", copy=True)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{what}: cannot convert component {path} to a tensor: {e}") from None
     array.setflags(write=False)  # blocks are views of it: nothing may change it afterwards

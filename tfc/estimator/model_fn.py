@@ -70,7 +70,7 @@ class EstimatorSpec(
     tensors). `eval_metric_ops` maps names to (value, update_op) pairs as tf.metrics returns
     them. `export_outputs` maps signature names to ExportOutputs (PredictOutput of the
     predictions by default). The hooks are SessionRunHooks run by train, evaluate and
-    predict; tfc has no Scaffold, so `scaffold` must be None.
+    predict; tfc's Estimator takes no Scaffold, so `scaffold` must be None.
     """
 
     def __new__(
@@ -126,7 +126,10 @@ class EstimatorSpec(
             _check_graph_element(pair[1], f"eval_metric_ops[{key}][1]")
         export_outputs = _export_outputs(mode, predictions, export_outputs)
         if scaffold is not None:
-            raise NotImplementedError("tfc has no tf.train.Scaffold: EstimatorSpec(scaffold=None)")
+            raise NotImplementedError(
+                "tfc's Estimator initializes, restores and saves the model itself, without a "
+                "tf.train.Scaffold: EstimatorSpec(scaffold=None)"
+            )
         return super().__new__(
             cls,
             mode,

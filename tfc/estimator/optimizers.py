@@ -28,15 +28,7 @@ def get_optimizer_instance(spec: Any, learning_rate: float | None = None) -> Opt
             )
         if learning_rate is None:
             raise ValueError(f"learning_rate must be specified when opt is string: {spec}")
-        cls = getattr(train, _CLASS_NAMES[spec], None)
-        if cls is None:
-            raise NotImplementedError(
-                f"optimizer '{spec}' is tf.train.{_CLASS_NAMES[spec]}, which tfc does not have "
-                f"yet; pass another optimizer (one of "
-                f"{sorted(k for k, v in _CLASS_NAMES.items() if hasattr(train, v))}, or an "
-                "Optimizer instance)"
-            )
-        return cls(learning_rate=learning_rate)
+        return getattr(train, _CLASS_NAMES[spec])(learning_rate=learning_rate)
     if callable(spec) and not isinstance(spec, Optimizer):
         spec = spec()
     if not isinstance(spec, Optimizer):

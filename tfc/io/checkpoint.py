@@ -3,10 +3,10 @@
 tfc writes a checkpoint as one safetensors file, its whole header validated before any tensor
 is read: tfc/io/safetensors.py holds the format (writing, and the header rules shared with the
 C runtime), tfc/io/atomic_write.py the atomic writes, tfc/io/checkpoint_state.py the
-directory's `checkpoint` state file. It also reads TensorFlow's V2 checkpoints (`.index` +
-`.data-*`, tfc/io/tensor_bundle.py): `find_checkpoint` tells which format a path names and
-`open_checkpoint` opens either behind the same reader interface. Their public names are
-re-exported here.
+directory's `checkpoint` state file, tfc/io/checkpoint_cleanup.py what interrupted saves leave.
+It also reads TensorFlow's V2 checkpoints (`.index` + `.data-*`, tfc/io/tensor_bundle.py):
+`find_checkpoint` tells which format a path names and `open_checkpoint` opens either behind the
+same reader interface. Their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tfc.io.atomic_write import write_file_atomically
+from tfc.io.checkpoint_cleanup import clean_checkpoint_directory
 from tfc.io.checkpoint_state import CheckpointState, format_checkpoint_state, parse_checkpoint_state
 from tfc.io.pread import read_at
 from tfc.io.safetensors import (
@@ -47,6 +48,7 @@ __all__ = [
     "write_safetensors",
     "read_safetensors",
     "write_file_atomically",
+    "clean_checkpoint_directory",
     "CheckpointState",
     "parse_checkpoint_state",
     "format_checkpoint_state",

@@ -16,7 +16,7 @@ class DType:
         self.tf_name = tf_name  # how TensorFlow's error messages spell it ("float", "double")
         self.np = np.dtype(np_type)
         self.c_type = c_type
-        self.kind = kind  # "f" floating, "i" signed integer, "b" bool
+        self.kind = kind  # "f" floating, "i" signed integer, "b" bool, "s" string
         self.size = self.np.itemsize
 
     @property
@@ -38,6 +38,10 @@ class DType:
     @property
     def is_bool(self) -> bool:
         return self.kind == "b"
+
+    @property
+    def is_string(self) -> bool:
+        return self.kind == "s"
 
     @property
     def min(self) -> Any:
@@ -62,7 +66,12 @@ bool_ = DType("bool", "bool", np.bool_, "bool", "b")
 float = float32  # noqa: A001  TF1 spells float32 both ways
 double = float64
 
-ALL = (float32, float64, int32, int64, bool_)
+# tf.string: byte strings of any length, held as NumPy object arrays of `bytes`. Native code has
+# no strings (generated code knows every buffer's size when it is compiled): the ops that read
+# or make strings run in Python, in a Session's Python stages (docs/host-ops.md).
+string = DType("string", "string", np.object_, "const char *", "s")
+
+ALL = (float32, float64, int32, int64, bool_, string)
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL} | {d.tf_name: d for d in ALL}
 
@@ -79,12 +88,16 @@ def as_dtype(value: Any) -> DType:
         return int32
     if value is builtins.float:
         return float32
+    if value in (str, bytes):
+        return string
     try:
         npd = np.dtype(value)
     except TypeError:
         npd = None
     if npd is not None and npd in _BY_NP:
         return _BY_NP[npd]
+    if npd is not None and npd.kind in "SU":  # NumPy's fixed-width strings
+        return string
     supported = ", ".join(d.name for d in ALL)
     raise TypeError(f"Cannot convert {value!r} to a tfc dtype; supported dtypes: {supported}")
 
@@ -99,7 +112,11 @@ def infer_dtype(value: Any) -> DType:
     arrays and scalars keep their own dtype. Nested lists take the widest kind they contain.
     """
     if isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype == np.object_:
+            return infer_dtype(value.ravel().tolist()) if value.size else string
         return as_dtype(value.dtype)
+    if isinstance(value, (str, bytes)):
+        return string
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
@@ -110,9 +127,35 @@ def infer_dtype(value: Any) -> DType:
         if not value:
             return float32
         kinds = [infer_dtype(v) for v in value]
+        if string in kinds:
+            return string
         for candidate in (float64, float32, int64, int32, bool_):
             if candidate in kinds:
                 if candidate in (int32, int64) and any(k.is_floating for k in kinds):
                     continue
                 return candidate
     raise TypeError(f"Cannot infer a tensor dtype from {value!r} of type {type(value).__name__}")
+
+
+def string_array(value: Any) -> np.ndarray:
+    """`value` as a tf.string tensor holds it: a NumPy object array of `bytes` (str encoded as
+    UTF-8, as TF1 does). Anything else in it raises TF's TypeError."""
+    array = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+    if array.dtype.kind in "SU":
+        array = array.astype(object)
+    elif array.dtype != np.object_:
+        raise TypeError(
+            f"Expected string, got {array.ravel()[0]!r} of type '{array.dtype.name}' instead."
+        )
+    out = np.empty(array.shape, dtype=object)
+    flat, source = out.reshape(-1), array.reshape(-1)
+    for i, item in enumerate(source):
+        if isinstance(item, bytes):
+            flat[i] = bytes(item)
+        elif isinstance(item, str):
+            flat[i] = item.encode("utf-8")
+        else:
+            raise TypeError(
+                f"Expected string, got {item!r} of type '{type(item).__name__}' instead."
+            )
+    return out

@@ -7,7 +7,8 @@ A node's line is
     name = Op(src:out, ..., ^control, ...) -> dtype[shape], ... {attr=value, ...}  [device]  @ where
 
 followed, one a line and indented, by the records of an attribute that holds a sequence of
-them (a fusion's members). `[device]` is left out where it is the graph's own (a partition's,
+them (a fusion's members), and by the text of each nested graph (a branch, a loop's cond and
+body: program_text, indented). `[device]` is left out where it is the graph's own (a partition's,
 graph_attrs["device"]). `@ where` is the storage the memory plan gave each output (arena
 offset, feed, output slot, variable, constant, or alias of another tensor). A Const's value is
 printed in full up to SHOWN_VALUES elements, otherwise summarized by its first and last ones.
@@ -44,6 +45,8 @@ def program_text(graph: Graph) -> str:
     lines = []
     if attrs.get("fetches"):
         lines.append("fetches: " + ", ".join(f"{n}:{i}" for n, i in attrs["fetches"]))
+    if attrs.get("carried"):  # a loop body's memory plan: how each loop variable is updated
+        lines.append("carried: " + ", ".join(attrs["carried"]))
     if attrs.get("targets"):
         lines.append("targets: " + ", ".join(attrs["targets"]))
     if attrs.get("device"):
@@ -61,7 +64,9 @@ def node_text(graph: Graph, name: str) -> str:
     ins += [f"^{c}" for c in graph.control_input_names(name)]
     inline, blocks = [], []
     for key, value in sorted(node["attrs"].items()):
-        if _is_records(value):
+        if isinstance(value, Graph):
+            blocks += [f"  {key}:", *(f"    {line}" for line in program_text(value).splitlines())]
+        elif _is_records(value):
             blocks += [f"  {key}:", *(f"    {_value_text(record)}" for record in value)]
         else:
             inline.append(f"{key}={_value_text(value)}")

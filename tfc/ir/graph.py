@@ -22,7 +22,7 @@ from typing import Any
 import networkx as nx
 
 from tfc.ir import dtypes as _dtypes
-from tfc.ir.device import merge_device
+from tfc.ir.device import DeviceSpec, merge_device
 from tfc.ir.tensor_shape import Shape, TensorShape, merge_shapes
 
 CONTROL = "ctrl"
@@ -44,11 +44,22 @@ class GraphKeys:
     BIASES = "biases"
     SUMMARIES = "summaries"
     INIT_OP = "init_op"
+    TABLE_INITIALIZERS = "table_initializer"
     VARIABLES = GLOBAL_VARIABLES
+    # what a tf.train.Scaffold takes from the graph when not given
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
 
 
 class Graph:
     """A TensorFlow-1-style graph. Ops are added by the functions of `tfc` (tf.add, ...)."""
+
+    # the graph this one is nested in (a branch or loop body: tfc.ir.subgraph.Subgraph), or None
+    outer: Graph | None = None
 
     def __init__(self) -> None:
         self.nx = nx.MultiDiGraph()
@@ -57,6 +68,7 @@ class Graph:
         self._control_stack: list[list[str] | None] = []
         self._device_stack: list[Any] = []
         self._colocation_stack: list[str] = []
+        self._gradient_overrides: dict[str, str] = {}
         self._collections: dict[str, list] = {}
         self._handles: dict[str, Operation] = {}
         self._next_id = 0
@@ -169,6 +181,21 @@ class Graph:
         g.graph_attrs = dict(self.graph_attrs)
         return g
 
+    @property
+    def root(self) -> Graph:
+        """The outermost graph: this one, or the one a nested graph is (transitively) inside."""
+        graph = self
+        while graph.outer is not None:
+            graph = graph.outer
+        return graph
+
+    def capture(self, tensor: Tensor) -> Tensor:
+        """`tensor` as a value of this graph. A plain graph holds only its own tensors; a nested
+        graph (tfc.ir.subgraph.Subgraph) makes tensors of the graphs around it its inputs."""
+        if tensor.graph is self:
+            return tensor
+        raise ValueError(f"Tensor {tensor.name} must be from the same graph as the op using it.")
+
     # -- names -----------------------------------------------------------------------------------
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """`name` inside the current name scope, suffixed _1, _2... if already taken."""
@@ -216,7 +243,7 @@ class Graph:
         else:
             names = []
             for c in control_inputs:
-                op = _as_operation(c)
+                op = as_operation(c)
                 if op.graph is not self:
                     raise ValueError(f"Control input {c} must be from the same graph as the ops")
                 names.append(op.name)
@@ -236,7 +263,10 @@ class Graph:
 
     @contextlib.contextmanager
     def device(self, spec: Any) -> Iterator[None]:
-        """`tf.device`: a device string (merged with the enclosing scope) or a function of op."""
+        """`tf.device`: a device string or DeviceSpec (merged with the enclosing scope) or a
+        function of op."""
+        if isinstance(spec, DeviceSpec):
+            spec = spec.to_string()
         self._device_stack.append(spec)
         try:
             yield
@@ -267,7 +297,7 @@ class Graph:
     def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
         """Ops created inside go where `op` goes: as in TF1, the device scopes are set aside
         (the placer puts the whole colocation group on one device); None clears."""
-        name = None if op is None else _as_operation(op).name
+        name = None if op is None else as_operation(op).name
         devices, self._device_stack = self._device_stack, []
         self._colocation_stack.append(name)
         try:
@@ -275,6 +305,26 @@ class Graph:
         finally:
             self._colocation_stack.pop()
             self._device_stack = devices
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
+        """Ops of the mapped types created inside take their gradient from the function
+        registered (tf.RegisterGradient) under the mapped name: TF1's `_gradient_op_type`."""
+        if not isinstance(op_type_map, dict):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        for op_type, mapped in op_type_map.items():
+            if not isinstance(op_type, str) or not isinstance(mapped, str):
+                raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        saved = dict(self._gradient_overrides)
+        self._gradient_overrides.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_overrides = saved
+
+    def gradient_override(self, op_type: str) -> str | None:
+        """The gradient name an op of `op_type` created now gets, if a map gives one."""
+        return self._gradient_overrides.get(op_type)
 
     # -- lookup ----------------------------------------------------------------------------------
     def get_operation_by_name(self, name: str) -> Operation:
@@ -545,7 +595,8 @@ class Tensor:
         )
 
 
-def _as_operation(x: Any) -> Operation:
+def as_operation(x: Any) -> Operation:
+    """`x` (an Operation, a Tensor, or an object with an `op`) as the Operation it names."""
     if isinstance(x, Operation):
         return x
     if isinstance(x, Tensor):
@@ -590,6 +641,9 @@ def name_scope(name: str | None, default_name: str | None = None, values: Any = 
 
 
 def _graph_of(values: Any) -> Graph:
+    default = get_default_graph()
+    if default.outer is not None:  # inside a branch or loop body: ops belong to it
+        return default
     for v in values:
         if isinstance(v, (Tensor, Operation)):
             return v.graph
@@ -597,6 +651,26 @@ def _graph_of(values: Any) -> Graph:
         if isinstance(g, Graph):
             return g
     return get_default_graph()
+
+
+@contextlib.contextmanager
+def init_scope() -> Iterator[None]:
+    """`tf.init_scope`: ops created inside go to the outermost graph, outside every branch and
+    loop body being built, with no control dependencies (how variables and their initializers
+    are created from inside a loop body). The current name scope is kept."""
+    graph = get_default_graph()
+    root = graph.root
+    if root is graph:
+        with graph.control_dependencies(None):
+            yield
+        return
+    names = root._name_stack
+    root._name_stack = graph._name_stack
+    try:
+        with root.as_default(), root.control_dependencies(None):
+            yield
+    finally:
+        root._name_stack = names
 
 
 def control_dependencies(control_inputs: Any) -> Any:
@@ -613,6 +687,11 @@ def colocate_with(op: Any, ignore_existing: bool = False) -> Any:
 
 def add_to_collection(name: str, value: Any) -> None:
     get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names: Any, value: Any) -> None:
+    """`tf.add_to_collections`: `value` added to each collection named in `names`."""
+    get_default_graph().add_to_collections(names, value)
 
 
 def get_collection(name: str, scope: str | None = None) -> list:

@@ -196,3 +196,17 @@ def num_elements(shape: tuple) -> int:
     for d in shape:
         n *= d
     return n
+
+
+def dimension_value(dimension: Any) -> int | None:
+    """`tf.dimension_value`: a Dimension's int (None when unknown); ints and None pass through."""
+    return dimension.value if isinstance(dimension, Dimension) else dimension
+
+
+def dimension_at_index(shape: Any, index: int) -> Dimension:
+    """`tf.dimension_at_index`: dimension `index` of `shape` as a Dimension, unknown when the
+    rank is."""
+    shape = as_shape(shape)
+    if shape.ndims is None:
+        return Dimension(None)
+    return shape.dims[index]

@@ -1,7 +1,8 @@
 """Array ops that keep the elements: Identity, StopGradient, Reshape, ExpandDims, Squeeze; Shape.
 
-The first five are views: the output shares the input's buffer (no kernel, no copy). Shape,
-Size and Rank give the shape as a value; the specialize pass turns them into constants.
+The first five (and EnsureShape, at the end) are views: the output shares the input's buffer
+(no kernel, no copy). Shape, Size and Rank give the shape as a value; the specialize pass turns
+them into constants.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import numpy as np
 
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
-from tfc.ir.tensor_shape import is_fully_defined, num_elements, shape_str
+from tfc.ir.tensor_shape import TensorShape, is_fully_defined, num_elements, shape_str
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, index_tensor, shape_value
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops
 from tfc.ops.grad_ops import reshape_to
+from tfc.ops.kernels import loop_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register, same_as_input
 
 
@@ -258,3 +260,64 @@ def squeeze(
         axis = [axis]
     attrs = {"squeeze_dims": [int(a) for a in axis]}
     return apply_op("Squeeze", [convert_to_tensor(input)], attrs, name=name or "Squeeze").outputs[0]
+
+
+# -- EnsureShape ---------------------------------------------------------------------------------
+def _ensure_shape_infer(ctx: OpContext) -> list:
+    """The input's shape merged with the expected one. Compiling knows every shape, so a
+    mismatch that only the fed shapes show is found before the run (as InvalidArgumentError)."""
+    want = ctx.attrs["shape"]
+    have = ctx.in_shapes[0]
+    if want is None or have is None:
+        return [(ctx.in_dtypes[0], have if want is None else tuple(want))]
+    if len(want) != len(have):
+        raise ctx.error(f"Shapes must be equal rank, but are {len(want)} and {len(have)}")
+    for k, (w, h) in enumerate(zip(want, have)):
+        if w is not None and h is not None and w != h:
+            raise ctx.error(
+                f"Dimension {k} in both shapes must be equal, but are {w} and {h}. Shapes are "
+                f"{shape_str(want)} and {shape_str(have)}."
+            )
+    merged = tuple(w if w is not None else h for w, h in zip(want, have))
+    return [(ctx.in_dtypes[0], merged)]
+
+
+_view_op("EnsureShape", infer=_ensure_shape_infer, grad=lambda op, dy: [dy])
+
+
+def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Tensor:
+    """`tf.ensure_shape`: x, whose shape must be compatible with `shape` (None dims match
+    any size); the result has the dims both tell."""
+    want = TensorShape(shape).as_tuple()
+    with name_scope(name, "EnsureShape", [x]) as scope:
+        attrs = {"shape": None if want is None else tuple(want)}
+        return apply_op("EnsureShape", [convert_to_tensor(x)], attrs, name=scope).outputs[0]
+
+
+# -- IdentityN ----------------------------------------------------------------------------------
+def _identity_n_lower(ctx: OpContext) -> list:
+    """A copy of each input (only output 0 could share its input's buffer)."""
+    kernels = []
+    for i, (dtype, shape_) in enumerate(zip(ctx.in_dtypes, ctx.in_shapes)):
+        out, src = view(f"out{i}", dtype, shape_), view(f"in{i}", dtype, shape_)
+        kernels += loop_kernel(shape_, out, [src], "{0}")
+    return kernels
+
+
+register(
+    OpDef(
+        "IdentityN",
+        infer=lambda ctx: list(zip(ctx.in_dtypes, ctx.in_shapes)),
+        reference=lambda ctx, *xs: [np.array(x, copy=True) for x in xs],
+        lower=_identity_n_lower,
+        flops=no_flops,
+        grad=lambda op, *dys: list(dys),
+    )
+)
+
+
+def identity_n(input: Any, name: str | None = None) -> list[Tensor]:  # noqa: A002
+    """`tf.identity_n`: the tensors of a list, unchanged, as the outputs of one op."""
+    tensors = [convert_to_tensor(x) for x in input]
+    attrs = {"T": [t.dtype for t in tensors]}
+    return apply_op("IdentityN", tensors, attrs, name=name or "IdentityN").outputs

@@ -9,7 +9,7 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
 from tfc.ir.tensor_shape import TensorShape, merge_shapes, shape_str
-from tfc.ops.registry import OpDef, apply_op, register
+from tfc.ops.registry import OpDef, apply_op, constant_value, register
 
 # -- Const ---------------------------------------------------------------------------------------
 register(
@@ -46,12 +46,14 @@ def _python_values_fit(value: Any, dtype: _dt.DType) -> Any:
 def _to_numpy(value: Any, dtype: _dt.DType | None) -> np.ndarray:
     if dtype is None:
         dtype = _dt.infer_dtype(value)
-    else:
+    elif dtype is not _dt.string:
         bad = _python_values_fit(value, dtype)
         if bad is not None:
             raise TypeError(
                 f"Expected {dtype.name}, got {bad!r} of type '{type(bad).__name__}' instead."
             )
+    if dtype is _dt.string:
+        return _dt.string_array(value)
     try:
         with np.errstate(all="ignore"):
             return np.array(value, dtype=dtype.np)
@@ -195,3 +197,34 @@ register(
         stateful=True,
     )
 )
+
+
+def is_tensor(x: Any) -> bool:
+    """`tf.is_tensor`: whether x is a tensor or tensor-like (a Variable), not a Python value."""
+    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+
+
+def get_static_value(tensor: Any, partial: bool = False) -> np.ndarray | None:
+    """`tf.get_static_value`: the value of `tensor` when it follows from constants and static
+    shapes (what constant folding computes), else None; a Python value comes back as is."""
+    if not is_tensor(tensor):
+        return tensor
+    t = convert_to_tensor(tensor)  # a Variable: its value, which only a session knows
+    value = constant_value(t.graph, (t.op.name, t.value_index))
+    return None if value is None else np.array(value)
+
+
+def convert_to_tensor_or_indexed_slices(
+    value: Any, dtype: Any = None, name: str | None = None
+) -> Tensor:
+    """`tf.convert_to_tensor_or_indexed_slices`: tfc has no IndexedSlices (gradients are dense),
+    so this is convert_to_tensor."""
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def convert_to_tensor_or_sparse_tensor(
+    value: Any, dtype: Any = None, name: str | None = None
+) -> Tensor:
+    """`tf.convert_to_tensor_or_sparse_tensor`: tfc has no SparseTensor, so dense values are
+    converted as by convert_to_tensor."""
+    return convert_to_tensor(value, dtype=dtype, name=name)

@@ -162,14 +162,16 @@ class WindowSpec:
     """A window op over NHWC images with every size in `geometry` (pools, conv-like ops): one
     template per kind and target, which every target renders from the geometry alone (no
     renderer code per kind). `over` names the image whose elements are independent outputs
-    (a target spreading work over threads gives each one): "output", or "input" for the
-    gradients that gather into the input image. `sizes` are further integers the kind's
-    templates read (a depth multiplier, say): templates do no arithmetic."""
+    (a target spreading work over threads gives each one): "output", "input" for the
+    gradients that gather into the input image, or "filter" for the gradient of a filter per
+    channel ([k_h, k_w, out_c]: the depthwise convolution's). `sizes` are further integers the
+    kind's templates read (a depth multiplier, say), or C spellings of its constants and
+    functions for the element type (LRN's alpha, powf): templates do no arithmetic."""
 
     geometry: Geometry
     dtype: _dt.DType
     over: str = "output"
-    sizes: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, int | str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,70 @@ class ArgReduceSpec:
     n: int
     inner: int
     better: str
+
+
+@dataclass(frozen=True)
+class NdIndexSpec:
+    """A kernel addressing slices of `inner` values by index tuples (kinds "gather_nd",
+    "scatter_nd"): `batch` leading entries shared by the index tuples and the tensor (each
+    `batch_stride` values of the tensor apart), `count` tuples per batch entry (laid out as
+    `lead`, for messages), each of len(dims) coordinates into `dims`. A scatter starts its
+    output from `init` ("zeros", "input": input 0 copied, None: updated in place, a
+    variable) and combines each target element {a} with its update {b} by `update` (an
+    expression of the ops' C table), failing with `update_guard` = (condition on {b},
+    message) where set (integer division by zero); `scalar_updates` reads one update for every
+    element. `shape_what` names the indexed shape in the out-of-range message ("param shape",
+    "shape"), and `flat_index` gives the 1-D scatters' message (`indices[i] = v is not in
+    [0, n)`)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    batch: int
+    batch_stride: int
+    count: int
+    lead: tuple[int, ...]
+    dims: tuple[int, ...]
+    inner: int
+    shape: tuple[int, ...]  # the indexed tensor's shape, for messages
+    shape_what: str = "shape"
+    init: str | None = None
+    update: str = "{b}"
+    update_guard: tuple[str, str] | None = None
+    scalar_updates: bool = False
+    flat_index: bool = False
+    total: int = 0  # elements of the output
+
+
+@dataclass(frozen=True)
+class OrderSpec:
+    """A kernel over `rows` rows of `n` values of `dtype` that orders or searches them (kinds
+    "sort": each row stably sorted, its values and their positions written; "search_sorted":
+    for each of `m` values per row, the position in the sorted row where it belongs). `before`
+    is the condition of value {u} coming strictly before value {v} (sort), or of a row value
+    {u} lying before the position of a searched value {v} (search)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    rows: int
+    n: int
+    before: str
+    m: int = 0
+
+
+@dataclass(frozen=True)
+class SequenceSpec:
+    """Reverse the first `lengths[b]` elements along the sequence dim of every batch entry b
+    (kind "reverse_sequence"): the shape as (`total` elements, the batch dim's size and
+    stride, the sequence dim's size and stride), and the sequence dim's index for messages."""
+
+    dtype: _dt.DType
+    length_dtype: _dt.DType
+    total: int
+    batch_size: int
+    batch_stride: int
+    seq_size: int
+    seq_stride: int
+    seq_dim: int
 
 
 @dataclass(frozen=True)
@@ -307,6 +373,45 @@ class BandSpec:
     cols: int
     lower: int
     upper: int
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A piece of the text of a print or assert kernel: `text` as it is, or (with `param`) the
+    values of the input that param points at, of `dtype` and `shape`, summarized."""
+
+    text: str = ""
+    param: str = ""
+    dtype: _dt.DType | None = None
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    """The text tf.Print, tf.print and tf.Assert write (kinds "print", "assert"; runtime
+    tfc_text.h): its parts in order, the values each tensor shows (`summarize`, < 0: all) in
+    TF's `style` ("v1": the first ones, "v2": the first and last of each dimension), the
+    stream printed to (1 stdout, 2 stderr), and how many runs print (`first_n`, < 0: all)."""
+
+    parts: tuple[TextPart, ...]
+    summarize: int
+    style: str = "v1"
+    stream: int = 2
+    first_n: int = -1
+
+
+@dataclass(frozen=True)
+class RowsSpec:
+    """Rows of a [rows, width] buffer addressed by `count` run-time indices (the TensorArray
+    kernels): the element and index dtypes, the sizes, and `values`, further data of the kind
+    (an update's mode, error messages as the parts of C string literals around the index)."""
+
+    dtype: _dt.DType
+    index_dtype: _dt.DType
+    rows: int
+    width: int
+    count: int
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 # -- building specs -------------------------------------------------------------------------------

@@ -19,7 +19,14 @@ from tfc.ops.elementwise import (
 from tfc.ops.flops import per_output_element
 from tfc.ops.grad_ops import select
 from tfc.ops.kernels import loop_kernel, view
-from tfc.ops.registry import OpDef, apply_op, broadcast_shape, register
+from tfc.ops.registry import (
+    VALUE_DEPENDENT_REASON,
+    OpContext,
+    OpDef,
+    apply_op,
+    broadcast_shape,
+    register,
+)
 
 __all__ = [
     "greater",
@@ -36,6 +43,7 @@ __all__ = [
     "is_inf",
     "is_nan",
     "where",
+    "where_v2",
 ]
 
 _CMP = _dt.bool_
@@ -131,18 +139,42 @@ register(
 )
 
 
+# -- Where (one argument): the coordinates of the true (non-zero) elements ----------------------
+def _where_infer(ctx: OpContext) -> list:
+    shape = ctx.in_shapes[0]
+    if ctx.in_dtypes[0].is_string:
+        raise ctx.type_error("Where takes a bool or numeric condition, not a string")
+    return [(_dt.int64, None if shape is None else (None, len(shape)))]
+
+
+register(
+    OpDef(
+        "Where",
+        infer=_where_infer,
+        reference=lambda ctx, x: np.argwhere(x).astype(np.int64).reshape(-1, x.ndim),
+        differentiable=False,
+        in_python=VALUE_DEPENDENT_REASON,
+        input_names=("input",),
+    )
+)
+
+
+def where_indices(condition: Any, name: str | None = None) -> Tensor:
+    """`tf.where(condition)`: the coordinates of condition's true elements, int64 [n, rank],
+    in row-major order."""
+    condition = convert_to_tensor(condition, name="condition")
+    return apply_op("Where", [condition], name=name or "Where").outputs[0]
+
+
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """`tf.where(cond, x, y)`: elements of x where cond holds, else of y (broadcasting).
 
     TF1's form with a vector condition selecting rows of x and y is supported. The one-argument
-    form (coordinates of true elements) has a data-dependent shape, which an ahead-of-time
-    compiled program cannot have.
+    form gives the coordinates of the true elements (int64 [n, rank]): its shape depends on
+    the values, so it runs in a Session's Python stage (tfc/ops/array_dynamic.py).
     """
     if x is None and y is None:
-        raise NotImplementedError(
-            "tf.where(condition) returns a tensor whose shape depends on the data; tfc compiles "
-            "static shapes ahead of time. Use tf.where(condition, x, y) instead."
-        )
+        return where_indices(condition, name=name)
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     cond = convert_to_tensor(condition)
@@ -151,3 +183,15 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     if cond_shape is not None and x_shape is not None and len(cond_shape) == 1 < len(x_shape):
         cond = _array.reshape(cond, [-1] + [1] * (len(x_shape) - 1))
     return apply_op("SelectV2", [cond, x, y], name=name or "Select").outputs[0]
+
+
+def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """`tf.where_v2`: elements of x where condition holds, else of y, all three broadcast
+    together (NumPy's rules, unlike TF1's tf.where); with one argument, tf.where(condition)."""
+    if x is None and y is None:
+        return where_indices(condition, name=name)
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    cond = convert_to_tensor(condition)
+    x, y = convert_operands(x, y)
+    return apply_op("SelectV2", [cond, x, y], name=name or "SelectV2").outputs[0]

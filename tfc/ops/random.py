@@ -38,7 +38,7 @@ _INTS = (_dt.int32, _dt.int64)
 
 
 # -- the shape input --------------------------------------------------------------------------
-def _output_shape(ctx: OpContext) -> Shape:
+def output_shape(ctx: OpContext) -> Shape:
     """The shape that the 1-D int input 0 holds, as far as it is known: fully when it is a
     constant, partly for tf.shape(x) of a partly known x, so a None batch dim stays None."""
     check_dtype(ctx, 0, _INTS, "shape")
@@ -54,7 +54,7 @@ def _output_shape(ctx: OpContext) -> Shape:
     return dims
 
 
-def _shape_tensor(shape: Any) -> Tensor:
+def shape_argument(shape: Any) -> Tensor:
     """A shape argument (list, tuple, TensorShape or int tensor) as a 1-D int tensor."""
     tensor = index_tensor(shape, "shape")
     if tensor.dtype not in _INTS:
@@ -62,7 +62,7 @@ def _shape_tensor(shape: Any) -> Tensor:
     return tensor
 
 
-def _seed_attrs(seed: int | None) -> dict:
+def seed_attrs(seed: int | None) -> dict:
     seed1, seed2 = get_seed(seed)
     return {"seed": seed1 or 0, "seed2": seed2 or 0}  # (0, 0): a fresh stream per session
 
@@ -75,7 +75,7 @@ def _float_random_infer(ctx: OpContext) -> list:
             f"Value for attr 'dtype' of {dtype.name} is not in the list of allowed values: "
             f"float32, float64 (op '{ctx.name}' of type {ctx.type})"
         )
-    return [(dtype, _output_shape(ctx))]
+    return [(dtype, output_shape(ctx))]
 
 
 def _float_random_reference(sample: Callable) -> Callable:
@@ -138,7 +138,7 @@ def _uniform_int_infer(ctx: OpContext) -> list:
             )
         if ctx.in_shapes[i] is not None and len(ctx.in_shapes[i]) != 0:
             raise ctx.error(f"Shape must be rank 0 but is rank {len(ctx.in_shapes[i])}")
-    return [(dtype, _output_shape(ctx))]
+    return [(dtype, output_shape(ctx))]
 
 
 def _uniform_int_reference(ctx: OpContext, shape: Any, lo: np.ndarray, hi: np.ndarray) -> Any:
@@ -214,10 +214,10 @@ def random_uniform(
             raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
         maxval = 1
     with name_scope(name, "random_uniform", [shape, minval, maxval]) as scope:
-        shape = _shape_tensor(shape)
+        shape = shape_argument(shape)
         minval = convert_to_tensor(minval, dtype=dtype, name="min")
         maxval = convert_to_tensor(maxval, dtype=dtype, name="max")
-        attrs = _seed_attrs(seed)
+        attrs = seed_attrs(seed)
         if dtype.is_integer:
             attrs.update(Tout=dtype, T=shape.dtype)
             op = apply_op("RandomUniformInt", [shape, minval, maxval], attrs, name=scope)
@@ -240,10 +240,10 @@ def _scaled(
     """`op_type(shape) * stddev + mean`, the graph TF1's random_normal/truncated_normal build."""
     dtype = _dt.as_dtype(dtype)
     with name_scope(name, scope_name, [shape, mean, stddev]) as scope:
-        shape = _shape_tensor(shape)
+        shape = shape_argument(shape)
         mean = convert_to_tensor(mean, dtype=dtype, name="mean")
         stddev = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        attrs = _seed_attrs(seed)
+        attrs = seed_attrs(seed)
         attrs.update(dtype=dtype, T=shape.dtype)
         rnd = apply_op(op_type, [shape], attrs, name=op_type).outputs[0]
         return add(rnd * stddev, mean, name=scope)

@@ -63,6 +63,15 @@ class OpDef:
     # the op's kernel needs the host CPU (host memory, stdio, files, Python), so it can never
     # run on a GPU: placement puts it on the CPU of its task (tfc/passes/place.py)
     host_only: bool = False
+    # why no native program can run the op (it calls Python, its output shape depends on its
+    # input values, ...): a Session runs it with its reference in a Python stage between
+    # compiled ones (tfc/passes/python_stage.py); native builds refuse it naming the op and
+    # this reason. A function of the node's context decides per node ("" = native); ops
+    # that leave it "" run in Python only where they read or make strings (python_reason).
+    in_python: str | Callable[[OpContext], str] = ""
+    # attributes holding nested graphs (If's branches, While's cond and body): the passes
+    # compile them with the node (tfc/passes/nested.py), codegen renders them inside its step
+    subgraphs: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -165,6 +174,8 @@ def apply_op(
     """Create one node of type `op_type` in the graph of its inputs, running its shape rule."""
     opdef = get_opdef(op_type)
     graph = graph or _graph_of_inputs(inputs)
+    # inside a branch or loop body, values from the graphs around it become its inputs
+    inputs = [t if t.graph is graph else graph.capture(t) for t in inputs]
     if name and name.endswith("/"):
         node_name = name[:-1]
     else:
@@ -185,6 +196,9 @@ def apply_op(
     control = [c for c in graph.current_control_inputs() if c not in data_sources]
     if graph._colocation_stack and graph._colocation_stack[-1] is not None:
         attrs["_class"] = [f"loc:@{graph._colocation_stack[-1]}"]
+    override = graph.gradient_override(op_type)
+    if override is not None:
+        attrs["_gradient_op_type"] = override
     graph.add_node(
         node_name,
         op_type,
@@ -201,14 +215,42 @@ def apply_op(
 def _graph_of_inputs(inputs: Sequence[Tensor]) -> Graph:
     graph = None
     first = None
+    default = get_default_graph()
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"Op inputs must be Tensors, got {t!r}")
+        if default.outer is not None:
+            continue  # a branch or loop body being built: its ops belong to it
         if graph is None:
             graph, first = t.graph, t
         elif t.graph is not graph:
             raise ValueError(f"{t} must be from the same graph as {first}.")
-    return graph or get_default_graph()
+    return graph or default
+
+
+# -- ops that run in Python ---------------------------------------------------------------------
+STRING_REASON = "it works on tf.string values, which live in Python (native code has no strings)"
+# the in_python of ops like tf.unique: a native program knows every buffer's size when compiled
+VALUE_DEPENDENT_REASON = "its output shape depends on its input values"
+
+
+def python_reason(graph: Graph, name: str) -> str:
+    """Why node `name` must run in Python, or "" when native code can run it: its OpDef's
+    `in_python`, or else a string among its inputs or outputs. Consts and Feeds are values
+    every stage holds, so they never need Python themselves (a native op reads constant
+    strings at compile time: tf.Assert's messages)."""
+    node = graph.node(name)
+    if node["op"] in ("Const", "Feed"):
+        return ""
+    rule = get_opdef(node["op"]).in_python
+    if callable(rule):
+        return rule(OpContext.for_node(graph, name))
+    if rule:
+        return rule
+    inputs = [graph.node(s)["dtypes"][i] for s, i in graph.input_edges(name)]
+    if any(d.is_string for d in [*inputs, *node["dtypes"]]):
+        return STRING_REASON
+    return ""
 
 
 # -- values known at compile time ---------------------------------------------------------------

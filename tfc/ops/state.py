@@ -1,19 +1,21 @@
-"""Variables' ops: VariableV2 (a buffer that outlives runs) and the Assign family that writes it."""
+"""Variables' ops: VariableV2, the Assign family that writes it, and IsVariableInitialized."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
 
-from tfc.ir.graph import Tensor
+from tfc.ir import dtypes as _dt
+from tfc.ir.graph import Graph, Tensor, name_scope
 from tfc.ir.tensor_shape import merge_shapes, shape_str
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import no_flops, per_output_element
 from tfc.ops.kernels import format_expr, loop_kernel, view
 from tfc.ops.registry import OpContext, OpDef, apply_op, register
 
-__all__ = ["assign", "assign_add", "assign_sub"]
+__all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
 
 # -- VariableV2 ----------------------------------------------------------------------------------
 register(
@@ -150,3 +152,40 @@ def assign_sub(
 ) -> Tensor:
     """`tf.assign_sub`: ref -= value, in place."""
     return _assign_op("AssignSub", ref, value, name, {})
+
+
+# -- IsVariableInitialized ------------------------------------------------------------------------
+# Whether a variable holds a value is known to the session that owns it, not to a compiled
+# program: the Session feeds each IsVariableInitialized output a run needs (tfc/client/
+# session.py), from its flags at the start of the run; the interpreter reads its own state.
+GRAPHS_WITH_INIT_FLAGS: weakref.WeakSet[Graph] = weakref.WeakSet()
+
+
+def _no_kernel(ctx: OpContext) -> list:
+    raise ValueError(
+        f"'{ctx.name}' (IsVariableInitialized) is answered by the Session that owns the variable "
+        "(it feeds the op's value); a program compiled on its own (tfc compile) has no such flag"
+    )
+
+
+register(
+    OpDef(
+        "IsVariableInitialized",
+        infer=lambda ctx: [(_dt.bool_, ())],
+        reference=lambda ctx, ref: np.array(ref is not None),
+        lower=_no_kernel,
+        stateful=True,
+        ref_inputs=(0,),  # the variable is named, not read: it may hold no value yet
+        differentiable=False,
+        host_only=True,
+    )
+)
+
+
+def is_variable_initialized(variable: Any) -> Tensor:
+    """`tf.is_variable_initialized`: a bool scalar, whether the variable has a value in the
+    session that runs it (as at the start of the run)."""
+    var = variable_ref(variable, "IsVariableInitialized")
+    GRAPHS_WITH_INIT_FLAGS.add(var.graph)
+    with name_scope(None, "IsVariableInitialized", [var]) as scope:
+        return apply_op("IsVariableInitialized", [var], {"dtype": var.dtype}, name=scope).outputs[0]

@@ -30,6 +30,12 @@ __all__ = [
     "apply_rms_prop",
     "apply_centered_rms_prop",
     "apply_adam",
+    "apply_adadelta",
+    "apply_proximal_gradient_descent",
+    "apply_proximal_adagrad",
+    "apply_ftrl",
+    "apply_ftrl_v2",
+    "apply_adagrad_da",
 ]
 
 _FLOATS = (_dt.float32, _dt.float64)
@@ -66,16 +72,21 @@ def _infer(spec: _ApplySpec) -> Callable[[OpContext], list]:
                 f"allowed values: float32, float64 (op '{ctx.name}' of type {ctx.type})"
             )
         for (name, kind), in_dtype, in_shape in zip(spec.inputs, ctx.in_dtypes, ctx.in_shapes):
-            if in_dtype != dtype:
+            if kind == "step" and in_dtype != _dt.int64:
+                raise TypeError(
+                    f"Input '{name}' of '{ctx.type}' Op has type {in_dtype.name} that does not "
+                    "match expected type of int64."
+                )
+            if kind != "step" and in_dtype != dtype:
                 raise TypeError(
                     f"Input '{name}' of '{ctx.type}' Op has type {in_dtype.name} that does not "
                     f"match type {dtype.name} of argument 'var'."
                 )
-            if kind == "scalar" and in_shape is not None and len(in_shape) != 0:
+            if kind in ("scalar", "step") and in_shape is not None and len(in_shape) != 0:
                 raise ctx.error(
                     f"Shape must be rank 0 but is rank {len(in_shape)} for input '{name}'"
                 )
-            if kind != "scalar":
+            if kind in ("ref", "dense"):
                 merged = merge_shapes(shape, in_shape)
                 if merged is False:
                     raise ctx.error(
@@ -113,7 +124,7 @@ def _lower(spec: _ApplySpec) -> Callable[[OpContext], list]:
     def lower(ctx: OpContext) -> list:
         dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
         for (name, kind), in_shape in zip(spec.inputs, ctx.in_shapes):
-            if kind != "scalar" and tuple(in_shape) != tuple(shape):
+            if kind in ("ref", "dense") and tuple(in_shape) != tuple(shape):
                 raise ValueError(
                     f"'{ctx.name}' ({ctx.type}) got '{name}' of shape {shape_str(in_shape)} for "
                     f"a variable of shape {shape_str(shape)}"
@@ -132,7 +143,7 @@ def _lower(spec: _ApplySpec) -> Callable[[OpContext], list]:
             source = f"{{{len(ins)}}}" if k is None else f"{{r{k}}}"
             loads.append(f"const {dtype.c_type} {name} = {source};")
             if k is None:
-                ins.append(view(f"in{i}", dtype, ctx.in_shapes[i], shape))
+                ins.append(view(f"in{i}", ctx.in_dtypes[i], ctx.in_shapes[i], shape))
             names[name] = name
         fmt = {"T": dtype.c_type, "one": c_literal(1, dtype), "sfx": math_suffix(dtype)}
         body = [s.format(**names, **fmt) for s in spec.statements(spec.attrs(ctx.attrs))]
@@ -251,6 +262,131 @@ def _adam_c(attrs: dict) -> list[str]:
     ]
 
 
+def _adadelta(x: dict, attrs: dict) -> dict:
+    accum = x["accum"] * x["rho"] + x["grad"] * x["grad"] * (1 - x["rho"])
+    update = np.sqrt(x["accum_update"] + x["epsilon"]) * (1 / np.sqrt(accum + x["epsilon"]))
+    update = update * x["grad"]
+    accum_update = x["accum_update"] * x["rho"] + update * update * (1 - x["rho"])
+    return {"var": x["var"] - update * x["lr"], "accum": accum, "accum_update": accum_update}
+
+
+_ADADELTA_C = [
+    "{accum} = {accum} * rho + grad * grad * ({one} - rho);",
+    "const {T} update = sqrt{sfx}({accum_update} + epsilon)"
+    " * ({one} / sqrt{sfx}({accum} + epsilon)) * grad;",
+    "{var} -= update * lr;",
+    "{accum_update} = {accum_update} * rho + update * update * ({one} - rho);",
+]
+
+
+def _shrink(prox: np.ndarray, threshold: Any, l1: Any, denominator: Any) -> np.ndarray:
+    """The proximal step of an l1 and l2 penalty: sign(v) * max(|v| - threshold, 0) / denominator
+    when l1 > 0, else v / denominator (TF's Fobos update)."""
+    if l1 > 0:
+        return np.sign(prox) * np.maximum(np.abs(prox) - threshold, 0) / denominator
+    return prox / denominator
+
+
+# sign(p) * max(|p| - t, 0) / d, or p / d without l1 (the C of _shrink; the max keeps a NaN,
+# as Eigen's and NumPy's do and fmax does not)
+_SHRINK_C = [
+    "const {T} excess = fabs{sfx}(prox) - {t};",
+    "{var} = l1 > 0 ? (({T})(prox > 0) - ({T})(prox < 0)) * (excess < 0 ? 0 : excess) / ({d})"
+    " : prox / ({d});",
+]
+
+
+def _proximal_sgd(x: dict, attrs: dict) -> dict:
+    prox = x["var"] - x["delta"] * x["alpha"]
+    denominator = 1 + x["l2"] * x["alpha"]
+    return {"var": _shrink(prox, x["alpha"] * x["l1"], x["l1"], denominator)}
+
+
+_PROXIMAL_SGD_C = [
+    "const {T} prox = {var} - delta * alpha;",
+    *(
+        line.format(var="{var}", T="{T}", sfx="{sfx}", t="alpha * l1", d="{one} + l2 * alpha")
+        for line in _SHRINK_C
+    ),
+]
+
+
+def _proximal_adagrad(x: dict, attrs: dict) -> dict:
+    accum = x["accum"] + x["grad"] * x["grad"]
+    rate = x["lr"] * (1 / np.sqrt(accum))
+    prox = x["var"] - x["grad"] * rate
+    var = _shrink(prox, rate * x["l1"], x["l1"], 1 + x["l2"] * rate)
+    return {"var": var, "accum": accum}
+
+
+_PROXIMAL_ADAGRAD_C = [
+    "{accum} += grad * grad;",
+    "const {T} rate = lr * ({one} / sqrt{sfx}({accum}));",
+    "const {T} prox = {var} - grad * rate;",
+    *(
+        line.format(var="{var}", T="{T}", sfx="{sfx}", t="rate * l1", d="{one} + l2 * rate")
+        for line in _SHRINK_C
+    ),
+]
+
+
+def _ftrl(x: dict, attrs: dict) -> dict:
+    """FTRL-proximal (TF's ApplyFtrl; ApplyFtrlV2 adds 2 * l2_shrinkage * var to the gradient of
+    `linear`, not of the accumulator)."""
+    grad, var, accum, lr, l1 = x["grad"], x["var"], x["accum"], x["lr"], x["l1"]
+    new_accum = accum + grad * grad
+    if x["lr_power"] == -0.5:
+        power, power_before = np.sqrt(new_accum), np.sqrt(accum)
+    else:
+        power, power_before = new_accum ** -x["lr_power"], accum ** -x["lr_power"]
+    shrunk_grad = grad + 2 * x["l2_shrinkage"] * var if "l2_shrinkage" in x else grad
+    linear = x["linear"] + (shrunk_grad - (power - power_before) / lr * var)
+    pre_shrink = (l1 * np.sign(linear) - linear) / (power / lr + 2 * x["l2"])
+    var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros_like(var))
+    return {"var": var, "accum": new_accum, "linear": linear}
+
+
+def _ftrl_c(shrinkage: bool) -> list[str]:
+    power = "(lr_power == ({T})-0.5 ? sqrt{sfx}({x}) : pow{sfx}({x}, -lr_power))"
+    shrunk_grad = "grad + ({T})2 * l2_shrinkage * {var}" if shrinkage else "grad"
+    return [
+        "const {T} new_accum = {accum} + grad * grad;",
+        "const {T} power = " + power.replace("{x}", "new_accum") + ";",
+        "{linear} += "
+        + shrunk_grad
+        + " - (power - "
+        + power.replace("{x}", "{accum}")
+        + ") / lr * {var};",
+        "const {T} l1_sign = (({T})({linear} > 0) - ({T})({linear} < 0)) * l1;",
+        "{var} = fabs{sfx}({linear}) > l1 ? (l1_sign - {linear}) / (power / lr + ({T})2 * l2) : 0;",
+        "{accum} = new_accum;",
+    ]
+
+
+def _adagrad_da(x: dict, attrs: dict) -> dict:
+    g = x["gradient_accumulator"] + x["grad"]
+    gg = x["gradient_squared_accumulator"] + x["grad"] * x["grad"]
+    step = np.float32(x["global_step"]).astype(g.dtype)  # TF converts the step to float
+    denominator = x["l2"] * step * x["lr"] + np.sqrt(gg)
+    if x["l1"] > 0:
+        var = x["lr"] * -1 * np.sign(g) * np.maximum(np.abs(g) - step * x["l1"], 0) / denominator
+    else:
+        var = x["lr"] * g * -1 / denominator
+    return {"var": var, "gradient_accumulator": g, "gradient_squared_accumulator": gg}
+
+
+_ADAGRAD_DA_C = [
+    "{gradient_accumulator} += grad;",
+    "{gradient_squared_accumulator} += grad * grad;",
+    "const {T} step = ({T})(float)global_step;",
+    "const {T} denominator = l2 * step * lr + sqrt{sfx}({gradient_squared_accumulator});",
+    "const {T} excess = fabs{sfx}({gradient_accumulator}) - step * l1;",
+    "{var} = l1 > 0 ? lr * -{one} * (({T})({gradient_accumulator} > 0) - "
+    "({T})({gradient_accumulator} < 0)) * (excess < 0 ? 0 : excess) / denominator"
+    " : lr * {gradient_accumulator} * -{one} / denominator;",
+]
+
+
 def _inputs(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(tuple(item.split(":")) for item in spec.split())  # type: ignore[misc]
 
@@ -300,6 +436,52 @@ UPDATE_SPECS = {
         _adam_c,
         {"use_nesterov": False},
     ),
+    "ApplyAdadelta": (
+        _inputs(
+            "var:ref accum:ref accum_update:ref lr:scalar rho:scalar epsilon:scalar grad:dense"
+        ),
+        _adadelta,
+        lambda attrs: _ADADELTA_C,
+        {},
+    ),
+    "ApplyProximalGradientDescent": (
+        _inputs("var:ref alpha:scalar l1:scalar l2:scalar delta:dense"),
+        _proximal_sgd,
+        lambda attrs: _PROXIMAL_SGD_C,
+        {},
+    ),
+    "ApplyProximalAdagrad": (
+        _inputs("var:ref accum:ref lr:scalar l1:scalar l2:scalar grad:dense"),
+        _proximal_adagrad,
+        lambda attrs: _PROXIMAL_ADAGRAD_C,
+        {},
+    ),
+    "ApplyFtrl": (
+        _inputs(
+            "var:ref accum:ref linear:ref grad:dense lr:scalar l1:scalar l2:scalar lr_power:scalar"
+        ),
+        _ftrl,
+        lambda attrs: _ftrl_c(shrinkage=False),
+        {},
+    ),
+    "ApplyFtrlV2": (
+        _inputs(
+            "var:ref accum:ref linear:ref grad:dense lr:scalar l1:scalar l2:scalar "
+            "l2_shrinkage:scalar lr_power:scalar"
+        ),
+        _ftrl,
+        lambda attrs: _ftrl_c(shrinkage=True),
+        {},
+    ),
+    "ApplyAdagradDA": (
+        _inputs(
+            "var:ref gradient_accumulator:ref gradient_squared_accumulator:ref grad:dense "
+            "lr:scalar l1:scalar l2:scalar global_step:step"
+        ),
+        _adagrad_da,
+        lambda attrs: _ADAGRAD_DA_C,
+        {},
+    ),
 }
 for _type, (_ins, _update, _statements, _defaults) in UPDATE_SPECS.items():
     _register(_ApplySpec(_type, _ins, _update, _statements, tuple(_defaults.items())))
@@ -316,7 +498,8 @@ def _apply(op_type: str, args: list, attrs: dict, name: str | None) -> Tensor:
         elif isinstance(arg, Tensor) or hasattr(arg, "_as_tensor"):
             tensors.append(convert_to_tensor(arg))  # a wrong dtype is the op's TypeError
         else:
-            tensors.append(convert_to_tensor(arg, dtype=var.dtype, name=arg_name))
+            dtype = _dt.int64 if kind == "step" else var.dtype
+            tensors.append(convert_to_tensor(arg, dtype=dtype, name=arg_name))
     return apply_op(op_type, tensors, attrs, name=name or op_type).outputs[0]
 
 
@@ -412,3 +595,105 @@ def apply_adam(
     m / (sqrt(v) + epsilon)."""
     args = [var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad]
     return _apply("ApplyAdam", args, {"use_nesterov": bool(use_nesterov)}, name)
+
+
+def apply_adadelta(
+    var: Any,
+    accum: Any,
+    accum_update: Any,
+    lr: Any,
+    rho: Any,
+    epsilon: Any,
+    grad: Any,
+    use_locking: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """accum = rho * accum + (1 - rho) * grad^2; update = sqrt(accum_update + epsilon) /
+    sqrt(accum + epsilon) * grad; var -= lr * update; accum_update = rho * accum_update +
+    (1 - rho) * update^2."""
+    args = [var, accum, accum_update, lr, rho, epsilon, grad]
+    return _apply("ApplyAdadelta", args, {}, name)
+
+
+def apply_proximal_gradient_descent(
+    var: Any,
+    alpha: Any,
+    l1: Any,
+    l2: Any,
+    delta: Any,
+    use_locking: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """prox = var - alpha * delta; var = sign(prox) * max(|prox| - alpha * l1, 0) /
+    (1 + alpha * l2) (without l1: prox / (1 + alpha * l2))."""
+    return _apply("ApplyProximalGradientDescent", [var, alpha, l1, l2, delta], {}, name)
+
+
+def apply_proximal_adagrad(
+    var: Any,
+    accum: Any,
+    lr: Any,
+    l1: Any,
+    l2: Any,
+    grad: Any,
+    use_locking: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """accum += grad^2; the proximal gradient step with the rate lr / sqrt(accum)."""
+    return _apply("ApplyProximalAdagrad", [var, accum, lr, l1, l2, grad], {}, name)
+
+
+def apply_ftrl(
+    var: Any,
+    accum: Any,
+    linear: Any,
+    grad: Any,
+    lr: Any,
+    l1: Any,
+    l2: Any,
+    lr_power: Any,
+    use_locking: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """FTRL-proximal: new_accum = accum + grad^2; linear += grad - (new_accum^-lr_power -
+    accum^-lr_power) / lr * var; var = (l1 * sign(linear) - linear) / (new_accum^-lr_power /
+    lr + 2 * l2) where |linear| > l1, else 0; accum = new_accum."""
+    args = [var, accum, linear, grad, lr, l1, l2, lr_power]
+    return _apply("ApplyFtrl", args, {}, name)
+
+
+def apply_ftrl_v2(
+    var: Any,
+    accum: Any,
+    linear: Any,
+    grad: Any,
+    lr: Any,
+    l1: Any,
+    l2: Any,
+    l2_shrinkage: Any,
+    lr_power: Any,
+    use_locking: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """apply_ftrl with a magnitude penalty: `linear` takes grad + 2 * l2_shrinkage * var (the
+    accumulator still takes grad^2)."""
+    args = [var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power]
+    return _apply("ApplyFtrlV2", args, {}, name)
+
+
+def apply_adagrad_da(
+    var: Any,
+    gradient_accumulator: Any,
+    gradient_squared_accumulator: Any,
+    grad: Any,
+    lr: Any,
+    l1: Any,
+    l2: Any,
+    global_step: Any,
+    use_locking: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Adagrad dual averaging: g += grad; gg += grad^2; var = -lr * sign(g) * max(|g| - l1 * t,
+    0) / (l2 * t * lr + sqrt(gg)), t the int64 `global_step` (without l1: -lr * g / (...))."""
+    args = [var, gradient_accumulator, gradient_squared_accumulator, grad, lr, l1, l2, global_step]
+    return _apply("ApplyAdagradDA", args, {}, name)

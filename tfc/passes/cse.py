@@ -10,6 +10,7 @@ import numpy as np
 
 from tfc.ir.graph import Graph
 from tfc.ops.registry import get_opdef
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.rewrite import replace_node
 
 # Ops whose two inputs may be swapped with bit-identical results (IEEE + and * are commutative;
@@ -28,8 +29,12 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
     dtype, shape and bytes are; float attributes when their bits are. Never merged: stateful ops
     (Placeholder, Feed, VariableV2, Assign*, Apply*, NoOp, iterators, CheckNumerics) and
     random ops, which are distinct however alike they look. Inputs of Add, Mul, Equal,
-    NotEqual, LogicalAnd and LogicalOr count in either order.
+    NotEqual, LogicalAnd and LogicalOr count in either order. Nested graphs are merged within
+    themselves only: a value of a loop body is never merged with one outside it or in another
+    branch (their nodes are in other graphs), and If and While (stateful: they may hold effects)
+    are never merged.
     """
+    map_subgraphs(graph, lambda inner, node, key: eliminate_common_subexpressions(inner))
     changed = True
     while changed:
         changed = False

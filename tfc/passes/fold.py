@@ -8,6 +8,7 @@ import numpy as np
 from tfc.ir.graph import Graph
 from tfc.ir.tensor_shape import is_fully_defined, num_elements
 from tfc.ops.registry import OpContext, as_output_list, get_opdef
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.rewrite import Effects, remove_unused
 
 # Folded values up to this size become Consts, which the C backend embeds in the source (below
@@ -31,8 +32,11 @@ def fold_constants(graph: Graph) -> Graph:
     node keeps its name, so fetches and consumers stay valid; it inherits the control inputs
     of what it replaces (through constants) when they lead to effects, so nothing that ran
     before stops running. A folded multi-output node becomes one Const per output.
-    Constants left unused by folding are removed.
+    Constants left unused by folding are removed. Nested graphs (branches, loop bodies) are
+    folded the same way, each on its own: a value computed in every iteration from constants
+    alone becomes a constant of the body. If and While are never folded (they may hold effects).
     """
+    map_subgraphs(graph, lambda inner, node, key: fold_constants(inner))
     effects = Effects(graph)
     order = nx.lexicographical_topological_sort(graph.nx, key=lambda n: graph.node(n)["id"])
     dropped: set[str] = set()

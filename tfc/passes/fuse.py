@@ -49,13 +49,18 @@ from tfc.ops.fusion import (
     update_grad_position,
 )
 from tfc.ops.registry import get_opdef
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.schedule import dependency_graph
 
 
 def fuse_elementwise(graph: Graph, matmul_groups: bool = True, row_scratch: bool = True) -> Graph:
     """`matmul_groups` False: no MatMul joins a group. `row_scratch` False: no group whose
     product only a scratch block of rows would hold (a target that computes the whole product
-    before the loop, into an output: CUDA)."""
+    before the loop, into an output: CUDA). Nested graphs are fused within themselves with the
+    same options: a group never spans a loop or branch boundary (If and While are no members)."""
+    map_subgraphs(
+        graph, lambda inner, node, key: fuse_elementwise(inner, matmul_groups, row_scratch)
+    )
     fuser = _Fuser(graph, matmul_groups, row_scratch)
     for name in fuser.order:
         fuser.place(name)

@@ -28,6 +28,16 @@ Guarantees: offsets are aligned to graph_attrs["arena_align"] if set (the embedd
 overlap, except an in-place output and the input it overwrites, which share one offset and meet
 only at the step of the op that overwrites it (tfc.verify checks both); variables and optimizer
 slots stay in the session's persistent state, never in the arena.
+
+Nested graphs (If's branches, While's cond and body) are planned first, each its own arena
+(aligned like the outer one), and live inside the scratch memory of their op
+(tfc.ops.functional.while_layout: the arenas of a loop's cond and body share one region, as do an
+If's branches: they never run at the same time). A While's loop variable lives in the While's
+output buffer; graph_attrs["carried"] of its body says, per loop variable, how the body makes the
+next value: "alias" (the body updates the value in place, or returns it unchanged), "direct" (the
+body writes the next value over the current one: nothing reads the current one after that
+write, or the writing op may write over its input in place) or "double" (the next value goes to
+a second buffer in the While's scratch, and the two swap after each iteration).
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from dataclasses import dataclass, field
 from tfc.ir.graph import Graph
 from tfc.ir.tensor_shape import num_elements
 from tfc.ops.registry import OpContext, get_opdef
+from tfc.passes.nested import map_subgraphs
 
 ARENA_ALIGN = 64
 
@@ -55,10 +66,20 @@ def scratch_bytes(graph: Graph, name: str) -> int:
 
 def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
     """Plan with each of `strategies` (names in STRATEGIES; all by default), keep the smallest."""
-    live = analyze_liveness(graph, graph.graph_attrs["schedule"])
     align = int(graph.graph_attrs.get("arena_align", ARENA_ALIGN))
     if align < 1 or align & (align - 1):
         raise ValueError(f"arena alignment must be a power of two, got {align}")
+
+    def plan_nested(inner: Graph, name: str, key: str) -> Graph:
+        inner.graph_attrs["arena_align"] = align
+        inner = plan_memory(inner, strategies)
+        if key == "body":
+            loop_vars = graph.node(name)["attrs"]["loop_vars"]
+            inner.graph_attrs["carried"] = carried_modes(inner, loop_vars)
+        return inner
+
+    map_subgraphs(graph, plan_nested)
+    live = analyze_liveness(graph, graph.graph_attrs["schedule"])
     sizes: dict[str, int] = {}
     best: tuple[int, str, list[int]] | None = None
     for name in STRATEGIES if strategies is None else strategies:
@@ -91,6 +112,59 @@ def plan_memory(graph: Graph, strategies: Sequence[str] | None = None) -> Graph:
         arena_strategies=sizes,
     )
     return graph
+
+
+def carried_modes(body: Graph, loop_vars: int) -> list[str]:
+    """How a planned While body makes each loop variable's next value: "alias", "direct" or
+    "double" (see the module docstring)."""
+    schedule = body.graph_attrs["schedule"]
+    step = {n: i for i, n in enumerate(schedule)}
+    storage = {(n, i): s for n in schedule for i, s in enumerate(body.node(n)["storage"])}
+    fetches = [tuple(f) for f in body.graph_attrs["fetches"]]
+    feeds = {body.node(n)["attrs"]["index"]: n for n in schedule if body.op_type(n) == "Feed"}
+    modes = []
+    for j in range(loop_vars):
+        feed, fetch = feeds.get(j), fetches[j]
+        if feed is not None and root_tensor(storage, fetch) == (feed, 0):
+            modes.append("alias")
+            continue
+        if feed is None:
+            modes.append("direct")  # the body never reads the current value
+            continue
+        writer = fetch[0]  # its kernels (or the copy after them) write the output buffer
+        readers = [n for n in schedule for src in body.input_edges(n)
+                   if root_tensor(storage, src) == (feed, 0)]  # fmt: skip
+        readers += [f[0] for k, f in enumerate(fetches) if k != j and
+                    root_tensor(storage, f) == (feed, 0)]  # fmt: skip
+        last = max((step[r] for r in readers), default=-1)
+        if last < step[writer]:
+            modes.append("direct")
+        elif (
+            last == step[writer]
+            and storage[fetch] == ("output", j)
+            and _overwrites(body, writer, feed, storage)
+        ):
+            modes.append("direct")
+        else:
+            modes.append("double")
+    return modes
+
+
+def _overwrites(graph: Graph, name: str, feed: str, storage: dict) -> bool:
+    """Whether node `name` may write its output 0 over the inputs it reads that are `feed`'s
+    buffer (the in-place rule of inplace_candidates, for a buffer outside the arena)."""
+    opdef = get_opdef(graph.op_type(name))
+    if opdef.inplace is None:
+        return False
+    ctx = OpContext.for_node(graph, name)
+    declared = set(opdef.inplace(ctx))
+    reading = [i for i, src in enumerate(ctx.inputs) if root_tensor(storage, src) == (feed, 0)]
+    return bool(reading) and all(
+        i in declared
+        and ctx.in_shapes[i] == ctx.out_shapes[0]
+        and ctx.in_dtypes[i].size == ctx.out_dtypes[0].size
+        for i in reading
+    )
 
 
 # -- liveness -----------------------------------------------------------------------------------

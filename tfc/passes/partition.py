@@ -115,7 +115,8 @@ def split_by_device(
             dtype, shape = CONTROL_DTYPE, CONTROL_SHAPE
             send_inputs, send_control = [], [src]
         else:
-            dtype, shape = graph.node(src)["dtypes"][out], tuple(graph.node(src)["shapes"][out])
+            dtype, shape = graph.node(src)["dtypes"][out], graph.node(src)["shapes"][out]
+            shape = None if shape is None else tuple(shape)  # unknown rank: a py_func's output
             send_inputs, send_control = [(src, out)], []
         common = {"key": key, "send_device": src_device, "recv_device": dst_device}
         for part, name, op, inputs, control, attrs, outs in (

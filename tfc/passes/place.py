@@ -19,6 +19,11 @@ one that would go to a GPU only by default goes to the CPU of its task; one whos
 for a GPU explicitly goes there only with `graph_attrs["allow_soft_placement"]`
 (ConfigProto(allow_soft_placement=True)), else placement fails as TF1's does, naming the op and
 the device.
+
+A loop or conditional runs on one device, with everything inside it: an If or While takes the
+device its nested ops ask for when it asks for none itself (two different requests are an error
+naming the loop and both devices), is host-only when an op inside is, and its nested ops all
+get its device.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import fields, replace
 from tfc.ir.device import DeviceSpec
 from tfc.ir.graph import Graph
 from tfc.ops.registry import get_opdef
+from tfc.passes.nested import functional_nodes, nested_ops, subgraph_keys
 
 DEFAULT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 VARIABLE_OPS = frozenset({"VariableV2"})
@@ -170,9 +176,11 @@ def place_devices(graph: Graph) -> Graph:
     )
     cluster = graph.graph_attrs.get("cluster")
     soft = bool(graph.graph_attrs.get("allow_soft_placement"))
+    for name in functional_nodes(graph):
+        graph.node(name)["device"] = _device_of_nested(graph, name)
     for members in colocation_groups(graph).values():
         spec = _merge_group(graph, members)
-        host_only = [n for n in members if get_opdef(graph.op_type(n)).host_only]
+        host_only = [n for n in members if _host_only(graph, n)]
         if host_only:
             spec = _host_spec(graph, host_only[0], spec, default, soft)
         device = full_device_name(spec, default)
@@ -180,9 +188,73 @@ def place_devices(graph: Graph) -> Graph:
             if cluster is not None:
                 _check_cluster(graph, name, device, cluster)
             graph.node(name)["device"] = device
+    for name in functional_nodes(graph):
+        _place_nested(graph.node(name), graph.node(name)["device"])
     graph.graph_attrs["placed"] = True
     graph.version += 1
     return graph
+
+
+def _host_only(graph: Graph, name: str) -> bool:
+    if get_opdef(graph.op_type(name)).host_only:
+        return True
+    return any(get_opdef(g.op_type(n)).host_only for g, n in _nested(graph, name))
+
+
+def _nested(graph: Graph, name: str) -> list[tuple[Graph, str]]:
+    """Every (graph, node) inside the nested graphs of node `name`, at any depth."""
+    found = []
+    for key in subgraph_keys(graph, name):
+        inner = graph.node(name)["attrs"][key]
+        found += [(inner, n) for n in inner.node_names()]
+        found += list(nested_ops(inner))
+    return found
+
+
+def _device_of_nested(graph: Graph, name: str) -> str:
+    """The device an If or While asks for: its own, merged with those its nested ops ask for."""
+    device = graph.node(name)["device"]
+    asked_by = name
+    for inner, n in _nested(graph, name):
+        theirs = inner.node(n)["device"]
+        if not theirs:
+            continue
+        merged = merge_specs(device, theirs)
+        if merged is None:
+            kind = "while_loop" if graph.op_type(name) == "While" else "cond"
+            raise PlacementError(
+                f"{kind} '{name}' runs on one device with everything inside it, but '{asked_by}' "
+                f"asks for {device} and '{n}' inside it for {theirs}: tfc keeps a loop or "
+                "branch within one device (one task of a cluster)",
+                name,
+            )
+        device, asked_by = merged, asked_by if device == merged else n
+    return device
+
+
+def merge_specs(a: str, b: str) -> str | None:
+    """The device both partial specs `a` and `b` allow, or None when a field conflicts."""
+    sa, sb = DeviceSpec.from_string(a), DeviceSpec.from_string(b)
+    merged = {}
+    for f in fields(DeviceSpec):
+        va, vb = getattr(sa, f.name), getattr(sb, f.name)
+        if va is not None and vb is not None and va != vb:
+            return None
+        merged[f.name] = va if va is not None else vb
+    return DeviceSpec(**merged).to_string()
+
+
+def _place_nested(node: dict, device: str) -> None:
+    """Every op inside a placed If or While runs on its device."""
+    attrs = dict(node["attrs"])
+    for key in get_opdef(node["op"]).subgraphs:
+        inner = attrs[key].copy()
+        for n in inner.nx.nodes:
+            inner.node(n)["device"] = device
+            _place_nested(inner.node(n), device)
+        inner.graph_attrs["placed"] = True
+        attrs[key] = inner
+    node["attrs"] = attrs
 
 
 def task_of(device: str) -> str:

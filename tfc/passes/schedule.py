@@ -9,6 +9,12 @@ creation order (generated code that reads like the model code) and memory-aware 
 schedules. Ties go to the earlier candidate, creation order first; every candidate is
 deterministic, so the same graph always gets the same schedule.
 
+Nested graphs are scheduled first, each on its own. In a graph whose op carries values (a
+While's loop variables, an If's carried TensorArrays: graph_attrs["carried_pairs"], set here),
+the readers of a carried value's feed run before the node that writes the value's next
+version, where the data allow it, so that the next version may take the buffer of the one
+before it (tfc.passes.memory: "direct" loop variables, no double buffer).
+
 Also stored, for the chosen schedule (definitions in tfc.passes.memory): "arena_lower_bound"
 (the peak of live arena bytes: no arena can be smaller), "arena_naive_bytes" (the arena
 tensors' total size) and "schedule_strategy" (the winning candidate's name).
@@ -24,9 +30,11 @@ import networkx as nx
 from tfc.ir.graph import Graph
 from tfc.ops.registry import get_opdef
 from tfc.passes.memory import analyze_liveness, arena_model
+from tfc.passes.nested import map_subgraphs
 
 
 def schedule_graph(graph: Graph) -> Graph:
+    map_subgraphs(graph, lambda inner, n, key: _schedule_nested(inner, graph.node(n)["attrs"], key))
     order = dependency_graph(graph)
     costs = Costs(graph)
     best = None
@@ -45,6 +53,22 @@ def schedule_graph(graph: Graph) -> Graph:
     return graph
 
 
+def _schedule_nested(inner: Graph, attrs: dict, key: str) -> Graph:
+    inner.graph_attrs["carried_pairs"] = carried_pairs(attrs, key)
+    return schedule_graph(inner)
+
+
+def carried_pairs(attrs: dict, key: str) -> list[tuple[int, int]]:
+    """(feed index, fetch index) of the values nested graph `key` of a node with attributes
+    `attrs` carries to their next version: a While body's loop variables, an If branch's
+    carried values (after its results)."""
+    if key == "body":
+        return [(j, j) for j in range(attrs["loop_vars"])]
+    if key in ("then_branch", "else_branch"):
+        return [(k, attrs["results"] + k) for k in range(attrs["carried"])]
+    return []
+
+
 def dependency_graph(graph: Graph) -> nx.DiGraph:
     """The program's data and control edges, plus the edges of the variable rules: each read
     of a variable before each write it does not depend on, and the writes of one variable in
@@ -57,6 +81,8 @@ def dependency_graph(graph: Graph) -> nx.DiGraph:
             continue
         inputs = graph.input_edges(name)
         for i in opdef.ref_inputs:
+            if i >= len(inputs):
+                continue
             var = inputs[i][0]
             writers.setdefault(var, []).append(name)
             for reader in variable_readers(graph, var):
@@ -66,7 +92,25 @@ def dependency_graph(graph: Graph) -> nx.DiGraph:
         for earlier, later in zip(chain, chain[1:]):
             if earlier != later and not nx.has_path(order, later, earlier):
                 order.add_edge(earlier, later)
+    _order_carried(graph, order)
     return order
+
+
+def _order_carried(graph: Graph, order: nx.DiGraph) -> None:
+    """Readers of a carried value's feed before the producer of its next version."""
+    pairs = graph.graph_attrs.get("carried_pairs", [])
+    if not pairs:
+        return
+    feeds = {graph.node(n)["attrs"]["index"]: n for n in graph.nx if graph.op_type(n) == "Feed"}
+    fetches = graph.graph_attrs["fetches"]
+    for feed_index, fetch_index in pairs:
+        feed = feeds.get(feed_index)
+        writer = fetches[fetch_index][0]
+        if feed is None or writer == feed:
+            continue
+        for reader in [feed, *variable_readers(graph, feed)]:
+            if reader != writer and reader != feed and not nx.has_path(order, writer, reader):
+                order.add_edge(reader, writer)
 
 
 def variable_readers(graph: Graph, var: str) -> list[str]:

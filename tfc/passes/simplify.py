@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from tfc.ir.graph import Graph
+from tfc.ir.graph import CONTROL, Graph
 from tfc.ops.registry import get_opdef
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.rewrite import Effects, is_effect_free, remove_unused, replace_node
 
 Tensor = tuple[str, int]
@@ -34,7 +35,8 @@ def simplify_algebra(graph: Graph) -> Graph:
     into 0.0, so it stays); x-c for c = 0 or +0.0; Identity, StopGradient and casts to the
     same dtype; transposes by the identity permutation; transpose of a transpose (one
     transpose by the composed permutation, or none); reshape to the input's shape; reshape of a
-    reshape, expand_dims or squeeze (one reshape); squeeze that drops nothing; select with a
+    reshape, expand_dims or squeeze (one reshape); squeeze that drops nothing; a gradient summed
+    to the shape it has (SumToShape); select with a
     constant condition. c is a Const, or a Fill of one, with every element equal.
 
     Guarantees: consumers, control outputs, fetches and targets of a removed node move to its
@@ -44,7 +46,13 @@ def simplify_algebra(graph: Graph) -> Graph:
     are: the Identity W/read of a written W is kept), or when what stops running (the
     removed node and the ancestors only it needed) includes anything with an effect:
     stateful ops, variable reads, random ops. Runs to a fixed point.
+
+    Nested graphs are simplified within themselves. An If whose predicate is a constant is
+    replaced by the ops of the branch it takes (the other branch would never run), unless it
+    carries values (updates them in place) or something reads an output that branch leaves
+    unset.
     """
+    map_subgraphs(graph, lambda inner, node, key: simplify_algebra(inner))
     ctx = _Context(_written_variables(graph), Effects(graph))
     changed = True
     while changed:
@@ -92,8 +100,8 @@ def _div_one(graph: Graph, name: str, ctx: _Context) -> bool:
 
 
 def _pass_through(graph: Graph, name: str, ctx: _Context) -> bool:
-    """Identity, StopGradient (gradients are built already); Cast and Squeeze when they change
-    nothing: _replace checks that dtype and shape are the input's."""
+    """Identity, StopGradient (gradients are built already); Cast, Squeeze and SumToShape when
+    they change nothing: _replace checks that dtype and shape are the input's."""
     return _replace(graph, name, graph.input_edges(name)[0], ctx)
 
 
@@ -144,6 +152,70 @@ def _select(graph: Graph, name: str, ctx: _Context) -> bool:
     return c is not None and _replace(graph, name, a if c else b, ctx)
 
 
+def _constant_branch(graph: Graph, name: str, ctx: _Context) -> bool:
+    """An If on a constant: the ops of the branch it takes, in its place."""
+    node = graph.node(name)
+    inputs = graph.input_edges(name)
+    c = _splat(graph, inputs[0])
+    attrs = node["attrs"]
+    if c is None or attrs["carried"]:
+        return False
+    branch = attrs["then_branch" if c else "else_branch"]
+    fetches = branch.graph_attrs["fetches"]
+    read = {
+        d["out"] for _, _, k, d in graph.nx.out_edges(name, keys=True, data=True) if k != CONTROL
+    }
+    read |= {i for n, i in graph.graph_attrs["fetches"] if n == name}
+    if any(fetches[j] is None for j in read):
+        return False
+    waits = graph.control_input_names(name)
+    renamed: dict[str, str] = {}
+    order = nx.lexicographical_topological_sort(branch.nx, key=lambda n: branch.node(n)["id"])
+    for n in order:
+        inner = branch.node(n)
+        if inner["op"] == "Feed":
+            continue
+        new = renamed[n] = graph.unique_name(n)
+
+        def source(edge: tuple[str, int]) -> tuple[str, int]:
+            src, out = edge
+            if branch.op_type(src) == "Feed":
+                return inputs[branch.node(src)["attrs"]["index"] + 1]
+            return renamed[src], out
+
+        controls = [renamed[u] for u in branch.control_input_names(n)]
+        graph.add_node(
+            new, inner["op"], [source(e) for e in branch.input_edges(n)], dict(inner["attrs"]),
+            inner["dtypes"], inner["shapes"], device=node["device"],
+            control_inputs=controls + (waits if not branch.input_edges(n) else []),
+        )  # fmt: skip
+
+    def value(fetch: tuple[str, int] | None) -> tuple[str, int]:
+        if fetch is None:
+            return inputs[0]  # an output nothing reads (checked above)
+        src, out = fetch
+        if branch.op_type(src) == "Feed":
+            return inputs[branch.node(src)["attrs"]["index"] + 1]
+        return renamed[src], out
+
+    targets = [renamed[t] for t in branch.graph_attrs.get("targets", [])]
+    waiting = graph.control_output_names(name)
+    replace_node(graph, name, [value(f) for f in fetches] or [inputs[0]])
+    for consumer in waiting:  # what waited for the If waits for the branch's effects too
+        for t in targets:
+            graph.add_control_edge(t, consumer)
+    if name in graph.graph_attrs.get("targets", ()) or targets and name not in graph.nx:
+        graph.graph_attrs["targets"] = list(
+            dict.fromkeys([t for t in graph.graph_attrs.get("targets", []) if t != name] + targets)
+        )
+    if name in graph.nx:
+        for u, _, k in list(graph.nx.in_edges(name, keys=True)):
+            graph.nx.remove_edge(u, name, key=k)
+        graph.remove_node(name)
+    remove_unused(graph, [inputs[0][0]])
+    return True
+
+
 _RULES: dict[str, Callable[[Graph, str, _Context], bool]] = {
     "Add": _add_zero,
     "BiasAdd": _add_zero,
@@ -158,6 +230,8 @@ _RULES: dict[str, Callable[[Graph, str, _Context], bool]] = {
     "Reshape": _reshape,
     "Transpose": _transpose,
     "SelectV2": _select,
+    "SumToShape": _pass_through,  # a gradient summed to the shape it has already
+    "If": _constant_branch,
 }
 
 

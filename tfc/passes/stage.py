@@ -73,11 +73,16 @@ def _device_order(devices: set[str]) -> list[str]:
     return sorted(devices, key=lambda d: (DeviceSpec.from_string(d).device_type != "CPU", d))
 
 
-def assign_stages(graph: Graph) -> tuple[dict[str, int], list[str]]:
+def assign_stages(
+    graph: Graph, device_of: dict[str, str] | None = None
+) -> tuple[dict[str, int], list[str]]:
     """(node -> stage index, the device of each stage), stages in run order; see the module
     doc. A constant or feed goes to the first stage that reads it (stage 0 if none does); a
-    NoOp computes nothing, so it joins the last stage of its inputs, whatever its device."""
-    device_of = {n: graph.node(n)["device"] for n in graph.nx.nodes}
+    NoOp computes nothing, so it joins the last stage of its inputs, whatever its device.
+    `device_of` (node -> where it runs) replaces the nodes' devices: the Python stages of
+    tfc/passes/python_stage.py alternate between Python and native code this way."""
+    if device_of is None:
+        device_of = {n: graph.node(n)["device"] for n in graph.nx.nodes}
     free = {n for n in graph.nx.nodes if _is_free(graph, n)}
     anywhere = {n for n in graph.nx.nodes if graph.op_type(n) == "NoOp"}
     devices = _device_order({device_of[n] for n in graph.nx.nodes if n not in free | anywhere})
@@ -179,6 +184,14 @@ def stage_devices(graph: Graph) -> Graph:
     for name, s in stage_of.items():
         if _is_free(graph, name) or graph.op_type(name) == "NoOp":  # they go anywhere
             graph.node(name)["device"] = devices[s]
+    graph.graph_attrs["stages"] = cut_stages(graph, stage_of)
+    return graph
+
+
+def cut_stages(graph: Graph, stage_of: dict[str, int]) -> list[Stage]:
+    """The stages of a graph whose every node has a stage and the device of its stage: one
+    part per stage (split_by_device), one hand-off per (tensor, reading device), each part a
+    program of its own; empty stages are dropped. The cuts go to graph_attrs["stage_cuts"]."""
     labels = {n: f"s{s}" for n, s in stage_of.items()}
     parts, cuts = split_by_device(graph, labels, copy_feeds=True)
     graph.graph_attrs["stage_cuts"] = _share_sends(parts, cuts)
@@ -188,8 +201,7 @@ def stage_devices(graph: Graph) -> Graph:
         stage = _as_program(parts[label], feeds)
         if stage.graph.nx.number_of_nodes():
             stages.append(stage)
-    graph.graph_attrs["stages"] = stages
-    return graph
+    return stages
 
 
 def _share_sends(parts: dict[str, Graph], cuts: list[CutEdge]) -> list[CutEdge]:
@@ -237,8 +249,9 @@ def _as_program(part: Graph, feeds: list[FeedSpec]) -> Stage:
                 part.remove_node(name)  # the stage order is the control dependency
                 continue
             received[name] = key
-            node.update(op="Feed", attrs={"dtype": node["attrs"]["dtype"],
-                                          "shape": tuple(node["attrs"]["shape"])})  # fmt: skip
+            shape = node["attrs"]["shape"]
+            shape = None if shape is None else tuple(shape)  # unknown rank: a py_func's output
+            node.update(op="Feed", attrs={"dtype": node["attrs"]["dtype"], "shape": shape})
         elif node["op"] == "_Send":
             inputs = part.input_edges(name)
             if inputs:

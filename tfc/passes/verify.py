@@ -52,6 +52,37 @@ def verify_graph(graph: Graph, after: str = "") -> None:
                 fail(f"the schedule runs '{v}' before its input '{u}'")
     if "arena_bytes" in attrs:
         verify_memory_plan(graph, fail)
+    for name, node in graph.nx.nodes(data=True):
+        for key in REGISTRY[node["op"]].subgraphs:
+            inner = node["attrs"][key]
+            _verify_interface(graph, name, key, inner, fail)
+            verify_graph(inner, after=f"{after}, in {key} of '{name}'".lstrip(", "))
+
+
+def _verify_interface(graph: Graph, name: str, key: str, inner: Graph, fail) -> None:
+    """A nested graph's feeds stand for inputs of its op, of their dtypes; its fetches are in
+    it (a While's cond fetches one value, its body and an If's branches one per output)."""
+    node = graph.node(name)
+    offset = 1 if node["op"] == "If" else 0
+    inputs = graph.input_edges(name)
+    for n in inner.nx.nodes:
+        data = inner.node(n)
+        if data["op"] != "Feed":
+            continue
+        i = data["attrs"]["index"] + offset
+        if not offset <= i < len(inputs):
+            fail(f"feed '{n}' of {key} of '{name}' stands for input {i}, which it has not")
+        src, out = inputs[i]
+        if graph.node(src)["dtypes"][out] != data["dtypes"][0]:
+            fail(f"feed '{n}' of {key} of '{name}' has another dtype than input {i}")
+    fetches = inner.graph_attrs["fetches"]
+    for f in fetches:
+        if f[0] not in inner.nx:
+            fail(f"{key} of '{name}' fetches '{f[0]}', which it has not")
+    # a While's outputs: its loop variables, the iteration count, its accumulators
+    expected = 1 if key == "cond" else len(node["dtypes"]) - (1 if key == "body" else 0)
+    if len(fetches) != expected:
+        fail(f"{key} of '{name}' fetches {len(fetches)} values, its op expects {expected}")
 
 
 def verify_memory_plan(graph: Graph, fail) -> None:

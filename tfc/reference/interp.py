@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from tfc.client.python_stage import evaluate_python_stage
 from tfc.client.request import RunRequest
-from tfc.compiler import interpreter_partitions, interpreter_program
+from tfc.compiler import interpreter_partitions, interpreter_program, split_python_stages
 from tfc.data.runtime import IteratorStates
-from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
-from tfc.ops.registry import OpContext, as_output_list, get_opdef
+from tfc.ops.evaluate import evaluate_graph
+from tfc.passes.python_stage import PYTHON, with_feed_shapes
 
 
 class InterpState:
@@ -67,61 +68,18 @@ class Interpreter:
     def run(self, fetches: Any, feed_dict: Any = None) -> Any:
         request = RunRequest(self.graph, fetches, feed_dict, self.state.iterators)
         program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
+        stages = split_python_stages(program)
+        if stages:  # ops only Python runs (py_func, strings, shapes that depend on values)
+            n = len(request.fetch_keys)
+            values = evaluate_python_stages(stages, request.feed_values, n, self.state)
+            return request.results(values)
         program = interpreter_program(program)
         return request.results(evaluate(program, request.feed_values, self.state))
 
 
 def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) -> list[np.ndarray]:
     """Evaluate a scheduled program graph; returns one array per fetch."""
-    fetch_slots: dict[tuple[str, int], list[int]] = {}
-    for j, tensor in enumerate(program.graph_attrs["fetches"]):
-        fetch_slots.setdefault(tuple(tensor), []).append(j)
-    results: list[Any] = [None] * len(program.graph_attrs["fetches"])
-    values: dict[tuple[str, int], Any] = {}
-    for name in program.graph_attrs["schedule"]:
-        node = program.node(name)
-        opdef = get_opdef(node["op"])
-        inputs = program.input_edges(name)
-        args = [values[src] for src in inputs]
-        for i, arg in enumerate(args):
-            if arg is None and (i not in opdef.ref_inputs or opdef.reads_ref):
-                raise errors.FailedPreconditionError(
-                    None, None, f"Attempting to use uninitialized value {inputs[i][0]}"
-                )
-        if node["op"] == "Feed":
-            outs = [feed_values[node["attrs"]["index"]]]
-        else:
-            if opdef.reference is None:
-                raise NotImplementedError(f"Op '{node['op']}' has no NumPy reference")
-            ctx = OpContext.for_node(
-                program,
-                name,
-                state=state,
-                ref_names=[inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)],
-            )
-            try:
-                outs = as_output_list(opdef.reference(ctx, *args))
-            except errors.OpError as e:
-                if e.op is None:  # name the failing node, as compiled runs do
-                    e.op = program.get_operation_by_name(name)
-                raise
-        for i, value in enumerate(outs):
-            if value is not None:
-                value = np.asarray(value)
-                expected = (node["dtypes"][i].np, tuple(node["shapes"][i]))
-                if (value.dtype, value.shape) != expected:
-                    raise AssertionError(
-                        f"reference of {node['op']} '{name}' returned {value.dtype}{value.shape}, "
-                        f"expected {expected[0]}{expected[1]}"
-                    )
-            values[(name, i)] = value
-            for j in fetch_slots.get((name, i), []):
-                if value is None:
-                    raise errors.FailedPreconditionError(
-                        None, None, f"Attempting to use uninitialized value {name}"
-                    )
-                results[j] = np.array(value, copy=True)
-    return results
+    return evaluate_graph(program, feed_values, state)
 
 
 # -- partitioned graphs --------------------------------------------------------------------------
@@ -187,6 +145,30 @@ def evaluate_stages(
     for stage in stages:
         inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
         for (kind, k), value in zip(stage.outputs, evaluate(stage.graph, inputs, state)):
+            if kind == "fetch":
+                results[k] = value
+            else:
+                sent[k] = value
+    return results
+
+
+# -- native and Python stages ----------------------------------------------------------------------
+def evaluate_python_stages(
+    stages: list, feed_values: list[np.ndarray], n_fetches: int, state: InterpState
+) -> list[np.ndarray]:
+    """Run the native and Python stages of tfc/passes/python_stage.py in order, as a Session
+    does: each native stage specialized for the shapes it is handed and interpreted, each
+    Python stage evaluated as the client evaluates it; returns the program's fetches."""
+    results: list[Any] = [None] * n_fetches
+    sent: dict[str, np.ndarray] = {}
+    for stage in stages:
+        inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
+        if stage.device == PYTHON:
+            outputs = evaluate_python_stage(stage.graph, inputs)
+        else:
+            graph = with_feed_shapes(stage, [np.shape(v) for v in inputs])
+            outputs = evaluate(interpreter_program(graph), inputs, state)
+        for (kind, k), value in zip(stage.outputs, outputs):
             if kind == "fetch":
                 results[k] = value
             else:

@@ -3,7 +3,8 @@
 Every name scope (`gradients/`, `Adam/`, `hidden1/`) is drawn as one box holding its ops, with
 the tensors that cross its border as edges, so a training graph of hundreds of ops reads as a
 few dozen boxes; `expand` opens scopes (a cluster holding their ops and their own, still
-collapsed, sub-scopes). Ops show their type, output dtypes and shapes, and device. DOT is
+collapsed, sub-scopes). Ops show their type, output dtypes and shapes, and device; ops only Python
+runs (tf.py_func, string ops, shapes that depend on values) are dashed and say so. DOT is
 written here; SVG needs Graphviz's `dot` program.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from tfc.ir.graph import CONTROL, Graph
 from tfc.ir.tensor_shape import shape_str
+from tfc.ops.registry import python_reason
 
 __all__ = ["GraphvizNotFound", "graph_dot", "graph_html", "graph_svg", "write_graph"]
 
@@ -35,6 +37,8 @@ _STYLE = {  # op type -> node attributes; others are plain rounded boxes
 _HEAVY = 'shape=box style="rounded,filled" fillcolor="#ffccbc"'  # matrix products, convolutions
 _UPDATE = 'shape=box style="rounded,filled" fillcolor="#ffe0b2"'  # variable updates
 _SCOPE = 'shape=box3d style=filled fillcolor="#bbdefb"'
+# ops only Python runs (py_func, strings, value-dependent shapes): a Session's Python stages
+_PYTHON = 'shape=box style="rounded,filled,dashed" fillcolor="#e1bee7"'
 
 
 class GraphvizNotFound(RuntimeError):
@@ -103,6 +107,8 @@ def _op_lines(graph: Graph, name: str, cluster: str) -> list[str]:
     lines = [node["op"], name[len(cluster) + 1 :] if cluster else name, *outs]
     if node["device"]:
         lines.append(node["device"])
+    if python_reason(graph, name):
+        lines.append("runs in Python")
     return lines
 
 
@@ -150,6 +156,8 @@ def graph_dot(graph: Graph, expand: Sequence[str] = (), title: str | None = None
             else:
                 label = _op_lines(graph, unit, cluster)
                 tooltip, style = unit, _node_style(graph.op_type(unit))
+                if python_reason(graph, unit):
+                    tooltip, style = f"{unit}: {python_reason(graph, unit)}", _PYTHON
             lines.append(
                 f"{indent}{layout.ids[unit]} [label={_label(label)} {style} "
                 f"id={_quote(layout.ids[unit])} tooltip={_label([tooltip])}]"

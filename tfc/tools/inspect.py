@@ -41,6 +41,7 @@ from tfc.compiler import (
 )
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
+from tfc.ir.tensor_shape import num_elements
 from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
 
 __all__ = [
@@ -110,6 +111,7 @@ class Inspection:
             f"intermediates {self.arena.intermediate_bytes:,} B after the passes, "
             f"{self.arena.naive_bytes:,} B with none (the naive total)"
         )
+        lines += control_flow_report(self.graph)
         cost = self.cost
         top = sorted(cost.flops_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
         shares = ", ".join(f"{t} {_percent(f, cost.flops)}" for t, f in top[:4] if f)
@@ -122,6 +124,48 @@ class Inspection:
                 f"{FALLBACK_FLOPS_PER_ELEMENT} FLOP per output element)"
             )
         return "\n".join(lines) + "\n"
+
+
+def control_flow_report(graph: Graph, indent: str = "") -> list[str]:
+    """A line per loop and conditional of a memory-planned graph (and of those nested in it):
+    a loop's iteration bound, how its loop variables are carried from one iteration to the
+    next (alias: updated in place; direct: the next value written over the current one;
+    double: a second buffer), what it accumulates for its gradient, its nested arenas."""
+    lines = []
+    for name in graph.node_names():
+        node = graph.node(name)
+        attrs = node["attrs"]
+
+        def nbytes(j: int, node: dict = node) -> int:
+            return num_elements(node["shapes"][j]) * node["dtypes"][j].size
+
+        def arena(key: str, attrs: dict = attrs) -> int:
+            return int(attrs[key].graph_attrs.get("arena_bytes", 0))
+
+        if node["op"] == "While":
+            n_lv = attrs["loop_vars"]
+            modes = attrs["body"].graph_attrs.get("carried") or ["?"] * n_lv
+            kinds = ", ".join(f"{modes.count(m)} {m}" for m in ("alias", "direct", "double")
+                              if m in modes)  # fmt: skip
+            second = sum(nbytes(j) for j in range(n_lv) if modes[j] == "double")
+            saved = range(n_lv + 1, len(node["dtypes"]))
+            bound = attrs.get("bound")
+            lines.append(
+                f"{indent}loop '{name}': at most {bound if bound is not None else '?'} "
+                f"iterations; {n_lv} loop variables ({kinds}; {second:,} B of second buffers); "
+                f"{len(saved)} accumulators ({sum(nbytes(j) for j in saved):,} B); arenas: body "
+                f"{arena('body'):,} B, cond {arena('cond'):,} B"
+            )
+            for key in ("cond", "body"):
+                lines += control_flow_report(attrs[key], indent + "  ")
+        elif node["op"] == "If":
+            lines.append(
+                f"{indent}cond '{name}': {attrs['carried']} carried values; arenas: true branch "
+                f"{arena('then_branch'):,} B, false branch {arena('else_branch'):,} B"
+            )
+            for key in ("then_branch", "else_branch"):
+                lines += control_flow_report(attrs[key], indent + "  ")
+    return lines
 
 
 def _percent(part: int, whole: int) -> str:

@@ -1,7 +1,12 @@
 """`tf.train`: optimizers, learning-rate schedules, moving averages, the global step,
-checkpoints, and the session-run hooks of training loops."""
+checkpoints, the session-run hooks, scaffold and coordinator of training loops, and cluster
+specs. (The session-driving loops, MonitoredTrainingSession and the rest, are tfc.training's:
+they create Sessions; the public `tf.train` namespace holds both.)"""
 
 from tfc.train.basic_session_run_hooks import *  # noqa: F401,F403
+from tfc.train.checkpoint_wait import *  # noqa: F401,F403
+from tfc.train.cluster_spec import *  # noqa: F401,F403
+from tfc.train.coordinator import *  # noqa: F401,F403
 from tfc.train.device_setter import *  # noqa: F401,F403
 from tfc.train.learning_rate_decay import *  # noqa: F401,F403
 from tfc.train.meta_graph_export import *  # noqa: F401,F403
@@ -10,6 +15,7 @@ from tfc.train.moving_averages import *  # noqa: F401,F403
 from tfc.train.optimizer import *  # noqa: F401,F403
 from tfc.train.optimizers import *  # noqa: F401,F403
 from tfc.train.saver import *  # noqa: F401,F403
+from tfc.train.scaffold import *  # noqa: F401,F403
 from tfc.train.session_run_hook import *  # noqa: F401,F403
 from tfc.train.training_util import *  # noqa: F401,F403
 from tfc.train.warm_start import *  # noqa: F401,F403

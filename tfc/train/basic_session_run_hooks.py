@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 import tfc.logging as tf_logging
-from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.ir.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
 from tfc.train.saver import Saver
 from tfc.train.session_run_hook import (
     SessionRunArgs,
@@ -26,6 +26,7 @@ __all__ = [
     "CheckpointSaverListener",
     "FeedFnHook",
     "FinalOpsHook",
+    "GlobalStepWaiterHook",
     "LoggingTensorHook",
     "NanLossDuringTrainingError",
     "NanTensorHook",
@@ -227,8 +228,9 @@ class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint every `save_secs` seconds or `save_steps` steps into checkpoint_dir,
     when the session starts, and at the end (unless that step is saved already).
 
-    Without `saver`, one made at begin() saves all global variables (TF1 takes it from the
-    graph's SAVERS collection or a Scaffold, which tfc does not have).
+    The Saver is `saver`, else the `scaffold`'s (once its session creator finalized it), else
+    the one of the graph's SAVERS collection, else one made at begin() that saves all global
+    variables.
     """
 
     def __init__(
@@ -244,11 +246,10 @@ class CheckpointSaverHook(SessionRunHook):
     ) -> None:
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")
-        if scaffold is not None:
-            raise NotImplementedError("tfc has no tf.train.Scaffold; pass a saver instead")
         self._checkpoint_dir = checkpoint_dir
         self._save_path = os.path.join(checkpoint_dir, checkpoint_basename)
         self._saver = saver
+        self._scaffold = scaffold
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
 
@@ -258,8 +259,14 @@ class CheckpointSaverHook(SessionRunHook):
 
     def begin(self) -> None:
         self._global_step = _require_global_step("CheckpointSaverHook")
-        if self._saver is None:
-            self._saver = Saver()
+        if self._saver is None and self._scaffold is None:
+            savers = get_default_graph().get_collection(GraphKeys.SAVERS)
+            if len(savers) > 1:
+                raise RuntimeError(
+                    "More than one item in collection SAVERS. Please indicate which one to use "
+                    "by passing it to the constructor."
+                )
+            self._saver = savers[0] if savers else Saver()
         for listener in self._listeners:
             listener.begin()
 
@@ -292,7 +299,8 @@ class CheckpointSaverHook(SessionRunHook):
             listener.before_save(session, step)
         tf_logging.info("Saving checkpoints for %d into %s.", step, self._save_path)
         os.makedirs(self._checkpoint_dir, exist_ok=True)
-        self._saver.save(session, self._save_path, global_step=step)
+        saver = self._saver if self._saver is not None else self._scaffold.saver
+        saver.save(session, self._save_path, global_step=step)
         stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
@@ -391,3 +399,40 @@ class FinalOpsHook(SessionRunHook):
     def end(self, session: Any) -> None:
         if self._final_ops is not None:
             self._final_ops_values = session.run(self._final_ops, self._final_ops_feed_dict)
+
+
+class GlobalStepWaiterHook(SessionRunHook):
+    """Holds the first step until the global step reaches `wait_until_step` (polling every half
+    second): a worker that starts once the chief's first updates are in (TF1 staggers its
+    workers this way)."""
+
+    def __init__(self, wait_until_step: int) -> None:
+        self._wait_until_step = wait_until_step
+
+    def begin(self) -> None:
+        self._worker_is_started = False
+        self._global_step = _require_global_step("GlobalStepWaiterHook")
+
+    def before_run(self, run_context: SessionRunContext) -> None:
+        if self._worker_is_started:
+            return None
+        if self._wait_until_step <= 0:
+            self._worker_is_started = True
+            return None
+        tf_logging.info(
+            "Waiting for global step %d before starting training.", self._wait_until_step
+        )
+        last_logged = 0
+        while True:
+            step = int(run_context.session.run(self._global_step))
+            if step >= self._wait_until_step:
+                self._worker_is_started = True
+                return None
+            if step - last_logged > 1000:
+                tf_logging.info(
+                    "Waiting for global step %d before starting training. Current step is %d.",
+                    self._wait_until_step,
+                    step,
+                )
+                last_logged = step
+            time.sleep(0.5)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfc.ir.device import DeviceSpec
+from tfc.train.cluster_spec import ClusterSpec
 
 __all__ = ["replica_device_setter"]
 
@@ -35,13 +36,13 @@ def replica_device_setter(
 ) -> Callable[[Any], str] | None:
     """A device function for `tf.device`: variable ops go to the ps tasks (round-robin, or
     `ps_strategy(op)` -> task), everything else to `worker_device`. Devices already set by inner
-    scopes win, as in TF1. `cluster` (a dict job -> list of addresses, or a ClusterSpec-like
-    object with as_dict()) gives ps_tasks as the number of ps addresses. Returns None when
+    scopes win, as in TF1. `cluster` (a ClusterSpec, a ClusterDef or a dict job -> list of
+    addresses) gives ps_tasks as the number of tasks of the ps job. Returns None when
     there are no ps tasks."""
     if cluster is not None:
-        spec = cluster.as_dict() if hasattr(cluster, "as_dict") else dict(cluster)
+        spec = ClusterSpec(cluster).as_dict()
         ps_job = DeviceSpec.from_string(ps_device).job or "ps"
-        ps_tasks = len(spec.get(ps_job, ()))
+        ps_tasks = len(spec.get(ps_job) or ())
     if ps_tasks == 0:
         return None
     ps_ops = tuple(ps_ops) if ps_ops is not None else STANDARD_PS_OPS

@@ -1,10 +1,12 @@
-"""TF1's optimizers: gradient descent, momentum (Nesterov), Adagrad, RMSProp, Adam."""
+"""TF1's optimizers: gradient descent, momentum (Nesterov), Adagrad, RMSProp, Adam, Adadelta,
+FTRL, the proximal ones and Adagrad dual averaging."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import tfc.ops.training_ops as training_ops
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import (
     Operation,
     Tensor,
@@ -12,7 +14,9 @@ from tfc.ir.graph import (
     control_dependencies,
     get_default_graph,
 )
+from tfc.ops.array_shape import identity
 from tfc.ops.control import group
+from tfc.ops.math import cast, maximum
 from tfc.train.optimizer import Optimizer, cast_to
 from tfc.variables import Variable
 
@@ -22,6 +26,11 @@ __all__ = [
     "AdagradOptimizer",
     "RMSPropOptimizer",
     "AdamOptimizer",
+    "AdadeltaOptimizer",
+    "FtrlOptimizer",
+    "ProximalGradientDescentOptimizer",
+    "ProximalAdagradOptimizer",
+    "AdagradDAOptimizer",
 ]
 
 
@@ -236,3 +245,278 @@ class AdamOptimizer(Optimizer):
                 update_beta1 = beta1_power.assign(beta1_power * self._beta1_t)
                 update_beta2 = beta2_power.assign(beta2_power * self._beta2_t)
         return group(*update_ops, update_beta1, update_beta2, name=name_scope)
+
+
+class AdadeltaOptimizer(Optimizer):
+    """Adadelta (Zeiler, 2012): accum = rho * accum + (1 - rho) * grad^2; update =
+    sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad; var -= lr * update;
+    accum_update = rho * accum_update + (1 - rho) * update^2. Slots "accum", "accum_update"."""
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        rho: Any = 0.95,
+        epsilon: Any = 1e-8,
+        use_locking: bool = False,
+        name: str = "Adadelta",
+    ) -> None:
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+        self._rho = rho
+        self._epsilon = epsilon
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for v in var_list:
+            self._zeros_slot(v, "accum", self._name)
+            self._zeros_slot(v, "accum_update", self._name)
+
+    def _prepare(self) -> None:
+        self._lr_t = self._hyper(self._lr, "lr")
+        self._rho_t = self._hyper(self._rho, "rho")
+        self._epsilon_t = self._hyper(self._epsilon, "epsilon")
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
+        return training_ops.apply_adadelta(
+            var,
+            self.get_slot(var, "accum"),
+            self.get_slot(var, "accum_update"),
+            cast_to(self._lr_t, var),
+            cast_to(self._rho_t, var),
+            cast_to(self._epsilon_t, var),
+            grad,
+            use_locking=self._use_locking,
+        )
+
+
+def _check_non_negative(**values: float) -> None:
+    for name, value in values.items():
+        if value < 0.0:
+            raise ValueError(f"{name} {value:f} needs to be positive or zero")
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-proximal (McMahan et al., 2013), the default of TF1's linear estimators.
+
+    Per element: new_accum = accum + grad^2; linear += grad - (new_accum^-p - accum^-p) / lr *
+    var (p = learning_rate_power); var = (l1 * sign(linear) - linear) / (new_accum^-p / lr +
+    2 * l2) where |linear| > l1, else 0. With l2_shrinkage_regularization_strength > 0,
+    `linear` takes grad + 2 * l2_shrinkage * var (ApplyFtrlV2). `beta` adds beta / (2 * lr)
+    to l2. Slots "accum" (initial_accumulator_value) and "linear" (zeros), their variables
+    named by accum_name and linear_name (default: the optimizer's name).
+    """
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        learning_rate_power: float = -0.5,
+        initial_accumulator_value: float = 0.1,
+        l1_regularization_strength: float = 0.0,
+        l2_regularization_strength: float = 0.0,
+        use_locking: bool = False,
+        name: str = "Ftrl",
+        accum_name: str | None = None,
+        linear_name: str | None = None,
+        l2_shrinkage_regularization_strength: float = 0.0,
+        beta: float | None = None,
+    ) -> None:
+        super().__init__(use_locking, name)
+        if initial_accumulator_value < 0.0:
+            raise ValueError(
+                f"initial_accumulator_value {initial_accumulator_value:f} needs to be positive "
+                "or zero"
+            )
+        if learning_rate_power > 0.0:
+            raise ValueError(
+                f"learning_rate_power {learning_rate_power:f} needs to be negative or zero"
+            )
+        _check_non_negative(
+            l1_regularization_strength=l1_regularization_strength,
+            l2_regularization_strength=l2_regularization_strength,
+            l2_shrinkage_regularization_strength=l2_shrinkage_regularization_strength,
+        )
+        self._learning_rate = learning_rate
+        self._learning_rate_power = learning_rate_power
+        self._initial_accumulator_value = initial_accumulator_value
+        self._l1 = l1_regularization_strength
+        self._l2 = l2_regularization_strength
+        self._l2_shrinkage = l2_shrinkage_regularization_strength
+        self._beta = 0.0 if beta is None else beta
+        self._accum_name = accum_name
+        self._linear_name = linear_name
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for v in var_list:
+            self._constant_slot(
+                v, self._initial_accumulator_value, "accum", self._accum_name or self._name
+            )
+            self._zeros_slot(v, "linear", self._linear_name or self._name)
+
+    def _prepare(self) -> None:
+        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
+        self._l1_tensor = self._hyper(self._l1, "l1_regularization_strength")
+        if self._beta:
+            # beta / (2 lr) joins the stabilizing l2, as TF1 computes it (in float32)
+            lr = maximum(self._learning_rate_tensor, 1e-36)
+            self._adjusted_l2_tensor = self._l2 + self._beta / (2.0 * lr)
+        else:
+            self._adjusted_l2_tensor = self._hyper(self._l2, "adjusted_l2_regularization_strength")
+        self._l2_shrinkage_tensor = self._hyper(
+            self._l2_shrinkage, "l2_shrinkage_regularization_strength"
+        )
+        self._learning_rate_power_tensor = self._hyper(
+            self._learning_rate_power, "learning_rate_power"
+        )
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
+        accum, linear = self.get_slot(var, "accum"), self.get_slot(var, "linear")
+        lr, l1, l2, power = (
+            cast_to(t, var)
+            for t in (
+                self._learning_rate_tensor,
+                self._l1_tensor,
+                self._adjusted_l2_tensor,
+                self._learning_rate_power_tensor,
+            )
+        )
+        if self._l2_shrinkage <= 0.0:
+            return training_ops.apply_ftrl(
+                var, accum, linear, grad, lr, l1, l2, power, use_locking=self._use_locking
+            )
+        shrinkage = cast_to(self._l2_shrinkage_tensor, var)
+        return training_ops.apply_ftrl_v2(
+            var, accum, linear, grad, lr, l1, l2, shrinkage, power, use_locking=self._use_locking
+        )
+
+
+class ProximalGradientDescentOptimizer(Optimizer):
+    """Gradient descent with l1 and l2 penalties applied by their proximal operator (FOBOS):
+    prox = var - lr * grad; var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)."""
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        l1_regularization_strength: Any = 0.0,
+        l2_regularization_strength: Any = 0.0,
+        use_locking: bool = False,
+        name: str = "ProximalGradientDescent",
+    ) -> None:
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._l1 = l1_regularization_strength
+        self._l2 = l2_regularization_strength
+
+    def _prepare(self) -> None:
+        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
+        self._l1_tensor = self._hyper(self._l1, "l1_regularization_strength")
+        self._l2_tensor = self._hyper(self._l2, "l2_regularization_strength")
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
+        return training_ops.apply_proximal_gradient_descent(
+            var,
+            cast_to(self._learning_rate_tensor, var),
+            cast_to(self._l1_tensor, var),
+            cast_to(self._l2_tensor, var),
+            grad,
+            use_locking=self._use_locking,
+        )
+
+
+class ProximalAdagradOptimizer(Optimizer):
+    """Adagrad's rate lr / sqrt(accum) (accum += grad^2) in the proximal step of
+    ProximalGradientDescentOptimizer. The slot is "accumulator"."""
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        initial_accumulator_value: float = 0.1,
+        l1_regularization_strength: Any = 0.0,
+        l2_regularization_strength: Any = 0.0,
+        use_locking: bool = False,
+        name: str = "ProximalAdagrad",
+    ) -> None:
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(
+                f"initial_accumulator_value must be positive: {initial_accumulator_value}"
+            )
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._initial_accumulator_value = initial_accumulator_value
+        self._l1 = l1_regularization_strength
+        self._l2 = l2_regularization_strength
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for v in var_list:
+            self._constant_slot(v, self._initial_accumulator_value, "accumulator", self._name)
+
+    def _prepare(self) -> None:
+        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
+        self._l1_tensor = self._hyper(self._l1, "l1_regularization_strength")
+        self._l2_tensor = self._hyper(self._l2, "l2_regularization_strength")
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
+        return training_ops.apply_proximal_adagrad(
+            var,
+            self.get_slot(var, "accumulator"),
+            cast_to(self._learning_rate_tensor, var),
+            cast_to(self._l1_tensor, var),
+            cast_to(self._l2_tensor, var),
+            grad,
+            use_locking=self._use_locking,
+        )
+
+
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad dual averaging (Duchi et al., 2011), for sparse linear models: g += grad, gg +=
+    grad^2, var = -lr * sign(g) * max(|g| - l1 * t, 0) / (l2 * t * lr + sqrt(gg)) with t the
+    global step + 1 (read before this step's increment). Slots "gradient_accumulator" (zeros)
+    and "gradient_squared_accumulator" (initial_gradient_squared_accumulator_value)."""
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        global_step: Any,
+        initial_gradient_squared_accumulator_value: float = 0.1,
+        l1_regularization_strength: float = 0.0,
+        l2_regularization_strength: float = 0.0,
+        use_locking: bool = False,
+        name: str = "AdagradDA",
+    ) -> None:
+        if initial_gradient_squared_accumulator_value <= 0.0:
+            raise ValueError(
+                "initial_gradient_squared_accumulator_value must be positive: "
+                f"{initial_gradient_squared_accumulator_value}"
+            )
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._global_step = global_step
+        self._initial_gg = initial_gradient_squared_accumulator_value
+        self._l1 = l1_regularization_strength
+        self._l2 = l2_regularization_strength
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for v in var_list:
+            self._zeros_slot(v, "gradient_accumulator", self._name)
+            self._constant_slot(v, self._initial_gg, "gradient_squared_accumulator", self._name)
+
+    def _prepare(self) -> None:
+        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
+        with colocate_with(self._learning_rate_tensor.op):
+            # the step this update is for: the global step before its increment, plus one
+            self._global_step_on_worker = identity(self._global_step) + 1
+        if self._global_step_on_worker.dtype != _dt.int64:
+            self._global_step_on_worker = cast(self._global_step_on_worker, _dt.int64)
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
+        with colocate_with(var.op):
+            global_step = identity(self._global_step_on_worker)
+        return training_ops.apply_adagrad_da(
+            var,
+            self.get_slot(var, "gradient_accumulator"),
+            self.get_slot(var, "gradient_squared_accumulator"),
+            grad,
+            cast_to(self._learning_rate_tensor, var),
+            cast(self._l1, var.dtype),
+            cast(self._l2, var.dtype),
+            global_step,
+            use_locking=self._use_locking,
+        )

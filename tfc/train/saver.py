@@ -11,6 +11,11 @@ op names ("dense/kernel"), as in TF1; the file's metadata is {"format": "tfc",
 `checkpoint` file is TensorFlow's CheckpointState text, so TF's tools find the latest prefix.
 Data and state files are each written atomically (temporary file, fsync, rename, directory
 fsync); the data file first, so a state file never names a checkpoint that is not complete.
+The first save of a Saver into a directory removes what interrupted saves left there
+(temporary files of writers that are gone and, with max_to_keep, checkpoint files of its name
+the state file does not list) and, when it has recorded none itself, takes over the
+checkpoints the state file lists, so max_to_keep counts across processes as the native
+executables' saves do.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tfc.io.checkpoint import (
     CheckpointReader,
     CheckpointState,
     TensorBundleReader,
+    clean_checkpoint_directory,
     find_checkpoint,
     format_checkpoint_state,
     open_checkpoint,
@@ -287,6 +293,7 @@ class Saver:
         self._filename = filename
         self._last_checkpoints: list[tuple[str, float]] = []
         self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
+        self._prepared: set[tuple[str, str, str]] = set()  # (directory, name, state file)
         self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
         self._vars: dict[str, Any] | None = None
         if not defer_build:
@@ -392,6 +399,26 @@ class Saver:
         if len(self._last_checkpoints) > self._max_to_keep:
             self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
 
+    def _prepare_directory(self, parent: str, save_path: str, latest_filename: str) -> None:
+        """Before the first save into `parent`: remove what interrupted saves left there, and
+        continue the state file's list of kept checkpoints when this Saver has none yet."""
+        key = (os.path.abspath(parent), os.path.basename(save_path), latest_filename)
+        if key in self._prepared:
+            return
+        self._prepared.add(key)
+        # checkpoints kept for keep_checkpoint_every_n_hours are dropped from the state file on
+        # purpose: with it, no checkpoint file is taken for a leftover
+        keep = self._max_to_keep if self._keep_every_n_hours >= 10000.0 else None
+        for path in clean_checkpoint_directory(parent, key[1], keep, latest_filename):
+            _log.info("removed %s, left by an interrupted save", path)
+        if self._max_to_keep and not self._last_checkpoints:
+            try:
+                state = get_checkpoint_state(parent, latest_filename)
+            except ValueError:
+                state = None
+            if state is not None:
+                self.recover_last_checkpoints(state.all_model_checkpoint_paths)
+
     def _maybe_delete_old_checkpoints(self, meta_graph_suffix: str) -> None:
         while self._checkpoints_to_be_deleted:
             path, saved_at = self._checkpoints_to_be_deleted.pop(0)
@@ -448,6 +475,8 @@ class Saver:
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         _check_graph(sess, variables)
         values = {key: sess.read_variable(op.name) for key, op in variables.items()}
+        if write_state:
+            self._prepare_directory(parent or ".", save_path, latest_filename)
         metadata = {"format": "tfc"}
         if step is not None:
             metadata["global_step"] = str(step)

@@ -97,8 +97,13 @@ class HookedSession:
     def should_stop(self) -> bool:
         return self._should_stop
 
-    def run(self, fetches: Any, feed_dict: Any = None) -> Any:
-        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._session)
+    def run(
+        self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
+    ) -> Any:
+        """One run with every hook around it. `options` default to a hook's, when one asks."""
+        if self._should_stop:
+            raise RuntimeError("Run called even after should_stop requested.")
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._session)
         all_fetches: dict[Any, Any] = {"caller": fetches}
         hook_feeds: dict = {}
         for i, hook in enumerate(self._hooks):
@@ -110,14 +115,16 @@ class HookedSession:
             if request.feed_dict:
                 _check_disjoint(hook_feeds, request.feed_dict, "Same tensor is fed by two hooks.")
                 hook_feeds.update(request.feed_dict)
+            if options is None and request.options is not None:
+                options = request.options
         if hook_feeds and feed_dict:
             _check_disjoint(
                 feed_dict, hook_feeds, "Same tensor is fed by a SessionRunHook and user."
             )
         feeds = {**hook_feeds, **(feed_dict or {})} or None
-        results = self._session.run(all_fetches, feeds)
+        results = self._session.run(all_fetches, feeds, options=options, run_metadata=run_metadata)
         for i, hook in enumerate(self._hooks):
-            hook.after_run(context, SessionRunValues(results.get(i)))
+            hook.after_run(context, SessionRunValues(results.get(i), options, run_metadata))
         self._should_stop = self._should_stop or context.stop_requested
         return results["caller"]
 

@@ -18,7 +18,7 @@ typedef struct {
     int64_t task;
     const char *data, *dir, *bind, *wire;
     int64_t steps, seed, log_every, save_every, max_to_keep, replicas, timeout_ms, give_up_ms;
-    int sync, shuffle;
+    int sync, shuffle, insecure, allow_nonfinite;
     double *hparams;
     char *tf_config_job;
     int64_t tf_config_task;

@@ -26,24 +26,127 @@
 
 static const char *const PROG = TFC_DIST_PROG;
 
+/* The routes of this task: every key it receives and the task that sends it, with its
+ * compiled size. A ps takes each worker's gradients ("KEY@wI") and hellos from that worker and
+ * the values of other ps tasks from them; a worker takes values and control tensors from the
+ * ps tasks. Keys and names are malloc'd; tfc_transport_create copies them. */
+typedef struct {
+    tfc_transport_route *routes;
+    int n, cap;
+    int oom;
+} route_list;
+
+static void add_route(route_list *r, const char *key, const char *peer, int64_t max_bytes) {
+    if (r->oom) return;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 16;
+        tfc_transport_route *grown = realloc(r->routes, (size_t)cap * sizeof(*grown));
+        if (grown == NULL) {
+            r->oom = 1;
+            return;
+        }
+        r->routes = grown;
+        r->cap = cap;
+    }
+    size_t nk = strlen(key) + 1, np = strlen(peer) + 1;
+    char *k = malloc(nk), *q = malloc(np);
+    if (k == NULL || q == NULL) {
+        free(k), free(q);
+        r->oom = 1;
+        return;
+    }
+    memcpy(k, key, nk), memcpy(q, peer, np);
+    r->routes[r->n].key = k, r->routes[r->n].peer = q, r->routes[r->n].max_bytes = max_bytes;
+    ++r->n;
+}
+
+static void free_routes(route_list *r) {
+    for (int i = 0; i < r->n; ++i) free((void *)r->routes[i].key), free((void *)r->routes[i].peer);
+    free(r->routes);
+}
+
+static void task_routes(const task_ctx *c, int ps, route_list *r) {
+    const tfc_dist_model *m = c->m;
+    char key[TFC_TRANSPORT_MAX_KEY + 1], peer[32];
+    int64_t i64 = (int64_t)sizeof(int64_t);
+    for (int i = 0; i < m->n_links; ++i) {
+        const tfc_dist_link *l = &m->links[i];
+        if (ps && l->dst == c->task && l->src == -1) { /* gradients, one key per worker */
+            int64_t bytes = m->ps[c->task]->train->inputs[l->dst_index].nbytes;
+            for (int w = 0; w < c->o->n_workers; ++w) {
+                tfc_dist_worker_key(key, sizeof(key), l->key, w);
+                snprintf(peer, sizeof(peer), "worker:%d", w);
+                add_route(r, key, peer, bytes);
+            }
+        } else if (ps && l->dst == c->task && l->src >= 0) { /* another ps task's values */
+            snprintf(peer, sizeof(peer), "ps:%d", l->src);
+            add_route(r, l->key, peer, m->ps[c->task]->train->inputs[l->dst_index].nbytes);
+        } else if (!ps && l->dst == -1) { /* a ps task's values */
+            snprintf(peer, sizeof(peer), "ps:%d", l->src);
+            add_route(r, l->key, peer, m->worker->train->inputs[l->dst_index].nbytes);
+        }
+    }
+    if (ps) {
+        for (int w = 0; w < c->o->n_workers; ++w) {
+            snprintf(key, sizeof(key), "tfc:hello@w%d", w);
+            snprintf(peer, sizeof(peer), "worker:%d", w);
+            add_route(r, key, peer, i64);
+        }
+    } else {
+        for (int k = 0; k < m->n_ps; ++k) {
+            snprintf(key, sizeof(key), "tfc:ctl@ps%d", k);
+            snprintf(peer, sizeof(peer), "ps:%d", k);
+            add_route(r, key, peer, 2 * i64);
+        }
+    }
+}
+
 int tfc_dist_make_transport(task_ctx *c, const char *address, tfc_error *err) {
     const char *colon = strrchr(address, ':');
     if (colon == NULL)
         return tfc_driver_error(PROG, "bad address '%s': expected host:port", address);
+    int ps = strcmp(c->o->job, "ps") == 0;
+    route_list routes = {NULL, 0, 0, 0};
+    task_routes(c, ps, &routes);
+    if (routes.oom) {
+        free_routes(&routes);
+        return tfc_driver_error(PROG, "out of memory");
+    }
+    int tasks = c->o->n_ps + c->o->n_workers;
     tfc_transport_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.bind_host = c->o->bind;
+    cfg.insecure = c->o->insecure;
     cfg.port = atoi(colon + 1);
     cfg.name = c->name;
     cfg.io_timeout_ms = c->o->timeout_ms * 2;
     cfg.connect_timeout_ms = c->o->give_up_ms;
+    cfg.routes = routes.routes;
+    cfg.n_routes = routes.n;
+    /* a few steps of every key may wait (a restarted ps resends; hellos repeat); a peer has one
+     * connection to this task, a second while a restart replaces it */
+    cfg.keep_steps = 8;
+    cfg.max_connections_per_peer = 2;
+    cfg.max_connections = 2 * tasks + 8;
     if (c->o->wire != NULL) {
         if (strcmp(c->o->wire, "float16") == 0) cfg.wire_dtype = TFC_DTYPE_F16;
         else if (strcmp(c->o->wire, "bfloat16") == 0) cfg.wire_dtype = TFC_DTYPE_BF16;
-        else return tfc_driver_error(PROG, "--wire-dtype %s: float16 or bfloat16", c->o->wire);
+        else {
+            free_routes(&routes);
+            return tfc_driver_error(PROG, "--wire-dtype %s: float16 or bfloat16", c->o->wire);
+        }
     }
-    if (tfc_transport_create(&cfg, &c->t, err) != TFC_OK)
+    int rc = tfc_transport_create(&cfg, &c->t, err);
+    free_routes(&routes);
+    if (rc != TFC_OK)
         return tfc_driver_error(PROG, "%s: listening on %s: %s", c->name, address, err->msg);
+    const char *token = getenv("TFC_CLUSTER_TOKEN");
+    if (token == NULL || token[0] == '\0') {
+        fprintf(stderr, "%s: note: no TFC_CLUSTER_TOKEN: any process that reaches %s can pose "
+                "as a task of this cluster (tfc launch sets a token for its tasks)\n", c->name,
+                address);
+        fflush(stderr);
+    }
     return 0;
 }
 

@@ -19,8 +19,8 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "             [--cluster FILE | --ps-hosts H:P,... --worker-hosts H:P,...]\n"
             "             [--checkpoint-dir DIR] [--save-every M] [--replicas-to-aggregate R]\n"
             "             [--lr X] [--hparam NAME=X] [--seed S] [--no-shuffle] [--log-every K]\n"
-            "             [--timeout-ms T] [--give-up-ms T] [--bind HOST]\n"
-            "             [--wire-dtype float16|bfloat16]\n"
+            "             [--timeout-ms T] [--give-up-ms T] [--bind HOST] [--insecure]\n"
+            "             [--wire-dtype float16|bfloat16] [--allow-nonfinite]\n"
             "\n"
             "Distributed training of model '%s' (%d ps task(s), batch %" PRId64 " per worker).\n"
             "The cluster comes from --cluster (a JSON ClusterSpec {\"ps\": [...], \"worker\":\n"
@@ -35,7 +35,14 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "  --checkpoint-dir D  each ps task writes D/ps-K/model.ckpt-STEP.safetensors and\n"
             "                      resumes from the latest one there\n"
             "  --timeout-ms T      log and send a hello when a wait lasts T ms (default 5000)\n"
-            "  --give-up-ms T      a worker exits when no ps answers for T ms (default 120000)\n",
+            "  --give-up-ms T      a worker exits when no ps answers for T ms (default 120000)\n"
+            "  --bind HOST         listen on HOST (default 127.0.0.1); beyond loopback the tasks\n"
+            "                      need a shared secret in TFC_CLUSTER_TOKEN, or --insecure\n"
+            "  --insecure          listen beyond loopback without a token: anyone who reaches\n"
+            "                      the port can send this task tensors and stop it\n"
+            "\n"
+            "TFC_CLUSTER_TOKEN: a secret every task of the cluster shares (tfc launch makes one);\n"
+            "each connection proves it, and the task it says it is, without sending it.\n",
             m->name, m->n_ps, m->batch);
 }
 
@@ -232,6 +239,8 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
         if (strcmp(argv[i], "--no-shuffle") == 0) { o->shuffle = 0; continue; }
         if (strcmp(argv[i], "--sync") == 0) { o->sync = 1; continue; }
         if (strcmp(argv[i], "--async") == 0) { o->sync = 0; continue; }
+        if (strcmp(argv[i], "--insecure") == 0) { o->insecure = 1; continue; }
+        if (strcmp(argv[i], "--allow-nonfinite") == 0) { o->allow_nonfinite = 1; continue; }
 #define OPTION(name) ((r = tfc_driver_option(PROG, argc, argv, &i, name, &v)) != 0)
 #define INT(name, min, field) \
     if (r < 0 || tfc_driver_int(PROG, name, v, min, &o->field)) return 1

@@ -99,6 +99,9 @@ static int ps_recv_worker(ps_run *p, int w, void **into, int64_t *step_out, tfc_
         int rc = tfc_transport_recv(p->c.t, key, step, &t, p->c.o->timeout_ms * 4, &got, err);
         if (rc != TFC_OK) return rc;
         step = got;
+        /* synchronous: a set of another step is dropped; the rest of it is not waited for
+         * (part of a set sent before a lost connection may never come; keep_steps evicts it) */
+        if (p->c.o->sync && step != p->step) break;
     }
     *step_out = step;
     return TFC_OK;
@@ -225,6 +228,14 @@ int tfc_dist_ps_main(task_ctx *c) {
             tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
             goto out;
         }
+        int keep = o->max_to_keep > INT_MAX ? INT_MAX : (int)o->max_to_keep, removed = 0;
+        if (tfc_model_clean_checkpoints(p.dir, keep, &removed, &err) != TFC_OK) {
+            tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
+            goto out;
+        }
+        if (removed > 0)
+            printf("%s: removed %d leftover file(s) of interrupted saves from %s\n", c->name,
+                   removed, p.dir);
         char state_file[4200], path[4096];
         snprintf(state_file, sizeof(state_file), "%s/checkpoint", p.dir);
         if (tfc_driver_exists(state_file)) {

@@ -54,10 +54,11 @@ static void drain_values(task_ctx *c, int k, void **inputs) {
     }
 }
 
-/* The newest control tensor of ps k: {step, stop}, with the values of its step in `inputs`
- * (those of skipped steps are dropped). Values lost on the way (a connection to a process
- * that died) are asked for again. Returns 0, or 1 when ps k answered nothing for
- * --give-up-ms. */
+/* The newest control tensor of ps k: {step, stop}, with the values of its step in `inputs`.
+ * Values of steps skipped meanwhile are not taken: the transport evicts them (it keeps the
+ * last few steps of a key), so a worker that fell behind catches up at once. Values lost on
+ * the way (a connection to a process that died) are asked for again. Returns 0, or 1 when
+ * ps k answered nothing for --give-up-ms. */
 static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], int64_t last_seen,
                           tfc_error *err) {
     const tfc_dist_model *m = c->m;
@@ -86,32 +87,33 @@ static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], int
             hello(c, k, last_seen, err);
             continue;
         }
-        int complete = 1;
-        for (;;) { /* values of every step up to the newest control tensor arrived before it */
-            int64_t newer[2];
+        /* the newest control tensor that is here (a stop ends the wait whatever follows) */
+        for (int64_t newer[2]; ctl[1] == 0;) {
             tfc_transport_tensor nt;
             tfc_dist_tensor(&ctl_spec, newer, &nt);
-            int stop = (int)ctl[1];
-            for (int i = 0; i < m->n_links && !stop && complete; ++i) {
-                const tfc_dist_link *l = &m->links[i];
-                if (l->src != k || l->dst != -1) continue;
-                tfc_transport_tensor v;
-                tfc_dist_tensor(&step->inputs[l->dst_index], inputs[l->dst_index], &v);
-                if (tfc_transport_recv(c->t, l->key, ctl[0], &v, c->o->timeout_ms, NULL,
-                                       err) != TFC_OK) {
-                    fprintf(stderr, "%s: values of step %" PRId64 " from ps %d incomplete "
-                            "(%s); asking again\n", c->name, ctl[0], k, err->msg);
-                    fflush(stderr);
-                    complete = 0;
-                }
-            }
-            if (!complete) break;
-            if (stop) return 0;
             if (tfc_transport_recv(c->t, key, TFC_TRANSPORT_ANY_STEP, &nt, 0, NULL, err) != 0)
-                return 0;
+                break;
             ctl[0] = newer[0];
             ctl[1] = newer[1];
         }
+        if (ctl[1] != 0) return 0;
+        /* its values arrived before it, over the same connection */
+        int complete = 1;
+        for (int i = 0; i < m->n_links && complete; ++i) {
+            const tfc_dist_link *l = &m->links[i];
+            if (l->src != k || l->dst != -1) continue;
+            tfc_transport_tensor v;
+            tfc_dist_tensor(&step->inputs[l->dst_index], inputs[l->dst_index], &v);
+            if (tfc_transport_recv(c->t, l->key, ctl[0], &v, c->o->timeout_ms, NULL, err) !=
+                TFC_OK) {
+                fprintf(stderr, "%s: values of step %" PRId64 " from ps %d incomplete (%s); "
+                        "asking again\n", c->name, ctl[0], k, err->msg);
+                fflush(stderr);
+                complete = 0;
+            }
+        }
+        if (complete) return 0;
+        drain_values(c, k, inputs);   /* what is left would arrive twice with the resend */
         hello(c, k, ctl[0] - 1, err); /* the ps resends this step's values */
         tfc_dist_tensor(&ctl_spec, ctl, &t);
     }
@@ -154,6 +156,12 @@ int tfc_dist_worker_main(task_ctx *c) {
     if (data.cols != n_features + n_labels) {
         tfc_driver_error(PROG, "%s has %" PRId64 " columns; model '%s' takes %" PRId64,
                          o->data, data.cols, m->name, n_features + n_labels);
+        goto out;
+    }
+    if ((!o->allow_nonfinite && tfc_dataset_check_finite(&data, 0, data.cols, &err)) ||
+        (lin != NULL && wm->label_classes > 0 &&
+         tfc_dataset_check_labels(&data, n_features, n_labels, wm->label_classes, &err))) {
+        tfc_driver_error(PROG, "%s", msg);
         goto out;
     }
     if (tfc_model_state_init(&st, wm, (uint64_t)o->seed + (uint64_t)c->task, &err) != TFC_OK) {

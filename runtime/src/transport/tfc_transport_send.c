@@ -119,11 +119,14 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
                     continue;
                 }
                 char why[256];
-                int code = tfc_handshake_client(fd, t->token, t->io_timeout_ms, &t->cancelled,
-                                                why, sizeof why);
+                uint32_t idle_ms = 0;
+                int code = tfc_handshake_client_run(fd, t->token, t->name, t->io_timeout_ms,
+                                                    &t->cancelled, &idle_ms, why, sizeof why);
                 if (code == TFC_OK) {
                     freeaddrinfo(res);
                     p->fd = fd;
+                    p->idle_ms = idle_ms;
+                    p->last_ms = tfc_wire_now_ms();
                     return TFC_OK;
                 }
                 close(fd);
@@ -298,6 +301,12 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
         pthread_mutex_unlock(&p->lock);
         return tfc_error_setf(err, TFC_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
+    /* the server closes a connection idle for its idle timeout: one idle for half of it is
+     * replaced now, before a frame could be written into a socket about to be closed */
+    if (p->fd >= 0 && p->idle_ms > 0 && tfc_wire_now_ms() - p->last_ms > p->idle_ms / 2) {
+        close(p->fd);
+        p->fd = -1;
+    }
     /* a lost connection (the peer restarted, say) is opened again, once per send */
     int io = TFC_IO_CLOSED;
     int64_t wire_bytes = 0;
@@ -310,6 +319,7 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
             }
         }
         io = write_frame(t, p, key, step, tensor, wire, &wire_bytes);
+        p->last_ms = tfc_wire_now_ms();
         if (io != TFC_IO_OK) {
             close(p->fd);
             p->fd = -1;

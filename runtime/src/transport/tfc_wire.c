@@ -106,12 +106,55 @@ int tfc_wire_decode_header(const uint8_t in[TFC_WIRE_HEADER_BYTES], int64_t max_
                    tfc_wire_dtype_name(h->dtype));
     if (h->rank > TFC_TRANSPORT_MAX_RANK)
         return WHY("rank: %d is over %d", h->rank, TFC_TRANSPORT_MAX_RANK);
+    if (h->payload_bytes > (uint64_t)max_frame_bytes)
+        return WHY("payload bytes: %" PRIu64 " are over the frame limit of %" PRId64 " bytes",
+                   h->payload_bytes, max_frame_bytes);
     uint64_t fixed = TFC_WIRE_HEADER_BYTES + 8u * (uint64_t)h->rank + h->key_len + 4u;
-    if (h->payload_bytes > (uint64_t)max_frame_bytes ||
-        h->payload_bytes + fixed > (uint64_t)max_frame_bytes)
-        return WHY("payload bytes: %" PRIu64 " make a frame over the limit of %" PRId64
-                   " bytes", h->payload_bytes, max_frame_bytes);
+    if (h->payload_bytes + fixed > (uint64_t)max_frame_bytes)
+        return WHY("payload bytes: %" PRIu64 " and the %" PRIu64 " bytes of header, dims, key and "
+                   "checksum make a frame of %" PRIu64 " bytes, over the limit of %" PRId64,
+                   h->payload_bytes, fixed, h->payload_bytes + fixed, max_frame_bytes);
     return 0;
+}
+
+size_t tfc_wire_rest_bytes(const tfc_wire_header *h) {
+    return 8u * (size_t)h->rank + h->key_len;
+}
+
+int tfc_wire_decode_rest(uint8_t *head, tfc_wire_header *h, char *why, size_t cap) {
+    for (int i = 0; i < h->rank; ++i)
+        h->dims[i] = (int64_t)tfc_wire_get_u64(head + TFC_WIRE_HEADER_BYTES + 8 * i);
+    if (tfc_wire_check_dims(h, why, cap) != 0) return -1;
+    char *key = (char *)head + TFC_WIRE_HEADER_BYTES + 8 * h->rank;
+    if (memchr(key, '\0', h->key_len) != NULL) return WHY("key: contains a NUL byte");
+    key[h->key_len] = '\0';
+    return 0;
+}
+
+void tfc_wire_escape(const char *in, size_t n, char *out, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    size_t used = 0;
+    if (cap == 0) return;
+    for (size_t i = 0; i < n; ++i) {
+        unsigned char c = (unsigned char)in[i];
+        size_t need = c >= 0x20 && c < 0x7F ? 1 : 4;
+        if (used + need >= cap) break;
+        if (need == 1) {
+            out[used++] = (char)c;
+        } else {
+            out[used++] = '\\', out[used++] = 'x';
+            out[used++] = hex[c >> 4], out[used++] = hex[c & 15];
+        }
+    }
+    out[used] = '\0';
+}
+
+int tfc_wire_name_valid(const char *name) {
+    size_t n = name != NULL ? strlen(name) : 0;
+    if (n == 0 || n > TFC_TRANSPORT_MAX_NAME) return 0;
+    for (size_t i = 0; i < n; ++i)
+        if (name[i] <= 0x20 || name[i] >= 0x7F) return 0;
+    return 1;
 }
 
 int64_t tfc_wire_count(int rank, const int64_t *dims) {
@@ -290,26 +333,30 @@ static int keep_waiting(int64_t last_progress, int64_t stall_ms, const int *stop
 
 /* The sockets block, with SO_RCVTIMEO / SO_SNDTIMEO of TFC_WIRE_WAKE_MS: one recv of a whole
  * chunk (MSG_WAITALL) sleeps in the kernel until it is there, and still comes back often
- * enough to see a stop flag or a stalled peer. */
-int tfc_wire_read_full(int fd, void *buf, size_t n, int64_t stall_ms, const int *stop,
-                       size_t *got) {
+ * enough to see a stop flag or a passed deadline. The deadline is the whole read's: bytes
+ * trickling in do not move it. */
+int tfc_wire_read_by(int fd, void *buf, size_t n, int64_t deadline_ms, const int *stop,
+                     size_t *got) {
     uint8_t *p = (uint8_t *)buf;
     size_t done = 0;
     int status = TFC_IO_OK;
-    int64_t last = tfc_wire_now_ms();
     while (done < n) {
         ssize_t r = recv(fd, p + done, n - done, MSG_WAITALL);
         if (r > 0) {
             done += (size_t)r;
-            last = tfc_wire_now_ms();
         } else if (r == 0) {
             status = TFC_IO_CLOSED;
             break;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-            status = keep_waiting(last, stall_ms, stop);
-            if (status != TFC_IO_OK) break;
-        } else {
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             status = TFC_IO_ERROR;
+            break;
+        }
+        if (done < n && stopped(stop)) {
+            status = TFC_IO_STOPPED;
+            break;
+        }
+        if (done < n && deadline_ms >= 0 && tfc_wire_now_ms() >= deadline_ms) {
+            status = TFC_IO_TIMEOUT;
             break;
         }
     }
