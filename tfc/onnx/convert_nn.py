@@ -19,7 +19,9 @@ from tfc.ops.argminmax import argmax
 from tfc.ops.constant import constant
 from tfc.ops.conv import avg_pool, conv2d, max_pool
 from tfc.ops.conv_composite import conv2d_transpose
+from tfc.ops.conv_depthwise import depthwise_conv2d
 from tfc.ops.linalg import matmul
+from tfc.ops.lrn import lrn
 from tfc.ops.registry import constant_value
 
 Pads = list[tuple[int, int]]
@@ -195,7 +197,7 @@ def conv_node(ctx: NodeContext, x: Tensor, w: Tensor, bias: Tensor | None) -> Te
     if group == 1:
         y = conv(xl, f)
     elif w_shape[1] == 1 and group == in_channels:
-        y = _depthwise(ctx, xl, f, padding, strides, dilations, w_shape[0] // group)
+        y = _depthwise(xl, f, padding, strides, dilations, w_shape[0] // group)
     else:
         images = _array.split(xl, group, axis=-1)
         filters = _array.split(f, group, axis=-1)
@@ -208,7 +210,6 @@ def conv_node(ctx: NodeContext, x: Tensor, w: Tensor, bias: Tensor | None) -> Te
 
 
 def _depthwise(
-    ctx: NodeContext,
     x: Tensor,
     f: Tensor,
     padding: str,
@@ -216,43 +217,12 @@ def _depthwise(
     dilations: Sequence[int],
     multiplier: int,
 ) -> Tensor:
-    """A depthwise convolution (each channel with its own filters) of channels-last `x` with
-    filter `f` (kh, kw, 1, C * multiplier): the sum over the taps of a strided slice of the
-    (padded) image times the tap's weights per channel, element-wise ops that fuse into one
-    loop; no GEMM has work to share in a depthwise convolution."""
-    shape = x._shape_tuple
-    kh, kw = (int(d) for d in f._shape_tuple[:2])
-    if shape is None or any(d is None for d in shape[1:]):
-        raise ctx.error("a depthwise convolution needs the image size when it is imported")
-    if multiplier > 1:
-        channels = shape[-1]
-        picks = np.repeat(np.arange(channels), multiplier).astype(np.int64)
-        x = _array.gather(x, constant(picks), axis=-1)
-    if padding == "SAME":
-        pads = [
-            _same_pads(n, k, s, d, False)
-            for n, k, s, d in zip(shape[1:3], (kh, kw), strides, dilations)
-        ]
-        x = _padded(x, pads)
-    h, w = (int(d) for d in x._shape_tuple[1:3])
-    (sh, sw), (dh, dw) = strides, dilations
-    out_h = (h - ((kh - 1) * dh + 1)) // sh + 1
-    out_w = (w - ((kw - 1) * dw + 1)) // sw + 1
-    weights = _array.reshape(f, [kh, kw, -1])
-    y = None
-    for i in range(kh):
-        for j in range(kw):
-            window = _array.strided_slice(
-                x,
-                [0, i * dh, j * dw, 0],
-                [0, i * dh + (out_h - 1) * sh + 1, j * dw + (out_w - 1) * sw + 1, 0],
-                [1, sh, sw, 1],
-                begin_mask=9,
-                end_mask=9,
-            )
-            term = _math.multiply(window, weights[i, j])
-            y = term if y is None else _math.add(y, term)
-    return y
+    """A depthwise convolution (group = channels) of channels-last `x` by filter `f`
+    (kh, kw, 1, C * multiplier): tf.nn.depthwise_conv2d with the filter (kh, kw, C, multiplier);
+    ONNX's output channel c * multiplier + m is TF's."""
+    kh, kw, _, out = (int(d) for d in f._shape_tuple)
+    filt = _array.reshape(f, [kh, kw, out // multiplier, multiplier])
+    return depthwise_conv2d(x, filt, [1, *strides, 1], padding, dilations=list(dilations))
 
 
 @converter("ConvTranspose")
@@ -745,8 +715,11 @@ def _lrn(ctx: NodeContext) -> list:
     if shape is None or shape[-1] is None:
         raise ctx.error("the number of channels must be known when the model is imported")
     channels = shape[-1]
-    # the sum of squares over a window of channels as a product with a band of ones: channel
-    # c sums c - floor((size-1)/2) .. c + ceil((size-1)/2)
+    if size % 2 and len(shape) == 4:  # TF's window: depth_radius channels on either side
+        y = lrn(xl, (size - 1) // 2, bias=bias, alpha=alpha / size, beta=beta)
+        return [ctx.channels_first(y)]
+    # an even window (or another rank): the sum of squares as a product with a band of ones,
+    # channel c summing c - floor((size-1)/2) .. c + ceil((size-1)/2)
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     rows = np.arange(channels)[:, None]
     cols = np.arange(channels)[None, :]
