@@ -18,6 +18,7 @@ from tfc.onnx.node import NodeContext, converter
 from tfc.ops.argminmax import argmax
 from tfc.ops.constant import constant
 from tfc.ops.conv import avg_pool, conv2d, max_pool
+from tfc.ops.conv3d import conv3d, conv3d_transpose
 from tfc.ops.conv_composite import conv2d_transpose
 from tfc.ops.conv_depthwise import depthwise_conv2d
 from tfc.ops.linalg import matmul
@@ -154,9 +155,9 @@ def conv_node(ctx: NodeContext, x: Tensor, w: Tensor, bias: Tensor | None) -> Te
         raise ctx.error("the rank of the image must be known when the model is imported")
     rank = len(x._shape_tuple)
     spatial = rank - 2
-    if spatial not in (1, 2):
+    if spatial not in (1, 2, 3):
         raise ctx.error(
-            f"tfc convolves 1-D and 2-D images; this input has {spatial} spatial dimensions"
+            f"tfc convolves 1-D, 2-D and 3-D images; this input has {spatial} spatial dimensions"
         )
     w_shape = w._shape_tuple
     if w_shape is None or any(d is None for d in w_shape):
@@ -192,11 +193,12 @@ def conv_node(ctx: NodeContext, x: Tensor, w: Tensor, bias: Tensor | None) -> Te
         )
 
     def conv(image: Tensor, filt: Tensor) -> Tensor:
-        return conv2d(image, filt, [1, *strides, 1], padding, dilations=[1, *dilations, 1])
+        fn = conv3d if spatial == 3 else conv2d
+        return fn(image, filt, [1, *strides, 1], padding, dilations=[1, *dilations, 1])
 
     if group == 1:
         y = conv(xl, f)
-    elif w_shape[1] == 1 and group == in_channels:
+    elif w_shape[1] == 1 and group == in_channels and spatial < 3:
         y = _depthwise(xl, f, padding, strides, dilations, w_shape[0] // group)
     else:
         images = _array.split(xl, group, axis=-1)
@@ -230,9 +232,9 @@ def _conv_transpose(ctx: NodeContext) -> list:
     x, w = ctx.input(0), ctx.input(1)
     rank = ctx.rank(0)
     spatial = rank - 2
-    if spatial not in (1, 2):
+    if spatial not in (1, 2, 3):
         raise ctx.error(
-            f"tfc convolves 1-D and 2-D images; this input has {spatial} spatial dimensions"
+            f"tfc convolves 1-D, 2-D and 3-D images; this input has {spatial} spatial dimensions"
         )
     w_shape = w._shape_tuple
     if w_shape is None or any(d is None for d in w_shape):
@@ -286,7 +288,8 @@ def _conv_transpose(ctx: NodeContext) -> list:
     def transposed(image: Tensor, f: Tensor) -> Tensor:
         shape = [batch, *out_full, out_per_group]
         # TF's VALID transposed convolution has this output size when output_padding < stride
-        return conv2d_transpose(image, f, shape, [1, *strides, 1], "VALID", dilations=dilations)
+        fn = conv3d_transpose if spatial == 3 else conv2d_transpose
+        return fn(image, f, shape, [1, *strides, 1], "VALID", dilations=[1, *dilations, 1])
 
     if any(op >= s for op, s in zip(output_padding, strides[-spatial:])):
         raise ctx.error(f"output_padding {output_padding} must be smaller than the strides")
