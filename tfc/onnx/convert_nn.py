@@ -818,3 +818,29 @@ def _dropout(ctx: NodeContext) -> list:
         mask_type = _dt.bool_ if ctx.opset >= 10 else x.dtype
         outputs.append(_array.ones_like(x, dtype=mask_type))
     return outputs
+
+
+@converter("CausalConvWithState")
+def _causal_conv_with_state(ctx: NodeContext) -> list:
+    """A depthwise 1-D convolution over the time axis of (batch, channels, length) whose left
+    context is the past state (zeros without one); the new state is the last k - 1 steps."""
+    x, w, bias, past = ctx.input(0), ctx.input(1), ctx.optional(2), ctx.optional(3)
+    shape, w_shape = ctx.shape(0), w._shape_tuple
+    if shape is None or w_shape is None or any(d is None for d in (*shape, *w_shape)):
+        raise ctx.error("the shapes of the input and the filter must be known when imported")
+    batch, channels, length = shape
+    k = w_shape[2]
+    if past is None:
+        past = _array.zeros([batch, channels, k - 1], dtype=x.dtype)
+    padded = _array.concat([past, x], 2)
+    image = _array.expand_dims(_array.transpose(padded, [0, 2, 1]), 1)  # (N, 1, L + k - 1, C)
+    filt = _array.reshape(_array.transpose(w, [1, 2, 0]), [1, k, channels, 1])
+    y = _array.squeeze(depthwise_conv2d(image, filt, [1, 1, 1, 1], "VALID"), [1])
+    if bias is not None:
+        y = _math.add(y, bias)
+    if ctx.attr("activation", "none") in ("silu", "swish"):
+        y = _math.multiply(y, _math.sigmoid(y))
+    elif ctx.attr("activation", "none") != "none":
+        raise ctx.error(f"unknown activation {ctx.attr('activation')!r}")
+    state = _array.slice(padded, [0, 0, length], [batch, channels, k - 1])
+    return [_array.transpose(y, [0, 2, 1]), state]
