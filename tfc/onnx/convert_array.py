@@ -288,6 +288,8 @@ def _slice(ctx: NodeContext) -> list:
         starts, ends = ctx.attr("starts"), ctx.attr("ends")
         axes, steps = ctx.attr("axes"), None
     else:
+        if ctx.const(1) is None and not ctx.needs_const(1) and ctx.output_shapes[0]:
+            return [_dynamic_slice(ctx, x, ctx.output_shapes[0])]
         starts = ctx.require_const(1, "starts")
         ends = ctx.require_const(2, "ends")
         axes = ctx.const(3) if ctx.has_input(3) else None
@@ -314,6 +316,32 @@ def _slice(ctx: NodeContext) -> list:
         begin_mask &= ~(1 << a)
         end_mask &= ~(1 << a)
     return [_array.strided_slice(x, begin, end, stride, begin_mask=begin_mask, end_mask=end_mask)]
+
+
+def _dynamic_slice(ctx: NodeContext, x: Tensor, out_shape: tuple) -> Tensor:
+    """A Slice whose starts are run-time values (a loop counter) but whose output shape ONNX's
+    shape inference knows: per sliced axis, a gather of start + k * step for k < the size."""
+    shape = x._shape_tuple
+    rank = len(shape)
+    axes = ctx.require_const(3, "axes") if ctx.has_input(3) else None
+    n = ctx.shape(1)[0] if ctx.shape(1) else None
+    if n is None:
+        raise ctx.error("the number of sliced axes must be known when the model is imported")
+    axes = list(range(n)) if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+    steps = ctx.require_const(4, "steps") if ctx.has_input(4) else np.ones(n, np.int64)
+    axes = _normalize(ctx, axes, rank)
+    starts = _math.cast(ctx.input(1), _dt.int64)
+    y = x
+    for k, (a, step) in enumerate(zip(axes, np.asarray(steps).reshape(-1))):
+        d = shape[a]
+        if d is None:
+            raise ctx.error("a slice with run-time starts needs the sliced axes' sizes")
+        start = _array.gather(starts, k)
+        start = _logic.where(_logic.less(start, _int64(0)), _math.add(start, _int64(d)), start)
+        start = _math.minimum(_math.maximum(start, _int64(0)), _int64(d - 1))
+        index = _math.add(start, _int64(np.arange(out_shape[a], dtype=np.int64) * int(step)))
+        y = _array.gather(y, index, axis=a)
+    return y
 
 
 def _positive_indices(ctx: NodeContext, i: int, dim: int | None) -> Tensor:

@@ -12,6 +12,7 @@ import numpy as np
 
 import tfc.onnx.convert_array  # noqa: F401  (each module registers its converters)
 import tfc.onnx.convert_attention  # noqa: F401
+import tfc.onnx.convert_control  # noqa: F401
 import tfc.onnx.convert_index  # noqa: F401
 import tfc.onnx.convert_math  # noqa: F401
 import tfc.onnx.convert_nn  # noqa: F401
@@ -280,7 +281,7 @@ class _Importer:
         self.elem_types[name] = elem
         return ph
 
-    def _initializer(self, proto: Any) -> None:
+    def _initializer(self, proto: Any, trainable: bool | None = None) -> None:
         from onnx import numpy_helper
 
         elem = int(proto.data_type)
@@ -292,7 +293,7 @@ class _Importer:
             raise OnnxImportError(f"{self.source}: {e}") from None
         value = np.asarray(value).astype(dtype.np)
         name = op_name(proto.name, "initializer")
-        if self.trainable and dtype.is_floating:
+        if (self.trainable if trainable is None else trainable) and dtype.is_floating:
             var = _variables.Variable(value, name=name, trainable=True)
             tensor = var.value()
         else:
@@ -335,6 +336,9 @@ class _Importer:
             graph=self.graph,
             layouts=self.layouts,
             reads_graph_inputs=lambda value: bool(graph_inputs_behind(self.proto, value)),
+            output_shapes=[self._inferred_shape(n) for n in node.output],
+            import_subgraph=self.import_subgraph,
+            value_type=self._inferred_type,
         )
         scope = op_name(node.name or (node.output[0] if node.output else ""), node.op_type)
         try:
@@ -370,6 +374,47 @@ class _Importer:
                 tensor = wrap_integer(tensor, elem)
             self.values[out] = tensor
             self.elem_types[out] = elem
+
+    def _inferred_shape(self, name: str) -> tuple | None:
+        t = self.types.get(name) if name else None
+        if t is None or not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+            return None
+        dims = t.tensor_type.shape.dim
+        if not all(d.HasField("dim_value") for d in dims):
+            return None
+        return tuple(int(d.dim_value) for d in dims)
+
+    def import_subgraph(self, g: Any, inputs: list[Tensor]) -> list[Tensor]:
+        """Subgraph `g` built into the current default graph (a branch or a loop body that
+        tfc's control flow is building), its inputs bound to `inputs`. Its values and the
+        channels-last twins made inside stay inside: the enclosing graph's tables are
+        restored after."""
+        saved = (self.values, self.elem_types, self.types, self.layouts)
+        self.values, self.elem_types = dict(self.values), dict(self.elem_types)
+        self.types, self.layouts = dict(self.types), Layouts(dict(self.layouts.twin))
+        try:
+            for info in [*g.input, *g.value_info, *g.output]:
+                if info.type.WhichOneof("value") is not None and info.name not in self.types:
+                    self.types[info.name] = info.type
+            if len(inputs) != len(g.input):
+                raise OnnxImportError(
+                    f"{self.source}: subgraph '{g.name}' takes {len(g.input)} inputs, "
+                    f"given {len(inputs)}"
+                )
+            for info, tensor in zip(g.input, inputs):
+                self.values[info.name] = tensor
+                elem = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
+                self.elem_types[info.name] = int(elem) or _types.onnx_type(tensor.dtype)
+            for init in g.initializer:
+                self._initializer(init, trainable=False)
+            for node in g.node:
+                self._convert(node)
+            missing = [o.name for o in g.output if o.name not in self.values]
+            if missing:
+                raise OnnxImportError(f"{self.source}: subgraph '{g.name}' computes no {missing}")
+            return [self.values[o.name] for o in g.output]
+        finally:
+            self.values, self.elem_types, self.types, self.layouts = saved
 
     def _inferred_type(self, name: str) -> int | None:
         t = self.types.get(name) if name else None
@@ -416,7 +461,7 @@ def graph_inputs_behind(proto: Any, value: str) -> list[str]:
     g = proto.graph
     initializers = {t.name for t in g.initializer}
     inputs = {i.name for i in g.input} - initializers
-    producer = {out: node for node in g.node for out in node.output if out}
+    producer = {out: node for node in _all_nodes(g) for out in node.output if out}
     found: list[str] = []
     seen: set[str] = set()
     stack = [value]
@@ -432,3 +477,16 @@ def graph_inputs_behind(proto: Any, value: str) -> list[str]:
             if node.op_type not in ("Shape", "Size"):
                 stack.extend([*node.input, *_outer_names(node)])
     return sorted(found)
+
+
+def _all_nodes(g: Any) -> list[Any]:
+    """The nodes of graph `g` and of its nodes' subgraphs, nested."""
+    from onnx import AttributeProto
+
+    nodes = []
+    for node in g.node:
+        nodes.append(node)
+        for a in node.attribute:
+            for sub in [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs):
+                nodes.extend(_all_nodes(sub))
+    return nodes

@@ -127,6 +127,20 @@ def infer_types(proto: Any) -> dict[str, Any]:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False).graph
     except Exception:  # inference is advisory here: the converters' own shape rules decide
         inferred = graph
-    for info in [*inferred.value_info, *graph.value_info, *graph.input, *graph.output]:
-        types[info.name] = info.type
+    for g in [*_graphs(inferred), *_graphs(graph)]:
+        for info in [*g.value_info, *g.input, *g.output]:
+            kind = info.type.WhichOneof("value")
+            if kind is None or (kind == "tensor_type" and not info.type.tensor_type.elem_type):
+                continue  # a subgraph output with no type: the inferred one, if any, stays
+            types[info.name] = info.type
     return types
+
+
+def _graphs(graph: Any) -> list[Any]:
+    """`graph` and the subgraphs of its nodes' attributes (branches, loop bodies), nested."""
+    found = [graph]
+    for node in graph.node:
+        for a in node.attribute:
+            for sub in [a.g] if a.HasField("g") else list(a.graphs):
+                found.extend(_graphs(sub))
+    return found

@@ -101,6 +101,13 @@ class NodeContext:
     layouts: Layouts
     # whether an ONNX value is computed from the values of graph inputs (not only their shapes)
     reads_graph_inputs: Callable[[str], bool] = lambda value: False
+    # the outputs' static shapes as ONNX's shape inference gives them (None where it does not)
+    output_shapes: list[tuple | None] = field(default_factory=list)
+    # the element type ONNX declares or infers for a value (by name), None where it does not
+    value_type: Callable[[str], int | None] = lambda name: None
+    # a subgraph (If's branches, Loop's and Scan's body) imported into the current graph with
+    # its inputs bound to the given tensors: its outputs
+    import_subgraph: Callable[[Any, list[Tensor]], list[Tensor]] | None = None
 
     @property
     def op_type(self) -> str:
@@ -160,6 +167,13 @@ class NodeContext:
                 self.node.input[i],
             )
         return value
+
+    def subgraph(self, graph: Any, inputs: list[Tensor]) -> list[Tensor]:
+        """The outputs of subgraph `graph` (a GraphProto attribute) built into the current
+        default graph, its inputs bound to `inputs`; it reads the enclosing graph's values."""
+        if self.import_subgraph is None:
+            raise self.error("subgraphs cannot be imported here")
+        return self.import_subgraph(graph, inputs)
 
     def needs_const(self, i: int) -> bool:
         """Whether input `i` is unknown when the graph is built because it is computed from the
