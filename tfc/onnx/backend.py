@@ -102,7 +102,9 @@ def import_for_values(
             with target.device(device) if device else contextlib.nullcontext():
                 return import_graph(proto, batch, graph=target, scope=where, constants=bound)
         except NotKnownError as e:
-            behind = [n for n in graph_inputs_behind(proto, e.value) if n not in bound]
+            behind = sorted(
+                {n for v in e.values for n in graph_inputs_behind(proto, v)} - set(bound)
+            )
             if values is None or not behind or any(n not in values for n in behind):
                 raise
             for name in behind:
@@ -124,7 +126,7 @@ class TfcRep(BackendRep):
             self.session: Session | None = Session(graph=self.model.graph)
         except NotKnownError as e:
             self.model, self.session = None, None
-            behind = graph_inputs_behind(model, e.value)
+            behind = [n for v in e.values for n in graph_inputs_behind(model, v)]
             if not behind:
                 raise
             self.input_names = [

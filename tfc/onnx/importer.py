@@ -26,7 +26,7 @@ import tfc.ops.math as _math
 import tfc.variables as _variables
 from tfc.ir.graph import Graph, Tensor
 from tfc.onnx.loading import OnnxImportError, default_opset, infer_types, load_model
-from tfc.onnx.node import CONVERTERS, Layouts, NodeContext, node_message
+from tfc.onnx.node import CONVERTERS, Layouts, NodeContext, NotKnownError, node_message
 from tfc.ops.constant import constant, placeholder
 
 _NAME = re.compile(r"[^A-Za-z0-9_.\-/]")
@@ -302,14 +302,24 @@ class _Importer:
         self.elem_types[proto.name] = elem
 
     # -- one node -------------------------------------------------------------------------------
-    def _convert(self, node: Any) -> None:
+    def _convert(self, node: Any, opsets: dict[str, int] | None = None) -> None:
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
-        opset = self.opsets.get(domain, 0)
+        opsets = opsets or self.opsets
+        opset = opsets.get(domain, 0)
         convert = CONVERTERS.get((domain, node.op_type))
         if convert is None:
-            raise OnnxImportError(
-                node_message(self.source, node, opset, "tfc has no converter for this operator")
-            )
+            body = self._function_body(node, domain, opset)
+            if body is None:
+                raise OnnxImportError(
+                    node_message(self.source, node, opset, "tfc has no converter for this operator")
+                )
+            nodes, body_opsets = body
+            try:
+                for inner in nodes:  # an operator ONNX defines as a function: its body's nodes
+                    self._convert(inner, {**opsets, **body_opsets})
+            except NotKnownError as e:  # the body's values come from the node's inputs
+                raise NotKnownError(str(e), [*e.values, *node.input]) from e
+            return
         inputs: list[Tensor | None] = []
         for name in node.input:
             if not name:
@@ -374,6 +384,57 @@ class _Importer:
                 tensor = wrap_integer(tensor, elem)
             self.values[out] = tensor
             self.elem_types[out] = elem
+
+    def _function_body(self, node: Any, domain: str, opset: int) -> tuple[list, dict] | None:
+        """The nodes of the function ONNX's schema defines operator `node` as (for `opset`,
+        built for the node's input types when the function depends on them), renamed into
+        the node's scope; None when it has none."""
+        import onnx
+
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, domain)
+        except onnx.defs.SchemaError:
+            return None
+        function = None
+        versions = sorted(v for v in schema.function_opset_versions if v <= opset)
+        if versions:
+            function = onnx.FunctionProto()
+            function.ParseFromString(schema.get_function_with_opset_version(versions[-1]))
+        else:
+            versions = sorted(
+                v for v in schema.context_dependent_function_opset_versions if v <= opset
+            )
+            if not versions:
+                return None
+            types = []
+            for name in node.input:
+                if not name:
+                    types.append(onnx.TypeProto())
+                    continue
+                t = self.values[name]
+                elem = self.elem_types.get(name) or _types.onnx_type(t.dtype)
+                shape = t._shape_tuple
+                types.append(onnx.helper.make_tensor_type_proto(elem, shape))
+            with_defaults = onnx.NodeProto()
+            with_defaults.CopyFrom(node)
+            given = {a.name for a in node.attribute}
+            for attr_name, attr in schema.attributes.items():
+                if attr_name not in given and attr.default_value.name:
+                    with_defaults.attribute.extend([attr.default_value])
+            function = onnx.FunctionProto()
+            function.ParseFromString(
+                schema.get_context_dependent_function_with_opset_version(
+                    versions[-1],
+                    with_defaults.SerializeToString(),
+                    [t.SerializeToString() for t in types],
+                )
+            )
+        body_opsets = {
+            ("" if e.domain == "ai.onnx" else e.domain): int(e.version)
+            for e in function.opset_import
+        }
+        prefix = op_name(node.name or node.output[0], node.op_type) + "/"
+        return expand_function(node, function, schema, prefix), body_opsets
 
     def _inferred_shape(self, name: str) -> tuple | None:
         t = self.types.get(name) if name else None
@@ -490,3 +551,50 @@ def _all_nodes(g: Any) -> list[Any]:
             for sub in [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs):
                 nodes.extend(_all_nodes(sub))
     return nodes
+
+
+def expand_function(node: Any, function: Any, schema: Any, prefix: str) -> list[Any]:
+    """The body of `function` as nodes computing `node`: its formal inputs and outputs renamed
+    to the node's, its own values prefixed, attribute references given the node's values (or
+    the schema's defaults)."""
+    import onnx
+
+    names = {}
+    for formal, actual in zip(function.input, node.input):
+        names[formal] = actual
+    for formal in function.input[len(node.input) :]:
+        names[formal] = ""
+    for formal, actual in zip(function.output, node.output):
+        if actual:
+            names[formal] = actual
+    given = {a.name: a for a in node.attribute}
+    for attr_name, attr in schema.attributes.items():
+        if attr_name not in given and attr.default_value.name:
+            given[attr_name] = attr.default_value
+
+    def rename(name: str) -> str:
+        if not name:
+            return ""
+        return names.get(name, prefix + name)
+
+    def copy(inner: Any) -> Any:
+        out = onnx.NodeProto()
+        out.CopyFrom(inner)
+        del out.input[:]
+        del out.output[:]
+        del out.attribute[:]
+        out.input.extend(rename(n) for n in inner.input)
+        out.output.extend(rename(n) for n in inner.output)
+        out.name = prefix + (inner.name or (inner.output[0] if inner.output else inner.op_type))
+        for a in inner.attribute:
+            if a.ref_attr_name:
+                if a.ref_attr_name in given:
+                    resolved = onnx.AttributeProto()
+                    resolved.CopyFrom(given[a.ref_attr_name])
+                    resolved.name = a.name
+                    out.attribute.append(resolved)
+                continue
+            out.attribute.append(a)
+        return out
+
+    return [copy(inner) for inner in function.node]

@@ -60,12 +60,13 @@ def channels_first_perm(rank: int) -> list[int]:
 
 class NotKnownError(OnnxImportError):
     """A value a converter needs when the graph is built (an axis, a shape, a count) depends on
-    run-time values: `value` names the ONNX value. A caller that knows the graph inputs it is
-    computed from can import again with those inputs as constants (tfc.onnx.backend does)."""
+    run-time values: `values` names the ONNX values it is computed from. A caller that knows
+    the graph inputs behind them can import again with those inputs as constants
+    (tfc.onnx.backend does)."""
 
-    def __init__(self, message: str, value: str) -> None:
+    def __init__(self, message: str, values: list[str]) -> None:
         super().__init__(message)
-        self.value = value
+        self.values = list(values)
 
 
 @dataclass
@@ -164,7 +165,7 @@ class NodeContext:
                     "values: tfc compiles static shapes ahead of time (give the model's "
                     "inputs static shapes, e.g. batch=N)",
                 ),
-                self.node.input[i],
+                [self.node.input[i]],
             )
         return value
 
