@@ -21,14 +21,20 @@ from tfc.ops.control_flow import cond, while_loop
 from tfc.ops.tensor_array import TensorArray
 
 
-def _output_dtype(ctx: NodeContext, info: Any, what: str) -> _dt.DType:
-    """The dtype of a body output: declared, or inferred by ONNX's shape inference."""
-    t = info.type
-    elem = t.tensor_type.elem_type if t.HasField("tensor_type") else 0
-    elem = elem or ctx.value_type(info.name)
-    if not elem:
-        raise ctx.error(f"the element type of {what} '{info.name}' is unknown")
-    return ctx.compute_dtype(int(elem), f"{what} '{info.name}'")
+def _output_dtypes(ctx: NodeContext, body: Any, first: int, inputs: list) -> list:
+    """The dtypes of the body's outputs from `first` on: declared, inferred by ONNX's shape
+    inference, or found by a trial import of the body (for inputs of these (dtype, shape)s)."""
+    dtypes = []
+    for info in body.output[first:]:
+        t = info.type
+        elem = t.tensor_type.elem_type if t.HasField("tensor_type") else 0
+        elem = elem or ctx.value_type(info.name)
+        dtypes.append(ctx.compute_dtype(int(elem), f"output '{info.name}'") if elem else None)
+    if any(d is None for d in dtypes):
+        assert ctx.subgraph_dtypes is not None
+        tried = ctx.subgraph_dtypes(body, inputs)
+        dtypes = [d or tried[first + k] for k, d in enumerate(dtypes)]
+    return dtypes
 
 
 @converter("If")
@@ -73,11 +79,9 @@ def _loop(ctx: NodeContext) -> list:
                   else constant(True))  # fmt: skip
     states = [ctx.input(2 + k) for k in range(n_state)]
     count = int(np.asarray(trip).reshape(-1)[0]) if trip is not None else 0
-    arrays = [
-        TensorArray(_output_dtype(ctx, body.output[1 + n_state + k], "scan output"), size=count,
-                    element_shape=None)
-        for k in range(n_scan)
-    ]  # fmt: skip
+    specs = [(_dt.int64, ()), (_dt.bool_, ()), *[(t.dtype, t._shape_tuple) for t in states]]
+    scan_dtypes = _output_dtypes(ctx, body, 1 + n_state, specs) if n_scan else []
+    arrays = [TensorArray(dtype, size=count) for dtype in scan_dtypes]
 
     def test(i: Tensor, go: Tensor, *rest: Any) -> Tensor:
         return go if limit is None else _logic.logical_and(go, _logic.less(i, limit))
@@ -149,8 +153,13 @@ def _scan_once(ctx: NodeContext, body: Any, n_in: int, values: list[Tensor]) -> 
         sequences.append(TensorArray(x.dtype, size=length).unstack(moved))
     if length is None:
         raise ctx.error("a Scan needs at least one scan input")
-    outputs = [TensorArray(_output_dtype(ctx, body.output[n_state + k], "scan output"),
-                           size=length) for k in range(n_out)]  # fmt: skip
+    specs = [(t.dtype, t._shape_tuple) for t in states]
+    for x, axis in zip(scans, in_axes):
+        shape = list(x._shape_tuple)
+        del shape[axis + len(shape) if axis < 0 else axis]
+        specs.append((x.dtype, tuple(shape)))
+    out_dtypes = _output_dtypes(ctx, body, n_state, specs)
+    outputs = [TensorArray(dtype, size=length) for dtype in out_dtypes]
 
     def step(i: Tensor, *rest: Any) -> list:
         carried = rest[:n_state]

@@ -28,6 +28,7 @@ from tfc.ir.graph import Graph, Tensor
 from tfc.onnx.loading import OnnxImportError, default_opset, infer_types, load_model
 from tfc.onnx.node import CONVERTERS, Layouts, NodeContext, NotKnownError, node_message
 from tfc.ops.constant import constant, placeholder
+from tfc.ops.registry import constant_value
 
 _NAME = re.compile(r"[^A-Za-z0-9_.\-/]")
 
@@ -347,6 +348,7 @@ class _Importer:
             layouts=self.layouts,
             reads_graph_inputs=lambda value: bool(graph_inputs_behind(self.proto, value)),
             output_shapes=[self._inferred_shape(n) for n in node.output],
+            subgraph_dtypes=self.subgraph_output_dtypes,
             import_subgraph=self.import_subgraph,
             value_type=self._inferred_type,
         )
@@ -462,6 +464,17 @@ class _Importer:
                     f"{self.source}: subgraph '{g.name}' takes {len(g.input)} inputs, "
                     f"given {len(inputs)}"
                 )
+            for name in set(_outer_names_of_graph(g)):
+                # enclosing values known as the graph is built are constants inside too (a
+                # captured value would hide them from the converters that need them)
+                outer = self.values.get(name)
+                known = (
+                    None
+                    if outer is None
+                    else constant_value(outer.graph, (outer.op.name, outer.value_index))
+                )
+                if known is not None:
+                    self.values[name] = constant(known, dtype=outer.dtype)
             for info, tensor in zip(g.input, inputs):
                 self.values[info.name] = tensor
                 elem = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
@@ -476,6 +489,29 @@ class _Importer:
             return [self.values[o.name] for o in g.output]
         finally:
             self.values, self.elem_types, self.types, self.layouts = saved
+
+    def subgraph_output_dtypes(self, g: Any, inputs: list[tuple[Any, Any]]) -> list[Any]:
+        """The dtypes of subgraph `g`'s outputs for inputs of these (dtype, shape)s, from a
+        trial import into a scratch graph where the enclosing values it reads are placeholders
+        of their dtypes and shapes (a loop needs them before its body is built)."""
+        scratch = Graph()
+        saved = self.values
+        outer = {n for n in _outer_names_of_graph(g) if n in saved}
+        with scratch.as_default():
+            self.values = {}
+            for n in outer:
+                t = saved[n]
+                known = constant_value(t.graph, (t.op.name, t.value_index))
+                self.values[n] = (
+                    placeholder(t.dtype, t._shape_tuple)
+                    if known is None
+                    else constant(known, dtype=t.dtype)
+                )
+            try:
+                phs = [placeholder(dtype, shape) for dtype, shape in inputs]
+                return [t.dtype for t in self.import_subgraph(g, phs)]
+            finally:
+                self.values = saved
 
     def _inferred_type(self, name: str) -> int | None:
         t = self.types.get(name) if name else None
@@ -497,6 +533,15 @@ def wrap_integer(t: Tensor, elem: int) -> Tensor:
     return _math.add(
         _math.floormod(shifted, constant(span, dtype=t.dtype)), constant(low, dtype=t.dtype)
     )
+
+
+def _outer_names_of_graph(g: Any) -> list[str]:
+    """Values graph `g` (a subgraph) reads from the enclosing graphs."""
+    local = {i.name for i in g.input} | {t.name for t in g.initializer}
+    for inner in g.node:
+        local.update(inner.output)
+    names = [n for inner in g.node for n in [*inner.input, *_outer_names(inner)] if n not in local]
+    return names + [o.name for o in g.output if o.name not in local]
 
 
 def _outer_names(node: Any) -> list[str]:
@@ -577,14 +622,14 @@ def expand_function(node: Any, function: Any, schema: Any, prefix: str) -> list[
             return ""
         return names.get(name, prefix + name)
 
-    def copy(inner: Any) -> Any:
+    def copy(inner: Any, rename_edge) -> Any:
         out = onnx.NodeProto()
         out.CopyFrom(inner)
         del out.input[:]
         del out.output[:]
         del out.attribute[:]
-        out.input.extend(rename(n) for n in inner.input)
-        out.output.extend(rename(n) for n in inner.output)
+        out.input.extend(rename_edge(n) for n in inner.input)
+        out.output.extend(rename_edge(n) for n in inner.output)
         out.name = prefix + (inner.name or (inner.output[0] if inner.output else inner.op_type))
         for a in inner.attribute:
             if a.ref_attr_name:
@@ -594,7 +639,30 @@ def expand_function(node: Any, function: Any, schema: Any, prefix: str) -> list[
                     resolved.name = a.name
                     out.attribute.append(resolved)
                 continue
-            out.attribute.append(a)
+            attribute = onnx.AttributeProto()
+            attribute.CopyFrom(a)
+            if a.type == onnx.AttributeProto.GRAPH:
+                _rename_subgraph(attribute.g, rename_edge)
+            out.attribute.append(attribute)
         return out
 
-    return [copy(inner) for inner in function.node]
+    def _rename_subgraph(g: Any, outer) -> None:
+        """A subgraph's own names prefixed, the names it reads from the body renamed as
+        the body's."""
+        local = {i.name for i in g.input} | {o.name for o in g.output}
+        local |= {t.name for t in g.initializer} | {n for node in g.node for n in node.output}
+
+        def inner_rename(name: str) -> str:
+            if not name:
+                return ""
+            return prefix + name if name in local else outer(name)
+
+        for info in [*g.input, *g.output, *g.value_info]:
+            info.name = inner_rename(info.name)
+        for t in g.initializer:
+            t.name = inner_rename(t.name)
+        nodes = [copy(node, inner_rename) for node in g.node]
+        del g.node[:]
+        g.node.extend(nodes)
+
+    return [copy(inner, rename) for inner in function.node]

@@ -104,6 +104,9 @@ class NodeContext:
     reads_graph_inputs: Callable[[str], bool] = lambda value: False
     # the outputs' static shapes as ONNX's shape inference gives them (None where it does not)
     output_shapes: list[tuple | None] = field(default_factory=list)
+    # the dtypes of a subgraph's outputs for inputs of the given (dtype, shape)s (a trial
+    # import: a loop makes its per-iteration arrays before its body is built)
+    subgraph_dtypes: Callable[[Any, list[tuple[Any, Any]]], list[Any]] | None = None
     # the element type ONNX declares or infers for a value (by name), None where it does not
     value_type: Callable[[str], int | None] = lambda name: None
     # a subgraph (If's branches, Loop's and Scan's body) imported into the current graph with
