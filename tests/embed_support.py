@@ -17,6 +17,7 @@ from tfc.variables import variables_initializer
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 HARNESS = Path(__file__).resolve().parent / "embed" / "harness.c"
+CHECKS = Path(__file__).resolve().parent / "embed" / "checks.c"
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
 STEPS = 3
 LR = 0.05
@@ -40,7 +41,7 @@ def compile_with_harness(
     m = compile_embed(SAMPLES / model, outdir, batch, **kw)
     P, M = m.prefix, m.macro
     out_name = m.programs["predict"].output_names[0].upper()
-    n = f"INT64_C({x.shape[0]}), " if m.max_batch else ""  # predict's run-time batch
+    n = f"INT64_C({x.shape[0]})" if m.max_batch else f"{M}BATCH"  # predict's examples
     lines = [
         '#include "model.h"',
         f"#define H_TRAIN {int(m.trainable)}",
@@ -52,21 +53,23 @@ def compile_with_harness(
         f"{M}PREDICT_OUT_{out_name}_COUNT)",
         f"static const float h_features[] = {{ {_c_floats(x)} }};",
     ]
-    init = f"{P}init(s, {P}weights_blob)" if m.external_weights else f"{P}init(s)"
-    lines.append(f"#define H_INIT(s) {init}")
+    blob = f"{P}weights_blob, sizeof {P}weights_blob"
+    init = f"{P}init(s, sb, {blob})" if m.external_weights else f"{P}init(s, sb)"
+    lines.append(f"#define H_INIT(s, sb) {init}")
     if m.trainable:
         label = m.programs["train"].lowered.feeds[1].dtype.c_type
         lines += [
             f"static const {label} h_labels[] = {{ {', '.join(str(int(v)) for v in y)} }};",
-            f"#define H_TRAIN_STEP(s, x, l, loss, a) {P}train_step(s, x, l, {LR}f, loss, a)",
-            f"#define H_PREDICT(s, x, y, a) {P}predict(s, {n}x, y, a)",
+            f"#define H_TRAIN_STEP(s, sb, x, l, loss, a, ab) "
+            f"{P}train_step(s, sb, {M}BATCH, x, l, {LR}f, loss, a, ab)",
+            f"#define H_PREDICT(s, sb, x, y, a, ab) {P}predict(s, sb, {n}, x, y, a, ab)",
         ]
     elif m.stateful:
-        lines.append(f"#define H_PREDICT(s, x, y, a) {P}predict(s, {n}x, y, a)")
+        lines.append(f"#define H_PREDICT(s, sb, x, y, a, ab) {P}predict(s, sb, {n}, x, y, a, ab)")
     elif m.external_weights:
-        lines.append(f"#define H_PREDICT(s, x, y, a) {P}predict({P}weights_blob, {n}x, y, a)")
+        lines.append(f"#define H_PREDICT(s, sb, x, y, a, ab) {P}predict({blob}, {n}, x, y, a, ab)")
     else:
-        lines.append(f"#define H_PREDICT(s, x, y, a) {P}predict({n}x, y, a)")
+        lines.append(f"#define H_PREDICT(s, sb, x, y, a, ab) {P}predict({n}, x, y, a, ab)")
     if m.external_weights:
         blob = np.frombuffer((outdir / "weights.bin").read_bytes(), dtype="<u8")
         items = ", ".join(f"UINT64_C({int(v)})" for v in blob) or "0"

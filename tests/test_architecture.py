@@ -24,14 +24,16 @@ LAYERS: list[tuple[str, ...]] = [
     (  # the TF1 graph-building API
         "tfc.variables", "tfc.init_ops", "tfc.partitioned_variables", "tfc.nn", "tfc.layers",
         "tfc.losses", "tfc.metrics", "tfc.feature_column", "tfc.train", "tfc.logging",
-        "tfc.debugging", "tfc.contrib", "tfc.linalg", "tfc.math", "tfc.random", "tfc.strings",
-        "tfc.manip", "tfc.onnx", "tfc.bitwise",
+        "tfc.debugging", "tfc.contrib", "tfc.rnn", "tfc.linalg", "tfc.math", "tfc.random",
+        "tfc.strings", "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.queue", "tfc.dtypes",
+        "tfc.image", "tfc.bitwise", "tfc.tflite", "tfc.python_io", "tfc.initializers",
+        "tfc.flags", "tfc.app", "tfc.behavior", "tfc.onnx",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
     ("tfc.backend",),
     ("tfc.compiler",),
-    ("tfc.client",),
+    ("tfc.client", "tfc.config"),  # tfc.config: tf.config, on the client's thread settings
     ("tfc.training",),  # the training loops that create Sessions (tf.train.MonitoredSession...)
     ("tfc.onnx.backend",),  # ONNX's backend API: imported models run by a Session
     ("tfc.reference",),

@@ -251,6 +251,30 @@ def test_an_mlp_training_step_gives_the_same_bits(optimizer, clip, pipelines):
     _assert_identical(unfused, fused)
 
 
+@pytest.mark.parametrize(
+    "optimizer",
+    [lambda: tf.train.GradientDescentOptimizer(0.1), lambda: tf.train.AdamOptimizer(0.01)],
+    ids=["sgd", "adam"],
+)
+def test_linear_layers_without_activations_train_to_the_same_bits(optimizer):
+    # 20-16-16-3, no nonlinearity: the middle layer's input gradient (a product the next
+    # products read) and its bias gradient (a sum of its rows) form one group; the group once
+    # exported only one row of the product, and lowering the readers failed (issue 19)
+    tf.set_random_seed(3)
+    x = tf.placeholder(tf.float32, [8, 20], name="x")
+    y = tf.placeholder(tf.float32, [8, 3], name="y")
+    h = tf.layers.dense(tf.layers.dense(x, 16, name="h1"), 16, name="h2")
+    loss = tf.reduce_mean(tf.square(tf.layers.dense(h, 3, name="out") - y))
+    train = optimizer().minimize(loss)
+    rng = np.random.default_rng(4)
+    feed = {x: rng.normal(size=(8, 20)).astype(np.float32), y: rng.normal(size=(8, 3))}
+    fetches = [loss, *tf.global_variables()]
+    init = tf.global_variables_initializer()
+    for pipelines in PIPELINES:
+        unfused, fused = _both(fetches, feed, init, steps=3, train=train, pipelines=pipelines)
+        _assert_identical(unfused, fused)
+
+
 def _digits(batch=64):
     tf.set_random_seed(1)
     x = tf.placeholder(tf.float32, [None, 64], name="images")

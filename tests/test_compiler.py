@@ -41,7 +41,7 @@ def test_every_pass_has_the_name_users_give_it():
     ]  # fmt: skip
     assert sorted(PASS_NAMES.values()) == sorted(
         ["prune", "native", "specialize", "fold", "simplify", "hoist", "cse", "fuse", "place",
-         "partition", "stage", "python", "schedule", "memory"]
+         "partition", "stage", "python", "schedule", "memory", "guard"]
     )  # fmt: skip
     assert [pass_name(p) for p in OPTIMIZATIONS] == ["fold", "simplify", "hoist", "cse", "fuse"]
 

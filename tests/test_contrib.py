@@ -108,12 +108,14 @@ def test_initializer_errors_and_missing_names():
         tf.contrib.layers.xavier_initializer(dtype=tf.int32)
     with pytest.raises(TypeError, match="Unknown mode FAN_MAX"):
         tf.contrib.layers.variance_scaling_initializer(mode="FAN_MAX")
-    with pytest.raises(AttributeError, match=r"tf\.contrib\.rnn is not part of tfc"):
-        tf.contrib.rnn  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.seq2seq is not part of tfc"):
+        tf.contrib.seq2seq  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.rnn\.LSTMBlockCell is not part"):
+        tf.contrib.rnn.LSTMBlockCell  # noqa: B018
     with pytest.raises(AttributeError, match=r"tf\.contrib\.layers\.conv3d is not part of tfc"):
         tf.contrib.layers.conv3d  # noqa: B018
-    with pytest.raises(AttributeError, match=r"tf\.contrib\.framework\.arg_scope is not part"):
-        tf.contrib.framework.arg_scope  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.framework\.model_variable is not"):
+        tf.contrib.framework.model_variable  # noqa: B018
     assert not hasattr(tf.contrib, "learn")
 
 

@@ -37,17 +37,17 @@ NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
 
 
-OP_TEST_MODULES = [
-    "test_ops_math", "test_ops_array", "test_ops_conv", "test_ops_linalg", "test_ops_nn",
-    "test_ops_random", "test_ops_reduce", "test_losses", "test_numerics", "test_ops_topk",
-    "test_ops_normalization", "test_ops_conv_composite", "test_ops_embedding",
-    "test_ops_special", "test_ops_scan", "test_ops_sequences", "test_ops_segment",
-    "test_ops_einsum", "test_ops_norms",
-    "test_ops_linalg_structure", "test_ops_linalg_solve", "test_ops_linalg_decomp",
-    "test_ops_array_nd_index", "test_ops_array_order", "test_ops_random_sampling",
-    "test_ops_conv_depthwise", "test_ops_conv_api", "test_ops_pool_argmax", "test_ops_lrn",
-    "test_ops_patches", "test_ops_morphology", "test_ops_conv3d", "test_ops_bitwise",
-]  # fmt: skip
+# every module of op cases runs its batches on the GPU (a new tests/test_ops_<family>.py joins by
+# being there), but those whose ops only Python runs: a Session runs them in Python stages
+PYTHON_STAGE_MODULES = {
+    "test_ops_dynamic",
+    "test_ops_script",
+    "test_ops_strings",
+    "test_ops_parsing",
+}
+OP_TEST_MODULES = sorted(
+    {path.stem for path in (ROOT / "tests").glob("test_ops_*.py")} - PYTHON_STAGE_MODULES
+) + ["test_losses", "test_numerics"]
 # ops that never become a kernel: graph structure, or values the passes resolve
 NO_KERNEL = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp", "VariableV2", "Identity"}
 # not in GPU programs: host-only ops (OpDef.host_only: tf.data's iterator ops) are placed on the
@@ -107,7 +107,10 @@ def training_graphs() -> dict[str, tuple]:
         ):
             w = tfc.Variable(tfc.random_normal([5, 3], seed=1))
             loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w)))
-            fetches.append(opt.minimize(loss))
+            # an embedding table: its IndexedSlices gradient takes the SparseApply kernels
+            table = tfc.Variable(tfc.random_normal([7, 2], seed=2))
+            looked = tfc.nn.embedding_lookup(table, tfc.constant([5, 1, 5, 0]))
+            fetches.append(opt.minimize(loss + tfc.reduce_sum(tfc.square(looked))))
         init = tfc.global_variables_initializer()
     feed = {x: np.random.default_rng(1).random((6, 5), np.float32)}
     graphs["optimizers"] = (graph, fetches, feed)
@@ -497,6 +500,11 @@ def test_per_thread_index_and_sampling_kernels_equal_cpu(cuda_device, monkeypatc
                 tfc.searchsorted(tfc.sort(x), x),
                 tfc.random_gamma([3], [0.5, 2.0], seed=1),
                 tfc.random_poisson([3.0, 30.0], [2], dtype=tfc.int32, seed=2),
+                *tfc.nn.log_uniform_candidate_sampler([[1, 2]], 2, 5, True, 9, seed=3),
+                *tfc.nn.uniform_candidate_sampler([[4]], 1, 6, False, 10, seed=4),
+                *tfc.nn.fixed_unigram_candidate_sampler(
+                    [[0]], 1, 5, True, 6, seed=5, unigrams=[3, 1, 4, 1, 5, 9]
+                ),  # fmt: skip
             ]
         feed = {x: xv, idx: good["idx"], lens: good["lens"]}
         monkeypatch.setenv("TFC_DEVICE", device)

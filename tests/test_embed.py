@@ -11,7 +11,9 @@ import subprocess
 import numpy as np
 import pytest
 from embed_support import (
+    CHECKS,
     EMBED_CFLAGS,
+    ROOT,
     STEPS,
     WARNINGS,
     build,
@@ -67,6 +69,18 @@ def test_training_and_predict_equal_the_session_under_sanitizers(tmp_path, name)
     assert m.arena_bytes <= 1.05 * m.arena_lower_bound, (m.arena_bytes, m.arena_lower_bound)
 
 
+def test_training_from_an_external_blob_equals_the_session(tmp_path):
+    """--weights external with a train step: init takes the blob and its size; the blob holds
+    the non-zero variables only (Adam's slots and the biases are zeroed by init)."""
+    x, y = inputs(4, 4, 3, seed=6)
+    m = compile_with_harness("iris_model.py", tmp_path, 4, x, y, weights="external")
+    assert m.weights_bytes == (tmp_path / "weights.bin").stat().st_size == 696
+    assert "int model_init(void *state, size_t state_bytes, const void *weights, size_t " \
+        "weights_bytes);" in (tmp_path / "model.h").read_text()  # fmt: skip
+    exe = build(["cc"], tmp_path, ["-O1", *SANITIZE, "-DHARNESS_STDIO"], "harness", ["-lm"])
+    _check(parse_stdout(_run(exe)), reference_words("iris_model.py", 4, x, y))
+
+
 @pytest.mark.parametrize("weights", ["const", "external"])
 def test_inference_only_predict_equals_the_session(tmp_path, weights):
     x, y = inputs(3, 4, 3, seed=1)
@@ -113,8 +127,10 @@ int main(void) {
     float xi[IRIS_PREDICT_IN_FEATURES_COUNT] = {5.1f, 3.5f, 1.4f, 0.2f};
     float xd[DIGITS_PREDICT_IN_FEATURES_COUNT] = {0};
     float pi[IRIS_PREDICT_OUT_PROBABILITIES_COUNT], pd[DIGITS_PREDICT_OUT_PROBABILITIES_COUNT];
-    if (iris_init(iris_state.b) || iris_predict(iris_state.b, xi, pi, arena.b)) return 1;
-    if (digits_predict(xd, pd, arena.b)) return 2;
+    if (iris_init(iris_state.b, sizeof iris_state.b)) return 1;
+    if (iris_predict(iris_state.b, sizeof iris_state.b, 1, xi, pi, arena.b, sizeof arena.b))
+        return 1;
+    if (digits_predict(1, xd, pd, arena.b, sizeof arena.b)) return 2;
     for (int i = 0; i < IRIS_PREDICT_OUT_PROBABILITIES_COUNT; ++i) printf("%.9g\n", pi[i]);
     for (int i = 0; i < DIGITS_PREDICT_OUT_PROBABILITIES_COUNT; ++i) printf("%.9g\n", pd[i]);
     return 0;
@@ -153,8 +169,14 @@ def test_cli_compile_target_embed(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     header = (tmp_path / "model.h").read_text()
     assert "#define IRIS_BATCH 8" in header and "#define IRIS_ARENA_BYTES" in header
-    assert "int iris_predict(const float *features, float *probabilities, void *arena);" in header
+    assert (
+        "int iris_predict(int64_t n, const float *features, float *probabilities, void *arena, "
+        "size_t arena_bytes);" in header
+    )
     assert "IRIS_ARENA_BYTES" in capsys.readouterr().out
+    rc = main(["compile", "samples/iris_model.py", "--target", "embed", "-o", str(tmp_path / "t"),
+               "--no-check-finite"])  # fmt: skip
+    assert rc == 0 and "TFC_ERR_NON_FINITE" not in (tmp_path / "t" / "model.h").read_text()
 
 
 @pytest.mark.parametrize(
@@ -223,11 +245,17 @@ def test_inspect_target_embed_prints_the_footprint(capsys):
     assert main(["inspect", "--target", "embed", "samples/iris_model.py"]) == 0
     out = capsys.readouterr().out
     assert "code bytes (.text)" in out and "host" in out
-    rows = [line.split() for line in out.splitlines() if line.strip().startswith("train_step")]
-    assert rows[-1][3:5] == [
-        "2,336",
-        "2,336",
-    ]  # the Iris variables with Adam's slots: 584 floats and the step
+    lines = out.splitlines()
+    memory = lines[next(i for i, line in enumerate(lines) if "weights" in line) :]
+    train = next(line.split() for line in memory if line.strip().startswith("train_step"))
+    weights, state, arena, _, stack, ram = (int(v.replace(",", "")) for v in train[3:9])
+    # the blob holds the kernels and Adam's beta powers (160 + 400 + 120 + 8 + 8 bytes); the
+    # state, the Iris variables with Adam's slots: 584 floats and the step
+    assert (weights, state) == (696, 2336)
+    assert ram == state + arena + stack
+    if "stack measured by GCC" in out:  # the host's cc is GCC: its deepest call is below
+        measured = lines[lines.index(next(x for x in lines if "stack measured" in x)) + 2]
+        assert 0 < int(measured.split()[3].replace(",", "")) <= stack, out
 
 
 @pytest.mark.parametrize("inference_only", [True, False])
@@ -275,8 +303,8 @@ ROUND_TRIP = r"""
 static union { double d; unsigned char b[MODEL_STATE_BYTES]; } state;
 static union { double d; unsigned char b[MODEL_SAVE_BYTES]; } saved;
 int main(void) {
-    if (model_init(state.b) != 0) return 1;
-    model_save(state.b, saved.b);
+    if (model_init(state.b, sizeof state.b) != 0) return 1;
+    if (model_save(state.b, sizeof state.b, saved.b, sizeof saved.b) != 0) return 1;
     for (int i = 0; i < MODEL_SAVE_BYTES; i += 4) {
         unsigned long w = (unsigned long)saved.b[i] | (unsigned long)saved.b[i + 1] << 8 |
                           (unsigned long)saved.b[i + 2] << 16 | (unsigned long)saved.b[i + 3] << 24;
@@ -292,12 +320,11 @@ def test_compressed_weights_expand_to_their_rounded_values(tmp_path, dtype):
     full = compile_embed("samples/digits_model.py", tmp_path / "f32", 1)
     m = compile_embed("samples/digits_model.py", tmp_path, 1, weights_dtype=dtype)
     compressed = [s for s in m.stored if s.kind == dtype]
+    # the kernels shrink; the biases and Adam's slots start at zero, so init writes them and
+    # the blob leaves them out
     assert {s.var.name for s in compressed} == {
-        f"{layer}/{part}"
-        for layer in ("hidden1", "hidden2", "logits")
-        for part in ("kernel", "bias")
+        f"{layer}/kernel" for layer in ("hidden1", "hidden2", "logits")
     }
-    # the kernels and biases shrink; Adam's slots stay float32 (they are not predict's weights)
     saved = sum(s.var.nbytes - s.nbytes for s in compressed)
     assert full.weights_bytes - m.weights_bytes >= saved - 8 * len(compressed) > 0
     (tmp_path / "main.c").write_text(ROUND_TRIP)
@@ -316,6 +343,11 @@ def test_compressed_weights_expand_to_their_rounded_values(tmp_path, dtype):
             bound = {"float16": 1e-3, "bfloat16": 8e-3, "int8": 1.0 / 127}[dtype]
             err = np.abs(got - original).max() / max(np.abs(original).max(), 1e-30)
             assert err <= bound, (v.name, err)
+    kept = {item.var.name for item in m.stored}
+    zeroed = [v for v in m.variables if v.name not in kept]
+    assert {v.name for v in zeroed} >= {"hidden1/bias", "hidden1/kernel/Adam", "logits/bias"}
+    for v in zeroed:
+        assert not state[v.offset : v.offset + v.nbytes].any(), v.name
 
 
 def test_int8_weights_cost_less_than_a_point_of_accuracy_on_digits(tmp_path):
@@ -464,3 +496,158 @@ def test_generating_the_library_needs_no_c_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     m = compile_embed("samples/lenet_model.py", tmp_path, 1, prefix="lenet_", max_batch=4)
     assert m.trainable and (tmp_path / "model.c").stat().st_size > m.weights_bytes
+
+
+DROPOUT_MODEL = """
+import tfc as tf
+
+def signatures():
+    tf.set_random_seed(3)
+    x = tf.placeholder(tf.float32, [None, 4], name="features")
+    y = tf.placeholder(tf.int32, [None], name="labels")
+    lr = tf.placeholder_with_default(0.1, [], name="learning_rate")
+    w1 = tf.Variable(tf.random_normal([4, 8], stddev=0.5, seed=1), name="w1")
+    b1 = tf.Variable(tf.zeros([8]), name="b1")
+    w2 = tf.Variable(tf.random_normal([8, 3], stddev=0.5, seed=2), name="w2")
+    hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
+    logits = tf.matmul(tf.nn.dropout(hidden, keep_prob=0.5, seed=4), w2)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+    step = tf.train.get_or_create_global_step()
+    train_op = tf.train.AdamOptimizer(lr).minimize(loss, global_step=step)
+    return {
+        "train": {"inputs": {"features": x, "labels": y}, "loss": loss, "train_op": train_op,
+                  "hyperparameters": {"learning_rate": lr}},
+        "predict": {"inputs": {"features": x},
+                    "outputs": {"probabilities": tf.nn.softmax(tf.matmul(hidden, w2))}},
+    }
+"""
+
+
+@pytest.mark.parametrize("model", ["iris", "dropout"])
+def test_misused_entry_points_return_their_status_codes(tmp_path, model):
+    """NULL pointers, a short arena, a misaligned one, short state and variables blocks, a
+    count that is not the batch (no buffer is read past its end: ASan), a NaN or infinite
+    feature or learning rate (TFC_ERR_NON_FINITE, the state unchanged: the variables, Adam's
+    slots and a dropout's random stream)."""
+    if model == "iris":
+        path = ROOT / "samples" / "iris_model.py"
+    else:
+        path = tmp_path / "dropout_model.py"
+        path.write_text(DROPOUT_MODEL)
+    m = compile_embed(path, tmp_path / "lib", 4)
+    assert m.check_finite and (model == "iris" or m.state_bytes > m.vars_bytes)  # a stream
+    header = (tmp_path / "lib" / "model.h").read_text()
+    for code in (
+        "TFC_ERR_NULL_POINTER",
+        "TFC_ERR_ALIGNMENT",
+        "TFC_ERR_ARENA_TOO_SMALL",
+        "TFC_ERR_BUFFER_TOO_SMALL",
+        "TFC_ERR_INVALID_ARGUMENT",
+        "TFC_ERR_NON_FINITE",
+    ):
+        assert f" *   {code}: " in header, code  # fmt: skip
+    cmd = ["cc", *EMBED_CFLAGS, *WARNINGS, "-O1", *SANITIZE, str(CHECKS), "model.c", "-lm",
+           "-o", "checks"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=tmp_path / "lib", capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert _run(tmp_path / "lib" / "checks").strip() == "ok"
+
+
+POISON = r"""
+#include <math.h>
+#include <stdio.h>
+#include "model.h"
+static union { double d; unsigned char b[MODEL_STATE_BYTES]; } state;
+static union { double d; unsigned char b[MODEL_ARENA_BYTES]; } arena;
+int main(void) {
+    float x[MODEL_TRAIN_IN_FEATURES_COUNT] = {0}, p[MODEL_PREDICT_OUT_PROBABILITIES_COUNT];
+    int64_t y[MODEL_BATCH] = {0};
+    x[0] = NAN;
+    int init = model_init(state.b, sizeof state.b);
+    int step = model_train_step(state.b, sizeof state.b, MODEL_BATCH, x, y, 0.002f, NULL, arena.b,
+                                sizeof arena.b);
+    x[0] = 0;
+    int predict = model_predict(state.b, sizeof state.b, MODEL_BATCH, x, p, arena.b,
+                                sizeof arena.b);
+    printf("%d %d %d %d\n", init, step, predict, isnan(p[0]) ? 1 : 0);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("check_finite", [True, False])
+def test_check_finite_off_lets_a_nan_step_poison_the_weights(tmp_path, check_finite):
+    """check_finite=False: no guard (a smaller arena), and a step with a NaN feature returns
+    TFC_OK with every later prediction NaN; with the guard it returns TFC_ERR_NON_FINITE."""
+    m = compile_embed("samples/digits_model.py", tmp_path, 4, check_finite=check_finite)
+    if not check_finite:
+        guarded = compile_embed("samples/digits_model.py", tmp_path / "guarded", 4)
+        assert m.arena_bytes < guarded.arena_bytes
+    (tmp_path / "poison.c").write_text(POISON)
+    cmd = ["cc", *EMBED_CFLAGS, *WARNINGS, "-O1", "poison.c", "model.c", "-lm", "-o", "poison"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    init, step, predict, nan = map(int, _run(tmp_path / "poison").split())
+    assert (init, predict) == (0, 0)
+    assert (step, nan) == ((104, 0) if check_finite else (0, 1))  # 104: TFC_ERR_NON_FINITE
+
+
+def _gcc(cc: str) -> bool:
+    proc = subprocess.run([cc, "--version"], capture_output=True, text=True)
+    return proc.returncode == 0 and "Free Software Foundation" in proc.stdout
+
+
+@pytest.mark.parametrize("model", ["iris", "digits", "lenet"])
+def test_stack_bytes_bounds_what_gcc_measures_on_the_host(tmp_path, model):
+    """model.h's STACK_BYTES against GCC's -fcallgraph-info=su (each function's frame, from
+    -fstack-usage, along the deepest chain of calls from the entry point) at -O1, -Os, -O2."""
+    from tfc.aot.embed_stack import measure_stack
+
+    if not _gcc("cc"):
+        pytest.skip("cc is not GCC (-fcallgraph-info)")
+    for inference_only in (True, False):
+        out = tmp_path / str(inference_only)
+        m = compile_embed(f"samples/{model}_model.py", out, 1, inference_only=inference_only)
+        header = (out / "model.h").read_text()
+        assert f"#define MODEL_STACK_BYTES {m.stack_bytes}\n" in header
+        entries = ["model_predict"] + (["model_train_step"] if m.trainable else [])
+        for opt in ("-O1", "-Os", "-O2"):
+            measured = measure_stack(out, ["cc"], [*EMBED_CFLAGS, opt], entries)
+            assert 0 < max(measured.values()) <= m.stack_bytes, (opt, measured, m.stack_bytes)
+
+
+def test_lenet_inference_fits_in_32_kb_of_ram(tmp_path):
+    """The arena, the stack and the state of LeNet-5's predict: its first convolution's planes
+    are arena scratch (they were a 41,912-byte stack frame)."""
+    m = compile_embed("samples/lenet_model.py", tmp_path, 1, inference_only=True)
+    assert m.state_bytes == 0
+    assert m.arena_bytes + m.stack_bytes <= 32 * 1024, (m.arena_bytes, m.stack_bytes)
+
+
+def test_worst_paths_follow_calls_indirect_calls_and_library_calls():
+    from tfc.aot.embed_stack import LIBRARY_CALL_BYTES, worst_paths
+
+    def node(title, frame=None):
+        label = title if frame is None else f"{title}\\nm.c:1:1\\n{frame} bytes (static)"
+        return f'node: {{ title: "{title}" label: "{label}" }}\n'
+
+    def edge(a, b):
+        return f'edge: {{ sourcename: "{a}" targetname: "{b}" }}\n'
+
+    graph = (
+        node("entry", 100) + node("m.c:run", 50) + node("m.c:part", 4000) + node("m.c:small", 8)
+        + node("memcpy") + node("__indirect_call")
+        + edge("entry", "m.c:run") + edge("m.c:run", "__indirect_call")
+        + edge("entry", "m.c:small") + edge("m.c:small", "memcpy")
+    )  # fmt: skip
+    assert worst_paths(graph, ["entry"]) == {"entry": 100 + 50 + 4000}
+    assert worst_paths(graph + node("solo", 16) + edge("solo", "memcpy"), ["solo"]) == {
+        "solo": 16 + LIBRARY_CALL_BYTES
+    }
+    with pytest.raises(ValueError, match="recursion"):
+        worst_paths(graph + edge("m.c:small", "entry"), ["entry"])
+    with pytest.raises(ValueError, match="does not define"):
+        worst_paths(graph + edge("entry", "m.c:merged"), ["entry"])
+    dynamic = node("entry", 100).replace("(static)", "(dynamic)")
+    with pytest.raises(ValueError, match="dynamic"):
+        worst_paths(dynamic, ["entry"])

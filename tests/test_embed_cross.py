@@ -5,8 +5,10 @@ saying which, when its toolchain or emulator is missing (.ci/run installs them o
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,6 +80,27 @@ def test_linux_cross_build_gives_the_hosts_bits(tmp_path, gcc, qemu, sysroot):
     _check_session(words, expected)
 
 
+def test_lstm_digits_trains_and_predicts_under_qemu_aarch64(tmp_path):
+    """The LSTM of samples/lstm_digits_model.py (a dynamic_rnn loop of 8 steps, bounded) as an
+    embedded library on aarch64: training steps and predictions equal to the host build's and
+    the Session's within float rounding (its thousands of expf/tanhf calls meet inputs where
+    glibc's aarch64 and x86-64 versions, the latter picking an FMA variant at run time, round
+    the last bit differently)."""
+    need("aarch64-linux-gnu-gcc", "qemu-aarch64")
+    x, y = inputs(4, 64, 10, seed=6)
+    x = np.abs(x) / 3
+    out = tmp_path / "lib"
+    compile_with_harness("lstm_digits_model.py", out, 4, x, y, prefix="lstm_")
+    exe = build(["aarch64-linux-gnu-gcc"], out, [*SAME_BITS, "-DHARNESS_STDIO"], "harness_cross",
+                ["-lm"])  # fmt: skip
+    proc = _run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(exe)], out)
+    assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-1000:]
+    words = parse_stdout(proc.stdout)
+    host = np.array(_host_words(out), np.uint32).view(np.float32)
+    np.testing.assert_allclose(np.array(words, np.uint32).view(np.float32), host, rtol=1e-5)
+    _check_session(words, reference_words("lstm_digits_model.py", 4, x, y))
+
+
 def _lenet_predict(tmp_path):
     """LeNet-5 on one 28x28 image, inference only: the convolution and pooling kernels."""
     x, y = inputs(1, 28 * 28, 10, seed=4)
@@ -111,13 +134,69 @@ def test_cortex_m4_under_qemu_system_arm(tmp_path, case):
     np.testing.assert_allclose(np.array(words, np.uint32).view(np.float32), host, rtol=1e-5)
 
 
+def _lenet_train(tmp_path):
+    """LeNet-5 training steps on one image: the convolutions' and pooling's gradients."""
+    x, y = inputs(1, 28 * 28, 10, seed=5)
+    x = np.abs(x).reshape(1, 28, 28, 1)
+    out = tmp_path / "lib"
+    compile_with_harness("lenet_model.py", out, 1, x, y)
+    return out, None
+
+
+# libgcc's soft double (__aeabi_dmul, __aeabi_l2d, ...: __muldf3 and kin) and 64-bit division
+SOFT_DOUBLE_OR_LONG_DIVISION = re.compile(
+    r"^(__aeabi_(d\w+|u?i2d|u?l2d|f2d|u?ldivmod)|__\w*df\w*|__u?(div|mod|divmod)di[34])$"
+)
+
+
+@pytest.mark.parametrize("opt", ["-Os", "-O2"])
+@pytest.mark.parametrize("case", [_iris, _lenet_predict, _lenet_train],
+                         ids=["iris-train", "lenet-predict", "lenet-train"])  # fmt: skip
+def test_cortex_m4_links_no_double_arithmetic_or_64_bit_division(tmp_path, case, opt):
+    """A Cortex-M4 has a single-precision FPU and divides 32-bit integers: the library links
+    neither libgcc's soft double nor its 64-bit division (the harness prints hex, no floats)."""
+    need("arm-none-eabi-gcc", "arm-none-eabi-nm")
+    out, _ = case(tmp_path)
+    extra = [
+        str(M4_DIR / "startup.c"), "-nostartfiles", f"-T{M4_DIR / 'mps2-an386.ld'}",
+        "-Wl,--gc-sections", "-lm",
+    ]  # fmt: skip
+    flags = [opt, *M4, "-DHARNESS_SEMIHOSTING", "-ffunction-sections"]
+    exe = build(["arm-none-eabi-gcc"], out, flags, "harness.elf", extra)
+    listing = _run(["arm-none-eabi-nm", str(exe)], out).stdout
+    linked = {line.split()[-1] for line in listing.splitlines() if line.strip()}
+    assert linked & {"model_predict", "iris_predict"}, "the library is not in the program"
+    assert not {s for s in linked if SOFT_DOUBLE_OR_LONG_DIVISION.match(s)}, sorted(linked)
+
+
+@pytest.mark.parametrize("model", ["iris", "digits", "lenet"])
+def test_stack_bytes_bounds_what_gcc_measures_on_cortex_m4(tmp_path, model):
+    """model.h's STACK_BYTES against arm-none-eabi-gcc's -fcallgraph-info=su (-fstack-usage's
+    frames along the deepest chain of calls) at -Os and -O2; LeNet-5's inference within 32 KB
+    of RAM in all (arena, stack, no state)."""
+    need("arm-none-eabi-gcc")
+    from tfc.aot.embed import EMBED_CFLAGS, compile_embed
+    from tfc.aot.embed_stack import measure_stack
+
+    for inference_only in (True, False):
+        out = tmp_path / str(inference_only)
+        m = compile_embed(ROOT / "samples" / f"{model}_model.py", out, 1,
+                          inference_only=inference_only)  # fmt: skip
+        entries = ["model_predict"] + (["model_train_step"] if m.trainable else [])
+        for opt in ("-Os", "-O2"):
+            measured = measure_stack(out, ["arm-none-eabi-gcc"], [*EMBED_CFLAGS, opt, *M4], entries)
+            assert 0 < max(measured.values()) <= m.stack_bytes, (opt, measured, m.stack_bytes)
+        if model == "lenet" and inference_only:
+            assert m.state_bytes + m.arena_bytes + m.stack_bytes <= 32 * 1024
+
+
 def test_cortex_m4_exit_status_reports_a_failure(tmp_path):
     """The harness's status reaches the test: a failing init is not a passing run."""
     need("arm-none-eabi-gcc", "qemu-system-arm")
     out, _ = _iris(tmp_path)
     data = (out / "harness_data.h").read_text()
-    (out / "harness_data.h").write_text(data.replace("#define H_INIT(s) iris_init(s)",
-                                                     "#define H_INIT(s) 7"))  # fmt: skip
+    (out / "harness_data.h").write_text(data.replace("#define H_INIT(s, sb) iris_init(s, sb)",
+                                                     "#define H_INIT(s, sb) 7"))  # fmt: skip
     extra = [str(M4_DIR / "startup.c"), "-nostartfiles", f"-T{M4_DIR / 'mps2-an386.ld'}", "-lm"]
     exe = build(["arm-none-eabi-gcc"], out, ["-O2", *M4, "-DHARNESS_SEMIHOSTING"], "bad.elf",
                 extra)  # fmt: skip
@@ -169,3 +248,56 @@ def test_footprint_targets_on_cortex_m4():
             assert code["predict"] < code["train"] < train_budget, (model, code)
         for v in fp.variants.values():
             assert v.model.arena_bytes <= 1.05 * v.model.arena_lower_bound, model
+
+
+def _newlib_rdimon() -> bool:
+    proc = _run(["arm-none-eabi-gcc", "--specs=rdimon.specs", "-print-file-name=librdimon.a"], ROOT)
+    return proc.returncode == 0 and Path(proc.stdout.strip()).is_absolute()
+
+
+def test_cortex_m4_misused_entry_points_return_their_status_codes(tmp_path):
+    """tests/embed/checks.c on the Cortex-M4: among the misuses, an arena misaligned by one
+    byte returns TFC_ERR_ALIGNMENT where the board would fault on its float loads."""
+    need("arm-none-eabi-gcc", "qemu-system-arm")
+    if not _newlib_rdimon():
+        pytest.skip("newlib's librdimon not installed (libnewlib-arm-none-eabi)")
+    from embed_support import CHECKS, WARNINGS
+
+    from tfc.aot.embed import EMBED_CFLAGS, compile_embed
+
+    compile_embed(ROOT / "samples" / "iris_model.py", tmp_path, 4)
+    cmd = ["arm-none-eabi-gcc", *EMBED_CFLAGS, *WARNINGS, "-O2", *M4, "-DTFC_NEWLIB_STDIO",
+           str(CHECKS), "model.c", str(M4_DIR / "startup.c"), "--specs=rdimon.specs",
+           "-nostartfiles", f"-T{M4_DIR / 'mps2-an386.ld'}", "-lm", "-o", "checks.elf"]  # fmt: skip
+    proc = _run(cmd, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = _run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
+                 "-semihosting-config", "enable=on,target=native", "-kernel", "checks.elf"],
+                tmp_path)  # fmt: skip
+    assert (proc.returncode, proc.stdout.strip()) == (0, "ok"), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "wasm"])
+def test_sample_makefile_target_trains_and_classifies(tmp_path, target):
+    """`make cortex-m4` (newlib's printf over semihosting, under qemu-system-arm) and `make
+    wasm` (clang, the stdio shim, wasmtime) build samples/embed/main.c as a new user would and
+    run it: the loss falls and the tutorial's flowers are classified."""
+    import os
+    import sys
+
+    if target == "cortex-m4":
+        need("arm-none-eabi-gcc", "qemu-system-arm")
+        if not _newlib_rdimon():
+            pytest.skip("newlib's librdimon not installed (libnewlib-arm-none-eabi)")
+    else:
+        need("clang", "wasm-ld")
+        pytest.importorskip("wasmtime", reason="wasmtime (pip install wasmtime) missing")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["make", "-s", "-C", str(ROOT / "samples" / "embed"), f"OUT={tmp_path}",
+           f"PYTHON={sys.executable}", "CFLAGS=-O2 -Werror", target]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", proc.stdout)]
+    assert len(losses) == 4 and losses[-1] < 0.1 * losses[0], proc.stdout
+    flowers = re.findall(r"flower \d: (\w+)", proc.stdout)
+    assert flowers == ["setosa", "versicolor", "virginica"], proc.stdout

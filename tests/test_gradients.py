@@ -690,6 +690,12 @@ CASES += [
       normal(2)),
 ]  # fmt: skip
 
+# complex numbers: real losses of complex products and quotients (TF's conjugate rules)
+CASES += [
+    C("Complex-Real-Imag-Conj", lambda a, b: tf.real(tf.complex(a, b) * tf.conj(tf.complex(b, a)))
+      + tf.imag(tf.complex(a, b) / tf.complex(b, 1.0 + a * a)), normal(3, 2), normal(3, 2)),
+]  # fmt: skip
+
 
 def _other(t: tf.Tensor):
     return tf.float32 if t.dtype == tf.float64 else tf.float64

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.graphdef import read_graph_def
 from tfc.io.meta_graph import (
     MetaGraphFormatError,
     decode_value,
     encode_meta_graph,
     encode_value,
-    read_meta_graph_file,
 )
 
 RNG = np.random.default_rng(0)
@@ -199,15 +199,16 @@ def test_graphs_holding_python_objects_are_refused_and_odd_collection_items_skip
 
 
 def test_write_graph(tmp_path):
+    """tf.train.write_graph writes TensorFlow's GraphDef (text by default), as TF1 does; the
+    nodes come back through tf.import_graph_def (tests/test_graph_def.py tests it fully)."""
     c = tf.constant([1.0, 2.0], name="c")
     tf.multiply(c, 2.0, name="doubled")
     path = tf.train.write_graph(tf.get_default_graph(), str(tmp_path / "logs"), "graph.pbtxt")
     assert path == str(tmp_path / "logs" / "graph.pbtxt")
-    meta = read_meta_graph_file(path)
-    assert [n.name for n in meta.nodes] == ["c", "Const", "doubled"]
-    assert meta.collections == {}
+    graph_def = read_graph_def(path)
+    assert [n.name for n in graph_def.node] == ["c", "Const", "doubled"]
     tf.reset_default_graph()
-    tf.train.import_meta_graph(path)
+    tf.import_graph_def(graph_def, name="")
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run("doubled:0"), [2.0, 4.0])
 

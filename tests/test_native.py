@@ -18,6 +18,7 @@ import pytest
 
 import tfc as tf
 from tfc.aot import ModelError
+from tfc.io.tfrecord import encode_record
 from tfc.tools.cli import main as tfc_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,8 +144,8 @@ def test_initial_weights_and_npy_data_match(build, tmp_path, safetensors):
 
 
 def test_data_formats_read_alike(build, tmp_path):
-    """CSV with a byte order mark, CRLF, blank lines and spaces, and .npy files of other types
-    and layouts, give predict the same rows."""
+    """CSV with a byte order mark, CRLF, blank lines and spaces, .npy files of other types
+    and layouts, and a TFRecord file of Examples give predict the same rows."""
     ckpt = tmp_path / "ckpt"
     _train(build, ckpt, 20)
     table = np.loadtxt(TEST_CSV, delimiter=",", skiprows=1)
@@ -154,8 +155,17 @@ def test_data_formats_read_alike(build, tmp_path):
     )
     np.save(tmp_path / "f32.npy", table.astype(np.float32))
     np.save(tmp_path / "fortran.npy", np.asfortranarray(table))
+    # TFRecord files of Examples: features in the order of their names, a record a row
+    with tf.python_io.TFRecordWriter(str(tmp_path / "examples.tfrecord")) as w:
+        for row in table:
+            feature = {
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(row[4])])),
+                "features": tf.train.Feature(float_list=tf.train.FloatList(value=row[:4])),
+            }
+            w.write(tf.train.Example(features=tf.train.Features(feature=feature))
+                    .SerializeToString())  # fmt: skip
     results = {}
-    for name in ("messy.csv", "f32.npy", "fortran.npy"):
+    for name in ("messy.csv", "f32.npy", "fortran.npy", "examples.tfrecord"):
         out = _predict(build, ckpt, tmp_path / name, "--output", tmp_path / f"{name}.out.npy")
         assert out.stdout.startswith("accuracy ")
         results[name] = np.load(tmp_path / f"{name}.out.npy")
@@ -300,6 +310,22 @@ def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path, 
 # fails there on the missing checkpoint instead)
 
 
+def _records(*examples: dict, damage: int | None = None) -> bytes:
+    """A TFRecord file of Examples, each {feature: {list kind: values}}; a byte flipped at
+    `damage`."""
+    out = b""
+    for features in examples:
+        feature = {
+            name: tf.train.Feature(**{kind: getattr(tf.train, kind.title().replace("_", ""))(
+                value=values)}) for name, spec in features.items() for kind, values in spec.items()
+        }  # fmt: skip
+        out += encode_record(tf.train.Example(features=tf.train.Features(feature=feature))
+                             .SerializeToString())  # fmt: skip
+    if damage is not None:
+        out = out[:damage] + bytes([out[damage] ^ 1]) + out[damage + 1 :]
+    return out
+
+
 def _npy(header: bytes, data: bytes = bytes(20)) -> bytes:
     """A version 1.0 .npy file of `header` (the dict text, as is) and `data`."""
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data
@@ -344,6 +370,18 @@ BAD_DATA = {
     "damaged.npy": (
         _npy(b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5)), }     \n"),
         r"damaged\.npy: bad \.npy header: expected , or }",
+    ),
+    "text.tfrecord": (
+        _records({"x": {"float_list": [1, 2, 3, 4]}, "y": {"bytes_list": [b"setosa"]}}),
+        r"text\.tfrecord: record 0: feature 'y' is a bytes_list",
+    ),
+    "crc.tfrecord": (
+        _records({"x": {"float_list": [1, 2, 3, 4, 0]}}, damage=20),
+        r"crc\.tfrecord: record 0 at byte 0: corrupted record data",
+    ),
+    "uneven.tfrecord": (
+        _records({"x": {"float_list": [1, 2, 3, 4, 0]}}, {"x": {"float_list": [1, 2, 3, 4]}}),
+        r"uneven\.tfrecord: record 1: feature 'x' has 4 values, in record 0 5",
     ),
 }
 

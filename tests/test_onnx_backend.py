@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-onnx = pytest.importorskip("onnx", reason="the ONNX conformance suite needs the onnx package")
+pytest.importorskip("onnx", reason="the ONNX conformance suite needs the onnx package")
 
 import onnx.backend.test  # noqa: E402
 from onnx import numpy_helper  # noqa: E402

@@ -380,8 +380,8 @@ def test_shape_errors_read_as_tensorflow_s():
         )
     with pytest.raises(ValueError, match="padding must be 'SAME' or 'VALID'"):
         _conv([1, 5, 5, 1], [3, 3, 1, 1], padding="FULL")
-    with pytest.raises(NotImplementedError, match="NHWC only"):
-        _conv([1, 1, 5, 5], [3, 3, 1, 1], data_format="NCHW")
+    with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW'"):
+        _conv([1, 1, 5, 5], [3, 3, 1, 1], data_format="NCWH")
     with pytest.raises(ValueError, match="cannot both be specified"):
         tf.nn.conv2d(
             tf.zeros([1, 3, 3, 1]),

@@ -85,12 +85,18 @@ def test_sharded_lookup_gradient_reaches_each_shard():
     weights = RNG.standard_normal((4, 2))
     loss = tf.reduce_sum(tf.nn.embedding_lookup(shards, ids) * weights)
     grads = tf.gradients(loss, shards)
+    assert all(isinstance(g, tf.IndexedSlices) for g in grads)  # the rows read, as TF gives
     want = np.zeros_like(table)
     np.add.at(want, ids, weights)  # the dense gradient of the full table
     with tf.Session() as sess:
-        got = sess.run(grads, dict(zip(shards, np_shards(table, 3, "mod"))))
+        feed = dict(zip(shards, np_shards(table, 3, "mod")))
+        got, slices = sess.run([[tf.convert_to_tensor(g) for g in grads], grads], feed)
     for g, w in zip(got, np_shards(want, 3, "mod")):
         np.testing.assert_allclose(g, w, rtol=1e-12)
+    # each shard's rows name its own ids (id // 3 for "mod") and no row (-1) for the others'
+    for p, s in enumerate(slices):
+        np.testing.assert_array_equal(s.indices, np.where(ids % 3 == p, ids // 3, -1))
+        np.testing.assert_array_equal(s.values[ids % 3 != p], 0)
 
 
 def test_partitioned_variable_is_looked_up_by_its_shards():

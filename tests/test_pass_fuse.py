@@ -329,6 +329,32 @@ def test_an_update_whose_loop_reads_its_variable_elsewhere_is_not_fused():
     )
 
 
+def test_a_product_read_outside_its_group_is_exported_whole():
+    # the product feeds a reduction in its group and a MatMul outside it: the reader needs all
+    # of its rows, not the one-row scratch of a product nothing outside reads (issue 19)
+    x = tf.placeholder(tf.float32, [8, 3], name="x")
+    w = tf.constant(np.ones((3, 16), np.float32), name="w")
+    v = tf.constant(np.ones((16, 2), np.float32), name="v")
+    p = tf.matmul(x, w, name="p")
+    s = tf.reduce_sum(p, axis=0, name="s")
+    q = tf.matmul(p, v, name="q")
+    g = _program([s, q], {x: np.ones((8, 3), np.float32)})
+    assert_graph(
+        g,
+        """
+        x = Feed() -> float32[8,3] {dtype=float32, index=0, shape=(8, 3)}
+        w = Const() -> float32[3,16] {dtype=float32, value=[1.0, 1.0, 1.0, ..., 1.0, 1.0, 1.0] (48 values)}
+        v = Const() -> float32[16,2] {dtype=float32, value=[1.0, 1.0, 1.0, ..., 1.0, 1.0, 1.0] (32 values)}
+        s/fusion = Fusion(x:0, w:0) -> float32[8,16], float32[16] {outputs=(0, 1)}
+          members:
+            p (MatMul: in0, in1)
+            s (Sum: m0, Const)
+        q = MatMul(s/fusion:0, v:0) -> float32[8,2] {transpose_a=False, transpose_b=False}
+        fetches: s/fusion:1, q:0
+        """,  # noqa: E501
+    )
+
+
 def test_broadcasting_chains_of_many_ops_form_one_loop_nest():
     rng = np.random.default_rng(0)
     x = tf.placeholder(tf.float32, [5, 1, 4], name="x")

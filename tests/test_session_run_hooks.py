@@ -184,15 +184,21 @@ def test_nan_tensor_hook_raises_or_stops():
     assert len(_run([tf.train.NanTensorHook(loss, fail_on_nan_loss=False)], train)) == 3
 
 
-def test_final_ops_hook_and_step_counter(tfc_log):
+def test_final_ops_hook_and_step_counter(tfc_log, tmp_path):
     step, train, x = _counter_graph()
     final = tf.train.FinalOpsHook({"step": step})
-    counter = tf.train.StepCounterHook(every_n_steps=2)
+    counter = tf.train.StepCounterHook(every_n_steps=2, output_dir=str(tmp_path))
     _run([final, counter, tf.train.StopAtStepHook(last_step=5)], train)
     assert final.final_ops_values == {"step": 5}
     assert sum(m.startswith("global_step/sec: ") for m in tfc_log) == 2  # at steps 2 and 4
-    with pytest.raises(NotImplementedError, match="tfc writes no summaries"):
-        tf.train.StepCounterHook(output_dir="logs")
+    # the rate is also a summary, written where output_dir says (TF1's tag: "<step op>/sec")
+    tf.summary.FileWriterCache.get(str(tmp_path)).flush()
+    (path,) = tmp_path.glob("events.out.tfevents.*")
+    rates = [(e.step, v.tag, v.simple_value) for e in tf.train.summary_iterator(path)
+             if e.HasField("summary") for v in e.summary.value]  # fmt: skip
+    assert [(s, tag) for s, tag, _ in rates] == [(2, f"{step.op.name}/sec"), (4, "global_step/sec")]
+    assert all(rate > 0 for _, _, rate in rates)
+    tf.summary.FileWriterCache.clear()
 
 
 def test_second_or_step_timer():

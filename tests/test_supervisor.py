@@ -110,8 +110,9 @@ def test_supervisor_loop_threads_and_non_chief_workers():
         worker.prepare_or_wait_for_session()
     with pytest.raises(RuntimeError, match="Only chief supervisor can start standard services"):
         worker.start_standard_services(None)
-    with pytest.raises(NotImplementedError, match="tfc writes no summaries"):
-        tf.train.Supervisor(summary_writer=object())
+    assert worker.summary_writer is None  # only the chief writes events
+    with pytest.raises(RuntimeError, match="Writing a summary requires a summary writer"):
+        worker.summary_computed(None, tf.Summary())
 
 
 def test_basic_train_loop_begins_again_after_an_aborted_session(tmp_path):

@@ -6,10 +6,13 @@ tf.matmul, ...; tf.Session().run() compiles what the fetches need to native code
 
 # ruff: noqa: E402, F401, F403, I001  (the public namespace is assembled in dependency order)
 from tfc.version import __version__
-from tfc.ir import dtypes, errors
+from tfc.ir import errors
 from tfc.ir.dtypes import DType, as_dtype, bool_ as bool, float32, float64, int32, int64
 from tfc.ir.dtypes import double, float
 from tfc.ir.dtypes import string
+from tfc.ir.dtypes import int8, int16, uint8, uint16, uint32, uint64, float16, half, bfloat16
+from tfc.ir.dtypes import complex64, complex128, qint8, quint8, qint16, quint16, qint32
+from tfc.ir.dtypes import resource, variant, QUANTIZED_DTYPES
 from tfc.ir.graph import (
     Graph,
     GraphKeys,
@@ -44,7 +47,7 @@ from tfc.ops.linalg_decomp import *
 from tfc.ops.random import *
 from tfc.ops.random_sampling import *
 from tfc.ops.control import group, no_op
-from tfc.ops.state import assign, assign_add, assign_sub, is_variable_initialized
+from tfc.ops.state import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 from tfc.ops.state_scatter import *
 from tfc.ops.control_flow import *
 from tfc.ops.tensor_array import TensorArray
@@ -66,6 +69,8 @@ from tfc.ops.check_ops import *
 from tfc.ops.array_dynamic import *
 from tfc.ops.script_ops import *
 from tfc.ops.strings import *
+from tfc.ops.conversions import *
+from tfc.ops.complex_ops import *
 from tfc import strings
 from tfc.autodiff.gradients import AggregationMethod, gradients
 from tfc.autodiff.registry import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
@@ -73,6 +78,7 @@ from tfc.autodiff.registry import custom_gradient
 from tfc.train.moving_averages import moving_average_variables
 from tfc import nn, train, data, losses, debugging, layers, metrics, feature_column, logging
 from tfc import linalg
+from tfc import dtypes, image, bitwise
 from tfc import training as _training
 
 for _name in _training.__all__:  # tf.train also holds the loops that create Sessions
@@ -97,4 +103,29 @@ from tfc.ops.segment import *
 from tfc.ops.einsum import *
 from tfc.ops.norms import *
 from tfc import math
-from tfc import bitwise
+from tfc import summary
+from tfc.graphdef import graph_util, import_graph_def
+from tfc.io import gfile
+from tfc.io.graph_pb import AttrValue, GraphDef, NameAttrList, NodeDef
+from tfc.io.summary_pb import Event, HistogramProto, LogMessage, SessionLog, Summary
+from tfc.io.summary_pb import SummaryMetadata
+from tfc.io.tensor_proto import make_ndarray, make_tensor_proto
+from tfc.ops.queues import *
+from tfc.ir.graph import container
+from tfc import queue
+from tfc.ops.parsing import *
+from tfc.ops.io_ops import *
+from tfc.ops.readers import *
+from tfc import python_io
+from tfc import app, config, flags, initializers
+from tfc.autodiff.gradients import UnconnectedGradients, hessians
+from tfc.autodiff.registry import grad_pass_through, recompute_grad
+from tfc.behavior import disable_eager_execution, disable_v2_behavior
+from tfc.io.config_pb import GPUOptions, GraphOptions, OptimizerOptions, RunMetadata
+from tfc.io.meta_graph_pb import MetaGraphDef, TensorInfo
+from tfc.logging import get_logger
+from tfc.ops.array_shape import guarantee_const
+from tfc.ops.clock import timestamp
+from tfc.ops.constant import register_tensor_conversion_function
+from tfc.partitioned_variables import min_max_variable_partitioner, variable_axis_size_partitioner
+from tfc.ops.indexed_slices import IndexedSlices, IndexedSlicesValue

@@ -13,7 +13,8 @@ Graph -> Graph; the pipelines below say which run, in which order, for each entr
                                 above, for the shapes it is handed
     Session.profile             PIPELINE, C with step timers             compile_program
     tfc compile (host, cuda)    PIPELINE per program of the model        compile_program
-    tfc compile --target embed  PIPELINE, C with file-local entries      compile_program
+    tfc compile --target embed  PIPELINE (the train step: guarded),      compile_program
+                                C with file-local entries
     tfc compile --cluster       CLUSTER_PLACEMENT, CLUSTER_PARTITION,    place_on_cluster,
                                 then task_pipeline(PIPELINE) per part    partition_by_device,
                                                                          compile_program
@@ -42,6 +43,7 @@ from tfc.ir.graph import Graph
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
 from tfc.passes.fuse import fuse_elementwise
+from tfc.passes.guard import guard_updates
 from tfc.passes.hoist import hoist_invariants
 from tfc.passes.memory import plan_memory
 from tfc.passes.native import require_native_ops
@@ -72,6 +74,7 @@ __all__ = [
     "Program",
     "compile_program",
     "compile_stages",
+    "guarded",
     "interpreter_partitions",
     "interpreter_program",
     "parse_pass_list",
@@ -121,7 +124,19 @@ PASS_NAMES: dict[Pass, str] = {
     schedule_graph: "schedule",
     # an arena offset (or a feed/output/variable/constant slot) for every tensor
     plan_memory: "memory",
+    # updates of variables wait for checks that the loss and what they read are finite
+    guard_updates: "guard",
 }
+
+
+def guarded(passes: Sequence[Pass]) -> list[Pass]:
+    """`passes` with guard_updates before fusion (before the schedule when fusion is off): the
+    embeddable library's train step, which leaves its state unchanged when the loss or a value
+    an update reads is not finite."""
+    out = list(passes)
+    at = fuse_elementwise if fuse_elementwise in out else schedule_graph
+    out.insert(out.index(at) if at in out else len(out), guard_updates)
+    return out
 
 
 def pass_name(p: Pass) -> str:
@@ -303,12 +318,17 @@ def compile_program(
     mixed_io: bool = False,
     verify: bool = False,
     dump: str | os.PathLike | None = None,
+    lock_updates: bool = False,
 ) -> Program:
     """Compile program graph `graph` for `target`: `passes` with the target's pass options,
     then lowering. `name` names the program in its source and its build; `prefix` starts its
-    exported symbols, `local_prefix` its file-local ones (several programs in one file)."""
+    exported symbols, `local_prefix` its file-local ones (several programs in one file).
+    `lock_updates`: the program may run concurrently with others on the same variables (a
+    Session's host programs): updates with use_locking hold the variables' update locks."""
     graph = run_passes(graph, passes, verify, dump, options=target.pass_options())
-    lowered = lower_program(graph, name=name, prefix=prefix, local_prefix=local_prefix)
+    lowered = lower_program(
+        graph, name=name, prefix=prefix, local_prefix=local_prefix, lock_updates=lock_updates
+    )
     return Program(graph, lowered, target, profile, linkage, mixed_io)
 
 

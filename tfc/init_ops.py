@@ -9,8 +9,11 @@ import numpy as np
 
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
-from tfc.ops.array import fill, ones, zeros
+from tfc.ops.array import expand_dims, fill, ones, reshape, zeros
 from tfc.ops.constant import constant
+from tfc.ops.linalg_decomp import qr
+from tfc.ops.linalg_structure import eye, matrix_diag_part, matrix_transpose
+from tfc.ops.math import multiply, sign
 from tfc.ops.random import random_normal, random_uniform, truncated_normal
 
 __all__ = [
@@ -24,6 +27,8 @@ __all__ = [
     "variance_scaling_initializer",
     "glorot_uniform_initializer",
     "glorot_normal_initializer",
+    "orthogonal_initializer",
+    "uniform_unit_scaling_initializer",
 ]
 
 
@@ -161,3 +166,97 @@ class glorot_uniform_initializer(variance_scaling_initializer):  # noqa: N801
 class glorot_normal_initializer(variance_scaling_initializer):  # noqa: N801
     def __init__(self, seed: Any = None, dtype: Any = _dt.float32) -> None:
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+
+def _float_dtype(dtype: Any) -> _dt.DType:
+    dtype = _dt.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise ValueError(f"Expected floating point type, got {dtype}.")
+    return dtype
+
+
+class orthogonal_initializer(Initializer):  # noqa: N801
+    """An orthogonal matrix times `gain` (Saxe et al., 2014), as TF1 makes it: a normal
+    sample of [max(rows, cols), min(rows, cols)] (rows: the product of all dims but the last),
+    its QR decomposition, Q's columns signed by diag(R) so the distribution is uniform,
+    transposed when rows < cols, reshaped to the shape."""
+
+    def __init__(self, gain: float = 1.0, seed: Any = None, dtype: Any = _dt.float32) -> None:
+        self.gain, self.seed = gain, seed
+        self.dtype = _float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _float_dtype(self._dtype(dtype))
+        shape = [int(d) for d in shape]
+        if len(shape) < 2:
+            raise ValueError(
+                "The tensor to initialize must be at least two-dimensional. Received: "
+                f"shape={shape} of rank {len(shape)}."
+            )
+        rows = int(np.prod(shape[:-1]))
+        cols = shape[-1]
+        flat = (cols, rows) if rows < cols else (rows, cols)
+        a = random_normal(flat, dtype=dtype, seed=self.seed)
+        q, r = qr(a, full_matrices=False)
+        q = multiply(q, expand_dims(sign(matrix_diag_part(r)), 0))
+        if rows < cols:
+            q = matrix_transpose(q)
+        return multiply(constant(self.gain, dtype), reshape(q, shape))
+
+
+class uniform_unit_scaling_initializer(Initializer):  # noqa: N801
+    """Uniform in [-m, m], m = factor * sqrt(3 / input size), the input size being the
+    product of all dims but the last (TF1's estimate for matmuls and convolutions), so the
+    scale of the inputs is kept through a linear layer."""
+
+    def __init__(self, factor: float = 1.0, seed: Any = None, dtype: Any = _dt.float32) -> None:
+        self.factor, self.seed = factor, seed
+        self.dtype = _float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = self._dtype(dtype)
+        scale_shape = shape if partition_info is None else partition_info.full_shape
+        input_size = 1.0
+        for dim in list(scale_shape)[:-1]:
+            input_size *= float(dim)
+        input_size = max(input_size, 1.0)  # zero-size tensors
+        limit = math.sqrt(3 / input_size) * self.factor
+        return random_uniform(shape, -limit, limit, dtype, seed=self.seed)
+
+
+class identity_initializer(Initializer):  # noqa: N801
+    """`tf.initializers.identity`: `gain` times the identity matrix (2-D shapes only)."""
+
+    def __init__(self, gain: float = 1.0, dtype: Any = _dt.float32) -> None:
+        self.gain = gain
+        self.dtype = _float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = self._dtype(dtype)
+        full_shape = list(shape if partition_info is None else partition_info.full_shape)
+        if len(full_shape) != 2:
+            raise ValueError(
+                "The tensor to initialize, specified by argument `shape` must be at least "
+                f"two-dimensional. Received shape={shape}"
+            )
+        return multiply(constant(self.gain, dtype), eye(*[int(d) for d in full_shape], dtype=dtype))
+
+
+def he_normal(seed: Any = None) -> variance_scaling_initializer:
+    """He et al.'s initializer: a truncated normal of variance 2 / fan_in."""
+    return variance_scaling_initializer(2.0, "fan_in", "truncated_normal", seed)
+
+
+def he_uniform(seed: Any = None) -> variance_scaling_initializer:
+    """He et al.'s uniform initializer: variance 2 / fan_in."""
+    return variance_scaling_initializer(2.0, "fan_in", "uniform", seed)
+
+
+def lecun_normal(seed: Any = None) -> variance_scaling_initializer:
+    """LeCun's initializer: a truncated normal of variance 1 / fan_in."""
+    return variance_scaling_initializer(1.0, "fan_in", "truncated_normal", seed)
+
+
+def lecun_uniform(seed: Any = None) -> variance_scaling_initializer:
+    """LeCun's uniform initializer: variance 1 / fan_in."""
+    return variance_scaling_initializer(1.0, "fan_in", "uniform", seed)

@@ -73,3 +73,9 @@ def error(msg: str, *args: Any) -> None:
 
 def fatal(msg: str, *args: Any) -> None:
     _logger.critical(msg, *args)
+
+
+def get_logger() -> _logging.Logger:
+    """`tf.get_logger`: the Python logger tfc's messages go through (tf.logging writes to it);
+    TF's is named "tensorflow", tfc's "tfc"."""
+    return _logger

@@ -12,12 +12,13 @@ import tfc.ops.nn_loss as nn_loss
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import GraphKeys, Tensor, get_collection, get_default_graph, name_scope
 from tfc.ops.constant import constant, convert_to_tensor
-from tfc.ops.logic import equal, where
+from tfc.ops.logic import equal, greater, where
 from tfc.ops.math import (
     add_n,
     cast,
     divide,
     log,
+    maximum,
     minimum,
     multiply,
     negative,
@@ -40,6 +41,8 @@ __all__ = [
     "softmax_cross_entropy",
     "sparse_softmax_cross_entropy",
     "sigmoid_cross_entropy",
+    "cosine_distance",
+    "mean_pairwise_squared_error",
     "add_loss",
     "get_losses",
     "get_regularization_losses",
@@ -378,6 +381,79 @@ def sigmoid_cross_entropy(
             labels=labels, logits=logits, name="xentropy"
         )
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def cosine_distance(
+    labels: Any,
+    predictions: Any,
+    axis: int | None = None,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    dim: int | None = None,
+) -> Tensor:
+    """`tf.losses.cosine_distance`: 1 - sum(labels * predictions) along `axis`, for labels and
+    predictions already unit-normalized along it (the sum kept as a dimension of 1)."""
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "cosine_distance_loss", [predictions, labels, weights]) as scope:
+        predictions, labels = _predictions_and_labels(labels, predictions)
+        one = convert_to_tensor(1.0, dtype=predictions.dtype)
+        agreement = reduce_sum(multiply(predictions, labels), axis=(axis,), keepdims=True)
+        losses = subtract(one, agreement)
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def _per_example(t: Tensor, what: str) -> list[int]:
+    """The axes of `t` after the first (each example's own), which need its rank known."""
+    if t.shape.ndims is None:
+        raise ValueError(f"{what} needs the rank of its inputs known when the graph is built")
+    return list(range(1, t.shape.ndims))
+
+
+def mean_pairwise_squared_error(
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+) -> Tensor:
+    """`tf.losses.mean_pairwise_squared_error`: per example, the mean over pairs of its
+    elements (i, j) of ((p_i - p_j) - (l_i - l_j))^2, computed as TF does from the sums of d
+    and d^2 (d = p - l): 2 sum(d^2) / (n - 1) - 2 sum(d)^2 / (n (n - 1)), n the elements of
+    nonzero weight; the weighted sum of those over the batch (0 when no element counts)."""
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]):
+        predictions, labels = _predictions_and_labels(labels, predictions)
+        dtype = predictions.dtype
+        weights = cast(convert_to_tensor(weights), dtype)
+        diffs = subtract(predictions, labels)
+        axes = _per_example(diffs, "mean_pairwise_squared_error")
+        present = where(
+            equal(weights, _array.zeros_like(weights)),
+            _array.zeros_like(weights),
+            _array.ones_like(weights),
+        )
+        present = multiply(present, _array.ones_like(diffs))
+        count = reduce_sum(present, axis=axes, keepdims=True, name="num_present")
+        zero = _array.zeros_like(count)
+        one, two = constant(1.0, dtype), constant(2.0, dtype)
+        pairs_minus = maximum(subtract(count, one), zero)
+        sum_squares = reduce_sum(square(diffs), axis=axes, keepdims=True)
+        term1 = multiply(two, _div_no_nan(sum_squares, pairs_minus, "value"))
+        sum_diff = reduce_sum(diffs, axis=axes, keepdims=True)
+        pairs = maximum(multiply(count, subtract(count, one)), zero)
+        term2 = multiply(two, _div_no_nan(square(sum_diff), pairs, "value"))
+        loss = reduce_sum(multiply(subtract(term1, term2), weights))
+        counted = greater(reduce_sum(count), constant(0.0, dtype))
+        mean_loss = where(counted, loss, _array.zeros_like(loss), name="value")
+        add_loss(mean_loss, loss_collection)
+        return mean_loss
 
 
 # -- collections --------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 # ruff: noqa: F401  (this module only re-exports)
 from tfc.ops.argminmax import argmax, argmin
+from tfc.ops.complex_ops import angle, conj, imag, real
+from tfc.ops.conversions import saturate_cast
 from tfc.ops.logic import (
     equal,
     greater,

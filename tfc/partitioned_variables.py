@@ -8,6 +8,7 @@ gradient of that concatenation hands each shard its rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,12 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.tensor_shape import TensorShape
 
-__all__ = ["fixed_size_partitioner", "PartitionedVariable"]
+__all__ = [
+    "fixed_size_partitioner",
+    "min_max_variable_partitioner",
+    "variable_axis_size_partitioner",
+    "PartitionedVariable",
+]
 
 
 def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
@@ -30,6 +36,72 @@ def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list
             raise ValueError(f"partition axis {axis} is out of range for shape {dims}")
         parts = [1] * len(dims)
         parts[axis] = max(1, min(num_shards, dims[axis]))
+        return parts
+
+    return partitioner
+
+
+def _bytes_per_element(dtype: Any, bytes_per_string_element: int) -> int:
+    dtype = _dt.as_dtype(dtype)
+    return bytes_per_string_element if dtype.is_string else dtype.size
+
+
+def min_max_variable_partitioner(
+    max_partitions: int = 1,
+    axis: int = 0,
+    min_slice_size: int = 256 << 10,
+    bytes_per_string_element: int = 16,
+) -> Callable[..., list[int]]:
+    """A partitioner giving each shard at least `min_slice_size` bytes: ceil(bytes /
+    min_slice_size) shards along `axis`, at most `max_partitions` and the axis's length, at
+    least 1 (TF's formula)."""
+
+    def partitioner(shape: Any, dtype: Any = _dt.float32, **unused: Any) -> list[int]:
+        shape = TensorShape(shape)
+        dims = shape.as_list()
+        if axis >= len(dims):
+            raise ValueError(
+                f"Cannot partition variable along axis {axis} when shape is only {shape}"
+            )
+        total_bytes = shape.num_elements() * _bytes_per_element(dtype, bytes_per_string_element)
+        parts = [1] * len(dims)
+        wanted = int(math.ceil(total_bytes / min_slice_size))
+        parts[axis] = max(1, min(dims[axis], max_partitions, wanted))
+        return parts
+
+    return partitioner
+
+
+def variable_axis_size_partitioner(
+    max_shard_bytes: int,
+    axis: int = 0,
+    bytes_per_string_element: int = 16,
+    max_shards: int | None = None,
+) -> Callable[..., list[int]]:
+    """A partitioner keeping each shard under `max_shard_bytes` by splitting `axis` (into
+    every row, at most, when one row is already larger), at most `max_shards` shards."""
+    if max_shard_bytes < 1 or bytes_per_string_element < 1:
+        raise ValueError(
+            "Both max_shard_bytes and bytes_per_string_element must be positive. "
+            f"Currently, max_shard_bytes is {max_shard_bytes} and"
+            f"bytes_per_string_element is {bytes_per_string_element}"
+        )
+    if max_shards and max_shards < 1:
+        raise ValueError("max_shards must be positive.")
+
+    def partitioner(shape: Any, dtype: Any = _dt.float32, **unused: Any) -> list[int]:
+        shape = TensorShape(shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"shape is not fully defined: {shape}")
+        dims = shape.as_list()
+        element = _bytes_per_element(dtype, bytes_per_string_element)
+        bytes_per_slice = 1.0 * (shape.num_elements() / dims[axis]) * element
+        slices_per_shard = max(1, math.floor(max_shard_bytes / bytes_per_slice))
+        axis_shards = int(math.ceil(1.0 * dims[axis] / slices_per_shard))
+        if max_shards:
+            axis_shards = min(max_shards, axis_shards)
+        parts = [1] * len(dims)
+        parts[axis] = axis_shards
         return parts
 
     return partitioner

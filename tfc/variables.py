@@ -7,8 +7,11 @@ Python value), W/Assign (its initializer) and W/read (the value other ops consum
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import (
@@ -17,16 +20,22 @@ from tfc.ir.graph import (
     Operation,
     Tensor,
     colocate_with,
+    control_dependencies,
     default_session,
     get_default_graph,
     init_scope,
     name_scope,
 )
 from tfc.ir.tensor_shape import TensorShape
-from tfc.ops.constant import convert_to_tensor
+from tfc.ops.array import rank, stack
+from tfc.ops.array_dynamic import boolean_mask
+from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.control import group, no_op
+from tfc.ops.logging_ops import Assert
+from tfc.ops.logic import logical_not
+from tfc.ops.reduce import reduce_all
 from tfc.ops.registry import apply_op
-from tfc.ops.state import assign, assign_add, assign_sub
+from tfc.ops.state import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 
 __all__ = [
     "Variable",
@@ -50,7 +59,59 @@ __all__ = [
     "tables_initializer",
     "initialize_all_tables",
     "make_template",
+    "VariableAggregation",
+    "VariableSynchronization",
+    "create_partitioned_variables",
+    "variable_op_scope",
+    "op_scope",
+    "report_uninitialized_variables",
+    "assert_variables_initialized",
+    "no_regularizer",
 ]
+
+
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable's copies agree; tfc's variables have one copy, and ON_READ
+    (a copy per replica, aggregated when read) makes a variable non-trainable, as in TF."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """How a distributed variable's updates from several replicas combine; tfc's variables
+    have one copy, so the aggregation is checked and kept, never applied."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+
+
+def trainable_for_synchronization(synchronization: Any, trainable: bool | None, name: Any) -> bool:
+    """TF's rule: ON_READ variables cannot be trained; otherwise trainable defaults to True."""
+    if synchronization is None:
+        synchronization = VariableSynchronization.AUTO
+    if not isinstance(synchronization, VariableSynchronization):
+        raise ValueError(
+            f"Invalid variable synchronization mode: {synchronization} for variable: {name}"
+        )
+    if synchronization is VariableSynchronization.ON_READ:
+        if trainable:
+            raise ValueError(
+                "Synchronization value can be set to VariableSynchronization.ON_READ only for "
+                "non-trainable variables. You have specified trainable=True and "
+                "synchronization=VariableSynchronization.ON_READ."
+            )
+        return False
+    return True if trainable is None else bool(trainable)
+
+
+def check_aggregation(aggregation: Any, name: Any) -> None:
+    if aggregation is not None and not isinstance(aggregation, VariableAggregation):
+        raise ValueError(f"Invalid variable aggregation mode: {aggregation} for variable: {name}")
 
 
 class Variable:
@@ -59,7 +120,7 @@ class Variable:
     def __init__(
         self,
         initial_value: Any = None,
-        trainable: bool = True,
+        trainable: bool | None = None,
         collections: Any = None,
         validate_shape: bool = True,
         caching_device: Any = None,
@@ -70,7 +131,11 @@ class Variable:
         import_scope: Any = None,
         constraint: Any = None,
         use_resource: Any = None,
+        synchronization: Any = None,
+        aggregation: Any = None,
     ) -> None:
+        trainable = trainable_for_synchronization(synchronization, trainable, name)
+        check_aggregation(aggregation, name)
         if variable_def is not None:
             if initial_value is not None:
                 raise ValueError("variable_def and initial_value are mutually exclusive.")
@@ -98,6 +163,9 @@ class Variable:
                     f"initial_value must have a shape specified: {self._initial_value}"
                 )
             attrs = {"shape": shape, "dtype": self._initial_value.dtype}
+            container = self._initial_value.graph.current_container
+            if container:  # tf.container: Session.reset(target, [container]) clears it
+                attrs["container"] = container
             self._variable = apply_op("VariableV2", [], attrs, name=scope).outputs[0]
             with colocate_with(self._variable.op):
                 self._initializer_op = assign(
@@ -209,7 +277,7 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign(self._variable, value, name=name)
+        result = assign(self._variable, value, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
     def assign_add(
@@ -219,8 +287,12 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign_add(self._variable, delta, name=name)
+        result = assign_add(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
+
+    def count_up_to(self, limit: int) -> Tensor:
+        """`Variable.count_up_to`: the value, incremented; OutOfRangeError at `limit`."""
+        return count_up_to(self._variable, limit)
 
     def assign_sub(
         self,
@@ -229,7 +301,7 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ) -> Any:
-        result = assign_sub(self._variable, delta, name=name)
+        result = assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
     def eval(self, session: Any = None) -> Any:
@@ -401,11 +473,13 @@ def get_variable(
     dtype: Any = None,
     initializer: Any = None,
     regularizer: Any = None,
-    trainable: bool = True,
+    trainable: bool | None = None,
     collections: Any = None,
     **unused: Any,
 ) -> Variable:
     """`tf.get_variable`: create, or with reuse return, the variable named scope/name."""
+    trainable = trainable_for_synchronization(unused.get("synchronization"), trainable, name)
+    check_aggregation(unused.get("aggregation"), name)
     graph = get_default_graph()
     scope = _scope_stack(graph)[-1]
     full = f"{scope.name}/{name}" if scope.name else name
@@ -583,3 +657,159 @@ def make_template(
         return func_(*args, **kwargs, **more)
 
     return Template(name_, bound, create_scope_now_, unique_name_)
+
+
+# -- TF1's deprecated spellings of partitioned variables and scopes -------------------------------
+def create_partitioned_variables(
+    shape: Any,
+    slicing: Any,
+    initializer: Any,
+    dtype: Any = _dt.float32,
+    trainable: bool = True,
+    collections: Any = None,
+    name: str | None = None,
+    reuse: Any = None,
+) -> list[Variable]:
+    """`tf.create_partitioned_variables`: the shards of a variable of `shape`, `slicing[k]`
+    of them along the one axis k whose slicing is above 1 (the first dim % n shards one row
+    longer), named <scope>/part_K in the variable scope `name` (default "PartitionedVariable",
+    made unique). An initializer function is called per shard with the shard's shape; an
+    array (or a Python value of `shape`) gives each shard its rows."""
+    from tfc.partitioned_variables import shard_shapes
+
+    dims = list(shape)
+    slices = [int(s) for s in slicing]
+    if len(dims) != len(slices):
+        raise ValueError(
+            "The 'shape' and 'slicing' of a partitioned Variable must have the length: "
+            f"shape: {dims}, slicing: {slices}"
+        )
+    if len(dims) < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {dims}")
+    if sum(1 for s in slices if s > 1) > 1:
+        raise ValueError(
+            "Can only slice a variable along one dimension: "
+            f"shape: {tuple(dims)}, partitioning: {slices}"
+        )
+    if any(s < 1 for s in slices):
+        raise ValueError(f"Each slicing must be at least 1, got {slices}")
+    full = TensorShape(dims)
+    axis, shards = shard_shapes(full, slices)
+    with variable_scope(name, default_name="PartitionedVariable", reuse=reuse):
+        variables = []
+        for k, (shard, offset) in enumerate(shards):
+            if initializer is not None and not callable(initializer):
+                value = np.asarray(initializer)
+                index = [slice(None)] * len(shard)
+                index[axis] = slice(offset, offset + shard[axis])
+                part_init: Any = value[tuple(index)]
+            else:
+                part_init = initializer
+            variables.append(
+                get_variable(
+                    f"part_{k}",
+                    shape=shard,
+                    dtype=dtype,
+                    initializer=part_init,
+                    trainable=trainable,
+                    collections=collections,
+                )  # fmt: skip
+            )
+        return variables
+
+
+@contextlib.contextmanager
+def variable_op_scope(
+    values: Any,
+    name_or_scope: Any,
+    default_name: str | None = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    caching_device: Any = None,
+    partitioner: Any = None,
+    custom_getter: Any = None,
+    reuse: Any = None,
+    dtype: Any = None,
+    use_resource: Any = None,
+    constraint: Any = None,
+) -> Iterator[VariableScope]:
+    """`tf.variable_op_scope`: TF1's deprecated spelling of variable_scope, with `values`
+    first."""
+    with variable_scope(
+        name_or_scope, default_name=default_name, values=values, initializer=initializer,
+        reuse=reuse, dtype=dtype, regularizer=regularizer, caching_device=caching_device,
+        partitioner=partitioner, custom_getter=custom_getter, use_resource=use_resource,
+        constraint=constraint,
+    ) as scope:  # fmt: skip
+        yield scope
+
+
+@contextlib.contextmanager
+def op_scope(values: Any, name: str | None, default_name: str | None = None) -> Iterator[str]:
+    """`tf.op_scope`: TF1's deprecated spelling of name_scope(name, default_name, values)."""
+    with name_scope(name, default_name, values) as scope:
+        yield scope
+
+
+# -- which variables are initialized --------------------------------------------------------------
+def _variables_to_check(var_list: Any) -> list:
+    """var_list, else every global and local variable, else every VariableV2 node (TF's
+    fallback for graphs built without tf.Variable)."""
+    if var_list is not None:
+        return list(var_list)
+    found = global_variables() + local_variables()
+    if not found:
+        graph = get_default_graph()
+        found = [op.outputs[0] for op in graph.get_operations() if op.type == "VariableV2"]
+    return found
+
+
+def _variable_ref(v: Any) -> Tensor:
+    """A Variable's VariableV2 output (or the VariableV2 output given)."""
+    return getattr(v, "_variable", v)
+
+
+def report_uninitialized_variables(
+    var_list: Any = None, name: str = "report_uninitialized_variables"
+) -> Tensor:
+    """`tf.report_uninitialized_variables`: a 1-D string tensor of the names of the variables of
+    `var_list` (default: every global and local variable) not yet initialized in the session
+    that runs it, in var_list's order (empty when all are)."""
+    variables = _variables_to_check(var_list)
+    with name_scope(name):
+        if not variables:
+            return constant(np.array([], dtype=object), dtype=_dt.string)
+        initialized = stack(
+            [is_variable_initialized(getattr(v, "_variable", v)) for v in variables]
+        )
+        names = constant(np.array([_variable_ref(v).op.name for v in variables], dtype=object))
+        return boolean_mask(names, logical_not(initialized))
+
+
+def assert_variables_initialized(var_list: Any = None) -> Tensor | None:
+    """`tf.assert_variables_initialized`: an op whose run fails, naming the variables, while any
+    of `var_list` (default: every global and local variable) is not initialized; its value is
+    the variables' ranks, as TF's. TF documents a FailedPreconditionError but its own op
+    (the ranks, which its optimizer computes without reading the variables) does not fail;
+    tfc's checks the variables as the documentation says, and fails as tf.Assert does, with
+    InvalidArgumentError "assertion failed: [Attempting to use uninitialized value] [names]"."""
+    variables = _variables_to_check(var_list)
+    if not variables:
+        return None
+    with name_scope("assert_variables_initialized"):
+        initialized = stack(
+            [is_variable_initialized(getattr(v, "_variable", v)) for v in variables]
+        )
+        missing = report_uninitialized_variables(variables, name="uninitialized")
+        check = Assert(
+            reduce_all(initialized), ["Attempting to use uninitialized value", missing],
+            summarize=len(variables),
+        )  # fmt: skip
+        with control_dependencies([check]):
+            return stack([rank(_variable_ref(v)) for v in variables])
+
+
+def no_regularizer(_: Any) -> None:
+    """`tf.no_regularizer`: a regularizer that adds no loss (to switch off a scope's default
+    regularizer for one variable)."""
+    return None

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tfc_gemm.h"
+#include "tfc_index.h"
 
 /* Every size of one convolution, and how its kernels block it. */
 typedef struct {
@@ -46,9 +47,18 @@ typedef struct {
 
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16
+
+/* A compiler barrier between two scatters of backprop-input rows, whose vectors may partially
+ * overlap (a row's last segment's padding reaches into the next row; columns of a narrow image
+ * overlap whatever their order): gcc 12's predictive commoning at -O3 forwards a stored vector
+ * to a later load of partly the same bytes as if it were all of them, and drops the other
+ * tile's sums. Memory is re-read after it; nothing else changes. */
+#if defined(__GNUC__)
+#define TFC_CONV_FENCE() __asm__ __volatile__("" ::: "memory")
+#else
+#define TFC_CONV_FENCE() ((void)0)
+#endif
 #define TFC_CONV_MAX_NV 8
-/* columns: one image's bordered channel planes live on the stack, at most this many bytes */
-#define TFC_CONV_COLS_BYTES 40960
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)
@@ -88,7 +98,11 @@ typedef struct {
  * the convolution is large enough. Part p always does the same work: the result does not
  * depend on the thread count. */
 static inline void tfc_conv_run_parts(const tfc_conv_plan *g, tfc_threads_fn part, void *call) {
-    const int64_t parts = (g->batch + g->chunk - 1) / g->chunk;
+    const int64_t parts = TFC_IDIV(g->batch + g->chunk - 1, g->chunk);
+#ifdef TFC_NO_THREADS
+    /* one thread: no work estimate (an embedded build does no double arithmetic) */
+    for (int64_t p = 0; p < parts; ++p) part(call, p);
+#else
     const double work = (double)g->batch * (double)(g->out_h * g->out_w) *
                         (double)(g->k_h * g->k_w * g->in_c) * (double)g->out_c;
     if (work < (double)TFC_CONV_PARALLEL_MIN) {
@@ -96,6 +110,7 @@ static inline void tfc_conv_run_parts(const tfc_conv_plan *g, tfc_threads_fn par
         return;
     }
     tfc_threads_parallel_for(parts, part, call);
+#endif
 }
 
 #define TFC_CONV_T float

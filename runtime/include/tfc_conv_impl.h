@@ -112,8 +112,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t ste
                                                        int64_t from, int64_t to, int64_t *lo,
                                                        int64_t *hi) {
     const int64_t a = from - base, b = to - base; /* k*step in [a, b) */
-    const int64_t first = a <= 0 ? 0 : (a + step - 1) / step;
-    const int64_t end = b <= 0 ? 0 : (b + step - 1) / step;
+    const int64_t first = a <= 0 ? 0 : TFC_IDIV(a + step - 1, step);
+    const int64_t end = b <= 0 ? 0 : TFC_IDIV(b + step - 1, step);
     *lo = first;
     *hi = end < kn ? end : kn;
 }
@@ -127,7 +127,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi) {
-    const int64_t full = ow_n / P * P;
+    const int64_t full = TFC_IDIV(ow_n, P) * P;
     for (int64_t n = 0; n < n_img; ++n) {
         for (int64_t oh = 0; oh < oh_n; ++oh) {
             const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
@@ -291,9 +291,9 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows_part)(const tfc_co
     const T *restrict ft = k->s1;
     for (int64_t i = 0; i < nb * image; ++i) dxb[i] = 0;
     /* tiles of P output rows at one column (their segments are in different rows) */
-    const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, lp), full = g->out_h / P * P;
+    const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, lp), full = TFC_IDIV(g->out_h, P) * P;
     const int64_t dy_p = g->out_w * co, seg_p = g->s_h * g->wp * c, step = g->s_w * c;
-    const int64_t gap = (lp + step - 1) / step;
+    const int64_t gap = TFC_IDIV(lp + step - 1, step);
     for (int64_t n = 0; n < nb; ++n) {
         for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += P) {
             const T *restrict dr = k->b + ((n0 + n) * g->out_h + oh0) * g->out_w * co;
@@ -313,6 +313,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows_part)(const tfc_co
                                                             xr + ow * step, seg_p,
                                                             g->out_h - full);
                         }
+                        TFC_CONV_FENCE();
                     }
                 }
             }
@@ -351,7 +352,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_taps)(const tfc_conv_plan *g,
     int64_t off[TFC_CONV_MAX_P];
     const int64_t c = g->in_c;
     for (int64_t p = 0; p < P; ++p) {
-        const int64_t t = t0 + p, kh = t / (g->k_w * c), kw = t / c % g->k_w, ci = t % c;
+        const int64_t t = t0 + p, kh = TFC_IDIV(t, g->k_w * c);
+        const int64_t kw = TFC_IMOD(TFC_IDIV(t, c), g->k_w), ci = TFC_IMOD(t, c);
         off[p] = (kh * g->d_h * g->wp + kw * g->d_w) * c + ci;
     }
     for (int64_t co0 = 0; co0 < g->out_c; co0 += g->co_block) {
@@ -384,7 +386,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct_part)(const tfc
     tfc_conv_plan images = *g; /* the filter tiles sum over images.batch images */
     images.batch = nb;
     const int64_t P = TFC_CONV_FN(tfc_conv_pix)(g, g->co_block);
-    const int64_t full = taps / P * P;
+    const int64_t full = TFC_IDIV(taps, P) * P;
     for (int64_t t0 = 0; t0 < full; t0 += P)
         TFC_CONV_FN(tfc_conv_filter_taps)(&images, src, grad, df, t0, P);
     if (full < taps) TFC_CONV_FN(tfc_conv_filter_taps)(&images, src, grad, df, full, taps - full);
@@ -399,7 +401,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv
     TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, xp, dp, sums};
     tfc_conv_run_parts(g, part, &call);
     const int64_t size = g->k_h * g->k_w * g->in_c * g->out_c;
-    const int64_t parts = (g->batch + g->chunk - 1) / g->chunk;
+    const int64_t parts = TFC_IDIV(g->batch + g->chunk - 1, g->chunk);
     for (int64_t p = 1; p < parts; ++p) {
         const T *restrict s = sums + (p - 1) * size;
         for (int64_t i = 0; i < size; ++i) df[i] += s[i];
@@ -419,7 +421,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv
 #define TFC_CONV_CACC 12
 #endif
 #define TFC_CONV_CL ((int64_t)(sizeof(TFC_CONV_CV) / sizeof(T)))
-#define TFC_CONV_COLS_VECTORS (TFC_CONV_COLS_BYTES / (int64_t)sizeof(TFC_CONV_CV))
 
 /* xb[ci, r, col] = image n bordered (zeros where outside x) at (r, col, ci): hp rows of
  * g->cp columns per input channel */
@@ -442,8 +443,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_cols_planes)(const tfc_conv_plan *g,
 }
 
 /* y = conv2d(x, f) for s_w == 1 by vectors of output columns, per output channel, for the
- * images of one part. Each image is copied into bordered channel planes on the stack (at most
- * TFC_CONV_COLS_BYTES; conv_algo.py checks), so the kernel needs no scratch. */
+ * images of one part. Each image is copied into bordered channel planes, the part's own in the
+ * scratch (k->s0: in_c * hp * cp elements per part), read once per tap. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_plan *g,
                                                                 void *call, int64_t part) {
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
@@ -451,10 +452,9 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
     T *restrict y = k->y;
     int64_t n0, nb;
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
-    TFC_CONV_CV store[TFC_CONV_COLS_VECTORS];
-    T *xb = (T *)store;
-    const int64_t co = g->out_c, wb = g->cp, R = TFC_CONV_CACC / co;
-    const int64_t full = g->out_h / R * R, E = g->out_w * co;
+    T *xb = k->s0 + part * g->in_c * g->hp * g->cp;
+    const int64_t co = g->out_c, wb = g->cp, R = TFC_IDIV(TFC_CONV_CACC, co);
+    const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * co;
     for (int64_t n = n0; n < n0 + nb; ++n) {
         TFC_CONV_FN(tfc_conv_cols_planes)(g, x, n, xb);
         for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += R) {
@@ -474,11 +474,12 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
 }
 
 /* y = conv2d(x, f) by output columns, `part` (tfc_conv_forward_columns_part with the plan) over
- * the batch's parts: each image is computed the same way whatever the thread count. */
+ * the batch's parts: each image is computed the same way whatever the thread count. Scratch:
+ * planes [parts, in_c, hp, cp]. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *g, const T *x,
-                                                           const T *f, T *y,
+                                                           const T *f, T *y, T *planes,
                                                            tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, NULL, NULL, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, planes, NULL, NULL};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -486,7 +487,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *
 #undef TFC_CONV_CFN
 #undef TFC_CONV_CACC
 #undef TFC_CONV_CL
-#undef TFC_CONV_COLS_VECTORS
 
 /* -- im2col + GEMM ----------------------------------------------------------------------- */
 

@@ -11,6 +11,10 @@
  * Every row must have the first row's number of columns. Errors name the file, the line and
  * the column ("iris.csv:7: column 3: 'abc' is not a number").
  *
+ * TFRecord files (recognized by the checksum of their first record's length) of tf.train.Example
+ * records: a record is a row, its features' float or int64 values the columns, features in
+ * the byte order of their names; every record has the first one's features and lengths.
+ *
  * Errors return a TFC_ERR_* code with a message in err->msg, as the checkpoint functions do. */
 #ifndef TFC_DATA_H
 #define TFC_DATA_H

@@ -11,10 +11,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tfc_dtypes.h"
+
 static inline void tfc_embed_put(char *buf, size_t cap, size_t *n, char c) {
     if (*n + 1 < cap) buf[*n] = c;
     ++*n;
 }
+
+static const unsigned long long tfc_embed_pow10[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+    100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+    1000000000000000000ull, 10000000000000000000ull};
 
 static inline int tfc_embed_format(char *buf, size_t cap, const char *fmt, ...) {
     va_list ap;
@@ -29,14 +37,17 @@ static inline int tfc_embed_format(char *buf, size_t cap, const char *fmt, ...) 
         } else if (p[1] == 'l' && p[2] == 'l' && p[3] == 'd') {
             long long v = va_arg(ap, long long);
             unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-            char digits[24];
-            int k = 0;
-            do {
-                digits[k++] = (char)('0' + (int)(u % 10u));
-                u /= 10u;
-            } while (u != 0);
+            int k = 19;
             if (v < 0) tfc_embed_put(buf, cap, &n, '-');
-            while (k > 0) tfc_embed_put(buf, cap, &n, digits[--k]);
+            while (k > 0 && u < tfc_embed_pow10[k]) --k;
+            for (; k >= 0; --k) { /* digits by subtraction: no 64-bit division on 32-bit targets */
+                char digit = '0';
+                while (u >= tfc_embed_pow10[k]) {
+                    u -= tfc_embed_pow10[k];
+                    ++digit;
+                }
+                tfc_embed_put(buf, cap, &n, digit);
+            }
             p += 3;
         } else {
             tfc_embed_put(buf, cap, &n, '%');
@@ -53,34 +64,35 @@ static inline int tfc_embed_format(char *buf, size_t cap, const char *fmt, ...) 
 #define TFC_EMBED_SNPRINTF 1 /* tfc_text.h: no %g, so floats are not written */
 #endif
 
+/* The entry points' checks (model.h): whether x is finite, by its bits (so that -ffast-math,
+ * which may assume no NaN, cannot fold the test away) */
+static inline int tfc_embed_finite_f32(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits & 0x7f800000u) != 0x7f800000u;
+}
+
+static inline int tfc_embed_finite_f64(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits & UINT64_C(0x7ff0000000000000)) != UINT64_C(0x7ff0000000000000);
+}
+
+/* whether the node a run failed at (tfc_error.node) is one of a scope's ("tfc_finite/...") */
+static inline int tfc_embed_in_scope(const char *node, const char *scope) {
+    if (node == NULL) return 0;
+    while (*scope != '\0')
+        if (*node++ != *scope++) return 0;
+    return *node == '/';
+}
+
 /* Weights stored in fewer bytes (tfc compile --weights-dtype), expanded to float32 by init. */
 static inline void tfc_embed_expand_f16(float *dst, const uint16_t *src, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t h = src[i], sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-        uint32_t bits;
-        if (e == 31) {
-            bits = sign | 0x7f800000u | (m << 13); /* inf, nan */
-        } else if (e != 0) {
-            bits = sign | ((e + 112u) << 23) | (m << 13);
-        } else if (m == 0) {
-            bits = sign;
-        } else { /* subnormal: normalize the mantissa */
-            e = 113;
-            while (!(m & 0x400u)) {
-                m <<= 1;
-                --e;
-            }
-            bits = sign | (e << 23) | ((m & 0x3ffu) << 13);
-        }
-        memcpy(&dst[i], &bits, sizeof bits);
-    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = tfc_half_bits_to_f32(src[i]);
 }
 
 static inline void tfc_embed_expand_bf16(float *dst, const uint16_t *src, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t bits = (uint32_t)src[i] << 16;
-        memcpy(&dst[i], &bits, sizeof bits);
-    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = tfc_bfloat16_bits_to_f32(src[i]);
 }
 
 /* int8 with one scale per channel (the last axis): dst[i] = src[i] * scales[i % channels] */

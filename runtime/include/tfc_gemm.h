@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tfc_index.h"
 #include "tfc_threads.h"
 
 #ifndef TFC_GEMM_KC
@@ -49,6 +50,15 @@
 /* products with fewer multiply-adds than this stay on one thread */
 #ifndef TFC_GEMM_PARALLEL_MIN
 #define TFC_GEMM_PARALLEL_MIN (1 << 20)
+#endif
+
+/* whether a product stays on the calling thread: always in a single-threaded build, which
+ * then computes no estimate (an embedded build does no double arithmetic) */
+#ifdef TFC_NO_THREADS
+#define TFC_GEMM_SERIAL(M, N, K) 1
+#else
+#define TFC_GEMM_SERIAL(M, N, K) \
+    ((double)(M) * (double)(N) * (double)(K) < (double)TFC_GEMM_PARALLEL_MIN)
 #endif
 
 /* the micro-kernel's vectors: 32 bytes where AVX has 16 registers of that width, else 16 bytes
@@ -240,7 +250,7 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         const int64_t N = g->N, K = g->K, sak = g->sak, sbk = g->sbk;                            \
         for (int64_t j0 = 0; j0 < N; j0 += NB * (VL)) {                                          \
             const int64_t nc = N - j0 < NB * (VL) ? N - j0 : NB * (VL);                          \
-            const int64_t nv = (nc + (VL)-1) / (VL), whole = nc / (VL);                          \
+            const int64_t nv = TFC_IDIV(nc + (VL)-1, VL), whole = TFC_IDIV(nc, VL);              \
             V acc[NB];                                                                           \
             T pad[VL];                                                                           \
             for (int64_t v = 0; v < nv; ++v) {                                                   \
@@ -317,9 +327,9 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
             for (int64_t i = 0; i < M; ++i) tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc);    \
             return;                                                                              \
         }                                                                                        \
-        const int64_t panels = (N + 2 * (VL)-1) / (2 * (VL));                                    \
+        const int64_t panels = TFC_IDIV(N + 2 * (VL)-1, 2 * (VL));                               \
         int64_t tasks = tfc_threads_count();                                                     \
-        if ((double)M * (double)N * (double)K < (double)TFC_GEMM_PARALLEL_MIN) tasks = 1;        \
+        if (TFC_GEMM_SERIAL(M, N, K)) tasks = 1;                                                 \
         if (tasks > panels) tasks = panels;                                                      \
         if (tasks <= 1) {                                                                        \
             tfc_gemm_columns_##tag(&g, 0, N);                                                    \
@@ -327,10 +337,10 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         }                                                                                        \
         /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
          * machine) leaves its share to the others; a task repacks A, so not smaller */         \
-        const int64_t finer = tasks * 3 < panels / 4 ? tasks * 3 : panels / 4;                  \
+        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4);  \
         if (finer > tasks) tasks = finer;                                                        \
-        g.panels_per_task = (panels + tasks - 1) / tasks;                                        \
-        tasks = (panels + g.panels_per_task - 1) / g.panels_per_task;                            \
+        g.panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                 \
+        tasks = TFC_IDIV(panels + g.panels_per_task - 1, g.panels_per_task);                     \
         tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
     }                                                                                            \
                                                                                                  \

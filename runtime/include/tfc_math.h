@@ -4,10 +4,25 @@
 #ifndef TFC_MATH_H
 #define TFC_MATH_H
 
+#include "tfc_dtypes.h"
 #include "tfc_hd.h"
 
 #include <math.h>
 #include <stdint.h>
+
+/* The accumulator of float32 sums: double, the precision of the NumPy reference; float in an
+ * embedded build for a target without double-precision hardware (a Cortex-M4's FPU is single
+ * precision: every double operation would call libgcc, and link its soft double). Define
+ * TFC_SUM_F32 to choose. */
+#ifndef TFC_SUM_F32
+#if defined(TFC_EMBED) && (defined(__SOFTFP__) || (defined(__ARM_FP) && !(__ARM_FP & 8)) || \
+                           (defined(__riscv) && (!defined(__riscv_flen) || __riscv_flen < 64)))
+#define TFC_SUM_F32 float
+#else
+#define TFC_SUM_F32 double
+#endif
+#endif
+typedef TFC_SUM_F32 tfc_sum_f32;
 
 #define TFC_INT_HELPERS(tag, T, U, TMIN)                                                    \
     static inline TFC_HD T tfc_add_##tag(T a, T b) { return (T)((U)a + (U)b); }                   \
@@ -40,20 +55,58 @@
         }                                                                                   \
         return (T)result;                                                                   \
     }                                                                                       \
-    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)((a > 0) - (a < 0)); }             \
-    /* shifts as TensorFlow's kernels do them: the amount clamped to [0, bits - 1], the left \
-     * shift on the unsigned bits, the right shift arithmetic (the sign bit fills in) */     \
-    static inline TFC_HD int tfc_shift_amount_##tag(T b) {                                      \
-        return b < 0 ? 0 : b > (T)(8 * sizeof(T) - 1) ? (int)(8 * sizeof(T) - 1) : (int)b;   \
+    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)((a > 0) - (a < 0)); }              \
+    /* tf.bitwise's shifts: the amount clamped to [0, bits - 1], as TF's kernels do */       \
+    static inline TFC_HD T tfc_shl_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T)), k = n < 0 ? 0 : (n >= bits ? bits - 1 : (int)n); \
+        return (T)((U)a << k);                                                              \
     }                                                                                       \
-    static inline TFC_HD T tfc_shl_##tag(T a, T b) { return (T)((U)a << tfc_shift_amount_##tag(b)); } \
-    static inline TFC_HD T tfc_shr_##tag(T a, T b) {                                             \
-        int s = tfc_shift_amount_##tag(b);                                                  \
-        return a < 0 ? (T)~(~(U)a >> s) : (T)((U)a >> s);                                   \
+    static inline TFC_HD T tfc_shr_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T)), k = n < 0 ? 0 : (n >= bits ? bits - 1 : (int)n); \
+        return (T)(a >> k);                                                                 \
     }
 
 TFC_INT_HELPERS(i32, int32_t, uint32_t, INT32_MIN)
 TFC_INT_HELPERS(i64, int64_t, uint64_t, INT64_MIN)
+/* the narrow ones compute in uint32_t: C promotes them to int, where a product can overflow */
+TFC_INT_HELPERS(i8, int8_t, uint32_t, INT8_MIN)
+TFC_INT_HELPERS(i16, int16_t, uint32_t, INT16_MIN)
+
+/* unsigned integers: division rounds toward zero = toward -inf; W holds a product */
+#define TFC_UINT_HELPERS(tag, T, W)                                                         \
+    static inline TFC_HD T tfc_add_##tag(T a, T b) { return (T)((W)a + (W)b); }                   \
+    static inline TFC_HD T tfc_sub_##tag(T a, T b) { return (T)((W)a - (W)b); }                   \
+    static inline TFC_HD T tfc_mul_##tag(T a, T b) { return (T)((W)a * (W)b); }                   \
+    static inline TFC_HD T tfc_neg_##tag(T a) { return (T)(0u - (W)a); }                          \
+    static inline TFC_HD T tfc_abs_##tag(T a) { return a; }                                       \
+    static inline TFC_HD T tfc_square_##tag(T a) { return tfc_mul_##tag(a, a); }                  \
+    static inline TFC_HD T tfc_floordiv_##tag(T a, T b) { return (T)(a / b); }                    \
+    static inline TFC_HD T tfc_floormod_##tag(T a, T b) { return (T)(a % b); }                    \
+    static inline TFC_HD T tfc_truncdiv_##tag(T a, T b) { return (T)(a / b); }                    \
+    static inline TFC_HD T tfc_truncmod_##tag(T a, T b) { return (T)(a % b); }                    \
+    static inline TFC_HD T tfc_pow_##tag(T base, T e) {                                            \
+        W result = 1, b = (W)base;                                                          \
+        while (e > 0) {                                                                     \
+            if (e & 1) result *= b;                                                         \
+            b *= b;                                                                         \
+            e >>= 1;                                                                        \
+        }                                                                                   \
+        return (T)result;                                                                   \
+    }                                                                                       \
+    static inline TFC_HD T tfc_sign_##tag(T a) { return (T)(a > 0); }                           \
+    static inline TFC_HD T tfc_shl_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T));                                              \
+        return (T)((W)a << (n >= (T)bits ? bits - 1 : (int)n));                             \
+    }                                                                                       \
+    static inline TFC_HD T tfc_shr_##tag(T a, T n) {                                               \
+        const int bits = (int)(8 * sizeof(T));                                              \
+        return (T)(a >> (n >= (T)bits ? bits - 1 : (int)n));                                \
+    }
+
+TFC_UINT_HELPERS(u8, uint8_t, uint32_t)
+TFC_UINT_HELPERS(u16, uint16_t, uint32_t)
+TFC_UINT_HELPERS(u32, uint32_t, uint32_t)
+TFC_UINT_HELPERS(u64, uint64_t, uint64_t)
 
 /* float -> int: in range truncates toward zero; NaN and out of range give the minimum, which
  * is what x86's cvtt instructions (and NumPy on x86) produce. */
@@ -62,6 +115,30 @@ static inline TFC_HD int32_t tfc_f2i32(double x) {
 }
 static inline TFC_HD int64_t tfc_f2i64(double x) {
     return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+}
+/* The other integers as TensorFlow's vectorized CPU kernels convert (C++ leaves out-of-range
+ * values undefined; TF's Eigen loops give these for every element but a loop's last few): the
+ * 8 and 16-bit types clamp the int32 conversion to their range (so NaN and values beyond
+ * int32 give their minimum); the unsigned 32 and 64-bit ones convert x >= 2^31 (2^63) as
+ * x - 2^31 (2^63) with the top bit set, NaN and values out of range giving the top bit. */
+static inline TFC_HD int32_t tfc_clamp_i32(int32_t v, int32_t low, int32_t high) {
+    return v < low ? low : (v > high ? high : v);
+}
+static inline TFC_HD int8_t tfc_f2i8(double x) { return (int8_t)tfc_clamp_i32(tfc_f2i32(x), -128, 127); }
+static inline TFC_HD int16_t tfc_f2i16(double x) {
+    return (int16_t)tfc_clamp_i32(tfc_f2i32(x), -32768, 32767);
+}
+static inline TFC_HD uint8_t tfc_f2u8(double x) { return (uint8_t)tfc_clamp_i32(tfc_f2i32(x), 0, 255); }
+static inline TFC_HD uint16_t tfc_f2u16(double x) {
+    return (uint16_t)tfc_clamp_i32(tfc_f2i32(x), 0, 65535);
+}
+static inline TFC_HD uint32_t tfc_f2u32(double x) {
+    const int32_t low = tfc_f2i32(x);
+    return low < 0 ? (uint32_t)low | (uint32_t)tfc_f2i32(x - 2147483648.0) : (uint32_t)low;
+}
+static inline TFC_HD uint64_t tfc_f2u64(double x) {
+    const int64_t low = tfc_f2i64(x);
+    return low < 0 ? (uint64_t)low | (uint64_t)tfc_f2i64(x - 9223372036854775808.0) : (uint64_t)low;
 }
 
 #define TFC_FLOAT_HELPERS(tag, T, sfx)                                                      \

@@ -63,6 +63,12 @@ typedef struct {
     double default_value;
 } tfc_hyperparameter;
 
+/* A tf.summary.scalar of the model: its tag, and the train output that computes its value. */
+typedef struct {
+    const char *tag;
+    int output; /* index into the train program's outputs */
+} tfc_summary_scalar;
+
 typedef struct {
     const char *name;
     int64_t batch; /* the batch the train and predict programs are compiled for */
@@ -79,6 +85,8 @@ typedef struct {
     int train_loss; /* train output: the loss */
     int n_hyperparameters;
     const tfc_hyperparameter *hyperparameters;
+    int n_summaries; /* the scalar summaries train --logdir writes beside the loss */
+    const tfc_summary_scalar *summaries;
     int predict_features;   /* predict input: the features */
     int predict_classes;    /* predict output compared with a label column, -1: none */
     int predict_argmax;     /* 1: its class is the argmax of its last axis; 0: it is the class */

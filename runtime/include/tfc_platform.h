@@ -47,4 +47,21 @@
      (void)fflush((stream) == 1 ? stdout : stderr))
 #endif
 
+/* Seconds since the Unix epoch, as a double (tf.timestamp). C11's timespec_get by default; the
+ * embeddable library has no clock of its own: its embedder defines TFC_WALL_SECONDS() to use
+ * tf.timestamp there. */
+#if !defined(TFC_WALL_SECONDS) && !defined(TFC_EMBED)
+#include <time.h>
+static inline double tfc_wall_seconds(void) {
+    struct timespec ts;
+    if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return 0.0 / 0.0; /* no clock: NaN */
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+#define TFC_WALL_SECONDS() tfc_wall_seconds()
+#endif
+#if !defined(TFC_WALL_SECONDS)
+/* An embedded program using tf.timestamp fails to compile, naming what to define. */
+#define TFC_WALL_SECONDS() tfc_embedder_must_define_TFC_WALL_SECONDS_for_tf_timestamp()
+#endif
+
 #endif /* TFC_PLATFORM_H */

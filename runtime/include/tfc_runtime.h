@@ -10,25 +10,23 @@
 #include "tfc_platform.h"
 
 #include "tfc_hd.h"
+#include "tfc_index.h"
 
-/* Status codes: the values of TensorFlow's error codes, so Python maps them to tf.errors. */
-enum {
-    TFC_OK = 0,
-    TFC_ERR_CANCELLED = 1,
-    TFC_ERR_UNKNOWN = 2,
-    TFC_ERR_INVALID_ARGUMENT = 3,
-    TFC_ERR_DEADLINE_EXCEEDED = 4,
-    TFC_ERR_NOT_FOUND = 5,
-    TFC_ERR_PERMISSION_DENIED = 7,
-    TFC_ERR_RESOURCE_EXHAUSTED = 8,
-    TFC_ERR_FAILED_PRECONDITION = 9,
-    TFC_ERR_ABORTED = 10,
-    TFC_ERR_OUT_OF_RANGE = 11,
-    TFC_ERR_UNIMPLEMENTED = 12,
-    TFC_ERR_INTERNAL = 13,
-    TFC_ERR_UNAVAILABLE = 14,
-    TFC_ERR_DATA_LOSS = 15
-};
+/* The address of a constant array compiled into the program, hidden from the optimizer, so that
+ * no code reading the array is specialized for its values. GCC 12 on x86 with AVX-512 turns a
+ * block copy from a constant it can see into stores of broadcast registers and, for a run of
+ * equal values, stores one element too many (a fetched constant holding seven ones and then
+ * zeros came back with eight ones, at every -O level). Every use of a compiled-in constant in
+ * generated code goes through this (tfc/codegen/lower.py). */
+static inline TFC_HD const void *tfc_opaque(const void *p) {
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+    __asm__("" : "+r"(p));
+#endif
+    return p;
+}
+
+/* Status codes: TFC_OK, TensorFlow's error codes, the embeddable library's checks */
+#include "tfc_status.h"
 
 /* Where a failing run reports: a caller-owned message buffer, and the failing graph node. */
 typedef struct {
@@ -133,6 +131,7 @@ static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, 
 }
 
 #include "tfc_math.h"
+#include "tfc_quant.h"
 #include "tfc_philox.h"
 /* the linalg ops' routines, one matrix at a time (TFC_HD: CUDA threads call them too) */
 #include "tfc_linalg.h"
@@ -144,6 +143,8 @@ static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, 
 /* tensor values as text: the host-only kernels of tf.Print, tf.print and tf.Assert */
 #include "tfc_text.h"
 #endif
+/* the update locks of use_locking ops (no-ops where programs never run concurrently) */
+#include "tfc_update_lock.h"
 /* declarations only: a program that saves or restores links the checkpoint sources of
  * runtime/src (tfc_checkpoint_internal.h lists them) */
 #include "tfc_checkpoint.h"

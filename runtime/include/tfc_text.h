@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tfc_dtypes.h"
 #include "tfc_platform.h"
 
 #if !defined(TFC_EMBED_SNPRINTF)
@@ -54,16 +55,19 @@ static inline void tfc_text_puts(tfc_text *t, const char *s) {
     tfc_text_put(t, s, (int64_t)strlen(s));
 }
 
-static inline void tfc_text_int(tfc_text *t, int64_t v) {
+static inline void tfc_text_uint(tfc_text *t, uint64_t u) {
     char digits[24];
     int k = 0;
-    uint64_t u = v < 0 ? 0u - (uint64_t)v : (uint64_t)v;
     do {
         digits[k++] = (char)('0' + (int)(u % 10u));
         u /= 10u;
     } while (u != 0);
-    if (v < 0) tfc_text_put(t, "-", 1);
     while (k > 0) tfc_text_put(t, &digits[--k], 1);
+}
+
+static inline void tfc_text_int(tfc_text *t, int64_t v) {
+    if (v < 0) tfc_text_put(t, "-", 1);
+    tfc_text_uint(t, v < 0 ? 0u - (uint64_t)v : (uint64_t)v);
 }
 
 /* StrCat of a float (`single`) or a double: FloatToBuffer / DoubleToBuffer */
@@ -98,6 +102,23 @@ static inline void tfc_text_i32(tfc_text *t, const void *data, int64_t i) {
 }
 static inline void tfc_text_i64(tfc_text *t, const void *data, int64_t i) {
     tfc_text_int(t, ((const int64_t *)data)[i]);
+}
+/* the other integers, and the 16-bit floats written as the floats they widen to (as TF) */
+#define TFC_TEXT_INTEGER(tag, T, write)                                                      \
+    static inline void tfc_text_##tag(tfc_text *t, const void *data, int64_t i) {           \
+        write(t, ((const T *)data)[i]);                                                      \
+    }
+TFC_TEXT_INTEGER(i8, int8_t, tfc_text_int)
+TFC_TEXT_INTEGER(i16, int16_t, tfc_text_int)
+TFC_TEXT_INTEGER(u8, uint8_t, tfc_text_uint)
+TFC_TEXT_INTEGER(u16, uint16_t, tfc_text_uint)
+TFC_TEXT_INTEGER(u32, uint32_t, tfc_text_uint)
+TFC_TEXT_INTEGER(u64, uint64_t, tfc_text_uint)
+static inline void tfc_text_f16(tfc_text *t, const void *data, int64_t i) {
+    tfc_text_float(t, tfc_f16_to_f32(((const tfc_f16 *)data)[i]), 1);
+}
+static inline void tfc_text_bf16(tfc_text *t, const void *data, int64_t i) {
+    tfc_text_float(t, tfc_bf16_to_f32(((const tfc_bf16 *)data)[i]), 1);
 }
 static inline void tfc_text_bool(tfc_text *t, const void *data, int64_t i) {
     tfc_text_puts(t, ((const bool *)data)[i] ? "1" : "0");

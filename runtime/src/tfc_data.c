@@ -1,5 +1,6 @@
 /* Data for standalone executables (see tfc_data.h): loading a table from a file (CSV in
- * tfc_csv.c, .npy in tfc_npy.c), converting rows to program inputs, epochs and batches. */
+ * tfc_csv.c, .npy in tfc_npy.c, TFRecord files of Examples in tfc_tfrecord.c), converting rows
+ * to program inputs, epochs and batches. */
 #include "tfc_data.h"
 
 #include <errno.h>
@@ -100,6 +101,8 @@ int tfc_dataset_load(tfc_dataset *ds, const char *path, tfc_error *err) {
     int named_npy = name_len >= 4 && strcmp(path + name_len - 4, ".npy") == 0;
     if (size >= TFC_NPY_MAGIC_LEN && memcmp(text, TFC_NPY_MAGIC, TFC_NPY_MAGIC_LEN) == 0) {
         status = tfc_npy_parse(ds, (const unsigned char *)text, size, err);
+    } else if (tfc_tfrecord_looks_like((const unsigned char *)text, size)) {
+        status = tfc_tfrecord_parse(ds, (const unsigned char *)text, size, err);
     } else if (named_npy) { /* a damaged .npy read as CSV would fail far from the cause */
         char start[3 * TFC_NPY_MAGIC_LEN + 1] = "";
         for (size_t i = 0; i < size && i < TFC_NPY_MAGIC_LEN; ++i)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tfc_driver.h"
+#include "tfc_events.h"
 #include "tfc_model.h"
 
 static const char *const PROG = "train";
@@ -21,6 +22,7 @@ static void usage(const tfc_model *m, FILE *f) {
             "usage: train --data FILE --steps N --checkpoint-dir DIR [--batch B] [--lr X]\n"
             "             [--hparam NAME=VALUE] [--seed S] [--log-every K] [--save-every M]\n"
             "             [--max-to-keep K] [--no-shuffle] [--threads T] [--allow-nonfinite]\n"
+            "             [--logdir L]\n"
             "\n"
             "Trains model '%s' (compiled for batch %" PRId64 ") on FILE: CSV (numbers; the last\n"
             "column is the label; a header row is skipped) or .npy (2-D, the label last).\n"
@@ -40,6 +42,9 @@ static void usage(const tfc_model *m, FILE *f) {
             "  --threads T         threads for large kernels (default: TFC_NUM_THREADS, else 1)\n"
             "  --allow-nonfinite   read nan, inf (and values out of range) as they are; without\n"
             "                      it they are refused, naming the file, line and column\n"
+            "  --logdir L          TensorBoard event files in L: at every progress line the loss,\n"
+            "                      examples/sec, global_step/sec, the learning rate and the\n"
+            "                      model's tf.summary.scalar values (tensorboard --logdir L)\n"
             "\n"
             "Labels that are class ids must be integers in [0, classes) of the model; a value\n"
             "that is not is refused where it is read. Temporary files of saves that were killed\n"
@@ -55,7 +60,7 @@ static void usage(const tfc_model *m, FILE *f) {
 }
 
 typedef struct {
-    const char *data, *dir;
+    const char *data, *dir, *logdir;
     int64_t steps, batch, seed, log_every, save_every, max_to_keep;
     int shuffle, allow_nonfinite;
     double *hparams; /* one value per hyperparameter */
@@ -102,6 +107,8 @@ static int parse_options(const tfc_model *m, int argc, char **argv, train_option
             o->data = v;
         } else if (OPTION("--checkpoint-dir")) {
             o->dir = v;
+        } else if (OPTION("--logdir")) {
+            o->logdir = v;
         } else if (OPTION("--steps")) {
             if (r < 0 || tfc_driver_int(PROG, "--steps", v, 0, &o->steps)) return 1;
         } else if (OPTION("--batch")) {
@@ -180,6 +187,7 @@ typedef struct {
     void **inputs;
     void **outputs;
     double *hparams;
+    tfc_events events; /* file == NULL without --logdir */
 } train_run;
 
 static void train_run_free(const tfc_program *p, train_run *t) {
@@ -191,6 +199,7 @@ static void train_run_free(const tfc_program *p, train_run *t) {
     free(t->outputs);
     free(t->rows);
     free(t->hparams);
+    tfc_events_close(&t->events);
     tfc_batcher_free(&t->batcher);
     tfc_model_state_free(&t->state);
     tfc_dataset_free(&t->data);
@@ -204,6 +213,32 @@ static int save(train_run *t, const train_options *o, int64_t step, tfc_error *e
     if (status != TFC_OK) return tfc_driver_error(PROG, "%s", err->msg);
     printf("saved %s\n", prefix);
     fflush(stdout);
+    return 0;
+}
+
+/* The scalars of one progress line to the event file: the loss, the rates, the learning rate,
+ * and each tf.summary.scalar the train step computed. */
+static int write_summaries(const tfc_model *m, const train_options *o, train_run *t,
+                           int64_t step, double loss, double examples_per_sec, tfc_error *err) {
+    enum { FIXED = 4 };
+    const char *tags[FIXED + 64];
+    float values[FIXED + 64];
+    int n = 0;
+    tags[n] = "loss", values[n++] = (float)loss;
+    tags[n] = "examples/sec", values[n++] = (float)examples_per_sec;
+    tags[n] = "global_step/sec", values[n++] = (float)(examples_per_sec / (double)m->batch);
+    int lr = tfc_model_find_hparam(m, "learning_rate", 13);
+    if (lr >= 0) tags[n] = "learning_rate", values[n++] = (float)o->hparams[lr];
+    const tfc_program *p = m->train;
+    for (int i = 0; i < m->n_summaries && n < FIXED + 64; ++i) {
+        const tfc_summary_scalar *s = &m->summaries[i];
+        tags[n] = s->tag;
+        values[n++] = (float)tfc_driver_element(t->outputs[s->output], p->outputs[s->output].dtype,
+                                                0);
+    }
+    if (tfc_events_scalars(&t->events, step, n, tags, values, err) != TFC_OK ||
+        tfc_events_flush(&t->events, err) != TFC_OK)
+        return tfc_driver_error(PROG, "%s", err->msg);
     return 0;
 }
 
@@ -240,6 +275,8 @@ static int train(const tfc_model *m, const train_options *o, train_run *t) {
         return tfc_driver_error(PROG, "--checkpoint-dir: %s", msg);
     if (removed > 0) printf("removed %d leftover file(s) of interrupted saves from %s\n", removed,
                             o->dir);
+    if (o->logdir != NULL && tfc_events_open(&t->events, o->logdir, &err) != TFC_OK)
+        return tfc_driver_error(PROG, "%s", msg);
     /* initializers run even before a restore: variables no checkpoint holds need them */
     if (tfc_model_run(&t->state, m->init, NULL, NULL, &err) != TFC_OK)
         return tfc_driver_error(PROG, "initializing the variables: %s%s%s%s", msg,
@@ -332,6 +369,8 @@ static int train(const tfc_model *m, const train_options *o, train_run *t) {
             double loss = tfc_driver_element(t->outputs[m->train_loss], loss_spec->dtype, 0);
             printf("step %" PRId64 "  loss %.6g  %.0f examples/s\n", step, loss, rate);
             fflush(stdout);
+            if (t->events.file != NULL && write_summaries(m, o, t, step, loss, rate, &err))
+                return 1;
             t_log = now;
             logged_step = step;
         }

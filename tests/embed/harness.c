@@ -41,23 +41,24 @@ int harness_run(void) {
     int rc;
     (void)state;
 #if H_STATE
-    rc = H_INIT(state);
+    rc = H_INIT(state, sizeof state);
     if (rc != 0) return 10 + rc;
 #endif
 #if H_TRAIN
     for (int step = 0; step <= H_STEPS; ++step) {
         if (step > 0) {
             float loss = 0;
-            rc = H_TRAIN_STEP(state, h_features, h_labels, &loss, arena);
+            rc = H_TRAIN_STEP(state, sizeof state, h_features, h_labels, &loss, arena,
+                              sizeof arena);
             if (rc != 0) return 20 + rc;
             emit_floats(&loss, 1);
         }
-        rc = H_PREDICT(state, h_features, outputs, arena);
+        rc = H_PREDICT(state, sizeof state, h_features, outputs, arena, sizeof arena);
         if (rc != 0) return 30 + rc;
         emit_floats(outputs, H_OUT_COUNT);
     }
 #else
-    rc = H_PREDICT(state, h_features, outputs, arena);
+    rc = H_PREDICT(state, sizeof state, h_features, outputs, arena, sizeof arena);
     if (rc != 0) return 30 + rc;
     emit_floats(outputs, H_OUT_COUNT);
 #endif

@@ -2,39 +2,57 @@
 
 What OUTDIR holds
 -----------------
-``model.h`` (every entry point with its shapes and dtypes, and the sizes an embedder needs:
-``<P>ARENA_BYTES``, ``<P>STATE_BYTES``, ``<P>WEIGHTS_BYTES``, with ``<P>`` the upper-cased
-prefix), ``model.c`` (the programs, the weights, the entry points), ``runtime/include/`` (the
-runtime headers model.c includes, found by following its includes, nothing else),
+``model.h`` (every entry point with its shapes and dtypes and the status codes it returns, and
+the sizes an embedder needs: ``<P>ARENA_BYTES``, ``<P>STACK_BYTES``, ``<P>STATE_BYTES``,
+``<P>WEIGHTS_BYTES``, with ``<P>`` the upper-cased prefix), ``model.c`` (the programs, the
+weights, the entry points), ``runtime/include/`` (the runtime headers model.c includes, found
+by following its includes, nothing else),
 ``runtime/freestanding/`` (string.h and math.h for a target without a C library, e.g. wasm32),
 ``weights.bin`` (the weights blob, for ``--weights external``) and a ``Makefile``.
 
 model.c allocates nothing, prints nothing and starts no thread: it is compiled with
 ``-DTFC_EMBED -DTFC_NO_THREADS``; the caller passes the arena (scratch memory of a call) and
-the state block (the variables a training step updates). It needs ``memcpy``/``memset`` and
-the libm functions the model's ops use, nothing else.
+the state block (the variables a training step updates) with their sizes, and the number of
+examples its buffers hold. Every entry point checks its pointers, the blocks' sizes and
+alignment and the count before it reads anything (tfc_status.h's codes); the train step also
+refuses a NaN or infinite hyperparameter and, through the guard pass (tfc/passes/guard.py), a
+non-finite loss or gradient, before anything in the state changes. It needs
+``memcpy``/``memset`` and the libm functions the model's ops use, nothing else.
 
 The weights blob is every variable's value, each at an offset model.h names, ordered by
 element size (8-byte types first), so its layout is the same on every ABI. Its values are the
 variables' initial values, as a tfc.Session with the model's seed computes them (tfc's NumPy
 interpreter computes them: generating the library needs no C compiler), or those of a
 checkpoint (``--checkpoint``). A model with a train signature keeps the variables in the state
-block (``init`` copies the blob there, ``train_step`` updates them, ``save``/``restore`` copy
-them out and back); with ``--inference-only`` ``predict`` reads the weights in place, from
-flash when they are ``const``.
+block (``init`` copies the blob there and zeroes the variables the blob leaves out, those
+whose initial value is all zeros; ``train_step`` updates them, ``save``/``restore`` copy them
+out and back); with ``--inference-only`` ``predict`` reads the weights in place, from flash
+when they are ``const``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tfc.aot.build import sync_dir, write_if_changed
+from tfc.aot.embed_api import (
+    declarations,
+    defines,
+    entry_points,
+    init_head,
+    io_macros,
+    memory_doc,
+    save_checks,
+    shape_doc,
+)
+from tfc.aot.embed_model import EmbeddedModel, Stored, Variable
+from tfc.aot.embed_stack import stack_bound
 from tfc.aot.programs import (
     Program,
     StateEntry,
@@ -44,6 +62,7 @@ from tfc.aot.programs import (
     train_feeds,
 )
 from tfc.aot.signatures import (
+    EMBED_DTYPES,
     ModelError,
     ModelSignatures,
     build_signatures,
@@ -52,9 +71,9 @@ from tfc.aot.signatures import (
 from tfc.backend.cc import runtime_dir
 from tfc.codegen.render import get_template
 from tfc.codegen.targets import C
-from tfc.compiler import CompileOptions, compile_program
+from tfc.compiler import CompileOptions, compile_program, guarded
 from tfc.ir import dtypes as _dt
-from tfc.ir.graph import GraphKeys
+from tfc.ir.graph import Graph, GraphKeys
 from tfc.ops.kernels import c_initializer
 from tfc.version import __version__
 
@@ -70,45 +89,6 @@ _FREESTANDING = ("math.h", "string.h", "tfc_freestanding.c")
 EMBED_RUNTIME_SOURCES: tuple[str, ...] = ()
 
 
-@dataclass
-class Variable:
-    """A variable of the weights blob (and of the state block, for a trainable build)."""
-
-    name: str  # its op name
-    ident: str  # a C identifier made of the name
-    dtype: _dt.DType
-    shape: tuple[int, ...]
-    offset: int
-    nbytes: int
-
-
-@dataclass
-class EmbeddedModel:
-    """What `compile_embed` made: the directory and the numbers model.h defines."""
-
-    outdir: Path
-    prefix: str
-    batch: int
-    max_batch: int | None  # predict takes 1..max_batch examples at run time
-    trainable: bool
-    external_weights: bool
-    arena_bytes: int
-    arena_lower_bound: int
-    state_bytes: int
-    weights_bytes: int
-    variables: list[Variable]
-    arena_align: int = 8
-    vars_bytes: int = 0  # the variables' float32 bytes in the state block (save/restore)
-    stateful: bool = False  # init fills a state block (training, or weights to expand)
-    weights_dtype: str = "float32"
-    stored: list = field(default_factory=list)  # the weights blob's items
-    programs: dict[str, Program] = field(default_factory=dict)
-
-    @property
-    def macro(self) -> str:
-        return self.prefix.upper()
-
-
 def compile_embed(
     model: Any,
     outdir: str | os.PathLike,
@@ -122,6 +102,7 @@ def compile_embed(
     options: CompileOptions | None = None,
     max_batch: int | None = None,
     weights_dtype: str = "float32",
+    check_finite: bool = True,
 ) -> EmbeddedModel:
     """Write the embeddable library of `model` (a model file, module or signatures function)
     into OUTDIR: see the module docstring. `prefix` starts every C symbol and (upper-cased)
@@ -133,7 +114,10 @@ def compile_embed(
     the arena of one example; the train step keeps the compiled `batch`. `weights_dtype`
     float16, bfloat16 or int8 (per-channel scales over the last axis) stores the float32
     variables predict reads in fewer bytes; `init` expands them into the state block, and every
-    computation stays float32."""
+    computation stays float32. With `check_finite` (the default) the train step checks its
+    loss, the gradients and the hyperparameters before it updates the state, and fails leaving
+    it unchanged when one is NaN or infinite; without it the step is faster and its arena
+    smaller (the gradients need not all be alive at once)."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise ModelError(f"--prefix {prefix!r} must be a C identifier (letters, digits, _)")
     if weights not in ("const", "external"):
@@ -149,7 +133,7 @@ def compile_embed(
     if max_batch is not None and max_batch < 1:
         raise ModelError(f"--max-batch must be at least 1, got {max_batch}")
     _, fn = load_signatures_function(model, batch)
-    sigs = build_signatures(prefix.rstrip("_") or "model", fn)
+    sigs = build_signatures(prefix.rstrip("_") or "model", fn, EMBED_DTYPES)
     passes = (options or CompileOptions()).pipeline()
     trainable = sigs.train is not None and not inference_only
     if sigs.predict is None and not trainable:
@@ -162,7 +146,7 @@ def compile_embed(
         feeds, names = train_feeds(tr, batch)
         programs["train"] = _compile_program(
             sigs, prefix, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]),
-            passes, arena_align, lower_bounds,
+            guarded(passes) if check_finite else passes, arena_align, lower_bounds,
         )  # fmt: skip
     if sigs.predict is not None:
         pr = sigs.predict
@@ -184,9 +168,9 @@ def compile_embed(
     if weights_dtype != "float32" and "predict" in programs:
         read = {state[i].name for i in programs["predict"].slots if state[i].kind == "var"}
         compressed = {v.name for v in variables if v.name in read and v.dtype == _dt.float32}
-    stored, weights_bytes = _layout_stored(variables, values, weights_dtype, compressed)
-    rng = [s for s in state if s.kind == "rng"]
     stateful = trainable or bool(compressed)
+    stored, weights_bytes = _layout_stored(variables, values, weights_dtype, compressed, stateful)
+    rng = [s for s in state if s.kind == "rng"]
     state_bytes = vars_bytes + 24 * len(rng) if stateful else 0
     embedded = EmbeddedModel(
         outdir=Path(outdir),
@@ -197,6 +181,8 @@ def compile_embed(
         external_weights=weights == "external",
         arena_bytes=max(p.lowered.arena_bytes for p in programs.values()),
         arena_lower_bound=max(lower_bounds),
+        stack_bytes=stack_bound(programs.values()),
+        check_finite=check_finite and trainable,
         state_bytes=state_bytes,
         weights_bytes=weights_bytes,
         variables=variables,
@@ -223,6 +209,8 @@ def _compile_program(
 ) -> Program:
     graph = signature_graph(sigs, fetches, targets, feeds)
     graph.graph_attrs["arena_align"] = align
+    # model.c runs on the caller's thread (TFC_NO_THREADS): kernels split no work for threads
+    graph.graph_attrs["threads"] = 1
     symbols = f"{prefix}{role}_"
     compiled = compile_program(
         graph, passes, C, name=f"{sigs.name}:{role}", prefix=symbols, local_prefix=symbols,
@@ -230,6 +218,7 @@ def _compile_program(
     )  # fmt: skip
     bounds.append(int(compiled.graph.graph_attrs["arena_lower_bound"]))
     _check_bounded_loops(compiled.graph, role)
+    _check_index_range(compiled.graph, role)
     return Program(role, compiled.lowered, compiled.source, *map(list, names))
 
 
@@ -247,6 +236,18 @@ def _check_bounded_loops(graph: Any, role: str) -> None:
         for key in ("cond", "body", "then_branch", "else_branch"):
             if key in node["attrs"] and hasattr(node["attrs"][key], "nx"):
                 _check_bounded_loops(node["attrs"][key], role)
+
+
+def _check_index_range(graph: Graph, role: str) -> None:
+    """The runtime divides indices in 32 bits under TFC_EMBED (runtime/include/tfc_index.h):
+    every tensor must have fewer than 2^31 elements."""
+    for name in graph.node_names():
+        for shape in graph.node(name)["shapes"]:
+            if shape is not None and math.prod(shape) >= 2**31:
+                raise ModelError(
+                    f"{role}: tensor {name} of shape {list(shape)} has 2^31 elements or more; "
+                    "the embeddable library indexes tensors in 32 bits"
+                )
 
 
 def _check_rows_independent(sigs: ModelSignatures) -> None:
@@ -369,22 +370,6 @@ def _initial_values(
 STORAGE = ("float32", "float16", "bfloat16", "int8")
 
 
-@dataclass
-class Stored:
-    """A variable in the weights blob: as it is, or compressed (and expanded by init)."""
-
-    var: Variable
-    offset: int
-    kind: str  # "raw", "float16", "bfloat16", "int8"
-    data: np.ndarray  # what the blob holds (int8: the quantized values)
-    scales: np.ndarray | None = None  # int8: float32 per channel, stored before the data
-    expanded: np.ndarray | None = None  # the float32 values init writes (tests compare them)
-
-    @property
-    def nbytes(self) -> int:
-        return self.data.nbytes + (0 if self.scales is None else self.scales.nbytes)
-
-
 def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """(stored data, int8 scales or None, the float32 values init expands them to)."""
     v = np.ascontiguousarray(value, dtype=np.float32)
@@ -392,9 +377,8 @@ def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | No
         half = v.astype(np.float16)
         return half.view(np.uint16), None, half.astype(np.float32)
     if kind == "bfloat16":
-        bits = v.view(np.uint32).astype(np.uint64)
-        top = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # nearest, even
-        return top, None, (top.astype(np.uint32) << 16).view(np.float32)
+        top = _dt.bfloat16_bits(v)
+        return top, None, _dt.bfloat16_from_bits(top)
     channels = v.shape[-1] if v.ndim >= 2 else 1
     rows = v.reshape(-1, channels)
     amax = np.abs(rows).max(axis=0)
@@ -404,12 +388,14 @@ def _compress(value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray | No
 
 
 def _layout_stored(
-    variables: list[Variable], values: dict, kind: str, compressed: set[str]
+    variables: list[Variable], values: dict, kind: str, compressed: set[str], stateful: bool
 ) -> tuple[list[Stored], int]:
-    """The weights blob: with float32 weights, the variables exactly as in the state block;
-    otherwise the compressed ones in `kind` and the others as they are, each 8-byte aligned."""
+    """The weights blob. A build that reads its weights in place (no state block) stores every
+    variable exactly as the offsets of model.h say. One with a state block, which init fills,
+    stores the variables whose initial value is not all zero bits (init zeroes the others: an
+    optimizer's slots), the `compressed` ones in `kind`, each 8-byte aligned."""
     items = []
-    if not compressed:
+    if not stateful:
         for v in variables:
             data = np.ascontiguousarray(values[v.name], dtype=v.dtype.np)
             items.append(Stored(v, v.offset, "raw", data))
@@ -417,11 +403,14 @@ def _layout_stored(
         return items, _round_up(end)
     offset = 0
     for v in variables:
+        value = np.ascontiguousarray(values[v.name], v.dtype.np)
+        if not value.view(np.uint8).any():
+            continue
         if v.name in compressed:
-            data, scales, expanded = _compress(values[v.name], kind)
+            data, scales, expanded = _compress(value, kind)
             item = Stored(v, offset, kind, data, scales, expanded)
         else:
-            item = Stored(v, offset, "raw", np.ascontiguousarray(values[v.name], v.dtype.np))
+            item = Stored(v, offset, "raw", value)
         items.append(item)
         offset = _round_up(offset + item.nbytes)
     return items, offset
@@ -439,109 +428,10 @@ def _weights_blob(stored: list[Stored], nbytes: int) -> bytes:
     return bytes(blob)
 
 
-def _shape_doc(dtype: _dt.DType, shape) -> str:
-    return f"{dtype.c_type}[{']['.join(str(d) for d in shape)}]" if shape else dtype.c_type
-
-
 def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, str]:
     P, M = m.prefix, m.macro
     rng_offsets = {s.name: m.vars_bytes + 24 * k for k, s in enumerate(rng)}
-    var_offsets = {v.name: v.offset for v in m.variables}
-
-    def slots(p: Program) -> str:
-        items = []
-        for i in p.slots:
-            s = state[i]
-            off = var_offsets[s.name] if s.kind == "var" else rng_offsets[s.name]
-            items.append(f"(void *)(base + {off})")
-        return ", ".join(items)
-
-    entries = []
-    for role, p in m.programs.items():
-        low = p.lowered
-        params, doc, inputs, outputs, locals_ = [], [], [], [], []
-        if role == "train":
-            params.append("void *state")
-            doc.append(f"state: {M}STATE_BYTES bytes, 8-byte aligned, set by {P}init")
-        elif m.stateful:
-            params.append("const void *state")
-            after = f"{P}init or {P}train_step" if m.trainable else f"{P}init"
-            doc.append(f"state: as {after} left it (read only)")
-        elif m.external_weights:
-            params.append("const void *weights")
-            doc.append(f"weights: the {M}WEIGHTS_BYTES-byte blob (weights.bin), 8-byte aligned")
-        for name, spec in zip(p.input_names, low.feeds):
-            if spec.shape:
-                params.append(f"const {spec.dtype.c_type} *{name}")
-                doc.append(f"{name}: {_shape_doc(spec.dtype, spec.shape)} (input)")
-                inputs.append(name)
-            else:
-                params.append(f"{spec.dtype.c_type} {name}")
-                doc.append(f"{name}: {spec.dtype.c_type} scalar (hyperparameter)")
-                inputs.append(f"&{name}")
-        for name, spec in zip(p.output_names, low.fetches):
-            params.append(f"{spec.dtype.c_type} *{name}")
-            if role == "train":
-                doc.append(f"{name}: {_shape_doc(spec.dtype, spec.shape)} (output; may be NULL)")
-                locals_.append(f"{spec.dtype.c_type} {name}_unused;")
-                locals_.append(f"if ({name} == NULL) {name} = &{name}_unused;")
-            else:
-                doc.append(f"{name}: {_shape_doc(spec.dtype, spec.shape)} (output)")
-            outputs.append(name)
-        params.append("void *arena")
-        doc.append(f"arena: {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned (scratch)")
-        if role == "train":
-            base_decl = "unsigned char *base = (unsigned char *)state;"
-        elif m.stateful:
-            base_decl = "const unsigned char *base = (const unsigned char *)state;"
-        elif m.external_weights:
-            base_decl = "const unsigned char *base = (const unsigned char *)weights;"
-        else:
-            base_decl = f"const unsigned char *base = (const unsigned char *)&{P}weights;"
-        rows = role == "predict" and m.max_batch is not None
-        if rows:
-            at = 1 if m.stateful or m.external_weights else 0
-            params.insert(at, "int64_t n")
-            doc.insert(at, f"n: the number of examples, 0 <= n <= {M}MAX_BATCH")
-            doc = [d.replace("[1]", "[n]", 1) for d in doc]
-        consts = [f"{P}{role}_x{i}" for i in range(len(low.external_consts))]
-        entries.append(
-            {
-                "role": role,
-                "function": f"{P}train_step" if role == "train" else f"{P}predict",
-                "run": f"{low.prefix}run",
-                "arena_function": f"{low.prefix}arena_bytes",
-                "params": ", ".join(params),
-                "doc": doc,
-                "base": base_decl if p.slots else "",
-                "slots": slots(p),
-                "inputs": ", ".join(
-                    f"(const void *)({x} + i * {_count(spec)})" if rows else f"(const void *){x}"
-                    for x, spec in zip(inputs, low.feeds)
-                ),
-                "outputs": ", ".join(
-                    f"(void *)({x} + i * {_count(spec)})" if rows else f"(void *){x}"
-                    for x, spec in zip(outputs, low.fetches)
-                ),
-                "rows": rows,
-                "locals": locals_,
-                "consts": ", ".join(f"(const void *){c}" for c in consts),
-                "const_arrays": [
-                    {
-                        "name": c,
-                        "ctype": _dt.as_dtype(x.dtype).c_type,
-                        "count": x.size,
-                        "init": c_initializer(x, _dt.as_dtype(x.dtype)),
-                    }
-                    for c, x in zip(consts, low.external_consts)
-                ],
-                "source": p.source,
-                "arena_bytes": low.arena_bytes,
-            }
-        )
-    for e in entries:
-        e["doc"] = _entry_doc(m, e, sigs)
-        e["body"] = _entry_body(e, M)
+    entries = entry_points(m, sigs, state, rng_offsets)
     weights_members, init_lines, at = [], [], 0
     for k, item in enumerate(m.stored):
         if item.offset > at:
@@ -572,16 +462,16 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
     pad = m.weights_bytes - at
     if pad:
         weights_members.append({"decl": f"unsigned char pad[{pad}]", "value": "{0}"})
-    if not m.stored or m.weights_dtype == "float32":  # the blob is the state's variables
-        init_lines = [f"memcpy(s, w, {m.vars_bytes});"] if m.vars_bytes else []
+    if m.stateful:
+        init_lines = _zero_lines(m) + init_lines
     common = {
         "version": __version__,
         "P": P,
         "M": M,
         "name": sigs.name,
-        "memory_doc": _memory_doc(m),
-        "defines": _defines(m),
-        "io": _io_macros(m),
+        "memory_doc": memory_doc(m),
+        "defines": defines(m),
+        "io": io_macros(m),
         "variables_in": (
             (
                 "state block and in the weights blob"
@@ -596,11 +486,11 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
                 "ident": v.ident,
                 "name": v.name,
                 "offset": v.offset,
-                "doc": _shape_doc(v.dtype, v.shape),
+                "doc": shape_doc(v.dtype, v.shape),
             }
             for v in m.variables
         ],
-        "declarations": _declarations(m),
+        "declarations": declarations(m),
         "entries": entries,
     }
     sections = []  # model.c's definitions besides the entry points, each after a blank line
@@ -610,7 +500,7 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
     if m.stateful:
         init = {
             "P": P,
-            "init_head": _init_head(m),
+            "init_head": init_head(m),
             "init_lines": init_lines,
             "rng": [
                 {"offset": rng_offsets[s.name], "seed": s.seed, "seed2": s.seed2, "name": s.name}
@@ -619,7 +509,8 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
         }
         sections.append(get_template("c/embed/init.c.j2").render(**init))
     if m.trainable:
-        sections.append(get_template("c/embed/save.c.j2").render(P=P, M=M))
+        checks = [f"    {line}" for line in save_checks(m).lines]
+        sections.append(get_template("c/embed/save.c.j2").render(P=P, M=M, checks=checks))
     return {
         "model.h": get_template("c/embed/model.h.j2").render(**common),
         "model.c": get_template("c/embed/model.c.j2").render(
@@ -633,158 +524,19 @@ def _render(m: EmbeddedModel, sigs: ModelSignatures, state, rng) -> dict[str, st
     }
 
 
-def _memory_doc(m: EmbeddedModel) -> list[str]:
-    """model.h's lines on the memory a caller passes: the state block (when there is one), the
-    arena, the weights blob, and how the weights are stored."""
-    P, M = m.prefix, m.macro
-    lines = []
-    if m.stateful:
-        use = (
-            f" and the random streams; {P}init sets it, {P}train_step updates it"
-            if m.trainable
-            else f"; {P}init expands the weights into it"
-        )
-        lines += [
-            f" *   state  {M}STATE_BYTES bytes, 8-byte aligned: the variables as float32 (at the "
-            "offsets",
-            f" *          below){use}.",
-        ]
-    lines += [
-        f" *   arena  {M}ARENA_BYTES bytes, {M}ARENA_ALIGN-byte aligned: the scratch memory of one",
-        " *          call; several models may share one arena when they do not run at the same "
-        "time.",
-    ]
-    if m.external_weights:
-        lines.append(
-            f" *   weights  the {M}WEIGHTS_BYTES-byte blob weights.bin (little-endian), 8-byte "
-            "aligned."
-        )
-    else:
-        lines.append(
-            f" *   weights  compiled into model.c as const data ({M}WEIGHTS_BYTES bytes, flash on "
-            "an MCU)."
-        )
-    if m.weights_dtype != "float32":
-        scales = " (per-channel float scales)" if m.weights_dtype == "int8" else ""
-        lines += [
-            f" *            The weights predict reads are stored as {m.weights_dtype}{scales};",
-            f" *            {P}init expands them to float32, and every computation is float32.",
-        ]
-    return lines
-
-
-def _defines(m: EmbeddedModel) -> list[str]:
-    """model.h's sizes: the batch, the memory blocks' bytes."""
-    M = m.macro
-    lines = [
-        "/* the batch every entry point is compiled for: the first dimension of its tensors */",
-        f"#define {M}BATCH {m.batch}",
-    ]
-    if m.max_batch:
-        lines += [
-            f"/* predict takes n <= {M}MAX_BATCH examples (its counts below are per example) */",
-            f"#define {M}MAX_BATCH {m.max_batch}",
-        ]
-    lines += [
-        f"#define {M}ARENA_BYTES {m.arena_bytes}",
-        f"#define {M}ARENA_ALIGN {m.arena_align}",
-        f"#define {M}STATE_BYTES {m.state_bytes}",
-        f"#define {M}WEIGHTS_BYTES {m.weights_bytes}",
-    ]
-    if m.trainable:
-        lines += [
-            "/* the variables' bytes that save writes and restore reads (at the state's offsets "
-            "below) */",
-            f"#define {M}SAVE_BYTES {m.vars_bytes}",
-        ]
-    return lines
-
-
-def _init_head(m: EmbeddedModel) -> list[str]:
-    """The first lines of init: its signature, and where the weights are."""
-    P = m.prefix
-    if m.external_weights:
-        return [f"int {P}init(void *state, const void *weights) {{"]
-    weights = f"&{P}weights" if m.variables else "NULL"
-    return [f"int {P}init(void *state) {{", f"    const void *weights = {weights};"]
-
-
-def _declarations(m: EmbeddedModel) -> list[str]:
-    """model.h's declarations of init (a state block to fill) and save/restore (training)."""
-    P, M = m.prefix, m.macro
-    lines = []
-    if m.stateful:
-        source = "" if m.external_weights else " compiled into model.c"
-        expanded = ", expanded to float32" if m.weights_dtype != "float32" else ""
-        before = f"{P}train_step or " if m.trainable else ""
-        lines += [
-            "",
-            f"/* Set the state block: the variables from the weights blob{source}{expanded},",
-            f" * the random streams to their seeds. Call it once before {before}{P}predict. */",
-            f"int {P}init(void *state, const void *weights);"
-            if m.external_weights
-            else f"int {P}init(void *state);",
-        ]
-    if m.trainable:
-        lines += [
-            "",
-            f"/* Copy the variables out of the state block into {M}SAVE_BYTES bytes (save them to",
-            f" * flash; {P}restore resumes from them). */",
-            f"void {P}save(const void *state, void *variables);",
-            "",
-            f"/* Copy variables {P}save wrote back into the state block. */",
-            f"void {P}restore(void *state, const void *variables);",
-        ]
-    return lines
-
-
-def _entry_doc(m: EmbeddedModel, e: dict, sigs: ModelSignatures) -> list[str]:
-    """The comment of an entry point in model.h: what it computes, then its parameters."""
-    if e["role"] == "train":
-        summary = [
-            "/* One training step: the forward pass, the gradients and the optimizer's update of "
-            "the",
-            " * variables in the state block.",
-        ]
-    elif e["rows"]:
-        summary = ["/* Predictions for n examples, one at a time."]
-    else:
-        summary = [f"/* Predictions for {m.macro}BATCH examples."]
-    lines = [*summary, *(f" *   {line}" for line in e["doc"])]
-    if e["role"] == "train" and m.trainable and sigs.train.defaults:
-        defaults = "".join(f" {k} = {v!r}" for k, v in sigs.train.defaults.items())
-        lines.append(f" * Hyperparameter defaults:{defaults}.")
-    return [*lines, " */"]
-
-
-def _entry_body(e: dict, M: str) -> list[str]:
-    """The statements of an entry point: its slots and constants, then the program's run (per
-    example for a predict over n rows)."""
-    lines = list(e["locals"])
-    if e["base"]:
-        lines += [e["base"], f"void *const slots[] = {{ {e['slots']} }};"]
-    if e["consts"]:
-        lines.append(f"const void *const consts[] = {{ {e['consts']} }};")
-    slots = "slots" if e["base"] else "NULL"
-    consts = "consts" if e["consts"] else "NULL"
-    if e["rows"]:
-        return lines + [
-            f"if (n < 0 || n > {M}MAX_BATCH) return TFC_ERR_INVALID_ARGUMENT;",
-            "for (int64_t i = 0; i < n; ++i) { /* one example at a time, in one example's arena */",
-            f"    const void *const inputs[] = {{ {e['inputs']} }};",
-            f"    void *const outputs[] = {{ {e['outputs']} }};",
-            f"    int rc = {e['run']}({slots}, inputs, outputs, {consts}, arena, NULL);",
-            "    if (rc != TFC_OK) return rc;",
-            "}",
-            "return TFC_OK;",
-        ]
-    if e["inputs"]:
-        lines.append(f"const void *const inputs[] = {{ {e['inputs']} }};")
-    inputs = "inputs" if e["inputs"] else "NULL"
-    return lines + [
-        f"void *const outputs[] = {{ {e['outputs']} }};",
-        f"return {e['run']}({slots}, {inputs}, outputs, {consts}, arena, NULL);",
-    ]
+def _zero_lines(m: EmbeddedModel) -> list[str]:
+    """init's memsets of the state's variables the blob leaves out (all zeros), adjacent ones
+    (and the padding between them) merged into one."""
+    kept = {item.var.name for item in m.stored}
+    runs: list[list[int]] = []
+    for v in m.variables:
+        if v.name in kept or not v.nbytes:
+            continue
+        if runs and _round_up(runs[-1][1]) >= v.offset:
+            runs[-1][1] = v.offset + v.nbytes
+        else:
+            runs.append([v.offset, v.offset + v.nbytes])
+    return [f"memset(s + {a}, 0, {b - a}); /* zero-initialized variables */" for a, b in runs]
 
 
 def _member(name: str, kind: str, values: np.ndarray, dtype: _dt.DType) -> dict:
@@ -795,29 +547,6 @@ def _member(name: str, kind: str, values: np.ndarray, dtype: _dt.DType) -> dict:
     else:
         ctype, init = dtype.c_type, c_initializer(values, dtype) if values.size else ""
     return {"decl": f"{ctype} {name}[{max(1, values.size)}]", "value": f"{{ {init or '0'} }}"}
-
-
-def _count(spec) -> int:
-    return int(np.prod(spec.shape, dtype=np.int64))
-
-
-def _io_macros(m: EmbeddedModel) -> list[dict]:
-    out = []
-    for role, p in m.programs.items():
-        low = p.lowered
-        for kind, names, specs in (
-            ("IN", p.input_names, low.feeds),
-            ("OUT", p.output_names, low.fetches),
-        ):
-            for name, spec in zip(names, specs):
-                if spec.shape:
-                    out.append(
-                        {
-                            "name": f"{m.macro}{role.upper()}_{kind}_{name.upper()}_COUNT",
-                            "value": int(np.prod(spec.shape, dtype=np.int64)),
-                        }
-                    )
-    return out
 
 
 def library_sources() -> list[str]:

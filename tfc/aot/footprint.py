@@ -5,6 +5,9 @@ directories, then model.c is compiled with -Os by every cross compiler found on 
 are the object's executable sections (what `size -A` lists as .text*), read from the ELF (or
 wasm) file itself so no target's binutils are needed; constants and weights are read-only data
 and are counted apart. libm functions the model calls (expf, logf) are not in the object.
+
+RAM is the state block, the arena and the stack: model.h's STACK_BYTES bound, and the deepest
+call GCC measures (-fcallgraph-info: tfc/aot/embed_stack.py) with each GCC toolchain.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from tfc.aot.embed import EMBED_CFLAGS, EmbeddedModel, compile_embed, library_sources
+from tfc.aot.embed_stack import measure_stack
 from tfc.compiler import CompileOptions
+from tfc.ir import dtypes as _dt
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,21 @@ class Variant:
 
     model: EmbeddedModel
     code: dict[str, int] = field(default_factory=dict)  # toolchain -> code bytes
+    stack: dict[str, int] = field(default_factory=dict)  # GCC toolchain -> measured stack bytes
+
+    @property
+    def ram_bytes(self) -> int:
+        """The state block, the arena and model.h's stack bound."""
+        m = self.model
+        return m.state_bytes + m.arena_bytes + m.stack_bytes
+
+    @property
+    def constant_bytes(self) -> int:
+        """The constants compiled into model.c (read-only data beside the code): an imported
+        model's weights (a .tflite or GraphDef model holds them as constants, not variables)."""
+        sizes = {d.c_type: d.size for d in _dt.ALL if d.c_type}
+        programs = self.model.programs.values()
+        return sum(c.count * sizes[c.ctype] for p in programs for c in p.lowered.consts)
 
 
 @dataclass
@@ -69,14 +89,28 @@ class Footprint:
             label = "predict only" if key == "predict" else "train_step + predict"
             lines.append(f"  {label:22}" + "".join(f"{v.code[n]:>11,}" for n in names))
         lines.append("")
-        lines.append(f"{'':24}{'weights':>11}{'state':>11}{'arena':>11}{'lower bound':>13}")
+        head = ["weights", "state", "arena", "lower bound", "stack", "RAM"]
+        lines.append(f"{'':24}" + "".join(f"{h:>13}" for h in head))
         for key, v in self.variants.items():
             m = v.model
             label = "predict only" if key == "predict" else "train_step + predict"
-            lines.append(
-                f"  {label:22}{m.weights_bytes:>11,}{m.state_bytes:>11,}{m.arena_bytes:>11,}"
-                f"{m.arena_lower_bound:>13,}"
-            )
+            row = [m.weights_bytes, m.state_bytes, m.arena_bytes, m.arena_lower_bound]
+            row += [m.stack_bytes, v.ram_bytes]
+            lines.append(f"  {label:22}" + "".join(f"{n:>13,}" for n in row))
+        constants = {key: v.constant_bytes for key, v in self.variants.items()}
+        if any(constants.values()):
+            lines.append("")
+            lines.append(f"{'constants (read-only)':24}{'bytes':>11}")
+            for key, n in constants.items():
+                label = "predict only" if key == "predict" else "train_step + predict"
+                lines.append(f"  {label:22}{n:>11,}")
+        gcc = [n for n in names if all(n in v.stack for v in self.variants.values())]
+        if gcc:
+            lines.append("")
+            lines.append(f"{'stack measured by GCC':24}" + "".join(f"{n:>11}" for n in gcc))
+            for key, v in self.variants.items():
+                label = "predict only" if key == "predict" else "train_step + predict"
+                lines.append(f"  {label:22}" + "".join(f"{v.stack[n]:>11,}" for n in gcc))
         if self.missing:
             lines.append(f"\nnot measured (no toolchain on PATH): {', '.join(self.missing)}")
         return "\n".join(lines) + "\n"
@@ -105,6 +139,14 @@ def measure(
                     if proc.returncode != 0:
                         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")
                     variant.code[t.name] += code_bytes((out / obj).read_bytes())
+                entries = [f"{m.prefix}predict"]
+                if m.trainable:
+                    entries.append(f"{m.prefix}train_step")
+                flags = [*EMBED_CFLAGS, *SIZE_FLAGS, *t.flags]
+                try:
+                    variant.stack[t.name] = max(measure_stack(out, t.cc, flags, entries).values())
+                except (RuntimeError, ValueError):
+                    pass  # not GCC (no -fcallgraph-info), or a graph it cannot bound
             variants[key] = variant
     label = name or (Path(model).stem if isinstance(model, (str, Path)) else "model")
     return Footprint(label, batch, variants, missing)

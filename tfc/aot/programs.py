@@ -18,8 +18,54 @@ from tfc.compiler import PIPELINE, Pass, compile_program
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, GraphKeys
 from tfc.ir.program import FeedSpec, make_program_graph
+from tfc.ops.registry import constant_value, python_reason
 from tfc.train.training_util import get_global_step
 from tfc.variables import variables_initializer
+
+# train outputs after the loss named "summary:<tag>" are tf.summary.scalar values: train
+# --logdir writes them to its event file (the model descriptor's summaries table)
+SUMMARY_OUTPUT_PREFIX = "summary:"
+
+
+def train_summaries(graph: Graph, feeds: list[FeedSpec]) -> list[tuple[str, object]]:
+    """(tag, value tensor) of each tf.summary.scalar (ScalarSummary with a constant scalar tag
+    and a real scalar value) that the train step can compute natively from its feeds. The
+    summary op itself makes a string, which native code has not: its value is fetched and the
+    driver writes the Summary."""
+    fed = {spec.tensor[0] for spec in feeds}
+    found: list[tuple[str, object]] = []
+    for op in graph.get_operations():
+        if op.type != "ScalarSummary":
+            continue
+        tags_t, value = op.inputs
+        tags = constant_value(graph, (tags_t.op.name, tags_t.value_index))
+        if tags is None or tags.shape != () or value.shape.ndims != 0:
+            continue
+        if not (value.dtype.is_floating or value.dtype.is_integer):
+            continue
+        if not _computable(graph, value.op.name, fed):
+            continue
+        tag = tags[()].decode("utf-8", errors="replace")
+        if tag not in {t for t, _ in found}:
+            found.append((tag, value))
+    return found
+
+
+def _computable(graph: Graph, name: str, fed: set[str]) -> bool:
+    """Whether node `name` depends on no placeholder but the fed ones and on no Python op."""
+    seen, stack = set(), [name]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node in fed:
+            continue
+        if graph.op_type(node) == "Placeholder" or python_reason(graph, node):
+            return False
+        stack.extend(src for src, _ in graph.input_edges(node))
+        stack.extend(graph.control_input_names(node))
+    return True
 
 
 @dataclass
@@ -124,8 +170,11 @@ def plan_model(
             init = variables_initializer(variables, name="tfc_init")
         programs["init"] = _compile(sigs, "init", [], [init], [], ([], []), passes, target)
         feeds, names = train_feeds(tr, batch)
+        summaries = train_summaries(graph, feeds)
+        fetches = [tr.loss, *(t for _, t in summaries)]
+        outputs = ["loss", *(SUMMARY_OUTPUT_PREFIX + tag for tag, _ in summaries)]
         programs["train"] = _compile(
-            sigs, "train", [tr.loss], [tr.train_op], feeds, (names, ["loss"]), passes, target
+            sigs, "train", fetches, [tr.train_op], feeds, (names, outputs), passes, target
         )
     if sigs.predict is not None:
         pr = sigs.predict

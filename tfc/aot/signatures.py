@@ -1,6 +1,7 @@
 """Model files for `tfc compile`: loading one, building its graph, checking its signatures.
-An ONNX file (OnnxModel) is a model too: its graph imported with the compiled batch, as one
-predict signature from its input to its outputs."""
+A GraphDef file (GraphDefModel: a frozen TensorFlow model, .pb or .pbtxt) and a TensorFlow Lite
+model (TFLiteModel, .tflite) and an ONNX model (OnnxModel, .onnx) are models too: their graph
+imported, as one predict signature from the input to the outputs."""
 
 from __future__ import annotations
 
@@ -17,14 +18,25 @@ from typing import Any
 
 import numpy as np
 
+from tfc.graphdef import GraphDefImportError, import_graph_def, read_graph_def
+from tfc.graphdef.importer import parse_tensor_name
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
-from tfc.onnx.importer import import_graph
+from tfc.onnx.importer import import_graph as import_onnx
 from tfc.onnx.loading import OnnxImportError
+from tfc.ops.constant import placeholder
+from tfc.tflite import TFLiteImportError
+from tfc.tflite import import_graph as import_tflite
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the element types the drivers convert data to and checkpoints hold
 SUPPORTED_DTYPES = (_dt.float32, _dt.float64, _dt.int32, _dt.int64, _dt.bool_)
+# --target embed's entry points also take and return int8 (quantized TFLite models)
+EMBED_DTYPES = (*SUPPORTED_DTYPES, _dt.int8)
+_EMBED_HINT = (
+    " (the executables read and write no int8 data: compile an int8 model with --target embed, "
+    "or convert it with float32 input and output)"
+)
 # outputs the predict driver compares with a label column when the model names none
 _CLASS_OUTPUTS = ("probabilities", "logits", "class_ids", "classes")
 
@@ -61,14 +73,13 @@ class ModelSignatures:
 
 
 @dataclasses.dataclass(frozen=True)
-class OnnxModel:
-    """An ONNX model file compiled by `tfc compile`: `batch` replaces the first dimension of the
-    model's input (the compiled batch; None keeps the model's); `inputs`/`outputs` (ONNX value
-    names) cut the subgraph between them. Its predict signature feeds the one input as
-    `features` and fetches every output, named by its ONNX name made a C identifier."""
+class GraphDefModel:
+    """A GraphDef file (TensorFlow's frozen model) compiled by `tfc compile`: `inputs` names the
+    tensor fed as `features` (default: the GraphDef's one Placeholder; a tensor that is not a
+    placeholder cuts the graph there), `outputs` the tensors predicted ("probs:0" or "probs"),
+    each named in the executable by its node name made a C identifier."""
 
     path: str
-    batch: int | None = None
     inputs: tuple[str, ...] | None = None
     outputs: tuple[str, ...] | None = None
 
@@ -78,8 +89,127 @@ class OnnxModel:
 
     def signatures(self) -> dict[str, Any]:
         try:
-            m = import_graph(self.path, self.batch, graph=get_default_graph(),
-                             input_names=self.inputs, output_names=self.outputs)  # fmt: skip
+            graph_def = read_graph_def(self.path)
+        except ValueError as e:
+            raise ModelError(str(e)) from None
+        if not self.outputs:
+            raise ModelError(
+                f"{self.path}: a GraphDef names no outputs; give them with --outputs NAMES "
+                "(e.g. --outputs probs:0)"
+            )
+        inputs = self.inputs or tuple(n.name for n in graph_def.node if n.op == "Placeholder")
+        if len(inputs) != 1:
+            raise ModelError(
+                f"{self.path}: the predict executable feeds one input (features); the GraphDef "
+                f"has {len(inputs)} placeholders {list(inputs)}: choose one with --inputs NAME"
+            )
+        nodes = {n.name: n for n in graph_def.node}
+        wanted = [*inputs, *self.outputs]
+        for name in wanted:
+            if parse_tensor_name(name)[0] not in nodes:
+                raise ModelError(f"{self.path}: the GraphDef has no node named {name!r}")
+        try:
+            input_map = self._cut_input_map(graph_def, inputs[0], nodes)
+            tensors = import_graph_def(
+                graph_def,
+                input_map=input_map,
+                return_elements=[_tensor_name(n) for n in self.outputs],
+                name="",
+            )
+        except GraphDefImportError as e:
+            raise ModelError(f"{self.path}: {e}") from None
+        features = (
+            input_map[_tensor_name(inputs[0])]
+            if input_map
+            else get_default_graph().get_tensor_by_name(_tensor_name(inputs[0]))
+        )
+        outputs: dict[str, Any] = {}
+        for name, tensor in zip(self.outputs, tensors):
+            key = c_identifier(parse_tensor_name(name)[0].replace("/", "_"))
+            while key in outputs:
+                key += "_"
+            outputs[key] = tensor
+        return {"predict": {"inputs": {"features": features}, "outputs": outputs}}
+
+    def _cut_input_map(self, graph_def: Any, name: str, nodes: dict) -> dict[str, Tensor]:
+        """{} when `name` is a Placeholder; else a placeholder of its dtype and shape that
+        replaces it (the dtype and shape learned by importing the graph once aside)."""
+        if nodes[parse_tensor_name(name)[0]].op == "Placeholder":
+            return {}
+        with Graph().as_default():
+            (probe,) = import_graph_def(graph_def, return_elements=[_tensor_name(name)], name="")
+        dims = probe.shape.as_list() if probe.shape.ndims is not None else None
+        if dims:
+            dims[0] = None  # the compiled batch takes the first dimension
+        fed = placeholder(probe.dtype, dims, name="features")
+        return {_tensor_name(name): fed}
+
+
+def _tensor_name(name: str) -> str:
+    node, index = parse_tensor_name(name)
+    return f"{node}:{index}"
+
+
+@dataclasses.dataclass(frozen=True)
+class TFLiteModel:
+    """A TensorFlow Lite model (.tflite, float32 or int8) compiled by `tfc compile`: `inputs`
+    names the TFLite tensor fed as `features` (default: the model's one input; another tensor
+    cuts the model there), `outputs` the tensors predicted (default: the model's outputs), each
+    named in the executable by its tensor name made a C identifier."""
+
+    path: str
+    inputs: tuple[str, ...] | None = None
+    outputs: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def signatures(self) -> dict[str, Any]:
+        try:
+            imported = import_tflite(
+                self.path,
+                graph=get_default_graph(),
+                input_names=self.inputs,
+                output_names=self.outputs,
+                dynamic_batch=True,
+            )
+        except TFLiteImportError as e:
+            raise ModelError(str(e)) from None
+        if len(imported.inputs) != 1:
+            raise ModelError(
+                f"{self.path}: the predict executable feeds one input (features); the model has "
+                f"{len(imported.inputs)} inputs {imported.input_names}: choose one with --inputs"
+            )
+        outputs: dict[str, Any] = {}
+        for name, tensor in zip(imported.output_names, imported.outputs):
+            key = c_identifier(name.replace("/", "_").replace(":", "_"))
+            while key in outputs:
+                key += "_"
+            outputs[key] = tensor
+        return {"predict": {"inputs": {"features": imported.inputs[0]}, "outputs": outputs}}
+
+
+@dataclasses.dataclass(frozen=True)
+class OnnxModel:
+    """An ONNX model file compiled by `tfc compile`: `batch` replaces the first dimension of the
+    model's input (the compiled batch; None keeps the model's); `inputs`/`outputs` (ONNX value
+    names) cut the subgraph between them. Its predict signature feeds the one input as
+    `features` and fetches every output, named by its ONNX name made a C identifier."""
+
+    path: str
+    inputs: tuple[str, ...] | None = None
+    outputs: tuple[str, ...] | None = None
+    batch: int | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def signatures(self) -> dict[str, Any]:
+        try:
+            m = import_onnx(self.path, self.batch, graph=get_default_graph(),
+                            input_names=self.inputs, output_names=self.outputs)  # fmt: skip
         except OnnxImportError as e:
             raise ModelError(str(e)) from None
         if len(m.inputs) != 1:
@@ -96,41 +226,48 @@ class OnnxModel:
         return {"predict": {"inputs": {"features": m.inputs[0]}, "outputs": outputs}}
 
 
-def onnx_model(
-    model: Any,
-    batch: int | None = None,
-    inputs: Any = None,
-    outputs: Any = None,
-) -> OnnxModel:
-    """`model` (an .onnx path or an OnnxModel) as an OnnxModel: compiled at `batch` when given,
-    cut at `inputs`/`outputs` (lists of ONNX value names) when given."""
-    if not isinstance(model, OnnxModel):
+ImportedModel = GraphDefModel | TFLiteModel | OnnxModel
+# the model files tfc imports rather than runs, by suffix
+_IMPORTED_SUFFIXES: dict[str, type] = {
+    ".pb": GraphDefModel,
+    ".pbtxt": GraphDefModel,
+    ".tflite": TFLiteModel,
+    ".onnx": OnnxModel,
+}
+
+
+def imported_model(
+    model: Any, inputs: Any = None, outputs: Any = None, batch: int | None = None
+) -> ImportedModel | None:
+    """`model` as an imported model (a .pb/.pbtxt, .tflite or .onnx path, or one of those
+    classes), cut at `inputs`/`outputs` when given, an ONNX model compiled at `batch` when given;
+    None when `model` is none of them."""
+    if not isinstance(model, (GraphDefModel, TFLiteModel, OnnxModel)):
+        if not isinstance(model, (str, os.PathLike)):
+            return None
+        cls = _IMPORTED_SUFFIXES.get(Path(model).suffix.lower())
+        if cls is None:
+            return None
         if not Path(model).is_file():
             raise FileNotFoundError(f"model file {model} does not exist")
-        model = OnnxModel(str(model))
+        model = cls(os.fspath(model))
     changes: dict[str, Any] = {}
-    if batch is not None:
-        changes["batch"] = int(batch)
     if inputs is not None:
         changes["inputs"] = tuple(inputs)
     if outputs is not None:
         changes["outputs"] = tuple(outputs)
+    if batch is not None and isinstance(model, OnnxModel):
+        changes["batch"] = int(batch)  # the others import the batch dimension as None
     return dataclasses.replace(model, **changes)
 
 
-def is_onnx_model(model: Any) -> bool:
-    return isinstance(model, OnnxModel) or (
-        isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(".onnx")
-    )
-
-
 def load_signatures_function(model: Any, batch: int | None = None) -> tuple[str, Callable[[], Any]]:
-    """The model's name and its `signatures` function, from a path (a model file, an ONNX file,
-    or a directory holding model.py), a module or a callable. `batch` is the batch an ONNX
-    model is imported with (a model file builds its own placeholders)."""
-    if is_onnx_model(model):
-        m = onnx_model(model, batch)
-        return m.name, m.signatures
+    """The model's name and its `signatures` function, from a path (a model file, a GraphDef,
+    TFLite or ONNX file, or a directory holding model.py), a module or a callable. `batch` is
+    the batch an ONNX model is imported with (a model file builds its own placeholders)."""
+    imported = imported_model(model, batch=batch)
+    if imported is not None:
+        return imported.name, imported.signatures
     if callable(model) and not isinstance(model, types.ModuleType):
         return getattr(model, "__module__", None) or "model", model
     if isinstance(model, types.ModuleType):
@@ -161,8 +298,11 @@ def load_signatures_function(model: Any, batch: int | None = None) -> tuple[str,
     return name, fn
 
 
-def build_signatures(name: str, fn: Callable[[], Any]) -> ModelSignatures:
-    """Run `fn` in a fresh default graph and check what it returns."""
+def build_signatures(
+    name: str, fn: Callable[[], Any], dtypes: tuple[_dt.DType, ...] = SUPPORTED_DTYPES
+) -> ModelSignatures:
+    """Run `fn` in a fresh default graph and check what it returns; inputs and outputs of
+    predict must be of `dtypes`."""
     graph = Graph()
     with graph.as_default():
         sigs = fn()
@@ -170,7 +310,7 @@ def build_signatures(name: str, fn: Callable[[], Any]) -> ModelSignatures:
         raise ModelError(f"signatures() of model {name} must return a non-empty dict")
     _check_keys(sigs, {"train", "predict"}, "signatures()")
     train = _train_signature(graph, sigs["train"]) if "train" in sigs else None
-    predict = _predict_signature(graph, sigs["predict"]) if "predict" in sigs else None
+    predict = _predict_signature(graph, sigs["predict"], dtypes) if "predict" in sigs else None
     return ModelSignatures(name, graph, train, predict)
 
 
@@ -203,7 +343,9 @@ def _tensor(graph: Graph, value: Any, where: str) -> Tensor:
     return t
 
 
-def _input(graph: Graph, value: Any, where: str) -> Tensor:
+def _input(
+    graph: Graph, value: Any, where: str, dtypes: tuple[_dt.DType, ...] = SUPPORTED_DTYPES
+) -> Tensor:
     t = _tensor(graph, value, where)
     if t.op.type != "Placeholder":
         raise ModelError(f"{where}: {t.name} must be a tf.placeholder, not a {t.op.type}")
@@ -213,10 +355,10 @@ def _input(graph: Graph, value: Any, where: str) -> Tensor:
             f"{where}: placeholder {t.name} must have a shape [batch, ...] with every dimension "
             f"but the first known, got {t.shape}"
         )
-    if t.dtype not in SUPPORTED_DTYPES:
+    if t.dtype not in dtypes:
         raise ModelError(
             f"{where}: placeholder {t.name} has dtype {t.dtype.name}; supported: "
-            f"{', '.join(d.name for d in SUPPORTED_DTYPES)}"
+            f"{', '.join(d.name for d in dtypes)}{_EMBED_HINT if t.dtype in EMBED_DTYPES else ''}"
         )
     return t
 
@@ -297,12 +439,14 @@ def label_classes(labels: Tensor) -> int:
     return int(found.pop())
 
 
-def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:
+def _predict_signature(
+    graph: Graph, sig: Any, dtypes: tuple[_dt.DType, ...] = SUPPORTED_DTYPES
+) -> PredictSignature:
     _check_keys(
         sig, {"inputs", "outputs", "label_output"}, "signatures()['predict']", ("inputs", "outputs")
     )
     _check_keys(sig["inputs"], {"features"}, "predict inputs", ("features",))
-    features = _input(graph, sig["inputs"]["features"], "predict input 'features'")
+    features = _input(graph, sig["inputs"]["features"], "predict input 'features'", dtypes)
     outputs: dict[str, Tensor] = {}
     if not isinstance(sig["outputs"], dict) or not sig["outputs"]:
         raise ModelError("predict outputs must be a non-empty dict of name -> tensor")
@@ -312,8 +456,11 @@ def _predict_signature(graph: Graph, sig: Any) -> PredictSignature:
         t = _tensor(graph, value, f"predict output '{name}'")
         if t in outputs.values():
             raise ModelError(f"predict output '{name}': {t.name} is already another output")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise ModelError(f"predict output '{name}': dtype {t.dtype.name} is not supported")
+        if t.dtype not in dtypes:
+            hint = _EMBED_HINT if t.dtype in EMBED_DTYPES else ""
+            raise ModelError(
+                f"predict output '{name}': dtype {t.dtype.name} is not supported{hint}"
+            )
         outputs[name] = t
     label_output = sig.get("label_output")
     if label_output is None:

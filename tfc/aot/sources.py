@@ -6,7 +6,7 @@ the templates in tfc/templates/c/ only lay them out.
 
 from __future__ import annotations
 
-from tfc.aot.programs import ModelPlan, Program
+from tfc.aot.programs import SUMMARY_OUTPUT_PREFIX, ModelError, ModelPlan, Program
 from tfc.codegen.render import get_template
 from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import c_initializer, c_string
@@ -58,6 +58,11 @@ def _dims(arrays: DescriptorArrays, name: str, shape: tuple[int, ...]) -> str:
 def _tensor_specs(arrays: DescriptorArrays, prefix: str, names: list[str], specs: list) -> str:
     items = []
     for i, (name, spec) in enumerate(zip(names, specs)):
+        if spec.dtype not in _DT:
+            raise ModelError(
+                f"{name} has dtype {spec.dtype.name}; the native executables read and write "
+                f"{', '.join(d.name for d in _DT)} tensors (cast it in the graph: tf.cast)"
+            )
         dims = _dims(arrays, f"{prefix}_dims{i}", spec.shape)
         nbytes = _nbytes(spec.dtype, spec.shape)
         items.append(
@@ -125,6 +130,13 @@ def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
         for name, default in plan.signatures.train.defaults.items():
             hparams.append(f"{{{c_string(name)}, {train.input_names.index(name)}, {default!r}}}")
     hparam_table = arrays.add("hyperparameters", "tfc_hyperparameter", hparams)
+    summaries = []
+    if train is not None:
+        for i, name in enumerate(train.output_names):
+            if name.startswith(SUMMARY_OUTPUT_PREFIX):
+                tag = name[len(SUMMARY_OUTPUT_PREFIX) :]
+                summaries.append(f"{{{c_string(tag)}, {i}}}")
+    summary_table = arrays.add("summaries", "tfc_summary_scalar", summaries)
     predict = plan.signatures.predict
     label_output = predict.label_output if predict is not None else None
     fields = {
@@ -141,6 +153,8 @@ def render_descriptor(plan: ModelPlan) -> tuple[str, str]:
         "train_loss": "0",
         "n_hyperparameters": str(len(hparams)),
         "hyperparameters": hparam_table,
+        "n_summaries": str(len(summaries)),
+        "summaries": summary_table,
         "predict_features": "0",
         "predict_classes": str(list(predict.outputs).index(label_output))
         if label_output is not None

@@ -1,7 +1,7 @@
 """tf.gradients: reverse-mode differentiation as one backward walk over local per-op rules.
 
 Guarantees: the result is aligned with `xs`; an entry is None when its x is not connected to
-any y through differentiable float ops (integer and bool tensors carry no gradient); otherwise
+any y through differentiable float or complex ops (integer and bool tensors carry none); otherwise
 it is a tensor of x's dtype and shape holding sum_j d(sum(ys[j] * grad_ys[j])) / dx.
 
 How: the ops between xs and ys (reachable from an x and reaching a y by data edges) are visited
@@ -25,21 +25,24 @@ its capture hook.
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
 
 from tfc.autodiff.registry import registered_rule
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
-from tfc.ops.array import fill, identity
+from tfc.ops.array import concat, fill, identity, reshape, stack, unstack
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.functional import register_subgraph_gradients
 from tfc.ops.grad_ops import shape_tensor, sum_to_shape
-from tfc.ops.math import add_n
+from tfc.ops.indexed_slices import IndexedSlices, as_dense
+from tfc.ops.math import add_n, cast
 from tfc.ops.registry import get_opdef
 
-__all__ = ["gradients", "AggregationMethod"]
+__all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients"]
 
 _Key = tuple[str, int]
 
@@ -61,6 +64,13 @@ _METHODS = (
 )
 
 
+class UnconnectedGradients(enum.Enum):
+    """What tf.gradients gives an x that no y depends on: None, or zeros of x's shape."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
 def gradients(
     ys: Any,
     xs: Any,
@@ -70,15 +80,23 @@ def gradients(
     gate_gradients: bool = False,
     aggregation_method: Any = None,
     stop_gradients: Any = None,
+    unconnected_gradients: Any = UnconnectedGradients.NONE,
 ) -> list[Tensor | None]:
     """`tf.gradients`: the symbolic derivatives of sum(ys) with respect to each of `xs`.
 
     ys, xs: a tensor or a list of them; an x may be a `tf.Variable` (its value). grad_ys: one
     tensor per y (None: ones), the gradient flowing into each y. stop_gradients: tensors held
     constant. gate_gradients: an op's input gradients are all computed before any is used.
+    unconnected_gradients: "none" (None for an x no y depends on) or "zero" (zeros like x).
     """
     if aggregation_method not in _METHODS:
         raise ValueError(f"Invalid aggregation_method specified {aggregation_method}.")
+    try:
+        unconnected = UnconnectedGradients(unconnected_gradients)
+    except ValueError:
+        raise ValueError(
+            f"Unknown value for unconnected_gradients: {unconnected_gradients!r}"
+        ) from None
     ys = [convert_to_tensor(y) for y in _as_list(ys, "ys")]
     xs = [_as_x(x) for x in _as_list(xs, "xs")]
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys, "grad_ys")
@@ -93,7 +111,56 @@ def gradients(
         )
         walk.seed(ys, grad_ys)
         walk.run()
-        return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+        result = [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+        if unconnected is UnconnectedGradients.ZERO:
+            result = [_zeros_like(x) if g is None else g for g, x in zip(result, xs)]
+        return result
+
+
+def _zeros_like(x: Tensor) -> Tensor:
+    return fill(shape_tensor(x), constant(0, dtype=x.dtype), name="zeros_like")
+
+
+def hessians(
+    ys: Any,
+    xs: Any,
+    name: str = "hessians",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+) -> list[Tensor]:
+    """`tf.hessians`: for each x of `xs`, the second derivatives of sum(ys), of shape
+    x.shape + x.shape (entry [i..., j...] is d2 sum(ys) / dx[i...] dx[j...]).
+
+    TF builds row j of each Hessian in a while_loop; tfc builds one gradient of the gradient's
+    element j per row, so every x needs its number of elements known when the graph is built.
+    """
+    kwargs = {
+        "colocate_gradients_with_ops": colocate_gradients_with_ops,
+        "gate_gradients": gate_gradients,
+        "aggregation_method": aggregation_method,
+    }
+    xs = [_as_x(x) for x in _as_list(xs, "xs")]
+    with get_default_graph().name_scope(name):
+        first = gradients(ys, xs, **kwargs)
+        result = []
+        for x, gradient in zip(xs, first):
+            n = x.shape.num_elements() if x.shape.is_fully_defined() else None
+            if n is None:
+                raise ValueError(
+                    f"tf.hessians needs the shape of {x.name} known when the graph is built, "
+                    f"got {x.shape}"
+                )
+            dims = x.shape.as_list()
+            if gradient is None or n == 0:  # no y depends on x: its Hessian is zero
+                result.append(fill(dims + dims, constant(0, dtype=x.dtype)))
+                continue
+            rows = [
+                gradients(element, [x], unconnected_gradients="zero", **kwargs)[0]
+                for element in unstack(reshape(gradient, [-1]), num=n)
+            ]
+            result.append(reshape(stack(rows), dims + dims))
+        return result
 
 
 def _subgraph_gradients(ys: list[Tensor], xs: list[Tensor], grad_ys: list[Tensor]) -> list:
@@ -102,7 +169,9 @@ def _subgraph_gradients(ys: list[Tensor], xs: list[Tensor], grad_ys: list[Tensor
     walk = _BackwardWalk(_common_graph(ys + xs), get_default_graph(), ys, xs, set(), False, False)
     walk.seed(ys, grad_ys)
     walk.run()
-    return [walk.total((x.op.name, x.value_index)) if _trainable(x) else None for x in xs]
+    # a nested graph's results are tensors: rows of a captured table are added up here
+    return [as_dense(walk.total((x.op.name, x.value_index))) if _trainable(x) else None
+            for x in xs]  # fmt: skip
 
 
 register_subgraph_gradients(_subgraph_gradients)
@@ -131,7 +200,7 @@ def _common_graph(tensors: Sequence[Tensor]) -> Graph:
 
 
 def _trainable(t: Tensor) -> bool:
-    return t.dtype.is_floating
+    return t.dtype.is_floating or t.dtype.is_complex  # TF's _IsTrainable
 
 
 # -- the walk -------------------------------------------------------------------------------------
@@ -177,13 +246,23 @@ class _BackwardWalk:
                     )
             self.grads.setdefault((y.op.name, y.value_index), []).append(gy)
 
-    def total(self, key: _Key) -> Tensor | None:
-        """The summed gradient of one tensor (None when nothing reached it); summed once."""
+    def total(self, key: _Key) -> Tensor | IndexedSlices | None:
+        """The summed gradient of one tensor (None when nothing reached it); summed once.
+        IndexedSlices alone stay IndexedSlices (their rows concatenated, as TF aggregates
+        them); mixed with dense gradients they are densified and added."""
         parts = self.grads.get(key)
         if not parts:
             return None
         if len(parts) > 1:
-            self.grads[key] = parts = [add_n(parts)]
+            if all(isinstance(p, IndexedSlices) for p in parts):
+                total = IndexedSlices(
+                    concat([p.values for p in parts], 0),
+                    concat([_as_int64(p.indices, parts) for p in parts], 0),
+                    parts[0].dense_shape,
+                )
+            else:
+                total = add_n([as_dense(p) for p in parts])
+            self.grads[key] = parts = [total]
         return parts[0]
 
     def run(self) -> None:
@@ -209,6 +288,8 @@ class _BackwardWalk:
                 rule = opdef.grad
             if rule is None:  # registered as not differentiable
                 continue
+            if op.type not in _SLICES_PASS_THROUGH:  # other rules take dense gradients
+                dys = [as_dense(d) for d in dys]
             colocate = self.colocate and self.build is self.graph
             colocated = self.build.colocate_with(op) if colocate else contextlib.nullcontext()
             with self.build.name_scope(name + "_grad"), colocated:
@@ -232,13 +313,14 @@ class _BackwardWalk:
         for i, (x, g) in enumerate(zip(inputs, in_grads)):
             if g is None or not _trainable(x) or x.op.name not in self.between:
                 continue
-            g = convert_to_tensor(g)
+            if not isinstance(g, IndexedSlices):
+                g = convert_to_tensor(g)
             if g.dtype != x.dtype:
                 raise TypeError(
                     f"The gradient rule of {op.type} gave input {i} of '{op.name}' a gradient "
                     f"of dtype {g.dtype.name}; the input has dtype {x.dtype.name}"
                 )
-            if not _shapes_match(op, g, x):
+            if not isinstance(g, IndexedSlices) and not _shapes_match(op, g, x):
                 g = sum_to_shape(g, x)
             wanted.append((x, g))
         if self.gate and len(wanted) > 1:
@@ -246,9 +328,26 @@ class _BackwardWalk:
                 self.build.name_scope("tuple"),
                 self.build.control_dependencies([g.op for _, g in wanted]),
             ):
-                wanted = [(x, identity(g)) for x, g in wanted]
+                wanted = [(x, _gated(g)) for x, g in wanted]
         for x, g in wanted:
             self.grads.setdefault((x.op.name, x.value_index), []).append(g)
+
+
+# ops whose rule hands an IndexedSlices gradient on unchanged (a variable's read)
+_SLICES_PASS_THROUGH = frozenset({"Identity"})
+
+
+def _gated(g: Tensor | IndexedSlices) -> Tensor | IndexedSlices:
+    if isinstance(g, IndexedSlices):
+        return IndexedSlices(identity(g.values), identity(g.indices), g.dense_shape)
+    return identity(g)
+
+
+def _as_int64(indices: Tensor, parts: list) -> Tensor:
+    """Indices in one dtype for concatenation: int64 when the parts' dtypes differ."""
+    if all(p.indices.dtype == indices.dtype for p in parts):
+        return indices
+    return cast(indices, _dt.int64)
 
 
 def _ops_between(graph: Graph, y_ops: list[str], x_ops: list[str]) -> set[str]:

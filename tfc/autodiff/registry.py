@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfc.ir.graph import Operation
-from tfc.ops.registry import REGISTRY
+from tfc.ops.registry import NAMED_GRADIENTS, REGISTRY
 
 __all__ = [
     "RegisterGradient",
@@ -23,6 +23,8 @@ __all__ = [
     "NoGradient",
     "no_gradient",
     "custom_gradient",
+    "grad_pass_through",
+    "recompute_grad",
 ]
 
 _NOT_DIFFERENTIABLE = object()
@@ -33,7 +35,8 @@ def _register(name: str, value: Any) -> None:
     if not isinstance(name, str):
         raise TypeError(f"op_type must be a string, got {name!r}")
     opdef = REGISTRY.get(name)
-    if name in _REGISTERED or (opdef is not None and (opdef.grad or not opdef.differentiable)):
+    taken = opdef is not None and (opdef.grad or not opdef.differentiable)
+    if name in _REGISTERED or name in NAMED_GRADIENTS or taken:
         raise KeyError(f"Registering two gradient with name '{name}'!")
     _REGISTERED[name] = value
 
@@ -70,6 +73,8 @@ def registered_rule(op: Operation) -> tuple[bool, Callable | None]:
     if name in _REGISTERED:
         value = _REGISTERED[name]
         return True, None if value is _NOT_DIFFERENTIABLE else _normalized(value)
+    if override is not None and override in NAMED_GRADIENTS:
+        return True, _normalized(NAMED_GRADIENTS[override])
     if override is not None:
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {override})")
     return False, None
@@ -127,3 +132,35 @@ def custom_gradient(f: Callable) -> Callable:
     decorated.__name__ = getattr(f, "__name__", "custom_gradient")
     decorated.__doc__ = f.__doc__
     return decorated
+
+
+def grad_pass_through(f: Callable) -> Callable:
+    """`tf.grad_pass_through`: f's value, with the gradient of its result handed to its
+    arguments unchanged (a straight-through estimator: the gradient of an identity), e.g.
+    around an assignment or a rounding step that has no useful derivative. f takes as many
+    tensors as it returns."""
+
+    @custom_gradient
+    def passed_through(*args: Any) -> Any:
+        def grad(*grads: Any) -> Any:
+            return grads if len(grads) > 1 else grads[0]
+
+        return f(*args), grad
+
+    passed_through.__name__ = getattr(f, "__name__", "grad_pass_through")
+    passed_through.__doc__ = f.__doc__
+    return passed_through
+
+
+def recompute_grad(f: Callable) -> Callable:
+    """`tf.recompute_grad`: f, whose forward values TF recomputes in the backward pass instead
+    of keeping them, to save memory. The gradients are those of f either way, which is what
+    tfc computes: it differentiates f's ops as they are, and its memory planner decides at
+    compile time which forward values stay alive (nothing is recomputed)."""
+
+    def recomputed(*args: Any, **kwargs: Any) -> Any:
+        return f(*args, **kwargs)
+
+    recomputed.__name__ = getattr(f, "__name__", "recompute_grad")
+    recomputed.__doc__ = f.__doc__
+    return recomputed

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfc.compiler import CompileOptions
+from tfc.io.config_pb import GPUOptions, GraphOptions, OptimizerOptions
 
 __all__ = ["ConfigProto", "RunOptions", "get_num_threads", "set_num_threads"]
 
@@ -42,25 +43,30 @@ def session_threads(config: Any) -> int:
 @dataclass
 class ConfigProto:
     """TF1's session configuration. `intra_op_parallelism_threads` (> 0) is the number of threads
-    the session's programs split large kernels over (see set_num_threads); the other TF fields
-    are accepted and kept but change nothing; `compile_options` chooses the passes."""
+    the session's programs split large kernels over (see set_num_threads);
+    `operation_timeout_in_ms` (> 0) bounds a run's waits on queues when its RunOptions set no
+    timeout; the other TF fields are accepted and kept but change nothing; `compile_options`
+    chooses the passes."""
 
     allow_soft_placement: bool = False
     log_device_placement: bool = False
     intra_op_parallelism_threads: int = 0
     inter_op_parallelism_threads: int = 0
+    operation_timeout_in_ms: int = 0
     device_count: dict = field(default_factory=dict)
-    gpu_options: Any = None
-    graph_options: Any = None
+    gpu_options: GPUOptions = field(default_factory=GPUOptions)
+    graph_options: GraphOptions = field(default_factory=GraphOptions)
     compile_options: CompileOptions = field(default_factory=CompileOptions)
 
 
 @dataclass
 class RunOptions:
-    """TF1's per-call options for Session.run(options=). `fetches_on_device`: a program that runs
-    on the GPU (or the emulated device) returns its fetches as tfc.DeviceArray, left in device
-    memory, instead of NumPy copies; CPU programs return NumPy arrays either way. The TF fields
-    are accepted and kept but change nothing."""
+    """TF1's per-call options for Session.run(options=). `timeout_in_ms` (> 0): a run waiting on
+    a queue longer fails with DeadlineExceededError (a compiled program, once started, runs to
+    its end). `fetches_on_device`: a program that runs on the GPU (or the emulated device)
+    returns its fetches as tfc.DeviceArray, left in device memory, instead of NumPy copies; CPU
+    programs return NumPy arrays either way. The other TF fields are accepted and kept but
+    change nothing."""
 
     trace_level: int = 0
     timeout_in_ms: int = 0
@@ -79,9 +85,29 @@ def compile_options(config: Any) -> CompileOptions:
     if isinstance(config, CompileOptions):
         return config
     if isinstance(config, ConfigProto):
-        return config.compile_options
+        return with_optimizer_options(config.compile_options, config.graph_options)
     if isinstance(config, dict):
         return CompileOptions(**config)
     raise TypeError(
         f"Session config must be a tfc.CompileOptions, a tf.ConfigProto or a dict, got {config!r}"
     )
+
+
+def with_optimizer_options(options: CompileOptions, graph_options: Any) -> CompileOptions:
+    """`options` less the passes a ConfigProto's GraphOptions.optimizer_options switch off: TF's
+    level L1 (the default) folds constants and merges common subexpressions, L0 does neither
+    unless do_constant_folding / do_common_subexpression_elimination asks for it."""
+    if not isinstance(graph_options, GraphOptions) or not graph_options.HasField(
+        "optimizer_options"
+    ):
+        return options
+    optimizer = graph_options.optimizer_options
+    level_one = optimizer.opt_level == OptimizerOptions.L1
+    off = []
+    if not (level_one or optimizer.do_constant_folding):
+        off.append("fold")
+    if not (level_one or optimizer.do_common_subexpression_elimination):
+        off.append("cse")
+    if not off:
+        return options
+    return CompileOptions(options.passes, tuple(dict.fromkeys([*options.disable, *off])))

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tfc.ir.dtypes import string_array
+from tfc.client.queue_runs import QueueRuns
+from tfc.ir.dtypes import as_numpy, string_array
 from tfc.ir.graph import Graph, Operation, Tensor
 from tfc.ir.program import FeedSpec
 
@@ -61,8 +62,11 @@ class RunRequest:
         fetches: Any,
         feed_dict: Any = None,
         feed_source: FeedSource | None = None,
+        queue_runs: QueueRuns | None = None,
+        deadline_ns: int = 0,
     ) -> None:
         leaves, self._rebuild = flatten_fetches(fetches)
+        self._graph = graph
         self._elements = [_fetch_element(graph, x) for x in leaves]
         # distinct fetched tensors in first-seen order (a dict: runs fetch hundreds at once)
         self.fetches: list[Tensor] = list(
@@ -70,8 +74,18 @@ class RunRequest:
         )
         self.targets = sorted({e.name for e in self._elements if isinstance(e, Operation)})
         feed_tensors, self.feed_values = convert_feeds(graph, feed_dict)
+        self.n_fed = len(feed_tensors)  # the caller's feeds come first, sources' after them
         if feed_source is not None:
             feed_source.add_feeds(graph, self.fetches, self.targets, feed_tensors, self.feed_values)
+        # the run's queue ops: dequeues now (their values fed), enqueues in finish()
+        self._queue_step = None
+        if queue_runs is not None:
+            self._queue_step = queue_runs.step(
+                graph, self.fetches, self.targets, feed_tensors, deadline_ns
+            )
+        if self._queue_step is not None:
+            self._queue_step.take(graph, feed_tensors, self.feed_values)
+            self.fetches = list(dict.fromkeys(self.fetches + self._queue_step.extra_fetches))
         self.feeds = [
             FeedSpec((t.op.name, t.value_index), t.dtype, tuple(v.shape))
             for t, v in zip(feed_tensors, self.feed_values)
@@ -83,6 +97,23 @@ class RunRequest:
 
     def signature(self) -> tuple:
         return (tuple(self.fetch_keys), tuple(self.targets), tuple(self.feeds))
+
+    def finish(self, values: Sequence[np.ndarray]) -> None:
+        """After the program ran (one value per fetch): the run's enqueues and closes."""
+        if self._queue_step is not None:
+            self._queue_step.finish(self._graph, dict(zip(self.fetches, values)))
+
+    @property
+    def queued(self) -> bool:
+        """Whether the run has queue ops (dequeues before the program, enqueues after)."""
+        return self._queue_step is not None
+
+    def result_layout(self) -> tuple[list[int | None], Callable[[list], Any]]:
+        """Where each fetched element's value is among `fetches` (None: an operation's), and
+        the function that rebuilds the caller's fetch structure from the elements' values."""
+        index = {t: i for i, t in enumerate(self.fetches)}
+        picks = [None if isinstance(e, Operation) else index[e] for e in self._elements]
+        return picks, self._rebuild
 
     def results(self, values: Sequence[np.ndarray]) -> Any:
         by_tensor = dict(zip(self.fetches, values))
@@ -133,7 +164,7 @@ def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.n
                 array = string_array(value)
             else:
                 with np.errstate(all="ignore"):
-                    array = np.asarray(value, dtype=tensor.dtype.np, order="C")
+                    array = np.asarray(as_numpy(value, tensor.dtype), order="C")
         except (TypeError, ValueError, OverflowError) as e:
             raise ValueError(
                 f"Cannot convert the value fed for '{tensor.name}' to {tensor.dtype.name}: {e}"
@@ -179,4 +210,8 @@ def flatten_fetches(fetches: Any) -> tuple[list, Callable[[list], Any]]:
             return type(fetches)(items) if isinstance(fetches, tuple) else items
 
         return [x for leaves, _ in parts for x in leaves], rebuild_seq
+    components = getattr(fetches, "fetch_components", None)
+    if components is not None:  # an IndexedSlices: its tensors, and the value made of them
+        tensors, result = components()
+        return list(tensors), result
     return [fetches], lambda values: values[0]

@@ -1,50 +1,84 @@
 """Session: compiles each (fetches, feeds, feed shapes) signature to native code and runs it.
 
-The session owns the state that outlives one run: variable buffers, their initialized flags,
-and the streams of random ops. Every compiled program of the session binds the same buffers,
-so `sess.run(init)` and `sess.run(train_op)` see one set of variables.
+The session keeps the state that outlives one run: variable buffers, their initialized flags,
+queues (tfc/client/resources.py: private to the session, or shared by the sessions of an
+in-process server's target, by resource container), and the streams of random ops. Every
+compiled program of the session binds the same buffers, so `sess.run(init)` and
+`sess.run(train_op)` see one set of variables.
+
+Concurrent steps (whitepaper section 7): `run` may be called from several threads at once.
+Compiling and the bookkeeping of initialized variables take the session's lock; a host program
+runs outside it, each call with an arena of its own, on the shared variables (unsynchronized,
+TF1's Hogwild updates, except the updates of ops created with use_locking=True, which hold
+their variables' locks). cffi releases the GIL around the call, so the steps run in parallel.
+A run's queue ops happen before and after its program (tfc/client/queue_runs.py), outside
+the lock: a run blocked on a queue holds up no other run. Programs with GPU stages (their
+variables move between host and device memory) or Python stages run one at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from tfc.backend.cc import bind_io, build_shared_library, load_library, program_error
+from tfc.backend.cc import build_shared_library, load_library
+from tfc.backend.native_queue import clock_ns
 from tfc.client.config import compile_options, fetches_on_device, session_threads
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
 from tfc.client.python_stage import PythonStagedProgram
+from tfc.client.queue_runs import QueueRuns, make_queue
 from tfc.client.request import FeedSources, RunRequest
+from tfc.client.resources import (
+    SessionState,
+    aligned_zeros,
+    register_session,
+    reset_target,
+    state_for_target,
+)
+from tfc.client.run_plan import MISS, RunPlan, plan_key
 from tfc.client.staged import StagedProgram
 from tfc.client.targets import check_session_target
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
+from tfc.data.iterator import GRAPHS_WITH_ITERATORS
 from tfc.data.runtime import IteratorStates
+from tfc.ir import dtypes as _dt
 from tfc.ir import errors
 from tfc.ir.graph import Graph, get_default_graph, register_session_lookup
 from tfc.ir.program import make_program_graph
+from tfc.ir.subgraph import find_operation
+from tfc.ops.queues import QueueSpec
 from tfc.ops.state import GRAPHS_WITH_INIT_FLAGS
 
-_ALIGN = 64
+# each loaded library's last set_num_threads count: a run sets it only when it changes (the
+# libraries are loaded once per process and shared by the sessions' programs)
+_THREADS_SET: dict[Any, int] = {}
 
 
-def aligned_zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """A zeroed array whose data starts on a 64-byte boundary (what the kernels assume)."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
-    start = (-raw.ctypes.data) % _ALIGN
-    return raw[start : start + nbytes].view(dtype).reshape(shape)
+class _CallFrame:
+    """What one call of a program writes: its arena, the pointer tables of its feeds and
+    fetches, and its error report. Concurrent calls of one program each take a frame."""
+
+    def __init__(self, ffi: Any, lowered: LoweredProgram) -> None:
+        self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
+        self.arena_ptr = ffi.from_buffer(self.arena)
+        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
+        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
+        self.errbuf = ffi.new("char[]", 1024)
+        self.err = ffi.new("tfc_error *")
+        self.err.msg = self.errbuf
+        self.err.cap = 1024
 
 
 class CompiledProgram:
-    """One signature's native program, with its arena and the pointer tables it is called with."""
+    """One signature's native program: the session's state it binds, and its call frames."""
 
     def __init__(self, session: Session, lowered: LoweredProgram, source: str) -> None:
         self.lowered = lowered
@@ -55,7 +89,6 @@ class CompiledProgram:
         self._set_threads = getattr(self.lib, f"{lowered.prefix}set_num_threads")
         self._config = session.config
         ffi = self.ffi
-        self.arena = aligned_zeros((max(lowered.arena_bytes, 1),), np.uint8)
         self._keep = [session._slot_buffer(slot) for slot in lowered.slots] + list(
             lowered.external_consts
         )
@@ -65,58 +98,131 @@ class CompiledProgram:
         self.consts = ffi.new(
             "void *[]", [ffi.from_buffer(c) for c in lowered.external_consts] or 1
         )
-        self.inputs = ffi.new("void *[]", max(len(lowered.feeds), 1))
-        self.outputs = ffi.new("void *[]", max(len(lowered.fetches), 1))
-        self.errbuf = ffi.new("char[]", 1024)
-        self.err = ffi.new("tfc_error *")
-        self.err.msg = self.errbuf
-        self.err.cap = 1024
-        self.arena_ptr = ffi.from_buffer(self.arena)
+        self._frames = [_CallFrame(ffi, lowered)]  # free frames; more are made when needed
+        self._fetch_specs = [(f.shape, f.dtype.np) for f in lowered.fetches]
+        self._failure = threading.local()  # this thread's last failed call: (message, node)
 
     on_device = False  # runs on the host (CudaProgram runs on the GPU)
 
+    def _use_threads(self) -> None:
+        """Set the library's thread count to the session's (its programs share the library)."""
+        threads = session_threads(self._config)
+        self._set_threads(threads)
+        _THREADS_SET[self.lib] = threads
+
+    def _take_frame(self) -> _CallFrame:
+        try:  # list.pop and append are atomic: concurrent calls never share a frame
+            return self._frames.pop()
+        except IndexError:
+            return _CallFrame(self.ffi, self.lowered)
+
+    @contextlib.contextmanager
+    def _frame(self) -> Iterator[_CallFrame]:
+        frame = self._take_frame()
+        try:
+            yield frame
+        finally:
+            self._frames.append(frame)
+
+    def _failed(self, frame: _CallFrame) -> None:
+        ffi = self.ffi
+        node = ffi.string(frame.err.node).decode() if frame.err.node != ffi.NULL else None
+        frame.err.node = ffi.NULL  # the program sets it only when it fails
+        self._failure.report = (ffi.string(frame.errbuf).decode(errors="replace"), node)
+
     def __call__(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
-        held, results = bind_io(self.ffi, self.inputs, self.outputs, feeds, self.lowered.fetches)
-        self.err.node = self.ffi.NULL
-        self._set_threads(session_threads(self._config))
-        rc = self._run(self.state, self.inputs, self.outputs, self.consts, self.arena_ptr, self.err)
-        del held  # the buffers stay alive through the call
+        return self.call_contiguous([np.ascontiguousarray(v) for v in feeds])
+
+    def call_contiguous(self, feeds: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+        """Call the program on C-contiguous feeds, read in place: (its status, a new array per
+        fetch, written in place by the program)."""
+        try:  # _take_frame, inline: this is every run's path
+            frame = self._frames.pop()
+        except IndexError:
+            frame = _CallFrame(self.ffi, self.lowered)
+        try:
+            from_buffer = self.ffi.from_buffer
+            held = []  # the cffi views, alive until the call returns
+            inputs, outputs = frame.inputs, frame.outputs
+            for i, value in enumerate(feeds):
+                inputs[i] = pointer = from_buffer(value)
+                held.append(pointer)
+            results = []
+            for j, (shape, dtype) in enumerate(self._fetch_specs):
+                value = np.empty(shape, dtype)
+                outputs[j] = pointer = from_buffer(value)
+                held.append(pointer)
+                results.append(value)
+            threads = session_threads(self._config)
+            if _THREADS_SET.get(self.lib) != threads:
+                self._use_threads()
+            rc = self._run(self.state, inputs, outputs, self.consts, frame.arena_ptr, frame.err)
+            if rc != 0:
+                self._failed(frame)
+        finally:
+            self._frames.append(frame)
         return rc, results
+
+    def bind(self, feeds: list[np.ndarray]) -> tuple[Callable[[], int], list[np.ndarray]]:
+        """The C entry point bound to `feeds` and to a new array per fetch, with a call frame of
+        its own: (a function calling it, returning its status; the fetches' arrays, which each
+        call overwrites). Only the cffi call is left per call: benchmarks measure with it
+        what the Python side of a run cannot go below."""
+        frame = _CallFrame(self.ffi, self.lowered)
+        feeds = [np.ascontiguousarray(v) for v in feeds]
+        results = [np.empty(shape, dtype) for shape, dtype in self._fetch_specs]
+        held = [self.ffi.from_buffer(v) for v in feeds + results]
+        for i, pointer in enumerate(held[: len(feeds)]):
+            frame.inputs[i] = pointer
+        for j, pointer in enumerate(held[len(feeds) :]):
+            frame.outputs[j] = pointer
+        self._use_threads()
+        call = functools.partial(
+            self._run, self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr,
+            frame.err,
+        )  # fmt: skip
+        call.keep = (frame, feeds, held)  # type: ignore[attr-defined]  # alive with the call
+        return call, results
 
     def time_loop(self, feeds: list[np.ndarray], runs: int) -> tuple[int, float]:
         """Call the program `runs` times on `feeds` from the timing loop in C: (its status,
         seconds per run)."""
         loop_ffi, loop = loop_library()
         ffi = self.ffi
-        held = []  # the feeds' and fetches' buffers, alive until the loop returns
-        for i, value in enumerate(feeds):
-            held.append(ffi.from_buffer(value))
-            self.inputs[i] = held[-1]
-        for j, fetch in enumerate(self.lowered.fetches):
-            held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
-            self.outputs[j] = held[-1]
-        self.err.node = ffi.NULL
-        self._set_threads(session_threads(self._config))
+        with self._frame() as frame:
+            held = []  # the feeds' and fetches' buffers, alive until the loop returns
+            for i, value in enumerate(feeds):
+                held.append(ffi.from_buffer(value))
+                frame.inputs[i] = held[-1]
+            for j, fetch in enumerate(self.lowered.fetches):
+                held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
+                frame.outputs[j] = held[-1]
+            self._use_threads()
 
-        def address(cdata: Any) -> int:
-            return int(ffi.cast("uintptr_t", cdata))
+            def address(cdata: Any) -> int:
+                return int(ffi.cast("uintptr_t", cdata))
 
-        ns = loop_ffi.new("int64_t *")
-        rc = loop.tfc_time_runs(
-            address(self._run),
-            address(self.state),
-            address(self.inputs),
-            address(self.outputs),
-            address(self.consts),
-            address(self.arena_ptr),
-            address(self.err),
-            runs,
-            ns,
-        )
+            ns = loop_ffi.new("int64_t *")
+            rc = loop.tfc_time_runs(
+                address(self._run),
+                address(self.state),
+                address(frame.inputs),
+                address(frame.outputs),
+                address(self.consts),
+                address(frame.arena_ptr),
+                address(frame.err),
+                runs,
+                ns,
+            )
+            if rc != 0:
+                self._failed(frame)
         return rc, ns[0] / runs * 1e-9
 
     def error(self, rc: int, graph: Graph) -> errors.OpError:
-        return program_error(self.ffi, self.errbuf, self.err, rc, graph)
+        """The error of this thread's last failed call."""
+        message, node = self._failure.report
+        op = find_operation(graph, node) if node else None  # in a loop body or branch, maybe
+        return errors.error_for_code(rc)(None, op, message)
 
 
 class _InitializedFlags:
@@ -147,7 +253,8 @@ class _InitializedFlags:
             if graph.op_type(name) == "IsVariableInitialized" and (name, 0) not in fed:
                 var = graph.input_edges(name)[0][0]
                 feed_tensors.append(graph.get_tensor_by_name(f"{name}:0"))
-                feed_values.append(np.array(var in self._session._initialized))
+                initialized = self._session._state.initialized
+                feed_values.append(np.array(self._session._var_key(var) in initialized))
                 continue
             stack += [src for src, out in graph.input_edges(name) if (src, out) not in fed]
             stack += graph.control_input_names(name)
@@ -160,37 +267,164 @@ class Session:
         check_session_target(target)  # "" or an in-process tf.train.Server's
         self.graph = graph or get_default_graph()
         self.config = config
+        self._target = target or ""
         self._passes = compile_options(config).pipeline()
         self._closed = False
+        self._closed_by_reset: errors.OpError | None = None
         self._lock = threading.RLock()
         self._programs: dict[tuple, CompiledProgram] = {}
+        self._plans: dict[tuple, RunPlan] = {}  # repeat runs' plans, by plan_key
         self._profiled: dict[tuple, ProfileBuild] = {}  # profile builds, as _programs
-        self._vars: dict[str, np.ndarray] = {}
+        # variables, update locks and queues: the session's own, or its server target's
+        self._state: SessionState = state_for_target(self._target)
         self._rng: dict[str, np.ndarray] = {}
-        self._initialized: set[str] = set()
         # tf.data iterators' positions are per session; map functions run in sessions of their own
         self._iterators = IteratorStates(lambda graph: Session(graph=graph, config=config))
         self._feed_sources = FeedSources(self._iterators, _InitializedFlags(self))
+        self._queue_runs = QueueRuns(self._queue)
         self._verify = bool(os.environ.get("TFC_VERIFY"))
         self._default_cm: Any = None
         self._gpu: Any = None  # device_memory.DeviceState once a program ran on the GPU
+        register_session(self._target, self)
 
     # -- running ---------------------------------------------------------------------------------
     def run(
         self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
     ) -> Any:
-        """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
+        """Evaluate `fetches` (a tensor, an op, a name, or nested lists/tuples/dicts of them).
+
+        May be called from several threads at once (see the module's docstring). A run that
+        waits on a queue waits until RunOptions(timeout_in_ms) (or the ConfigProto's
+        operation_timeout_in_ms) has passed, then fails with DeadlineExceededError.
+
+        A run repeating an earlier one (the same fetches and feed keys, NumPy feeds of the
+        same shapes and dtypes) takes its plan (tfc/client/run_plan.py): the feeds go to the
+        program in place, nothing is resolved again."""
+        if options is None and run_metadata is None and type(feed_dict) in _PLAIN_FEEDS:
+            try:
+                plan = self._plans.get(plan_key(fetches, feed_dict))
+            except TypeError:  # unhashable fetches: no plan
+                plan = None
+            if plan is not None:
+                result = self._run_plan(plan, feed_dict.values() if feed_dict else ())
+                if result is not MISS:
+                    return result
+        return self._run_request(fetches, feed_dict, options)
+
+    def _run_plan(self, plan: RunPlan, values: Any) -> Any:
+        """Run `plan` on feed values in its feed keys' order; MISS where the generic path must
+        run instead (the graph changed, values of other shapes or dtypes, uninitialized
+        variables to report, the GPU in use)."""
+        if plan.version != self.graph.version or self._gpu is not None:
+            return MISS
+        feeds = plan.feeds(values)
+        if feeds is MISS or (plan.reads and not plan.reads <= self._state.initialized):
+            return MISS
+        rc, results = plan.program.call_contiguous(feeds)
+        if rc != 0:
+            raise plan.program.error(rc, self.graph)
+        if plan.writes:
+            with self._state.lock:
+                self._state.initialized.update(plan.writes)
+        return plan.results(results)
+
+    def _run_request(self, fetches: Any, feed_dict: Any, options: Any) -> Any:
+        """`run` resolving its fetches and feeds; it leaves a plan for the next such run."""
+        self._check_open()
+        request = RunRequest(
+            self.graph, fetches, feed_dict, self._feed_sources, self._queue_runs,
+            self._deadline(options),
+        )  # fmt: skip
         with self._lock:
+            self._check_open()
             program = self._program(request)
             self._check_initialized(program.lowered)
-            rc, results = self._call_program(program, request.feed_values, options)
-            if rc != 0:
-                raise program.error(rc, self.graph)
-            self._initialized.update(program.lowered.vars_written)
+        if isinstance(program, CompiledProgram) and self._gpu is None:
+            rc, results = program([_host_value(v) for v in request.feed_values])
+        else:  # GPU stages move variables between host and device: one program at a time
+            with self._lock:
+                rc, results = self._call_program(program, request.feed_values, options)
+        if rc != 0:
+            raise program.error(rc, self.graph)
+        with self._lock:
+            self._mark_initialized(program.lowered.vars_written)
+        request.finish(results)
+        self._keep_plan(fetches, feed_dict, request, program)
         return request.results(results)
+
+    def _keep_plan(self, fetches: Any, feed_dict: Any, request: RunRequest, program: Any) -> None:
+        """Keep the plan of a run that repeats the same way: a host program in one piece, fed
+        only by the caller (no queues or initialized-flags), with NumPy values, of a graph
+        without tf.data iterators (a run of one may restart them without feeding them)."""
+        if (
+            type(program) is not CompiledProgram
+            or self.graph in GRAPHS_WITH_ITERATORS
+            or self._gpu is not None
+            or type(feed_dict) not in _PLAIN_FEEDS
+            or request.queued
+            or len(request.feeds) != request.n_fed
+            or len(feed_dict or ()) != request.n_fed  # two keys of one tensor
+            or any(spec.dtype.is_string for spec in request.feeds)
+            or not all(type(v) is np.ndarray for v in request.feed_values)
+        ):
+            return
+        try:
+            key = plan_key(fetches, feed_dict)
+            hash(key)
+        except TypeError:
+            return
+        lowered = program.lowered
+        plan = RunPlan(
+            program,
+            self.graph.version,
+            request.feeds,
+            request.result_layout(),
+            frozenset(self._var_key(v) for v in lowered.vars_read_first),
+            [self._var_key(v) for v in lowered.vars_written],
+            bare=not isinstance(fetches, (list, tuple, dict)),
+        )
+        with self._lock:
+            if self._closed:
+                return
+            if len(self._plans) > 1000:  # fetches made anew for every run: keep only new plans
+                self._plans.clear()
+            self._plans[key] = plan
+
+    def make_callable(
+        self, fetches: Any, feed_list: Any = None, accept_options: bool = False
+    ) -> RunCallable:
+        """`tf.Session.make_callable`: a function taking the values of `feed_list`'s feeds
+        positionally and returning what `run(fetches, feed_dict)` returns, in the structure of
+        `fetches`. Its repeat calls take the run's plan directly (the lowest overhead a run
+        has). With `accept_options`, it also takes `options` and `run_metadata` keywords."""
+        if feed_list is None:
+            feed_list = []
+        elif not isinstance(feed_list, (list, tuple)):
+            raise TypeError(
+                f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}"
+            )
+        self._check_open()
+        RunRequest(self.graph, fetches)  # bad fetches fail now, as in TF
+        for key in feed_list:
+            try:
+                self.graph.as_graph_element(key)
+            except (KeyError, TypeError, ValueError) as e:
+                raise TypeError(f"Cannot interpret feed_list key as Tensor: {e}") from None
+        return RunCallable(self, fetches, list(feed_list), accept_options)
+
+    def _deadline(self, options: Any) -> int:
+        """The clock_ns() deadline of a run's queue waits: RunOptions(timeout_in_ms), else the
+        ConfigProto's operation_timeout_in_ms; 0 (none) when neither is positive."""
+        ms = int(getattr(options, "timeout_in_ms", 0) or 0)
+        if ms <= 0:
+            ms = int(getattr(self.config, "operation_timeout_in_ms", 0) or 0)
+        return clock_ns() + ms * 1_000_000 if ms > 0 else 0
+
+    def _check_open(self) -> None:
+        if self._closed_by_reset is not None:
+            raise self._closed_by_reset
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
 
     def _call_program(self, program: Any, feeds: list, options: Any = None) -> tuple[int, list]:
         """Call one compiled program with its state where it runs: the variables a GPU program
@@ -217,8 +451,7 @@ class Session:
 
     def source(self, fetches: Any, feed_dict: Any = None) -> str:
         """The generated C source of the program that `run(fetches, feed_dict)` executes."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         with self._lock:
             return self._program(RunRequest(self.graph, fetches, feed_dict)).source
 
@@ -231,8 +464,7 @@ class Session:
         as runs do). `print(profile.table())` shows the result."""
         if runs < 1:
             raise ValueError(f"runs must be at least 1, got {runs}")
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             build = self._profile_build(request)
@@ -244,7 +476,7 @@ class Session:
                 rc, _ = program(request.feed_values)
                 if rc != 0:
                     raise program.error(rc, self.graph)
-                self._initialized.update(lowered.vars_written)
+                self._mark_initialized(lowered.vars_written)
             return build.profile(runs)
 
     def _profile_build(self, request: RunRequest) -> ProfileBuild:
@@ -255,7 +487,7 @@ class Session:
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             compiled = compile_program(
                 graph, self._passes, C, name=program_name(fetches, targets), profile=True,
-                verify=self._verify,
+                verify=self._verify, lock_updates=True,
             )  # fmt: skip
             program = CompiledProgram(self, compiled.lowered, compiled.source)
             build = self._profiled[key] = ProfileBuild(compiled.graph, compiled.lowered, program)
@@ -267,8 +499,7 @@ class Session:
         The runs train, as runs do."""
         if runs < 1:
             raise ValueError(f"runs must be at least 1, got {runs}")
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         request = RunRequest(self.graph, fetches, feed_dict, self._feed_sources)
         with self._lock:
             program = self._program(request)
@@ -282,7 +513,7 @@ class Session:
             rc, seconds = program.time_loop(request.feed_values, runs)
             if rc != 0:
                 raise program.error(rc, self.graph)
-            self._initialized.update(program.lowered.vars_written)
+            self._mark_initialized(program.lowered.vars_written)
         return seconds
 
     def _program(self, request: RunRequest) -> Any:
@@ -291,6 +522,7 @@ class Session:
         if program is None:
             fetches, targets = request.fetch_keys, request.targets
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
+            graph.graph_attrs["session_side_ops"] = True  # run() runs the queue ops around it
             name = program_name(fetches, targets)
             stages = split_python_stages(graph, verify=self._verify)
             if stages:  # ops only Python runs: native stages compiled per shape, in turn
@@ -308,7 +540,7 @@ class Session:
         self._check_initialized(program.lowered)
         rc, results = self._call_program(program, feeds)
         if rc == 0:
-            self._initialized.update(program.lowered.vars_written)
+            self._mark_initialized(program.lowered.vars_written)
         return rc, results
 
     def _compile(self, graph: Graph, name: str) -> Any:
@@ -316,7 +548,9 @@ class Session:
         on a GPU."""
         if _placed_on_gpu(graph):
             return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
-        compiled = compile_program(graph, self._passes, C, name=name, verify=self._verify)
+        compiled = compile_program(
+            graph, self._passes, C, name=name, verify=self._verify, lock_updates=True
+        )
         return CompiledProgram(self, compiled.lowered, compiled.source)
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
@@ -351,52 +585,70 @@ class Session:
             self._gpu = DeviceState(self._slot_buffer)
         return self._gpu
 
+    # -- state (tfc/client/resources.py) ---------------------------------------------------------
+    def _var_key(self, name: str) -> tuple[str, str]:
+        """Variable `name`'s key in the state: (its container, its name)."""
+        node = self.graph.node(name) if name in self.graph.nx else None
+        return ((node["attrs"].get("container", "") if node else ""), name)
+
     def _check_initialized(self, lowered: LoweredProgram) -> None:
         for var in lowered.vars_read_first:
-            if var not in self._initialized:
+            if self._var_key(var) not in self._state.initialized:
                 op = self.graph.get_operation_by_name(var) if var in self.graph.nx else None
                 raise errors.FailedPreconditionError(
                     None, op, f"Attempting to use uninitialized value {var}"
                 )
 
+    def _mark_initialized(self, names: list[str]) -> None:
+        if names:
+            with self._state.lock:
+                self._state.initialized.update(self._var_key(n) for n in names)
+
     def _slot_buffer(self, slot: Any) -> np.ndarray:
-        """The session's buffer for a variable or a random op's stream, made on first use."""
+        """The session's buffer for a variable, a variable's update lock or a random op's
+        stream, made on first use."""
         if slot.kind == "var":
-            buf = self._vars.get(slot.name)
-            if buf is None:
-                buf = self._vars[slot.name] = aligned_zeros(slot.shape, slot.dtype.np)
-            return buf
+            dtype = None if slot.dtype is None else slot.dtype.np  # None: the existing buffer
+            return self._state.variable(self._var_key(slot.name), dtype, slot.shape)
+        if slot.kind == "lock":
+            return self._state.update_lock(self._var_key(slot.name))
         state = self._rng.get(slot.name)
         if state is None:
             seed, seed2 = slot.seed, slot.seed2  # the op may be in a loop body
             if seed == 0 and seed2 == 0:  # unseeded: fresh numbers every session, as in TF
-                seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+                seed, seed2 = _fresh_seeds()
             state = self._rng[slot.name] = np.array([seed, seed2, 0], dtype=np.uint64)
         return state
+
+    def _queue(self, spec: QueueSpec) -> Any:
+        """The native queue of `spec` in this session's state (made on first use): shared by
+        its container and shared_name, or private to this session without a shared_name."""
+        owner = "shared" if spec.shared_name else id(self)
+        key = (spec.container, owner, spec.shared_name or spec.op)
+        return self._state.queue(key, lambda: make_queue(spec, _fresh_seeds))
 
     # -- variables' values (checkpoints read and write them here) ------------------------------
     def read_variable(self, name: str) -> np.ndarray:
         """A copy of variable `name`'s current value (the VariableV2 node's name)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        if name not in self._initialized:
+        self._check_open()
+        key = self._var_key(name)
+        if key not in self._state.initialized:
             op = self.graph.get_operation_by_name(name) if name in self.graph.nx else None
             raise errors.FailedPreconditionError(
                 None, op, f"Attempting to use uninitialized value {name}"
             )
         if self._gpu is not None:
             self._gpu.to_host("var", name)
-        return np.array(self._vars[name], copy=True)
+        return np.array(self._state.vars[key], copy=True)
 
     def write_variable(self, name: str, value: Any) -> None:
         """Set variable `name` to `value` (converted to its dtype; the shape must match)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         node = self.graph.node(name) if name in self.graph.nx else None
         if node is None or node["op"] != "VariableV2":
             raise ValueError(f"'{name}' is not a variable of this session's graph")
         dtype, shape = node["dtypes"][0], tuple(node["shapes"][0])
-        array = np.asarray(value, dtype=dtype.np)
+        array = _dt.as_numpy(value, dtype)
         if array.shape != shape:
             raise ValueError(
                 f"Cannot assign a value of shape {array.shape} to variable '{name}' of shape "
@@ -406,23 +658,54 @@ class Session:
             self._slot_buffer(Slot("var", name, dtype, shape))[...] = array
             if self._gpu is not None:
                 self._gpu.host_wrote("var", name)
-            self._initialized.add(name)
+            self._mark_initialized([name])
 
     def initialized_variables(self) -> set[str]:
-        return set(self._initialized)
+        """The names of the initialized variables of this session's state."""
+        with self._state.lock:
+            return {name for _, name in self._state.initialized}
 
     # -- lifetime --------------------------------------------------------------------------------
     def close(self) -> None:
-        """Free the native state: variables, random streams and compiled programs' arenas."""
+        """Free the native state: variables, random streams, queues and compiled programs'
+        arenas. Runs waiting on this session's queues fail with CancelledError; a shared
+        state (a server target's) stays for its other sessions."""
         with self._lock:
             self._closed = True
             self._programs.clear()
+            self._plans.clear()
             self._profiled.clear()
             self._gpu = None
-            self._vars.clear()
             self._rng.clear()
-            self._initialized.clear()
             self._iterators.close()
+            if self._target:
+                self._state.cancel_queues(owner=id(self))
+            else:
+                self._state.cancel_queues()
+                self._state = SessionState()  # the private state goes with the session
+
+    @staticmethod
+    def reset(target: str, containers: list[str] | None = None, config: Any = None) -> None:
+        """`tf.Session.reset`: clear `containers` (None: all) of `target`'s state and close
+        every session on the target, as TF1 does. On "" (this process) every session has its
+        own state, so closing them is all there is; on an in-process server's target the
+        shared variables and queues of those containers are dropped. A closed session's next
+        run fails with CancelledError ("") or AbortedError (a server's target)."""
+        check_session_target(target)
+        if containers is not None and (
+            isinstance(containers, str) or not all(isinstance(c, str) for c in containers)
+        ):
+            raise TypeError(f"containers must be a list of strings, got {containers!r}")
+        for session in reset_target(target, None if containers is None else list(containers)):
+            if target:
+                why = errors.AbortedError(
+                    None, None, f"Session on {target} was closed by Session.reset: create a new "
+                    "session on the target (its variables outside the reset containers remain)",
+                )  # fmt: skip
+            else:
+                why = errors.CancelledError(None, None, "Session has been closed.")
+            session.close()
+            session._closed_by_reset = why
 
     @property
     def closed(self) -> bool:
@@ -444,6 +727,60 @@ class Session:
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         with contextlib.suppress(Exception):
             self.close()
+
+
+class RunCallable:
+    """What Session.make_callable returns: `run(fetches, dict(zip(feed_list, args)))` as a
+    function of the feed values, holding on to the run's plan between calls."""
+
+    def __init__(
+        self, session: Session, fetches: Any, feed_list: list, accept_options: bool
+    ) -> None:
+        self._session = session
+        self._fetches = fetches
+        self._feed_list = feed_list
+        self._accept_options = accept_options
+        try:
+            self._key: tuple | None = plan_key(fetches, feed_list)
+            hash(self._key)
+        except TypeError:  # unhashable fetches: every call takes the generic path
+            self._key = None
+        self._plan: RunPlan | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != len(self._feed_list):
+            raise TypeError(
+                f"The callable takes {len(self._feed_list)} feed values (one per element of "
+                f"feed_list), got {len(args)}"
+            )
+        if kwargs:
+            options, run_metadata = self._options(**kwargs)
+            if options is not None or run_metadata is not None:
+                feed_dict = dict(zip(self._feed_list, args))
+                return self._session.run(self._fetches, feed_dict, options, run_metadata)
+        session, plan = self._session, self._plan
+        if plan is not None and not session._closed:
+            result = session._run_plan(plan, args)
+            if result is not MISS:
+                return result
+        result = session._run_request(self._fetches, dict(zip(self._feed_list, args)), None)
+        if self._key is not None:
+            self._plan = session._plans.get(self._key)
+        return result
+
+    def _options(self, options: Any = None, run_metadata: Any = None) -> tuple[Any, Any]:
+        if not self._accept_options:
+            raise TypeError(
+                "This callable takes no options or run_metadata: make it with "
+                "make_callable(..., accept_options=True)"
+            )
+        return options, run_metadata
+
+    @property
+    def program(self) -> Any:
+        """The compiled program the last call ran by its plan (None before a planned call):
+        for benchmarks that call its C entry point directly."""
+        return None if self._plan is None else self._plan.program
 
 
 class InteractiveSession(Session):
@@ -504,12 +841,19 @@ def get_default_session_or_raise(what: str) -> Session:
 register_session_lookup(get_default_session_or_raise)
 
 
+_PLAIN_FEEDS = (dict, type(None))  # feed_dict types whose keys key a plan
+
+
 # -- helpers ------------------------------------------------------------------------------------
 def program_name(fetches: list, targets: list) -> str:
     """The name of a run signature's program (in its source and its build)."""
     names = [f"{n}_{i}" for n, i in fetches] + list(targets)
     text = "+".join(names) or "empty"
     return (text[:60] + "...") if len(text) > 63 else text
+
+
+def _fresh_seeds() -> tuple[int, int]:
+    return int.from_bytes(os.urandom(8), "little"), int.from_bytes(os.urandom(8), "little")
 
 
 def _host_value(value: Any) -> np.ndarray:

@@ -74,6 +74,12 @@ def loop_kernel(kernel: Kernel) -> KernelTemplate:
     return "body", {"body": body}
 
 
+def _accumulator(acc: _dt.DType, ctype: str) -> str:
+    """The C type of an accumulator of `acc` for values of `ctype`: a float sum's double is
+    tfc_sum_f32 (tfc_math.h: float where the target has no double-precision hardware)."""
+    return "tfc_sum_f32" if acc is _dt.float64 and ctype == "float" else acc.c_type
+
+
 def reduce_kernel(kernel: Kernel) -> KernelTemplate:
     """Memory order: a loop over the kept dims and the reduced ones between them, then (with
     an accumulator of spec.acc) the trailing run of reduced dims."""
@@ -97,7 +103,7 @@ def reduce_kernel(kernel: Kernel) -> KernelTemplate:
         )
         update = "acc = " + spec.combine.format(a="acc", b=f"x0[{x_idx}]") + ";"
         body += opens
-        body.append(f"{indent}{spec.acc.c_type} acc = y[{out_idx}];")
+        body.append(f"{indent}{_accumulator(spec.acc, kernel.params[0].ctype)} acc = y[{out_idx}];")
         body += [*inner_opens, inner_indent + update, *inner_closes]
         body.append(f"{indent}y[{out_idx}] = acc;")
         body += closes
@@ -138,6 +144,7 @@ def rows_data(spec: RowSpec) -> dict:
     """The sizes of a row kernel as int64 literals, its element type, and its expressions."""
     return {
         "ctype": spec.dtype.c_type,
+        "sum_ctype": _accumulator(_dt.float64, spec.dtype.c_type),
         "rows": c_literal(spec.rows, _dt.int64),
         "cols": c_literal(spec.cols, _dt.int64),
         **spec.exprs,
@@ -146,6 +153,12 @@ def rows_data(spec: RowSpec) -> dict:
 
 def softmax_kernel(kernel: Kernel) -> KernelTemplate:
     return "softmax", rows_data(kernel.spec)
+
+
+def rows_values_kernel(kernel: Kernel) -> KernelTemplate:
+    """A row kernel whose template reads the sizes and the spec's values as they are (the
+    int8 softmax and mean: integer literals)."""
+    return kernel.template, rows_data(kernel.spec)
 
 
 def softmax_grad_kernel(kernel: Kernel) -> KernelTemplate:
@@ -410,6 +423,12 @@ def check_numerics_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_numerics", {"count": spec.count, **messages}
 
 
+def count_up_to_kernel(kernel: Kernel) -> KernelTemplate:
+    spec: ScanSpec = kernel.spec
+    message = c_string(spec.values["message"])
+    return "count_up_to", {"limit": spec.values["limit"], "message": message}
+
+
 def check_predicate_kernel(kernel: Kernel) -> KernelTemplate:
     return "check_predicate", {"message": c_string(kernel.spec.values["message"])}
 
@@ -440,6 +459,7 @@ def sampling_kernel(kernel: Kernel) -> KernelTemplate:
 
 _TEXT_ELEMENT = {"float32": "tfc_text_f32", "float64": "tfc_text_f64", "int32": "tfc_text_i32",
                  "int64": "tfc_text_i64", "bool": "tfc_text_bool"}  # fmt: skip
+_TEXT_ELEMENT |= {d.name: f"tfc_text_{type_tag(d)}" for d in (*_dt.INTEGERS, *_dt.FLOATS)}
 
 
 def _text_lines(spec: TextSpec) -> list[str]:
@@ -651,6 +671,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "fused": fused_kernel,
     "softmax": softmax_kernel,
     "softmax_grad": softmax_grad_kernel,
+    "int8_softmax": rows_values_kernel,
+    "int8_mean": rows_values_kernel,
     "sparse_xent": sparse_xent_kernel,
     "top_k": top_k_kernel,
     "in_top_k": in_top_k_kernel,
@@ -668,6 +690,7 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "invert_permutation": order_kernel,
     "reverse_sequence": reverse_sequence_kernel,
     "check_numerics": check_numerics_kernel,
+    "count_up_to": count_up_to_kernel,
     "random": random_kernel,
     "random_int": random_int_kernel,
     "argreduce": argreduce_kernel,
@@ -675,6 +698,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "multinomial": sampling_kernel,
     "random_gamma": sampling_kernel,
     "random_poisson": sampling_kernel,
+    "sparse_apply": sampling_kernel,
+    "candidate_sampler": sampling_kernel,
     "cumulative": cumulative_kernel,
     "range": range_kernel,
     "segment_reduce": segment_kernel,

@@ -551,6 +551,8 @@ _KINDS: dict[str, Callable[[Kernel], KernelTemplate]] = {
     "reduce": reduce_kernel,
     "matmul": matmul_kernel,
     "softmax": rows_kernel,
+    "int8_softmax": rows_kernel,
+    "int8_mean": rows_kernel,
     "sparse_xent": rows_kernel,
     "top_k": rows_kernel,
     "in_top_k": rows_kernel,

@@ -74,14 +74,16 @@ from tfc.ops.kernels import (
     Kernel,
     Param,
     c_literal,
+    cast_expr,
     collapse_levels,
     contiguous_strides,
+    elementwise_expr,
     format_expr,
     math_suffix,
+    table_entry,
     type_tag,
 )
 from tfc.ops.linalg import matrix_strides
-from tfc.ops.math import cast_expr
 from tfc.ops.reduce import REDUCTIONS, Reduction, mean_finalize
 from tfc.ops.registry import OpContext, get_opdef
 
@@ -168,11 +170,11 @@ def member_expr(m: Member, operands: list[str], dtypes: list[_dt.DType]) -> str 
         add = get_opdef("Add").expr.expr_for(m.dtype)
         expr = operands[0]
         for operand in operands[1:]:
-            expr = format_expr(add, m.dtype, expr, operand)
+            expr = elementwise_expr(add, m.dtype, [expr, operand])
         return expr
     table = get_opdef(m.op).expr
-    extra = table.params(m.attrs, dtypes[0]) if table.params else {}
-    return format_expr(table.expr_for(dtypes[0]), dtypes[0], *operands, **extra)
+    extra = table.params(m.attrs, dtypes[0].compute) if table.params else {}
+    return elementwise_expr(table.expr_for(dtypes[0]), dtypes[0], operands, m.dtype, **extra)
 
 
 def phase_reads(plan: Plan, members: tuple[Member, ...], phase: int) -> set[int]:
@@ -432,7 +434,8 @@ class _CLowering:
                 (width, cols), row = repeated[at], f"r{prefix}{n}"
                 before.setdefault(0, []).extend([
                     f"{ct} {row}[{width}];",
-                    f"for (int64_t j = 0; j < {width}; ++j) {row}[j] = x{k}[j % {cols}];",
+                    f"for (int64_t j = 0; j < {width}; ++j) "
+                    f"{row}[j] = x{k}[TFC_IMOD(j, {cols})];",
                 ])  # fmt: skip
                 source = f"{row}[{nest.vars[1]}]"
             body.append(f"const {ct} {prefix}{n} = {source};")
@@ -486,9 +489,11 @@ class _CLowering:
                 body.append(f"const {m.dtype.c_type} v{j} = {out};")
                 self.names[j] = f"v{j}"
             return
-        combine = format_expr(reduction.combine[m.dtype.kind], m.dtype, a="{a}", b="{b}")
+        combine = format_expr(table_entry(reduction.combine, m.dtype), m.dtype, a="{a}", b="{b}")
         if nest.suffix < len(nest.bounds):
-            acc = "double" if reduction.wide_float32 and m.dtype is _dt.float32 else m.dtype.c_type
+            # tfc_sum_f32: double, or float on a target without double hardware (tfc_math.h)
+            wide = reduction.wide_float32 and m.dtype is _dt.float32
+            acc = "tfc_sum_f32" if wide else m.dtype.c_type
             out = f"y{o}[{nest.index(at, nest.suffix)}]"
             before.setdefault(nest.suffix, []).append(f"{acc} acc{o} = {out};")
             body.append(f"acc{o} = " + combine.format(a=f"acc{o}", b=value) + ";")
@@ -528,13 +533,20 @@ def _gemm_rows(
     if block == rows:
         a_rows, c_rows = f"x{a}", "s" if scratch else f"y{row_buffer}"
     count = f"({rows} - i0 < {block} ? {rows} - i0 : {block})" if rows % block else str(block)
-    call = (
-        f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
-        f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
-    )
-    outer, inner = ([call], []) if block == rows else ([], [f"if (i0 % {block} == 0) {call}"])
+    if m.dtype.is_floating:
+        call = (
+            f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+            f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
+        )
+    else:  # integer products have no _ex form (nor its alpha, beta, bias): rows of n values
+        call = (
+            f"tfc_gemm_{type_tag(m.dtype)}({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+            f"{sbk}, {sbn}, {c_rows});"
+        )
+    in_block = f"TFC_IMOD(i0, {block})"
+    outer, inner = ([call], []) if block == rows else ([], [f"if ({in_block} == 0) {call}"])
     if scratch and read:
-        offset = "0" if rows == 1 else f"(i0 % {block}) * {n}" if block < rows else f"i0 * {n}"
+        offset = "0" if rows == 1 else f"{in_block} * {n}" if block < rows else f"i0 * {n}"
         inner.append(f"const {m.dtype.c_type} *restrict s_row = s + {offset};")
     return outer, inner
 
@@ -633,7 +645,8 @@ class _CudaFusion:
             m = self.spec.members[j]
             reduction = member_reduction(m)
             wide = reduction.wide_float32 and m.dtype is _dt.float32
-            combine = format_expr(reduction.combine[m.dtype.kind], m.dtype, a="{a}", b="{b}")
+            combine = table_entry(reduction.combine, m.dtype)
+            combine = format_expr(combine, m.dtype, a="{a}", b="{b}")
             accs.append({
                 "ctype": "double" if wide else m.dtype.c_type,
                 "name": f"acc{len(accs)}",

@@ -60,6 +60,9 @@ class Step:
     copies: list[FetchCopy]  # fetched values that live in another buffer
     # an If or While: its nested graphs' steps and what runs around them (IfStep, WhileStep)
     control: Any = None
+    # the lock words its kernels hold (state pointer expressions, in a fixed order): an update
+    # with use_locking, in a program that may run concurrently with others (lock_updates)
+    locks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -72,10 +75,11 @@ class ConstArray:
 
 @dataclass(frozen=True)
 class Slot:
-    """A state pointer the caller passes: a variable's buffer or a random op's stream state."""
+    """A state pointer the caller passes: a variable's buffer, the lock word of a variable's
+    updates with use_locking, or a random op's stream state."""
 
-    kind: str  # "var" or "rng"
-    name: str  # the variable's or the random op's node name (in a loop body, maybe)
+    kind: str  # "var", "lock" or "rng"
+    name: str  # the variable's (also for "lock") or the random op's node name (in a loop body)
     dtype: _dt.DType
     shape: tuple[int, ...]
     seed: int = 0  # a random op's seeds (0, 0: a fresh stream per session)
@@ -108,10 +112,17 @@ class LoweredProgram:
 
 
 def lower_program(
-    graph: Graph, name: str = "program", prefix: str = "tfc_", local_prefix: str = ""
+    graph: Graph,
+    name: str = "program",
+    prefix: str = "tfc_",
+    local_prefix: str = "",
+    lock_updates: bool = False,
 ) -> LoweredProgram:
+    """The kernels, state slots and constants of a scheduled, memory-planned program graph.
+    `lock_updates`: the program may run concurrently with others on the same variables (a
+    Session's), so the updates of ops with use_locking hold their variables' lock words."""
     attrs = graph.graph_attrs
-    lowering = _Lowering(graph, local_prefix)
+    lowering = _Lowering(graph, local_prefix, lock_updates)
     top = Binding(
         arena=0,
         feed=lambda i, t: f"(const {t} *)inputs[{i}]",
@@ -188,8 +199,9 @@ class _Lowering:
     (variables, random streams: those of loop bodies too), the constants, and names for the
     variables the loops' code declares."""
 
-    def __init__(self, graph: Graph, local_prefix: str) -> None:
+    def __init__(self, graph: Graph, local_prefix: str, lock_updates: bool = False) -> None:
         self.local_prefix = local_prefix
+        self.lock_updates = lock_updates
         self.slots: list[Slot] = []
         self.slot_index: dict[tuple[str, str], int] = {}
         self.constants = _Constants(local_prefix)
@@ -208,6 +220,29 @@ class _Lowering:
                 self.slots.append(Slot("rng", n, _dt.int64, (3,), *seeds))
             for key in get_opdef(node["op"]).subgraphs:
                 self._collect_slots(node["attrs"][key])
+
+    def lock_words(self, graph: Graph, n: str, storage: dict) -> list[str]:
+        """The lock words node `n` holds: those of the variables an update with use_locking
+        writes (a fused update's own op's flag), in the order of their names, so that no two
+        programs deadlock; none unless the program locks updates."""
+        node = graph.node(n)
+        update = node["attrs"].get("update") if is_fusion(node["op"]) else None
+        flags = update.attrs if update is not None else node["attrs"]
+        if not self.lock_updates or not flags.get("use_locking"):
+            return []
+        inputs = graph.input_edges(n)
+        written = set()
+        for i in get_opdef(node["op"]).ref_inputs:
+            kind, value = storage[root_tensor(storage, inputs[i])]
+            if kind == "var":
+                written.add(value)
+        words = []
+        for var in sorted(written):
+            if ("lock", var) not in self.slot_index:
+                self.slot_index[("lock", var)] = len(self.slots)
+                self.slots.append(Slot("lock", var, _dt.int64, (8,)))  # one cache line
+            words.append(f"state[{self.slot_index[('lock', var)]}]")
+        return words
 
     def fresh(self, kind: str) -> str:
         """A new name for a C variable of the program's run function."""
@@ -255,7 +290,8 @@ class _Lowering:
                         continue  # a loop variable the body updated in its own buffer
                     copies.append(FetchCopy(j, pointer((n, out), dtype), nbytes, target))
             comment = _comment(graph, n, inputs)
-            steps.append(Step(n, node["op"], comment, bound, copies, control))
+            locks = self.lock_words(graph, n, storage)
+            steps.append(Step(n, node["op"], comment, bound, copies, control, locks))
         return steps
 
     def _kernels(self, graph, n, pointer, storage, binding) -> list[BoundKernel]:
@@ -319,7 +355,8 @@ class _Constants:
                 cname = f"{self.local_prefix}c{len(self.arrays)}"
                 init = c_initializer(value, dtype)
                 self.arrays.append(ConstArray(cname, dtype.c_type, value.size, init))
-                ptr = f"(const {dtype.c_type} *){cname}"
+                # read through tfc_opaque: see runtime/include/tfc_runtime.h (a GCC bug)
+                ptr = f"(const {dtype.c_type} *)tfc_opaque({cname})"
             else:
                 ptr = f"(const {dtype.c_type} *)consts[{len(self.external)}]"
                 self.external.append(np.ascontiguousarray(value, dtype=dtype.np))

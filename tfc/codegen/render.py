@@ -118,6 +118,9 @@ def render_program(
 
     def step_lines(step: Step) -> list[str]:
         lines = []
+        unlock = " ".join(f"tfc_update_unlock({word});" for word in reversed(step.locks))
+        if step.locks and target.fail_call_locked is None:
+            raise NotImplementedError(f"the {target.name} target takes no update locks")
         if step.control is not None:
             lines += control_lines(step.control, target, nested_lines)
         for bound in step.kernels:
@@ -125,8 +128,9 @@ def render_program(
             name = names.setdefault(text, f"{program.local_prefix}k{len(names)}")
             if bound.kernel.can_fail:
                 args = ", ".join(bound.args + [target.fail_arg.format(site=len(sites))])
+                call = target.fail_call_locked if step.locks else target.fail_call
                 lines.append(
-                    target.fail_call.format(name=name, args=args, node=c_string(step.node))
+                    call.format(name=name, args=args, node=c_string(step.node), unlock=unlock)
                 )
                 sites.append(c_string(step.node))
             else:
@@ -135,6 +139,8 @@ def render_program(
             f"{target.copy_function}({c.target or f'outputs[{c.slot}]'}, {c.source}, {c.nbytes});"
             for c in step.copies
         )
+        if step.locks:  # an update with use_locking: its variables' locks held around it
+            lines = [*(f"tfc_update_lock({word});" for word in step.locks), *lines, unlock]
         return lines
 
     def nested_lines(nested: list[Step]) -> list[str]:

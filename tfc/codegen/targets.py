@@ -39,6 +39,11 @@ class Target:
     fail_name: str = "err"  # the name fail_param declares
     fail_arg: str = "err"
     fail_call: str = "if ((rc = {name}({args})) != TFC_OK) return tfc_fail_at(err, rc, {node});"
+    # the same inside a step holding update locks ({unlock}: the statements releasing them);
+    # None where no program takes update locks
+    fail_call_locked: str | None = (
+        "if ((rc = {name}({args})) != TFC_OK) {{ {unlock} return tfc_fail_at(err, rc, {node}); }}"
+    )
     copy_function: str = "memcpy"  # copies fetched values that live in another buffer
     # control flow (tfc/codegen/control_flow.py): reading a predicate and an int32 count where
     # the program keeps them, storing a count, clearing a buffer
@@ -84,6 +89,7 @@ CUDA = Target(
     fail_name="tfc_site",
     fail_arg="{site}",
     fail_call="{name}({args});",
+    fail_call_locked=None,
     copy_function="tfc_cuda_memcpy",
     flag_read="tfc_cuda_flag({ptr})",
     int_read="tfc_cuda_read_i32({ptr})",

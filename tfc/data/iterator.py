@@ -33,6 +33,7 @@ def _fed_only(ctx: Any, *args: Any) -> list:
 register(
     OpDef(
         "IteratorGetNext",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: list(zip(ctx.attrs["output_types"], ctx.attrs["output_shapes"])),
         reference=_fed_only,
         lower=_fed_only,

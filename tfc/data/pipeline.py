@@ -6,6 +6,7 @@ needs (shuffle epochs, compiled map functions) lives in the IterationContext of 
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,6 +32,15 @@ class IterationContext:
         self.epochs: dict[int, int] = {}
         self.entropy = int.from_bytes(os.urandom(8), "little")
         self.runner = runner
+        # the values of the arguments of the traced functions being run (an interleave's
+        # element), by placeholder: stages made inside such a function read them
+        self.bindings: dict[Any, np.ndarray] = {}
+
+    def bound(self, bindings: dict[Any, np.ndarray]) -> IterationContext:
+        """This pass, with `bindings` added (it shares the epochs, entropy and runner)."""
+        ctx = copy.copy(self)
+        ctx.bindings = {**self.bindings, **bindings}
+        return ctx
 
     def next_epoch(self, stage: Stage) -> int:
         epoch = self.epochs.get(id(stage), 0)

@@ -68,6 +68,7 @@ class Graph:
         self._control_stack: list[list[str] | None] = []
         self._device_stack: list[Any] = []
         self._colocation_stack: list[str] = []
+        self._container = ""  # tf.container's name for the stateful ops created now
         self._gradient_overrides: dict[str, str] = {}
         self._collections: dict[str, list] = {}
         self._handles: dict[str, Operation] = {}
@@ -307,6 +308,23 @@ class Graph:
             self._device_stack = devices
 
     @contextlib.contextmanager
+    def container(self, container_name: str) -> Iterator[str]:
+        """`tf.container`: the stateful ops created inside (variables, queues) keep their state
+        in the resource container `container_name` ("" the default), which
+        Session.reset(target, containers) clears."""
+        if not isinstance(container_name, str):
+            raise TypeError(f"container name must be a string, got {container_name!r}")
+        old, self._container = self._container, container_name
+        try:
+            yield container_name
+        finally:
+            self._container = old
+
+    @property
+    def current_container(self) -> str:
+        return self._container
+
+    @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
         """Ops of the mapped types created inside take their gradient from the function
         registered (tf.RegisterGradient) under the mapped name: TF1's `_gradient_op_type`."""
@@ -408,6 +426,13 @@ class Graph:
         finally:
             _stack().pop()
 
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """`Graph.as_graph_def`: the graph as TensorFlow's GraphDef message (tfc.graphdef);
+        with `add_shapes`, each node's output shapes in its `_output_shapes` attribute."""
+        if _graph_def_writer is None:
+            raise RuntimeError("Graph.as_graph_def needs tfc.graphdef: import tfc")
+        return _graph_def_writer(self, add_shapes=add_shapes)
+
     def __repr__(self) -> str:
         return f"<tfc.Graph with {self.nx.number_of_nodes()} ops>"
 
@@ -422,6 +447,17 @@ def register_session_lookup(lookup: Callable[[str], Any]) -> None:
     """Install `lookup(what) -> Session`, which raises naming `what` when there is none."""
     global _session_lookup
     _session_lookup = lookup
+
+
+# How Graph.as_graph_def finds the GraphDef writer: tfc.graphdef (a frontend above the IR)
+# registers it when it is imported, as the client registers the session lookup.
+_graph_def_writer: Callable[..., Any] | None = None
+
+
+def register_graph_def_writer(writer: Callable[..., Any]) -> None:
+    """Install `writer(graph, add_shapes) -> GraphDef`, which Graph.as_graph_def calls."""
+    global _graph_def_writer
+    _graph_def_writer = writer
 
 
 def default_session(what: str) -> Any:
@@ -651,6 +687,11 @@ def _graph_of(values: Any) -> Graph:
         if isinstance(g, Graph):
             return g
     return get_default_graph()
+
+
+def container(container_name: str) -> Any:
+    """`tf.container`: see Graph.container."""
+    return get_default_graph().container(container_name)
 
 
 @contextlib.contextmanager

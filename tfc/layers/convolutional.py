@@ -1,5 +1,5 @@
-"""`tf.layers` convolutions: Conv1D, Conv2D, Conv2DTranspose and their functions, with TF1's
-variable names ("conv2d/kernel", "conv2d/bias") and arguments.
+"""`tf.layers` convolutions: Conv1D, Conv2D, Conv3D, Conv2DTranspose, Conv3DTranspose and their
+functions, with TF1's variable names ("conv2d/kernel", "conv2d/bias") and arguments.
 
 Convolutions run channels last (NHWC); a channels_first layer moves its input's channels last
 and its output's back, so its weights and results are those of TF's NCHW layer.
@@ -18,6 +18,8 @@ from tfc.ir.graph import Tensor
 from tfc.ir.tensor_shape import TensorShape
 from tfc.layers.base import InputSpec, Layer, normalize_data_format
 from tfc.ops.conv import conv2d as nn_conv2d
+from tfc.ops.conv3d import conv3d as nn_conv3d
+from tfc.ops.conv3d import conv3d_transpose as nn_conv3d_transpose
 from tfc.ops.conv_composite import conv1d as nn_conv1d
 from tfc.ops.conv_composite import conv2d_transpose as nn_conv2d_transpose
 from tfc.ops.nn import bias_add
@@ -26,9 +28,13 @@ __all__ = [
     "Conv1D",
     "Conv2D",
     "Conv2DTranspose",
+    "Conv3D",
+    "Conv3DTranspose",
     "conv1d",
     "conv2d",
     "conv2d_transpose",
+    "conv3d",
+    "conv3d_transpose",
 ]
 
 
@@ -182,7 +188,8 @@ class Conv(Layer):
                 padding.upper(),
                 dilations=self.dilation_rate[0],
             )
-        return nn_conv2d(
+        conv = nn_conv3d if self.rank == 3 else nn_conv2d
+        return conv(
             inputs,
             self.kernel,
             strides=[1, *self.strides, 1],
@@ -224,6 +231,13 @@ class Conv2D(Conv):
     [kh, kw, in, filters]."""
 
     rank = 2
+
+
+class Conv3D(Conv):
+    """`tf.layers.Conv3D`: a convolution over [batch, depth, height, width, channels]; kernel
+    [kd, kh, kw, in, filters]."""
+
+    rank = 3
 
 
 class Conv2DTranspose(Conv2D):
@@ -285,10 +299,11 @@ class Conv2DTranspose(Conv2D):
         dynamic = _array.shape(inputs)
         spatial = [
             self.transposed_length(d if d is not None else dynamic[k + 1], k)
-            for k, d in enumerate(dims[1:3])
+            for k, d in enumerate(dims[1 : 1 + self.rank])
         ]
         output_shape = _array.stack([dynamic[0], *spatial, self.filters])
-        outputs = nn_conv2d_transpose(
+        transpose = nn_conv3d_transpose if self.rank == 3 else nn_conv2d_transpose
+        outputs = transpose(
             inputs,
             self.kernel,
             output_shape,
@@ -296,7 +311,8 @@ class Conv2DTranspose(Conv2D):
             padding=self.padding.upper(),
         )
         static = [
-            None if d is None else self.transposed_length(d, k) for k, d in enumerate(dims[1:3])
+            None if d is None else self.transposed_length(d, k)
+            for k, d in enumerate(dims[1 : 1 + self.rank])
         ]
         outputs.set_shape([dims[0], *static, self.filters])
         return outputs
@@ -306,12 +322,20 @@ class Conv2DTranspose(Conv2D):
         if self.data_format == "channels_first":
             dims = [dims[0], *dims[2:], dims[1]]
         spatial = [
-            None if d is None else self.transposed_length(d, k) for k, d in enumerate(dims[1:3])
+            None if d is None else self.transposed_length(d, k)
+            for k, d in enumerate(dims[1 : 1 + self.rank])
         ]
         out = [dims[0], *spatial, self.filters]
         if self.data_format == "channels_first":
             out = [out[0], out[-1], *out[1:-1]]
         return TensorShape(out)
+
+
+class Conv3DTranspose(Conv2DTranspose):
+    """`tf.layers.Conv3DTranspose`: the transpose of a Conv3D: kernel [kd, kh, kw, filters, in],
+    each spatial size grown as Conv2DTranspose grows it."""
+
+    rank = 3
 
 
 def _apply(layer_class: type, inputs: Any, name: str | None, reuse: Any, **kwargs: Any) -> Tensor:
@@ -408,6 +432,71 @@ def conv2d_transpose(
     """`tf.layers.conv2d_transpose`: a Conv2DTranspose layer applied once."""
     return _apply(
         Conv2DTranspose, inputs, name, reuse, filters=filters, kernel_size=kernel_size,
+        strides=strides, padding=padding, data_format=data_format, activation=activation,
+        use_bias=use_bias, kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+        trainable=trainable,
+    )  # fmt: skip
+
+
+def conv3d(
+    inputs: Any,
+    filters: int,
+    kernel_size: Any,
+    strides: Any = (1, 1, 1),
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    dilation_rate: Any = (1, 1, 1),
+    activation: Callable[[Tensor], Tensor] | None = None,
+    use_bias: bool = True,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    kernel_regularizer: Callable | None = None,
+    bias_regularizer: Callable | None = None,
+    activity_regularizer: Callable | None = None,
+    kernel_constraint: Any = None,
+    bias_constraint: Any = None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: Any = None,
+) -> Tensor:
+    """`tf.layers.conv3d`: a Conv3D layer applied once; variables "<name>/kernel", "/bias"."""
+    return _apply(
+        Conv3D, inputs, name, reuse, filters=filters, kernel_size=kernel_size, strides=strides,
+        padding=padding, data_format=data_format, dilation_rate=dilation_rate,
+        activation=activation, use_bias=use_bias, kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+        trainable=trainable,
+    )  # fmt: skip
+
+
+def conv3d_transpose(
+    inputs: Any,
+    filters: int,
+    kernel_size: Any,
+    strides: Any = (1, 1, 1),
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    activation: Callable[[Tensor], Tensor] | None = None,
+    use_bias: bool = True,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    kernel_regularizer: Callable | None = None,
+    bias_regularizer: Callable | None = None,
+    activity_regularizer: Callable | None = None,
+    kernel_constraint: Any = None,
+    bias_constraint: Any = None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: Any = None,
+) -> Tensor:
+    """`tf.layers.conv3d_transpose`: a Conv3DTranspose layer applied once."""
+    return _apply(
+        Conv3DTranspose, inputs, name, reuse, filters=filters, kernel_size=kernel_size,
         strides=strides, padding=padding, data_format=data_format, activation=activation,
         use_bias=use_bias, kernel_initializer=kernel_initializer,
         bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,

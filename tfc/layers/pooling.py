@@ -1,4 +1,4 @@
-"""`tf.layers` pooling: MaxPooling1D/2D, AveragePooling1D/2D and their functions.
+"""`tf.layers` pooling: MaxPooling1D/2D/3D, AveragePooling1D/2D/3D and their functions.
 
 1-D pooling runs as TF's does: the [batch, width, channels] input seen as one-pixel-wide images
 [batch, width, 1, channels], pooled with (pool_size, 1) windows, and squeezed back.
@@ -20,16 +20,21 @@ from tfc.layers.convolutional import (
     to_channels_last,
 )
 from tfc.ops.conv import avg_pool, max_pool
+from tfc.ops.conv3d import avg_pool3d, max_pool3d
 
 __all__ = [
     "AveragePooling1D",
     "AveragePooling2D",
+    "AveragePooling3D",
     "MaxPooling1D",
     "MaxPooling2D",
+    "MaxPooling3D",
     "average_pooling1d",
     "average_pooling2d",
+    "average_pooling3d",
     "max_pooling1d",
     "max_pooling2d",
+    "max_pooling3d",
 ]
 
 
@@ -109,6 +114,21 @@ class AveragePooling2D(Pooling):
     pool = staticmethod(avg_pool)
 
 
+class MaxPooling3D(Pooling):
+    """`tf.layers.MaxPooling3D`: the maximum of each window of [batch, d, h, w, channels]."""
+
+    rank = 3
+    pool = staticmethod(max_pool3d)
+
+
+class AveragePooling3D(Pooling):
+    """`tf.layers.AveragePooling3D`: the mean of each 3-D window (SAME: of the voxels it
+    covers)."""
+
+    rank = 3
+    pool = staticmethod(avg_pool3d)
+
+
 def _pooled(
     layer_class: type,
     inputs: Any,
@@ -168,3 +188,27 @@ def average_pooling2d(
 ) -> Tensor:
     """`tf.layers.average_pooling2d`."""
     return _pooled(AveragePooling2D, inputs, pool_size, strides, padding, data_format, name)
+
+
+def max_pooling3d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Tensor:
+    """`tf.layers.max_pooling3d`."""
+    return _pooled(MaxPooling3D, inputs, pool_size, strides, padding, data_format, name)
+
+
+def average_pooling3d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Tensor:
+    """`tf.layers.average_pooling3d`."""
+    return _pooled(AveragePooling3D, inputs, pool_size, strides, padding, data_format, name)

@@ -15,11 +15,18 @@ from tfc.ops.array_common import axis_tensor, pick_argument
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.kernels import ArgReduceSpec, Kernel, Param
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    register,
+)
 
 __all__ = ["argmax", "argmin", "arg_max", "arg_min"]
 
-_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_NUMERIC = _dt.NUMERIC
 _INDEX = (_dt.int32, _dt.int64)
 
 
@@ -77,7 +84,7 @@ def _arg_lower(ctx: OpContext) -> list[Kernel]:
     if math.prod(out_shape) == 0:
         return []
     outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
-    better = _BETTER[(ctx.type, dtype.kind)]
+    better = _BETTER[(ctx.type, "f" if dtype.is_floating else "i")]
     spec = ArgReduceSpec(dtype, out_dtype, outer, n, inner, better)
     params = [Param("y", out_dtype.c_type, False, "out0"), Param("x0", dtype.c_type, True, "in0")]
     return [Kernel("argreduce", params, spec)]
@@ -94,6 +101,8 @@ for _type in ("ArgMax", "ArgMin"):
             const_inputs=(1,),
             input_names=("input", "dimension"),
             differentiable=False,
+            dtypes=_dt.NUMERIC,
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 

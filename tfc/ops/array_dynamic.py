@@ -105,6 +105,7 @@ for _name in ("Unique", "UniqueWithCounts"):
             _name,
             infer=_unique_infer,
             reference=_unique_reference,
+            dtypes=_dt.STORABLE,
             differentiable=False,
             in_python=VALUE_DEPENDENT_REASON,
             input_names=("x",),
@@ -153,6 +154,7 @@ def _list_diff_reference(ctx: OpContext, x: np.ndarray, y: np.ndarray) -> list:
 register(
     OpDef(
         "ListDiff",
+        dtypes=_dt.STORABLE,
         infer=_list_diff_infer,
         reference=_list_diff_reference,
         differentiable=False,
@@ -254,6 +256,7 @@ def _partition_grad(op: Operation, *grads: Tensor | None) -> list:
 register(
     OpDef(
         "DynamicPartition",
+        dtypes=_dt.STORABLE,
         infer=_partition_infer,
         reference=_partition_reference,
         grad=_partition_grad,
@@ -335,6 +338,7 @@ def _stitch_grad(op: Operation, dy: Tensor) -> list:
 register(
     OpDef(
         "DynamicStitch",
+        dtypes=_dt.STORABLE,
         infer=_stitch_infer,
         reference=_stitch_reference,
         grad=_stitch_grad,

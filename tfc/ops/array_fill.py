@@ -44,6 +44,7 @@ def _fill_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "Fill",
+        dtypes=_dt.STORABLE,
         infer=_fill_infer,
         reference=lambda ctx, dims, value: np.full(int_list(dims), value, dtype=value.dtype),
         lower=_fill_lower,
@@ -67,6 +68,7 @@ def _constant_like(op_type: str, value: int) -> None:
             infer=same_as_input,
             reference=lambda ctx, x: np.full_like(x, value),
             lower=lower,
+            dtypes=_dt.STORABLE,
             flops=no_flops,
             differentiable=False,
         )

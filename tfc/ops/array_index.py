@@ -33,6 +33,7 @@ from tfc.ops.array_shape import shape
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reshape_to, select, shape_tensor
+from tfc.ops.indexed_slices import IndexedSlices
 from tfc.ops.kernels import (
     IndexSpec,
     Kernel,
@@ -43,7 +44,15 @@ from tfc.ops.kernels import (
     loop_kernel,
 )
 from tfc.ops.math import cast
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    constant_value,
+    register,
+)
 
 
 # -- Slice ---------------------------------------------------------------------------------------
@@ -117,6 +126,7 @@ def _slice_grad(op, dy):
 register(
     OpDef(
         "Slice",
+        dtypes=_dt.STORABLE,
         infer=_slice_infer,
         reference=_slice_reference,
         lower=_slice_lower,
@@ -303,6 +313,7 @@ def _strided_slice_grad(op, dy):
 register(
     OpDef(
         "StridedSlice",
+        dtypes=_dt.STORABLE,
         infer=_strided_slice_infer,
         reference=_strided_slice_reference,
         lower=_strided_slice_lower,
@@ -370,6 +381,7 @@ def _strided_slice_grad_grad(op, g) -> list:
 register(
     OpDef(
         "StridedSliceGrad",
+        dtypes=_dt.STORABLE,
         infer=_strided_slice_grad_infer,
         reference=_strided_slice_grad_reference,
         lower=_strided_slice_grad_lower,
@@ -559,6 +571,8 @@ def _gather_grad(op, dy: Tensor) -> list:
         )
     rank_p, rank_i = len(params._shape_tuple), len(indices._shape_tuple)
     a = int(value) % rank_p
+    if a == 0:  # the rows read, as TF gives them: the table is updated where it was read
+        return [_rows_gradient(params, indices, dy), None, None]
     n = params._shape_tuple[a]
     if n is None:
         n = shape_tensor(params)[a]
@@ -572,9 +586,27 @@ def _gather_grad(op, dy: Tensor) -> list:
     return [reshape_to(summed, params), None, None]
 
 
+def _rows_gradient(params: Tensor, indices: Tensor, dy: Tensor) -> IndexedSlices:
+    """dy as IndexedSlices of params: one row per index (indices flattened)."""
+    count = math.prod(indices._shape_tuple) if is_fully_defined(indices._shape_tuple) else -1
+    flat = apply_op("Reshape", [indices, constant(np.array([count], np.int32))]).outputs[0]
+    row_shape = params._shape_tuple[1:]
+    if is_fully_defined(row_shape):
+        values_shape = constant(np.array([count, *row_shape], np.int32))
+    else:
+        rest = apply_op("Slice", [shape_tensor(params), constant(np.array([1], np.int32)),
+                                  constant(np.array([-1], np.int32))]).outputs[0]  # fmt: skip
+        values_shape = apply_op(
+            "ConcatV2", [constant(np.array([count], np.int32)), rest, constant(0)], {"N": 2}
+        ).outputs[0]
+    values = apply_op("Reshape", [dy, values_shape]).outputs[0]
+    return IndexedSlices(values, flat, shape_tensor(params))
+
+
 register(
     OpDef(
         "GatherV2",
+        dtypes=_dt.STORABLE,
         infer=_gather_infer,
         reference=_gather_reference,
         lower=_gather_lower,
@@ -587,6 +619,7 @@ register(
 
 # -- UnsortedSegmentSum (gradient-only: how a gather's gradient is scattered back) ---------------
 def _segment_sum_infer(ctx: OpContext) -> list:
+    check_dtype(ctx, 0, _dt.NUMERIC, "data")
     check_dtype(ctx, 1, INDEX_DTYPES, "segment_ids")
     check_dtype(ctx, 2, INDEX_DTYPES, "num_segments")
     check_rank(ctx, 2, 0)
@@ -656,6 +689,8 @@ def _segment_sum_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "UnsortedSegmentSum",
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
         infer=_segment_sum_infer,
         reference=_segment_sum_reference,
         lower=_segment_sum_lower,
@@ -766,6 +801,7 @@ def _one_hot_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "OneHot",
+        dtypes=_dt.STORABLE,
         infer=_one_hot_infer,
         reference=_one_hot_reference,
         lower=_one_hot_lower,

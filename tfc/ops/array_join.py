@@ -36,7 +36,15 @@ from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import reduce_sum_over, reshape_to, shape_tensor
 from tfc.ops.kernels import Operand, c_literal, contiguous_strides, loop_kernel
 from tfc.ops.math import floormod
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    constant_value,
+    register,
+)
 
 
 # -- Transpose -----------------------------------------------------------------------------------
@@ -81,6 +89,7 @@ def _transpose_grad(op, dy):
 register(
     OpDef(
         "Transpose",
+        dtypes=_dt.STORABLE,
         infer=_transpose_infer,
         reference=lambda ctx, x, perm: np.array(np.transpose(x, int_list(perm))),
         lower=_transpose_lower,
@@ -183,6 +192,7 @@ def _concat_grad(op, dy):
 register(
     OpDef(
         "ConcatV2",
+        dtypes=_dt.STORABLE,
         infer=_concat_infer,
         reference=lambda ctx, *xs: np.concatenate(xs[:-1], axis=int(xs[-1])),
         lower=_concat_lower,
@@ -237,6 +247,7 @@ def _pack_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "Pack",
+        dtypes=_dt.STORABLE,
         infer=_pack_infer,
         reference=lambda ctx, *xs: np.stack(xs, axis=int(ctx.attrs["axis"])),
         lower=_pack_lower,
@@ -293,6 +304,7 @@ def _unpack_reference(ctx: OpContext, x: np.ndarray) -> list:
 register(
     OpDef(
         "Unpack",
+        dtypes=_dt.STORABLE,
         infer=_unpack_infer,
         reference=_unpack_reference,
         lower=_unpack_lower,
@@ -411,6 +423,7 @@ def _split_reference(x: np.ndarray, axis: Any, sizes: list[int]) -> list:
 register(
     OpDef(
         "Split",
+        dtypes=_dt.STORABLE,
         infer=_split_infer,
         reference=lambda ctx, axis, x: _split_reference(
             x, axis, [s[int(axis) % x.ndim] for s in ctx.out_shapes]
@@ -424,6 +437,7 @@ register(
 register(
     OpDef(
         "SplitV",
+        dtypes=_dt.STORABLE,
         infer=_split_v_infer,
         reference=lambda ctx, x, sizes, axis: _split_reference(
             x, axis, [s[int(axis) % x.ndim] for s in ctx.out_shapes]
@@ -504,6 +518,7 @@ def _tile_grad(op, dy):
 register(
     OpDef(
         "Tile",
+        dtypes=_dt.STORABLE,
         infer=_tile_infer,
         reference=lambda ctx, x, multiples: np.tile(x, int_list(multiples)).reshape(
             ctx.out_shapes[0]
@@ -653,6 +668,7 @@ def _mirror_pad_grad(op, dy: Tensor) -> list:
 
 _PAD = dict(
     infer=_pad_infer,
+    dtypes=_dt.STORABLE,
     reference=_pad_reference,
     lower=_pad_lower,
     const_inputs=(1,),
@@ -740,6 +756,8 @@ def _mirror_pad_grad_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "MirrorPadGrad",
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
         infer=_mirror_pad_grad_infer,
         reference=_mirror_pad_grad_reference,
         lower=_mirror_pad_grad_lower,

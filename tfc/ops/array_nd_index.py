@@ -30,9 +30,16 @@ from tfc.ops.array_shape import expand_dims
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops, per_input_element
 from tfc.ops.grad_ops import shape_tensor
-from tfc.ops.kernels import Kernel, NdIndexSpec, Param, format_expr
+from tfc.ops.kernels import Kernel, NdIndexSpec, Param, format_expr, table_entry
 from tfc.ops.math import cast, negative
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    register,
+)
 
 __all__ = [
     "gather_nd",
@@ -48,7 +55,7 @@ __all__ = [
     "tensor_scatter_sub",
 ]
 
-NUMERIC_DTYPES = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+NUMERIC_DTYPES = _dt.NUMERIC
 
 
 # -- the shared parts: index tuples, their messages, the scatter's update rules -------------------
@@ -162,18 +169,19 @@ class ScatterRule:
         self.guards = guard or {}
 
     def expr(self, dtype: _dt.DType) -> str:
-        template = self.exprs.get(dtype.name, self.exprs.get(dtype.kind, self.exprs.get("*")))
+        template = table_entry(self.exprs, dtype) or self.exprs.get("*")
         return format_expr(template, dtype, a="{a}", b="{b}")
 
     def guard(self, dtype: _dt.DType) -> tuple[str, str] | None:
-        found = self.guards.get(dtype.kind)
+        found = table_entry(self.guards, dtype)
         if found is None:
             return None
         return format_expr(found[0], dtype, b="{b}"), found[1]
 
     def check(self, updates: np.ndarray) -> None:
         for kind, (_, message) in self.guards.items():
-            if updates.dtype.kind == kind and (updates == 0).any():
+            kinds = "iu" if kind == "i" else kind  # NumPy's kinds: "i" signed, "u" unsigned
+            if updates.dtype.kind in kinds and (updates == 0).any():
                 raise errors.InvalidArgumentError(None, None, message)
 
 
@@ -367,6 +375,7 @@ def _gather_nd_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "GatherNd",
+        dtypes=_dt.STORABLE,
         infer=_gather_nd_infer,
         reference=_gather_nd_reference,
         lower=_gather_nd_lower,
@@ -483,6 +492,8 @@ def _scatter_nd_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "ScatterNd",
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
         infer=_scatter_nd_infer,
         reference=_scatter_nd_reference,
         lower=_scatter_nd_lower,
@@ -571,6 +582,8 @@ for _rule, _grad in _TENSOR_SCATTER_GRADS.items():
             infer=_tensor_scatter_infer,
             reference=_tensor_scatter_reference(_rule),
             lower=_tensor_scatter_lower(_rule),
+            dtypes=_dt.STORABLE if _rule == "update" else _dt.NUMERIC,
+            computes_in=None if _rule == "update" else HALVES_IN_FLOAT32,
             flops=no_flops if _rule == "update" else per_input_element(1, 2),
             grad=_grad,
             inplace=lambda ctx: [0],  # the kernel copies the tensor element by element first

@@ -48,6 +48,7 @@ from tfc.ops.kernels import (
     view,
 )
 from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
     OpContext,
     OpDef,
     apply_op,
@@ -119,6 +120,7 @@ def _reverse_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "ReverseV2",
+        dtypes=_dt.STORABLE,
         infer=_reverse_infer,
         reference=_reverse_reference,
         lower=_reverse_lower,
@@ -209,6 +211,7 @@ def _reverse_sequence_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "ReverseSequence",
+        dtypes=_dt.STORABLE,
         infer=_reverse_sequence_infer,
         reference=_reverse_sequence_reference,
         lower=_reverse_sequence_lower,
@@ -317,6 +320,7 @@ def _roll_grad(op, dy: Tensor) -> list:
 register(
     OpDef(
         "Roll",
+        dtypes=_dt.STORABLE,
         infer=_roll_infer,
         reference=_roll_reference,
         lower=_roll_lower,
@@ -339,7 +343,7 @@ def roll(input: Any, shift: Any, axis: Any, name: str | None = None) -> Tensor: 
 
 
 # -- Sort (tf.sort, tf.argsort) -------------------------------------------------------------------
-_SORTABLE = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_SORTABLE = _dt.NUMERIC
 # {u} strictly before {v}: NaN is the largest value (last ascending, first descending)
 _BEFORE = {
     ("f", "ASCENDING"): "({u} < {v} || ({v} != {v} && {u} == {u}))",
@@ -412,6 +416,8 @@ register(
         grad=_sort_grad,
         scratch=lambda ctx: 16 * ctx.in_shapes[0][-1],  # two int64 positions per value
         input_names=("values",),
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
     )
 )
 
@@ -525,6 +531,8 @@ for _type, _side in (("LowerBound", "left"), ("UpperBound", "right")):
             lower=_search_lower(_side),
             flops=no_flops,
             differentiable=False,
+            dtypes=_dt.NUMERIC,
+            computes_in=HALVES_IN_FLOAT32,
             input_names=("sorted_inputs", "values"),
         )
     )
@@ -716,6 +724,7 @@ def _broadcast_to_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "BroadcastTo",
+        dtypes=_dt.STORABLE,
         infer=_broadcast_to_infer,
         reference=lambda ctx, x, target: np.array(np.broadcast_to(x, tuple(int_list(target)))),
         lower=_broadcast_to_lower,

@@ -36,6 +36,7 @@ def _view_op(op_type: str, **kwargs: Any) -> None:
             lower=lambda ctx: [],
             alias=0,
             flops=no_flops,
+            dtypes=_dt.STORABLE,
             **kwargs,
         )
     )
@@ -45,6 +46,7 @@ def _view_op(op_type: str, **kwargs: Any) -> None:
 register(
     OpDef(
         "Identity",
+        dtypes=_dt.STORABLE,
         infer=same_as_input,
         reference=lambda ctx, x: x,
         lower=lambda ctx: [],
@@ -56,6 +58,7 @@ register(
 register(
     OpDef(
         "StopGradient",
+        dtypes=_dt.STORABLE,
         infer=same_as_input,
         reference=lambda ctx, x: x,
         lower=lambda ctx: [],
@@ -137,6 +140,7 @@ def _shape_op(op_type: str, infer: Any, value: Any) -> None:
             infer=infer,
             reference=lambda ctx, *_: np.asarray(value(ctx.in_shapes[0]), ctx.attrs["out_type"].np),
             flops=no_flops,
+            dtypes=_dt.STORABLE,
             differentiable=False,
         )
     )
@@ -307,6 +311,7 @@ def _identity_n_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "IdentityN",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: list(zip(ctx.in_dtypes, ctx.in_shapes)),
         reference=lambda ctx, *xs: [np.array(x, copy=True) for x in xs],
         lower=_identity_n_lower,
@@ -321,3 +326,17 @@ def identity_n(input: Any, name: str | None = None) -> list[Tensor]:  # noqa: A0
     tensors = [convert_to_tensor(x) for x in input]
     attrs = {"T": [t.dtype for t in tensors]}
     return apply_op("IdentityN", tensors, attrs, name=name or "IdentityN").outputs
+
+
+# -- GuaranteeConst ------------------------------------------------------------------------------
+# A promise to TF's runtime that the value will not change, so that it may cache it; a view here.
+# A constant has no gradient: none flows back through it (TF, which registers no rule, raises
+# LookupError there instead).
+_view_op("GuaranteeConst", infer=same_as_input, differentiable=False)
+
+
+def guarantee_const(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """`tf.guarantee_const`: the input's value, promised constant for the session's lifetime
+    (tfc shares the input's buffer). No gradient flows through it, as through a constant."""
+    x = convert_to_tensor(input)
+    return apply_op("GuaranteeConst", [x], name=name or "GuaranteeConst").outputs[0]

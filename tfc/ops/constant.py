@@ -15,6 +15,7 @@ from tfc.ops.registry import OpDef, apply_op, constant_value, register
 register(
     OpDef(
         "Const",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], tuple(ctx.attrs["value"].shape))],
         reference=lambda ctx: ctx.attrs["value"],
         lower=lambda ctx: [],  # constants live in the generated source or are passed in
@@ -33,7 +34,9 @@ def _python_values_fit(value: Any, dtype: _dt.DType) -> Any:
         return None
     if isinstance(value, bool) or isinstance(value, (np.ndarray, np.generic)):
         return None
-    if isinstance(value, float) and not dtype.is_floating:
+    if isinstance(value, complex):
+        return None if dtype.is_complex else value
+    if isinstance(value, float) and not (dtype.is_floating or dtype.is_complex):
         return value
     if isinstance(value, int) and dtype.is_integer:
         info = np.iinfo(dtype.np)
@@ -56,7 +59,7 @@ def _to_numpy(value: Any, dtype: _dt.DType | None) -> np.ndarray:
         return _dt.string_array(value)
     try:
         with np.errstate(all="ignore"):
-            return np.array(value, dtype=dtype.np)
+            return np.array(_dt.as_numpy(value, dtype), copy=True)
     except (TypeError, ValueError) as e:
         raise TypeError(
             f"Cannot convert {value!r} to a tensor of dtype {dtype.name}: {e}"
@@ -73,6 +76,7 @@ def constant(
     """`tf.constant`: a tensor holding `value` (broadcast to `shape` when it is a scalar)."""
     dtype = None if dtype is None else _dt.as_dtype(dtype)
     array = _to_numpy(value, dtype)
+    dtype = dtype or _dt.as_dtype(array.dtype)
     if shape is not None:
         shape = tuple(TensorShape(shape).as_list())
         if array.shape != shape:
@@ -89,7 +93,7 @@ def constant(
                 )
     array = np.asarray(array, order="C")
     array.setflags(write=False)
-    op = apply_op("Const", [], {"value": array, "dtype": _dt.as_dtype(array.dtype)}, name=name)
+    op = apply_op("Const", [], {"value": array, "dtype": dtype}, name=name)
     return op.outputs[0]
 
 
@@ -104,6 +108,8 @@ def convert_to_tensor(
     dtype = None if dtype is None else _dt.as_dtype(dtype)
     if hasattr(value, "_as_tensor"):
         value = value._as_tensor(dtype)
+    if _CONVERSIONS and not isinstance(value, Tensor):
+        value = _registered_conversion(value, dtype, name)
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != dtype:
             raise ValueError(
@@ -124,6 +130,56 @@ def convert_to_tensor(
     return constant(value, dtype=dtype, name=name or "Const")
 
 
+# tf.register_tensor_conversion_function's registrations: (priority, order, type, function)
+_CONVERSIONS: list[tuple[int, int, type, Any]] = []
+_UNREGISTRABLE = (bool, int, float, complex, str, bytes, list, tuple, np.ndarray, np.generic)
+
+
+def register_tensor_conversion_function(
+    base_type: Any, conversion_func: Any, priority: int = 100
+) -> None:
+    """`tf.register_tensor_conversion_function`: convert_to_tensor (and so every op) converts
+    an instance of `base_type` (a type or a tuple of types) with
+    `conversion_func(value, dtype=None, name=None, as_ref=False)`, which returns a Tensor or
+    NotImplemented (then the next function is tried). Lower priorities are tried first."""
+    types = base_type if isinstance(base_type, tuple) else (base_type,)
+    for t in types:
+        if not isinstance(t, type):
+            raise TypeError(f"base_type must be a type or a tuple of types, got {t!r}")
+        if issubclass(t, _UNREGISTRABLE):
+            raise TypeError(
+                "Cannot register conversions for Python numeric types and NumPy scalars and arrays."
+            )
+    if not callable(conversion_func):
+        raise TypeError("conversion_func must be callable.")
+    for t in types:
+        _CONVERSIONS.append((int(priority), len(_CONVERSIONS), t, conversion_func))
+    _CONVERSIONS.sort(key=lambda entry: entry[:2])
+
+
+def _registered_conversion(value: Any, dtype: _dt.DType | None, name: str | None) -> Any:
+    """`value` converted by the first registered function for its type that accepts it, or
+    `value` itself when none is registered for it."""
+    for _, _, base_type, function in _CONVERSIONS:
+        if not isinstance(value, base_type):
+            continue
+        result = function(value, dtype=dtype, name=name, as_ref=False)
+        if result is NotImplemented:
+            continue
+        if not isinstance(result, Tensor):
+            raise RuntimeError(
+                f"{function.__name__} returned non-Tensor: {result!r} (converting a "
+                f"{type(value).__name__})"
+            )
+        if dtype is not None and result.dtype != dtype:
+            raise RuntimeError(
+                f"Tensor conversion function for type {type(value).__name__} returned "
+                f"incompatible dtype: requested = {dtype.name}, actual = {result.dtype.name}"
+            )
+        return result
+    return value
+
+
 def _flatten(value: Any) -> list:
     if isinstance(value, (list, tuple)):
         return [x for v in value for x in _flatten(v)]
@@ -136,7 +192,15 @@ def _placeholder_infer(ctx):
 
 
 # stateful: two placeholders with equal attributes are different inputs, never merged
-register(OpDef("Placeholder", infer=_placeholder_infer, differentiable=False, stateful=True))
+register(
+    OpDef(
+        "Placeholder",
+        infer=_placeholder_infer,
+        differentiable=False,
+        stateful=True,
+        dtypes=_dt.STORABLE,
+    )
+)
 
 
 def missing_feed_message(name: str, dtype: _dt.DType, shape: Any) -> str:
@@ -171,6 +235,7 @@ def _placeholder_with_default_infer(ctx):
 register(
     OpDef(
         "PlaceholderWithDefault",
+        dtypes=_dt.STORABLE,
         infer=_placeholder_with_default_infer,
         reference=lambda ctx, x: x,
         lower=lambda ctx: [],
@@ -191,6 +256,7 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 register(
     OpDef(
         "Feed",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], ctx.attrs["shape"])],
         lower=lambda ctx: [],
         differentiable=False,
@@ -217,8 +283,15 @@ def get_static_value(tensor: Any, partial: bool = False) -> np.ndarray | None:
 def convert_to_tensor_or_indexed_slices(
     value: Any, dtype: Any = None, name: str | None = None
 ) -> Tensor:
-    """`tf.convert_to_tensor_or_indexed_slices`: tfc has no IndexedSlices (gradients are dense),
-    so this is convert_to_tensor."""
+    """`tf.convert_to_tensor_or_indexed_slices`: an IndexedSlices (it has `fetch_components`)
+    as it is, anything else as convert_to_tensor makes it."""
+    if hasattr(value, "fetch_components") and hasattr(value, "indices"):
+        if dtype is not None and _dt.as_dtype(dtype) != value.dtype:
+            raise ValueError(
+                f"Tensor conversion requested dtype {_dt.as_dtype(dtype).name} for "
+                f"IndexedSlices with dtype {value.dtype.name}"
+            )
+        return value
     return convert_to_tensor(value, dtype=dtype, name=name)
 
 

@@ -24,6 +24,7 @@ from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import Shape, num_elements
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.conv_algo import check_algorithm, plan_conv
+from tfc.ops.conv_args import channels_first_via_last
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.kernels import (
@@ -35,11 +36,19 @@ from tfc.ops.kernels import (
     loop_kernel,
     view,
 )
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    check_same_dtypes,
+    register,
+)
 
 __all__ = ["conv2d", "max_pool", "avg_pool"]
 
-FLOATS = (_dt.float32, _dt.float64)
+FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 _PADDINGS = ("SAME", "VALID")
 
 
@@ -294,6 +303,8 @@ def window_flops(ctx: OpContext, shape: Any) -> int:
 register(
     OpDef(
         "Conv2D",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_conv2d_infer,
         reference=_conv2d_reference,
         lower=_conv2d_lower,
@@ -367,6 +378,8 @@ for _type, _reference, _template, _rule in [
             grad=_rule,
             flops=lambda ctx: window_flops(ctx, ctx.out_shapes[0]),
             input_names=("value",),
+            dtypes=(_dt.float16, _dt.bfloat16),
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 
@@ -387,21 +400,26 @@ def _sequence(value: Any, what: str) -> list[int]:
     raise ValueError(f"{what} should be of length 1, 2 or 4 but was {len(values)}")
 
 
+def _nhwc_sequence(value: Any, what: str, data_format: str) -> list[int]:
+    """_sequence's 4 ints in NHWC order; 4 values given for NCHW are in NCHW order."""
+    values = _sequence(value, what)
+    if data_format == "NCHW" and not isinstance(value, (int, np.integer)) and len(value) == 4:
+        return [values[0], values[2], values[3], values[1]]
+    return values
+
+
 def _window_attrs(strides: Any, padding: Any, data_format: str | None) -> dict:
+    """The NHWC op's attrs: NCHW frontends compute channels last between two transposes."""
     if strides is None:
         raise ValueError("strides must be given (e.g. [1, 1, 1, 1])")
     data_format = data_format or "NHWC"
-    if data_format in ("NCHW", "NCW", "NCDHW"):
-        raise NotImplementedError(
-            f"data_format {data_format!r}: tfc computes convolutions and pools in NHWC only; "
-            "transpose NCHW tensors with tf.transpose(x, [0, 2, 3, 1])"
-        )
-    if data_format != "NHWC":
-        raise ValueError(f"data_format must be 'NHWC' (or 'NCHW'), got {data_format!r}")
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     padding = padding.upper() if isinstance(padding, str) else padding
     if padding not in _PADDINGS:
         raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
-    return {"strides": _sequence(strides, "strides"), "padding": padding, "data_format": "NHWC"}
+    strides = _nhwc_sequence(strides, "strides", data_format)
+    return {"strides": strides, "padding": padding, "data_format": "NHWC"}
 
 
 def conv2d(
@@ -418,19 +436,24 @@ def conv2d(
     """`tf.nn.conv2d`: out[n,i,j,o] = sum over (di, dj, c) of
     input[n, i*sh + di*dh - pad_top, j*sw + dj*dw - pad_left, c] * filter[di, dj, c, o], NHWC
     input and HWIO filter; SAME pads with zeros (the odd pixel at the bottom/right), VALID not.
-    `filters` is TF 1.14's alias of `filter`."""
+    `filters` is TF 1.14's alias of `filter`. NCHW input (and NCHW-ordered strides and
+    dilations) is computed channels last between two transposes, as TF's CPU kernels do."""
     if filter is not None and filters is not None:
         raise ValueError("filter and filters arguments cannot both be specified")
     filter = filters if filter is None else filter  # noqa: A001
     if filter is None:
         raise ValueError("conv2d needs a filter")
     attrs = _window_attrs(strides, padding, data_format)
-    attrs["dilations"] = _sequence(dilations, "dilations")
+    attrs["dilations"] = _nhwc_sequence(dilations, "dilations", data_format or "NHWC")
     attrs["use_cudnn_on_gpu"] = bool(use_cudnn_on_gpu)
     with name_scope(name, "Conv2D", [input, filter]) as scope:
         x = convert_to_tensor(input, name="input")
         f = convert_to_tensor(filter, dtype=x.dtype, name="filter")
-        return apply_op("Conv2D", [x, f], attrs, name=scope).outputs[0]
+        return channels_first_via_last(
+            x,
+            data_format or "NHWC",
+            lambda t: apply_op("Conv2D", [t, f], attrs, name=scope).outputs[0],
+        )
 
 
 def _pool(
@@ -443,10 +466,12 @@ def _pool(
     name: str | None,
 ) -> Tensor:
     attrs = _window_attrs(strides, padding, data_format)
-    attrs["ksize"] = _sequence(ksize, "ksize")
+    attrs["ksize"] = _nhwc_sequence(ksize, "ksize", data_format or "NHWC")
     with name_scope(name, op_type, [value]) as scope:
         x = convert_to_tensor(value, name="input")
-        return apply_op(op_type, [x], attrs, name=scope).outputs[0]
+        return channels_first_via_last(
+            x, data_format or "NHWC", lambda t: apply_op(op_type, [t], attrs, name=scope).outputs[0]
+        )
 
 
 def max_pool(

@@ -46,9 +46,13 @@ MAX_TILE_PIXELS = 16  # TFC_CONV_MAX_P
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 # the direct kernels split the batch into this many parts (of `chunk` images) that threads take
 # (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
-# part, has the same bits whatever the thread count; 16 parts balance 2 or 3 threads
+# part, has the same bits whatever the thread count; 16 parts balance 2 or 3 threads. A program
+# built to run on one thread (graph_attrs["threads"] == 1: the embeddable library) takes the
+# batch as one part: no partial sums, one image's planes of scratch.
 BATCH_PARTS = 16
-COLUMNS_STACK_BYTES = 40960  # TFC_CONV_COLS_BYTES: one image's bordered planes
+# the columns kernel copies each image into bordered channel planes (its arena scratch, one set
+# per part) and reads them once per tap: at most this many bytes, so they stay in cache
+COLUMNS_PLANES_BYTES = 40960
 COLUMNS_MAX_IN_C = 4
 COLUMNS_MAX_OUT_C = 8
 
@@ -89,8 +93,19 @@ def columns_fit(kind: str, g: Geometry, dtype: _dt.DType) -> bool:
         return False
     if g.in_c > COLUMNS_MAX_IN_C or g.out_c > COLUMNS_MAX_OUT_C:
         return False
+    return _columns_planes(g, dtype) * dtype.size <= COLUMNS_PLANES_BYTES
+
+
+def _columns_planes(g: Geometry, dtype: _dt.DType) -> int:
+    """Elements of one image's bordered channel planes in the columns kernel."""
     hp, _ = g.padded_size()
-    return g.in_c * hp * _columns_width(g, dtype) * dtype.size <= COLUMNS_STACK_BYTES
+    return g.in_c * hp * _columns_width(g, dtype)
+
+
+def _batch_parts(ctx: OpContext) -> int:
+    """The parts the batch is split into: BATCH_PARTS, or 1 in a single-threaded program."""
+    threads = ctx.graph.graph_attrs.get("threads") if ctx.graph is not None else None
+    return 1 if threads == 1 else BATCH_PARTS
 
 
 def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
@@ -136,8 +151,11 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
     if algorithm == "columns":
         hp, wp = g.padded_size()
         fields.update(hp=hp, wp=wp, cp=_columns_width(g, dtype))
-        fields["chunk"] = max(1, -(-g.batch // BATCH_PARTS))  # images are independent
-        return ConvPlan(algorithm, "columns", fields, (), 0)
+        chunk = max(1, -(-g.batch // _batch_parts(ctx)))  # images are independent
+        fields["chunk"] = chunk
+        # the planes of one image per part (the parts may run on different threads)
+        regions, total = _layout([-(-g.batch // chunk) * _columns_planes(g, dtype)])
+        return ConvPlan(algorithm, "columns", fields, regions, total)
     if algorithm == "im2col":
         pixels = g.out_h * g.out_w
         per_image = max(pixels * taps * dtype.size, 1)
@@ -149,7 +167,7 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         regions, total = _layout(sizes)
         return ConvPlan(algorithm, "im2col", fields, regions, total)
 
-    fields["chunk"] = max(1, -(-g.batch // BATCH_PARTS))
+    fields["chunk"] = max(1, -(-g.batch // _batch_parts(ctx)))
     parts = -(-g.batch // fields["chunk"])
     lanes = VECTOR_BYTES // dtype.size
     segment = g.k_w * g.in_c

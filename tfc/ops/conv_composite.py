@@ -13,9 +13,10 @@ from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.conv import conv2d
+from tfc.ops.conv3d import conv3d_transpose
 from tfc.ops.registry import apply_op
 
-__all__ = ["conv1d", "conv2d_transpose", "conv1d_transpose"]
+__all__ = ["conv1d", "conv2d_transpose", "conv1d_transpose", "conv_transpose"]
 
 
 def _spatial(value: Any, n: int, what: str) -> list[int]:
@@ -173,3 +174,36 @@ def conv1d_transpose(
             value, kernel, sizes, [1, 1, s, 1], padding, dilations=[1, 1, d, 1], name=scope
         )
         return _array.squeeze(result, [1])
+
+
+def conv_transpose(
+    input: Any,  # noqa: A002  TF's argument name
+    filters: Any,
+    output_shape: Any,
+    strides: Any,
+    padding: str = "SAME",
+    data_format: str | None = None,
+    dilations: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.nn.conv_transpose`: conv1d_transpose, conv2d_transpose or conv3d_transpose, by the
+    length of output_shape (3, 4 or 5)."""
+    if isinstance(output_shape, Tensor):
+        length = output_shape.shape.as_list()[0] if output_shape.shape.ndims == 1 else None
+    elif hasattr(output_shape, "__len__"):
+        length = len(output_shape)
+    else:
+        raise ValueError("`output_shape` must be a tensor or sized collection")
+    if length not in (3, 4, 5):
+        raise ValueError(
+            f"`output_shape` must be of length 3, 4 or 5. Received: output_shape={output_shape} "
+            f"of length {length}."
+        )
+    with name_scope(name, "conv_transpose", [input, filters, output_shape]) as scope:
+        formats = {} if data_format is None else {"data_format": data_format}
+        if length == 3:
+            return conv1d_transpose(input, filters, output_shape, strides, padding,
+                                    dilations=dilations, name=scope, **formats)  # fmt: skip
+        transpose = conv2d_transpose if length == 4 else conv3d_transpose
+        return transpose(input, filters, output_shape, strides, padding=padding,
+                         dilations=dilations, name=scope, **formats)  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
 from tfc.ir.tensor_shape import Shape, num_elements, shape_str
 from tfc.ops.array_common import INDEX_DTYPES, check_rank, int_list, shape_value
@@ -41,7 +42,15 @@ from tfc.ops.conv_algo import check_algorithm
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
 from tfc.ops.kernels import Geometry
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    check_same_dtypes,
+    register,
+)
 
 
 def _sizes(ctx: OpContext, i: int, what: str) -> tuple:
@@ -162,6 +171,8 @@ def _backprop_input_grad(op: Any, grad: Tensor) -> list:
 register(
     OpDef(
         "Conv2DBackpropInput",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_backprop_input_infer,
         reference=_backprop_input_reference,
         lower=_backprop_input_lower,
@@ -227,6 +238,8 @@ def _backprop_filter_grad(op: Any, grad: Tensor) -> list:
 register(
     OpDef(
         "Conv2DBackpropFilter",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_backprop_filter_infer,
         reference=_backprop_filter_reference,
         lower=_backprop_filter_lower,
@@ -327,6 +340,8 @@ for _type, _reference in [
             grad=_max_pool_grad_grad,  # the selection is piecewise constant in orig_input
             flops=lambda ctx: window_flops(ctx, ctx.in_shapes[2]) + elements(ctx.in_shapes[2]),
             input_names=("orig_input", "orig_output", "grad"),
+            dtypes=(_dt.float16, _dt.bfloat16),
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 
@@ -370,6 +385,8 @@ def _avg_pool_grad_grad(op: Any, grad: Tensor) -> list:
 register(
     OpDef(
         "AvgPoolGrad",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_avg_pool_grad_infer,
         reference=_avg_pool_grad_reference,
         lower=_avg_pool_grad_lower,

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from tfc.ir import dtypes as _dt
 from tfc.ir import errors
 from tfc.ir.graph import Tensor
 from tfc.ops.constant import convert_to_tensor, is_tensor_like
-from tfc.ops.kernels import ExprTable, format_expr, loop_kernel, view
+from tfc.ops.kernels import ExprTable, elementwise_expr, loop_kernel, view
 from tfc.ops.registry import (
     OpContext,
     OpDef,
@@ -47,12 +48,13 @@ def elementwise_infer(ctx: OpContext) -> list:
 def lower_elementwise(ctx: OpContext) -> list:
     table = get_opdef(ctx.type).expr
     dtype = ctx.in_dtypes[0]
-    extra = table.params(ctx.attrs, dtype) if table.params else {}
+    extra = table.params(ctx.attrs, dtype.compute) if table.params else {}
     placeholders = [f"{{{i}}}" for i in range(len(ctx.in_dtypes))]
-    expr = format_expr(table.expr_for(dtype), dtype, *placeholders, **extra)
+    out = ctx.out_dtypes[0]
+    expr = elementwise_expr(table.expr_for(dtype), dtype, placeholders, out, **extra)
     guard = table.guard_for(dtype)
     if guard is not None:
-        guard = (format_expr(guard[0], dtype, *placeholders, **extra), guard[1])
+        guard = (elementwise_expr(guard[0], dtype, placeholders, _dt.bool_, **extra), guard[1])
     shape = ctx.out_shapes[0]
     ins = [
         view(f"in{i}", d, s, shape) for i, (d, s) in enumerate(zip(ctx.in_dtypes, ctx.in_shapes))

@@ -5,7 +5,8 @@ picks the shard and id // n the row; "div": contiguous ranges of ids, the first 
 row longer when the total does not divide). TF routes ids with DynamicPartition and
 DynamicStitch, whose shapes depend on the ids; a compiled program has static shapes, so here
 every shard gathers a row for every id (rows of other shards ask for row 0) and a select
-keeps each id's own: the same values, and the same dense gradient per shard.
+keeps each id's own: the same values. Each shard's gradient holds the rows of its own ids
+(IndexedSlices, the others at index -1: no row), so optimizers update what TF1's would.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import tfc.ops.array as _array
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
+from tfc.ops.indexed_slices import IndexedSlices
 from tfc.ops.logic import equal, less, where
 from tfc.ops.math import floordiv, floormod, maximum, minimum, sqrt
 from tfc.ops.reduce import reduce_sum
+from tfc.ops.registry import NAMED_GRADIENTS
 
 __all__ = ["embedding_lookup"]
 
@@ -82,9 +85,11 @@ def embedding_lookup(
         result = None
         for p, table in enumerate(tensors):
             mine = equal(shard_of, constant(p, dtype=ids.dtype))
-            # rows of other shards read row 0 (always there) and are dropped by the select
+            # ids of other shards read row 0 (always there) and are dropped by the select;
+            # the gradient names no row (-1) for them
             local = where(mine, row_of, _array.zeros_like(row_of))
-            rows = _array.gather(table, local)
+            with local.graph.gradient_override_map({"GatherV2": SHARD_ROWS_GRADIENT}):
+                rows = _array.gather(table, local)
             if result is None:
                 result = rows
                 continue
@@ -94,6 +99,29 @@ def embedding_lookup(
                 mine = _array.expand_dims(mine, -1)
             result = where(mine, rows, result)
         return _array.identity(_clip_rows(result, ids, max_norm), name=scope)
+
+
+SHARD_ROWS_GRADIENT = "EmbeddingShardRows"
+
+
+def _shard_rows_gradient(op: Any, dy: Tensor) -> list:
+    """The rows a shard's gather read, as IndexedSlices whose ids of other shards have the
+    index -1 (no row: tfc/ops/indexed_slices.py), so an optimizer updates only the rows the
+    shard holds for this lookup, as TF's partitioned lookup (DynamicPartition) gives them."""
+    table, local, _ = op.inputs
+    if local.op.type != "SelectV2":
+        raise ValueError(f"'{op.name}' is not a gather of embedding_lookup's shards")
+    mine, row_of, _ = local.op.inputs  # local = where(mine, row_of, 0)
+    masked = where(mine, row_of, -_array.ones_like(row_of))
+    flat = _array.reshape(masked, [-1])
+    row_shape = table._shape_tuple[1:] if table._shape_tuple is not None else None
+    if row_shape is None or None in row_shape:
+        raise ValueError(f"the gradient of '{op.name}' needs the shape of its shard's rows")
+    values = _array.reshape(dy, [-1, *row_shape])
+    return [IndexedSlices(values, flat, _array.shape(table)), None, None]
+
+
+NAMED_GRADIENTS[SHARD_ROWS_GRADIENT] = _shard_rows_gradient
 
 
 def _div_assignment(tensors: list[Tensor], ids: Tensor) -> tuple[Tensor, Tensor]:

@@ -8,15 +8,24 @@ from collections.abc import Callable
 from typing import Any
 
 from tfc.ir import dtypes as _dt
-from tfc.ir.graph import Tensor, name_scope
+from tfc.ir.graph import Tensor, get_default_graph, name_scope
+from tfc.ir.subgraph import Subgraph
 from tfc.ir.tensor_shape import TensorShape
 from tfc.ops import nest
+from tfc.ops.array import gather, stop_gradient
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.control_flow import while_loop
 from tfc.ops.registry import apply_op
 from tfc.ops.tensor_array import TensorArray
 
-__all__ = ["map_fn", "scan", "foldl", "foldr"]
+__all__ = [
+    "map_fn",
+    "scan",
+    "foldl",
+    "foldr",
+    "vectorized_map",
+    "nondifferentiable_batch_function",
+]
 
 
 def _length(flat: list[Tensor], what: str) -> tuple[Tensor, int | None]:
@@ -252,3 +261,78 @@ def foldr(
         return _fold(
             fn, elems, initializer, parallel_iterations, back_prop, swap_memory, True, "foldr"
         )
+
+
+def _output_dtypes(fn: Callable[[Any], Any], elems: Any, flat: list[Tensor]) -> Any:
+    """The structure of fn's output dtypes, from one call on the first elements traced into a
+    nested graph that no op holds (so none of the traced ops runs)."""
+    tracer = Subgraph(get_default_graph(), "vectorized_map_trace/")
+    with tracer.as_default():
+        first = [gather(tracer.capture(t), 0) for t in flat]
+        out = fn(nest.pack_sequence_as(elems, first))
+    return nest.map_structure(lambda t: convert_to_tensor(t).dtype, out)
+
+
+def vectorized_map(
+    fn: Callable[[Any], Any],
+    elems: Any,
+    fallback_to_while_loop: bool = True,
+    warn: bool = True,
+) -> Any:
+    """`tf.vectorized_map`: fn applied to each element of `elems` (unpacked along dim 0), the
+    results stacked: what map_fn computes. TF rewrites fn into batched ops where it can (and
+    falls back to a while loop where it cannot); tfc always runs map_fn's loop, which compiles
+    to one native loop, so the values are the same either way."""
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with name_scope(None, "loop_body"):
+        flat = [convert_to_tensor(e) for e in nest.flatten(elems)]
+        _length(flat, "vectorized_map")
+        dtypes = _output_dtypes(fn, elems, flat)
+        return map_fn(fn, nest.pack_sequence_as(elems, flat), dtype=dtypes)
+
+
+def nondifferentiable_batch_function(
+    num_batch_threads: int,
+    max_batch_size: int,
+    batch_timeout_micros: int,
+    allowed_batch_sizes: Any = None,
+    max_enqueued_batches: int = 10,
+    autograph: bool = True,
+    enable_large_batch_splitting: bool = True,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`tf.nondifferentiable_batch_function`: a decorator for a function of tensors whose
+    leading dimension is the batch. TF's serving runtime gathers the inputs of concurrent
+    Session.run calls into one batch of at most `max_batch_size` and splits the results back;
+    the results of each call are the function of its own inputs either way, which is what tfc
+    computes for every run (compiled programs do not batch concurrent runs together). As the
+    name says, no gradient flows through the results."""
+    for what, value in (
+        ("num_batch_threads", num_batch_threads),
+        ("max_batch_size", max_batch_size),
+        ("max_enqueued_batches", max_enqueued_batches),
+    ):
+        if int(value) < 1:
+            raise ValueError(f"{what} must be positive, got {value}")
+    if int(batch_timeout_micros) < 0:
+        raise ValueError(f"batch_timeout_micros must be non-negative, got {batch_timeout_micros}")
+    if allowed_batch_sizes is not None:
+        sizes = [int(s) for s in allowed_batch_sizes]
+        if sizes != sorted(set(sizes)) or not sizes or sizes[-1] != int(max_batch_size):
+            raise ValueError(
+                "allowed_batch_sizes must be increasing and end with max_batch_size, got "
+                f"{list(allowed_batch_sizes)} for max_batch_size {max_batch_size}"
+            )
+
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def batched(*args: Any) -> Any:
+            with name_scope(None, "batch"):
+                tensors = [convert_to_tensor(a) for a in args]
+                out = fn(*tensors)
+                return nest.map_structure(lambda t: stop_gradient(convert_to_tensor(t)), out)
+
+        batched.__name__ = getattr(fn, "__name__", "batch_function")
+        batched.__doc__ = fn.__doc__
+        return batched
+
+    return decorator

@@ -35,7 +35,7 @@ The NumPy reference evaluates the members with their own references, then the up
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -86,6 +86,8 @@ def member_kind(
     opdef = get_opdef(op)
     if opdef.stateful or opdef.random:
         return None
+    if opdef.computes_in is not None and any(opdef.computes_in(d) is not d for d in in_dtypes):
+        return None  # its kernels run in a wider dtype, through copies in scratch memory
     if op in VIEW_OPS:
         return "view" if _non_unit(in_shapes[0]) == _non_unit(out_shape) else None
     if op == "MatMul":
@@ -404,7 +406,20 @@ def member_context(members: list, in_dtypes: list, in_shapes: list, j: int) -> O
         else:
             dtypes.append(_dt.as_dtype(np.asarray(a[2]).dtype))
         shapes.append(arg_shape(members, in_shapes, a))
-    return OpContext(m.name, m.op, m.attrs, dtypes, shapes, [m.dtype], [m.shape])
+    consts = {p: a[2] for p, a in enumerate(m.args) if a[0] == "const"}
+    return _MemberContext(
+        m.name, m.op, m.attrs, dtypes, shapes, [m.dtype], [m.shape], consts=consts
+    )
+
+
+@dataclass
+class _MemberContext(OpContext):
+    """A member's context: its compile-time operands are in its args, not in a graph."""
+
+    consts: dict = field(default_factory=dict)
+
+    def const(self, i: int) -> np.ndarray | None:
+        return self.consts.get(i)
 
 
 def member_outputs(attrs: dict) -> list[tuple[_dt.DType, tuple]]:
@@ -421,7 +436,27 @@ def member_outputs(attrs: dict) -> list[tuple[_dt.DType, tuple]]:
 
 
 def _infer(ctx: OpContext) -> list:
+    """The exported members' dtypes and shapes, once every member's own shape rule agrees,
+    on the node's inputs, with the dtype and shape the member records (a pass that rewires a
+    fusion's input to a tensor of another shape fails here, under verification)."""
+    members = ctx.attrs["members"]
+    if len(ctx.in_shapes) < _input_count(members):
+        raise ctx.error(f"Fusion has {len(ctx.in_shapes)} inputs; its members read more")
+    for j, m in enumerate(members):
+        mctx = member_context(members, ctx.in_dtypes, ctx.in_shapes, j)
+        if any(s is None for s in mctx.in_shapes):
+            continue  # a shape not known yet (before specialization): nothing to check
+        (dtype, shape), *_ = get_opdef(m.op).infer(mctx)
+        if dtype != m.dtype or (shape is not None and tuple(shape) != m.shape):
+            raise ctx.error(
+                f"member '{m.name}' ({m.op}) computes {dtype.name}{list(shape or ())} from "
+                f"its inputs, but the fusion records {m.dtype.name}{list(m.shape)}"
+            )
     return member_outputs(ctx.attrs)
+
+
+def _input_count(members: list) -> int:
+    return 1 + max((a[1] for m in members for a in m.args if a[0] == "in"), default=-1)
 
 
 def _reference(ctx: OpContext, *xs: np.ndarray) -> list:

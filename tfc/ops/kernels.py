@@ -636,9 +636,19 @@ def c_literal(value: object, dtype: _dt.DType) -> str:
         return "1" if bool(value) else "0"
     if dtype.kind == "i":
         v = int(value)
-        if v == int(dtype.min):
+        if v == int(dtype.min) and dtype.size >= 4:
             return "INT64_MIN" if dtype.size == 8 else "INT32_MIN"
         return f"INT64_C({v})" if dtype.size == 8 else str(v)
+    if dtype.kind == "u":
+        v = int(value)
+        return f"UINT64_C({v})" if dtype.size == 8 else f"{v}u"
+    if dtype.kind == "h":
+        bits = int(_dt.as_numpy(value, dtype).reshape(()).view(np.uint16))
+        return f"tfc_{type_tag(dtype)}_of(0x{bits:04x})"
+    if dtype.kind == "c":
+        z = complex(np.asarray(value, dtype=dtype.np))
+        part = dtype.real_dtype
+        return f"tfc_{type_tag(dtype)}_of({c_literal(z.real, part)}, {c_literal(z.imag, part)})"
     v = float(np.asarray(value, dtype=dtype.np))
     suffix = "f" if dtype is _dt.float32 else ""
     if math.isnan(v):
@@ -654,7 +664,7 @@ def c_literal(value: object, dtype: _dt.DType) -> str:
 
 def c_initializer(values: np.ndarray, dtype: _dt.DType) -> str:
     """The comma-separated body of a C array initializer for `values` (flattened)."""
-    flat = np.asarray(values, dtype=dtype.np).ravel()
+    flat = _dt.as_numpy(values, dtype).ravel()
     if dtype.kind == "f":
         if np.isfinite(flat).all():
             fmt = "%.9g" if dtype is _dt.float32 else "%.17g"
@@ -663,24 +673,113 @@ def c_initializer(values: np.ndarray, dtype: _dt.DType) -> str:
         return ",".join(c_literal(v, dtype) for v in flat.tolist())
     if dtype.kind == "b":
         return ",".join("1" if v else "0" for v in flat.tolist())
+    if dtype.kind == "h":  # the struct's bits
+        return ",".join(f"{{0x{b:04x}}}" for b in flat.view(np.uint16).tolist())
+    if dtype.kind == "c":
+        part = dtype.real_dtype
+        return ",".join(
+            f"{{{c_literal(z.real, part)},{c_literal(z.imag, part)}}}" for z in flat.tolist()
+        )
+    if dtype.kind == "u":  # u: a decimal beyond long long's range would be signed (an error)
+        return ",".join(f"{v}u" for v in flat.tolist())
     low = int(dtype.min)
     return ",".join(c_literal(v, dtype) if v == low else str(v) for v in flat.tolist())
 
 
 def math_suffix(dtype: _dt.DType) -> str:
-    """The libm suffix for `dtype`: expf for float32, exp for float64."""
-    return "f" if dtype is _dt.float32 else ""
+    """The libm suffix for `dtype`'s computations: expf for float32 (and the 16-bit floats,
+    computed in float32), exp for float64."""
+    return "f" if dtype.compute is _dt.float32 else ""
 
 
 def unsigned_ctype(dtype: _dt.DType) -> str:
-    return {4: "uint32_t", 8: "uint64_t"}.get(dtype.size, "uint8_t")
+    return {2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}.get(dtype.size, "uint8_t")
+
+
+_TAGS = {
+    "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "b",
+    "int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+    "uint64": "u64", "float16": "f16", "bfloat16": "bf16", "complex64": "c64",
+    "complex128": "c128",
+}  # fmt: skip
 
 
 def type_tag(dtype: _dt.DType) -> str:
-    """The suffix of runtime helpers for `dtype`: f32, f64, i32, i64, b."""
-    return {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "b"}[
-        dtype.name
-    ]
+    """The suffix of runtime helpers for `dtype`: f32, f64, i32, i64, b, u8, f16, c64..."""
+    return _TAGS[dtype.name]
+
+
+def table_entry(table: dict, dtype: _dt.DType) -> Any:
+    """An op table's entry for `dtype`: by its name, else by its kind. Unsigned integers use
+    the signed ones' entry ("i") unless the table has a "u" one (None: not supported); the
+    16-bit floats use float32's (they compute in float32: see `elementwise_expr`) unless it
+    has an "h" one."""
+    if dtype.name in table:
+        return table[dtype.name]
+    if dtype.kind in table:
+        return table[dtype.kind]
+    if dtype.kind == "u":
+        return table.get("i")
+    if dtype.kind == "h":
+        return table.get(_dt.float32.name, table.get("f"))
+    return None
+
+
+def load_expr(value: str, dtype: _dt.DType) -> str:
+    """C reading `value` of `dtype` as the type kernels compute with (16-bit floats: float)."""
+    return f"tfc_{type_tag(dtype)}_to_f32({value})" if dtype.kind == "h" else value
+
+
+def store_expr(value: str, dtype: _dt.DType) -> str:
+    """C turning a computed `value` into `dtype` (a float rounded to a 16-bit float)."""
+    return f"tfc_f32_to_{type_tag(dtype)}({value})" if dtype.kind == "h" else value
+
+
+def elementwise_expr(
+    template: str,
+    dtype: _dt.DType,
+    operands: Sequence[str],
+    out: _dt.DType | None = None,
+    **extra: str,
+) -> str:
+    """`template` (an op table's entry for `dtype`) over `operands`, a value of `out` (default
+    `dtype`). 16-bit floats compute in float32 within the one expression: each operand loads
+    into a float, the float32 template computes, a 16-bit result rounds back (so each op
+    rounds once, as TensorFlow's kernels do, in the loop that computes it: no extra pass)."""
+    if dtype.kind != "h":
+        return format_expr(template, dtype, *operands, **extra)
+    loaded = [load_expr(o, dtype) for o in operands]
+    expr = format_expr(template, _dt.float32, *loaded, **extra)
+    expr = expr.replace("{out}", load_expr("{out}", dtype))
+    return store_expr(expr, out or dtype)
+
+
+def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
+    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast), with
+    TensorFlow's rules on x86: float to integer truncates toward zero (NaN and out of range as
+    TF's vectorized kernels: tfc_math.h's tfc_f2<int>), integers narrow by wrapping, anything
+    to bool is `!= 0`, the 16-bit floats convert through float (so float64 rounds twice, as in
+    TF), complex to real keeps the real part."""
+    if src is dst:
+        return "{0}"
+    if src.kind == "c":
+        if dst.kind == "b":
+            return "(({0}).re != 0 || ({0}).im != 0)"
+        if dst.kind == "c":
+            part = dst.real_dtype.c_type
+            return f"tfc_{type_tag(dst)}_of(({part})({{0}}).re, ({part})({{0}}).im)"
+        return cast_expr(src.real_dtype, dst).replace("{0}", "({0}).re")
+    if dst.kind == "c":
+        real = cast_expr(src, dst.real_dtype)
+        return f"tfc_{type_tag(dst)}_of({real}, 0)"
+    value = load_expr("{0}", src)
+    if dst.kind == "b":
+        return f"({value} != 0)"
+    if dst.kind == "h":
+        return store_expr(f"(float)({value})", dst)
+    if src.is_floating and dst.is_integer:
+        return f"tfc_f2{type_tag(dst)}({value})"
+    return f"({dst.c_type})({value})"
 
 
 @dataclass(frozen=True)
@@ -699,10 +798,10 @@ class ExprTable:
     params: Callable[[dict, _dt.DType], dict] | None = None
 
     def expr_for(self, dtype: _dt.DType) -> str | None:
-        return self.exprs.get(dtype.name, self.exprs.get(dtype.kind))
+        return table_entry(self.exprs, dtype)
 
     def guard_for(self, dtype: _dt.DType) -> tuple[str, str] | None:
-        return self.guards.get(dtype.name, self.guards.get(dtype.kind))
+        return table_entry(self.guards, dtype)
 
     def supported(self) -> list[_dt.DType]:
         return [d for d in _dt.ALL if self.expr_for(d) is not None]

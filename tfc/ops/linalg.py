@@ -23,6 +23,7 @@ from tfc.ops.kernels import (
     view,
 )
 from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
     OpContext,
     OpDef,
     apply_op,
@@ -180,6 +181,10 @@ register(
         flops=lambda ctx: matmul_flops(ctx, _matrix_dims(ctx.in_shapes[0], _flags(ctx)[0])[1]),
         grad=_matmul_grad,
         input_names=("a", "b"),
+        # the GEMM is float32/64 and int32/64 (as TF's CPU kernels but for int16): the 16-bit
+        # floats multiply in float32
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
     )
 )
 register(
@@ -191,6 +196,10 @@ register(
         flops=lambda ctx: matmul_flops(ctx, _matrix_dims(ctx.in_shapes[0], _flags(ctx)[0])[1]),
         grad=_matmul_grad,
         input_names=("x", "y"),
+        # the GEMM is float32/64 and int32/64 (as TF's CPU kernels but for int16): the 16-bit
+        # floats multiply in float32
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
     )
 )
 

@@ -40,7 +40,7 @@ from tfc.ops.tensor_text import format_template, summarize_v1, summarize_v2
 __all__ = ["Print", "print", "Assert"]
 
 # the dtypes the text kernels of tfc_text.h write
-NATIVE_TEXT_DTYPES = (_dt.float32, _dt.float64, _dt.int32, _dt.int64, _dt.bool_)
+NATIVE_TEXT_DTYPES = (*_dt.FLOATS, *_dt.INTEGERS, _dt.bool_)
 _STREAMS = {"stdout": 1, "stderr": 2}
 
 
@@ -61,6 +61,8 @@ def _text_part(ctx: OpContext, i: int, style: str, summarize: int) -> TextPart:
     """Input i as a part of a kernel's text: its values, or their text when constant."""
     value = ctx.const(i)
     if value is not None:
+        dtype = ctx.in_dtypes[i]
+        value = _dt.to_float32(value, dtype) if dtype.kind == "h" else value
         text = (summarize_v1 if style == "v1" else summarize_v2)(value, summarize)
         return TextPart(text=text)
     return TextPart(param=f"x{i}", dtype=ctx.in_dtypes[i], shape=tuple(ctx.in_shapes[i]))
@@ -129,6 +131,7 @@ def _print_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "Print",
+        dtypes=_dt.STORABLE,
         infer=same_as_input,
         reference=_print_reference,
         lower=_print_lower,
@@ -208,6 +211,7 @@ def _print_v2_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "PrintFormatted",
+        dtypes=_dt.STORABLE,
         infer=_print_v2_infer,
         reference=_print_v2_reference,
         lower=_print_v2_lower,
@@ -339,6 +343,7 @@ def _assert_lower(ctx: OpContext) -> list:
 register(
     OpDef(
         "Assert",
+        dtypes=_dt.STORABLE,
         infer=_assert_infer,
         reference=_assert_reference,
         lower=_assert_lower,

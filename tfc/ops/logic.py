@@ -62,10 +62,12 @@ for _type, _fn, _sym in [
         out=_CMP,
         differentiable=False,
     )
-for _type, _fn, _sym in [("Equal", np.equal, "=="), ("NotEqual", np.not_equal, "!=")]:
-    register_elementwise(
-        _type, _fn, {k: f"{{0}} {_sym} {{1}}" for k in "fib"}, out=_CMP, differentiable=False
-    )
+for _type, _fn, _sym, _c in [
+    ("Equal", np.equal, "==", "tfc_eq_{tag}({0}, {1})"),
+    ("NotEqual", np.not_equal, "!=", "!tfc_eq_{tag}({0}, {1})"),
+]:
+    exprs = {k: f"{{0}} {_sym} {{1}}" for k in "fib"} | {"c": _c}
+    register_elementwise(_type, _fn, exprs, out=_CMP, differentiable=False)
 register_elementwise("LogicalAnd", np.logical_and, {"b": "{0} && {1}"}, differentiable=False)
 register_elementwise("LogicalOr", np.logical_or, {"b": "{0} || {1}"}, differentiable=False)
 register_elementwise("LogicalNot", np.logical_not, {"b": "!{0}"}, differentiable=False)
@@ -130,6 +132,7 @@ def _select_grad(op, dy):
 register(
     OpDef(
         "SelectV2",
+        dtypes=_dt.STORABLE,
         infer=_select_infer,
         reference=lambda ctx, c, x, y: np.where(c, x, y),
         lower=_select_lower,
@@ -150,6 +153,7 @@ def _where_infer(ctx: OpContext) -> list:
 register(
     OpDef(
         "Where",
+        dtypes=_dt.STORABLE,
         infer=_where_infer,
         reference=lambda ctx, x: np.argwhere(x).astype(np.int64).reshape(-1, x.ndim),
         differentiable=False,

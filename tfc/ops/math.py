@@ -19,11 +19,13 @@ from tfc.ops.elementwise import (
 )
 from tfc.ops.flops import elements, per_output_element
 from tfc.ops.grad_ops import select
-from tfc.ops.kernels import format_expr, loop_kernel, view
+from tfc.ops.kernels import cast_expr, elementwise_expr, loop_kernel, view
 from tfc.ops.registry import (
     OpDef,
     apply_op,
+    check_dtype,
     check_same_dtypes,
+    get_opdef,
     register,
 )
 
@@ -118,6 +120,11 @@ def _fused(op_type: str, y, dy):
     return apply_op(op_type, [y, dy], name=op_type).outputs[0]
 
 
+def _conjugate(x: Tensor) -> Tensor:
+    """conj(x) for a complex x (the gradients of complex products use it, as TF's), else x."""
+    return apply_op("Conj", [x], name="Conj").outputs[0] if x.dtype.is_complex else x
+
+
 def _pow_grad(op, dy):
     x, y = op.inputs
     positive = x > 0
@@ -144,26 +151,38 @@ def _squared_difference_grad(op, dy):
 # -- binary arithmetic ---------------------------------------------------------------------------
 # rules may return output-shaped gradients: the gradient pass sums away broadcast dims
 for _type, _fn, _exprs, _grad in [
-    ("Add", np.add, {"f": "{0} + {1}", "i": "tfc_add_{tag}({0}, {1})"}, lambda op, dy: [dy, dy]),
+    (
+        "Add",
+        np.add,
+        {"f": "{0} + {1}", "i": "tfc_add_{tag}({0}, {1})", "c": "tfc_add_{tag}({0}, {1})"},
+        lambda op, dy: [dy, dy],
+    ),
     (
         "Sub",
         np.subtract,
-        {"f": "{0} - {1}", "i": "tfc_sub_{tag}({0}, {1})"},
+        {"f": "{0} - {1}", "i": "tfc_sub_{tag}({0}, {1})", "c": "tfc_sub_{tag}({0}, {1})"},
         lambda op, dy: [dy, negative(dy)],
     ),
     (
         "Mul",
         np.multiply,
-        {"f": "{0} * {1}", "i": "tfc_mul_{tag}({0}, {1})"},
-        lambda op, dy: [multiply(dy, op.inputs[1]), multiply(op.inputs[0], dy)],
+        {"f": "{0} * {1}", "i": "tfc_mul_{tag}({0}, {1})", "c": "tfc_mul_{tag}({0}, {1})"},
+        lambda op, dy: [
+            multiply(dy, _conjugate(op.inputs[1])),
+            multiply(_conjugate(op.inputs[0]), dy),
+        ],
     ),
     (
         "RealDiv",
         np.true_divide,
-        {"f": "{0} / {1}"},
+        {"f": "{0} / {1}", "c": "tfc_div_{tag}({0}, {1})"},
         lambda op, dy: [
-            _realdiv(dy, op.inputs[1]),
-            dy * _realdiv(_realdiv(-op.inputs[0], op.inputs[1]), op.inputs[1]),
+            _realdiv(dy, _conjugate(op.inputs[1])),
+            dy
+            * _realdiv(
+                _realdiv(-_conjugate(op.inputs[0]), _conjugate(op.inputs[1])),
+                _conjugate(op.inputs[1]),
+            ),
         ],
     ),
     (
@@ -207,14 +226,20 @@ register_elementwise(
 register_elementwise(
     "Pow",
     _int_pow,
-    {"f": "pow{sfx}({0}, {1})", "i": "tfc_pow_{tag}({0}, {1})"},
+    # TF has no unsigned Pow (its guard would compare an unsigned exponent with 0)
+    {"f": "pow{sfx}({0}, {1})", "i": "tfc_pow_{tag}({0}, {1})", "u": None},
     guards={"i": ("{1} < 0", "Integers to negative integer powers are not allowed")},
     grad=_pow_grad,
 )
 
 # -- unary functions -----------------------------------------------------------------------------
 for _type, _fn, _exprs, _grad in [
-    ("Neg", np.negative, {"f": "-{0}", "i": "tfc_neg_{tag}({0})"}, lambda op, dy: [-dy]),
+    (
+        "Neg",
+        np.negative,
+        {"f": "-{0}", "i": "tfc_neg_{tag}({0})", "c": "tfc_neg_{tag}({0})"},
+        lambda op, dy: [-dy],
+    ),
     (
         "Abs",
         np.abs,
@@ -395,23 +420,37 @@ register_elementwise(
 
 
 # -- Cast ---------------------------------------------------------------------------------------
-def cast_expr(src: _dt.DType, dst: _dt.DType) -> str:
-    """The C expression converting {0} from `src` to `dst` (a Cast kernel, a fused Cast)."""
-    if dst.kind == "b":
-        return "({0} != 0)"
-    if src.kind == "f" and dst.kind == "i":
-        return f"tfc_f2i{dst.size * 8}({{0}})"
-    return f"({dst.c_type})({{0}})"
+def float_to_integer(x: np.ndarray, dst: _dt.DType) -> np.ndarray:
+    """NumPy's twin of tfc_math.h's tfc_f2<int>: truncation toward zero; NaN and values out of
+    range as TensorFlow's vectorized CPU kernels give them (see tfc_math.h)."""
+    x = np.asarray(x, dtype=np.float64)
+
+    def truncated(values: np.ndarray, wide: type) -> np.ndarray:
+        info = np.iinfo(wide)
+        ok = (values > float(info.min) - 1) & (values < float(info.max) + 1)
+        return np.where(ok, np.trunc(np.where(ok, values, 0)), info.min).astype(wide)
+
+    if dst in (_dt.uint32, _dt.uint64):
+        wide, top = (np.int32, 2.0**31) if dst is _dt.uint32 else (np.int64, 2.0**63)
+        low = truncated(x, wide)
+        return np.where(low < 0, low | truncated(x - top, wide), low).view(dst.np)
+    if dst.size == 8:
+        return truncated(x, np.int64).astype(dst.np)
+    info = np.iinfo(dst.np)
+    return np.clip(truncated(x, np.int32), info.min, info.max).astype(dst.np)
 
 
 def _cast_reference(ctx, x):
     dst = ctx.attrs["DstT"]
     with np.errstate(all="ignore"):
+        if x.dtype.kind == "c" and dst.kind != "c":
+            if dst.is_bool:
+                return x != 0
+            x = x.real
         if x.dtype.kind == "f" and dst.is_integer:
-            info = np.iinfo(dst.np)
-            ok = (x > float(info.min) - 1) & (x < float(info.max) + 1)
-            return np.where(ok, np.trunc(np.where(ok, x, 0)), info.min).astype(dst.np)
-        return x.astype(dst.np)
+            return float_to_integer(x, dst)
+        # a 16-bit float is made of the float32 value (the reference runs them in float32)
+        return x.astype(dst.compute.np)
 
 
 register(
@@ -419,6 +458,7 @@ register(
         "Cast",
         infer=lambda ctx: [(ctx.attrs["DstT"], ctx.in_shapes[0])],
         reference=_cast_reference,
+        dtypes=_dt.STORABLE,
         flops=per_output_element(1),
         lower=lambda ctx: loop_kernel(
             ctx.out_shapes[0],
@@ -462,6 +502,7 @@ def to_double(x: Any, name: str = "ToDouble") -> Tensor:
 # -- AddN ---------------------------------------------------------------------------------------
 def _add_n_infer(ctx):
     check_same_dtypes(ctx, [f"inputs[{i}]" for i in range(len(ctx.in_dtypes))])
+    check_dtype(ctx, 0, (*_dt.NUMERIC, *_dt.COMPLEX), "inputs")
     shape = ctx.in_shapes[0]
     for s in ctx.in_shapes[1:]:
         if (
@@ -479,10 +520,10 @@ def _add_n_infer(ctx):
 
 def _add_n_lower(ctx):
     dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
-    add = "{0} + {1}" if dtype.is_floating else "tfc_add_{tag}({0}, {1})"
+    add = get_opdef("Add").expr.expr_for(dtype)
     expr = "{0}"
     for i in range(1, len(ctx.in_dtypes)):
-        expr = format_expr(add, dtype, expr, f"{{{i}}}")
+        expr = elementwise_expr(add, dtype, [expr, f"{{{i}}}"])
     ins = [view(f"in{i}", dtype, shape) for i in range(len(ctx.in_dtypes))]
     return loop_kernel(shape, view("out0", dtype, shape), ins, expr)
 
@@ -495,6 +536,7 @@ register(
         lower=_add_n_lower,
         flops=lambda ctx: (len(ctx.in_shapes) - 1) * elements(ctx.out_shapes[0]),
         grad=lambda op, dy: [dy] * len(op.inputs),
+        dtypes=(*_dt.NUMERIC, *_dt.COMPLEX),
     )
 )
 
@@ -545,7 +587,18 @@ maximum = binary_frontend("Maximum", "Maximum")
 minimum = binary_frontend("Minimum", "Minimum")
 squared_difference = binary_frontend("SquaredDifference", "SquaredDifference")
 negative = neg = unary_frontend("Neg")
-abs = unary_frontend("Abs")  # noqa: A001  tf.abs
+_real_abs = unary_frontend("Abs")
+
+
+def abs(x: Any, name: str | None = None) -> Tensor:  # noqa: A001  tf.abs
+    """`tf.abs`: |x| element-wise; for a complex x its modulus, in its parts' dtype."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_complex:
+        attrs = {"Tout": x.dtype.real_dtype}
+        return apply_op("ComplexAbs", [x], attrs, name=name or "ComplexAbs").outputs[0]
+    return _real_abs(x, name=name)
+
+
 sign = unary_frontend("Sign")
 square = unary_frontend("Square")
 reciprocal = unary_frontend("Reciprocal")

@@ -22,6 +22,7 @@ from tfc.ops.kernels import (
     Param,
     RowSpec,
     c_literal,
+    elementwise_expr,
     format_expr,
     loop_kernel,
     view,
@@ -32,12 +33,14 @@ from tfc.ops.math import cast, divide, floor, sigmoid, tanh, to_float
 from tfc.ops.random import random_uniform
 from tfc.ops.reduce import reduce_mean
 from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
     OpContext,
     OpDef,
     apply_op,
     check_dtype,
     check_same_dtypes,
     constant_value,
+    get_opdef,
     register,
 )
 
@@ -63,8 +66,8 @@ __all__ = [
     "dropout",
 ]
 
-_FLOATS = (_dt.float32, _dt.float64)
-_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
+_NUMERIC = _dt.NUMERIC
 
 
 # -- element-wise activations -------------------------------------------------------------------
@@ -82,13 +85,17 @@ def _fused(op_type: str, dy: Tensor, t: Tensor, **attrs: Any) -> list:
 register_elementwise(
     "Relu",
     lambda x: np.where(x < 0, 0, x),
-    {"f": "({0} < 0 ? ({T})0 : {0})"},
+    {"f": "({0} < 0 ? ({T})0 : {0})", "i": "({0} < 0 ? ({T})0 : {0})", "u": "{0}"},
     grad=lambda op, dy: _fused("ReluGrad", dy, op.outputs[0]),  # y > 0 exactly where x > 0
 )
 register_elementwise(
     "Relu6",
     lambda x: np.where(x < 0, 0, np.where(x > 6, 6, x)),
-    {"f": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))"},
+    {
+        "f": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))",
+        "i": "({0} < 0 ? ({T})0 : ({0} > 6 ? ({T})6 : {0}))",
+        "u": "({0} > 6 ? ({T})6 : {0})",
+    },
     grad=lambda op, dy: _fused("Relu6Grad", dy, op.inputs[0]),
 )
 register_elementwise(
@@ -306,6 +313,8 @@ for _type, _log in [("Softmax", False), ("LogSoftmax", True)]:
                 apply_op(op.type + "Grad", [op.outputs[0], dy], name=op.type + "Grad").outputs[0]
             ],
             input_names=("logits",),
+            dtypes=(_dt.float16, _dt.bfloat16),
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 
@@ -396,8 +405,7 @@ def _bias_add_lower(ctx: OpContext) -> list:
     dtype, shape = ctx.out_dtypes[0], ctx.out_shapes[0]
     axis = _bias_axis(ctx.attrs.get("data_format", "NHWC"), len(shape))
     bias_strides = tuple(1 if k == axis else 0 for k in range(len(shape)))
-    add = "{0} + {1}" if dtype.is_floating else "tfc_add_{tag}({0}, {1})"
-    expr = format_expr(add, dtype, "{0}", "{1}")
+    expr = elementwise_expr(get_opdef("Add").expr.expr_for(dtype), dtype, ["{0}", "{1}"])
     return loop_kernel(
         shape,
         view("out0", dtype, shape),
@@ -429,6 +437,7 @@ register(
         flops=per_output_element(1),
         grad=_bias_add_grad,
         input_names=("value", "bias"),
+        dtypes=_dt.NUMERIC,
     )
 )
 

@@ -21,7 +21,15 @@ from tfc.ops.grad_ops import select
 from tfc.ops.kernels import Kernel, Param, RowSpec, c_literal, format_expr
 from tfc.ops.math import numpy_sigmoid
 from tfc.ops.nn import SELU_SCALE, SELU_SCALE_ALPHA, selu_constants
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, check_same_dtypes, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    check_same_dtypes,
+    register,
+)
 
 
 def _grad_op(op_type: str, *inputs: Tensor, **attrs: float) -> Tensor:
@@ -97,7 +105,7 @@ register_elementwise(
 )
 
 # -- SoftmaxGrad(y, dy), LogSoftmaxGrad(y, dy): rows along the last axis -------------------------
-_FLOATS = (_dt.float32, _dt.float64)
+_FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 
 
 def _softmax_grad_infer(ctx: OpContext) -> list:
@@ -170,5 +178,7 @@ for _type, _rule in [
             flops=per_output_element(4),
             grad=_rule,
             input_names=("softmax", "grad_softmax"),
+            dtypes=(_dt.float16, _dt.bfloat16),
+            computes_in=HALVES_IN_FLOAT32,
         )
     )

@@ -32,7 +32,15 @@ from tfc.ops.math import (
 )
 from tfc.ops.nn import log_softmax
 from tfc.ops.reduce import reduce_sum
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, constant_value, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    constant_value,
+    register,
+)
 
 __all__ = [
     "softmax_cross_entropy_with_logits",
@@ -46,7 +54,7 @@ __all__ = [
     "scale_regularization_loss",
 ]
 
-_FLOATS = (_dt.float32, _dt.float64)
+_FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 _LABEL_DTYPES = (_dt.int32, _dt.int64)
 _LABELS_SHOWN = 10  # label values listed in the out-of-range error, then "..."
 
@@ -249,6 +257,8 @@ def _sparse_xent_grad(op: Operation, dloss: Tensor | None, dbackprop: Tensor | N
 register(
     OpDef(
         "SparseSoftmaxCrossEntropyWithLogits",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_sparse_xent_infer,
         reference=_sparse_xent_reference,
         lower=_sparse_xent_lower,

@@ -39,6 +39,7 @@ __all__ = [
     "sufficient_statistics",
     "normalize_moments",
     "batch_normalization",
+    "batch_norm_with_global_normalization",
     "fused_batch_norm",
     "l2_normalize",
 ]
@@ -301,3 +302,31 @@ def l2_normalize(
         square_sum = reduce_sum(square(x), axis, keepdims=True)
         inv_norm = rsqrt(maximum(square_sum, constant(epsilon, dtype=x.dtype)))
         return multiply(x, inv_norm, name=scope)
+
+
+def batch_norm_with_global_normalization(
+    t: Any = None,
+    m: Any = None,
+    v: Any = None,
+    beta: Any = None,
+    gamma: Any = None,
+    variance_epsilon: Any = None,
+    scale_after_normalization: Any = None,
+    name: str | None = None,
+    input: Any = None,  # noqa: A002  TF's argument names
+    mean: Any = None,
+    variance: Any = None,
+) -> Tensor:
+    """`tf.nn.batch_norm_with_global_normalization`: TF1's older spelling of
+    batch_normalization (t, m, v: input, mean, variance; gamma used only when
+    scale_after_normalization)."""
+    t = input if t is None else t
+    m = mean if m is None else m
+    v = variance if v is None else v
+    if t is None or m is None or v is None or variance_epsilon is None:
+        raise ValueError(
+            "batch_norm_with_global_normalization needs the input, mean, variance and "
+            "variance_epsilon"
+        )
+    scale = gamma if scale_after_normalization else None
+    return batch_normalization(t, m, v, beta, scale, variance_epsilon, name=name)

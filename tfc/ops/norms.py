@@ -2,7 +2,8 @@
 `tf.clip_by_global_norm` (the gradient-clipping idiom), `tf.clip_by_average_norm`.
 
 Each is composed of element-wise ops and reductions as TF1 composes it, so its gradient and
-kernels come from those ops.
+kernels come from those ops. As in TF, an IndexedSlices (an embedding's gradient) counts by its
+rows' values and comes back clipped as IndexedSlices, never made dense.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tfc.ir.graph import Tensor, colocate_with, name_scope
 from tfc.ops.array_common import pick_argument
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.grad_ops import select
+from tfc.ops.indexed_slices import IndexedSlices
 from tfc.ops.logic import greater
 from tfc.ops.math import abs as _abs
 from tfc.ops.math import cast, maximum, minimum, multiply, pow, rsqrt, sqrt
@@ -96,14 +98,27 @@ def norm(
 def _tensor_list(t_list: Any, what: str) -> list:
     if not isinstance(t_list, Sequence) or isinstance(t_list, str):
         raise TypeError(f"`{what}` should be a sequence of tensors, got {type(t_list).__name__}")
-    return [None if t is None else convert_to_tensor(t) for t in t_list]
+    return [t if t is None or isinstance(t, IndexedSlices) else convert_to_tensor(t)
+            for t in t_list]  # fmt: skip
+
+
+def _values(t: Any) -> Tensor:
+    """The tensor whose elements count for a norm: an IndexedSlices' rows (TF's)."""
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
+def _like(t: Any, values: Tensor) -> Any:
+    """`values` in t's form: rows at t's indices when t is an IndexedSlices."""
+    if isinstance(t, IndexedSlices):
+        return IndexedSlices(values, t.indices, t.dense_shape)
+    return values
 
 
 def global_norm(t_list: Any, name: str | None = None) -> Tensor:
     """`tf.global_norm`: sqrt(sum of the squares of every element of every tensor) (None
     entries are skipped), from each tensor's l2_loss as TF computes it."""
     values = _tensor_list(t_list, "t_list")
-    present = [v for v in values if v is not None]
+    present = [_values(v) for v in values if v is not None]
     if not present:
         raise ValueError("global_norm needs at least one tensor that is not None")
     with name_scope(name, "global_norm") as scope:
@@ -120,6 +135,8 @@ def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = No
     (all when None); t itself where its norm is at most clip_norm. The zero tensor stays
     zero, with a finite gradient (TF's two selects)."""
     with name_scope(name, "clip_by_norm") as scope:
+        if isinstance(t, IndexedSlices):
+            return _like(t, clip_by_norm(t.values, clip_norm, axes, name=scope))
         values = convert_to_tensor(t, name="t")
         clip = convert_to_tensor(clip_norm, dtype=values.dtype)
         l2sum = reduce_sum(values * values, axes, keepdims=True)
@@ -151,9 +168,11 @@ def clip_by_global_norm(
             if v is None:
                 clipped.append(None)
                 continue
-            with colocate_with(v):
-                factor = scale if v.dtype == dtype else cast(scale, v.dtype)
-                clipped.append(_array.identity(multiply(v, factor), name=f"{scope}_{i}"))
+            rows = _values(v)
+            with colocate_with(rows):
+                factor = scale if rows.dtype == dtype else cast(scale, rows.dtype)
+                scaled = _array.identity(multiply(rows, factor), name=f"{scope}_{i}")
+                clipped.append(_like(v, scaled))
         return clipped, use_norm
 
 

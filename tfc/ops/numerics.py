@@ -14,7 +14,15 @@ from tfc.ops.constant import convert_to_tensor
 from tfc.ops.control import group
 from tfc.ops.flops import per_input_element
 from tfc.ops.kernels import Kernel, Param, ScanSpec
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, get_opdef, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    get_opdef,
+    register,
+)
 
 __all__ = [
     "check_numerics",
@@ -23,7 +31,7 @@ __all__ = [
     "add_check_numerics_ops",
 ]
 
-_FLOATS = (_dt.float32, _dt.float64)
+_FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 _GRADIENT_PREFIX = "Not a number (NaN) or infinity (Inf) values detected in gradient. "
 
 
@@ -74,6 +82,8 @@ def _check_numerics_grad(op: Operation, dy: Tensor | None) -> list:
 register(
     OpDef(
         "CheckNumerics",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_check_numerics_infer,
         reference=_check_numerics_reference,
         lower=_check_numerics_lower,

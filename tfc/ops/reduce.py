@@ -18,8 +18,16 @@ from tfc.ops.array_common import axis_tensor, pick_argument
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.grad_ops import broadcast_to, kept_dims_shape, select, static_shape
-from tfc.ops.kernels import Kernel, c_literal, format_expr, loop_kernel, reduce_kernel, view
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.kernels import (
+    Kernel,
+    c_literal,
+    format_expr,
+    loop_kernel,
+    reduce_kernel,
+    table_entry,
+    view,
+)
+from tfc.ops.registry import HALVES_IN_FLOAT32, OpContext, OpDef, apply_op, check_dtype, register
 
 __all__ = [
     "reduce_sum",
@@ -35,7 +43,7 @@ __all__ = [
     "is_strictly_increasing",
 ]
 
-_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_NUMERIC = _dt.NUMERIC
 _INDEX = (_dt.int32, _dt.int64)
 
 
@@ -123,6 +131,9 @@ def _np_sum(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
 
 def _np_mean(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
     count = math.prod(x.shape[k] for k in axes)
+    wide = _mean_computes_in(_dt.as_dtype(x.dtype))
+    if wide.size > x.dtype.itemsize:  # TF sums integers of up to 32 bits in 64 bits
+        return _np_mean(x.astype(wide.np), axes, keep).astype(x.dtype)
     if x.dtype.kind == "f":
         acc = np.float64 if x.dtype == np.float32 else x.dtype
         total = np.sum(x, axis=axes, dtype=acc, keepdims=keep)
@@ -148,9 +159,19 @@ def _np_extreme(fn: Callable, identity: Callable) -> Callable:
     return reference
 
 
-_ADD = {"f": "{a} + {b}", "i": "tfc_add_{tag}({a}, {b})"}
+def _mean_computes_in(dtype: _dt.DType) -> _dt.DType:
+    """Mean sums integers of up to 32 bits in 64 bits (as TF does: their mean cannot
+    overflow), the 16-bit floats in float32."""
+    if dtype.is_integer and dtype.size <= 4:
+        return _dt.uint64 if dtype.is_unsigned else _dt.int64
+    return dtype.compute
+
+
+_ADD = {"f": "{a} + {b}", "i": "tfc_add_{tag}({a}, {b})", "c": "tfc_add_{tag}({a}, {b})"}
 REDUCTIONS = {
-    "Sum": Reduction(_ADD, lambda d: 0, _np_sum, wide_float32=True),
+    "Sum": Reduction(
+        _ADD, lambda d: 0, _np_sum, allowed=(*_NUMERIC, *_dt.COMPLEX), wide_float32=True
+    ),
     # a mean of nothing is 0/0: NaN for floats; TF gives 0 for integers
     "Mean": Reduction(
         _ADD,
@@ -217,7 +238,7 @@ def _reduce_lower(ctx: OpContext) -> list[Kernel]:
         # nothing to read (the input may be an empty, NULL buffer): every output is the identity
         value = spec.empty(dtype) if spec.empty else spec.identity(dtype)
         return loop_kernel(ctx.out_shapes[0], out, [], c_literal(value, dtype))
-    combine = format_expr(spec.combine[dtype.kind], dtype, a="{a}", b="{b}")
+    combine = format_expr(table_entry(spec.combine, dtype), dtype, a="{a}", b="{b}")
     finalize = mean_finalize(dtype, count) if ctx.type == "Mean" else None
     acc = _dt.float64 if spec.wide_float32 and dtype is _dt.float32 else None
     return reduce_kernel(
@@ -306,6 +327,8 @@ for _type, _spec in REDUCTIONS.items():
             const_inputs=(1,),
             input_names=("input", "reduction_indices"),
             differentiable=_type in _GRADS,  # All and Any work on bools
+            dtypes=tuple(d for d in _spec.allowed if d not in _dt.CORE),
+            computes_in=_mean_computes_in if _type == "Mean" else HALVES_IN_FLOAT32,
         )
     )
 

@@ -23,8 +23,9 @@ the temporary memory its kernels need, planned in the arena like a tensor alive 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,14 @@ import numpy as np
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
 from tfc.ir.tensor_shape import Shape, is_fully_defined, num_elements, shape_str
-from tfc.ops.kernels import ExprTable
+from tfc.ops.kernels import (
+    ExprTable,
+    Operand,
+    cast_expr,
+    contiguous_strides,
+    loop_kernel,
+    view,
+)
 
 
 @dataclass
@@ -63,6 +71,10 @@ class OpDef:
     # the op's kernel needs the host CPU (host memory, stdio, files, Python), so it can never
     # run on a GPU: placement puts it on the CPU of its task (tfc/passes/place.py)
     host_only: bool = False
+    # the Session runs the op around the compiled program rather than inside it (queue ops:
+    # dequeues before it, their outputs fed; enqueues after it, their inputs fetched; see
+    # tfc/client/queue_runs.py): the prune pass takes it out of program graphs
+    session_side: bool = False
     # why no native program can run the op (it calls Python, its output shape depends on its
     # input values, ...): a Session runs it with its reference in a Python stage between
     # compiled ones (tfc/passes/python_stage.py); native builds refuse it naming the op and
@@ -72,16 +84,216 @@ class OpDef:
     # attributes holding nested graphs (If's branches, While's cond and body): the passes
     # compile them with the node (tfc/passes/nested.py), codegen renders them inside its step
     subgraphs: tuple[str, ...] = ()
+    # the element dtypes beyond TF1's core ones (ir.dtypes.CORE: float32, float64, int32,
+    # int64, bool, string) the op takes and gives, as TF's CPU kernels do (docs/dtypes.md); a
+    # node with another dtype is refused when it is built, naming the op and the dtype.
+    # Element-wise ops take theirs from their ExprTable.
+    dtypes: Collection[_dt.DType] = ()
+    # the dtype the op's kernels run a dtype in, where they have no kernel of their own for
+    # it (HALVES_IN_FLOAT32: the 16-bit floats in float32): a node holding such tensors runs
+    # them in the wider dtype, its inputs widened into scratch memory before its kernels and
+    # its outputs narrowed back from it after them (`register` wraps infer, lower, scratch)
+    computes_in: Callable[[_dt.DType], _dt.DType] | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
+# gradient rules that ops' modules give a name, for graph.gradient_override_map to pick for
+# ops they build (tfc.autodiff.registry looks here after the user's tf.RegisterGradient names)
+NAMED_GRADIENTS: dict[str, Callable] = {}
+
+
 def register(opdef: OpDef) -> OpDef:
     if opdef.type in REGISTRY:
         raise ValueError(f"Op type '{opdef.type}' is registered twice")
+    # the kernels' references compute 16-bit floats in float32; ops updating variables store
+    # their values themselves, ops that run in Python see values as TF gives them (py_func)
+    python_only = isinstance(opdef.in_python, str) and opdef.in_python
+    if opdef.reference is not None and not opdef.ref_inputs and not python_only:
+        opdef.reference = _reference_in_float32(opdef.reference)
+    if opdef.computes_in is not None:
+        _run_widened(opdef, opdef.computes_in)
     REGISTRY[opdef.type] = opdef
     return opdef
+
+
+def accepted_dtypes(opdef: OpDef) -> tuple[_dt.DType, ...]:
+    """The dtypes beyond the core ones that nodes of `opdef` may hold."""
+    if opdef.expr is not None:
+        # the dtypes it computes on, and the one it gives where its table fixes it
+        given = () if opdef.expr.out is None else (opdef.expr.out,)
+        return tuple(d for d in (*opdef.expr.supported(), *given) if d not in _dt.CORE)
+    return tuple(opdef.dtypes)
+
+
+def check_accepted_dtypes(opdef: OpDef, name: str, dtypes: Sequence[_dt.DType]) -> None:
+    """Refuse a node whose inputs or outputs hold a dtype its op does not take (TypeError
+    naming the op and the dtype)."""
+    for dtype in dtypes:
+        if dtype in _dt.CORE:
+            continue
+        extra = accepted_dtypes(opdef)
+        if dtype in extra:
+            continue
+        why = {
+            "q": ": tfc has no quantized types (tf.quantization's ops are not part of tfc)",
+            "x": ": tfc has no resource or variant tensors (tfc's variables are ref variables)",
+        }.get(dtype.kind, "")
+        takes = (
+            f"; tfc's {opdef.type} also takes {', '.join(d.name for d in extra)}" if extra else ""
+        )
+        raise TypeError(
+            f"{opdef.type} (op '{name}') does not support dtype {dtype.name}{why}{takes}"
+        )
+
+
+# -- the 16-bit floats --------------------------------------------------------------------------
+def _has_halves(dtypes: Sequence[_dt.DType]) -> bool:
+    return any(d is not None and d.kind == "h" for d in dtypes)
+
+
+def _widened(dtypes: Sequence[_dt.DType]) -> list:
+    return [d.compute if d is not None else None for d in dtypes]
+
+
+def _reference_in_float32(reference: Callable[..., Any]) -> Callable[..., Any]:
+    """A NumPy reference that sees 16-bit floats as float32 (inputs and the context's dtypes)
+    and whose 16-bit outputs round back: the references compute as the kernels do."""
+
+    def run(ctx: OpContext, *values: Any) -> Any:
+        if not (_has_halves(ctx.in_dtypes) or _has_halves(ctx.out_dtypes)):
+            return reference(ctx, *values)
+        args = [
+            _dt.to_float32(v, d) if v is not None and d is not None and d.kind == "h" else v
+            for v, d in zip(values, list(ctx.in_dtypes) + [None] * len(values))
+        ]
+        wide = replace(ctx, in_dtypes=_widened(ctx.in_dtypes), out_dtypes=_widened(ctx.out_dtypes))
+        result = reference(wide, *args)
+        outs = as_output_list(result)
+        rounded = [
+            _dt.as_numpy(v, d) if v is not None and d.kind == "h" else v
+            for v, d in zip(outs, ctx.out_dtypes)
+        ] + outs[len(ctx.out_dtypes) :]
+        return rounded if isinstance(result, (list, tuple)) else rounded[0]
+
+    run.__wrapped__ = reference  # type: ignore[attr-defined]
+    return run
+
+
+def HALVES_IN_FLOAT32(dtype: _dt.DType) -> _dt.DType:  # noqa: N802  a constant, as a function
+    """OpDef.computes_in of ops whose kernels exist for float32 but not for 16-bit floats."""
+    return dtype.compute
+
+
+def widened_dtypes(ctx: OpContext, wide_inputs: Sequence[_dt.DType]) -> dict:
+    """{wide dtype: the node's dtype} for the node's inputs its op runs in wider dtypes
+    (`wide_inputs`: each input's dtype as the op's rules see it); a node mixing a dtype with
+    another that widens to it is refused (TF's one type attribute)."""
+    narrow: dict = {}
+    for dtype, wide in zip(ctx.in_dtypes, wide_inputs):
+        narrow.setdefault(wide, set()).add(dtype)
+    mixed = [kinds for wide, kinds in narrow.items() if len(kinds) > 1]
+    if mixed:
+        names = " and ".join(sorted(d.name for d in mixed[0]))
+        raise ctx.type_error(f"Inputs of {ctx.type} must have one type, got {names}")
+    return {wide: kinds.pop() for wide, kinds in narrow.items() if wide not in kinds}
+
+
+def _run_widened(opdef: OpDef, computes_in: Callable[[_dt.DType], _dt.DType]) -> None:
+    """Make `opdef` run a node holding dtypes its kernels lack through its rules for the wider
+    dtypes `computes_in` gives: the shape rule and the kernels see the wide dtypes; the lowering
+    adds a kernel widening each such input into scratch memory before the op's kernels, and
+    one narrowing each such output back after them. Compile-time inputs (axes, shapes) keep
+    their dtype, but for 16-bit floats, which the rules read as float32 values (Range)."""
+    infer, lower, scratch = opdef.infer, opdef.lower, opdef.scratch
+
+    def wide_inputs(ctx: OpContext) -> list:
+        n = len(ctx.in_dtypes)
+        fixed = {i % n for i in opdef.const_inputs} if n else set()
+        return [
+            d if i in fixed and d.kind != "h" else computes_in(d)
+            for i, d in enumerate(ctx.in_dtypes)
+        ]
+
+    def wide_ctx(ctx: OpContext) -> OpContext:
+        outs = [computes_in(d) for d in ctx.out_dtypes]
+        return replace(ctx, in_dtypes=wide_inputs(ctx), out_dtypes=outs)
+
+    def widens(ctx: OpContext) -> bool:
+        wide = wide_inputs(ctx) + [computes_in(d) for d in ctx.out_dtypes]
+        return any(w is not d for w, d in zip(wide, [*ctx.in_dtypes, *ctx.out_dtypes]))
+
+    def widened_infer(ctx: OpContext) -> list:
+        wide = wide_inputs(ctx)
+        narrow = widened_dtypes(ctx, wide)
+        if not narrow:
+            return infer(ctx)
+        outs = infer(replace(ctx, in_dtypes=wide))
+        return [(narrow.get(d, d), shape) for d, shape in outs]
+
+    def regions(ctx: OpContext) -> tuple[int, list, list]:
+        """(scratch bytes in all, the byte offset of each input's and each output's wide copy
+        or None): the op's own scratch first, then the copies, each 64-byte aligned."""
+        widened = wide_ctx(ctx)
+        at = _round_up(scratch(widened) if scratch is not None else 0)
+        places = []
+        dtypes = [*ctx.in_dtypes, *ctx.out_dtypes]
+        wide_dtypes = [*widened.in_dtypes, *widened.out_dtypes]
+        for dtype, wide, shape in zip(dtypes, wide_dtypes, [*ctx.in_shapes, *ctx.out_shapes]):
+            places.append(at if wide is not dtype else None)
+            if wide is not dtype:
+                at = _round_up(at + wide.size * num_elements(shape))
+        return at, places[: len(ctx.in_dtypes)], places[len(ctx.in_dtypes) :]
+
+    def widened_scratch(ctx: OpContext) -> int:
+        if not widens(ctx):
+            return scratch(ctx) if scratch is not None else 0
+        return regions(ctx)[0]
+
+    def copy_in_scratch(ctx: OpContext, dtype: _dt.DType, shape: Any, at: int) -> Operand:
+        wide = computes_in(dtype)
+        return Operand("scratch", wide, contiguous_strides(shape), at // wide.size)
+
+    def widened_lower(ctx: OpContext) -> list:
+        if not widens(ctx):
+            return lower(ctx)
+        _, ins, outs = regions(ctx)
+        moved = {f"in{i}": (at, ctx.in_dtypes[i]) for i, at in enumerate(ins) if at is not None}
+        moved |= {f"out{i}": (at, ctx.out_dtypes[i]) for i, at in enumerate(outs) if at is not None}
+        kernels = []
+        for i, at in enumerate(ins):
+            if at is not None:
+                dtype, shape = ctx.in_dtypes[i], ctx.in_shapes[i]
+                wide = copy_in_scratch(ctx, dtype, shape, at)
+                source = view(f"in{i}", dtype, shape)
+                kernels += loop_kernel(shape, wide, [source], cast_expr(dtype, wide.dtype))
+        for kernel in lower(wide_ctx(ctx)):
+            params = []
+            for p in kernel.params:
+                if p.buf in moved:
+                    at, dtype = moved[p.buf]
+                    p = dataclasses.replace(
+                        p, buf="scratch", offset=at // computes_in(dtype).size + p.offset
+                    )
+                params.append(p)
+            kernel.params = params
+            kernels.append(kernel)
+        for i, at in enumerate(outs):
+            if at is not None:
+                dtype, shape = ctx.out_dtypes[i], ctx.out_shapes[i]
+                wide = copy_in_scratch(ctx, dtype, shape, at)
+                target = view(f"out{i}", dtype, shape)
+                kernels += loop_kernel(shape, target, [wide], cast_expr(wide.dtype, dtype))
+        return kernels
+
+    opdef.infer, opdef.scratch = widened_infer, widened_scratch
+    if lower is not None:
+        opdef.lower = widened_lower
+
+
+def _round_up(nbytes: int) -> int:
+    return -(-nbytes // 64) * 64
 
 
 def get_opdef(op_type: str) -> OpDef:
@@ -131,7 +343,12 @@ class OpContext:
         """The value of input `i` when it is known at compile time, else None."""
         if self.graph is None or i >= len(self.inputs):
             return None
-        return constant_value(self.graph, self.inputs[i])
+        value = constant_value(self.graph, self.inputs[i])
+        source = self.graph.node(self.inputs[i][0])["dtypes"][self.inputs[i][1]]
+        if value is not None and i < len(self.in_dtypes) and self.in_dtypes[i] is not source:
+            # a 16-bit float that the op's rules see widened (OpDef.computes_in): its values
+            value = _dt.to_float32(value, source) if source.kind == "h" else value
+        return value
 
     def require_const(self, i: int, what: str) -> np.ndarray:
         value = self.const(i)
@@ -192,6 +409,7 @@ def apply_op(
         inputs=edges,
     )
     outputs = opdef.infer(ctx)
+    check_accepted_dtypes(opdef, node_name, [*ctx.in_dtypes, *(d for d, _ in outputs)])
     data_sources = {src for src, _ in edges}
     control = [c for c in graph.current_control_inputs() if c not in data_sources]
     if graph._colocation_stack and graph._colocation_stack[-1] is not None:

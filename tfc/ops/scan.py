@@ -12,12 +12,19 @@ from tfc.ir.graph import Operation, Tensor, name_scope
 from tfc.ops.array_common import INDEX_DTYPES, index_tensor
 from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_input_element
-from tfc.ops.kernels import CumulativeSpec, Kernel, Param, c_literal, format_expr
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.kernels import CumulativeSpec, Kernel, Param, c_literal, format_expr, table_entry
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    register,
+)
 
 __all__ = ["cumsum", "cumprod"]
 
-_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_NUMERIC = _dt.NUMERIC
 # the fold of each op per dtype kind and its identity (what an exclusive scan starts from)
 _FOLDS = {
     "Cumsum": ({"f": "{a} + {b}", "i": "tfc_add_{tag}({a}, {b})"}, 0, np.add),
@@ -73,7 +80,7 @@ def _cumulative_lower(ctx: OpContext) -> list[Kernel]:
         outer,
         n,
         inner,
-        format_expr(combine[dtype.kind], dtype, a="{a}", b="{b}"),
+        format_expr(table_entry(combine, dtype), dtype, a="{a}", b="{b}"),
         c_literal(identity, dtype),
         bool(ctx.attrs.get("exclusive", False)),
         bool(ctx.attrs.get("reverse", False)),
@@ -110,6 +117,8 @@ for _type, _grad in (("Cumsum", _cumsum_grad), ("Cumprod", _cumprod_grad)):
             grad=_grad,
             const_inputs=(1,),
             input_names=("x", "axis"),
+            dtypes=_dt.NUMERIC,
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 

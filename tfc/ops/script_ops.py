@@ -106,6 +106,7 @@ for _type in ("PyFunc", "PyFuncStateless"):
             infer=lambda ctx: [(d, None) for d in ctx.attrs["Tout"]],
             reference=_py_func_reference,
             differentiable=False,
+            dtypes=_dt.STORABLE,
             in_python="it calls a Python function",
             # never evaluated while building or compiling the graph, nor merged with another
             # call: even a function declared stateless is the user's code, called when run

@@ -28,11 +28,27 @@ from tfc.ops.array_index import gather
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.grad_ops import select
-from tfc.ops.kernels import Kernel, Param, SegmentSpec, c_literal, format_expr, loop_kernel, view
+from tfc.ops.kernels import (
+    Kernel,
+    Param,
+    SegmentSpec,
+    c_literal,
+    format_expr,
+    loop_kernel,
+    table_entry,
+    view,
+)
 from tfc.ops.logic import equal, greater, greater_equal, logical_and
 from tfc.ops.math import cast, maximum, sqrt, truediv
 from tfc.ops.reduce import REDUCTIONS
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    register,
+)
 
 __all__ = [
     "segment_sum",
@@ -52,7 +68,7 @@ __all__ = [
     "confusion_matrix",
 ]
 
-_NUMERIC = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_NUMERIC = _dt.NUMERIC
 _REDUCTION_OF = {"Sum": "Sum", "Mean": "Sum", "Max": "Max", "Min": "Min", "Prod": "Prod"}
 
 
@@ -73,7 +89,9 @@ _NUMPY_FOLD = {"Sum": np.add, "Prod": np.multiply, "Max": np.maximum, "Min": np.
 
 
 def _combine(kind: str, dtype: _dt.DType) -> str:
-    return format_expr(REDUCTIONS[_REDUCTION_OF[kind]].combine[dtype.kind], dtype, a="{a}", b="{b}")
+    return format_expr(
+        table_entry(REDUCTIONS[_REDUCTION_OF[kind]].combine, dtype), dtype, a="{a}", b="{b}"
+    )
 
 
 def _rows_shape(ctx: OpContext, num: int | None) -> tuple | None:
@@ -216,6 +234,8 @@ for _kind, _grad in (
             grad=_grad,
             const_inputs=(2,),
             input_names=("data", "segment_ids", "num_segments"),
+            dtypes=_dt.NUMERIC,
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 
@@ -346,6 +366,8 @@ for _kind, _grad in (
             grad=_grad,
             const_inputs=(1,),
             input_names=("data", "segment_ids"),
+            dtypes=_dt.NUMERIC,
+            computes_in=HALVES_IN_FLOAT32,
         )
     )
 
@@ -470,7 +492,7 @@ def _bincount_lower(ctx: OpContext) -> list[Kernel]:
     count = math.prod(ctx.in_shapes[0])
     if size == 0 and count == 0:
         return []
-    add = REDUCTIONS["Sum"].combine[dtype.kind]
+    add = table_entry(REDUCTIONS["Sum"].combine, dtype)
     increment = format_expr(add, dtype, a="{a}", b="{b}" if weighted else c_literal(1, dtype))
     params = [
         Param("y", dtype.c_type, False, "out0"),
@@ -500,6 +522,8 @@ register(
         const_inputs=(1,),
         input_names=("arr", "size", "weights"),
         differentiable=False,
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
     )
 )
 

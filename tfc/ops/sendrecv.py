@@ -47,6 +47,7 @@ def _recv_reference(ctx: OpContext) -> np.ndarray:
 register(
     OpDef(
         "_Send",
+        dtypes=_dt.STORABLE,
         infer=_send_infer,
         reference=_send_reference,
         differentiable=False,
@@ -57,6 +58,7 @@ register(
 register(
     OpDef(
         "_Recv",
+        dtypes=_dt.STORABLE,
         infer=lambda ctx: [(ctx.attrs["dtype"], tuple(ctx.attrs["shape"]))],
         reference=_recv_reference,
         differentiable=False,

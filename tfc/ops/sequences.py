@@ -19,7 +19,7 @@ from tfc.ops.constant import constant, convert_to_tensor, is_tensor_like
 from tfc.ops.flops import no_flops
 from tfc.ops.kernels import Kernel, Param, RangeSpec, c_literal
 from tfc.ops.math import cast
-from tfc.ops.registry import OpContext, OpDef, apply_op, constant_value, register
+from tfc.ops.registry import HALVES_IN_FLOAT32, OpContext, OpDef, apply_op, constant_value, register
 
 __all__ = ["range", "linspace", "lin_space"]
 
@@ -82,6 +82,8 @@ def _range_lower(ctx: OpContext) -> list[Kernel]:
 register(
     OpDef(
         "Range",
+        dtypes=(_dt.float16, _dt.bfloat16),
+        computes_in=HALVES_IN_FLOAT32,
         infer=_range_infer,
         reference=_range_reference,
         lower=_range_lower,

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ops.array_common import INDEX_DTYPES, merge_or_raise
 from tfc.ops.array_nd_index import (
@@ -102,6 +103,7 @@ for _rule in ("update", "add", "sub", "mul", "div", "min", "max"):
             lower=_scatter_lower(_rule),
             flops=no_flops if _rule == "update" else per_input_element(1, 2),
             input_names=("ref", "indices", "updates"),
+            dtypes=_dt.STORABLE if _rule == "update" else _dt.INTEGERS,
             **_STATE,
         )
     )
@@ -158,6 +160,7 @@ for _rule in ("update", "add", "sub"):
             lower=_scatter_nd_lower(_rule),
             flops=no_flops if _rule == "update" else per_input_element(1, 2),
             input_names=("ref", "indices", "updates"),
+            dtypes=_dt.STORABLE if _rule == "update" else _dt.INTEGERS,
             **_STATE,
         )
     )

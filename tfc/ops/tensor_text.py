@@ -30,6 +30,8 @@ def element_text(value: Any, v2: bool = False) -> str:
         return "1" if value else "0"
     if isinstance(value, (np.floating, float)):
         return _float_text(value)
+    if isinstance(value, (np.complexfloating, complex)):
+        return "?"  # TF's summaries have no text for complex numbers
     return str(int(value))
 
 

@@ -25,11 +25,18 @@ from tfc.ops.constant import convert_to_tensor
 from tfc.ops.flops import per_input_element
 from tfc.ops.kernels import Kernel, Param, RowSpec, c_literal
 from tfc.ops.reduce import reduce_sum
-from tfc.ops.registry import OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.registry import (
+    HALVES_IN_FLOAT32,
+    OpContext,
+    OpDef,
+    apply_op,
+    check_dtype,
+    register,
+)
 
 __all__ = ["top_k", "in_top_k"]
 
-_REAL = (_dt.float32, _dt.float64, _dt.int32, _dt.int64)
+_REAL = _dt.NUMERIC
 _INDEX = (_dt.int32, _dt.int64)
 
 # "a is worse than b" for (value, index) pairs: a smaller value, or an equal one at a higher
@@ -102,7 +109,7 @@ def _top_k_lower(ctx: OpContext) -> list:
         Param("indices", _dt.int32.c_type, False, "out1"),
         Param("x0", dtype.c_type, True, "in0"),
     ]
-    exprs = {"k": c_literal(k, _dt.int64), "worse": _WORSE[dtype.kind]}
+    exprs = {"k": c_literal(k, _dt.int64), "worse": _WORSE["f" if dtype.is_floating else "i"]}
     return [Kernel("top_k", params, RowSpec(dtype, rows, shape[-1], exprs))]
 
 
@@ -132,6 +139,8 @@ register(
         flops=per_input_element(2),
         const_inputs=(1,),
         input_names=("input", "k"),
+        dtypes=_dt.NUMERIC,
+        computes_in=HALVES_IN_FLOAT32,
     )
 )
 

@@ -488,8 +488,12 @@ for _type, (_ins, _update, _statements, _defaults) in UPDATE_SPECS.items():
 
 
 # -- frontends (TF's training_ops.apply_*) ------------------------------------------------------
-def _apply(op_type: str, args: list, attrs: dict, name: str | None) -> Tensor:
+def _apply(
+    op_type: str, args: list, attrs: dict, name: str | None, use_locking: bool = False
+) -> Tensor:
     spec_inputs = UPDATE_SPECS[op_type][0]
+    if use_locking:  # a Session's concurrent programs then hold the variables' update locks
+        attrs = {**attrs, "use_locking": True}
     var = variable_ref(args[0], op_type)
     tensors = []
     for (arg_name, kind), arg in zip(spec_inputs, args):
@@ -507,7 +511,7 @@ def apply_gradient_descent(
     var: Any, alpha: Any, delta: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:
     """var -= alpha * delta."""
-    return _apply("ApplyGradientDescent", [var, alpha, delta], {}, name)
+    return _apply("ApplyGradientDescent", [var, alpha, delta], {}, name, use_locking)
 
 
 def apply_momentum(
@@ -523,7 +527,7 @@ def apply_momentum(
     """accum = accum * momentum + grad; var -= lr * accum (Nesterov: lr * (grad + momentum *
     accum))."""
     attrs = {"use_nesterov": bool(use_nesterov)}
-    return _apply("ApplyMomentum", [var, accum, lr, grad, momentum], attrs, name)
+    return _apply("ApplyMomentum", [var, accum, lr, grad, momentum], attrs, name, use_locking)
 
 
 def apply_adagrad(
@@ -537,7 +541,7 @@ def apply_adagrad(
 ) -> Tensor:
     """accum += grad * grad; var -= lr * grad / sqrt(accum)."""
     attrs = {"update_slots": bool(update_slots)}
-    return _apply("ApplyAdagrad", [var, accum, lr, grad], attrs, name)
+    return _apply("ApplyAdagrad", [var, accum, lr, grad], attrs, name, use_locking)
 
 
 def apply_rms_prop(
@@ -555,7 +559,7 @@ def apply_rms_prop(
     """ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad / sqrt(ms + epsilon);
     var -= mom."""
     args = [var, ms, mom, lr, rho, momentum, epsilon, grad]
-    return _apply("ApplyRMSProp", args, {}, name)
+    return _apply("ApplyRMSProp", args, {}, name, use_locking)
 
 
 def apply_centered_rms_prop(
@@ -573,7 +577,7 @@ def apply_centered_rms_prop(
 ) -> Tensor:
     """RMSProp normalized by the centered second moment: ms - mg^2, mg the mean gradient."""
     args = [var, mg, ms, mom, lr, rho, momentum, epsilon, grad]
-    return _apply("ApplyCenteredRMSProp", args, {}, name)
+    return _apply("ApplyCenteredRMSProp", args, {}, name, use_locking)
 
 
 def apply_adam(
@@ -594,7 +598,7 @@ def apply_adam(
     """m, v = moving averages of grad, grad^2; var -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) *
     m / (sqrt(v) + epsilon)."""
     args = [var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad]
-    return _apply("ApplyAdam", args, {"use_nesterov": bool(use_nesterov)}, name)
+    return _apply("ApplyAdam", args, {"use_nesterov": bool(use_nesterov)}, name, use_locking)
 
 
 def apply_adadelta(
@@ -612,7 +616,7 @@ def apply_adadelta(
     sqrt(accum + epsilon) * grad; var -= lr * update; accum_update = rho * accum_update +
     (1 - rho) * update^2."""
     args = [var, accum, accum_update, lr, rho, epsilon, grad]
-    return _apply("ApplyAdadelta", args, {}, name)
+    return _apply("ApplyAdadelta", args, {}, name, use_locking)
 
 
 def apply_proximal_gradient_descent(
@@ -626,7 +630,8 @@ def apply_proximal_gradient_descent(
 ) -> Tensor:
     """prox = var - alpha * delta; var = sign(prox) * max(|prox| - alpha * l1, 0) /
     (1 + alpha * l2) (without l1: prox / (1 + alpha * l2))."""
-    return _apply("ApplyProximalGradientDescent", [var, alpha, l1, l2, delta], {}, name)
+    args = [var, alpha, l1, l2, delta]
+    return _apply("ApplyProximalGradientDescent", args, {}, name, use_locking)
 
 
 def apply_proximal_adagrad(
@@ -640,7 +645,7 @@ def apply_proximal_adagrad(
     name: str | None = None,
 ) -> Tensor:
     """accum += grad^2; the proximal gradient step with the rate lr / sqrt(accum)."""
-    return _apply("ApplyProximalAdagrad", [var, accum, lr, l1, l2, grad], {}, name)
+    return _apply("ApplyProximalAdagrad", [var, accum, lr, l1, l2, grad], {}, name, use_locking)
 
 
 def apply_ftrl(
@@ -659,7 +664,7 @@ def apply_ftrl(
     accum^-lr_power) / lr * var; var = (l1 * sign(linear) - linear) / (new_accum^-lr_power /
     lr + 2 * l2) where |linear| > l1, else 0; accum = new_accum."""
     args = [var, accum, linear, grad, lr, l1, l2, lr_power]
-    return _apply("ApplyFtrl", args, {}, name)
+    return _apply("ApplyFtrl", args, {}, name, use_locking)
 
 
 def apply_ftrl_v2(
@@ -678,7 +683,7 @@ def apply_ftrl_v2(
     """apply_ftrl with a magnitude penalty: `linear` takes grad + 2 * l2_shrinkage * var (the
     accumulator still takes grad^2)."""
     args = [var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power]
-    return _apply("ApplyFtrlV2", args, {}, name)
+    return _apply("ApplyFtrlV2", args, {}, name, use_locking)
 
 
 def apply_adagrad_da(
@@ -696,4 +701,4 @@ def apply_adagrad_da(
     """Adagrad dual averaging: g += grad; gg += grad^2; var = -lr * sign(g) * max(|g| - l1 * t,
     0) / (l2 * t * lr + sqrt(gg)), t the int64 `global_step` (without l1: -lr * g / (...))."""
     args = [var, gradient_accumulator, gradient_squared_accumulator, grad, lr, l1, l2, global_step]
-    return _apply("ApplyAdagradDA", args, {}, name)
+    return _apply("ApplyAdagradDA", args, {}, name, use_locking)

@@ -341,10 +341,17 @@ def build_spec(graph: Graph, group: set[str], fuser: _Fuser, update: tuple | Non
             else:
                 exported.add(n)
     matmuls = [m for m in spec.members if m.kind == "matmul"]
-    if matmuls and not any(
-        m.kind == "map" and m.dtype == matmuls[0].dtype and m.name in exported for m in spec.members
+    # a product that something outside reads is exported whole; one that nothing reads still
+    # needs a buffer for its rows (one row, reused) unless a map of its dtype holds them
+    if (
+        matmuls
+        and matmuls[0].name not in exported
+        and not any(
+            m.kind == "map" and m.dtype == matmuls[0].dtype and m.name in exported
+            for m in spec.members
+        )
     ):
-        exported.add(matmuls[0].name)  # its rows need a buffer: one row, reused
+        exported.add(matmuls[0].name)
         spec.row_scratch = index[matmuls[0].name]
     spec.outputs = [j for j, n in enumerate(spec.names) if n in exported]
     if apply is not None:

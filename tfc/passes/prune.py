@@ -3,7 +3,10 @@
 Guarantees: every remaining node is an ancestor (by data or control edge) of a fetch or a
 target; no Placeholder remains (an unfed one that is needed raises TF's missing-feed error);
 the producers of fed tensors run only if something else needs them; an unfed
-PlaceholderWithDefault becomes an Identity of its default (so it takes the default's shape).
+PlaceholderWithDefault becomes an Identity of its default (so it takes the default's shape);
+no op the Session runs around the program (OpDef.session_side: queue ops) remains, a control
+edge from one becoming edges from its own inputs; where the caller runs no such ops (a native
+build: graph_attrs["session_side_ops"] unset), one that the fetches need is an error naming it.
 
 Nested graphs (If's branches, While's cond and body) are pruned the same way, for the outputs
 of their op that something needs: an If loses the results nobody reads, a While the loop
@@ -19,6 +22,7 @@ import networkx as nx
 from tfc.ir import errors
 from tfc.ir.graph import CONTROL, Graph
 from tfc.ops.constant import missing_feed_message
+from tfc.ops.registry import get_opdef
 from tfc.passes.nested import (
     feed_indices_needed,
     feeds_by_index,
@@ -43,6 +47,8 @@ def prune_graph(graph: Graph) -> Graph:
             _prune_functional(graph, name)
         if all(_interface(graph, n) == before[n] for n in functional):
             break
+    if _remove_session_side(graph):
+        _remove_unneeded(graph)
     for name in graph.node_names():
         node = graph.node(name)
         if node["op"] == "PlaceholderWithDefault":
@@ -158,3 +164,44 @@ def _cut_feeds(graph: Graph) -> None:
         for consumer, in_index in graph.consumers(src, out):
             graph.set_input(consumer, in_index, (feed, 0))
         attrs["fetches"] = [(feed, 0) if f == (src, out) else f for f in attrs["fetches"]]
+
+
+def _remove_session_side(graph: Graph) -> bool:
+    """Take out the ops the Session runs before or after the program (their outputs are fed,
+    their inputs fetched): whatever ran after one through a control edge now runs after what
+    it waited for, and what a targeted one waited for is targeted. Whether any was removed."""
+    attrs = graph.graph_attrs
+    removed = False
+    for name in graph.node_names():
+        node = graph.node(name)
+        if not get_opdef(node["op"]).session_side:
+            continue
+        if not attrs.get("session_side_ops"):
+            raise errors.UnimplementedError(
+                None,
+                None,
+                f"'{name}' (op: '{node['op']}') is a queue op: only Session.run (and the "
+                "interpreter) run queue ops, around their compiled programs; native builds "
+                "(tfc compile), Session.profile and time_runs do not",
+            )
+        used = graph.consumers(name)
+        fetched = [f for f in attrs["fetches"] if f is not None and f[0] == name]
+        if used or fetched:
+            out = graph.input_edges(used[0][0])[used[0][1]][1] if used else fetched[0][1]
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"'{name}' (op: '{node['op']}') runs in the Session around the compiled program, "
+                f"and its output {name}:{out} was not fed: run it with a tf.Session (not a "
+                "native build), which feeds the values it takes from its queue",
+            )
+        before = [u for u, _ in graph.nx.in_edges(name)]
+        for after in graph.control_output_names(name):
+            for u in before:
+                graph.add_control_edge(u, after)
+        if name in attrs["targets"]:
+            targets = [t for t in attrs["targets"] if t != name]
+            attrs["targets"] = targets + [u for u in dict.fromkeys(before) if u not in targets]
+        graph.remove_node(name)
+        removed = True
+    return removed

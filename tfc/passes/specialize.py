@@ -45,6 +45,7 @@ _WRITES = {"TensorArrayWriteV3": 0, "TensorArrayScatterV3": 1}
 def specialize_shapes(graph: Graph) -> Graph:
     _specialize_nodes(graph)
     _check_static(graph)
+    graph.graph_attrs["specialized"] = True  # verification checks concrete shapes from here on
     return graph
 
 

@@ -6,7 +6,7 @@ import networkx as nx
 
 from tfc.ir.graph import CONTROL, Graph
 from tfc.ir.tensor_shape import is_fully_defined
-from tfc.ops.registry import REGISTRY, OpContext
+from tfc.ops.registry import REGISTRY, OpContext, infer_outputs
 
 
 class GraphInvariantError(AssertionError):
@@ -39,6 +39,10 @@ def verify_graph(graph: Graph, after: str = "") -> None:
             fail(f"node '{name}' has no full device name after placement: '{node['device']}'")
         if concrete and not all(is_fully_defined(s) for s in node["shapes"]):
             fail(f"node '{name}' has a shape that is not fully defined: {node['shapes']}")
+        if concrete:
+            why = _disagrees_with_shape_rule(graph, name)
+            if why is not None:
+                fail(f"node '{name}' ({node['op']}) {why}")
     for src, out in attrs.get("fetches", []):
         if src not in graph.nx:
             fail(f"fetch '{src}:{out}' is not in the graph")
@@ -165,6 +169,31 @@ def verify_memory_plan(graph: Graph, fail) -> None:
                     fail(
                         f"tensors {t1} and {t2} are alive together and overlap in the arena: {why}"
                     )
+
+
+def _disagrees_with_shape_rule(graph: Graph, name: str) -> str | None:
+    """Why the node's outputs are not what its op's shape rule gives on its inputs as they are
+    now (None when they are): a pass that rewired an input to a tensor of another shape or
+    dtype, or recorded outputs its op does not make. Unknown dims of the rule match any."""
+    node = graph.node(name)
+    try:
+        inferred = infer_outputs(graph, name)
+    except (ValueError, TypeError, NotImplementedError) as e:
+        return f"fails its shape rule on its inputs: {e}"
+    if len(inferred) != len(node["dtypes"]):
+        return f"has {len(node['dtypes'])} outputs; its shape rule gives {len(inferred)}"
+    for i, ((dtype, shape), have_dtype, have) in enumerate(
+        zip(inferred, node["dtypes"], node["shapes"])
+    ):
+        if dtype != have_dtype:
+            return f"output {i} is {have_dtype.name}; its shape rule gives {dtype.name}"
+        if shape is not None and not _compatible(shape, have):
+            return f"output {i} has shape {list(have)}; its shape rule gives {list(shape)}"
+    return None
+
+
+def _compatible(rule, have) -> bool:
+    return len(rule) == len(have) and all(r is None or r == h for r, h in zip(rule, have))
 
 
 def _is_full_device(device: str) -> bool:

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from tfc.client.python_stage import evaluate_python_stage
+from tfc.client.queue_runs import QueueRuns, make_queue
 from tfc.client.request import RunRequest
+from tfc.client.resources import SessionState
 from tfc.compiler import interpreter_partitions, interpreter_program, split_python_stages
 from tfc.data.runtime import IteratorStates
 from tfc.ir.graph import Graph, get_default_graph
@@ -25,13 +27,21 @@ from tfc.passes.python_stage import PYTHON, with_feed_shapes
 
 
 class InterpState:
-    """Variables, random streams and tf.data iterators of an interpreter session."""
+    """Variables, random streams, tf.data iterators and queues of an interpreter session."""
 
     def __init__(self) -> None:
         self.vars: dict[str, np.ndarray] = {}
         self.rng: dict[str, np.ndarray] = {}
         # map functions of iterators are interpreted too, each in an interpreter of its own
         self.iterators = IteratorStates(lambda graph: Interpreter(graph))
+        # queues are native, as in a Session: the interpreter runs their ops around each step
+        self.resources = SessionState()
+        self.queue_runs = QueueRuns(
+            lambda spec: self.resources.queue(
+                (spec.container, spec.shared_name or spec.op),
+                lambda: make_queue(spec, _fresh_seeds),
+            )
+        )
         # where _Send/_Recv of partitioned graphs meet (evaluate_partitions), and the step
         self.rendezvous: Any = None
         self.step_id = 0
@@ -58,6 +68,10 @@ class InterpState:
         return state
 
 
+def _fresh_seeds() -> tuple[int, int]:
+    return int.from_bytes(os.urandom(8), "little"), int.from_bytes(os.urandom(8), "little")
+
+
 class Interpreter:
     """A session-like object that evaluates graphs with NumPy instead of compiled code."""
 
@@ -66,15 +80,20 @@ class Interpreter:
         self.state = InterpState()
 
     def run(self, fetches: Any, feed_dict: Any = None) -> Any:
-        request = RunRequest(self.graph, fetches, feed_dict, self.state.iterators)
+        state = self.state
+        request = RunRequest(self.graph, fetches, feed_dict, state.iterators, state.queue_runs)
         program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
+        program.graph_attrs["session_side_ops"] = True  # the queue ops run around it, as run()'s
         stages = split_python_stages(program)
         if stages:  # ops only Python runs (py_func, strings, shapes that depend on values)
             n = len(request.fetch_keys)
             values = evaluate_python_stages(stages, request.feed_values, n, self.state)
+            request.finish(values)
             return request.results(values)
         program = interpreter_program(program)
-        return request.results(evaluate(program, request.feed_values, self.state))
+        values = evaluate(program, request.feed_values, state)
+        request.finish(values)
+        return request.results(values)
 
 
 def evaluate(program: Graph, feed_values: list[np.ndarray], state: InterpState) -> list[np.ndarray]:

@@ -25,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     comp.add_argument(
         "model",
-        help="the model file (defines signatures()), an ONNX model (.onnx), or an exported "
-        "model directory",
+        help="the model file (defines signatures()), a frozen TensorFlow GraphDef (.pb, "
+        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite), an ONNX model (.onnx), or "
+        "an exported model directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         "also selected by TFC_CUDA=emulate",
     )
     _add_embed_arguments(comp)
+    _add_imported_model_arguments(comp)
     comp.add_argument("--name", help="the model's C name (default: the file's stem)")
     comp.add_argument(
         "--passes",
@@ -70,7 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         "OUTDIR/train then runs any task (train --job worker --task 1 ...); with --target "
         "cuda the workers compute on a GPU, the ps tasks in C",
     )
-    _add_onnx_arguments(comp)
     _add_inspect_commands(sub)
     sub.add_parser(
         "launch", help="run a distributed model (tfc compile --cluster) as a local cluster",
@@ -107,34 +108,40 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _add_onnx_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("ONNX models (MODEL.onnx)")
+def _add_imported_model_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt, MODEL.tflite, MODEL.onnx)")
     g.add_argument(
         "--inputs",
         metavar="NAMES",
-        help="comma-separated ONNX value names that become the model's input (cut the graph "
-        "there; default: the model's inputs)",
+        help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder, "
+        "the TFLite or ONNX model's input; another tensor or ONNX value cuts the graph there)",
     )
     g.add_argument(
         "--outputs",
         metavar="NAMES",
-        help="comma-separated ONNX value names to output (default: the model's outputs)",
+        help="comma-separated tensors (ONNX values) to predict, e.g. probs:0 (required for a "
+        "GraphDef; default: a TFLite or ONNX model's outputs)",
     )
 
 
 def _model(args: argparse.Namespace) -> object:
-    """The model argument; an ONNX file cut at --inputs/--outputs when they are given."""
+    """The model argument; a GraphDef, TFLite or ONNX file cut at --inputs/--outputs when
+    given."""
     if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
         return args.model
-    from tfc.aot.signatures import ModelError, is_onnx_model, onnx_model
+    from tfc.aot.signatures import ModelError, imported_model
 
-    if not is_onnx_model(args.model):
-        raise ModelError("--inputs and --outputs cut ONNX models (MODEL.onnx) only")
     names = [
         None if v is None else [n.strip() for n in v.split(",") if n.strip()]
         for v in (args.inputs, args.outputs)
     ]
-    return onnx_model(args.model, inputs=names[0], outputs=names[1])
+    model = imported_model(args.model, inputs=names[0], outputs=names[1])
+    if model is None:
+        raise ModelError(
+            "--inputs and --outputs name tensors of imported models (MODEL.pb, MODEL.tflite, "
+            "MODEL.onnx) only"
+        )
+    return model
 
 
 def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
@@ -170,6 +177,14 @@ def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="predict takes 1..N examples at run time (one at a time, in one example's arena)",
     )
+    g.add_argument(
+        "--no-check-finite",
+        dest="check_finite",
+        action="store_false",
+        help="train_step does not check its loss, gradients and hyperparameters for NaN and "
+        "infinity before it updates the state (faster, a smaller arena; a NaN input then "
+        "poisons the weights)",
+    )
 
 
 def _compile_embed(args: argparse.Namespace) -> int:
@@ -189,6 +204,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
             checkpoint=args.checkpoint,
             max_batch=args.max_batch,
             weights_dtype=args.weights_dtype,
+            check_finite=args.check_finite,
             options=CompileOptions(passes=parse_pass_list(args.passes)),
         )
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
@@ -196,8 +212,9 @@ def _compile_embed(args: argparse.Namespace) -> int:
         return 1
     kind = "train_step, predict" if m.trainable else "predict"
     print(f"wrote the embeddable library ({kind}, batch {m.batch}) to {m.outdir}/model.h, model.c")
-    print(f"  {m.macro}ARENA_BYTES {m.arena_bytes}  {m.macro}STATE_BYTES {m.state_bytes}  "
-          f"{m.macro}WEIGHTS_BYTES {m.weights_bytes}")  # fmt: skip
+    sizes = {"ARENA": m.arena_bytes, "STACK": m.stack_bytes, "STATE": m.state_bytes,
+             "WEIGHTS": m.weights_bytes}  # fmt: skip
+    print("  " + "  ".join(f"{m.macro}{k}_BYTES {v}" for k, v in sizes.items()))
     return 0
 
 
@@ -237,8 +254,11 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "model", help="the model file (defines signatures(); see `pydoc tfc.aot`) or MODEL.onnx"
+        "model",
+        help="the model file (defines signatures(); see `pydoc tfc.aot`), a GraphDef (.pb, "
+        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite) or an ONNX model (.onnx)",
     )
+    _add_imported_model_arguments(p)
     p.add_argument(
         "--signature",
         choices=["train", "predict"],
@@ -252,7 +272,6 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="the optimization passes to run, comma-separated (default: all; 'none' for none)",
     )
-    _add_onnx_arguments(p)
 
 
 def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from tfc.aot.programs import batch_feed, train_feeds
-from tfc.aot.signatures import ModelError, build_signatures, load_signatures_function
+from tfc.aot.signatures import (
+    EMBED_DTYPES,
+    ModelError,
+    build_signatures,
+    load_signatures_function,
+)
 from tfc.client.request import RunRequest
 from tfc.codegen.lower import LoweredProgram
 from tfc.codegen.program_stats import (
@@ -182,7 +187,7 @@ def signature_graph(
     "train" or "predict"; by default train when the model has one. Its feeds are those `tfc
     compile` gives the same program."""
     name, fn = load_signatures_function(model, batch)
-    sigs = build_signatures(name, fn)
+    sigs = build_signatures(name, fn, EMBED_DTYPES)  # the program, as any target compiles it
     available = [s for s in ("train", "predict") if getattr(sigs, s) is not None]
     signature = signature or available[0]
     if signature not in ("train", "predict"):

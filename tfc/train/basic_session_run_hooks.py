@@ -1,5 +1,5 @@
-"""TF1's stock session-run hooks: logging tensors, stopping at a step, saving checkpoints, NaN
-checks, step rates, feeds and final ops."""
+"""TF1's stock session-run hooks: logging tensors, stopping at a step, saving checkpoints and
+summaries, NaN checks, step rates, feeds and final ops."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 
 import tfc.logging as tf_logging
+from tfc.graphdef.export import graph_to_graph_def
+from tfc.graphdef.files import write_graph
+from tfc.io.summary_pb import SessionLog, Summary
 from tfc.ir.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
+from tfc.summary.writer import FileWriterCache
 from tfc.train.saver import Saver
 from tfc.train.session_run_hook import (
     SessionRunArgs,
@@ -33,6 +37,7 @@ __all__ = [
     "SecondOrStepTimer",
     "StepCounterHook",
     "StopAtStepHook",
+    "SummarySaverHook",
 ]
 
 
@@ -252,6 +257,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._scaffold = scaffold
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
+        self._save_graph_def = save_graph_def
 
     def add_listeners(self, listeners: list[CheckpointSaverListener]) -> None:
         """More listeners (an Estimator adds its saving_listeners to its saver hook)."""
@@ -267,11 +273,17 @@ class CheckpointSaverHook(SessionRunHook):
                     "by passing it to the constructor."
                 )
             self._saver = savers[0] if savers else Saver()
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         for listener in self._listeners:
             listener.begin()
 
     def after_create_session(self, session: Any, coord: Any) -> None:
         step = int(session.run(self._global_step))
+        if self._save_graph_def:
+            # as TF1: the graph beside the checkpoints (the event file has it already: the
+            # cached FileWriter of the directory wrote the default graph when it was made)
+            graph_def = graph_to_graph_def(get_default_graph(), add_shapes=True, lenient=True)
+            write_graph(graph_def, self._checkpoint_dir, "graph.pbtxt")
         self._save(session, step)  # the state the run starts from
         self._timer.update_last_triggered_step(step)
 
@@ -301,6 +313,9 @@ class CheckpointSaverHook(SessionRunHook):
         os.makedirs(self._checkpoint_dir, exist_ok=True)
         saver = self._saver if self._saver is not None else self._scaffold.saver
         saver.save(session, self._save_path, global_step=step)
+        self._summary_writer.add_session_log(
+            SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step
+        )
         stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
@@ -338,11 +353,9 @@ class NanTensorHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs the global steps per second every `every_n_steps` steps or `every_n_secs` seconds.
-
-    TF1 also writes the rate as a summary; tfc has no summary writer, so `output_dir` and
-    `summary_writer` must stay None.
-    """
+    """Logs the global steps per second every `every_n_steps` steps or `every_n_secs` seconds,
+    and writes it as the summary "<global step>/sec" with `summary_writer`, or the cached
+    FileWriter of `output_dir`, when given."""
 
     def __init__(
         self,
@@ -353,15 +366,15 @@ class StepCounterHook(SessionRunHook):
     ) -> None:
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
-        if output_dir is not None or summary_writer is not None:
-            raise NotImplementedError(
-                "StepCounterHook: tfc writes no summaries; leave output_dir and summary_writer "
-                "None (the rate is logged)"
-            )
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
 
     def begin(self) -> None:
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step = _require_global_step("StepCounterHook")
+        self._summary_tag = self._global_step.op.name + "/sec"
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._global_step)
@@ -371,7 +384,77 @@ class StepCounterHook(SessionRunHook):
         if self._timer.should_trigger_for_step(step):
             elapsed_secs, elapsed_steps = self._timer.update_last_triggered_step(step)
             if elapsed_secs:
-                tf_logging.info("global_step/sec: %g", elapsed_steps / elapsed_secs)
+                rate = elapsed_steps / elapsed_secs
+                tf_logging.info("global_step/sec: %g", rate)
+                if self._summary_writer is not None:
+                    summary = Summary()
+                    summary.value.add(tag=self._summary_tag, simple_value=rate)
+                    self._summary_writer.add_summary(summary, step)
+
+
+class SummarySaverHook(SessionRunHook):
+    """Runs the summary op every `save_steps` steps or `save_secs` seconds and writes what it
+    gives to `summary_writer` (or the cached FileWriter of `output_dir`), with a SessionLog
+    START first. The summary op is `summary_op` (a tensor or a list), else the `scaffold`'s."""
+
+    def __init__(
+        self,
+        save_steps: int | None = None,
+        save_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer: Any = None,
+        scaffold: Any = None,
+        summary_op: Any = None,
+    ) -> None:
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op = summary_op
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self) -> None:
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
+        self._next_step: int | None = None
+        self._global_step = get_global_step()
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use SummarySaverHook.")
+
+    def _summary_ops(self) -> list | None:
+        op = self._summary_op if self._summary_op is not None else self._scaffold.summary_op
+        if op is None:
+            return None
+        return op if isinstance(op, list) else [op]
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        self._request_summary = self._next_step is None or self._timer.should_trigger_for_step(
+            self._next_step
+        )
+        requests: dict[str, Any] = {"global_step": self._global_step}
+        ops = self._summary_ops()
+        if self._request_summary and ops is not None:
+            requests["summary"] = ops
+        return SessionRunArgs(requests)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        if not self._summary_writer:
+            return
+        global_step = int(run_values.results["global_step"]) + 1
+        if self._next_step is None or self._request_summary:
+            global_step = int(run_context.session.run(self._global_step))
+        if self._next_step is None:
+            self._summary_writer.add_session_log(SessionLog(status=SessionLog.START), global_step)
+        if self._request_summary:
+            self._timer.update_last_triggered_step(global_step)
+            for summary in run_values.results.get("summary", []):
+                self._summary_writer.add_summary(summary, global_step)
+        self._next_step = global_step + 1
+
+    def end(self, session: Any = None) -> None:
+        if self._summary_writer:
+            self._summary_writer.flush()
 
 
 class FeedFnHook(SessionRunHook):

@@ -1,4 +1,5 @@
-"""`tf.train.export_meta_graph` and `tf.train.write_graph`: graphs out to tfc's meta graph file.
+"""`tf.train.export_meta_graph`: graphs out to tfc's meta graph file; `tf.train.write_graph`
+(TensorFlow's GraphDef, tfc/graphdef/files.py) is exported from here too.
 
 What goes in: the nodes, the collections and the saver; the file format is tfc/io/meta_graph.py
 (docs/file-formats.md).
@@ -10,6 +11,7 @@ import logging
 import os
 from typing import Any
 
+from tfc.graphdef.files import write_graph
 from tfc.io.meta_graph import (
     MetaGraph,
     NodeDef,
@@ -181,25 +183,3 @@ def export_meta_graph(
     else:
         encode_meta_graph(meta)  # refuse what no file could hold now, as a write would
     return meta
-
-
-def write_graph(
-    graph_or_graph_def: Graph,
-    logdir: str | os.PathLike,
-    name: str,
-    as_text: bool = True,
-) -> str:
-    """`tf.train.write_graph`: the graph's nodes alone, as tfc's meta graph file, at
-    `logdir/name` (the directory made when missing). Returns the file's path."""
-    if not isinstance(graph_or_graph_def, Graph):
-        raise TypeError(
-            f"write_graph takes a tfc Graph, got {type(graph_or_graph_def).__name__} (tfc has "
-            "no GraphDef protocol buffers)"
-        )
-    logdir = os.fspath(logdir)
-    os.makedirs(logdir or ".", exist_ok=True)
-    path = os.path.join(logdir, name)
-    nodes = _nodes(graph_or_graph_def, None, False)
-    meta = MetaGraph(nodes, meta_info={"tfc_version": __version__})
-    write_meta_graph_file(path, meta, as_text=as_text)
-    return path

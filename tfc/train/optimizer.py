@@ -19,6 +19,7 @@ from tfc.ops.array_fill import fill, zeros
 from tfc.ops.array_shape import identity
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.control import group
+from tfc.ops.indexed_slices import IndexedSlices
 from tfc.ops.math import cast
 from tfc.ops.state import assign_add
 from tfc.variables import Variable, trainable_variables
@@ -32,7 +33,8 @@ class Optimizer:
     """Base class of the optimizers: subclasses create slots and give one update op per variable.
 
     Subclasses implement `_create_slots(var_list)`, `_prepare()` (hyper-parameters as
-    tensors), `_apply_dense(grad, var)` and optionally `_finish(update_ops, name)`.
+    tensors), `_apply_dense(grad, var)`, `_apply_sparse(grad, var)` for an IndexedSlices
+    gradient (rows of the variable), and optionally `_finish(update_ops, name)`.
     """
 
     GATE_NONE = 0
@@ -136,7 +138,7 @@ class Optimizer:
         converted = []
         for pair in grads_and_vars:
             g, v = pair
-            if g is not None:
+            if g is not None and not isinstance(g, IndexedSlices):
                 try:
                     g = convert_to_tensor(g)
                 except (TypeError, ValueError):
@@ -168,7 +170,11 @@ class Optimizer:
                 if grad is None:
                     continue
                 with name_scope("update_" + var.op.name), colocate_with(var.op):
-                    update_ops.append(_as_op(self._apply_dense(grad, var)))
+                    if isinstance(grad, IndexedSlices):
+                        update = self._apply_sparse_duplicate_indices(grad, var)
+                    else:
+                        update = self._apply_dense(grad, var)
+                    update_ops.append(_as_op(update))
             if global_step is None:
                 return self._finish(update_ops, scope)
             with control_dependencies([self._finish(update_ops, "update")]):
@@ -202,6 +208,17 @@ class Optimizer:
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement _apply_dense")
+
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable) -> Any:
+        """The update for rows of a gradient (an embedding's); indices may repeat. TF1 sums
+        the rows of each index first; tfc's sparse kernels do that themselves."""
+        return self._apply_sparse(grad, var)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Any:
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement _apply_sparse: it cannot apply the "
+            f"IndexedSlices gradient of {var.op.name} (from a gather or embedding_lookup)"
+        )
 
     def _finish(self, update_ops: list[Operation], name_scope: str) -> Operation:
         return group(*update_ops, name=name_scope)

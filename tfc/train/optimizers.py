@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import tfc.ops.training_ops as training_ops
+import tfc.ops.training_ops_sparse as sparse_ops
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import (
     Operation,
@@ -14,9 +15,17 @@ from tfc.ir.graph import (
     control_dependencies,
     get_default_graph,
 )
-from tfc.ops.array_shape import identity
+from tfc.ops.argminmax import argmax
+from tfc.ops.array_fill import ones_like
+from tfc.ops.array_index import unsorted_segment_sum
+from tfc.ops.array_shape import expand_dims, identity, size
 from tfc.ops.control import group
-from tfc.ops.math import cast, maximum
+from tfc.ops.indexed_slices import IndexedSlices
+from tfc.ops.logic import equal, greater_equal, where
+from tfc.ops.math import cast, maximum, sqrt
+from tfc.ops.sequences import range as sequence_range
+from tfc.ops.state import assign, assign_sub
+from tfc.ops.state_scatter import scatter_add, scatter_sub
 from tfc.train.optimizer import Optimizer, cast_to
 from tfc.variables import Variable
 
@@ -49,6 +58,12 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
         lr = cast_to(self._learning_rate_tensor, var)
         return training_ops.apply_gradient_descent(var, lr, grad, use_locking=self._use_locking)
+
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        """TF1's: var.scatter_sub(rows * lr), repeated indices adding up."""
+        indices, values = kept_rows(grad)
+        lr = cast_to(self._learning_rate_tensor, var)
+        return scatter_sub(var, indices, values * lr, use_locking=self._use_locking)
 
 
 class MomentumOptimizer(Optimizer):
@@ -87,6 +102,13 @@ class MomentumOptimizer(Optimizer):
             use_nesterov=self._use_nesterov,
         )
 
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return sparse_ops.sparse_apply_momentum(
+            var, self.get_slot(var, "momentum"), cast_to(self._learning_rate_tensor, var),
+            grad.values, grad.indices, cast_to(self._momentum_tensor, var),
+            use_locking=self._use_locking, use_nesterov=self._use_nesterov,
+        )  # fmt: skip
+
 
 class AdagradOptimizer(Optimizer):
     """accum += grad^2; var -= lr * grad / sqrt(accum). The slot is "accumulator"."""
@@ -121,6 +143,12 @@ class AdagradOptimizer(Optimizer):
             grad,
             use_locking=self._use_locking,
         )
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return sparse_ops.sparse_apply_adagrad(
+            var, self.get_slot(var, "accumulator"), cast_to(self._learning_rate_tensor, var),
+            grad.values, grad.indices, use_locking=self._use_locking,
+        )  # fmt: skip
 
 
 class RMSPropOptimizer(Optimizer):
@@ -176,6 +204,23 @@ class RMSPropOptimizer(Optimizer):
             )
         return training_ops.apply_rms_prop(
             var, rms, mom, *hyper, grad, use_locking=self._use_locking
+        )
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        hyper = [
+            cast_to(t, var)
+            for t in (self._learning_rate_tensor, self._decay_tensor, self._momentum_tensor,
+                      self._epsilon_tensor)
+        ]  # fmt: skip
+        rms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
+        rows = (grad.values, grad.indices)
+        if self._centered:
+            return sparse_ops.sparse_apply_centered_rms_prop(
+                var, self.get_slot(var, "mg"), rms, mom, *hyper, *rows,
+                use_locking=self._use_locking,
+            )  # fmt: skip
+        return sparse_ops.sparse_apply_rms_prop(
+            var, rms, mom, *hyper, *rows, use_locking=self._use_locking
         )
 
 
@@ -238,6 +283,31 @@ class AdamOptimizer(Optimizer):
             use_locking=self._use_locking,
         )
 
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Any:
+        """TF1's sparse Adam: m and v decay whole, the rows' gradients are added where they
+        belong, and the whole variable takes the step (the same values as the dense update;
+        the gradient itself is never made dense)."""
+        beta1_power, beta2_power = self._get_beta_accumulators()
+        beta1_power, beta2_power = cast_to(beta1_power, var), cast_to(beta2_power, var)
+        lr_t, beta1_t, beta2_t, epsilon_t = (
+            cast_to(t, var) for t in (self._lr_t, self._beta1_t, self._beta2_t, self._epsilon_t)
+        )
+        lr = lr_t * sqrt(1 - beta2_power) / (1 - beta1_power)
+        indices, values = kept_rows(summed_rows(grad))
+        m = self.get_slot(var, "m")
+        m_t = assign(m, m.value() * beta1_t, use_locking=self._use_locking)
+        with control_dependencies([m_t]):
+            m_t = scatter_add(m, indices, values * (1 - beta1_t), use_locking=self._use_locking)
+        v = self.get_slot(var, "v")
+        v_t = assign(v, v.value() * beta2_t, use_locking=self._use_locking)
+        with control_dependencies([v_t]):
+            v_t = scatter_add(
+                v, indices, values * values * (1 - beta2_t), use_locking=self._use_locking
+            )
+        var_update = assign_sub(var, lr * m_t / (sqrt(v_t) + epsilon_t),
+                                use_locking=self._use_locking)  # fmt: skip
+        return group(var_update, m_t, v_t)
+
     def _finish(self, update_ops: list[Operation], name_scope: str) -> Operation:
         with control_dependencies(update_ops):
             beta1_power, beta2_power = self._get_beta_accumulators()
@@ -286,6 +356,13 @@ class AdadeltaOptimizer(Optimizer):
             grad,
             use_locking=self._use_locking,
         )
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return sparse_ops.sparse_apply_adadelta(
+            var, self.get_slot(var, "accum"), self.get_slot(var, "accum_update"),
+            cast_to(self._lr_t, var), cast_to(self._rho_t, var), cast_to(self._epsilon_t, var),
+            grad.values, grad.indices, use_locking=self._use_locking,
+        )  # fmt: skip
 
 
 def _check_non_negative(**values: float) -> None:
@@ -387,6 +464,24 @@ class FtrlOptimizer(Optimizer):
             var, accum, linear, grad, lr, l1, l2, shrinkage, power, use_locking=self._use_locking
         )
 
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        accum, linear = self.get_slot(var, "accum"), self.get_slot(var, "linear")
+        lr, l1, l2, power = (
+            cast_to(t, var)
+            for t in (self._learning_rate_tensor, self._l1_tensor, self._adjusted_l2_tensor,
+                      self._learning_rate_power_tensor)
+        )  # fmt: skip
+        rows = (grad.values, grad.indices)
+        if self._l2_shrinkage <= 0.0:
+            return sparse_ops.sparse_apply_ftrl(
+                var, accum, linear, *rows, lr, l1, l2, power, use_locking=self._use_locking
+            )
+        shrinkage = cast_to(self._l2_shrinkage_tensor, var)
+        return sparse_ops.sparse_apply_ftrl_v2(
+            var, accum, linear, *rows, lr, l1, l2, shrinkage, power,
+            use_locking=self._use_locking,
+        )  # fmt: skip
+
 
 class ProximalGradientDescentOptimizer(Optimizer):
     """Gradient descent with l1 and l2 penalties applied by their proximal operator (FOBOS):
@@ -419,6 +514,13 @@ class ProximalGradientDescentOptimizer(Optimizer):
             grad,
             use_locking=self._use_locking,
         )
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return sparse_ops.sparse_apply_proximal_gradient_descent(
+            var, cast_to(self._learning_rate_tensor, var), cast_to(self._l1_tensor, var),
+            cast_to(self._l2_tensor, var), grad.values, grad.indices,
+            use_locking=self._use_locking,
+        )  # fmt: skip
 
 
 class ProximalAdagradOptimizer(Optimizer):
@@ -463,6 +565,13 @@ class ProximalAdagradOptimizer(Optimizer):
             grad,
             use_locking=self._use_locking,
         )
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return sparse_ops.sparse_apply_proximal_adagrad(
+            var, self.get_slot(var, "accumulator"), cast_to(self._learning_rate_tensor, var),
+            cast_to(self._l1_tensor, var), cast_to(self._l2_tensor, var), grad.values,
+            grad.indices, use_locking=self._use_locking,
+        )  # fmt: skip
 
 
 class AdagradDAOptimizer(Optimizer):
@@ -520,3 +629,34 @@ class AdagradDAOptimizer(Optimizer):
             global_step,
             use_locking=self._use_locking,
         )
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        with colocate_with(var.op):
+            global_step = identity(self._global_step_on_worker)
+        return sparse_ops.sparse_apply_adagrad_da(
+            var, self.get_slot(var, "gradient_accumulator"),
+            self.get_slot(var, "gradient_squared_accumulator"), grad.values, grad.indices,
+            cast_to(self._learning_rate_tensor, var), cast(self._l1, var.dtype),
+            cast(self._l2, var.dtype), global_step, use_locking=self._use_locking,
+        )  # fmt: skip
+
+
+def summed_rows(grad: IndexedSlices) -> IndexedSlices:
+    """The rows of each index summed into the row where it first occurs, the other rows
+    given the index -1 (no row): TF1's _deduplicate_indexed_slices with static shapes (TF's
+    unique has a shape that depends on the values). It compares every pair of indices."""
+    indices = grad.indices
+    same = cast(equal(expand_dims(indices, 1), expand_dims(indices, 0)), _dt.int32)
+    first = argmax(same, axis=1, output_type=indices.dtype)
+    summed = unsorted_segment_sum(grad.values, first, size(indices))
+    is_first = equal(first, cast(sequence_range(size(indices)), indices.dtype))
+    return IndexedSlices(summed, where(is_first, indices, -ones_like(indices)), grad.dense_shape)
+
+
+def kept_rows(grad: IndexedSlices) -> tuple[Tensor, Tensor]:
+    """(indices, values) for the scatter ops, which refuse negative indices: a row at a
+    negative index (no row, tfc/ops/indexed_slices.py) goes to row 0 with zeros."""
+    indices = grad.indices
+    keep = greater_equal(indices, 0)
+    values = where(keep, grad.values, 0 * grad.values)
+    return maximum(indices, 0), values

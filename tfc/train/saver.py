@@ -54,6 +54,7 @@ __all__ = [
     "latest_checkpoint",
     "get_checkpoint_state",
     "update_checkpoint_state",
+    "generate_checkpoint_state_proto",
     "checkpoint_exists",
     "get_checkpoint_mtimes",
     "remove_checkpoint",
@@ -109,6 +110,37 @@ def remove_checkpoint(checkpoint_prefix: str, checkpoint_format_version: Any = N
 # -- the `checkpoint` state file -----------------------------------------------------------------
 def _state_path(checkpoint_dir: str, latest_filename: str | None) -> str:
     return os.path.join(checkpoint_dir, latest_filename or _STATE_FILE)
+
+
+def generate_checkpoint_state_proto(
+    save_dir: str,
+    model_checkpoint_path: str,
+    all_model_checkpoint_paths: list[str] | None = None,
+    all_model_checkpoint_timestamps: list[float] | None = None,
+    last_preserved_timestamp: float | None = None,
+) -> CheckpointState:
+    """`tf.train.generate_checkpoint_state_proto`: the CheckpointState naming
+    model_checkpoint_path as the newest (added last to all_model_checkpoint_paths when it is
+    not already there); with a relative save_dir, relative paths become relative to it."""
+    paths = list(all_model_checkpoint_paths or [])
+    if not paths or paths[-1] != model_checkpoint_path:
+        paths.append(model_checkpoint_path)
+    timestamps = list(all_model_checkpoint_timestamps or [])
+    if timestamps and len(timestamps) != len(paths):
+        raise ValueError(
+            "Checkpoint timestamps, if provided, must match checkpoint paths (got paths "
+            f"{paths} and timestamps {timestamps})"
+        )
+    if not os.path.isabs(save_dir):
+        if not os.path.isabs(model_checkpoint_path):
+            model_checkpoint_path = os.path.relpath(model_checkpoint_path, save_dir)
+        paths = [p if os.path.isabs(p) else os.path.relpath(p, save_dir) for p in paths]
+    return CheckpointState(
+        model_checkpoint_path=model_checkpoint_path,
+        all_model_checkpoint_paths=paths,
+        all_model_checkpoint_timestamps=timestamps,
+        last_preserved_timestamp=last_preserved_timestamp or 0.0,
+    )
 
 
 def get_checkpoint_state(

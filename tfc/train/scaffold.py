@@ -9,6 +9,7 @@ from typing import Any
 
 from tfc.ir.graph import GraphKeys, get_default_graph
 from tfc.ops.control import group
+from tfc.summary.summary import merge_all
 from tfc.train.saver import Saver
 from tfc.variables import (
     global_variables,
@@ -122,9 +123,8 @@ class Scaffold:
                 "local_init_op", GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op
             )
         if self._summary_op is None:
-            # tfc writes no summaries: only a summary op the model registered is taken
             self._summary_op = Scaffold.get_or_default(
-                "summary_op", GraphKeys.SUMMARY_OP, lambda: None
+                "summary_op", GraphKeys.SUMMARY_OP, merge_all
             )
         if self._saver is None:
             self._saver = Scaffold.get_or_default(

@@ -13,7 +13,11 @@ import tfc.logging as tf_logging
 from tfc.client.session import Session
 from tfc.ir import errors
 from tfc.ir.graph import Graph, GraphKeys, get_default_graph
-from tfc.train.basic_session_run_hooks import CheckpointSaverHook, StepCounterHook
+from tfc.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    StepCounterHook,
+    SummarySaverHook,
+)
 from tfc.train.coordinator import Coordinator
 from tfc.train.scaffold import Scaffold
 from tfc.train.session_run_hook import HookedSession, SessionRunHook
@@ -445,10 +449,17 @@ def MonitoredTrainingSession(  # noqa: N802 - TF1's name for this factory
     (default 600) or `save_checkpoint_steps` steps, then `hooks`. Other workers take a session
     their local init op makes ready (WorkerSessionCreator) and run `hooks` only.
 
-    `save_summaries_steps`/`save_summaries_secs` are accepted and write nothing: tfc has no
-    summary ops to save. The StepCounterHook and CheckpointSaverHook need a global step.
+    With a `summary_dir` (default: `checkpoint_dir`) the chief also writes event files there:
+    the step rate (StepCounterHook) and, every `save_summaries_steps` steps (default 100) or
+    `save_summaries_secs` seconds, the scaffold's summary op (SummarySaverHook; by default every
+    summary of the graph merged). The hooks need a global step.
     """
-    del save_summaries_steps, save_summaries_secs  # no summaries to write
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
         save_checkpoint_steps, save_checkpoint_secs = None, 600
     elif save_checkpoint_secs is USE_DEFAULT:
@@ -465,8 +476,23 @@ def MonitoredTrainingSession(  # noqa: N802 - TF1's name for this factory
     chief = ChiefSessionCreator(
         scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config
     )
-    if (summary_dir or checkpoint_dir) and log_step_count_steps and log_step_count_steps > 0:
-        all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir:
+        if log_step_count_steps and log_step_count_steps > 0:
+            all_hooks.append(
+                StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps)
+            )
+        if (save_summaries_steps and save_summaries_steps > 0) or (
+            save_summaries_secs and save_summaries_secs > 0
+        ):
+            all_hooks.append(
+                SummarySaverHook(
+                    scaffold=scaffold,
+                    save_steps=save_summaries_steps,
+                    save_secs=save_summaries_secs,
+                    output_dir=summary_dir,
+                )
+            )
     saving = (save_checkpoint_secs and save_checkpoint_secs > 0) or (
         save_checkpoint_steps and save_checkpoint_steps > 0
     )

@@ -1,18 +1,23 @@
 """`tf.train.Supervisor`: TF1's older training-loop helper. It makes a session ready (restoring
-the latest checkpoint of `logdir`), saves checkpoints from a thread every `save_model_secs`
-seconds, and coordinates the loop's threads."""
+the latest checkpoint of `logdir`), saves checkpoints and summaries from threads every
+`save_model_secs` and `save_summaries_secs` seconds, and coordinates the loop's threads."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import tfc.logging as tf_logging
 from tfc.client.session import Session
+from tfc.graphdef.export import graph_to_graph_def
+from tfc.io.summary_pb import SessionLog, Summary
 from tfc.ir.graph import Graph, GraphKeys, get_default_graph
 from tfc.ops.control import group
+from tfc.summary.summary import merge_all
+from tfc.summary.writer import FileWriter
 from tfc.train.coordinator import Coordinator, LooperThread
 from tfc.train.meta_graph_export import write_graph
 from tfc.train.saver import Saver
@@ -43,8 +48,9 @@ class Supervisor:
     the latest checkpoint of `logdir` or initializes, writes the graph to logdir/graph.pbtxt,
     and saves logdir/model.ckpt-<step> every `save_model_secs` seconds from a thread; other
     workers take a session their local init op makes ready (SessionManager.wait_for_session).
-    tfc has no summary writer: `summary_writer` stays None and
-    no summaries are written (`save_summaries_secs` changes nothing).
+    The chief's `summary_writer` (default: a FileWriter of `logdir`; None for none) gets the
+    graph, SessionLogs at start, checkpoints and stop, and every `save_summaries_secs` seconds
+    the `summary_op` (default: every summary of the graph merged) and the step rate.
     """
 
     USE_DEFAULT = 0
@@ -72,10 +78,6 @@ class Supervisor:
         init_fn: Callable[[Session], Any] | None = None,
         local_init_run_options: Any = None,
     ) -> None:
-        if summary_writer not in (Supervisor.USE_DEFAULT, None):
-            raise NotImplementedError(
-                "Supervisor(summary_writer=...): tfc writes no summaries; leave it unset"
-            )
         graph = graph if graph is not None else get_default_graph()
         with graph.as_default():
             self._ready_op = _default(ready_op, GraphKeys.READY_OP, UninitializedVariables)
@@ -92,7 +94,9 @@ class Supervisor:
                 saver, GraphKeys.SAVERS, lambda: Saver() if global_variables() else None
             )
             self._summary_op = (
-                _first(GraphKeys.SUMMARY_OP) if summary_op is Supervisor.USE_DEFAULT else summary_op
+                _default(summary_op, GraphKeys.SUMMARY_OP, merge_all)
+                if summary_op is Supervisor.USE_DEFAULT
+                else summary_op
             )
             self._global_step = _global_step(global_step)
         self._graph = graph
@@ -107,6 +111,13 @@ class Supervisor:
         self._save_summaries_secs = save_summaries_secs if is_chief else None
         self._save_model_secs = save_model_secs if is_chief else None
         self._save_path = os.path.join(logdir, checkpoint_basename) if is_chief and logdir else None
+        if not is_chief or summary_writer is None:
+            self._summary_writer = None
+        elif summary_writer is Supervisor.USE_DEFAULT:
+            self._summary_writer = FileWriter(logdir) if logdir else None
+        else:
+            self._summary_writer = summary_writer
+        self._graph_added_to_summary = False
         self._session_manager = session_manager or SessionManager(
             local_init_op=self._local_init_op,
             ready_op=self._ready_op,
@@ -152,8 +163,8 @@ class Supervisor:
         return self._ready_for_local_init_op
 
     @property
-    def summary_writer(self) -> None:
-        return None
+    def summary_writer(self) -> Any:
+        return self._summary_writer
 
     @property
     def summary_op(self) -> Any:
@@ -203,8 +214,7 @@ class Supervisor:
                 init_feed_dict=self._init_feed_dict,
                 init_fn=self._init_fn,
             )
-            if self._logdir:
-                write_graph(self._graph, self._logdir, "graph.pbtxt")
+            self._write_graph()
             if start_standard_services:
                 tf_logging.info("Starting standard services.")
                 self.start_standard_services(sess)
@@ -253,7 +263,18 @@ class Supervisor:
         if not self._logdir:
             tf_logging.warning("Standard services need a 'logdir' passed to the SessionManager")
             return []
+        if self._summary_writer is not None:
+            self._summary_writer.add_session_log(
+                SessionLog(status=SessionLog.START), self._current_step(sess)
+            )
         threads = []
+        if self._save_summaries_secs and self._summary_writer is not None:
+            if self._summary_op is not None:
+                threads.append(
+                    LooperThread(self._coord, self._save_summaries_secs, self._summarize, [sess])
+                )
+            if self._global_step is not None:
+                threads.append(_StepCounter(self, sess))
         if self._saver is not None and self._save_model_secs:
             threads.append(
                 LooperThread(self._coord, self._save_model_secs, self._checkpoint, [sess])
@@ -265,6 +286,31 @@ class Supervisor:
     def _checkpoint(self, sess: Session) -> None:
         tf_logging.info("Saving checkpoint to path %s", self._save_path)
         self._saver.save(sess, self._save_path, global_step=self._global_step)
+        if self._summary_writer is not None and self._global_step is not None:
+            self._summary_writer.add_session_log(
+                SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path),
+                self._current_step(sess),
+            )
+
+    def _summarize(self, sess: Session) -> None:
+        if self._global_step is not None:
+            summary, step = sess.run([self._summary_op, self._global_step])
+        else:
+            summary, step = sess.run(self._summary_op), None
+        self._summary_writer.add_summary(summary, step)
+
+    def _current_step(self, sess: Session) -> int | None:
+        return None if self._global_step is None else int(sess.run(self._global_step))
+
+    def _write_graph(self) -> None:
+        """The graph to logdir/graph.pbtxt and, once, to the summary writer (TensorBoard)."""
+        if not self._logdir:
+            return
+        graph_def = graph_to_graph_def(self._graph, add_shapes=True, lenient=True)
+        write_graph(graph_def, self._logdir, "graph.pbtxt")
+        if self._summary_writer is not None and not self._graph_added_to_summary:
+            self._summary_writer.add_graph(None, graph_def=graph_def)
+            self._graph_added_to_summary = True
 
     def start_queue_runners(self, sess: Session, queue_runners: list | None = None) -> list:
         """Start the threads of the queue runners (default: the graph's QUEUE_RUNNERS)."""
@@ -294,11 +340,17 @@ class Supervisor:
     ) -> None:
         """Request a stop and join the threads (raising an exception one of them reported)."""
         self._coord.request_stop()
-        self._coord.join(
-            threads,
-            stop_grace_period_secs=self._stop_grace_secs,
-            ignore_live_threads=ignore_live_threads,
-        )
+        try:
+            self._coord.join(
+                threads,
+                stop_grace_period_secs=self._stop_grace_secs,
+                ignore_live_threads=ignore_live_threads,
+            )
+        finally:
+            if close_summary_writer and self._summary_writer is not None:
+                self._summary_writer.add_session_log(SessionLog(status=SessionLog.STOP))
+                self._summary_writer.close()
+                self._graph_added_to_summary = False
 
     def request_stop(self, ex: Any = None) -> None:
         self._coord.request_stop(ex=ex)
@@ -313,7 +365,36 @@ class Supervisor:
         self._coord.wait_for_stop()
 
     def summary_computed(self, sess: Session, summary: Any, global_step: Any = None) -> None:
-        raise RuntimeError("Writing a summary requires a summary writer.")
+        """Write `summary` (a Summary or a summary op's result) at `global_step` (default:
+        the global step's value)."""
+        if self._summary_writer is None:
+            raise RuntimeError("Writing a summary requires a summary writer.")
+        if global_step is None and self._global_step is not None:
+            global_step = self._current_step(sess)
+        self._summary_writer.add_summary(summary, global_step)
+
+
+class _StepCounter(LooperThread):
+    """Writes the global steps per second as the summary "<global step>/sec" (TF1's
+    SVStepCounterThread)."""
+
+    def __init__(self, sv: Supervisor, sess: Session) -> None:
+        super().__init__(sv.coord, sv.save_summaries_secs)
+        self._sv, self._sess = sv, sess
+        self._last_time = time.time()
+        self._last_step = sv._current_step(sess) or 0
+        self._tag = f"{sv.global_step.op.name}/sec"
+
+    def run_loop(self) -> None:
+        step = self._sv._current_step(self._sess) or 0
+        now = time.time()
+        elapsed = now - self._last_time
+        if elapsed > 0:
+            rate = (step - self._last_step) / elapsed
+            summary = Summary()
+            summary.value.add(tag=self._tag, simple_value=rate)
+            self._sv.summary_writer.add_summary(summary, step)
+        self._last_time, self._last_step = now, step
 
 
 def _first(key: str) -> Any:

@@ -1,7 +1,17 @@
 /* Bare-metal start for a Cortex-M4 with an FPU (QEMU's mps2-an386 board, or a real one with the
  * same memory map): the vector table, a reset handler that enables the FPU, zeroes .bss and
- * calls main, and ARM semihosting for output and the exit status. Link with mps2-an386.ld. */
+ * calls main, and ARM semihosting for output and the exit status. Link with mps2-an386.ld and
+ * -nostartfiles.
+ *
+ * With -DTFC_NEWLIB_STDIO, main may use newlib's stdio (printf): link with
+ * --specs=rdimon.specs (librdimon: stdio and the heap over semihosting; its _sbrk grows the
+ * heap from the linker script's `end`); the reset handler opens the semihosting handles
+ * (initialise_monitor_handles) before main and flushes stdout after it. */
 #include <stdint.h>
+#ifdef TFC_NEWLIB_STDIO
+#include <stdio.h>
+void initialise_monitor_handles(void);
+#endif
 
 extern uint32_t __bss_start__, __bss_end__, __stack_top__;
 int main(void);
@@ -33,7 +43,14 @@ void Reset_Handler(void) {
     *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20;
     __asm__ volatile("dsb\n\tisb" ::: "memory");
     for (uint32_t *p = &__bss_start__; p < &__bss_end__; ++p) *p = 0;
+#ifdef TFC_NEWLIB_STDIO
+    initialise_monitor_handles();
+    int status = main();
+    fflush(stdout);
+    semihosting_exit(status);
+#else
     semihosting_exit(main());
+#endif
 }
 
 __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void) = {
