@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tfc.debugging", "tfc.contrib", "tfc.rnn", "tfc.linalg", "tfc.math", "tfc.random",
         "tfc.strings", "tfc.manip", "tfc.graphdef", "tfc.summary", "tfc.queue", "tfc.dtypes",
         "tfc.image", "tfc.bitwise", "tfc.tflite", "tfc.python_io", "tfc.initializers",
-        "tfc.flags", "tfc.app", "tfc.behavior",
+        "tfc.flags", "tfc.app", "tfc.behavior", "tfc.onnx",
     ),
     ("tfc.passes",),
     ("tfc.codegen",),
@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tfc.compiler",),
     ("tfc.client", "tfc.config"),  # tfc.config: tf.config, on the client's thread settings
     ("tfc.training",),  # the training loops that create Sessions (tf.train.MonitoredSession...)
+    ("tfc.onnx.backend",),  # ONNX's backend API: imported models run by a Session
     ("tfc.reference",),
     ("tfc.aot",),
     ("tfc.tools",),

@@ -875,6 +875,23 @@ def build_bitwise() -> CaseBatch:
             b.add(f"invert-{dtype}", tf.bitwise.invert(tx), ~x)
             b.add(f"left_shift-{dtype}", tf.bitwise.left_shift(tx, tn), shl)
             b.add(f"right_shift-{dtype}", tf.bitwise.right_shift(tx, tn), shr.astype(dtype))
+        # broadcasting, on random values of the whole range and amounts beyond it either side
+        for dtype in ("int32", "uint64"):
+            info = np.iinfo(dtype)
+            x = RNG.integers(info.min, info.max, size=(4, 1), dtype=dtype, endpoint=True)
+            n = RNG.integers(-3 if info.min else 0, info.bits + 4, size=(1, 5)).astype(dtype)
+            pairs = [
+                (int(v), int(s)) for v, s in zip(*(a.ravel() for a in np.broadcast_arrays(x, n)))
+            ]
+            k = [min(max(s, 0), info.bits - 1) for _, s in pairs]
+            tx, tn = feed(b, x, dtype), feed(b, n, dtype)
+            for name, fn, values in [
+                ("and", tf.bitwise.bitwise_and, [v & s for v, s in pairs]),
+                ("xor", tf.bitwise.bitwise_xor, [v ^ s for v, s in pairs]),
+                ("left_shift", tf.bitwise.left_shift, [v << j for (v, _), j in zip(pairs, k)]),
+                ("right_shift", tf.bitwise.right_shift, [v >> j for (v, _), j in zip(pairs, k)]),
+            ]:
+                b.add(f"{name}-broadcast-{dtype}", fn(tx, tn), wrap(values, dtype).reshape(4, 5))
     return b
 
 
@@ -885,6 +902,17 @@ with np.errstate(all="ignore"):
 @pytest.mark.parametrize("case", BITWISE.ids())
 def test_bitwise(case):
     BITWISE.check(case)
+
+
+@pytest.mark.parametrize("fn", [tf.bitwise.bitwise_and, tf.bitwise.left_shift])
+def test_bitwise_ops_take_integers_only(fn):
+    with pytest.raises(TypeError, match="float"):
+        fn(tf.constant([1.0]), tf.constant([2.0]))
+
+
+def test_bitwise_ops_have_no_gradient():
+    x = tf.placeholder(tf.int32, [3])
+    assert tf.gradients(tf.bitwise.bitwise_and(x, 3), x) == [None]
 
 
 def build_conversions() -> CaseBatch:

@@ -132,7 +132,7 @@ def compile(  # noqa: A001 - `tfc.compile`, as the command is `tfc compile`
         raise ValueError("CUDA device emulation needs target 'cuda'")
     if target not in TARGET_FLAGS:
         raise ValueError(f"target must be one of {sorted(TARGET_FLAGS)}, got {target!r}")
-    default_name, fn = load_signatures_function(model)
+    default_name, fn = load_signatures_function(model, batch)
     name = c_identifier(name or default_name)
     passes = (options or CompileOptions()).pipeline()
     code_target = CUDA if target == "cuda" else C

@@ -132,7 +132,7 @@ def compile_embed(
         )
     if max_batch is not None and max_batch < 1:
         raise ModelError(f"--max-batch must be at least 1, got {max_batch}")
-    _, fn = load_signatures_function(model)
+    _, fn = load_signatures_function(model, batch)
     sigs = build_signatures(prefix.rstrip("_") or "model", fn, EMBED_DTYPES)
     passes = (options or CompileOptions()).pipeline()
     trainable = sigs.train is not None and not inference_only

@@ -1,7 +1,7 @@
 """Model files for `tfc compile`: loading one, building its graph, checking its signatures.
 A GraphDef file (GraphDefModel: a frozen TensorFlow model, .pb or .pbtxt) and a TensorFlow Lite
-model (TFLiteModel, .tflite) are models too: their graph imported, as one predict signature from
-the input to the outputs."""
+model (TFLiteModel, .tflite) and an ONNX model (OnnxModel, .onnx) are models too: their graph
+imported, as one predict signature from the input to the outputs."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from tfc.graphdef import GraphDefImportError, import_graph_def, read_graph_def
 from tfc.graphdef.importer import parse_tensor_name
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
+from tfc.onnx.importer import import_graph as import_onnx
+from tfc.onnx.loading import OnnxImportError
 from tfc.ops.constant import placeholder
 from tfc.tflite import TFLiteImportError
 from tfc.tflite import import_graph as import_tflite
@@ -68,9 +70,6 @@ class ModelSignatures:
     graph: Graph
     train: TrainSignature | None
     predict: PredictSignature | None
-
-
-_GRAPH_DEF_SUFFIXES = (".pb", ".pbtxt")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,20 +150,6 @@ def _tensor_name(name: str) -> str:
     return f"{node}:{index}"
 
 
-def graph_def_model(model: Any, inputs: Any = None, outputs: Any = None) -> GraphDefModel:
-    """`model` (a .pb/.pbtxt path or a GraphDefModel) cut at `inputs`/`outputs` when given."""
-    if not isinstance(model, GraphDefModel):
-        if not Path(model).is_file():
-            raise FileNotFoundError(f"model file {model} does not exist")
-        model = GraphDefModel(os.fspath(model))
-    changes: dict[str, Any] = {}
-    if inputs is not None:
-        changes["inputs"] = tuple(inputs)
-    if outputs is not None:
-        changes["outputs"] = tuple(outputs)
-    return dataclasses.replace(model, **changes)
-
-
 @dataclasses.dataclass(frozen=True)
 class TFLiteModel:
     """A TensorFlow Lite model (.tflite, float32 or int8) compiled by `tfc compile`: `inputs`
@@ -205,41 +190,84 @@ class TFLiteModel:
         return {"predict": {"inputs": {"features": imported.inputs[0]}, "outputs": outputs}}
 
 
-def tflite_model(model: Any, inputs: Any = None, outputs: Any = None) -> TFLiteModel:
-    """`model` (a .tflite path or a TFLiteModel) cut at `inputs`/`outputs` when given."""
-    if not isinstance(model, TFLiteModel):
+@dataclasses.dataclass(frozen=True)
+class OnnxModel:
+    """An ONNX model file compiled by `tfc compile`: `batch` replaces the first dimension of the
+    model's input (the compiled batch; None keeps the model's); `inputs`/`outputs` (ONNX value
+    names) cut the subgraph between them. Its predict signature feeds the one input as
+    `features` and fetches every output, named by its ONNX name made a C identifier."""
+
+    path: str
+    inputs: tuple[str, ...] | None = None
+    outputs: tuple[str, ...] | None = None
+    batch: int | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def signatures(self) -> dict[str, Any]:
+        try:
+            m = import_onnx(self.path, self.batch, graph=get_default_graph(),
+                            input_names=self.inputs, output_names=self.outputs)  # fmt: skip
+        except OnnxImportError as e:
+            raise ModelError(str(e)) from None
+        if len(m.inputs) != 1:
+            raise ModelError(
+                f"{self.path}: the predict executable feeds one input (features); the model has "
+                f"{len(m.inputs)}: {m.input_names}. Choose one with --inputs NAME"
+            )
+        outputs: dict[str, Any] = {}
+        for name, tensor in zip(m.output_names, m.outputs):
+            key = c_identifier(name)
+            while key in outputs:
+                key += "_"
+            outputs[key] = tensor
+        return {"predict": {"inputs": {"features": m.inputs[0]}, "outputs": outputs}}
+
+
+ImportedModel = GraphDefModel | TFLiteModel | OnnxModel
+# the model files tfc imports rather than runs, by suffix
+_IMPORTED_SUFFIXES: dict[str, type] = {
+    ".pb": GraphDefModel,
+    ".pbtxt": GraphDefModel,
+    ".tflite": TFLiteModel,
+    ".onnx": OnnxModel,
+}
+
+
+def imported_model(
+    model: Any, inputs: Any = None, outputs: Any = None, batch: int | None = None
+) -> ImportedModel | None:
+    """`model` as an imported model (a .pb/.pbtxt, .tflite or .onnx path, or one of those
+    classes), cut at `inputs`/`outputs` when given, an ONNX model compiled at `batch` when given;
+    None when `model` is none of them."""
+    if not isinstance(model, (GraphDefModel, TFLiteModel, OnnxModel)):
+        if not isinstance(model, (str, os.PathLike)):
+            return None
+        cls = _IMPORTED_SUFFIXES.get(Path(model).suffix.lower())
+        if cls is None:
+            return None
         if not Path(model).is_file():
             raise FileNotFoundError(f"model file {model} does not exist")
-        model = TFLiteModel(os.fspath(model))
+        model = cls(os.fspath(model))
     changes: dict[str, Any] = {}
     if inputs is not None:
         changes["inputs"] = tuple(inputs)
     if outputs is not None:
         changes["outputs"] = tuple(outputs)
+    if batch is not None and isinstance(model, OnnxModel):
+        changes["batch"] = int(batch)  # the others import the batch dimension as None
     return dataclasses.replace(model, **changes)
 
 
-def is_tflite_model(model: Any) -> bool:
-    return isinstance(model, TFLiteModel) or (
-        isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(".tflite")
-    )
-
-
-def is_graph_def_model(model: Any) -> bool:
-    return isinstance(model, GraphDefModel) or (
-        isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(_GRAPH_DEF_SUFFIXES)
-    )
-
-
-def load_signatures_function(model: Any) -> tuple[str, Callable[[], Any]]:
-    """The model's name and its `signatures` function, from a path (a model file, a GraphDef
-    file, or a directory holding model.py), a module or a callable."""
-    if is_graph_def_model(model):
-        m = graph_def_model(model)
-        return m.name, m.signatures
-    if is_tflite_model(model):
-        t = tflite_model(model)
-        return t.name, t.signatures
+def load_signatures_function(model: Any, batch: int | None = None) -> tuple[str, Callable[[], Any]]:
+    """The model's name and its `signatures` function, from a path (a model file, a GraphDef,
+    TFLite or ONNX file, or a directory holding model.py), a module or a callable. `batch` is
+    the batch an ONNX model is imported with (a model file builds its own placeholders)."""
+    imported = imported_model(model, batch=batch)
+    if imported is not None:
+        return imported.name, imported.signatures
     if callable(model) and not isinstance(model, types.ModuleType):
         return getattr(model, "__module__", None) or "model", model
     if isinstance(model, types.ModuleType):

@@ -47,3 +47,14 @@ bitwise_xor = binary_frontend("BitwiseXor", "BitwiseXor")
 left_shift = binary_frontend("LeftShift", "LeftShift")
 right_shift = binary_frontend("RightShift", "RightShift")
 invert = unary_frontend("Invert")
+# the frontends' names and help as tf.bitwise spells them (the generic ones name the op type)
+for _f, _name, _doc in [
+    (bitwise_and, "bitwise_and", "the bits set in both x and y."),
+    (bitwise_or, "bitwise_or", "the bits set in x or y."),
+    (bitwise_xor, "bitwise_xor", "the bits set in exactly one of x and y."),
+    (left_shift, "left_shift", "x shifted left by y (clamped to [0, bits - 1]), wrapping."),
+    (right_shift, "right_shift", "x shifted right by y (clamped), arithmetically."),
+    (invert, "invert", "every bit of x flipped."),
+]:
+    _f.__name__ = _f.__qualname__ = _name
+    _f.__doc__ = f"`tf.bitwise.{_name}`: {_doc}"

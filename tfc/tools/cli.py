@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument(
         "model",
         help="the model file (defines signatures()), a frozen TensorFlow GraphDef (.pb, "
-        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite), or an exported model "
-        "directory",
+        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite), an ONNX model (.onnx), or "
+        "an exported model directory",
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
@@ -109,44 +109,39 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add_imported_model_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt, MODEL.tflite)")
+    g = p.add_argument_group("imported models (MODEL.pb, MODEL.pbtxt, MODEL.tflite, MODEL.onnx)")
     g.add_argument(
         "--inputs",
         metavar="NAMES",
         help="the tensor fed as the features, e.g. x:0 (default: the GraphDef's placeholder, "
-        "the TFLite model's input; another tensor cuts the graph there)",
+        "the TFLite or ONNX model's input; another tensor or ONNX value cuts the graph there)",
     )
     g.add_argument(
         "--outputs",
         metavar="NAMES",
-        help="comma-separated tensors to predict, e.g. probs:0 (required for a GraphDef; "
-        "default: a TFLite model's outputs)",
+        help="comma-separated tensors (ONNX values) to predict, e.g. probs:0 (required for a "
+        "GraphDef; default: a TFLite or ONNX model's outputs)",
     )
 
 
 def _model(args: argparse.Namespace) -> object:
-    """The model argument; a GraphDef or TFLite file cut at --inputs/--outputs when given."""
+    """The model argument; a GraphDef, TFLite or ONNX file cut at --inputs/--outputs when
+    given."""
     if getattr(args, "inputs", None) is None and getattr(args, "outputs", None) is None:
         return args.model
-    from tfc.aot.signatures import (
-        ModelError,
-        graph_def_model,
-        is_graph_def_model,
-        is_tflite_model,
-        tflite_model,
-    )
+    from tfc.aot.signatures import ModelError, imported_model
 
     names = [
         None if v is None else [n.strip() for n in v.split(",") if n.strip()]
         for v in (args.inputs, args.outputs)
     ]
-    if is_tflite_model(args.model):
-        return tflite_model(args.model, inputs=names[0], outputs=names[1])
-    if not is_graph_def_model(args.model):
+    model = imported_model(args.model, inputs=names[0], outputs=names[1])
+    if model is None:
         raise ModelError(
-            "--inputs and --outputs name tensors of imported models (MODEL.pb, MODEL.tflite) only"
+            "--inputs and --outputs name tensors of imported models (MODEL.pb, MODEL.tflite, "
+            "MODEL.onnx) only"
         )
-    return graph_def_model(args.model, inputs=names[0], outputs=names[1])
+    return model
 
 
 def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
@@ -261,7 +256,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "model",
         help="the model file (defines signatures(); see `pydoc tfc.aot`), a GraphDef (.pb, "
-        ".pbtxt; with --outputs) or a TensorFlow Lite model (.tflite)",
+        ".pbtxt; with --outputs), a TensorFlow Lite model (.tflite) or an ONNX model (.onnx)",
     )
     _add_imported_model_arguments(p)
     p.add_argument(

@@ -186,7 +186,7 @@ def signature_graph(
     model file's path, a module or a signatures function; see `pydoc tfc.aot`). `signature` is
     "train" or "predict"; by default train when the model has one. Its feeds are those `tfc
     compile` gives the same program."""
-    name, fn = load_signatures_function(model)
+    name, fn = load_signatures_function(model, batch)
     sigs = build_signatures(name, fn, EMBED_DTYPES)  # the program, as any target compiles it
     available = [s for s in ("train", "predict") if getattr(sigs, s) is not None]
     signature = signature or available[0]

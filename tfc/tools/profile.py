@@ -41,7 +41,7 @@ def profile_model(
     from tfc.aot.signatures import build_signatures, load_signatures_function
     from tfc.variables import global_variables_initializer
 
-    name, fn = load_signatures_function(model)
+    name, fn = load_signatures_function(model, batch)
     sigs = build_signatures(name, fn)
     with sigs.graph.as_default():
         init = global_variables_initializer()
