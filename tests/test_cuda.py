@@ -97,6 +97,7 @@ def training_graphs() -> dict[str, tuple]:
             tfc.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
             tfc.train.AdagradOptimizer(0.1),
             tfc.train.RMSPropOptimizer(0.1),
+            tfc.train.RMSPropOptimizer(0.1, centered=True),
             tfc.train.AdamOptimizer(0.1),
             tfc.train.AdadeltaOptimizer(1.0),
             tfc.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
@@ -162,6 +163,20 @@ def training_graphs() -> dict[str, tuple]:
         ]
     feed = {rows: np.random.default_rng(3).random((3, 4), np.float32)}
     graphs["scatters"] = (graph, fetches, feed)
+    graph = tfc.Graph()
+    with graph.as_default():  # the candidate samplers (their seeded draws: the same on the GPU)
+        classes = tfc.placeholder(tfc.int64, [3, 2])
+        fetches = [
+            *tfc.nn.uniform_candidate_sampler(classes, 2, 4, True, 9, seed=1),
+            *tfc.nn.log_uniform_candidate_sampler(classes, 2, 4, False, 9, seed=2),
+            *tfc.nn.fixed_unigram_candidate_sampler(
+                classes, 2, 4, True, 9, unigrams=[1.0, 2, 3, 1, 1, 4, 2, 1, 5], seed=3
+            ),
+            *tfc.nn.all_candidate_sampler(classes, 2, 9, True),
+            tfc.guarantee_const(tfc.cast(classes, tfc.float32) * 2.0),
+        ]
+    feed = {classes: np.array([[1, 4], [0, 8], [3, 3]], np.int64)}
+    graphs["samplers"] = (graph, fetches, feed)
     graphs["control_flow"] = control_flow_graph()
     return graphs
 
