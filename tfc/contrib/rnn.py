@@ -1,33 +1,10 @@
 """`tf.contrib.rnn`: TF1's contrib names for the recurrent cells and functions of tf.nn."""
 
-from tfc.rnn.cell import (  # noqa: F401
-    BasicLSTMCell,
-    BasicRNNCell,
-    GRUCell,
-    LayerRNNCell,
-    LSTMCell,
-    LSTMStateTuple,
-    RNNCell,
-)
+from tfc.rnn import rnn_cell as _rnn_cell
 from tfc.rnn.loops import static_bidirectional_rnn, static_rnn, static_state_saving_rnn  # noqa: F401
-from tfc.rnn.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper  # noqa: F401
+from tfc.rnn.rnn_cell import *  # noqa: F403 - the cells, as tf.nn.rnn_cell has them
 
-__all__ = [
-    "RNNCell",
-    "LayerRNNCell",
-    "LSTMStateTuple",
-    "BasicRNNCell",
-    "BasicLSTMCell",
-    "LSTMCell",
-    "GRUCell",
-    "MultiRNNCell",
-    "DropoutWrapper",
-    "ResidualWrapper",
-    "DeviceWrapper",
-    "static_rnn",
-    "static_bidirectional_rnn",
-    "static_state_saving_rnn",
-]
+__all__ = [*_rnn_cell.__all__, "static_rnn", "static_bidirectional_rnn", "static_state_saving_rnn"]
 
 
 def __getattr__(name: str) -> object:
