@@ -73,11 +73,9 @@ class ModelSignatures:
 
 
 @dataclasses.dataclass(frozen=True)
-class GraphDefModel:
-    """A GraphDef file (TensorFlow's frozen model) compiled by `tfc compile`: `inputs` names the
-    tensor fed as `features` (default: the GraphDef's one Placeholder; a tensor that is not a
-    placeholder cuts the graph there), `outputs` the tensors predicted ("probs:0" or "probs"),
-    each named in the executable by its node name made a C identifier."""
+class ModelFile:
+    """A model file of another framework that `tfc compile` takes: its path, and the names of
+    the values where `--inputs` and `--outputs` cut it (None: the model's own)."""
 
     path: str
     inputs: tuple[str, ...] | None = None
@@ -86,6 +84,14 @@ class GraphDefModel:
     @property
     def name(self) -> str:
         return Path(self.path).stem
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphDefModel(ModelFile):
+    """A GraphDef file (TensorFlow's frozen model) compiled by `tfc compile`: `inputs` names the
+    tensor fed as `features` (default: the GraphDef's one Placeholder; a tensor that is not a
+    placeholder cuts the graph there), `outputs` the tensors predicted ("probs:0" or "probs"),
+    each named in the executable by its node name made a C identifier."""
 
     def signatures(self) -> dict[str, Any]:
         try:
@@ -151,19 +157,11 @@ def _tensor_name(name: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class TFLiteModel:
+class TFLiteModel(ModelFile):
     """A TensorFlow Lite model (.tflite, float32 or int8) compiled by `tfc compile`: `inputs`
     names the TFLite tensor fed as `features` (default: the model's one input; another tensor
     cuts the model there), `outputs` the tensors predicted (default: the model's outputs), each
     named in the executable by its tensor name made a C identifier."""
-
-    path: str
-    inputs: tuple[str, ...] | None = None
-    outputs: tuple[str, ...] | None = None
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).stem
 
     def signatures(self) -> dict[str, Any]:
         try:
@@ -191,20 +189,13 @@ class TFLiteModel:
 
 
 @dataclasses.dataclass(frozen=True)
-class OnnxModel:
+class OnnxModel(ModelFile):
     """An ONNX model file compiled by `tfc compile`: `batch` replaces the first dimension of the
     model's input (the compiled batch; None keeps the model's); `inputs`/`outputs` (ONNX value
     names) cut the subgraph between them. Its predict signature feeds the one input as
     `features` and fetches every output, named by its ONNX name made a C identifier."""
 
-    path: str
-    inputs: tuple[str, ...] | None = None
-    outputs: tuple[str, ...] | None = None
     batch: int | None = None
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).stem
 
     def signatures(self) -> dict[str, Any]:
         try:
