@@ -41,7 +41,8 @@ def prune_graph(graph: Graph) -> Graph:
         _remove_unneeded(graph)
         # consumers first: a loop's gradient dropping an input frees an output of the loop
         order = list(nx.topological_sort(graph.nx))
-        functional = [n for n in reversed(order) if n in set(functional_nodes(graph))]
+        holders = set(functional_nodes(graph))
+        functional = [n for n in reversed(order) if n in holders]
         before = {n: _interface(graph, n) for n in functional}
         for name in functional:
             _prune_functional(graph, name)
