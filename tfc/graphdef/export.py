@@ -54,7 +54,9 @@ def _fill_node_def(nd: NodeDef, graph: Graph, name: str, add_shapes: bool, lenie
             if not lenient:
                 raise UnrepresentableAttr(f"node '{name}' ({op}): {e}") from None
             del nd.attr[key]
-            _log.warning("node '%s' (%s): %s; left out of its GraphDef", name, op, e)
+            # a graph written for TensorBoard to draw: queue, reader and iterator ops hold Python
+            # objects in every such graph (each Estimator writes one), so this is no warning
+            _log.debug("node '%s' (%s): %s; left out of its GraphDef", name, op, e)
 
 
 def graph_to_graph_def(
