@@ -87,13 +87,12 @@ def sync_dir(target: Path, wanted: dict[str, Path]) -> None:
         write_if_changed(target / name, src.read_text())
 
 
-def _headers_digest(outdir: Path, model: bool) -> str:
-    """The digest of the headers a source may include: the runtime's, and with `model` the
-    generated model.h (the runtime's own sources never include it, so their objects are shared
-    by every model built with the same flags)."""
+def _runtime_headers_digest(outdir: Path) -> str:
+    """The digest of the runtime's headers, which every source may include (the runtime's own
+    sources never include the generated model.h, so their objects are shared by every model
+    built with the same flags)."""
     h = hashlib.sha256()
-    headers = [*(outdir / "runtime").rglob("*.h"), *([outdir / "model.h"] if model else [])]
-    for f in sorted(headers):
+    for f in sorted((outdir / "runtime").rglob("*.h")):
         h.update(f.relative_to(outdir).as_posix().encode())
         h.update(f.read_bytes())
     return h.hexdigest()
@@ -138,9 +137,10 @@ def build_executables(
     cc = compiler()
     flags = [*BASE_CFLAGS, "-Iruntime/include", "-I.", *cflags]
     runtime_key = "\0".join(
-        [" ".join(flags), toolchain_identity(cc), _headers_digest(outdir, False)]
+        [" ".join(flags), toolchain_identity(cc), _runtime_headers_digest(outdir)]
     )
-    model_key = "\0".join([" ".join(flags), toolchain_identity(cc), _headers_digest(outdir, True)])
+    # the model's sources and mains include model.h too
+    model_key = runtime_key + "\0" + hashlib.sha256((outdir / "model.h").read_bytes()).hexdigest()
     runtime = sorted(f"runtime/src/{f.name}" for f in (outdir / "runtime" / "src").glob("*.c"))
     mains = [f"main_{e}.c" for e in executables]
     if cuda_objects is None:
