@@ -66,8 +66,10 @@ class Shrinker:
     def _earliest_fetch(self, case: Case) -> Case:
         """Fetch the first computed value that still fails instead: what read the wrong value
         goes (a mismatch in Sub shows in every op after it)."""
+        if len(case.fetch) != 1:
+            return case
         for stmt in case.stmts:
-            if stmt.kind == "feed" or len(case.fetch) != 1:
+            if stmt.kind == "feed":
                 continue
             for name in stmt.out:
                 if name in case.fetch:

@@ -70,12 +70,12 @@ class RunPlan:
         scalars, as TF1 returns them)."""
         picks = self._picks
         if type(picks) is int:
-            value = values[picks]
-            return value[()] if value.ndim == 0 else value
-        return self._rebuild(
-            [None if i is None else (values[i][()] if values[i].ndim == 0 else values[i])
-             for i in picks]
-        )  # fmt: skip
+            return _as_fetched(values[picks])
+        return self._rebuild([None if i is None else _as_fetched(values[i]) for i in picks])
+
+
+def _as_fetched(value: np.ndarray) -> Any:
+    return value[()] if value.ndim == 0 else value
 
 
 def _c_strides(shape: tuple, itemsize: int) -> tuple | None:
