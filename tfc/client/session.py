@@ -141,27 +141,35 @@ class CompiledProgram:
         except IndexError:
             frame = _CallFrame(self.ffi, self.lowered)
         try:
-            from_buffer = self.ffi.from_buffer
-            held = []  # the cffi views, alive until the call returns
-            inputs, outputs = frame.inputs, frame.outputs
-            for i, value in enumerate(feeds):
-                inputs[i] = pointer = from_buffer(value)
-                held.append(pointer)
-            results = []
-            for j, (shape, dtype) in enumerate(self._fetch_specs):
-                value = np.empty(shape, dtype)
-                outputs[j] = pointer = from_buffer(value)
-                held.append(pointer)
-                results.append(value)
+            held, results = self._point(frame, feeds)  # held: alive until the call returns
             threads = session_threads(self._config)
             if _THREADS_SET.get(self.lib) != threads:
                 self._use_threads()
-            rc = self._run(self.state, inputs, outputs, self.consts, frame.arena_ptr, frame.err)
+            rc = self._run(
+                self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr, frame.err
+            )
             if rc != 0:
                 self._failed(frame)
         finally:
             self._frames.append(frame)
         return rc, results
+
+    def _point(self, frame: _CallFrame, feeds: list[np.ndarray]) -> tuple[list, list[np.ndarray]]:
+        """Point `frame`'s tables at the C-contiguous `feeds` and at a new array per fetch:
+        (the cffi views, which must stay alive through the call; the fetches' arrays)."""
+        from_buffer = self.ffi.from_buffer
+        held = []
+        inputs, outputs = frame.inputs, frame.outputs
+        for i, value in enumerate(feeds):
+            inputs[i] = pointer = from_buffer(value)
+            held.append(pointer)
+        results = []
+        for j, (shape, dtype) in enumerate(self._fetch_specs):
+            value = np.empty(shape, dtype)
+            outputs[j] = pointer = from_buffer(value)
+            held.append(pointer)
+            results.append(value)
+        return held, results
 
     def bind(self, feeds: list[np.ndarray]) -> tuple[Callable[[], int], list[np.ndarray]]:
         """The C entry point bound to `feeds` and to a new array per fetch, with a call frame of
@@ -170,12 +178,7 @@ class CompiledProgram:
         what the Python side of a run cannot go below."""
         frame = _CallFrame(self.ffi, self.lowered)
         feeds = [np.ascontiguousarray(v) for v in feeds]
-        results = [np.empty(shape, dtype) for shape, dtype in self._fetch_specs]
-        held = [self.ffi.from_buffer(v) for v in feeds + results]
-        for i, pointer in enumerate(held[: len(feeds)]):
-            frame.inputs[i] = pointer
-        for j, pointer in enumerate(held[len(feeds) :]):
-            frame.outputs[j] = pointer
+        held, results = self._point(frame, feeds)
         self._use_threads()
         call = functools.partial(
             self._run, self.state, frame.inputs, frame.outputs, self.consts, frame.arena_ptr,
@@ -190,13 +193,8 @@ class CompiledProgram:
         loop_ffi, loop = loop_library()
         ffi = self.ffi
         with self._frame() as frame:
-            held = []  # the feeds' and fetches' buffers, alive until the loop returns
-            for i, value in enumerate(feeds):
-                held.append(ffi.from_buffer(value))
-                frame.inputs[i] = held[-1]
-            for j, fetch in enumerate(self.lowered.fetches):
-                held.append(ffi.from_buffer(np.empty(fetch.shape, fetch.dtype.np)))
-                frame.outputs[j] = held[-1]
+            feeds = [np.ascontiguousarray(v) for v in feeds]
+            held, _ = self._point(frame, feeds)  # alive until the loop returns
             self._use_threads()
 
             def address(cdata: Any) -> int:
