@@ -1,0 +1,584 @@
+"""TF1 cluster scripts on the compiled cluster runtime: a worker's Session on a cluster
+target, and a ps task's Server.join().
+
+The whitepaper's master/worker split, ahead of time. A worker's first train step compiles the
+step it runs (the graph placed by the script's tf.device / replica_device_setter, cut by task
+as `tfc compile --cluster` cuts it: tfc/aot/distributed.py) into the cluster's `train`
+executable, sends the sources to every ps task, and starts its own task of that executable as a
+child fed through pipes (`train --feed-fd/--result-fd`): each Session.run writes the step's
+feed_dict values and reads back {global step, loss}. A ps task's join() listens on its address
+for the plan of every worker (the same sources from each, HMAC-signed with TFC_CLUSTER_TOKEN
+when set), builds it, and runs its task until every worker has closed its session. Tensors
+between the tasks travel over the C transport, as for `tfc launch`. docs/distributed.md ("TF1
+cluster scripts") says what is supported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfc.aot.build import TARGET_FLAGS, build_executables, copy_runtime, write_if_changed
+from tfc.aot.dist_sources import (
+    copy_dist_runtime,
+    dist_objects,
+    dist_sources,
+    write_distributed,
+)
+from tfc.aot.distributed import Cluster, plan_distributed
+from tfc.aot.signatures import ModelError, ModelSignatures, TrainSignature, c_identifier
+from tfc.client.config import compile_options
+from tfc.client.request import convert_feeds, flatten_fetches
+from tfc.client.targets import register_cluster_runtime
+from tfc.ir import errors
+from tfc.ir.graph import Graph, GraphKeys, Operation, Tensor
+from tfc.train.cluster_spec import ClusterSpec, ServerDef
+from tfc.train.optimizer import train_loss
+from tfc.train.sync_replicas_optimizer import sync_replicas_of
+from tfc.train.training_util import get_global_step
+from tfc.version import __version__
+
+__all__ = ["ClusterSession", "serve_ps"]
+
+PLAN_MAGIC = b"TFCPLAN1"
+MAX_PLAN_BYTES = 64 << 20
+# the ps serves until every worker is done: no step count of its own
+UNBOUNDED_STEPS = 1 << 62
+PLAN_WAIT_S = 600.0  # a worker waits this long for the ps tasks to take its plan
+STEP_WAIT_S = 300.0  # and this long for one step, unless RunOptions/ConfigProto say otherwise
+GIVE_UP_MS = 60_000  # a task exits when its peers answer nothing for this long
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _unimplemented(message: str) -> errors.UnimplementedError:
+    return errors.UnimplementedError(None, None, message)
+
+
+def _ancestors(op: Operation) -> set[Operation]:
+    seen: set[Operation] = set()
+    stack = [op]
+    while stack:
+        o = stack.pop()
+        if o in seen:
+            continue
+        seen.add(o)
+        stack += [t.op for t in o.inputs] + list(o.control_inputs)
+    return seen
+
+
+def _is_global_step(tensor: Tensor, step: Any) -> bool:
+    if step is None:
+        return False
+    name = step.op.name
+    return tensor.op.name == name or (
+        tensor.op.type in ("Identity", "ReadVariableOp")
+        and bool(tensor.op.inputs)
+        and tensor.op.inputs[0].op.name == name
+    )
+
+
+class _Step:
+    """The compiled step of one worker: its child `train` task and the pipes feeding it."""
+
+    def __init__(self, proc: subprocess.Popen, feed_fd: int, result_fd: int, log: Path) -> None:
+        self.proc, self.feed_fd, self.result_fd, self.log = proc, feed_fd, result_fd, log
+
+    def log_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            return self.log.read_text(errors="replace")[-2000:]
+        return ""
+
+    def run(self, payload: bytes, timeout_s: float) -> tuple[int, float]:
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(self.feed_fd, view) :]
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+        record = b""
+        deadline = time.monotonic() + timeout_s
+        while len(record) < 16:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.result_fd], [], [], left)[0]:
+                raise errors.DeadlineExceededError(
+                    None, None, f"no answer from this worker's task for {timeout_s:.0f} s "
+                    f"(a ps task that does not serve it?): {self.log_tail()}",
+                )  # fmt: skip
+            chunk = os.read(self.result_fd, 16 - len(record))
+            if not chunk:
+                raise self._died()
+            record += chunk
+        step, loss = struct.unpack("<qd", record)
+        return step, loss
+
+    def _died(self) -> errors.OpError:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        return errors.UnavailableError(
+            None, None, f"this worker's task exited (status {self.proc.returncode}): "
+            f"{self.log_tail()}",
+        )  # fmt: skip
+
+    def close(self) -> None:
+        # the end of the feed tells the task to say it is done to the ps tasks and exit
+        with contextlib.suppress(OSError):
+            os.close(self.feed_fd)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            os.close(self.result_fd)
+
+
+class ClusterSession:
+    """A worker task's tf.Session on a cluster target: runs the script's train op as one step of
+    the compiled cluster (see the module docstring) with the feed_dict values as its inputs.
+
+    A run may fetch, with the train op (made by Optimizer.minimize or SyncReplicasOptimizer),
+    its loss and the global step; without it, the global step (the step after this worker's
+    last one) and initializer ops (no-ops: the ps tasks initialize their variables). Anything
+    else raises UnimplementedError naming it.
+    """
+
+    def __init__(self, server_def: ServerDef, graph: Graph, config: Any = None) -> None:
+        if server_def.job_name != "worker":
+            raise _unimplemented(
+                f"a Session on the target of /job:{server_def.job_name}/task:"
+                f"{server_def.task_index}: in a tfc cluster only worker tasks run steps; a ps "
+                "task calls server.join()"
+            )
+        try:
+            self._cluster = Cluster.from_cluster_spec(ClusterSpec(server_def.cluster))
+        except ModelError as e:
+            raise _unimplemented(str(e)) from None
+        self.graph = graph
+        self.config = config
+        self._task = server_def.task_index
+        self._lock = threading.Lock()
+        self._step: _Step | None = None
+        self._compiled_for: tuple | None = None
+        self._feed_order: list[Tensor] = []
+        self._feed_specs: list[tuple[np.dtype, tuple[int, ...]]] = []
+        self._global_step = 0
+        self._stopped = False
+        self._closed = False
+        self._dir = Path(tempfile.mkdtemp(prefix=f"tfc-worker{self._task}-"))
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(
+        self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
+    ) -> Any:
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        leaves, rebuild = flatten_fetches(fetches)
+        elements = []
+        for leaf in leaves:
+            try:
+                elements.append(self.graph.as_graph_element(leaf))
+            except (KeyError, TypeError, ValueError) as e:
+                raise TypeError(f"Fetch argument {leaf!r} cannot be interpreted: {e}") from None
+        train_ops = set(self.graph.get_collection(GraphKeys.TRAIN_OP))
+        steps = [e for e in elements if isinstance(e, Operation) and e in train_ops]
+        with self._lock:
+            if len(set(steps)) > 1:
+                raise _unimplemented(
+                    f"one run fetches the train ops {sorted({s.name for s in steps})}: a "
+                    "cluster worker runs one train op per step"
+                )
+            result = None
+            if steps:
+                result = self._run_step(steps[0], feed_dict, options)
+            values = [self._value(e, result) for e in elements]
+        return rebuild(values)
+
+    def _value(self, element: Any, result: tuple[Operation, int, float] | None) -> Any:
+        step_var = get_global_step(self.graph)
+        if isinstance(element, Operation):
+            if result is not None and element is result[0]:
+                return None
+            if self._is_initialization(element):
+                return None
+            raise _unimplemented(
+                f"running op '{element.name}' ({element.type}) on a cluster target: a tfc "
+                "cluster worker runs its train op and initializers (the ps tasks run their "
+                "variables' updates and initialization themselves)"
+            )
+        if _is_global_step(element, step_var):
+            value = result[1] if result is not None else self._global_step
+            return np.asarray(value, element.dtype.np)[()]
+        if result is not None and element is train_loss(result[0]):
+            return np.asarray(result[2], element.dtype.np)[()]
+        raise _unimplemented(
+            f"fetching '{element.name}' on a cluster target: a tfc cluster worker's run "
+            "returns its train op's loss and the global step (the other values live in the "
+            "compiled tasks)"
+        )
+
+    def _is_initialization(self, op: Operation) -> bool:
+        """Whether running `op` only initializes variables (an init_op, local_init_op or
+        get_init_tokens_op): a no-op here, as the ps tasks initialize their variables."""
+        variables = self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+        variables += self.graph.get_collection(GraphKeys.LOCAL_VARIABLES)
+        init: set[Operation] = set()
+        for v in variables:
+            init |= _ancestors(v.initializer)
+        return all(o in init or o.type == "NoOp" for o in _ancestors(op))
+
+    def initialized_variables(self) -> set[str]:
+        """Every variable: the ps tasks initialize (or restore) them before the first step."""
+        variables = self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+        variables += self.graph.get_collection(GraphKeys.LOCAL_VARIABLES)
+        return {v.op.name for v in variables}
+
+    def _run_step(
+        self, op: Operation, feed_dict: Any, options: Any
+    ) -> tuple[Operation, int, float]:
+        if self._stopped:
+            raise errors.OutOfRangeError(None, None, "the ps tasks ended the training")
+        tensors, arrays = convert_feeds(self.graph, feed_dict)
+        if self._step is None:
+            self._compile(op, tensors, arrays)
+        elif self._compiled_for != (op, frozenset(tensors)):
+            raise _unimplemented(
+                f"this worker's first step ran {self._compiled_for[0].name} fed "
+                f"{sorted(t.name for t in self._compiled_for[1])}; a cluster worker compiles "
+                "one step: every run must fetch the same train op and feed the same tensors"
+            )
+        by_tensor = dict(zip(tensors, arrays))
+        parts = []
+        for t, (dtype, shape) in zip(self._feed_order, self._feed_specs):
+            value = np.ascontiguousarray(by_tensor[t], dtype=dtype)
+            if value.shape != shape:
+                raise errors.InvalidArgumentError(
+                    None, None, f"the value fed for {t.name} has shape {value.shape}; this "
+                    f"worker's step is compiled for {shape} (its first step's)",
+                )  # fmt: skip
+            parts.append(value.tobytes())
+        timeout = _timeout_s(options, self.config)
+        step, loss = self._step.run(b"".join(parts), timeout)
+        if step < 0:
+            self._stopped = True
+            raise errors.OutOfRangeError(None, None, "the ps tasks ended the training")
+        self._global_step = step + 1
+        return op, step, loss
+
+    # -- compiling and starting this worker's task -----------------------------------------------
+    def _compile(self, op: Operation, tensors: list[Tensor], arrays: list[np.ndarray]) -> None:
+        loss = train_loss(op)
+        if loss is None:
+            raise _unimplemented(
+                f"the train op {op.name} was not made by Optimizer.minimize(loss) (nor "
+                "SyncReplicasOptimizer.minimize): a cluster worker needs the loss it minimizes"
+            )
+        order = {o: i for i, o in enumerate(self.graph.get_operations())}
+        fed = sorted(zip(tensors, arrays), key=lambda ta: order[ta[0].op])
+        batched = [(t, a) for t, a in fed if a.ndim > 0]
+        scalars = [(t, a) for t, a in fed if a.ndim == 0]
+        if not batched or len(batched) > 2:
+            raise _unimplemented(
+                f"a cluster worker's step is fed {[t.name for t, _ in batched]}: tfc's "
+                "compiled workers take one or two batched inputs (features, labels) and "
+                "scalar hyperparameters"
+            )
+        batch = batched[0][1].shape[0]
+        for t, a in batched:
+            if a.shape[0] != batch:
+                raise errors.InvalidArgumentError(
+                    None, None, f"the values fed for {batched[0][0].name} and {t.name} have "
+                    f"batch sizes {batch} and {a.shape[0]}",
+                )  # fmt: skip
+        hyper = {c_identifier(f"h{i}_{t.op.name}"): t for i, (t, _) in enumerate(scalars)}
+        train = TrainSignature(
+            batched[0][0], batched[1][0] if len(batched) > 1 else None, loss, op, hyper,
+            dict.fromkeys(hyper, 0.0),
+        )  # fmt: skip
+        sigs = ModelSignatures("tf1_cluster", self.graph, train, None)
+        passes = compile_options(self.config).pipeline()
+        try:
+            plan = plan_distributed(sigs, batch, self._cluster, passes, worker_task=self._task)
+        except ModelError as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"the train step {op.name} cannot run on this cluster: {e}"
+            ) from None
+        sync = sync_replicas_of(op)
+        if sync is not None and sync.total_num_replicas != len(self._cluster.worker):
+            raise errors.InvalidArgumentError(
+                None, None, f"SyncReplicasOptimizer(total_num_replicas="
+                f"{sync.total_num_replicas}) but the cluster has {len(self._cluster.worker)} "
+                "workers: tfc runs one replica per worker task",
+            )  # fmt: skip
+        flags = list(TARGET_FLAGS["host"])
+        built = write_distributed(plan, self._dir / "build", flags)
+        args = ["--async"]
+        if sync is not None:
+            args = ["--sync", "--replicas-to-aggregate", str(sync.replicas_to_aggregate)]
+        manifest = {
+            "version": __version__,
+            "files": dist_sources(plan),
+            "objects": dist_objects(plan),
+            "cflags": flags,
+            "args": args,
+        }
+        payload = json.dumps(manifest, sort_keys=True).encode()
+        for k, address in enumerate(self._cluster.ps):
+            _deliver_plan(address, k, self._task, payload)
+        self._feed_order = [t for t, _ in batched] + [t for t, _ in scalars]
+        self._feed_specs = [(t.dtype.np, a.shape) for t, a in batched + scalars]
+        self._compiled_for = (op, frozenset(tensors))
+        self._step = _start_worker(built.outdir / "train", self._dir, self._cluster, self._task,
+                                   args)  # fmt: skip
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """End this worker's task: it tells the ps tasks it is done (they stop once every
+        worker is)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._step is not None:
+                self._step.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def as_default(self) -> Any:
+        return contextlib.nullcontext(self)
+
+    def __enter__(self) -> ClusterSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _timeout_s(options: Any, config: Any) -> float:
+    for source, field in ((options, "timeout_in_ms"), (config, "operation_timeout_in_ms")):
+        ms = getattr(source, field, 0) or 0
+        if ms > 0:
+            return ms / 1000
+    return STEP_WAIT_S
+
+
+def _cluster_file(cluster: Cluster, where: Path) -> Path:
+    path = where / "cluster.json"
+    write_if_changed(path, json.dumps({"ps": cluster.ps, "worker": cluster.worker}))
+    return path
+
+
+def _start_worker(train: Path, where: Path, cluster: Cluster, task: int, args: list) -> _Step:
+    feed_r, feed_w = os.pipe()
+    result_r, result_w = os.pipe()
+    log = where / "worker.log"
+    cmd = [
+        str(train), "--job", "worker", "--task", str(task),
+        "--cluster", str(_cluster_file(cluster, where)), "--steps", str(UNBOUNDED_STEPS),
+        "--feed-fd", str(feed_r), "--result-fd", str(result_w), "--log-every", "0",
+        "--give-up-ms", str(GIVE_UP_MS), *args,
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, pass_fds=(feed_r, result_w), stdout=out, stderr=out)
+    os.close(feed_r)
+    os.close(result_w)
+    return _Step(proc, feed_w, result_r, log)
+
+
+# -- the plan a worker gives each ps task ---------------------------------------------------------
+def _mac(header: bytes, payload: bytes) -> bytes:
+    token = os.environ.get("TFC_CLUSTER_TOKEN", "")
+    if not token:
+        return bytes(32)
+    return hmac.new(token.encode(), header + payload, hashlib.sha256).digest()
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(min(n - len(data), 1 << 20))
+        if not chunk:
+            raise ConnectionError(f"the peer closed the connection after {len(data)} of {n} bytes")
+        data += chunk
+    return data
+
+
+def _deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
+    """Give ps task `ps` this worker's plan; returns once it has built it (every worker's)."""
+    host, _, port = address.rpartition(":")
+    header = PLAN_MAGIC + struct.pack("<IQ", worker, len(payload))
+    deadline = time.monotonic() + PLAN_WAIT_S
+    while True:
+        try:
+            conn = socket.create_connection((host, int(port)), timeout=5)
+            break
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise errors.UnavailableError(
+                    None, None, f"ps task {ps} ({address}) did not answer for "
+                    f"{PLAN_WAIT_S:.0f} s: is its server.join() running? ({e})",
+                ) from None  # fmt: skip
+            time.sleep(0.2)
+    with conn:
+        try:
+            conn.sendall(header + payload + _mac(header, payload))
+            # the ps answers once every worker's plan is in and built
+            conn.settimeout(max(deadline - time.monotonic(), 1))
+            status = _recv_exact(conn, 2)
+            length = struct.unpack("<I", _recv_exact(conn, 4))[0]
+            message = _recv_exact(conn, min(length, 1 << 16)).decode(errors="replace")
+        except (OSError, ConnectionError) as e:
+            raise errors.UnavailableError(
+                None, None, f"ps task {ps} ({address}) did not take this worker's plan: {e}"
+            ) from None
+    if status != b"OK":
+        raise errors.InvalidArgumentError(
+            None, None, f"ps task {ps} ({address}) refused this worker's plan: {message}"
+        )
+
+
+def _read_plan(conn: socket.socket, n_workers: int) -> tuple[int, bytes]:
+    header = _recv_exact(conn, len(PLAN_MAGIC) + 12)
+    if header[: len(PLAN_MAGIC)] != PLAN_MAGIC:
+        raise ValueError("not a tfc worker's plan (bad magic)")
+    worker, length = struct.unpack("<IQ", header[len(PLAN_MAGIC) :])
+    if worker >= n_workers:
+        raise ValueError(f"worker {worker}: the cluster has {n_workers} workers")
+    if length > MAX_PLAN_BYTES:
+        raise ValueError(f"a plan of {length} bytes (at most {MAX_PLAN_BYTES})")
+    payload = _recv_exact(conn, length)
+    mac = _recv_exact(conn, 32)
+    if not hmac.compare_digest(mac, _mac(header, payload)):
+        raise ValueError("the plan's signature does not match this task's TFC_CLUSTER_TOKEN")
+    return worker, payload
+
+
+def _answer(conn: socket.socket, status: bytes, message: str = "") -> None:
+    data = message.encode()
+    with contextlib.suppress(OSError):
+        conn.sendall(status + struct.pack("<I", len(data)) + data)
+
+
+def serve_ps(server_def: ServerDef) -> None:
+    """A ps task's Server.join(): take every worker's plan on the task's address, build it,
+    and run the ps task until every worker is done. A worker task's join() returns at once."""
+    if server_def.job_name != "ps":
+        return
+    cluster = Cluster.from_cluster_spec(ClusterSpec(server_def.cluster))
+    task = server_def.task_index
+    address = cluster.ps[task]
+    host, _, port = address.rpartition(":")
+    if not os.environ.get("TFC_CLUSTER_TOKEN") and host not in _LOOPBACK:
+        raise errors.PermissionDeniedError(
+            None, None, f"ps task {task} would take programs to build and run from anyone who "
+            f"reaches {address}: set the same secret in TFC_CLUSTER_TOKEN for every task",
+        )  # fmt: skip
+    n = len(cluster.worker)
+    with socket.create_server((host, int(port))) as listener:
+        conns: dict[int, socket.socket] = {}
+        payload = None
+        while len(conns) < n:
+            conn, peer = listener.accept()
+            conn.settimeout(30)
+            try:
+                worker, plan = _read_plan(conn, n)
+            except (ValueError, OSError, ConnectionError) as e:
+                print(f"ps:{task}: refused a plan from {peer[0]}: {e}", file=sys.stderr)
+                _answer(conn, b"ER", str(e))
+                conn.close()
+                continue
+            if payload is not None and plan != payload:
+                _answer(conn, b"ER", "its train step differs from the other workers' (every "
+                        "worker must build the same graph)")  # fmt: skip
+                conn.close()
+                continue
+            payload = plan
+            if worker in conns:
+                conns[worker].close()
+            conns[worker] = conn
+        try:
+            outdir = Path(tempfile.mkdtemp(prefix=f"tfc-ps{task}-"))
+            train, args = _build_plan(json.loads(payload), outdir)
+        except Exception as e:
+            for conn in conns.values():
+                _answer(conn, b"ER", f"ps task {task} could not build the plan: {e}")
+                conn.close()
+            raise
+    # the listener is closed: the task binds the address once the workers know it is built
+    for conn in conns.values():
+        _answer(conn, b"OK")
+    for conn in conns.values():
+        with contextlib.suppress(OSError):  # the worker closes first: the port stays free
+            conn.settimeout(10)
+            conn.recv(1)
+        conn.close()
+    try:
+        cmd = [
+            str(train), "--job", "ps", "--task", str(task),
+            "--cluster", str(_cluster_file(cluster, outdir)), "--steps", str(UNBOUNDED_STEPS),
+            "--log-every", "0", "--give-up-ms", str(GIVE_UP_MS), *args,
+        ]  # fmt: skip
+        status = subprocess.run(cmd).returncode
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+    if status != 0:
+        raise errors.InternalError(None, None, f"ps task {task} exited with status {status}")
+
+
+def _build_plan(manifest: Any, outdir: Path) -> tuple[Path, list[str]]:
+    if manifest.get("version") != __version__:
+        raise ValueError(f"the workers run tfc {manifest.get('version')}, this ps {__version__}")
+    files, objects = manifest["files"], manifest["objects"]
+    for name, text in files.items():
+        if "/" in name or name.startswith("."):
+            raise ValueError(f"a plan file named {name!r}")
+        write_if_changed(outdir / name, text)
+    copy_runtime(outdir)
+    copy_dist_runtime(outdir)
+    flags = [str(f) for f in manifest["cflags"]]
+    if not all(f.startswith(("-O", "-m", "-f")) for f in flags):
+        raise ValueError(f"plan C flags {flags}: only -O, -m and -f flags are taken")
+    if not all(isinstance(o, str) and o.startswith("obj/") and ".." not in o for o in objects):
+        raise ValueError("plan objects outside obj/")
+    args = [str(a) for a in manifest["args"]]
+    if args not in (["--async"], ["--sync", "--replicas-to-aggregate", *args[2:3]]) or (
+        len(args) == 3 and not args[2].isdigit()
+    ):
+        raise ValueError(f"plan arguments {args}: only --async or --sync with a replica count")
+    built = build_executables(outdir, ["train"], list(objects), [*flags, "-pthread", "-Werror"])
+    return built["train"], args
+
+
+class _ClusterRuntime:
+    """What tfc.client.targets calls for sessions on, and join() of, a cluster task."""
+
+    def session(self, server_def: ServerDef, graph: Graph, config: Any) -> ClusterSession:
+        return ClusterSession(server_def, graph, config)
+
+    def join(self, server_def: ServerDef) -> None:
+        serve_ps(server_def)
+
+
+register_cluster_runtime(_ClusterRuntime())
