@@ -16,6 +16,7 @@ cluster scripts") says what is supported.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
@@ -43,6 +44,7 @@ from tfc.aot.dist_sources import (
 )
 from tfc.aot.distributed import Cluster, plan_distributed
 from tfc.aot.signatures import ModelError, ModelSignatures, TrainSignature, c_identifier
+from tfc.backend.cc import cache_dir
 from tfc.client.config import compile_options
 from tfc.client.request import convert_feeds, flatten_fetches
 from tfc.client.targets import register_cluster_runtime
@@ -310,6 +312,7 @@ class ClusterSession:
             batched[0][0], batched[1][0] if len(batched) > 1 else None, loss, op, hyper,
             dict.fromkeys(hyper, 0.0),
         )  # fmt: skip
+        _check_no_queues(op, loss)
         sigs = ModelSignatures("tf1_cluster", self.graph, train, None)
         passes = compile_options(self.config).pipeline()
         try:
@@ -326,7 +329,11 @@ class ClusterSession:
                 "workers: tfc runs one replica per worker task",
             )  # fmt: skip
         flags = list(TARGET_FLAGS["host"])
-        built = write_distributed(plan, self._dir / "build", flags)
+        # the workers of one machine build the same objects: one builds, the others take them
+        # from the build cache
+        with open(cache_dir() / "cluster-build.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            built = write_distributed(plan, self._dir / "build", flags)
         args = ["--async"]
         if sync is not None:
             args = ["--sync", "--replicas-to-aggregate", str(sync.replicas_to_aggregate)]
@@ -339,7 +346,7 @@ class ClusterSession:
         }
         payload = json.dumps(manifest, sort_keys=True).encode()
         for k, address in enumerate(self._cluster.ps):
-            _deliver_plan(address, k, self._task, payload)
+            deliver_plan(address, k, self._task, payload)
         self._feed_order = [t for t, _ in batched] + [t for t, _ in scalars]
         self._feed_specs = [(t.dtype.np, a.shape) for t, a in batched + scalars]
         self._compiled_for = (op, frozenset(tensors))
@@ -376,6 +383,21 @@ class ClusterSession:
             self.close()
 
 
+def _check_no_queues(op: Operation, loss: Tensor) -> None:
+    """The compiled tasks share no queue: a step that uses one is refused, naming the queue op,
+    the queue and their devices."""
+    for o in sorted(_ancestors(op) | _ancestors(loss.op), key=lambda o: o.name):
+        if "Queue" in o.type:
+            spec = o.graph.node(o.name)["attrs"].get("queue")  # queue ops name theirs
+            queue = o.graph.get_operation_by_name(spec["op"]) if isinstance(spec, dict) else o
+            raise errors.InvalidArgumentError(
+                None, None, f"the train step uses queue op '{o.name}' ({o.type}, on "
+                f"'{o.device or 'the worker'}') of queue '{queue.name}' (on "
+                f"'{queue.device or 'the worker'}'): the tasks of a compiled cluster share no "
+                "queues; feed each worker's batch with feed_dict",
+            )  # fmt: skip
+
+
 def _timeout_s(options: Any, config: Any) -> float:
     for source, field in ((options, "timeout_in_ms"), (config, "operation_timeout_in_ms")):
         ms = getattr(source, field, 0) or 0
@@ -408,8 +430,7 @@ def _start_worker(train: Path, where: Path, cluster: Cluster, task: int, args: l
 
 
 # -- the plan a worker gives each ps task ---------------------------------------------------------
-def _mac(header: bytes, payload: bytes) -> bytes:
-    token = os.environ.get("TFC_CLUSTER_TOKEN", "")
+def _mac(token: str, header: bytes, payload: bytes) -> bytes:
     if not token:
         return bytes(32)
     return hmac.new(token.encode(), header + payload, hashlib.sha256).digest()
@@ -425,7 +446,7 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
     return data
 
 
-def _deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
+def deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
     """Give ps task `ps` this worker's plan; returns once it has built it (every worker's)."""
     host, _, port = address.rpartition(":")
     header = PLAN_MAGIC + struct.pack("<IQ", worker, len(payload))
@@ -443,7 +464,8 @@ def _deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
             time.sleep(0.2)
     with conn:
         try:
-            conn.sendall(header + payload + _mac(header, payload))
+            token = os.environ.get("TFC_CLUSTER_TOKEN", "")
+            conn.sendall(header + payload + _mac(token, header, payload))
             # the ps answers once every worker's plan is in and built
             conn.settimeout(max(deadline - time.monotonic(), 1))
             status = _recv_exact(conn, 2)
@@ -459,7 +481,7 @@ def _deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
         )
 
 
-def _read_plan(conn: socket.socket, n_workers: int) -> tuple[int, bytes]:
+def _read_plan(conn: socket.socket, n_workers: int, token: str) -> tuple[int, bytes]:
     header = _recv_exact(conn, len(PLAN_MAGIC) + 12)
     if header[: len(PLAN_MAGIC)] != PLAN_MAGIC:
         raise ValueError("not a tfc worker's plan (bad magic)")
@@ -470,7 +492,7 @@ def _read_plan(conn: socket.socket, n_workers: int) -> tuple[int, bytes]:
         raise ValueError(f"a plan of {length} bytes (at most {MAX_PLAN_BYTES})")
     payload = _recv_exact(conn, length)
     mac = _recv_exact(conn, 32)
-    if not hmac.compare_digest(mac, _mac(header, payload)):
+    if not hmac.compare_digest(mac, _mac(token, header, payload)):
         raise ValueError("the plan's signature does not match this task's TFC_CLUSTER_TOKEN")
     return worker, payload
 
@@ -490,7 +512,8 @@ def serve_ps(server_def: ServerDef) -> None:
     task = server_def.task_index
     address = cluster.ps[task]
     host, _, port = address.rpartition(":")
-    if not os.environ.get("TFC_CLUSTER_TOKEN") and host not in _LOOPBACK:
+    token = os.environ.get("TFC_CLUSTER_TOKEN", "")
+    if not token and host not in _LOOPBACK:
         raise errors.PermissionDeniedError(
             None, None, f"ps task {task} would take programs to build and run from anyone who "
             f"reaches {address}: set the same secret in TFC_CLUSTER_TOKEN for every task",
@@ -503,7 +526,7 @@ def serve_ps(server_def: ServerDef) -> None:
             conn, peer = listener.accept()
             conn.settimeout(30)
             try:
-                worker, plan = _read_plan(conn, n)
+                worker, plan = _read_plan(conn, n, token)
             except (ValueError, OSError, ConnectionError) as e:
                 print(f"ps:{task}: refused a plan from {peer[0]}: {e}", file=sys.stderr)
                 _answer(conn, b"ER", str(e))

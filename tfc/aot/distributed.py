@@ -46,6 +46,7 @@ from tfc.compiler import (
 from tfc.ir.device import DeviceSpec
 from tfc.ir.graph import GraphKeys
 from tfc.ir.program import FeedSpec, make_program_graph
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.place import PlacementError
 from tfc.train.cluster_spec import ClusterSpec
 from tfc.train.training_util import get_global_step
@@ -195,11 +196,19 @@ def _move_worker_to_gpu(graph, gpu: bool) -> bool:
 
 
 def _worker_task_as_task0(graph, task: int) -> None:
+    """Ops asking for /job:worker/task:`task` (nested loop and branch bodies too, which are
+    copied first: they may be the model graph's) ask for task 0."""
     for n in graph.nx.nodes:
         node = graph.node(n)
         spec = DeviceSpec.from_string(node["device"] or "")
         if spec.job == "worker" and spec.task == task:
             node["device"] = DeviceSpec(**{**spec.__dict__, "task": 0}).to_string()
+
+    def rewrite(inner, _node, _key):
+        _worker_task_as_task0(inner, task)
+        return inner
+
+    map_subgraphs(graph, rewrite)
 
 
 def _recv_to_feed(graph, node: str, feeds: list) -> None:
