@@ -32,8 +32,9 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _reference(steps: int, workers: int) -> list[list[float]]:
-    """Per step, each worker's loss under synchronous SGD of the averaged gradients (float64)."""
+def _reference(steps: int, workers: int) -> tuple[list[list[float]], np.ndarray, np.ndarray]:
+    """Per step, each worker's loss under synchronous SGD of the averaged gradients, and the
+    weights after the last step (float64)."""
     w, b = script.W0.astype(np.float64), np.zeros(script.CLASSES)
     losses = []
     for i in range(steps):
@@ -53,7 +54,7 @@ def _reference(steps: int, workers: int) -> list[list[float]]:
         losses.append(step_losses)
         w -= script.LR * np.mean(grads_w, axis=0)
         b -= script.LR * np.mean(grads_b, axis=0)
-    return losses
+    return losses, w, b
 
 
 def test_a_tf1_script_trains_one_ps_and_two_workers_as_averaged_sgd(tmp_path):
@@ -79,13 +80,15 @@ def test_a_tf1_script_trains_one_ps_and_two_workers_as_averaged_sgd(tmp_path):
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
-    expected = _reference(steps, 2)
+    expected, w, b = _reference(steps, 2)
     for k in range(2):
-        seen = json.loads((tmp_path / f"worker{k}.json").read_text())
+        result = json.loads((tmp_path / f"worker{k}.json").read_text())
         # one averaged update per step: step i runs at global step i, on the weights of i updates
-        assert [s for s, _ in seen] == list(range(steps))
-        np.testing.assert_allclose([loss for _, loss in seen], [e[k] for e in expected],
-                                   rtol=1e-5)  # fmt: skip
+        assert [s for s, _ in result["steps"]] == list(range(steps))
+        np.testing.assert_allclose([loss for _, loss in result["steps"]],
+                                   [e[k] for e in expected], rtol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(result["w"], w, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(result["b"], b, rtol=1e-5, atol=1e-6)
     ps_log = (tmp_path / "ps0.log").read_text()
     assert f"done at step {steps} (0 late gradient sets dropped)" in ps_log
     assert "worker 0 is done" in ps_log and "worker 1 is done" in ps_log

@@ -4,7 +4,7 @@
         --worker_hosts H:P,H:P --steps 4 --out result.json
 
 A linear softmax classifier of 3 features, 2 classes; worker w's i-th batch is batch(i, w).
-Each worker writes [[global step, loss], ...] of its steps to --out.
+Each worker writes its steps' [global step, loss] and the trained w and b to --out.
 """
 
 import argparse
@@ -62,7 +62,12 @@ def main() -> None:
         )
         train_op = opt.minimize(loss, global_step=global_step)
     is_chief = args.task_index == 0
-    hooks = [opt.make_session_run_hook(is_chief), tf.train.StopAtStepHook(last_step=args.steps)]
+    final = tf.train.FinalOpsHook([w, b])  # the ps's values after the last update
+    hooks = [
+        opt.make_session_run_hook(is_chief),
+        tf.train.StopAtStepHook(last_step=args.steps),
+        final,
+    ]
     seen = []
     with tf.train.MonitoredTrainingSession(
         master=server.target, is_chief=is_chief, hooks=hooks
@@ -71,7 +76,9 @@ def main() -> None:
             xs, ys = batch(len(seen), args.task_index)
             _, loss_value, step = sess.run([train_op, loss, global_step], {x: xs, y: ys})
             seen.append([int(step), float(loss_value)])
-    Path(args.out).write_text(json.dumps(seen))
+    w_value, b_value = final.final_ops_values
+    result = {"steps": seen, "w": w_value.tolist(), "b": b_value.tolist()}
+    Path(args.out).write_text(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -106,28 +106,43 @@ class _Step:
             return self.log.read_text(errors="replace")[-2000:]
         return ""
 
-    def run(self, payload: bytes, timeout_s: float) -> tuple[int, float]:
+    def _send(self, payload: bytes) -> None:
         try:
             view = memoryview(payload)
             while view:
                 view = view[os.write(self.feed_fd, view) :]
-        except (BrokenPipeError, OSError):
+        except OSError:
             raise self._died() from None
-        record = b""
+
+    def _read(self, n: int, timeout_s: float) -> bytes:
+        data = b""
         deadline = time.monotonic() + timeout_s
-        while len(record) < 16:
+        while len(data) < n:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.result_fd], [], [], left)[0]:
                 raise errors.DeadlineExceededError(
                     None, None, f"no answer from this worker's task for {timeout_s:.0f} s "
                     f"(a ps task that does not serve it?): {self.log_tail()}",
                 )  # fmt: skip
-            chunk = os.read(self.result_fd, 16 - len(record))
+            chunk = os.read(self.result_fd, min(n - len(data), 1 << 20))
             if not chunk:
                 raise self._died()
-            record += chunk
-        step, loss = struct.unpack("<qd", record)
+            data += chunk
+        return data
+
+    def run(self, payload: bytes, timeout_s: float) -> tuple[int, float]:
+        """One step on `payload` (the fed inputs): (its global step, its loss), or step -1
+        when the ps tasks have stopped."""
+        self._send(b"S" + payload)
+        step, loss = struct.unpack("<qd", self._read(16, timeout_s))
         return step, loss
+
+    def values(self, nbytes: int, timeout_s: float) -> bytes | None:
+        """The values the ps tasks send this worker for its next step (after every update so
+        far, in a synchronous cluster); None when the ps tasks have stopped."""
+        self._send(b"V")
+        status = struct.unpack("<qd", self._read(16, timeout_s))[0]
+        return None if status < 0 else self._read(nbytes, timeout_s)
 
     def _died(self) -> errors.OpError:
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -180,6 +195,9 @@ class ClusterSession:
         self._feed_order: list[Tensor] = []
         self._feed_specs: list[tuple[np.dtype, tuple[int, ...]]] = []
         self._global_step = 0
+        # variable -> (offset, dtype, shape) in the values the ps tasks send this worker
+        self._received_at: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
+        self._received_bytes = 0
         self._stopped = False
         self._closed = False
         self._dir = Path(tempfile.mkdtemp(prefix=f"tfc-worker{self._task}-"))
@@ -208,10 +226,17 @@ class ClusterSession:
             result = None
             if steps:
                 result = self._run_step(steps[0], feed_dict, options)
-            values = [self._value(e, result) for e in elements]
+            received: dict[str, np.ndarray] = {}
+            values = [self._value(e, result, received, options) for e in elements]
         return rebuild(values)
 
-    def _value(self, element: Any, result: tuple[Operation, int, float] | None) -> Any:
+    def _value(
+        self,
+        element: Any,
+        result: tuple[Operation, int, float] | None,
+        received: dict[str, np.ndarray],
+        options: Any = None,
+    ) -> Any:
         step_var = get_global_step(self.graph)
         if isinstance(element, Operation):
             if result is not None and element is result[0]:
@@ -228,11 +253,54 @@ class ClusterSession:
             return np.asarray(value, element.dtype.np)[()]
         if result is not None and element is train_loss(result[0]):
             return np.asarray(result[2], element.dtype.np)[()]
+        name = self._variable_of(element)
+        if name is not None and name in self._received_at:
+            if not received:
+                received.update(self._received_values(options))
+            return received[name]
         raise _unimplemented(
             f"fetching '{element.name}' on a cluster target: a tfc cluster worker's run "
-            "returns its train op's loss and the global step (the other values live in the "
-            "compiled tasks)"
+            "returns its train op's loss, the global step and the values of the variables the "
+            "ps tasks send it (the other values live in the compiled tasks)"
         )
+
+    def _variable_of(self, tensor: Tensor) -> str | None:
+        """The variable `tensor` reads (its value or an Identity of it), else None."""
+        names = {v.op.name for v in self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES)}
+        op = tensor.op
+        if op.type == "Identity" and op.inputs and op.inputs[0].op.name in names:
+            op = op.inputs[0].op
+        return op.name if op.name in names else None
+
+    def _received_values(self, options: Any = None) -> dict[str, np.ndarray]:
+        """The variables the ps tasks send this worker, after every update so far."""
+        if self._step is None:
+            raise errors.FailedPreconditionError(
+                None, None, "the variables live on the ps tasks: a cluster worker reads them "
+                "after its first train step",
+            )  # fmt: skip
+        data = self._step.values(self._received_bytes, _timeout_s(options, self.config))
+        if data is None:
+            self._stopped = True
+            raise errors.OutOfRangeError(None, None, "the ps tasks ended the training")
+        return {
+            name: np.frombuffer(data, dt, int(np.prod(shape)), offset).reshape(shape).copy()
+            for name, (offset, dt, shape) in self._received_at.items()
+        }
+
+    def read_variable(self, name: str) -> np.ndarray:
+        """The value of variable `name` (tf.train.Saver.save reads them so): the global
+        step, or a variable the ps tasks send this worker."""
+        step_var = get_global_step(self.graph)
+        if step_var is not None and name == step_var.op.name:
+            return np.asarray(self._global_step, step_var.dtype.base_dtype.np)
+        if name not in self._received_at:
+            raise _unimplemented(
+                f"reading variable '{name}' on a cluster target: only the variables the ps "
+                "tasks send the workers are known there (not optimizer slots): the ps "
+                "tasks hold the rest"
+            )
+        return self._received_values()[name]
 
     def _is_initialization(self, op: Operation) -> bool:
         """Whether running `op` only initializes variables (an init_op, local_init_op or
@@ -347,6 +415,16 @@ class ClusterSession:
         payload = json.dumps(manifest, sort_keys=True).encode()
         for k, address in enumerate(self._cluster.ps):
             deliver_plan(address, k, self._task, payload)
+        offset = 0
+        worker = plan.worker.programs["train"]
+        for name, feed in zip(worker.input_names, worker.lowered.feeds):
+            if name.startswith("recv:"):
+                dtype = np.dtype(feed.dtype.np)
+                var = self._variable_of(self.graph.get_tensor_by_name(name.rpartition(";")[2]))
+                if var is not None:
+                    self._received_at[var] = (offset, dtype, tuple(feed.shape))
+                offset += int(np.prod(feed.shape, dtype=np.int64)) * dtype.itemsize
+        self._received_bytes = offset
         self._feed_order = [t for t, _ in batched] + [t for t, _ in scalars]
         self._feed_specs = [(t.dtype.np, a.shape) for t, a in batched + scalars]
         self._compiled_for = (op, frozenset(tensors))

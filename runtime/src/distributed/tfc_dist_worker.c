@@ -152,23 +152,32 @@ static int fed_inputs(const tfc_dist_model *m) {
     return n;
 }
 
-/* A fed worker's step: its inputs from --feed-fd. 0: read, 1: the feeder is done, -1: error. */
-static int read_feeds(task_ctx *c, void **inputs) {
-    const tfc_program *p = c->m->worker->train;
-    int n = fed_inputs(c->m);
-    for (int i = 0; i < n; ++i) {
-        int rc = read_full(c->o->feed_fd, inputs[i], (size_t)p->inputs[i].nbytes);
-        if (rc != 0) return i == 0 ? rc : -1;
-    }
-    return 0;
-}
-
 static int write_result(task_ctx *c, int64_t step, double loss) {
     unsigned char rec[16];
     memcpy(rec, &step, 8);
     memcpy(rec + 8, &loss, 8);
     if (write_full(c->o->result_fd, rec, sizeof(rec)) == 0) return 0;
     return tfc_driver_error(PROG, "%s: --result-fd: %s", c->name, strerror(errno));
+}
+
+/* A fed worker's next step: commands from --feed-fd until a step's inputs. 'V': write a
+ * {0, 0} record, then the values received from the ps tasks (raw bytes, in input order); 'S':
+ * the step's inputs follow. 0: read, 1: the feeder is done, -1: a bad command or error. */
+static int read_feeds(task_ctx *c, void **inputs) {
+    const tfc_program *p = c->m->worker->train;
+    int n = fed_inputs(c->m);
+    for (;;) {
+        unsigned char cmd;
+        int rc = read_full(c->o->feed_fd, &cmd, 1);
+        if (rc != 0) return rc;
+        if (cmd == 'S') break;
+        if (cmd != 'V' || write_result(c, 0, 0.0)) return -1;
+        for (int i = n; i < p->n_inputs; ++i)
+            if (write_full(c->o->result_fd, inputs[i], (size_t)p->inputs[i].nbytes)) return -1;
+    }
+    for (int i = 0; i < n; ++i)
+        if (read_full(c->o->feed_fd, inputs[i], (size_t)p->inputs[i].nbytes) != 0) return -1;
+    return 0;
 }
 
 int tfc_dist_worker_main(task_ctx *c) {
@@ -248,7 +257,8 @@ int tfc_dist_worker_main(task_ctx *c) {
         if (fed) {
             int rc = read_feeds(c, inputs);
             if (rc < 0) {
-                tfc_driver_error(PROG, "%s: --feed-fd: a step's inputs cut short", c->name);
+                tfc_driver_error(PROG, "%s: --feed-fd: a bad command, or inputs cut short",
+                                 c->name);
                 goto out;
             }
             if (rc > 0) { /* the feeder is done: so is this worker */
