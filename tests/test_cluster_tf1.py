@@ -207,3 +207,19 @@ def test_a_ps_takes_only_plans_signed_with_the_cluster_token(monkeypatch):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         conn.sendall(b"GET / HTTP/1.1\r\n\r\n" + bytes(64))
         assert conn.recv(64)[:2] == b"ER"  # not a plan: refused, the ps keeps waiting
+
+
+@pytest.mark.benchmark
+def test_the_tf1_sample_reaches_the_accuracy_of_the_compiled_distributed_sample():
+    # samples/distributed_digits.py reaches 0.981 after its 600 synchronous steps
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "samples" / "distributed_tf1.py"), "--steps", "600"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = [line for line in proc.stdout.splitlines() if "held-out accuracy" in line]
+    assert len(done) == 2, proc.stdout  # each worker reads the same final weights
+    assert all("600 synchronous steps of 1 ps + 2 workers" in line for line in done)
+    assert {line.rsplit(" ", 1)[1] for line in done} == {done[0].rsplit(" ", 1)[1]}
+    assert float(done[0].rsplit(" ", 1)[1]) >= 0.97
+    assert "[ps:0] ps:0: done at step 600 (0 late gradient sets dropped)" in proc.stdout
