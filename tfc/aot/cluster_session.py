@@ -64,7 +64,8 @@ MAX_PLAN_BYTES = 64 << 20
 UNBOUNDED_STEPS = 1 << 62
 PLAN_WAIT_S = 600.0  # a worker waits this long for the ps tasks to take its plan
 STEP_WAIT_S = 300.0  # and this long for one step, unless RunOptions/ConfigProto say otherwise
-GIVE_UP_MS = 60_000  # a task exits when its peers answer nothing for this long
+GIVE_UP_MS = 60_000  # a worker's task exits when no ps answers it for this long
+PS_IDLE_EXIT_MS = 600_000  # and a ps task when no worker sends it anything for this long
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -639,7 +640,8 @@ def serve_ps(server_def: ServerDef) -> None:
         cmd = [
             str(train), "--job", "ps", "--task", str(task),
             "--cluster", str(_cluster_file(cluster, outdir)), "--steps", str(UNBOUNDED_STEPS),
-            "--log-every", "0", "--give-up-ms", str(GIVE_UP_MS), *args,
+            "--log-every", "0", "--give-up-ms", str(GIVE_UP_MS),
+            "--idle-exit-ms", str(PS_IDLE_EXIT_MS), *args,
         ]  # fmt: skip
         status = subprocess.run(cmd).returncode
     finally:

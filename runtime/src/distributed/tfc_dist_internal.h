@@ -18,6 +18,7 @@ typedef struct {
     int64_t task;
     const char *data, *dir, *bind, *wire;
     int64_t steps, seed, log_every, save_every, max_to_keep, replicas, timeout_ms, give_up_ms;
+    int64_t idle_exit_ms; /* a ps that hears from no worker this long exits; 0: never */
     int sync, shuffle, insecure, allow_nonfinite;
     int feed_fd, result_fd; /* a worker fed through pipes (--feed-fd/--result-fd), else -1 */
     double *hparams;

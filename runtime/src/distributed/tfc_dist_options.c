@@ -19,8 +19,8 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "             [--cluster FILE | --ps-hosts H:P,... --worker-hosts H:P,...]\n"
             "             [--checkpoint-dir DIR] [--save-every M] [--replicas-to-aggregate R]\n"
             "             [--lr X] [--hparam NAME=X] [--seed S] [--no-shuffle] [--log-every K]\n"
-            "             [--timeout-ms T] [--give-up-ms T] [--bind HOST] [--insecure]\n"
-            "             [--wire-dtype float16|bfloat16] [--allow-nonfinite]\n"
+            "             [--timeout-ms T] [--give-up-ms T] [--idle-exit-ms T] [--bind HOST]\n"
+            "             [--insecure] [--wire-dtype float16|bfloat16] [--allow-nonfinite]\n"
             "             [--feed-fd R --result-fd W]\n"
             "\n"
             "Distributed training of model '%s' (%d ps task(s), batch %" PRId64 " per worker).\n"
@@ -37,6 +37,8 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "                      resumes from the latest one there\n"
             "  --timeout-ms T      log and send a hello when a wait lasts T ms (default 5000)\n"
             "  --give-up-ms T      a worker exits when no ps answers for T ms (default 120000)\n"
+            "  --idle-exit-ms T    a ps exits when no worker sends it anything for T ms\n"
+            "                      (default 0: it waits for restarted workers forever)\n"
             "  --bind HOST         listen on HOST (default 127.0.0.1); beyond loopback the tasks\n"
             "                      need a shared secret in TFC_CLUSTER_TOKEN, or --insecure\n"
             "  --insecure          listen beyond loopback without a token: anyone who reaches\n"
@@ -292,6 +294,8 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
             o->result_fd = fd > INT_MAX ? -1 : (int)fd;
         } else if (OPTION("--timeout-ms")) {
             INT("--timeout-ms", 1, timeout_ms);
+        } else if (OPTION("--idle-exit-ms")) {
+            INT("--idle-exit-ms", 0, idle_exit_ms);
         } else if (OPTION("--give-up-ms")) {
             INT("--give-up-ms", 1, give_up_ms);
         } else if (OPTION("--lr") || OPTION("--hparam")) {

@@ -285,13 +285,22 @@ int tfc_dist_ps_main(task_ctx *c) {
             int idx;
             int rc = tfc_transport_poll(p.c.t, rotated, 2 * n, TFC_TRANSPORT_ANY_STEP,
                                         o->timeout_ms, &idx, &err);
-            if (rc == TFC_OK) idx = (idx + rotation) % (2 * n);
+            if (rc == TFC_OK) {
+                idx = (idx + rotation) % (2 * n);
+                waited = 0; /* a worker is there */
+            }
             if (rc == TFC_ERR_DEADLINE_EXCEEDED) {
                 waited += (double)o->timeout_ms;
                 fprintf(stderr, "%s: step %" PRId64 ": %" PRId64 " of %" PRId64 " gradients "
                         "after %.0f s; waiting\n", c->name, p.step, count,
                         o->sync ? o->replicas : 1, waited / 1000);
                 fflush(stderr);
+                if (o->idle_exit_ms > 0 && waited >= (double)o->idle_exit_ms) {
+                    tfc_driver_error(PROG, "%s: step %" PRId64 ": no worker sent anything for "
+                                     "%.0f s (--idle-exit-ms): giving up", c->name, p.step,
+                                     waited / 1000);
+                    goto out;
+                }
                 continue;
             }
             if (rc != TFC_OK) {
