@@ -104,8 +104,10 @@ def test_a_server_of_a_cluster_describes_its_task_and_runs_on_the_cluster_runtim
         sess = tf.Session(server.target)
         assert sess.graph is graph and "v" in sess.initialized_variables()
         assert sess.run(tf.global_variables_initializer()) is None  # the ps initializes
-        with pytest.raises(tf.errors.UnimplementedError, match="fetching 'v/read:0'"):
+        with pytest.raises(tf.errors.FailedPreconditionError, match="after its first train step"):
             sess.run(v.value())
+        with pytest.raises(tf.errors.UnimplementedError, match="fetching 'Const:0'"):
+            sess.run(tf.constant(2.0))
         sess.close()
 
     ps_server = tf.train.Server(CLUSTER, job_name="ps", task_index=0, start=True)

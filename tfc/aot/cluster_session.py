@@ -255,7 +255,7 @@ class ClusterSession:
         if result is not None and element is train_loss(result[0]):
             return np.asarray(result[2], element.dtype.np)[()]
         name = self._variable_of(element)
-        if name is not None and name in self._received_at:
+        if name is not None and (self._step is None or name in self._received_at):
             if not received:
                 received.update(self._received_values(options))
             return received[name]
@@ -295,7 +295,7 @@ class ClusterSession:
         step_var = get_global_step(self.graph)
         if step_var is not None and name == step_var.op.name:
             return np.asarray(self._global_step, step_var.dtype.base_dtype.np)
-        if name not in self._received_at:
+        if self._step is not None and name not in self._received_at:
             raise _unimplemented(
                 f"reading variable '{name}' on a cluster target: only the variables the ps "
                 "tasks send the workers are known there (not optimizer slots): the ps "
