@@ -65,7 +65,9 @@ def test_a_tf1_script_trains_one_ps_and_two_workers_as_averaged_sgd(tmp_path):
         "--worker_hosts", f"127.0.0.1:{w0},127.0.0.1:{w1}",
         "--steps", str(steps),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TFC_CLUSTER_TOKEN": "test-token"}
+    # generic C flags: the runtime objects test_distributed.py's builds put in the build cache
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TFC_CLUSTER_TOKEN": "test-token",
+           "TFC_CLUSTER_TARGET": "generic"}  # fmt: skip
     procs = {}
     for job, task in (("ps", 0), ("worker", 1), ("worker", 0)):
         out = tmp_path / f"{job}{task}.json"

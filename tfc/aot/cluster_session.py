@@ -397,7 +397,10 @@ class ClusterSession:
                 f"{sync.total_num_replicas}) but the cluster has {len(self._cluster.worker)} "
                 "workers: tfc runs one replica per worker task",
             )  # fmt: skip
-        flags = list(TARGET_FLAGS["host"])
+        target = os.environ.get("TFC_CLUSTER_TARGET", "host")
+        if target not in ("host", "generic"):
+            raise ValueError(f"TFC_CLUSTER_TARGET={target!r}: host or generic")
+        flags = list(TARGET_FLAGS[target])
         # the workers of one machine build the same objects: one builds, the others take them
         # from the build cache
         with open(cache_dir() / "cluster-build.lock", "a") as lock:
