@@ -64,7 +64,9 @@ MAX_PLAN_BYTES = 64 << 20
 UNBOUNDED_STEPS = 1 << 62
 PLAN_WAIT_S = 600.0  # a worker waits this long for the ps tasks to take its plan
 STEP_WAIT_S = 300.0  # and this long for one step, unless RunOptions/ConfigProto say otherwise
-GIVE_UP_MS = 60_000  # a worker's task exits when no ps answers it for this long
+# a worker's task exits when no ps answers it for this long (its hellos' connects may take as
+# long again: a lost ps is reported within about twice this)
+GIVE_UP_MS = 30_000
 PS_IDLE_EXIT_MS = 600_000  # and a ps task when no worker sends it anything for this long
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -146,9 +148,11 @@ class _Step:
         return None if status < 0 else self._read(nbytes, timeout_s)
 
     def _died(self) -> errors.OpError:
+        # not UnavailableError: a MonitoredSession would make a new session, whose plan no
+        # running ps task takes (a lost task of a TF1 cluster script is not recovered)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        return errors.UnavailableError(
+        return errors.InternalError(
             None, None, f"this worker's task exited (status {self.proc.returncode}): "
             f"{self.log_tail()}",
         )  # fmt: skip
@@ -539,7 +543,7 @@ def deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
             break
         except OSError as e:
             if time.monotonic() > deadline:
-                raise errors.UnavailableError(
+                raise errors.DeadlineExceededError(
                     None, None, f"ps task {ps} ({address}) did not answer for "
                     f"{PLAN_WAIT_S:.0f} s: is its server.join() running? ({e})",
                 ) from None  # fmt: skip
@@ -554,9 +558,11 @@ def deliver_plan(address: str, ps: int, worker: int, payload: bytes) -> None:
             length = struct.unpack("<I", _recv_exact(conn, 4))[0]
             message = _recv_exact(conn, min(length, 1 << 16)).decode(errors="replace")
         except (OSError, ConnectionError) as e:
-            raise errors.UnavailableError(
-                None, None, f"ps task {ps} ({address}) did not take this worker's plan: {e}"
-            ) from None
+            raise errors.InternalError(
+                None, None, f"ps task {ps} ({address}) did not take this worker's plan ({e}): "
+                "a ps task takes the plans of every worker once, in its server.join(), before "
+                "the training starts",
+            ) from None  # fmt: skip
     if status != b"OK":
         raise errors.InvalidArgumentError(
             None, None, f"ps task {ps} ({address}) refused this worker's plan: {message}"

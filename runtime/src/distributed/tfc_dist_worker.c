@@ -71,14 +71,14 @@ static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], int
     tfc_tensor_spec ctl_spec = {"ctl", TFC_DT_I64, 1, &two, 16};
     tfc_transport_tensor t;
     tfc_dist_tensor(&ctl_spec, ctl, &t);
-    double waited = 0;
+    double since = tfc_driver_seconds(), waited = 0; /* wall time: hellos' connects count */
     for (;;) {
         int rc = tfc_transport_recv(c->t, key, TFC_TRANSPORT_ANY_STEP, &t, c->o->timeout_ms,
                                     NULL, err);
         if (rc != TFC_OK) {
             if (rc != TFC_ERR_DEADLINE_EXCEEDED)
                 return tfc_driver_error(PROG, "%s: %s", c->name, err->msg);
-            waited += (double)c->o->timeout_ms;
+            waited = (tfc_driver_seconds() - since) * 1000;
             fprintf(stderr, "%s: no values from ps %d for %.0f s; saying hello again\n",
                     c->name, k, waited / 1000);
             fflush(stderr);
