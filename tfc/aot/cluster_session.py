@@ -16,6 +16,7 @@ cluster scripts") says what is supported.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import hmac
@@ -23,6 +24,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -69,6 +71,7 @@ STEP_WAIT_S = 300.0  # and this long for one step, unless RunOptions/ConfigProto
 GIVE_UP_MS = 30_000
 PS_IDLE_EXIT_MS = 600_000  # and a ps task when no worker sends it anything for this long
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _unimplemented(message: str) -> errors.UnimplementedError:
@@ -652,11 +655,19 @@ def serve_ps(server_def: ServerDef) -> None:
             "--log-every", "0", "--give-up-ms", str(GIVE_UP_MS),
             "--idle-exit-ms", str(PS_IDLE_EXIT_MS), *args,
         ]  # fmt: skip
-        status = subprocess.run(cmd).returncode
+        status = subprocess.run(cmd, preexec_fn=_end_with_parent).returncode
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     if status != 0:
         raise errors.InternalError(None, None, f"ps task {task} exited with status {status}")
+
+
+def _end_with_parent() -> None:
+    """In the ps task's child: end it (SIGTERM) when the process in join() dies (Linux), so
+    that no ps task outlives its script."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _build_plan(manifest: Any, outdir: Path) -> tuple[Path, list[str]]:
