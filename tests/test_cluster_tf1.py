@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tfc as tf
-from tfc.aot import cluster_session
+from tfc.aot import cluster_plan
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -205,7 +205,7 @@ def test_a_ps_takes_only_plans_signed_with_the_cluster_token(monkeypatch):
     payload = b'{"version": "0"}'
     monkeypatch.setenv("TFC_CLUSTER_TOKEN", "a-guess")  # the worker signs with another token
     with pytest.raises(tf.errors.InvalidArgumentError, match="does not match this task's"):
-        cluster_session.deliver_plan(f"127.0.0.1:{port}", 0, 0, payload)
+        cluster_plan.deliver_plan(f"127.0.0.1:{port}", 0, 0, payload)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         conn.sendall(b"GET / HTTP/1.1\r\n\r\n" + bytes(64))
         assert conn.recv(64)[:2] == b"ER"  # not a plan: refused, the ps keeps waiting
