@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -225,3 +226,44 @@ def test_the_tf1_sample_reaches_the_accuracy_of_the_compiled_distributed_sample(
     assert {line.rsplit(" ", 1)[1] for line in done} == {done[0].rsplit(" ", 1)[1]}
     assert float(done[0].rsplit(" ", 1)[1]) >= 0.97
     assert "[ps:0] ps:0: done at step 600 (0 late gradient sets dropped)" in proc.stdout
+
+
+def test_a_ps_takes_the_same_plan_from_every_worker_before_it_builds(monkeypatch):
+    monkeypatch.setenv("TFC_CLUSTER_TOKEN", "the-secret")
+    (port,) = _free_ports(1)
+    address = f"127.0.0.1:{port}"
+    spec = tf.train.ClusterSpec({"ps": [address], "worker": ["127.0.0.1:8", "127.0.0.1:9"]})
+    server = tf.train.Server(spec, job_name="ps", task_index=0, start=False)
+    outcomes: dict[str, Exception] = {}
+
+    def attempt(key, worker, payload):
+        try:
+            cluster_plan.deliver_plan(address, 0, worker, payload)
+        except Exception as e:  # noqa: BLE001 - each outcome is checked below
+            outcomes[key] = e
+
+    def join():
+        try:
+            server.join()
+        except Exception as e:  # noqa: BLE001 - checked below
+            outcomes["join"] = e
+
+    ps = threading.Thread(target=join, daemon=True)
+    ps.start()
+    plans = {0: b'{"version": "0", "plan": "a"}', 1: b'{"version": "0", "plan": "b"}'}
+    first = [threading.Thread(target=attempt, args=(w, w, plans[w]), daemon=True) for w in (0, 1)]
+    for t in first:
+        t.start()
+    deadline = time.monotonic() + 20
+    while not outcomes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # the second plan to arrive differs from the first: refused, the ps waits on
+    (refused,) = [w for w in (0, 1) if w in outcomes]
+    assert "differs from the other workers'" in str(outcomes[refused])
+    attempt("again", refused, plans[1 - refused])  # the same plan: the ps builds it
+    for t in [*first, ps]:
+        t.join(timeout=20)
+    for key in (1 - refused, "again"):  # every worker hears why the build failed
+        assert isinstance(outcomes[key], tf.errors.InvalidArgumentError)
+        assert "the workers run tfc 0" in str(outcomes[key])
+    assert "the workers run tfc 0" in str(outcomes["join"])
