@@ -114,12 +114,14 @@ def test_sync_replicas_optimizer_is_its_wrapped_optimizer_in_one_process():
             train_op = opt.minimize(loss, global_step=step)
             hooks = []
             if wrap:
-                assert opt.get_chief_queue_runner() is None
+                tf.train.add_queue_runner(opt.get_chief_queue_runner())  # as TF1 scripts do
                 hooks = [opt.make_session_run_hook(is_chief=True, num_tokens=0)]
                 init_tokens = opt.get_init_tokens_op()
             with tf.train.MonitoredTrainingSession(hooks=hooks) as sess:
                 if wrap:
                     sess.run(init_tokens)
+                    runner = opt.get_chief_queue_runner()
+                    assert runner.create_threads(sess, start=True) == []  # the ps's work
                 for _ in range(3):
                     sess.run(train_op)
                 results.append((sess.run(w), sess.run(step)))

@@ -49,6 +49,22 @@ class _SyncReplicasHook(SessionRunHook):
             )
 
 
+class _NoChiefQueueRunner:
+    """get_chief_queue_runner()'s runner: TF1 scripts start it (Supervisor.start_queue_runners,
+    tf.train.add_queue_runner); it has no thread to start, as the compiled ps applies the
+    aggregated gradients itself."""
+
+    name = "sync_replicas_chief"
+    queue = None
+    enqueue_ops: list = []
+    exceptions_raised: list = []
+
+    def create_threads(
+        self, sess: Any, coord: Any = None, daemon: bool = False, start: bool = False
+    ) -> list:
+        return []
+
+
 class SyncReplicasOptimizer(Optimizer):
     """Aggregates the gradients of `replicas_to_aggregate` replicas, averages them and applies
     them with `opt` once per step (TF1's `tf.train.SyncReplicasOptimizer`).
@@ -134,12 +150,12 @@ class SyncReplicasOptimizer(Optimizer):
     def variables(self) -> list:
         return self._opt.variables()
 
-    def get_chief_queue_runner(self) -> None:
+    def get_chief_queue_runner(self) -> _NoChiefQueueRunner:
         """TF1's chief runs a queue runner that applies the aggregated gradients; tfc's ps
-        applies them itself, so there is none (None; add_queue_runner(None) is not needed)."""
+        applies them itself, so this runner starts no thread (scripts may start it as TF1's)."""
         if not self._gradients_applied:
             raise ValueError("Should be called after apply_gradients().")
-        return None
+        return _NoChiefQueueRunner()
 
     def get_init_tokens_op(self, num_tokens: int = -1) -> Operation:
         """TF1 fills the sync token queue with it; a no-op here (tfc's ps needs no tokens)."""
