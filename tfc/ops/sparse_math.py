@@ -37,6 +37,7 @@ from tfc.ops.registry import (
 from tfc.ops.sequences import range as _range
 from tfc.ops.sparse_ops import (
     as_sparse,
+    invalid_argument,
     sparse_fill_empty_rows,
     sparse_reshape,
     sparse_retain,
@@ -77,7 +78,9 @@ def sparse_tensor_dense_matmul(
         if shape is None:
             # the output's row count is a run-time value: the dense product of the densified
             # operand (its densification runs in a Python stage)
-            dense = sparse_tensor_to_dense(SparseTensor(sp.indices, values, sp.dense_shape))
+            dense = sparse_tensor_to_dense(
+                SparseTensor(sp.indices, values, sp.dense_shape), validate_indices=False
+            )
             return matmul(dense, b, transpose_a=adjoint_a, name=scope)
         # each entry scales one row of b into one output row
         scaled = _math.multiply(_array.expand_dims(values, 1), gather(b, cols))
@@ -107,12 +110,15 @@ def _segment_infer(ctx: OpContext) -> list:
 def _segment_reference(ctx: OpContext, data, indices, segment_ids) -> np.ndarray:
     ids = np.asarray(segment_ids, np.int64)
     if len(ids) != len(indices):
-        raise ctx.error(f"segment_ids and indices should have the same size: {len(ids)} vs "
-                        f"{len(indices)}")  # fmt: skip
+        raise invalid_argument(
+            ctx, f"segment_ids and indices should have the same size: {len(ids)} vs {len(indices)}"
+        )
     if len(ids) and (ids.min() < 0 or (np.diff(ids) < 0).any()):
-        raise ctx.error("segment ids must be >= 0 and sorted")
+        raise invalid_argument(ctx, "segment ids must be >= 0 and sorted")
     if len(indices) and (np.min(indices) < 0 or np.max(indices) >= data.shape[0]):
-        raise ctx.error(f"indices must be in [0, {data.shape[0]}), got {np.asarray(indices)}")
+        raise invalid_argument(
+            ctx, f"indices must be in [0, {data.shape[0]}), got {np.asarray(indices)}"
+        )
     num = int(ids[-1]) + 1 if len(ids) else 0
     out = np.zeros((num, *data.shape[1:]), data.dtype)
     np.add.at(out, ids, data[np.asarray(indices, np.int64)])
@@ -162,8 +168,9 @@ def _segment_counts(data: Tensor, indices: Any, segment_ids: Any, num_segments: 
     indices = convert_to_tensor(indices)
     ones = _array.ones_like(_math.cast(indices, data.dtype))
     table = _array.expand_dims(ones, 1)
-    counts = sparse_segment_sum(table, _range(_array.size(indices)), segment_ids, None,
-                                num_segments)  # fmt: skip
+    counts = sparse_segment_sum(
+        table, _range(_array.size(indices)), segment_ids, None, num_segments
+    )
     counts = _math.maximum(counts, constant(1, data.dtype))
     rank = data.shape.rank
     if rank is None or rank == 2:
@@ -227,12 +234,16 @@ def embedding_lookup_sparse(
         segment_ids = _array.reshape(_array.slice(sp_ids.indices, [0, 0], [-1, 1]), [-1])
         segment_ids = _math.cast(segment_ids, _dt.int32)
         ids = sp_ids.values
-        rows = embedding_lookup(params, ids, partition_strategy=partition_strategy,
-                                max_norm=max_norm)  # fmt: skip
+        rows = embedding_lookup(
+            params, ids, partition_strategy=partition_strategy, max_norm=max_norm
+        )
         every = _range(_array.size(ids))
         if weights is None:
-            combine = {"sum": sparse_segment_sum, "mean": sparse_segment_mean,
-                       "sqrtn": sparse_segment_sqrt_n}[combiner]  # fmt: skip
+            combine = {
+                "sum": sparse_segment_sum,
+                "mean": sparse_segment_mean,
+                "sqrtn": sparse_segment_sqrt_n,
+            }[combiner]
             return _array.identity(combine(rows, every, segment_ids), name=scope)
         w = _math.cast(weights.values, rows.dtype)
         rank = rows.shape.rank
@@ -246,7 +257,8 @@ def embedding_lookup_sparse(
             norm = _math.sqrt(norm)
         if rank is not None and rank != 2:
             norm = _array.reshape(norm, [-1] + [1] * (rank - 1))
-        return _math.truediv(total, norm, name=scope)
+        # a row whose weights sum to 0 gives 0, as TF's div_no_nan does
+        return _math.div_no_nan(total, norm, name=scope)
 
 
 def safe_embedding_lookup_sparse(
@@ -283,8 +295,9 @@ def safe_embedding_lookup_sparse(
             if combiner != "sum":
                 positive = greater(weights.values, constant(0, weights.dtype))
                 sp_ids, weights = sparse_retain(sp_ids, positive), sparse_retain(weights, positive)
-        sp_ids, is_row_empty = sparse_fill_empty_rows(sp_ids, 0 if default_id is None else
-                                                      default_id)  # fmt: skip
+        sp_ids, is_row_empty = sparse_fill_empty_rows(
+            sp_ids, 0 if default_id is None else default_id
+        )
         if weights is not None:
             weights, _ = sparse_fill_empty_rows(weights, 1.0)
         result = embedding_lookup_sparse(

@@ -22,6 +22,7 @@ import tfc.ops.array as _array
 import tfc.ops.math as _math
 import tfc.ops.reduce as _reduce
 from tfc.ir import dtypes as _dt
+from tfc.ir import errors
 from tfc.ir.graph import Operation, Tensor, name_scope
 from tfc.ops.array_dynamic import setdiff1d
 from tfc.ops.array_index import gather
@@ -37,6 +38,7 @@ from tfc.ops.registry import (
     constant_value,
     register,
 )
+from tfc.ops.sequences import range as _range
 from tfc.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
 __all__ = [
@@ -106,13 +108,21 @@ def _row_major(indices: np.ndarray) -> np.ndarray:
     return np.lexsort(indices.T[::-1])
 
 
+def invalid_argument(ctx: OpContext, message: str) -> errors.InvalidArgumentError:
+    """The run-time error of a sparse op's reference, naming the node."""
+    return errors.InvalidArgumentError(
+        None, None, f"{message} (op '{ctx.name}' of type {ctx.type})"
+    )
+
+
 def _check_indices(ctx: OpContext, indices: np.ndarray, shape: np.ndarray) -> None:
     bad = (indices < 0) | (indices >= shape)
     if bad.any():
         i = int(np.argwhere(bad.any(axis=1))[0][0])
-        raise ctx.error(
+        raise invalid_argument(
+            ctx,
             f"indices[{i}] = {indices[i].tolist()} is out of bounds: need 0 <= index < "
-            f"{shape.tolist()}"
+            f"{shape.tolist()}",
         )
 
 
@@ -141,7 +151,9 @@ def _to_dense_reference(ctx: OpContext, indices, shape, values, default) -> np.n
     if ctx.attrs.get("validate_indices", True) and indices.shape[0] > 1:
         linear = np.ravel_multi_index(tuple(indices.T), tuple(shape)) if shape.size else indices
         if (np.diff(linear) <= 0).any():
-            raise ctx.error("indices are not in lexicographic order or hold a repeated index")
+            raise invalid_argument(
+                ctx, "indices are not in lexicographic order or hold a repeated index"
+            )
     if indices.shape[0]:
         out[tuple(indices.T)] = values
     return out
@@ -187,7 +199,9 @@ def sparse_to_dense(
         known = constant_value(shape.graph, (shape.op.name, shape.value_index))
         if known is not None and values.shape.rank == 1:
             # the output's size is known when compiling: a native scatter; its gradient is a
-            # gather_nd of the incoming one, and the default's the sum of what it fills
+            # gather_nd of the incoming one, and the default's the sum of what it fills. The
+            # shape becomes a Const, which every stage of a program cut by Python stages holds
+            shape = constant(np.asarray(known), shape.dtype)
             filled = scatter_nd(indices, values, shape)
             mask = scatter_nd(indices, _array.ones_like(values), shape)
             default_part = _math.multiply(default, 1 - mask)
@@ -246,16 +260,19 @@ def _reshape_reference(ctx: OpContext, indices, shape, new_shape) -> list:
     total = int(np.prod(shape))
     unknown = np.flatnonzero(new_shape == -1)
     if len(unknown) > 1:
-        raise ctx.error("only one output dimension may be -1")
+        raise invalid_argument(ctx, "only one output dimension may be -1")
     if len(unknown):
         known = int(np.prod(np.delete(new_shape, unknown)))
         if known == 0 or total % known:
-            raise ctx.error(f"cannot infer the -1 of {new_shape.tolist()} for {total} elements")
+            raise invalid_argument(
+                ctx, f"cannot infer the -1 of {new_shape.tolist()} for {total} elements"
+            )
         new_shape[unknown[0]] = total // known
     if int(np.prod(new_shape)) != total:
-        raise ctx.error(
+        raise invalid_argument(
+            ctx,
             f"Input to reshape is a tensor with {total} dense values, but the requested shape "
-            f"has {int(np.prod(new_shape))}"
+            f"has {int(np.prod(new_shape))}",
         )
     if indices.shape[0] == 0:
         return [np.zeros((0, len(new_shape)), np.int64), new_shape]
@@ -299,9 +316,10 @@ def _concat_reference(ctx: OpContext, *parts) -> list:
     offset = 0
     for i, shape in enumerate(shapes):
         if len(shape) != rank or (np.delete(shape, dim) != np.delete(out_shape, dim)).any():
-            raise ctx.error(
+            raise invalid_argument(
+                ctx,
                 f"Input shapes must match: expected {out_shape.tolist()} apart from dimension "
-                f"{dim}, got {np.asarray(shape).tolist()} for input {i}"
+                f"{dim}, got {np.asarray(shape).tolist()} for input {i}",
             )
         shifted = np.array(indices[i], np.int64).reshape(-1, rank)
         shifted[:, dim] += offset
@@ -386,10 +404,10 @@ def _split_reference(ctx: OpContext, split_dim, indices, values, shape) -> list:
     k, rank = ctx.attrs["num_split"], len(shape)
     dim = int(split_dim) + rank if int(split_dim) < 0 else int(split_dim)
     if not 0 <= dim < rank:
-        raise ctx.error(f"split_dim {int(split_dim)} is out of range for rank {rank}")
+        raise invalid_argument(ctx, f"split_dim {int(split_dim)} is out of range for rank {rank}")
     total = int(shape[dim])
     if k > total:
-        raise ctx.error(f"num_split {k} is larger than dimension {dim} of size {total}")
+        raise invalid_argument(ctx, f"num_split {k} is larger than dimension {dim} of size {total}")
     # TF's split: the first (total % k) pieces are one longer
     sizes = [total // k + (1 if i < total % k else 0) for i in range(k)]
     parts, begin = [], 0
@@ -448,8 +466,10 @@ def _merge(a_indices, a_values, b_indices, b_values) -> tuple:
     b_full = np.zeros(len(union), b_values.dtype)
     a_has = np.zeros(len(union), bool)
     b_has = np.zeros(len(union), bool)
-    for full, has, idx, vals in ((a_full, a_has, a_indices, a_values),
-                                 (b_full, b_has, b_indices, b_values)):  # fmt: skip
+    for full, has, idx, vals in (
+        (a_full, a_has, a_indices, a_values),
+        (b_full, b_has, b_indices, b_values),
+    ):
         for row, value in zip(idx.tolist(), vals):
             k = keys[tuple(row)]
             full[k] += value
@@ -459,9 +479,10 @@ def _merge(a_indices, a_values, b_indices, b_values) -> tuple:
 
 def _check_same_shape(ctx: OpContext, a_shape, b_shape) -> None:
     if np.asarray(a_shape).tolist() != np.asarray(b_shape).tolist():
-        raise ctx.error(
+        raise invalid_argument(
+            ctx,
             f"Operands' shapes do not match: {np.asarray(a_shape).tolist()} vs. "
-            f"{np.asarray(b_shape).tolist()}"
+            f"{np.asarray(b_shape).tolist()}",
         )
 
 
@@ -636,7 +657,7 @@ def _reduced_groups(ctx: OpContext, indices, values, shape, axes) -> tuple:
     rank = len(shape)
     axes = sorted({int(a) + rank if int(a) < 0 else int(a) for a in np.reshape(axes, -1)})
     if any(not 0 <= a < rank for a in axes):
-        raise ctx.error(f"reduction axes {np.reshape(axes, -1).tolist()} out of range")
+        raise invalid_argument(ctx, f"reduction axes {np.reshape(axes, -1).tolist()} out of range")
     kept = [d for d in range(rank) if d not in axes]
     keep_dims = bool(ctx.attrs.get("keep_dims", False))
     columns = list(range(rank)) if keep_dims else kept
@@ -693,9 +714,11 @@ def sparse_reduce_sum_sparse(
         axis = list(range(rank))
     axes = constant(np.reshape(np.asarray(axis, np.int32), -1), _dt.int32)
     op = apply_op(
-        "SparseReduceSumSparse", [*sp.components(), axes], {"keep_dims": keep},
+        "SparseReduceSumSparse",
+        [*sp.components(), axes],
+        {"keep_dims": keep},
         name="SparseReduceSumSparse",
-    )  # fmt: skip
+    )
     return SparseTensor(*op.outputs)
 
 
@@ -723,10 +746,8 @@ def sparse_transpose(sp_input: Any, perm: Any = None, name: str | None = None) -
     sp = as_sparse(sp_input)
     with name_scope(name, "SparseTranspose", [sp.indices]):
         if perm is None:
-            rank = sp.dense_shape.shape.as_list()[0]
-            if rank is None:
-                raise ValueError("sparse_transpose without perm needs a known rank")
-            perm = list(range(rank))[::-1]
+            rank = _array.size(sp.dense_shape)
+            perm = _range(rank - 1, -1, -1)
         perm = convert_to_tensor(perm, dtype=_dt.int32, name="perm")
         indices = gather(sp.indices, perm, axis=1)
         shape = gather(sp.dense_shape, perm)

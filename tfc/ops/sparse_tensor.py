@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 
-class SparseTensorValue(collections.namedtuple("SparseTensorValue",
-                                               ["indices", "values", "dense_shape"])):  # fmt: skip
+class SparseTensorValue(
+    collections.namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
+):
     """What Session.run returns for a fetched SparseTensor: its three arrays."""
 
     __slots__ = ()
@@ -147,16 +148,16 @@ def as_sparse_value(value: Any) -> SparseTensorValue:
 def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> SparseTensor:
     """`tf.sparse_placeholder`: a SparseTensor fed at run time (its three tensors are
     placeholders; a fully known `shape` makes dense_shape a constant, as in TF)."""
-    with name_scope(name, "SparseTensor", []) as scope:
+    with name_scope(name, "SparseTensor", []):
         static = TensorShape(shape)
         rank = static.rank
-        values = placeholder(dtype, [None], name=f"{scope}values")
-        indices = placeholder(_dt.int64, [None, rank], name=f"{scope}indices")
+        values = placeholder(dtype, [None], name="values")
+        indices = placeholder(_dt.int64, [None, rank], name="indices")
         if static.is_fully_defined():
-            dense_shape = convert_to_tensor(static.as_list(), _dt.int64, name=f"{scope}shape")
+            dense_shape = convert_to_tensor(static.as_list(), _dt.int64, name="shape")
         else:
-            dense_shape = placeholder(_dt.int64, [rank], name=f"{scope}shape")
-    return SparseTensor(indices, values, dense_shape)
+            dense_shape = placeholder(_dt.int64, [rank], name="shape")
+        return SparseTensor(indices, values, dense_shape)
 
 
 def is_sparse(value: Any) -> bool:
