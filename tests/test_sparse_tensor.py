@@ -85,6 +85,7 @@ def run_cases():
     b_idx = b_idx[RNG.permutation(len(b_idx))]
     b_val = b_val[: len(b_idx)]
     a_dense, b_dense = _dense(a_idx, a_val, a_shape), _dense(b_idx, b_val, a_shape)
+    present = _dense(a_idx, np.ones_like(a_val), a_shape) > 0
     m_dense = RNG.uniform(-1, 1, (5, 3)).astype(np.float32)
     cases, feeds = {}, {}
     with tf.Graph().as_default() as g:
@@ -156,7 +157,6 @@ def run_cases():
         sparse_case("maximum", tf.sparse_maximum(a, b), np.maximum(a_dense, b_dense))
         sparse_case("minimum", tf.sparse.minimum(a, b), np.minimum(a_dense, b_dense))
         softmax = np.zeros_like(a_dense)
-        present = _dense(a_idx, np.ones_like(a_val), a_shape) > 0
         for r in range(a_dense.shape[0]):
             e = np.exp(a_dense[r][present[r]] - a_dense[r][present[r]].max(initial=-np.inf))
             softmax[r][present[r]] = e / e.sum()
@@ -172,6 +172,39 @@ def run_cases():
         dense_case("fill_empty_rows/empty", empty, np.array([True, False, False, True]))
         summed = tf.sparse_reduce_sum_sparse(a, axis=0)
         sparse_case("reduce_sum_sparse", summed, a_dense.sum(axis=0))
+        masked_max = np.where(present, a_dense, -np.inf).max(axis=1)
+        dense_case(
+            "reduce_max", tf.sparse_reduce_max(a, 1), np.where(present.any(1), masked_max, 0)
+        )
+        sparse_case(
+            "reduce_max_sparse",
+            tf.sparse.reduce_max_sparse(a, 0),
+            np.where(present.any(0), np.where(present, a_dense, -np.inf).max(0), 0),
+        )
+        dense_case("reduce_max_all", tf.sparse.reduce_max(a), a_val.max())
+        sparse_case(
+            "reset_shape", tf.sparse_reset_shape(a, [6, 5]), np.pad(a_dense, [(0, 2), (0, 0)])
+        )
+        tight = tf.sparse.reset_shape(tf.SparseTensor([[0, 1], [2, 0]], [1.0, 2.0], [5, 5]))
+        dense_case("reset_shape_tight", tight.dense_shape, np.array([3, 2]))
+        words = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], np.int64([2, 0, 3]), [2, 2])
+        dense_case(
+            "to_indicator",
+            tf.sparse_to_indicator(words, 4),
+            np.array([[1, 0, 1, 0], [0, 0, 0, 1]], bool),
+        )
+        merged = tf.sparse_merge(words, tf.SparseTensor(words.indices, [0.5, 1.5, 2.5], [2, 2]), 4)
+        sparse_case(
+            "merge",
+            merged,
+            np.float32([[1.5, 0, 0.5, 0], [0, 0, 0, 2.5]]),
+            np.array([[0, 0], [0, 2], [1, 3]]),
+        )
+        dense_case(
+            "sparse_matmul",
+            tf.sparse_matmul(m_dense, m_dense, transpose_b=True, a_is_sparse=True),
+            m_dense @ m_dense.T,
+        )
         keep = np.arange(len(a_val)) % 2 == 0
         sparse_case("retain", tf.sparse_retain(a, keep), _dense(a_idx[keep], a_val[keep], a_shape))
         sparse_case("from_dense", tf.sparse.from_dense(a_dense), a_dense, np.argwhere(a_dense != 0))
@@ -288,6 +321,17 @@ CASE_NAMES = [
     "fill_empty_rows/indices",
     "fill_empty_rows/empty",
     "reduce_sum_sparse",
+    "reduce_max",
+    "reduce_max_sparse",
+    "reduce_max_sparse/shape",
+    "reduce_max_all",
+    "reset_shape",
+    "reset_shape/shape",
+    "reset_shape_tight",
+    "to_indicator",
+    "merge",
+    "merge/indices",
+    "sparse_matmul",
     "retain",
     "from_dense",
     "from_dense/indices",
@@ -312,13 +356,17 @@ CASE_NAMES = [
 
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_sparse_op_matches_numpy(run_cases, name):
-    got, want = run_cases[name]
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{name}: shape {got.shape}, expected {want.shape}"
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=name)
+    """The case, and the dense_shape of a SparseTensor result."""
+    for part in (name, f"{name}/shape"):
+        if part not in run_cases:
+            continue
+        got, want = run_cases[part]
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.shape == want.shape, f"{part}: shape {got.shape}, expected {want.shape}"
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=part)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=part)
 
 
 def test_matmul_gradients_reach_values_and_the_dense_side():
@@ -441,3 +489,9 @@ def test_bad_sparse_input_is_a_clear_error():
                 sess.run(dense, {sp: ([[1, 0], [0, 0]], [1.0, 2.0], [2, 2])})
             with pytest.raises(errors.InvalidArgumentError, match="shapes do not match"):
                 sess.run(added.values, {sp: ([[1, 0]], [1.0], [2, 2])})
+
+
+def test_every_case_is_checked(run_cases):
+    checked = set(CASE_NAMES) | {f"{n}/shape" for n in CASE_NAMES}
+    unchecked = set(run_cases) - checked
+    assert sorted(unchecked) == []

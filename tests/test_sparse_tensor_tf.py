@@ -57,6 +57,14 @@ def _program(lib):
         "retain": lib.sparse_retain(a, [True, False, True, True, False, True]),
         "transpose": lib.sparse_transpose(a),
         "from_dense": lib.sparse.from_dense(np.float32([[0, 1], [2, 0]])),
+        "reduce_max": lib.sparse_reduce_max(a, 1),
+        "reduce_max_keep": lib.sparse_reduce_max(a, 0, keepdims=True),
+        "reduce_max_sparse": lib.sparse_reduce_max_sparse(a, 0),
+        "reset_shape": lib.sparse_reset_shape(a),
+        "reset_shape_to": lib.sparse_reset_shape(a, [5, 6]),
+        "to_indicator": lib.sparse_to_indicator(sp_ids, 7),
+        "merge": lib.sparse_merge(sp_ids, sp_w, 7),
+        "sparse_matmul": lib.sparse_matmul(M, M, transpose_a=True, b_is_sparse=True),
         "segment_sqrt_n": lib.sparse_segment_sqrt_n(M, [0, 4, 1, 1], [0, 0, 2, 2]),
         "string_split": lib.string_split(["a b", "", "c,d e"], delimiter=", "),
         "strings_split": lib.strings.split(["a  b", "c"], sep=" "),
@@ -139,7 +147,7 @@ def both():
 
 def test_every_sparse_result_matches_tensorflow(both):
     ours, theirs = both
-    assert sorted(ours) == sorted(theirs) and len(theirs) == 90
+    assert sorted(ours) == sorted(theirs) and len(theirs) == 106
     for name in sorted(theirs):
         got, want = ours[name], theirs[name]
         assert got.shape == want.shape, f"{name}: {got.shape} vs TF's {want.shape}"

@@ -13,15 +13,20 @@ from tfc.ops.sparse_ops import sparse_fill_empty_rows as fill_empty_rows
 from tfc.ops.sparse_ops import sparse_from_dense as from_dense
 from tfc.ops.sparse_ops import sparse_mask as mask
 from tfc.ops.sparse_ops import sparse_maximum as maximum
+from tfc.ops.sparse_ops import sparse_merge as merge
 from tfc.ops.sparse_ops import sparse_minimum as minimum
+from tfc.ops.sparse_ops import sparse_reduce_max as reduce_max
+from tfc.ops.sparse_ops import sparse_reduce_max_sparse as reduce_max_sparse
 from tfc.ops.sparse_ops import sparse_reduce_sum_sparse as reduce_sum_sparse
 from tfc.ops.sparse_ops import sparse_reorder as reorder
+from tfc.ops.sparse_ops import sparse_reset_shape as reset_shape
 from tfc.ops.sparse_ops import sparse_reshape as reshape
 from tfc.ops.sparse_ops import sparse_retain as retain
 from tfc.ops.sparse_ops import sparse_slice as slice  # noqa: A004 - TF's name
 from tfc.ops.sparse_ops import sparse_softmax as softmax
 from tfc.ops.sparse_ops import sparse_split as split
 from tfc.ops.sparse_ops import sparse_tensor_to_dense as to_dense
+from tfc.ops.sparse_ops import sparse_to_indicator as to_indicator
 from tfc.ops.sparse_ops import sparse_transpose as transpose
 from tfc.ops.sparse_tensor import SparseTensor, SparseTensorValue
 from tfc.ops.sparse_tensor import sparse_placeholder as placeholder
@@ -36,11 +41,15 @@ __all__ = [
     "mask",
     "matmul",
     "maximum",
+    "merge",
     "minimum",
     "placeholder",
+    "reduce_max",
+    "reduce_max_sparse",
     "reduce_sum",
     "reduce_sum_sparse",
     "reorder",
+    "reset_shape",
     "reshape",
     "retain",
     "segment_mean",
@@ -51,5 +60,6 @@ __all__ = [
     "sparse_dense_matmul",
     "split",
     "to_dense",
+    "to_indicator",
     "transpose",
 ]

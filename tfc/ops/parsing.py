@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-import tfc.ops.array as _array
 from tfc.io.example_pb import example_features, sequence_example_features
 from tfc.io.graph_pb import TensorProto
 from tfc.io.proto import DecodeError
@@ -35,7 +34,7 @@ from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import TensorShape, shape_str
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.registry import STRING_REASON, OpContext, OpDef, apply_op, check_dtype, register
-from tfc.ops.sparse_ops import sparse_reorder
+from tfc.ops.sparse_ops import sparse_merge
 from tfc.ops.sparse_tensor import SparseTensor
 
 __all__ = [
@@ -857,24 +856,11 @@ def _parse_example_op(serialized: Tensor, names: Any, features: dict, scope: str
         if isinstance(f, VarLenFeature):
             out[key] = parsed[key]
         elif isinstance(f, SparseFeature):
-            out[key] = _merge_sparse_feature(parsed[f.index_key], parsed[f.value_key], f)
+            out[key] = sparse_merge(
+                parsed[f.index_key], parsed[f.value_key], int(f.size),
+                already_sorted=f.already_sorted,
+            )  # fmt: skip
     return out
-
-
-def _merge_sparse_feature(ids: SparseTensor, values: SparseTensor, f: SparseFeature) -> Any:
-    """TF's sparse_merge of a SparseFeature: each value at (example, its index) of a
-    [batch, size] SparseTensor; reordered unless the feature says its indices are sorted."""
-    positions = _array.expand_dims(ids.values, 1)
-    rank = ids.indices.shape.as_list()[1]
-    if rank == 1:  # one example: the positions are the coordinates
-        indices, shape = positions, constant([int(f.size)], _dt.int64)
-    else:
-        examples = _array.slice(ids.indices, [0, 0], [-1, 1])
-        indices = _array.concat([examples, positions], 1)
-        batch = _array.slice(ids.dense_shape, [0], [1])
-        shape = _array.concat([batch, constant([int(f.size)], _dt.int64)], 0)
-    merged = SparseTensor(indices, values.values, shape)
-    return merged if f.already_sorted else sparse_reorder(merged)
 
 
 def parse_example(

@@ -47,6 +47,7 @@ from tfc.ops.sparse_tensor import SparseTensor
 
 __all__ = [
     "sparse_tensor_dense_matmul",
+    "sparse_matmul",
     "sparse_reduce_sum",
     "sparse_segment_sum",
     "sparse_segment_mean",
@@ -85,6 +86,23 @@ def sparse_tensor_dense_matmul(
         # each entry scales one row of b into one output row
         scaled = _math.multiply(_array.expand_dims(values, 1), gather(b, cols))
         return unsorted_segment_sum(scaled, rows, int(shape[row]))
+
+
+def sparse_matmul(
+    a: Any,
+    b: Any,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    a_is_sparse: bool = False,
+    b_is_sparse: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """`tf.sparse_matmul`: the float32 product of two dense matrices (float32 or bfloat16);
+    the sparsity hints pick an algorithm in TF and change no result, as in tf.matmul."""
+    with name_scope(name, "SparseMatMul", [a, b]) as scope:
+        a = _math.cast(convert_to_tensor(a, name="a"), _dt.float32)
+        b = _math.cast(convert_to_tensor(b, name="b"), _dt.float32)
+        return matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, name=scope)
 
 
 def sparse_reduce_sum(

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 import tfc.ops.array as _array
+import tfc.ops.check_ops as check_ops
 import tfc.ops.math as _math
 import tfc.ops.reduce as _reduce
 from tfc.ir import dtypes as _dt
 from tfc.ir import errors
-from tfc.ir.graph import Operation, Tensor, name_scope
+from tfc.ir.graph import Operation, Tensor, control_dependencies, name_scope
 from tfc.ops.array_dynamic import setdiff1d
 from tfc.ops.array_index import gather
 from tfc.ops.array_nd_index import gather_nd, scatter_nd
@@ -49,6 +50,11 @@ __all__ = [
     "sparse_maximum",
     "sparse_minimum",
     "sparse_reduce_sum_sparse",
+    "sparse_reduce_max",
+    "sparse_reduce_max_sparse",
+    "sparse_merge",
+    "sparse_to_indicator",
+    "sparse_reset_shape",
     "sparse_reorder",
     "sparse_reshape",
     "sparse_retain",
@@ -197,7 +203,7 @@ def sparse_to_dense(
         if indices.shape.rank is not None and indices.shape.rank < 2:
             indices = _array.reshape(indices, [-1, 1])
         known = constant_value(shape.graph, (shape.op.name, shape.value_index))
-        if known is not None and values.shape.rank == 1:
+        if known is not None and values.shape.rank == 1 and values.dtype in _dt.NUMERIC:
             # the output's size is known when compiling: a native scatter; its gradient is a
             # gather_nd of the incoming one, and the default's the sum of what it fills. The
             # shape becomes a Const, which every stage of a program cut by Python stages holds
@@ -652,8 +658,9 @@ def sparse_fill_empty_rows(
     return SparseTensor(op.outputs[0], op.outputs[1], sp.dense_shape), op.outputs[2]
 
 
-# -- SparseReduceSumSparse ----------------------------------------------------------------------
-def _reduced_groups(ctx: OpContext, indices, values, shape, axes) -> tuple:
+# -- SparseReduceSumSparse, SparseReduceMax, SparseReduceMaxSparse -----------------------------
+def _reduced_groups(ctx: OpContext, indices, shape, axes) -> tuple:
+    """Each entry's coordinates in the reduced tensor, and that tensor's shape."""
     rank = len(shape)
     axes = sorted({int(a) + rank if int(a) < 0 else int(a) for a in np.reshape(axes, -1)})
     if any(not 0 <= a < rank for a in axes):
@@ -661,11 +668,31 @@ def _reduced_groups(ctx: OpContext, indices, values, shape, axes) -> tuple:
     kept = [d for d in range(rank) if d not in axes]
     keep_dims = bool(ctx.attrs.get("keep_dims", False))
     columns = list(range(rank)) if keep_dims else kept
-    out_idx = indices[:, columns].copy() if len(indices) else np.zeros((0, len(columns)), int)
+    out_idx = np.array(indices, np.int64).reshape(-1, rank)[:, columns]
     if keep_dims:
         out_idx[:, axes] = 0
     out_shape = np.array([1 if (d in axes) else shape[d] for d in columns], np.int64)
-    return out_idx.astype(np.int64), out_shape
+    return out_idx, out_shape
+
+
+def _reduce_groups(ctx: OpContext, indices, values, shape, axes) -> tuple:
+    """(the coordinates of the reduced elements that have entries, in row-major order, their
+    sums or maxima, the reduced shape)."""
+    out_idx, out_shape = _reduced_groups(ctx, indices, shape, axes)
+    if out_idx.shape[1] == 0:  # everything reduced: one group, if there is an entry
+        groups = np.zeros((1 if len(values) else 0, 0), np.int64)
+        inverse = np.zeros(len(values), np.int64)
+    else:
+        groups, inverse = np.unique(out_idx, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    if "Max" in ctx.type:
+        low = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
+        out = np.full(len(groups), low, values.dtype)
+        np.maximum.at(out, inverse, values)
+    else:
+        out = np.zeros(len(groups), values.dtype)
+        np.add.at(out, inverse, values)
+    return groups.astype(np.int64), out, out_shape
 
 
 def _reduce_sparse_infer(ctx: OpContext) -> list:
@@ -673,26 +700,53 @@ def _reduce_sparse_infer(ctx: OpContext) -> list:
 
 
 def _reduce_sparse_reference(ctx: OpContext, indices, values, shape, axes) -> list:
-    out_idx, out_shape = _reduced_groups(ctx, indices, values, shape, axes)
-    if len(out_idx) == 0:
-        return [out_idx, values[:0], out_shape]
-    groups, inverse = np.unique(out_idx, axis=0, return_inverse=True)
-    sums = np.zeros(len(groups), values.dtype)
-    np.add.at(sums, inverse.reshape(-1), values)
-    return [groups.astype(np.int64), sums, out_shape]
+    return list(_reduce_groups(ctx, indices, values, shape, axes))
 
 
-register(
-    OpDef(
-        "SparseReduceSumSparse",
-        infer=_reduce_sparse_infer,
-        reference=_reduce_sparse_reference,
-        differentiable=False,
-        in_python=VALUE_DEPENDENT_REASON,
-        dtypes=_dt.NUMERIC,
-        input_names=("input_indices", "input_values", "input_shape", "reduction_axes"),
+def _reduce_dense_infer(ctx: OpContext) -> list:
+    return [(ctx.in_dtypes[1], None)]
+
+
+def _reduce_dense_reference(ctx: OpContext, indices, values, shape, axes) -> np.ndarray:
+    # a reduced element without entries is 0, as in TF (not the lowest value)
+    groups, reduced, out_shape = _reduce_groups(ctx, indices, values, shape, axes)
+    out = np.zeros(tuple(out_shape), values.dtype)
+    if out.ndim == 0:  # every axis reduced
+        return np.asarray(reduced[0] if len(reduced) else 0, values.dtype)
+    out[tuple(groups.T)] = reduced
+    return out
+
+
+_REDUCE_INPUTS = ("input_indices", "input_values", "input_shape", "reduction_axes")
+for _name, _infer, _reference in (
+    ("SparseReduceSumSparse", _reduce_sparse_infer, _reduce_sparse_reference),
+    ("SparseReduceMaxSparse", _reduce_sparse_infer, _reduce_sparse_reference),
+    ("SparseReduceMax", _reduce_dense_infer, _reduce_dense_reference),
+):
+    register(
+        OpDef(
+            _name,
+            infer=_infer,
+            reference=_reference,
+            differentiable=False,
+            in_python=VALUE_DEPENDENT_REASON,
+            dtypes=_dt.NUMERIC,
+            input_names=_REDUCE_INPUTS,
+        )
     )
-)
+
+
+def _apply_reduction(
+    op_type: str, sp_input: Any, axis: Any, keepdims: Any, reduction_axes: Any, keep_dims: Any
+) -> Operation:
+    sp = as_sparse(sp_input)
+    axis = reduction_axes if axis is None else axis
+    keep = bool(keep_dims if keepdims is None else keepdims)
+    if axis is None:  # every axis
+        axes = _range(_array.size(sp.dense_shape))
+    else:
+        axes = constant(np.reshape(np.asarray(axis, np.int32), -1), _dt.int32)
+    return apply_op(op_type, [*sp.components(), axes], {"keep_dims": keep}, name=op_type)
 
 
 def sparse_reduce_sum_sparse(
@@ -704,22 +758,86 @@ def sparse_reduce_sum_sparse(
 ) -> SparseTensor:
     """`tf.sparse_reduce_sum_sparse`: the sums over `axis` of the entries, as a SparseTensor
     holding one entry per group of coordinates that had any."""
-    sp = as_sparse(sp_input)
-    axis = reduction_axes if axis is None else axis
-    keep = bool(keep_dims if keepdims is None else keepdims)
-    if axis is None:
-        rank = sp.dense_shape.shape.as_list()[0]
-        if rank is None:
-            raise ValueError("sparse_reduce_sum_sparse over all axes needs a known rank")
-        axis = list(range(rank))
-    axes = constant(np.reshape(np.asarray(axis, np.int32), -1), _dt.int32)
-    op = apply_op(
-        "SparseReduceSumSparse",
-        [*sp.components(), axes],
-        {"keep_dims": keep},
-        name="SparseReduceSumSparse",
+    op = _apply_reduction(
+        "SparseReduceSumSparse", sp_input, axis, keepdims, reduction_axes, keep_dims
     )
     return SparseTensor(*op.outputs)
+
+
+def sparse_reduce_max_sparse(
+    sp_input: Any,
+    axis: Any = None,
+    keepdims: bool | None = None,
+    reduction_axes: Any = None,
+    keep_dims: bool | None = None,
+) -> SparseTensor:
+    """`tf.sparse_reduce_max_sparse`: the maxima over `axis` of the entries (missing elements
+    take no part), as a SparseTensor with one entry per group that had any."""
+    op = _apply_reduction(
+        "SparseReduceMaxSparse", sp_input, axis, keepdims, reduction_axes, keep_dims
+    )
+    return SparseTensor(*op.outputs)
+
+
+def sparse_reduce_max(
+    sp_input: Any,
+    axis: Any = None,
+    keepdims: bool | None = None,
+    reduction_axes: Any = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
+    """`tf.sparse_reduce_max`: the dense maxima over `axis` of the entries (missing elements
+    take no part; a reduced element without entries is 0)."""
+    op = _apply_reduction("SparseReduceMax", sp_input, axis, keepdims, reduction_axes, keep_dims)
+    return op.outputs[0]
+
+
+# -- sparse_merge, sparse_to_indicator, sparse_reset_shape ---------------------------------------
+def sparse_merge(
+    sp_ids: Any, sp_values: Any, vocab_size: Any, name: str | None = None,
+    already_sorted: bool = False,
+) -> SparseTensor:  # fmt: skip
+    """`tf.sparse_merge`: each value of `sp_values` at its row's coordinates with the last
+    one replaced by its id (`sp_ids`' value there): a SparseTensor [..., vocab_size]."""
+    if isinstance(vocab_size, (list, tuple)):
+        raise NotImplementedError("tf.sparse_merge: tfc takes one sp_ids and one vocab_size")
+    ids, values = as_sparse(sp_ids, "sp_ids"), as_sparse(sp_values, "sp_values")
+    with name_scope(name, "SparseMerge", [ids.indices, values.values]):
+        positions = _array.expand_dims(_math.cast(ids.values, _I64), 1)
+        leading = _array.slice(ids.indices, [0, 0], [-1, _array.size(ids.dense_shape) - 1])
+        indices = _array.concat([leading, positions], 1)
+        outer = _array.slice(ids.dense_shape, [0], [_array.size(ids.dense_shape) - 1])
+        size = _array.reshape(_math.cast(vocab_size, _I64), [1])
+        merged = SparseTensor(indices, values.values, _array.concat([outer, size], 0))
+        return merged if already_sorted else sparse_reorder(merged)
+
+
+def sparse_to_indicator(sp_input: Any, vocab_size: Any, name: str | None = None) -> Tensor:
+    """`tf.sparse_to_indicator`: a bool tensor [..., vocab_size] that is True at [..., id]
+    for every id (a value of the int SparseTensor `sp_input`) of each row."""
+    sp = as_sparse(sp_input)
+    with name_scope(name, "SparseToIndicator", [sp.indices]):
+        flags = SparseTensor(sp.indices, _array.ones_like(sp.values, dtype=_dt.bool_),
+                             sp.dense_shape)  # fmt: skip
+        merged = sparse_merge(sp, flags, vocab_size)
+        return sparse_tensor_to_dense(merged, default_value=False, validate_indices=False)
+
+
+def sparse_reset_shape(sp_input: Any, new_shape: Any = None) -> SparseTensor:
+    """`tf.sparse_reset_shape`: the same entries with dense_shape `new_shape` (which must hold
+    them), or, when None, the tightest shape that does (the largest index plus one)."""
+    sp = as_sparse(sp_input)
+    with name_scope(None, "SparseResetShape", [sp.indices]):
+        if new_shape is None:
+            tight = _reduce.reduce_max(sp.indices, axis=0) + constant(1, _I64)
+            return SparseTensor(sp.indices, sp.values, tight)
+        shape = convert_to_tensor(new_shape, dtype=_I64, name="new_shape")
+        holds = check_ops.assert_less_equal(
+            sp.dense_shape, shape, message="new_shape must not be smaller than dense_shape"
+        )
+        with control_dependencies([holds]):
+            shape = _array.identity(shape)
+        return SparseTensor(sp.indices, sp.values, shape)
 
 
 # -- composites of native ops -------------------------------------------------------------------
