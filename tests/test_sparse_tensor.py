@@ -426,6 +426,10 @@ def test_embedding_lookup_sparse_and_its_gradient_into_the_table():
             want.append(_lookup_reference(table, by_row, w_row, combiner, 4))
             results.append(tf.nn.embedding_lookup_sparse(params, sp_ids, None, combiner=combiner))
             want.append(_lookup_reference(table, by_row, one_row, combiner, 4))
+        # a table in two shards (ids 0-2 and 3-5 with "div") gives the same rows
+        shards = [tf.constant(table[:3]), tf.constant(table[3:])]
+        results.append(tf.nn.embedding_lookup_sparse(shards, sp_ids, sp_w, "div", combiner="sqrtn"))
+        want.append(_lookup_reference(table, by_row, w_row, "sqrtn", 4))
         loss = tf.reduce_sum(results[0] * tf.constant([[1.0, 2.0, 3.0]]))
         (grad,) = tf.gradients(loss, [params])
         assert isinstance(grad, tf.IndexedSlices)
