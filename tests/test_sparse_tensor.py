@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 import tfc as tf
+from tfc.compiler import PIPELINE, compile_program
 from tfc.ir import errors
+from tfc.ir.program import make_program_graph
+from tfc.passes.native import NativeBuildError
 
 RNG = np.random.default_rng(17)
 
@@ -437,8 +440,7 @@ def test_embedding_lookup_sparse_and_its_gradient_into_the_table():
         feed = {sp_ids: (idx, ids, [4, 2])}
         with tf.Session() as sess:
             sess.run(params.initializer)
-            got = sess.run(results, feed)
-            g_values, g_indices = sess.run([grad.values, grad.indices], feed)
+            got, g_values, g_indices = sess.run([results, grad.values, grad.indices], feed)
             sess.run(step, feed)
             after = sess.run(params)
     for g, w in zip(got, want):
@@ -478,6 +480,24 @@ def test_safe_embedding_lookup_sparse_prunes_and_fills():
     np.testing.assert_allclose(got[3], [[table[4], z], [z, table[0]]], rtol=1e-6)
     with pytest.raises(ValueError, match="combiner must be one of"):
         tf.nn.embedding_lookup_sparse(table, sp_ids, None, combiner="max")
+
+
+def test_native_builds_refuse_the_value_dependent_sparse_ops_and_compile_the_rest():
+    with tf.Graph().as_default() as g:
+        sp = tf.SparseTensor([[1, 0], [0, 2]], [1.0, 2.0], [2, 3])
+        dense = tf.sparse.to_dense(sp, validate_indices=False)  # a known shape: a ScatterNd
+        product = tf.sparse_tensor_dense_matmul(sp, tf.ones([3, 2]))
+        native = make_program_graph(g, [(dense.op.name, 0), (product.op.name, 0)])
+        compiled = compile_program(native, PIPELINE)
+        assert "SparseToDense" not in {n["op"] for _, n in compiled.graph.nx.nodes(data=True)}
+        ordered = tf.sparse_reorder(sp, name="order")
+        program = make_program_graph(g, [(ordered.indices.op.name, 0)])
+        with pytest.raises(
+            NativeBuildError,
+            match=r"Op 'order' \(type SparseReorder\) cannot be compiled into a native program: "
+            r"tfc has no native kernel for it",
+        ):
+            compile_program(program, PIPELINE)
 
 
 def test_bad_sparse_input_is_a_clear_error():

@@ -194,7 +194,11 @@ def sparse_to_dense(
     name: str | None = None,
 ) -> Tensor:
     """`tf.sparse_to_dense`: a dense tensor of `output_shape` holding `sparse_values` (a
-    vector, or one scalar for all) at `sparse_indices` and `default_value` elsewhere."""
+    vector, or one scalar for all) at `sparse_indices` and `default_value` elsewhere.
+
+    With an output_shape known when compiling it is a native ScatterNd, which checks each
+    index against the shape but not their order (TF's validate_indices): repeated indices
+    add up there. With a run-time output_shape it runs in Python and checks both, as TF."""
     with name_scope(name, "SparseToDense", [sparse_indices, sparse_values]) as scope:
         indices = convert_to_tensor(sparse_indices, name="sparse_indices")
         shape = convert_to_tensor(output_shape, dtype=indices.dtype, name="output_shape")
