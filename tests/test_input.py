@@ -237,3 +237,27 @@ def test_string_input_producer_hands_out_names_epoch_after_epoch():
     assert a[:8] != files and a[:8] != a[8:]
     with pytest.raises(ValueError, match="requires a non-null input tensor"):
         tf.train.string_input_producer([])
+
+
+def test_match_filenames_once_feeds_a_string_input_producer(tmp_path):
+    """A local tf.string variable globbed once, when the local variables are initialized (files
+    made later are not seen), read by a reader pipeline as in TF1."""
+    for name, text in [("b.csv", "3\n4\n"), ("a.csv", "1\n2\n"), ("skip.txt", "9\n")]:
+        (tmp_path / name).write_text(text)
+    files = tf.train.match_filenames_once(str(tmp_path / "*.csv"), name="csvs")
+    assert files.op.name == "csvs" and files.dtype == tf.string
+    assert tf.local_variables() == [files] and not tf.global_variables()
+    queue = tf.train.string_input_producer(files, num_epochs=1, shuffle=False)
+    _, line = tf.TextLineReader().read(queue)
+    (value,) = tf.decode_csv(line, [[0]])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value csvs"):
+            sess.run(files)
+        uninitialized = sess.run(tf.report_uninitialized_variables()).tolist()
+        assert uninitialized == [b"csvs", b"input_producer/limit_epochs/epochs"]
+    with running() as sess:
+        (tmp_path / "c.csv").write_text("5\n")  # after the glob: not matched
+        expected = [str(tmp_path / n).encode() for n in ("a.csv", "b.csv")]
+        assert sess.run(files).tolist() == expected
+        assert [int(v) for v in read_all(sess, value)] == [1, 2, 3, 4]
+        assert sess.run(tf.report_uninitialized_variables()).tolist() == []

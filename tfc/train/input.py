@@ -23,6 +23,7 @@ from tfc.ir.graph import GraphKeys, Tensor, control_dependencies, name_scope
 from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.array import gather, identity, shape, size
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.io_ops import matching_files
 from tfc.ops.logging_ops import Assert
 from tfc.ops.logic import greater
 from tfc.ops.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
@@ -33,6 +34,7 @@ from tfc.train.queue_runner import QueueRunner, add_queue_runner
 from tfc.variables import Variable
 
 __all__ = [
+    "match_filenames_once",
     "limit_epochs",
     "input_producer",
     "range_input_producer",
@@ -50,6 +52,20 @@ __all__ = [
 
 
 # -- producers ----------------------------------------------------------------------------------
+def match_filenames_once(pattern: Any, name: str | None = None) -> Variable:
+    """`tf.train.match_filenames_once`: a local variable (tf.string, in
+    GraphKeys.LOCAL_VARIABLES) holding the sorted names of the files that match the glob
+    `pattern` when tf.local_variables_initializer runs, as in TF1."""
+    with name_scope(name, "matching_filenames", [pattern]) as scope:
+        return Variable(
+            matching_files(pattern),
+            trainable=False,
+            validate_shape=False,
+            collections=[GraphKeys.LOCAL_VARIABLES],
+            name=scope,
+        )
+
+
 def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = None) -> Tensor:
     """`tensor`, `num_epochs` times: each evaluation counts up the local variable "epochs";
     the one after the last raises OutOfRangeError. None: forever."""
@@ -133,7 +149,7 @@ def string_input_producer(
     """A queue of the strings of `string_tensor` (file names, for a reader), epoch after epoch,
     each shuffled when `shuffle`; an empty tensor fails the first enqueue."""
     not_null = "string_input_producer requires a non-null input tensor"
-    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
+    if not isinstance(string_tensor, (Tensor, Variable)) and not len(string_tensor):
         raise ValueError(not_null)
     with name_scope(name, "input_producer") as scope:
         strings = convert_to_tensor(string_tensor, dtype=_dt.string)
