@@ -155,3 +155,39 @@ def test_every_sparse_result_matches_tensorflow(both):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
         else:
             np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_a_graph_def_of_sparse_ops_made_by_tensorflow_runs_in_tfc():
+    """TF's op names and attributes of the sparse ops map onto tfc's: the same GraphDef gives
+    the same values."""
+    from tfc.io.graph_pb import GraphDef
+
+    graph = v1.Graph()
+    with graph.as_default():
+        sp = v1.sparse_placeholder(v1.float32, name="sp")
+        names = {
+            "dense": v1.sparse.to_dense(v1.sparse_reorder(sp), default_value=-1.0),
+            "max": v1.sparse_reduce_max(sp, 1),
+            "sum_sparse": v1.sparse_reduce_sum_sparse(sp, 0).values,
+            "filled": v1.sparse_fill_empty_rows(sp, 7.0)[0].indices,
+            "sliced": v1.sparse.slice(sp, [0, 1], [3, 3]).values,
+            "reshaped": v1.sparse_reshape(sp, [-1, 2]).indices,
+            "softmax": v1.sparse_softmax(sp).values,
+            "segments": v1.sparse_segment_sum(M, [0, 3, 4], [0, 0, 1]),
+            "split": v1.string_split(["a b", "c"]).indices,
+            "parsed": v1.parse_example(_records(), {"ids": v1.VarLenFeature(v1.int64)})[
+                "ids"
+            ].values,
+        }
+        outs = {k: v1.identity(t, name=k) for k, t in names.items()}
+        feed = {sp: v1.SparseTensorValue(A_IDX[::-1], A_VAL[::-1], SHAPE)}
+        with v1.Session() as sess:
+            want = sess.run(outs, feed)
+        graph_def = GraphDef.FromString(graph.as_graph_def().SerializeToString())
+    with tf.Graph().as_default():
+        fetched = tf.import_graph_def(graph_def, return_elements=[f"{k}:0" for k in outs], name="")
+        tf_feed = {"sp/indices:0": A_IDX[::-1], "sp/values:0": A_VAL[::-1], "sp/shape:0": SHAPE}
+        with tf.Session() as sess:
+            got = dict(zip(outs, sess.run(fetched, tf_feed)))
+    for key, value in want.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-6, err_msg=key)

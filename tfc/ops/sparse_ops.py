@@ -364,7 +364,8 @@ def sparse_concat(
     axis = concat_dim if concat_dim is not None else axis
     sps = [as_sparse(s) for s in sp_inputs]
     inputs = [s.indices for s in sps] + [s.values for s in sps] + [s.dense_shape for s in sps]
-    attrs = {"N": len(sps), "concat_dim": int(axis)}
+    # T is kept (TF's attribute): the values are inputs N..2N-1, which no derived rule names
+    attrs = {"N": len(sps), "concat_dim": int(axis), "T": sps[0].dtype}
     op = apply_op("SparseConcat", inputs, attrs, name=name or "SparseConcat")
     return SparseTensor(*op.outputs)
 
@@ -588,6 +589,10 @@ def _softmax_infer(ctx: OpContext) -> list:
 
 
 def _softmax_reference(ctx: OpContext, indices, values, shape) -> np.ndarray:
+    # TF's kernel reorders the entries first and gives the values in row-major order (the
+    # same as the input's for the canonical order TF requires)
+    order = _row_major(indices)
+    indices, values = indices[order], values[order]
     out = np.zeros_like(values)
     groups: dict[tuple, list[int]] = {}
     for i, row in enumerate(indices[:, :-1].tolist()):
