@@ -73,6 +73,14 @@ def test_sparse_tensor_is_a_composite_of_three_tensors():
             np.testing.assert_array_equal(both["b"][0], _dense(*triple))
             with pytest.raises(TypeError, match="fed a SparseTensorValue"):
                 sess.run(ph.values, {ph: np.zeros(3)})
+            # make_callable takes a SparseTensor among its feeds and fetches, call after call
+            run = sess.make_callable([ph, tf.sparse.to_dense(ph)], feed_list=[ph])
+            for k in range(2):
+                value = tf.SparseTensorValue([[0, k]], np.float32([k + 1]), [1, 2])
+                fetched, dense = run(value)
+                assert isinstance(fetched, tf.SparseTensorValue)
+                np.testing.assert_array_equal(fetched.indices, [[0, k]])
+                np.testing.assert_array_equal(dense, _dense(*value))
 
 
 @pytest.fixture(scope="module")

@@ -430,8 +430,11 @@ class Session:
         self._check_open()
         RunRequest(self.graph, fetches)  # bad fetches fail now, as in TF
         for key in feed_list:
+            # a SparseTensor is fed through its three tensors
+            parts = key.components() if hasattr(key, "feed_components") else [key]
             try:
-                self.graph.as_graph_element(key)
+                for part in parts:
+                    self.graph.as_graph_element(part)
             except (KeyError, TypeError, ValueError) as e:
                 raise TypeError(f"Cannot interpret feed_list key as Tensor: {e}") from None
         return RunCallable(self, fetches, list(feed_list), accept_options)
