@@ -275,6 +275,20 @@ def run_cases():
             tf.sparse.segment_mean(data[:, 0], picks, segs),
             want_sum[:, 0] / np.maximum(counts, 1),
         )
+        # sequences along the last dimension: [0,0] "ab" vs "a", [0,1] "" vs "x",
+        # [1,0] "c" vs "ce", [1,1] "d" vs "" (normalized: inf), [*,2] both empty
+        hyp = tf.SparseTensor([[0, 0, 0], [0, 0, 1], [1, 0, 0], [1, 1, 0]], list("abcd"), [2, 2, 2])
+        truth = tf.SparseTensor(
+            [[0, 0, 0], [0, 1, 0], [1, 0, 0], [1, 0, 1]], list("axce"), [2, 3, 2]
+        )
+        dense_case(
+            "edit_distance", tf.edit_distance(hyp, truth), np.float32([[1, 1, 0], [0.5, np.inf, 0]])
+        )
+        dense_case(
+            "edit_distance_raw",
+            tf.edit_distance(hyp, truth, normalize=False),
+            np.float32([[1, 1, 0], [1, 1, 0]]),
+        )
         split = tf.string_split(["a b  c", "", "d,e"], delimiter=" ,")
         dense_case(
             "string_split/indices",
@@ -343,6 +357,8 @@ CASE_NAMES = [
     "merge",
     "merge/indices",
     "sparse_matmul",
+    "edit_distance",
+    "edit_distance_raw",
     "retain",
     "from_dense",
     "from_dense/indices",

@@ -65,6 +65,13 @@ def _program(lib):
         "to_indicator": lib.sparse_to_indicator(sp_ids, 7),
         "merge": lib.sparse_merge(sp_ids, sp_w, 7),
         "sparse_matmul": lib.sparse_matmul(M, M, transpose_a=True, b_is_sparse=True),
+        "edit_distance": lib.edit_distance(
+            lib.SparseTensor(A_IDX, (A_VAL > 0).astype(np.int64), SHAPE),
+            lib.SparseTensor(B_IDX, (B_VAL > 0).astype(np.int64), SHAPE),
+        ),
+        "edit_distance_raw": lib.edit_distance(
+            sp_ids, lib.SparseTensor(IDS_IDX, IDS, [4, 3]), normalize=False
+        ),
         "segment_sqrt_n": lib.sparse_segment_sqrt_n(M, [0, 4, 1, 1], [0, 0, 2, 2]),
         "string_split": lib.string_split(["a b", "", "c,d e"], delimiter=", "),
         "strings_split": lib.strings.split(["a  b", "c"], sep=" "),
@@ -147,7 +154,7 @@ def both():
 
 def test_every_sparse_result_matches_tensorflow(both):
     ours, theirs = both
-    assert sorted(ours) == sorted(theirs) and len(theirs) == 106
+    assert sorted(ours) == sorted(theirs) and len(theirs) == 108
     for name in sorted(theirs):
         got, want = ours[name], theirs[name]
         assert got.shape == want.shape, f"{name}: {got.shape} vs TF's {want.shape}"

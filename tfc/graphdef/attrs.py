@@ -121,6 +121,7 @@ DERIVED_TYPE_ATTRS: dict[str, dict[str, str]] = {
     **dict.fromkeys(["SparseReshape", "StringSplit", "SparseConcat"], _NONE),
     "SparseToDense": {"T": "in2", "Tindices": "in0"},
     "SparseSplit": {"T": "in2"},
+    "EditDistance": {"T": "in1"},
     "SparseAdd": {"T": "in1", "Treal": "in6"},
     "SparseSegmentSum": {"T": "in0", "Tidx": "in1", "Tsegmentids": "in2"},
 }  # fmt: skip

@@ -43,6 +43,7 @@ from tfc.ops.sequences import range as _range
 from tfc.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
 __all__ = [
+    "edit_distance",
     "sparse_add",
     "sparse_concat",
     "sparse_fill_empty_rows",
@@ -798,6 +799,68 @@ def sparse_reduce_max(
     """`tf.sparse_reduce_max`: the dense maxima over `axis` of the entries (missing elements
     take no part; a reduced element without entries is 0)."""
     op = _apply_reduction("SparseReduceMax", sp_input, axis, keepdims, reduction_axes, keep_dims)
+    return op.outputs[0]
+
+
+# -- EditDistance ---------------------------------------------------------------------------------
+def _levenshtein(a: list, b: list) -> int:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+def _sequences(indices, values) -> dict[tuple, list]:
+    """The values of each sequence (all but the last coordinate), in row-major order."""
+    order = _row_major(indices)
+    out: dict[tuple, list] = {}
+    for row, value in zip(indices[order].tolist(), values[order].tolist()):
+        out.setdefault(tuple(row[:-1]), []).append(value)
+    return out
+
+
+def _edit_distance_infer(ctx: OpContext) -> list:
+    rank = _rank_of(ctx, 2) or _rank_of(ctx, 5)
+    return [(_dt.float32, None if rank is None else (None,) * (rank - 1))]
+
+
+def _edit_distance_reference(ctx: OpContext, hi, hv, hshape, ti, tv, tshape) -> np.ndarray:
+    if len(hshape) != len(tshape):
+        raise invalid_argument(ctx, f"hypothesis has rank {len(hshape)} but truth has rank "
+                                    f"{len(tshape)}")  # fmt: skip
+    out = np.zeros(tuple(np.maximum(hshape[:-1], tshape[:-1])), np.float32)
+    hyps, truths = _sequences(hi, hv), _sequences(ti, tv)
+    for key in set(hyps) | set(truths):
+        hyp, truth = hyps.get(key, []), truths.get(key, [])
+        distance = float(_levenshtein(hyp, truth))
+        if ctx.attrs["normalize"]:
+            distance = distance / len(truth) if truth else np.inf
+        out[key] = distance
+    return out
+
+
+_register(
+    "EditDistance",
+    _edit_distance_infer,
+    _edit_distance_reference,
+    ("hypothesis_indices", "hypothesis_values", "hypothesis_shape", "truth_indices",
+     "truth_values", "truth_shape"),
+)  # fmt: skip
+
+
+def edit_distance(
+    hypothesis: Any, truth: Any, normalize: bool = True, name: str = "edit_distance"
+) -> Tensor:
+    """`tf.edit_distance`: the Levenshtein distance between the sequences (the last
+    dimension) of two SparseTensors, at each position of the other dimensions; divided by the
+    truth's length when `normalize` (inf for a hypothesis against an empty truth)."""
+    hyp, truth = as_sparse(hypothesis, "hypothesis"), as_sparse(truth, "truth")
+    if hyp.dtype != truth.dtype:
+        raise TypeError(f"hypothesis is {hyp.dtype.name} but truth is {truth.dtype.name}")
+    op = apply_op("EditDistance", [*hyp.components(), *truth.components()],
+                  {"normalize": bool(normalize)}, name=name)  # fmt: skip
     return op.outputs[0]
 
 
