@@ -216,6 +216,14 @@ def run_cases():
             tf.sparse_matmul(m_dense, m_dense, transpose_b=True, a_is_sparse=True),
             m_dense @ m_dense.T,
         )
+        pair = tf.stack([tf.serialize_sparse(a), tf.serialize_sparse(tf.sparse_reorder(b))])
+        sparse_case(
+            "serialized",
+            tf.deserialize_many_sparse(pair, tf.float32, 3),
+            np.stack([a_dense, b_dense]),
+        )
+        rows = tf.deserialize_many_sparse(tf.serialize_many_sparse(a), tf.float32)
+        sparse_case("serialized_rows", rows, a_dense, a_idx)
         keep = np.arange(len(a_val)) % 2 == 0
         sparse_case("retain", tf.sparse_retain(a, keep), _dense(a_idx[keep], a_val[keep], a_shape))
         sparse_case("from_dense", tf.sparse.from_dense(a_dense), a_dense, np.argwhere(a_dense != 0))
@@ -358,6 +366,9 @@ CASE_NAMES = [
     "merge/indices",
     "sparse_matmul",
     "edit_distance",
+    "serialized",
+    "serialized_rows",
+    "serialized_rows/indices",
     "edit_distance_raw",
     "retain",
     "from_dense",

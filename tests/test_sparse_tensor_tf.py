@@ -72,6 +72,9 @@ def _program(lib):
         "edit_distance_raw": lib.edit_distance(
             sp_ids, lib.SparseTensor(IDS_IDX, IDS, [4, 3]), normalize=False
         ),
+        "serialize": lib.serialize_sparse(b),
+        "serialize_many": lib.serialize_many_sparse(b),
+        "deserialize": lib.deserialize_many_sparse(lib.serialize_many_sparse(a), lib.float32, 2),
         "segment_sqrt_n": lib.sparse_segment_sqrt_n(M, [0, 4, 1, 1], [0, 0, 2, 2]),
         "string_split": lib.string_split(["a b", "", "c,d e"], delimiter=", "),
         "strings_split": lib.strings.split(["a  b", "c"], sep=" "),
@@ -154,7 +157,7 @@ def both():
 
 def test_every_sparse_result_matches_tensorflow(both):
     ours, theirs = both
-    assert sorted(ours) == sorted(theirs) and len(theirs) == 108
+    assert sorted(ours) == sorted(theirs) and len(theirs) == 113
     for name in sorted(theirs):
         got, want = ours[name], theirs[name]
         assert got.shape == want.shape, f"{name}: {got.shape} vs TF's {want.shape}"

@@ -122,6 +122,8 @@ DERIVED_TYPE_ATTRS: dict[str, dict[str, str]] = {
     "SparseToDense": {"T": "in2", "Tindices": "in0"},
     "SparseSplit": {"T": "in2"},
     "EditDistance": {"T": "in1"},
+    **dict.fromkeys(["SerializeSparse", "SerializeManySparse"], {"T": "in1"}),
+    "DeserializeManySparse": _NONE,
     "SparseAdd": {"T": "in1", "Treal": "in6"},
     "SparseSegmentSum": {"T": "in0", "Tidx": "in1", "Tsegmentids": "in2"},
 }  # fmt: skip
