@@ -105,6 +105,8 @@ def run_cases():
         feeds[a_fed] = tf.SparseTensorValue(a_idx, a_val, a_shape)
         b = tf.SparseTensor(b_idx, b_val, a_shape)
         shuffled = tf.SparseTensor(shuffled_idx, shuffled_val, a_shape)
+        shuffled_fed = tf.sparse_placeholder(tf.float32)  # ops that take any order
+        feeds[shuffled_fed] = (shuffled_idx, shuffled_val, a_shape)
 
         def dense_case(name, tensor, want):
             cases[name] = (tensor, want)
@@ -141,6 +143,13 @@ def run_cases():
             dense_case(f"reduce_sum_all/{which}", tf.sparse.reduce_sum(a), a_dense.sum())
             dense_case(f"add_dense/{which}", tf.sparse_add(a, b_dense), a_dense + b_dense)
         a = a_fed
+        dense_case("reduce_sum_unordered", tf.sparse_reduce_sum(shuffled_fed, 0), a_dense.sum(0))
+        dense_case("add_dense_unordered", tf.sparse_add(shuffled_fed, b_dense), a_dense + b_dense)
+        dense_case(
+            "matmul_unordered",
+            tf.sparse_tensor_dense_matmul(shuffled_fed, m_dense),
+            a_dense @ m_dense,
+        )
         sparse_case("reorder", tf.sparse_reorder(shuffled), a_dense, a_idx)
         cases["reorder/values"] = (tf.sparse_reorder(shuffled).values, a_val)
         sparse_case("reshape", tf.sparse_reshape(a, [2, -1]), a_dense.reshape(2, 10))
@@ -332,6 +341,9 @@ CASE_NAMES = [
         )
         for w in ("const", "fed")
     ),
+    "reduce_sum_unordered",
+    "add_dense_unordered",
+    "matmul_unordered",
     "reorder",
     "reorder/indices",
     "reorder/values",

@@ -116,7 +116,9 @@ def sparse_reduce_sum(
     SparseTensor's values."""
     axis = reduction_axes if axis is None else axis
     keep = bool(keep_dims if keepdims is None else keepdims)
-    return _reduce.reduce_sum(sparse_tensor_to_dense(as_sparse(sp_input)), axis, keepdims=keep)
+    # TF's SparseReduceSum takes the entries in any order
+    dense = sparse_tensor_to_dense(as_sparse(sp_input), validate_indices=False)
+    return _reduce.reduce_sum(dense, axis, keepdims=keep)
 
 
 # -- SparseSegmentSum ---------------------------------------------------------------------------

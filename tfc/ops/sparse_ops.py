@@ -538,7 +538,8 @@ def sparse_add(a: Any, b: Any, threshold: Any = 0, thresh: Any = None) -> Any:
         return SparseTensor(*op.outputs)
     sp, dense = (as_sparse(a), b) if a_sparse else (as_sparse(b), a)
     dense = convert_to_tensor(dense, dtype=sp.dtype)
-    return _math.add(sparse_tensor_to_dense(sp), dense)
+    # TF's SparseTensorDenseAdd takes the entries in any order
+    return _math.add(sparse_tensor_to_dense(sp, validate_indices=False), dense)
 
 
 def _extremum_infer(ctx: OpContext) -> list:
