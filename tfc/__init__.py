@@ -135,7 +135,8 @@ from tfc.partitioned_variables import min_max_variable_partitioner, variable_axi
 from tfc.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 from tfc.ops.sparse_tensor import *
 from tfc.ops.sparse_ops import *
-from tfc.ops.sparse_math import sparse_matmul, sparse_reduce_sum, sparse_tensor_dense_matmul
+from tfc.ops.sparse_math import edit_distance, sparse_matmul, sparse_tensor_dense_matmul
+from tfc.ops.sparse_reduce import *
 from tfc.ops.sparse_math import sparse_segment_mean, sparse_segment_sqrt_n, sparse_segment_sum
 from tfc.ops.sparse_serialize import *
 from tfc import sparse

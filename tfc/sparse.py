@@ -1,7 +1,6 @@
 """`tf.sparse`: TF1's SparseTensor namespace, the ops of tfc.ops.sparse_* under their names."""
 
 # ruff: noqa: F401  (this module only re-exports)
-from tfc.ops.sparse_math import sparse_reduce_sum as reduce_sum
 from tfc.ops.sparse_math import sparse_segment_mean as segment_mean
 from tfc.ops.sparse_math import sparse_segment_sqrt_n as segment_sqrt_n
 from tfc.ops.sparse_math import sparse_segment_sum as segment_sum
@@ -15,9 +14,6 @@ from tfc.ops.sparse_ops import sparse_mask as mask
 from tfc.ops.sparse_ops import sparse_maximum as maximum
 from tfc.ops.sparse_ops import sparse_merge as merge
 from tfc.ops.sparse_ops import sparse_minimum as minimum
-from tfc.ops.sparse_ops import sparse_reduce_max as reduce_max
-from tfc.ops.sparse_ops import sparse_reduce_max_sparse as reduce_max_sparse
-from tfc.ops.sparse_ops import sparse_reduce_sum_sparse as reduce_sum_sparse
 from tfc.ops.sparse_ops import sparse_reorder as reorder
 from tfc.ops.sparse_ops import sparse_reset_shape as reset_shape
 from tfc.ops.sparse_ops import sparse_reshape as reshape
@@ -28,6 +24,10 @@ from tfc.ops.sparse_ops import sparse_split as split
 from tfc.ops.sparse_ops import sparse_tensor_to_dense as to_dense
 from tfc.ops.sparse_ops import sparse_to_indicator as to_indicator
 from tfc.ops.sparse_ops import sparse_transpose as transpose
+from tfc.ops.sparse_reduce import sparse_reduce_max as reduce_max
+from tfc.ops.sparse_reduce import sparse_reduce_max_sparse as reduce_max_sparse
+from tfc.ops.sparse_reduce import sparse_reduce_sum as reduce_sum
+from tfc.ops.sparse_reduce import sparse_reduce_sum_sparse as reduce_sum_sparse
 from tfc.ops.sparse_tensor import SparseTensor, SparseTensorValue
 from tfc.ops.sparse_tensor import sparse_placeholder as placeholder
 

@@ -1,6 +1,6 @@
-"""Arithmetic between SparseTensors and dense tensors: sparse_tensor_dense_matmul,
-sparse_reduce_sum, sparse_segment_sum/mean/sqrt_n, and the sparse embedding lookups
-(tf.nn.embedding_lookup_sparse, safe_embedding_lookup_sparse).
+"""Arithmetic with SparseTensors: sparse_tensor_dense_matmul, sparse_matmul,
+sparse_segment_sum/mean/sqrt_n, the sparse embedding lookups (tf.nn.embedding_lookup_sparse,
+safe_embedding_lookup_sparse) and tf.edit_distance.
 
 Each is built from native ops where its output size is fixed when compiling (gathers,
 UnsortedSegmentSum, ScatterNd), so gradients flow through their rules: the gradient of a
@@ -37,7 +37,9 @@ from tfc.ops.registry import (
 from tfc.ops.sequences import range as _range
 from tfc.ops.sparse_ops import (
     as_sparse,
+    dense_rank,
     invalid_argument,
+    row_major_order,
     sparse_fill_empty_rows,
     sparse_reshape,
     sparse_retain,
@@ -48,12 +50,12 @@ from tfc.ops.sparse_tensor import SparseTensor
 __all__ = [
     "sparse_tensor_dense_matmul",
     "sparse_matmul",
-    "sparse_reduce_sum",
     "sparse_segment_sum",
     "sparse_segment_mean",
     "sparse_segment_sqrt_n",
     "embedding_lookup_sparse",
     "safe_embedding_lookup_sparse",
+    "edit_distance",
 ]
 
 
@@ -103,22 +105,6 @@ def sparse_matmul(
         a = _math.cast(convert_to_tensor(a, name="a"), _dt.float32)
         b = _math.cast(convert_to_tensor(b, name="b"), _dt.float32)
         return matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, name=scope)
-
-
-def sparse_reduce_sum(
-    sp_input: Any,
-    axis: Any = None,
-    keepdims: bool | None = None,
-    reduction_axes: Any = None,
-    keep_dims: bool | None = None,
-) -> Tensor:
-    """`tf.sparse_reduce_sum`: the dense sums over `axis` (all axes when None) of a
-    SparseTensor's values."""
-    axis = reduction_axes if axis is None else axis
-    keep = bool(keep_dims if keepdims is None else keepdims)
-    # TF's SparseReduceSum takes the entries in any order
-    dense = sparse_tensor_to_dense(as_sparse(sp_input), validate_indices=False)
-    return _reduce.reduce_sum(dense, axis, keepdims=keep)
 
 
 # -- SparseSegmentSum ---------------------------------------------------------------------------
@@ -337,3 +323,70 @@ def _broadcast_rows(flags: Tensor, like: Tensor) -> Tensor:
     """A [rows, 1] bool tensor repeated across the columns of `like`."""
     columns = _array.slice(_array.shape(like), [1], [1])
     return _array.tile(flags, _array.concat([constant([1], _dt.int32), columns], 0))
+
+
+# -- EditDistance ---------------------------------------------------------------------------------
+def _levenshtein(a: list, b: list) -> int:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+def _sequences(indices, values) -> dict[tuple, list]:
+    """The values of each sequence (all but the last coordinate), in row-major order."""
+    order = row_major_order(indices)
+    out: dict[tuple, list] = {}
+    for row, value in zip(indices[order].tolist(), values[order].tolist()):
+        out.setdefault(tuple(row[:-1]), []).append(value)
+    return out
+
+
+def _edit_distance_infer(ctx: OpContext) -> list:
+    rank = dense_rank(ctx, 2) or dense_rank(ctx, 5)
+    return [(_dt.float32, None if rank is None else (None,) * (rank - 1))]
+
+
+def _edit_distance_reference(ctx: OpContext, hi, hv, hshape, ti, tv, tshape) -> np.ndarray:
+    if len(hshape) != len(tshape):
+        raise invalid_argument(ctx, f"hypothesis has rank {len(hshape)} but truth has rank "
+                                    f"{len(tshape)}")  # fmt: skip
+    out = np.zeros(tuple(np.maximum(hshape[:-1], tshape[:-1])), np.float32)
+    hyps, truths = _sequences(hi, hv), _sequences(ti, tv)
+    for key in set(hyps) | set(truths):
+        hyp, truth = hyps.get(key, []), truths.get(key, [])
+        distance = float(_levenshtein(hyp, truth))
+        if ctx.attrs["normalize"]:
+            distance = distance / len(truth) if truth else np.inf
+        out[key] = distance
+    return out
+
+
+register(
+    OpDef(
+        "EditDistance",
+        infer=_edit_distance_infer,
+        reference=_edit_distance_reference,
+        differentiable=False,
+        in_python=VALUE_DEPENDENT_REASON,
+        dtypes=_dt.STORABLE,
+        input_names=("hypothesis_indices", "hypothesis_values", "hypothesis_shape",
+                     "truth_indices", "truth_values", "truth_shape"),
+    )
+)  # fmt: skip
+
+
+def edit_distance(
+    hypothesis: Any, truth: Any, normalize: bool = True, name: str = "edit_distance"
+) -> Tensor:
+    """`tf.edit_distance`: the Levenshtein distance between the sequences (the last
+    dimension) of two SparseTensors, at each position of the other dimensions; divided by the
+    truth's length when `normalize` (inf for a hypothesis against an empty truth)."""
+    hyp, truth = as_sparse(hypothesis, "hypothesis"), as_sparse(truth, "truth")
+    if hyp.dtype != truth.dtype:
+        raise TypeError(f"hypothesis is {hyp.dtype.name} but truth is {truth.dtype.name}")
+    op = apply_op("EditDistance", [*hyp.components(), *truth.components()],
+                  {"normalize": bool(normalize)}, name=name)  # fmt: skip
+    return op.outputs[0]

@@ -1,5 +1,6 @@
 """The ops of tf.sparse that rearrange SparseTensors: reorder, reshape, concat, slice, split,
-add, maximum/minimum, softmax, fill_empty_rows, reduce_sum_sparse, and SparseToDense.
+add, maximum/minimum, softmax, fill_empty_rows, merge, to_indicator, reset_shape, and
+SparseToDense.
 
 Most of them give as many entries as their input values decide (a slice keeps the entries
 inside it, an addition merges equal coordinates), so they run in a Session's Python stage with
@@ -8,7 +9,8 @@ refuse them naming the op. Those whose result has a shape fixed when compiling a
 native ops where tfc has them: sparse_retain and from_dense (a Where and gathers),
 sparse_transpose (a column gather, then a reorder), sparse_to_dense of a dense_shape known
 when compiling (a ScatterNd). The arithmetic that mixes sparse and dense operands
-(matmul, reductions, segment sums) is tfc/ops/sparse_math.py.
+(matmul, segment sums, lookups, edit distances) is tfc/ops/sparse_math.py, the reductions
+tfc/ops/sparse_reduce.py.
 """
 
 from __future__ import annotations
@@ -43,16 +45,12 @@ from tfc.ops.sequences import range as _range
 from tfc.ops.sparse_tensor import SparseTensor, SparseTensorValue
 
 __all__ = [
-    "edit_distance",
     "sparse_add",
     "sparse_concat",
     "sparse_fill_empty_rows",
     "sparse_mask",
     "sparse_maximum",
     "sparse_minimum",
-    "sparse_reduce_sum_sparse",
-    "sparse_reduce_max",
-    "sparse_reduce_max_sparse",
     "sparse_merge",
     "sparse_to_indicator",
     "sparse_reset_shape",
@@ -103,12 +101,13 @@ def _register(
     )
 
 
-def _rank_of(ctx: OpContext, shape_input: int) -> int | None:
+def dense_rank(ctx: OpContext, shape_input: int) -> int | None:
+    """The rank of a SparseTensor whose dense_shape is input `shape_input`, when known."""
     shape = ctx.in_shapes[shape_input]
     return None if shape is None else shape[0]
 
 
-def _row_major(indices: np.ndarray) -> np.ndarray:
+def row_major_order(indices: np.ndarray) -> np.ndarray:
     """The permutation that puts coordinates in row-major order (stable)."""
     if indices.shape[0] == 0:
         return np.zeros(0, np.int64)
@@ -140,7 +139,7 @@ def _sparse_outputs(op: Operation, shape: Any) -> SparseTensor:
 # -- SparseToDense ------------------------------------------------------------------------------
 def _to_dense_infer(ctx: OpContext) -> list:
     known = ctx.const(1)
-    rank = _rank_of(ctx, 1)
+    rank = dense_rank(ctx, 1)
     shape = (
         tuple(int(d) for d in known)
         if known is not None
@@ -239,7 +238,7 @@ def _reorder_infer(ctx: OpContext) -> list:
 
 
 def _reorder_reference(ctx: OpContext, indices, values, shape) -> list:
-    order = _row_major(indices)
+    order = row_major_order(indices)
     return [indices[order], values[order]]
 
 
@@ -262,7 +261,7 @@ def sparse_reorder(sp_input: Any, name: str | None = None) -> SparseTensor:
 # -- SparseReshape ------------------------------------------------------------------------------
 def _reshape_infer(ctx: OpContext) -> list:
     n = None if ctx.in_shapes[0] is None else ctx.in_shapes[0][0]
-    rank = _rank_of(ctx, 2)
+    rank = dense_rank(ctx, 2)
     return [(_I64, (n, rank)), (_I64, (rank,))]
 
 
@@ -313,7 +312,7 @@ def sparse_reshape(sp_input: Any, shape: Any, name: str | None = None) -> Sparse
 # -- SparseConcat -------------------------------------------------------------------------------
 def _concat_infer(ctx: OpContext) -> list:
     n = ctx.attrs["N"]
-    rank = next((_rank_of(ctx, 2 * n + i) for i in range(n) if _rank_of(ctx, 2 * n + i)), None)
+    rank = next((dense_rank(ctx, 2 * n + i) for i in range(n) if dense_rank(ctx, 2 * n + i)), None)
     return [(_I64, (None, rank)), (ctx.in_dtypes[n], (None,)), (_I64, (rank,))]
 
 
@@ -339,7 +338,7 @@ def _concat_reference(ctx: OpContext, *parts) -> list:
     out_shape[dim] = offset
     all_indices = np.concatenate(moved) if moved else np.zeros((0, rank), np.int64)
     all_values = np.concatenate([np.asarray(v) for v in values])
-    order = _row_major(all_indices)
+    order = row_major_order(all_indices)
     return [all_indices[order], all_values[order], out_shape]
 
 
@@ -373,7 +372,7 @@ def sparse_concat(
 
 # -- SparseSlice, SparseSplit -------------------------------------------------------------------
 def _slice_infer(ctx: OpContext) -> list:
-    rank = _rank_of(ctx, 2)
+    rank = dense_rank(ctx, 2)
     return [(_I64, (None, rank)), (ctx.in_dtypes[1], (None,)), (_I64, (rank,))]
 
 
@@ -408,7 +407,7 @@ def sparse_slice(sp_input: Any, start: Any, size: Any, name: str | None = None) 
 
 
 def _split_infer(ctx: OpContext) -> list:
-    k, rank = ctx.attrs["num_split"], _rank_of(ctx, 3)
+    k, rank = ctx.attrs["num_split"], dense_rank(ctx, 3)
     return [(_I64, (None, rank))] * k + [(ctx.in_dtypes[2], (None,))] * k + [(_I64, (rank,))] * k
 
 
@@ -499,7 +498,7 @@ def _check_same_shape(ctx: OpContext, a_shape, b_shape) -> None:
 
 
 def _add_infer(ctx: OpContext) -> list:
-    rank = _rank_of(ctx, 2) or _rank_of(ctx, 5)
+    rank = dense_rank(ctx, 2) or dense_rank(ctx, 5)
     return [(_I64, (None, rank)), (ctx.in_dtypes[1], (None,)), (_I64, (rank,))]
 
 
@@ -543,7 +542,7 @@ def sparse_add(a: Any, b: Any, threshold: Any = 0, thresh: Any = None) -> Any:
 
 
 def _extremum_infer(ctx: OpContext) -> list:
-    rank = _rank_of(ctx, 2) or _rank_of(ctx, 5)
+    rank = dense_rank(ctx, 2) or dense_rank(ctx, 5)
     return [(_I64, (None, rank)), (ctx.in_dtypes[1], (None,))]
 
 
@@ -593,7 +592,7 @@ def _softmax_infer(ctx: OpContext) -> list:
 def _softmax_reference(ctx: OpContext, indices, values, shape) -> np.ndarray:
     # TF's kernel reorders the entries first and gives the values in row-major order (the
     # same as the input's for the canonical order TF requires)
-    order = _row_major(indices)
+    order = row_major_order(indices)
     indices, values = indices[order], values[order]
     out = np.zeros_like(values)
     groups: dict[tuple, list[int]] = {}
@@ -625,7 +624,7 @@ def sparse_softmax(sp_input: Any, name: str | None = None) -> SparseTensor:
 
 # -- SparseFillEmptyRows ------------------------------------------------------------------------
 def _fill_infer(ctx: OpContext) -> list:
-    rank, n = _rank_of(ctx, 2), None if ctx.in_shapes[0] is None else ctx.in_shapes[0][0]
+    rank, n = dense_rank(ctx, 2), None if ctx.in_shapes[0] is None else ctx.in_shapes[0][0]
     return [
         (_I64, (None, rank)),
         (ctx.in_dtypes[1], (None,)),
@@ -667,202 +666,6 @@ def sparse_fill_empty_rows(
         default = convert_to_tensor(default_value, dtype=sp.dtype, name="default_value")
         op = apply_op("SparseFillEmptyRows", [*sp.components(), default], name=scope)
     return SparseTensor(op.outputs[0], op.outputs[1], sp.dense_shape), op.outputs[2]
-
-
-# -- SparseReduceSumSparse, SparseReduceMax, SparseReduceMaxSparse -----------------------------
-def _reduced_groups(ctx: OpContext, indices, shape, axes) -> tuple:
-    """Each entry's coordinates in the reduced tensor, and that tensor's shape."""
-    rank = len(shape)
-    axes = sorted({int(a) + rank if int(a) < 0 else int(a) for a in np.reshape(axes, -1)})
-    if any(not 0 <= a < rank for a in axes):
-        raise invalid_argument(ctx, f"reduction axes {np.reshape(axes, -1).tolist()} out of range")
-    kept = [d for d in range(rank) if d not in axes]
-    keep_dims = bool(ctx.attrs.get("keep_dims", False))
-    columns = list(range(rank)) if keep_dims else kept
-    out_idx = np.array(indices, np.int64).reshape(-1, rank)[:, columns]
-    if keep_dims:
-        out_idx[:, axes] = 0
-    out_shape = np.array([1 if (d in axes) else shape[d] for d in columns], np.int64)
-    return out_idx, out_shape
-
-
-def _reduce_groups(ctx: OpContext, indices, values, shape, axes) -> tuple:
-    """(the coordinates of the reduced elements that have entries, in row-major order, their
-    sums or maxima, the reduced shape)."""
-    out_idx, out_shape = _reduced_groups(ctx, indices, shape, axes)
-    if out_idx.shape[1] == 0:  # everything reduced: one group, if there is an entry
-        groups = np.zeros((1 if len(values) else 0, 0), np.int64)
-        inverse = np.zeros(len(values), np.int64)
-    else:
-        groups, inverse = np.unique(out_idx, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    if "Max" in ctx.type:
-        low = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
-        out = np.full(len(groups), low, values.dtype)
-        np.maximum.at(out, inverse, values)
-    else:
-        out = np.zeros(len(groups), values.dtype)
-        np.add.at(out, inverse, values)
-    return groups.astype(np.int64), out, out_shape
-
-
-def _reduce_sparse_infer(ctx: OpContext) -> list:
-    return [(_I64, (None, None)), (ctx.in_dtypes[1], (None,)), (_I64, (None,))]
-
-
-def _reduce_sparse_reference(ctx: OpContext, indices, values, shape, axes) -> list:
-    return list(_reduce_groups(ctx, indices, values, shape, axes))
-
-
-def _reduce_dense_infer(ctx: OpContext) -> list:
-    return [(ctx.in_dtypes[1], None)]
-
-
-def _reduce_dense_reference(ctx: OpContext, indices, values, shape, axes) -> np.ndarray:
-    # a reduced element without entries is 0, as in TF (not the lowest value)
-    groups, reduced, out_shape = _reduce_groups(ctx, indices, values, shape, axes)
-    out = np.zeros(tuple(out_shape), values.dtype)
-    if out.ndim == 0:  # every axis reduced
-        return np.asarray(reduced[0] if len(reduced) else 0, values.dtype)
-    out[tuple(groups.T)] = reduced
-    return out
-
-
-_REDUCE_INPUTS = ("input_indices", "input_values", "input_shape", "reduction_axes")
-for _name, _infer, _reference in (
-    ("SparseReduceSumSparse", _reduce_sparse_infer, _reduce_sparse_reference),
-    ("SparseReduceMaxSparse", _reduce_sparse_infer, _reduce_sparse_reference),
-    ("SparseReduceMax", _reduce_dense_infer, _reduce_dense_reference),
-):
-    register(
-        OpDef(
-            _name,
-            infer=_infer,
-            reference=_reference,
-            differentiable=False,
-            in_python=VALUE_DEPENDENT_REASON,
-            dtypes=_dt.NUMERIC,
-            input_names=_REDUCE_INPUTS,
-        )
-    )
-
-
-def _apply_reduction(
-    op_type: str, sp_input: Any, axis: Any, keepdims: Any, reduction_axes: Any, keep_dims: Any
-) -> Operation:
-    sp = as_sparse(sp_input)
-    axis = reduction_axes if axis is None else axis
-    keep = bool(keep_dims if keepdims is None else keepdims)
-    if axis is None:  # every axis
-        axes = _range(_array.size(sp.dense_shape))
-    else:
-        axes = constant(np.reshape(np.asarray(axis, np.int32), -1), _dt.int32)
-    return apply_op(op_type, [*sp.components(), axes], {"keep_dims": keep}, name=op_type)
-
-
-def sparse_reduce_sum_sparse(
-    sp_input: Any,
-    axis: Any = None,
-    keepdims: bool | None = None,
-    reduction_axes: Any = None,
-    keep_dims: bool | None = None,
-) -> SparseTensor:
-    """`tf.sparse_reduce_sum_sparse`: the sums over `axis` of the entries, as a SparseTensor
-    holding one entry per group of coordinates that had any."""
-    op = _apply_reduction(
-        "SparseReduceSumSparse", sp_input, axis, keepdims, reduction_axes, keep_dims
-    )
-    return SparseTensor(*op.outputs)
-
-
-def sparse_reduce_max_sparse(
-    sp_input: Any,
-    axis: Any = None,
-    keepdims: bool | None = None,
-    reduction_axes: Any = None,
-    keep_dims: bool | None = None,
-) -> SparseTensor:
-    """`tf.sparse_reduce_max_sparse`: the maxima over `axis` of the entries (missing elements
-    take no part), as a SparseTensor with one entry per group that had any."""
-    op = _apply_reduction(
-        "SparseReduceMaxSparse", sp_input, axis, keepdims, reduction_axes, keep_dims
-    )
-    return SparseTensor(*op.outputs)
-
-
-def sparse_reduce_max(
-    sp_input: Any,
-    axis: Any = None,
-    keepdims: bool | None = None,
-    reduction_axes: Any = None,
-    keep_dims: bool | None = None,
-) -> Tensor:
-    """`tf.sparse_reduce_max`: the dense maxima over `axis` of the entries (missing elements
-    take no part; a reduced element without entries is 0)."""
-    op = _apply_reduction("SparseReduceMax", sp_input, axis, keepdims, reduction_axes, keep_dims)
-    return op.outputs[0]
-
-
-# -- EditDistance ---------------------------------------------------------------------------------
-def _levenshtein(a: list, b: list) -> int:
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
-
-
-def _sequences(indices, values) -> dict[tuple, list]:
-    """The values of each sequence (all but the last coordinate), in row-major order."""
-    order = _row_major(indices)
-    out: dict[tuple, list] = {}
-    for row, value in zip(indices[order].tolist(), values[order].tolist()):
-        out.setdefault(tuple(row[:-1]), []).append(value)
-    return out
-
-
-def _edit_distance_infer(ctx: OpContext) -> list:
-    rank = _rank_of(ctx, 2) or _rank_of(ctx, 5)
-    return [(_dt.float32, None if rank is None else (None,) * (rank - 1))]
-
-
-def _edit_distance_reference(ctx: OpContext, hi, hv, hshape, ti, tv, tshape) -> np.ndarray:
-    if len(hshape) != len(tshape):
-        raise invalid_argument(ctx, f"hypothesis has rank {len(hshape)} but truth has rank "
-                                    f"{len(tshape)}")  # fmt: skip
-    out = np.zeros(tuple(np.maximum(hshape[:-1], tshape[:-1])), np.float32)
-    hyps, truths = _sequences(hi, hv), _sequences(ti, tv)
-    for key in set(hyps) | set(truths):
-        hyp, truth = hyps.get(key, []), truths.get(key, [])
-        distance = float(_levenshtein(hyp, truth))
-        if ctx.attrs["normalize"]:
-            distance = distance / len(truth) if truth else np.inf
-        out[key] = distance
-    return out
-
-
-_register(
-    "EditDistance",
-    _edit_distance_infer,
-    _edit_distance_reference,
-    ("hypothesis_indices", "hypothesis_values", "hypothesis_shape", "truth_indices",
-     "truth_values", "truth_shape"),
-)  # fmt: skip
-
-
-def edit_distance(
-    hypothesis: Any, truth: Any, normalize: bool = True, name: str = "edit_distance"
-) -> Tensor:
-    """`tf.edit_distance`: the Levenshtein distance between the sequences (the last
-    dimension) of two SparseTensors, at each position of the other dimensions; divided by the
-    truth's length when `normalize` (inf for a hypothesis against an empty truth)."""
-    hyp, truth = as_sparse(hypothesis, "hypothesis"), as_sparse(truth, "truth")
-    if hyp.dtype != truth.dtype:
-        raise TypeError(f"hypothesis is {hyp.dtype.name} but truth is {truth.dtype.name}")
-    op = apply_op("EditDistance", [*hyp.components(), *truth.components()],
-                  {"normalize": bool(normalize)}, name=name)  # fmt: skip
-    return op.outputs[0]
 
 
 # -- sparse_merge, sparse_to_indicator, sparse_reset_shape ---------------------------------------
