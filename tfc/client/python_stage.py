@@ -49,9 +49,6 @@ class _RunContext(OpContext):
         return np.asarray(self.values[i]) if i < len(self.values) else None
 
 
-_VARIABLE_OPS = ("VariableV2", "Variable")
-
-
 def evaluate_python_stage(
     graph: Graph, inputs: Sequence[np.ndarray], names: Graph | None = None, state: Any = None
 ) -> list[np.ndarray]:
@@ -122,7 +119,7 @@ def _run_node(graph: Graph, name: str, args: list, names: Graph | None, state: A
         raise
     result = []
     for i, value in enumerate(outs):
-        if value is None and opdef.ref_inputs == () and node["op"] in _VARIABLE_OPS:
+        if value is None and node["op"] == "VariableV2":
             result.append(None)  # an uninitialized variable: only an assignment may take it
             continue
         value = np.asarray(value)
