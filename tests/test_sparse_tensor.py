@@ -420,27 +420,27 @@ def test_sparse_op_matches_numpy(run_cases, name):
 
 
 def test_matmul_gradients_reach_values_and_the_dense_side():
+    """With a dense_shape known when compiling (native) and one fed at run time (through the
+    densification in Python), in one run."""
     idx, val, shape = _random_sparse((3, 4), 5)
     m = RNG.uniform(-1, 1, (4, 2)).astype(np.float32)
     w = RNG.uniform(-1, 1, (3, 2)).astype(np.float32)  # loss = sum(w * (A @ m))
     with tf.Graph().as_default():
         values = tf.constant(val)
         dense = tf.constant(m)
-        for which, sp in (("const", tf.SparseTensor(idx, values, shape)), ("fed", None)):
-            if sp is None:
-                shape_ph = tf.placeholder(tf.int64, [2])
-                sp = tf.SparseTensor(idx, values, shape_ph)
+        shape_ph = tf.placeholder(tf.int64, [2])
+        grads = []
+        for sp in (tf.SparseTensor(idx, values, shape), tf.SparseTensor(idx, values, shape_ph)):
             loss = tf.reduce_sum(w * tf.sparse_tensor_dense_matmul(sp, dense))
             g_values, g_dense = tf.gradients(loss, [values, dense])
             # the dense side's gradient is IndexedSlices of the rows the entries read
-            g_dense = tf.convert_to_tensor(g_dense)
-            with tf.Session() as sess:
-                gv, gd = sess.run(
-                    [g_values, g_dense], {} if which == "const" else {shape_ph: shape}
-                )
-            # d loss / d A[r, c] = (w @ m.T)[r, c]; d loss / d m = A.T @ w
-            np.testing.assert_allclose(gv, (w @ m.T)[idx[:, 0], idx[:, 1]], rtol=1e-5)
-            np.testing.assert_allclose(gd, _dense(idx, val, shape).T @ w, rtol=1e-5, atol=1e-6)
+            grads.append([g_values, tf.convert_to_tensor(g_dense)])
+        with tf.Session() as sess:
+            got = sess.run(grads, {shape_ph: shape})
+    for gv, gd in got:
+        # d loss / d A[r, c] = (w @ m.T)[r, c]; d loss / d m = A.T @ w
+        np.testing.assert_allclose(gv, (w @ m.T)[idx[:, 0], idx[:, 1]], rtol=1e-5)
+        np.testing.assert_allclose(gd, _dense(idx, val, shape).T @ w, rtol=1e-5, atol=1e-6)
 
 
 def _lookup_reference(table, ids_by_row, weights_by_row, combiner, rows):
