@@ -2,6 +2,8 @@
 (cuDNN), same GPU, same run.
 
 Run: python bench/cuda_conv.py [--runs 50] [--only lenet-c1,lenet-c3,res64]
+Dry run without a GPU (bench/gpu_check.sh --dry-run): TFC_CUDA=emulate, `--batch 1 --runs 1
+--warmup 0`.
 For each shape, Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter each run as one session call
 that computes the op on random float32 tensors held on the GPU (tfc variables, torch tensors)
 and brings back the sum of its result (so each call ends synchronized, in both). Prints the
@@ -80,7 +82,9 @@ def torch_calls(xs, fs, stride, padding, device="cuda"):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--only", default=",".join(SHAPES))
+    parser.add_argument("--batch", type=int, help="every shape at this batch (dry runs)")
     args = parser.parse_args()
     try:
         import torch
@@ -91,10 +95,13 @@ def main() -> None:
     print(f"{'shape':10} {'op':22} {'tfc ms':>8} {'torch ms':>9} {'tfc/torch':>9}")
     for name in args.only.split(","):
         xs, fs, stride, padding = SHAPES[name]
-        ours = [timed(c, args.runs) for c in tfc_calls(xs, fs, stride, padding)]
+        xs = (args.batch or xs[0], *xs[1:])
+        calls = tfc_calls(xs, fs, stride, padding)
+        ours = [timed(c, args.runs, args.warmup) for c in calls]
         theirs = [None] * 3
         if have_torch:
-            theirs = [timed(c, args.runs) for c in torch_calls(xs, fs, stride, padding)]
+            calls = torch_calls(xs, fs, stride, padding)
+            theirs = [timed(c, args.runs, args.warmup) for c in calls]
         for op, a, b in zip(OPS, ours, theirs):
             ratio = f"{a / b:9.2f}" if b else "        -"
             other = f"{b:9.3f}" if b else "        -"
