@@ -53,6 +53,12 @@ WIDE = {
     "gemm-s2": ((3, 10, 10, 16), (2, 2, 16, 64), (2, 2), "VALID", (1, 1)),
     "gemm-input-same": ((2, 8, 9, 40), (3, 2, 40, 24), (1, 1), "SAME", (2, 1)),
     "gemm-input-valid": ((1, 6, 7, 36), (3, 3, 36, 8), (1, 1), "VALID", (1, 2)),
+    # strided input gradients: a GEMM per stride phase (phases without taps: zeros)
+    "gemm-input-s2-same": ((2, 9, 8, 32), (3, 3, 32, 16), (2, 2), "SAME", (1, 1)),
+    "gemm-input-s3-valid": ((1, 10, 11, 33), (4, 5, 33, 24), (3, 3), "VALID", (1, 1)),
+    "gemm-input-s2x1-same": ((2, 7, 6, 40), (3, 2, 40, 32), (2, 1), "SAME", (1, 1)),
+    "gemm-input-1x1-s2": ((2, 7, 7, 32), (1, 1, 32, 64), (2, 2), "SAME", (1, 1)),
+    "gemm-input-k2-s3": ((1, 8, 8, 32), (2, 2, 32, 64), (3, 3), "VALID", (1, 1)),
 }
 SHAPES = {**CONVS, **WIDE}
 # shapes also run with the C algorithm forced (`_algorithm`): the CUDA kernels take only the
@@ -100,19 +106,23 @@ def conv_program(dtype: str) -> tuple[tfc.Graph, dict, list[tuple]]:
 def _assert_every_kernel_form_runs(lowered) -> None:
     """The conv steps of `lowered` (the program a session ran) hold each op kind as the direct
     kernel and as the implicit GEMM, a filter gradient with its pixel sum split into chunks and
-    one without, and every tfc_conv.h variant the C plan can name."""
+    one without, strided input gradients as GEMMs per stride phase, and every tfc_conv.h
+    variant the C plan can name."""
     forms: dict[str, set] = {}
     variants: dict[str, set] = {}
+    phased = 0
     for step in lowered.steps:
         if step.op in CONV_OPS:
             spec = step.kernels[0].kernel.spec
             form = conv_form(spec)
+            phased += form.phases > 1
             forms.setdefault(spec.kind, set()).add((form.gemm, form.chunks > 1))
             variants.setdefault(spec.kind, set()).add(spec.plan.kernel)
     assert variants == C_VARIANTS
     for kind, seen in forms.items():
         assert {gemm for gemm, _ in seen} == {False, True}, kind
     assert {chunked for _, chunked in forms["filter"]} == {False, True}
+    assert phased >= 5  # every strided input gradient of WIDE
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
