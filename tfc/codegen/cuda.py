@@ -173,6 +173,26 @@ class ConvForm:
     chunk_k: int = 0  # the GEMM's k per chunk, a multiple of its tile's
     phases: int = 1  # a strided input gradient: one GEMM per stride phase (`phase_rows`)
 
+    def describe(self) -> str:
+        """The form in words, as `tfc inspect` shows it."""
+        if not self.gemm:
+            return "direct" + (f", {self.chunks} chunks" if self.chunks > 1 else "")
+        text = f"implicit GEMM m={self.m} n={self.n} k={self.k}"
+        if self.phases > 1:
+            text += f", {self.phases} stride phases"
+        return text + (f", {self.chunks} chunks of k" if self.chunks > 1 else "")
+
+
+def conv_forms(steps: list) -> list[tuple[str, str, ConvForm]]:
+    """(node, op, form) of every convolution among lowered `steps`: how the CUDA target
+    computes each (chosen per shape at compile time)."""
+    return [
+        (step.node, step.op, conv_form(bound.kernel.spec))
+        for step in steps
+        for bound in step.kernels
+        if isinstance(bound.kernel.spec, ConvSpec)
+    ]
+
 
 def phase_rows(g: Geometry) -> tuple[int, int, int]:
     """A strided input gradient's stride phases: the input pixels (ih, iw) whose (ih + pad_top)
