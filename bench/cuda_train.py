@@ -5,7 +5,8 @@ Run: python bench/cuda_train.py [--steps 200] [--only mlp64,lenet64] [--no-compi
 Models: the MNIST MLP 784-512-512-10 (batch 64, 256, 4096), LeNet-5 as in
 samples/lenet_model.py (batch 64, 1024) and the ResNet-20 of samples/resnet_cifar.py on
 3x32x32 images with batch norm (batch 128, 512); plain SGD on the mean sparse softmax cross
-entropy. PyTorch's TF32 is switched off (tfc computes in fp32): fp32 against fp32.
+entropy. PyTorch's TF32 is switched off (tfc computes in fp32): fp32 against fp32; `--tf32`
+lets both use TF32 (tfc: CompileOptions(allow_tf32=True), its convolutions on tensor cores).
 For the MLP and the ResNet, PyTorch starts from tfc's initial weights and the first step's
 losses are compared (`loss check`: relative difference, fails above 1e-3).
 Dry runs without a GPU (bench/gpu_check.sh --dry-run): TFC_CUDA=emulate, `--batch 2
@@ -44,6 +45,7 @@ CONFIGS = {
 }
 INPUT_SHAPES = {"mlp": (784,), "lenet": (28, 28, 1), "resnet": (32, 32, 3)}
 LOSS_RTOL = 1e-3
+LOSS_RTOL_TF32 = 1e-2  # both sides round the convolutions' operands to 10 mantissa bits
 
 
 def batches(model: str, batch: int, count: int = 8) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -69,7 +71,7 @@ def timed(step, data, steps: int, warmup: int = 10) -> float:
 
 
 # -- tfc --------------------------------------------------------------------------------------
-def tfc_step(model: str, blocks: int):
+def tfc_step(model: str, blocks: int, tf32: bool = False):
     """(step, session, initial weights): one SGD step of `model` on /gpu:0; the weights are the
     trainable variables' values in creation order (samples/resnet_cifar.py's TORCH_ORDER)."""
     graph = tf.Graph()
@@ -98,7 +100,7 @@ def tfc_step(model: str, blocks: int):
             train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
         init = tf.global_variables_initializer()
         weights = tf.trainable_variables()
-    sess = tf.Session(graph=graph)
+    sess = tf.Session(graph=graph, config=tf.CompileOptions(allow_tf32=tf32))
     sess.run(init)
     initial = sess.run(weights)
 
@@ -145,14 +147,16 @@ def torch_resnet(blocks: int):
     return nn.Sequential(*layers)
 
 
-def torch_step(model: str, blocks: int, device: str, compiled: bool, initial=None, mode="default"):
+def torch_step(
+    model: str, blocks: int, device: str, compiled: bool, initial=None, mode="default", tf32=False
+):
     """One SGD step in PyTorch; with `initial` (tfc's weights, in order) for the MLP and the
     ResNet, the same initial weights as tfc."""
     import torch
     from torch import nn
 
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32, as tfc computes by default
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32, as tfc computes by default
+    torch.backends.cudnn.allow_tf32 = tf32
     torch.manual_seed(1)
     dev = torch.device(device)
     if model == "mlp":
@@ -210,6 +214,9 @@ def main() -> None:
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--tfc-only", action="store_true", help="no PyTorch (compute-sanitizer)")
     parser.add_argument(
+        "--tf32", action="store_true", help="TF32 in both: CompileOptions(allow_tf32=True)"
+    )
+    parser.add_argument(
         "--torch-device", default="cuda", help="cpu: PyTorch on the CPU (dry runs: loss check)"
     )
     parser.add_argument(
@@ -229,15 +236,16 @@ def main() -> None:
         except ImportError:
             pass
     where = args.torch_device if have_torch else "-"
+    precision = "TF32" if args.tf32 else "fp32"
     print(f"GPU: {gpu}; torch: {version} on {where}; torch.compile mode: {args.compile_mode}; "
-          f"TFC_CUDA={os.environ.get('TFC_CUDA', '')}")  # fmt: skip
+          f"TFC_CUDA={os.environ.get('TFC_CUDA', '')}; {precision}")  # fmt: skip
     rows, failed = [], []
     for name in args.only.split(","):
         model, batch = CONFIGS[name]
         batch = args.batch or batch
         data = batches(model, batch)
         t0 = time.perf_counter()
-        step, sess, initial = tfc_step(model, args.resnet_blocks)
+        step, sess, initial = tfc_step(model, args.resnet_blocks, args.tf32)
         first = float(step(*data[0]))
         build = time.perf_counter() - t0
         ours = timed(step, data, args.steps, args.warmup)
@@ -246,19 +254,21 @@ def main() -> None:
         check = "-"
         if have_torch:
             theirs, same_weights = torch_step(
-                model, args.resnet_blocks, args.torch_device, False, initial
+                model, args.resnet_blocks, args.torch_device, False, initial, tf32=args.tf32
             )
             if same_weights:
                 other = theirs(*data[0])
                 diff = abs(first - other) / max(abs(other), 1e-12)
-                check = f"{diff:.1e}" + (" FAIL" if diff > LOSS_RTOL else "")
-                if diff > LOSS_RTOL:
+                limit = LOSS_RTOL_TF32 if args.tf32 else LOSS_RTOL
+                check = f"{diff:.1e}" + (" FAIL" if diff > limit else "")
+                if diff > limit:
                     failed.append(f"{name}: step-1 loss tfc {first:.6f}, torch {other:.6f}")
             eager = timed(theirs, data, args.steps, args.warmup)
             if not args.no_compile:
                 theirs, _ = torch_step(
-                    model, args.resnet_blocks, args.torch_device, True, initial, args.compile_mode
-                )
+                    model, args.resnet_blocks, args.torch_device, True, initial,
+                    args.compile_mode, args.tf32,
+                )  # fmt: skip
                 comp = timed(theirs, data, args.steps, args.warmup)
         rows.append((name, batch, ours, eager, comp, check))
         print(f"{name} (batch {batch}): tfc {ours:.3f} ms (first run incl. build {build:.1f} s, "

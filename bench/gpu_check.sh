@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU check in one call: the GPU tests, compute-sanitizer on one training step,
-# bench/cuda_conv.py and bench/cuda_train.py, within GPU_CHECK_BUDGET seconds (350: the call on a
-# lent H100/H200 stays under 6 minutes with the machine's start), logs in one folder.
+# bench/cuda_conv.py, bench/cuda_train.py and bench/cuda_conv.py with TF32 on both sides, within
+# GPU_CHECK_BUDGET seconds (350: under the 6 minutes a check on a lent H100/H200 may take),
+# logs in one folder.
 #
 #   bash bench/gpu_check.sh                 # on the GPU machine (docs/cuda.md: the exact call)
 #   bash bench/gpu_check.sh --fetch-wheels  # here, before: cffi and pycparser wheels into .whl/
@@ -10,10 +11,11 @@
 #                                           # (tests/test_gpu_check.py runs it)
 #
 # Logs go to $OUT if set (the device tool's folder), else gpu_logs/: env.log, tests.log,
-# sanitizer.log, conv.log, train.log and summary.txt (each step's exit status, time and result
-# lines). The GPU machine has no cffi or pycparser: they are installed from the wheels in
-# $TFC_WHEELS (default .whl/, which the call carries) into a temporary folder.
-# Each step's time limit can be changed: GPU_CHECK_TESTS_S, _SANITIZER_S, _CONV_S, _TRAIN_S.
+# sanitizer.log, conv.log, train.log, conv_tf32.log and summary.txt (each step's exit status,
+# time and result lines). The GPU machine has no cffi or pycparser: they are installed from the
+# wheels in $TFC_WHEELS (default .whl/, which the call carries) into a temporary folder.
+# Each step's time limit can be changed: GPU_CHECK_TESTS_S, _SANITIZER_S, _CONV_S, _TRAIN_S,
+# _TF32_S (a step gets at most what is left of the budget).
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -58,6 +60,7 @@ if [ "$mode" = "--dry-run" ]; then
     sanitizer=()  # no GPU, so no compute-sanitizer: the same step runs bare
     step_args=(--batch 1 --resnet-blocks 1)
     conv_args=(--only res128-s2 --batch 1 --runs 1 --warmup 0)
+    tf32_args=(--only lenet-c1 --batch 1 --runs 1 --warmup 0 --tf32)  # emulated wmma is slow
     train_args=(--only resnet128 --batch 1 --resnet-blocks 1 --steps 1 --warmup 0
         --no-compile --torch-device cpu)
 else
@@ -65,7 +68,8 @@ else
     sanitizer=(compute-sanitizer --tool memcheck --error-exitcode 9)
     step_args=(--batch 32)
     conv_args=(--runs 30)
-    train_args=(--steps 50)
+    tf32_args=(--runs 30 --tf32)
+    train_args=(--steps 50 --only mlp64,lenet1024,resnet128,resnet512)
 fi
 
 # step NAME SECONDS LINES COMMAND...: runs COMMAND into NAME.log within SECONDS (or what is left
@@ -109,7 +113,8 @@ echo >>"$SUMMARY"
 step tests "${GPU_CHECK_TESTS_S:-170}" 12 "$PY" -m pytest -q -p no:cacheprovider "${tests[@]}"
 step sanitizer "${GPU_CHECK_SANITIZER_S:-60}" 8 "${sanitizer[@]}" "$PY" bench/cuda_train.py \
     --tfc-only --only resnet128 "${step_args[@]}" --steps 1 --warmup 0
-step conv "${GPU_CHECK_CONV_S:-45}" 14 "$PY" bench/cuda_conv.py "${conv_args[@]}"
-step train "${GPU_CHECK_TRAIN_S:-300}" 10 "$PY" bench/cuda_train.py "${train_args[@]}"
+step conv "${GPU_CHECK_CONV_S:-50}" 14 "$PY" bench/cuda_conv.py "${conv_args[@]}"
+step train "${GPU_CHECK_TRAIN_S:-150}" 8 "$PY" bench/cuda_train.py "${train_args[@]}"
+step conv_tf32 "${GPU_CHECK_TF32_S:-60}" 14 "$PY" bench/cuda_conv.py "${tf32_args[@]}"
 cat "$SUMMARY"
 ! grep -q "^== .*\(FAILED\|TIMED OUT\|not run\)" "$SUMMARY"

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "gpu_check.sh"
-STEPS = ("tests", "sanitizer", "conv", "train")
+STEPS = ("tests", "sanitizer", "conv", "train", "conv_tf32")
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
 
 
@@ -53,6 +53,7 @@ def test_dry_run_runs_every_step_and_writes_the_logs(tmp_path):
     conv = (logs / "conv.log").read_text()
     for op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"):
         assert re.search(rf"^res128-s2 +{op} +\d+\.\d+ ", conv, re.M), conv
+    assert "TF32 (tensor cores) in both" in (logs / "conv_tf32.log").read_text()
     for log in ("sanitizer", "train"):  # the table row of the one ResNet step
         text = (logs / f"{log}.log").read_text()
         assert re.search(r"^resnet128 +1 +\d+\.\d+ ", text, re.M), text

@@ -353,13 +353,15 @@ def test_the_report_names_each_convolutions_cuda_form():
         return tf.reduce_sum(grad) + tf.reduce_sum(small)
 
     build.in_shape = [8, 8, 32]
-    report = inspect_model(_single_op_model(build), "predict", batch=4).report()
-    lines = [line.strip() for line in report.splitlines()]
-    at = lines.index("convolutions on a GPU (the CUDA target's choice for each shape):")
-    forms = sorted(line.split(": ", 1)[1] for line in lines[at + 1 : at + 4])
-    assert forms == [
-        "direct",
-        # phases of 4 x 8 x 8 rows (256, whole tiles) at 4 phases; k: 2 x 2 taps x 64 channels
-        "implicit GEMM m=1024 n=32 k=256, 4 stride phases",
-        "implicit GEMM m=256 n=64 k=288",
-    ], report
+    for allow_tf32, cores in ((False, ""), (True, ", TF32 tensor cores")):
+        options = CompileOptions(allow_tf32=allow_tf32)
+        report = inspect_model(_single_op_model(build), "predict", 4, options).report()
+        lines = [line.strip() for line in report.splitlines()]
+        at = lines.index("convolutions on a GPU (the CUDA target's choice for each shape):")
+        forms = sorted(line.split(": ", 1)[1] for line in lines[at + 1 : at + 4])
+        assert forms == [
+            "direct",
+            # phases of 4 x 8 x 8 rows (256, whole tiles) at 4 phases; k: 2 x 2 taps x 64
+            "implicit GEMM m=1024 n=32 k=256, 4 stride phases" + cores,
+            "implicit GEMM m=256 n=64 k=288" + cores,
+        ], report

@@ -48,6 +48,18 @@ KernelTemplate = tuple[str, dict]
 
 def kernel_template(kernel: Kernel) -> KernelTemplate | None:
     """The CUDA template of `kernel` and its data; None where the target has none of its own."""
+    return _kernel_template(kernel, tf32=False)
+
+
+def kernel_template_tf32(kernel: Kernel) -> KernelTemplate | None:
+    """`kernel_template` with TF32 allowed (CompileOptions(allow_tf32=True)): the float32
+    convolutions' implicit GEMMs on tensor cores (`tensor_cores`)."""
+    return _kernel_template(kernel, tf32=True)
+
+
+def _kernel_template(kernel: Kernel, tf32: bool) -> KernelTemplate | None:
+    if kernel.template == "conv2d":
+        return conv_kernel(kernel, tf32)
     render = _KINDS.get(kernel.template)
     if render is None and isinstance(kernel.spec, WindowSpec):
         render = window_kernel  # a window op of its own kind: a thread per element
@@ -183,15 +195,19 @@ class ConvForm:
         return text + (f", {self.chunks} chunks of k" if self.chunks > 1 else "")
 
 
-def conv_forms(steps: list) -> list[tuple[str, str, ConvForm]]:
-    """(node, op, form) of every convolution among lowered `steps`: how the CUDA target
-    computes each (chosen per shape at compile time)."""
-    return [
-        (step.node, step.op, conv_form(bound.kernel.spec))
-        for step in steps
-        for bound in step.kernels
-        if isinstance(bound.kernel.spec, ConvSpec)
-    ]
+def conv_forms(steps: list, allow_tf32: bool = False) -> list[tuple[str, str, str]]:
+    """(node, op, the form in words) of every convolution among lowered `steps`: how the CUDA
+    target computes each (chosen per shape at compile time), on tensor cores where
+    `allow_tf32` lets `tensor_cores` put it there."""
+    forms = []
+    for step in steps:
+        for bound in step.kernels:
+            spec = bound.kernel.spec
+            if isinstance(spec, ConvSpec):
+                form = conv_form(spec)
+                cores = ", TF32 tensor cores" if tensor_cores(spec, form, allow_tf32) else ""
+                forms.append((step.node, step.op, form.describe() + cores))
+    return forms
 
 
 def phase_rows(g: Geometry) -> tuple[int, int, int]:
@@ -254,15 +270,23 @@ def _direct_filter_split(g: Geometry) -> tuple[int, int, int, int]:
     return cb, groups, -(-count // per_chunk), per_chunk  # no empty chunk
 
 
-def conv_kernel(kernel: Kernel) -> KernelTemplate:
-    """The template of the form `conv_form` picks, with the geometry's sizes."""
+def tensor_cores(spec: ConvSpec, form: ConvForm, allow_tf32: bool) -> bool:
+    """Whether the convolution's GEMM runs on tensor cores (wmma, TF32 operands, fp32 sums):
+    only where the user allows TF32, for float32 GEMMs in one chunk (a chunked filter gradient
+    keeps its fp32 partial sums)."""
+    return allow_tf32 and form.gemm and form.chunks == 1 and spec.dtype.name == "float32"
+
+
+def conv_kernel(kernel: Kernel, tf32: bool = False) -> KernelTemplate:
+    """The template of the form `conv_form` picks, with the geometry's sizes; with `tf32`,
+    the tensor-core GEMM where `tensor_cores` allows it."""
     spec: ConvSpec = kernel.spec
     g = spec.geometry
     form = conv_form(spec)
     data: dict = dict(g.__dict__, T=spec.dtype.c_type)
     data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
     if form.gemm:
-        return _conv_gemm(spec, form, data)
+        return _conv_gemm(spec, form, data, tensor_cores(spec, form, tf32))
     if spec.kind == "filter":
         cb, groups, chunks, per_chunk = _direct_filter_split(g)
         total = g.k_h * g.k_w * g.in_c * g.out_c
@@ -307,7 +331,7 @@ def _launch(kernel: str, launch: dict, args: str) -> dict:
     return {"kernel": kernel, "args": f"{launch['blocks']}, {launch['threads']}, {args}"}
 
 
-def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
+def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict, wmma: bool) -> KernelTemplate:
     """The implicit GEMM (conv2d_gemm.cu.j2): A's element of each op kind read in place from
     the image (or the gradient), B as the filter (or the gradient) lies, or the filter
     transposed for the input gradient."""
@@ -428,6 +452,14 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
     )  # fmt: skip
     launch = {"blocks": min(tiles * form.chunks, MAX_BLOCKS), "threads": threads}
     data["launches"] = [_launch("_g", launch, "y, x0, x1")]
+    if wmma:  # rows of the staged tiles a multiple of 4 floats: wmma's ldm, 32-byte pieces
+        warps = threads // 32
+        frags = bm * bn // (16 * 16 * warps)
+        data.update(
+            a_rows=bm + 4, b_cols=bn + 4, c_cols=bn + 4, warps=warps, frags=frags,
+            warp_cols=bn // (16 * frags), warp_width=16 * frags, tile_size=bm * bn,
+        )  # fmt: skip
+        return "conv2d_gemm_wmma", data
     if form.chunks == 1:
         return "conv2d_gemm", data
     data.update(sum_parts="parts", sum_chunks=form.chunks, parts=form.chunks * m * n)

@@ -91,6 +91,7 @@ class Inspection:
     baseline_kernels: int | None = None  # with no optimization pass, when some ran
     dump: str | None = None  # the graph's text after the --dump-after pass
     dump_pass: str | None = None
+    allow_tf32: bool = False  # CompileOptions': the GPU convolutions that would use tensor cores
 
     @property
     def kernels(self) -> int:
@@ -119,10 +120,10 @@ class Inspection:
             f"{self.arena.naive_bytes:,} B with none (the naive total)"
         )
         lines += control_flow_report(self.graph)
-        forms = conv_forms(self.program.steps)
+        forms = conv_forms(self.program.steps, self.allow_tf32)
         if forms:
             lines.append("convolutions on a GPU (the CUDA target's choice for each shape):")
-            lines += [f"  {op} {node}: {form.describe()}" for node, op, form in forms]
+            lines += [f"  {op} {node}: {form}" for node, op, form in forms]
         cost = self.cost
         top = sorted(cost.flops_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
         shares = ", ".join(f"{t} {_percent(f, cost.flops)}" for t, f in top[:4] if f)
@@ -338,6 +339,7 @@ def inspect_model(
         baseline,
         dump,
         dump_pass,
+        (options or CompileOptions()).allow_tf32,
     )
 
 
