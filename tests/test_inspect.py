@@ -365,3 +365,18 @@ def test_the_report_names_each_convolutions_cuda_form():
             "implicit GEMM m=1024 n=32 k=256, 4 stride phases" + cores,
             "implicit GEMM m=256 n=64 k=288" + cores,
         ], report
+
+
+def test_cli_inspect_allow_tf32_marks_the_tensor_core_convolutions(tmp_path, capsys):
+    model = tmp_path / "wide_conv.py"
+    model.write_text(
+        "import tfc as tf\n\n\n"
+        "def signatures():\n"
+        "    x = tf.placeholder(tf.float32, [None, 8, 8, 32], name='x')\n"
+        "    y = tf.nn.conv2d(x, tf.constant(0.5, shape=[3, 3, 32, 64]), [1, 1, 1, 1], 'SAME')\n"
+        "    return {'predict': {'inputs': {'features': x}, 'outputs': {'y': y}}}\n"
+    )
+    for flags, cores in (([], ""), (["--allow-tf32"], ", TF32 tensor cores")):
+        assert main(["inspect", str(model), "--signature", "predict", "--batch", "4", *flags]) == 0
+        out = capsys.readouterr().out
+        assert f"  Conv2D Conv2D: implicit GEMM m=256 n=64 k=288{cores}\n" in out, out
