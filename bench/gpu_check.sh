@@ -66,7 +66,7 @@ if [ "$mode" = "--dry-run" ]; then
 else
     tests=(-m cuda -n 8 -rs "${CUDA_TESTS[@]}")
     sanitizer=(compute-sanitizer --tool memcheck --error-exitcode 9)
-    step_args=(--batch 32)
+    step_args=(--batch 8 --resnet-blocks 1)  # every kernel kind, a stride-phase GEMM too
     conv_args=(--runs 30)
     tf32_args=(--runs 30 --tf32)
     train_args=(--steps 50 --only mlp64,lenet1024,resnet128,resnet512)
