@@ -299,6 +299,7 @@ class Session:
         self.graph = graph or get_default_graph()
         self.config = config
         self._target = target or ""
+        self._allow_tf32 = compile_options(config).allow_tf32
         self._passes = compile_options(config).pipeline()
         self._closed = False
         self._closed_by_reset: errors.OpError | None = None
@@ -595,7 +596,9 @@ class Session:
 
         soft = bool(getattr(self.config, "allow_soft_placement", False))
         try:
-            compiled = compile_stages(graph, self._passes, name, soft, verify=self._verify)
+            compiled = compile_stages(
+                graph, self._passes, name, soft, verify=self._verify, allow_tf32=self._allow_tf32
+            )
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
             raise errors.InvalidArgumentError(None, op, str(e)) from None
@@ -606,7 +609,7 @@ class Session:
 
     def _stage_program(self, program: Program) -> Any:
         """A compiled stage (or a whole program) loaded where it runs: the GPU or the host."""
-        if program.target is CUDA:
+        if program.target.name == CUDA.name:  # CUDA or CUDA_TF32
             from tfc.backend.cuda import CudaProgram
 
             return CudaProgram(self, program.lowered, program.source)
