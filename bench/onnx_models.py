@@ -83,7 +83,8 @@ def with_random_weights(name: str, batch: int, seed: int = 0) -> onnx.ModelProto
             kept.append(node)
     for key, value in initializers.items():
         role = consumers.get(key, "")
-        if value.dtype == np.float32 and role.split(":")[0] in ("Conv", "Gemm", "BatchNormalization"):
+        op_type = role.split(":")[0]
+        if value.dtype == np.float32 and op_type in ("Conv", "Gemm", "BatchNormalization"):
             values[key] = _random_parameter(role, value.shape, rng)
         elif role == "Reshape:1":  # the flattening to [1, features]
             values[key] = np.array([batch, *value[1:]], dtype=value.dtype)
@@ -138,10 +139,10 @@ class OnnxRuntime:
         return self.sess.run(None, {self.fed: x})[0]
 
 
-def seconds(fn: Callable[[], object], runs: int) -> float:
+def seconds(call: Callable[[np.ndarray], object], x: np.ndarray, runs: int) -> float:
     start = time.perf_counter()
     for _ in range(runs):
-        fn()
+        call(x)
     return (time.perf_counter() - start) / runs
 
 
@@ -163,13 +164,13 @@ def main() -> None:
             a, b = ours.call(x), theirs.call(x)
             np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5 * np.abs(b).max())
             diff = float(np.abs(a - b).max() / np.abs(b).max())
-            once = max(seconds(lambda: ours.call(x), 1), seconds(lambda: theirs.call(x), 1))
+            once = max(seconds(ours.call, x, 1), seconds(theirs.call, x, 1))
             runs = max(2, int(args.seconds / once))
             t_call, t_loop, t_ort = [], [], []
             for _ in range(args.rounds):
-                t_call.append(seconds(lambda: ours.call(x), runs))
+                t_call.append(seconds(ours.call, x, runs))
                 t_loop.append(ours.loop_seconds(x, runs))
-                t_ort.append(seconds(lambda: theirs.call(x), runs))
+                t_ort.append(seconds(theirs.call, x, runs))
             c, loop, o = (statistics.median(t) * 1e3 for t in (t_call, t_loop, t_ort))
             print(f"{name:11} {batch:5d} {c:9.2f} {loop:10.2f} {o:9.2f} {c / o:8.2f} "
                   f"{loop / o:8.2f} {diff:12.1e}", flush=True)  # fmt: skip
