@@ -217,13 +217,16 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
         bordered = (hp, wp) != (g.in_h, g.in_w)
         border = g.batch * hp * wp * g.in_c if bordered else 0
         if kind == "forward":
-            # the filter in blocks of cb channels, the blocks outermost (tfc_conv_direct_core),
-            # where it has more values than a part's images: read once per part rather than once
-            # per output row. Not in the embeddable library (one part): on a cacheless MCU the
-            # blocked copy would only grow the arena by the filter's size.
+            # the channel blocks outermost, each copied into a buffer of the part first
+            # (tfc_conv_direct_core), where the filter has more values than a part's images:
+            # read once per part rather than once per output row. Not in the embeddable library
+            # (one part): on a cacheless MCU the buffer would only grow the arena.
             blocked = _batch_parts(ctx) > 1 and taps * cp > fields["chunk"] * hp * wp * g.in_c
             fields["blocked"] = int(blocked)
-            sizes = [border, taps * cp if cp != g.out_c or blocked else 0]
+            if blocked:
+                sizes = [border, parts * taps * cb]
+            else:
+                sizes = [border, taps * cp if cp != g.out_c else 0]
         else:
             sizes = [border, g.batch * g.out_h * g.out_w * cp if cp != g.out_c else 0]
             sizes.append((parts - 1) * taps * g.out_c)  # the partial sums of parts 1, 2, ...
