@@ -101,8 +101,9 @@ def with_random_weights(name: str, batch: int, seed: int = 0) -> onnx.ModelProto
     inputs = [i for i in graph.input if i.name not in parameters]
     del graph.input[:]
     graph.input.extend(inputs)
-    (fed,) = inputs
+    (fed,) = graph.input  # extend copied the messages: set the batch on the graph's own
     fed.type.tensor_type.shape.dim[0].dim_value = batch
+    del graph.value_info[:]  # the exporter's shapes are batch 1's
     for out in graph.output:
         out.type.tensor_type.shape.dim[0].dim_value = batch
     model.ir_version = max(model.ir_version, 4)  # initializers need not be graph inputs
