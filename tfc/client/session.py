@@ -43,7 +43,7 @@ from tfc.client.resources import (
 )
 from tfc.client.run_plan import MISS, RunPlan, plan_key
 from tfc.client.staged import StagedProgram
-from tfc.client.targets import check_session_target
+from tfc.client.targets import check_session_target, cluster_runtime, cluster_task
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
@@ -286,6 +286,13 @@ class _PythonHeldVariables:
 
 class Session:
     """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
+
+    def __new__(cls, target: str = "", graph: Graph | None = None, config: Any = None) -> Any:
+        # a task of a cluster of several: the worker session of the compiled cluster runtime
+        server_def = cluster_task(target)
+        if server_def is not None:
+            return cluster_runtime().session(server_def, graph or get_default_graph(), config)
+        return super().__new__(cls)
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
         check_session_target(target)  # "" or an in-process tf.train.Server's
