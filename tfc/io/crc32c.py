@@ -2,10 +2,11 @@
 
 google-crc32c's C implementation (the CPU's CRC32 instructions) computes it where installed: the
 TFRecord readers check two CRCs per record, and byte-at-a-time Python held them to a fifteenth of
-TensorFlow's records per second. Without it, the same values come from pure NumPy: a long buffer is cut into equal chunks whose CRC registers advance in lockstep
-(one vectorized table step per byte position), then the chunk registers are chained in order
-with the linear operator "append L zero bytes", so a 100 MB tensor takes about a second
-instead of a minute of byte-at-a-time Python.
+TensorFlow's records per second. Without it, the same values come from pure NumPy: a long
+buffer is cut into equal chunks whose CRC registers advance in lockstep (one vectorized table
+step per byte position), then the chunk registers are chained in order with the linear
+operator "append L zero bytes", so a 100 MB tensor takes about a second instead of a minute of
+byte-at-a-time Python.
 """
 
 from __future__ import annotations
