@@ -164,6 +164,30 @@ static inline TFC_HD uint64_t tfc_f2u64(double x) {
 TFC_FLOAT_HELPERS(f32, float, f)
 TFC_FLOAT_HELPERS(f64, double, )
 
+/* tanh of a float as Eigen (so TensorFlow's CPU kernels) computes it: a 13/6 rational function
+ * on x clamped to [-7.9053, 7.9053] (where it reaches +-1), x itself below 4e-4 in magnitude
+ * (and for NaN). Within 2.9e-7 relative (5 ulp) of tanh over every float; branch-free, so loops
+ * of it vectorize, where libm's tanhf (through expm1f) costs ~9 ns an element: in an LSTM step
+ * it took a fifth of the time. */
+static inline TFC_HD float tfc_tanh_f32(float x) {
+    const float bound = 7.90531110763549805f;
+    const float c = x > bound ? bound : (x < -bound ? -bound : x);
+    const float c2 = c * c;
+    float p = -2.76076847742355e-16f;
+    p = p * c2 + 2.00018790482477e-13f;
+    p = p * c2 + -8.60467152213735e-11f;
+    p = p * c2 + 5.12229709037114e-08f;
+    p = p * c2 + 1.48572235717979e-05f;
+    p = p * c2 + 6.37261928875436e-04f;
+    p = p * c2 + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * c2 + 1.18534705686654e-04f;
+    q = q * c2 + 2.26843463243900e-03f;
+    q = q * c2 + 4.89352518554385e-03f;
+    return (x > 0.0004f || x < -0.0004f) ? c * p / q : x;
+}
+static inline TFC_HD double tfc_tanh_f64(double x) { return tanh(x); }
+
 /* Special functions libm lacks, in double (the float versions round the double result), as
  * TensorFlow defines them (Eigen's special functions): NaN at digamma's poles, Hurwitz zeta for
  * s > 1 (and q < 0 only for integer s), polygamma for integer orders n >= 0. */
