@@ -8,7 +8,7 @@ from its typed spec (tfc/codegen/c.py, tfc/codegen/cuda.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tfc.codegen import c, cuda
 from tfc.ops.kernels import Kernel
@@ -108,5 +108,9 @@ CUDA = Target(
     fuse_row_scratch=False,
     fuse_accumulate=False,
 )
+
+# CUDA where the user allows TF32 (CompileOptions(allow_tf32=True)): float32 convolutions on
+# tensor cores
+CUDA_TF32 = replace(CUDA, kernel_template=cuda.kernel_template_tf32)
 
 TARGETS = {"c": C, "cuda": CUDA}

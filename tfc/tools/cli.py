@@ -280,7 +280,8 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
         help="show what the passes do to a model: op counts, kernels, arena, FLOPs",
         description="Compile one signature of MODEL.py pass by pass and print, per pass, the "
         "op count before and after; the kernels of the lowered program; the arena next to its "
-        "lower bound and its naive size; the estimated FLOPs and bytes moved per step.",
+        "lower bound and its naive size; the form of each convolution on a GPU; the estimated "
+        "FLOPs and bytes moved per step.",
     )
     _add_model_arguments(ins)
     ins.add_argument(
@@ -297,6 +298,11 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
     )
     ins.add_argument(
         "-o", "--output", metavar="FILE", help="write the --dump-after text to FILE, not stdout"
+    )
+    ins.add_argument(
+        "--allow-tf32",
+        action="store_true",
+        help="show which GPU convolutions CompileOptions(allow_tf32=True) puts on tensor cores",
     )
     ins.add_argument(
         "--profile",
@@ -356,7 +362,7 @@ def _inspect(args: argparse.Namespace) -> int:
         return _footprint(args)
     args.batch = 32 if args.batch is None else args.batch
     try:
-        options = CompileOptions(passes=parse_pass_list(args.passes))
+        options = CompileOptions(passes=parse_pass_list(args.passes), allow_tf32=args.allow_tf32)
         result = inspect_model(_model(args), args.signature, args.batch, options, args.dump_after)
         dump = write_dump(result, args.output)
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
