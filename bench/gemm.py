@@ -54,6 +54,19 @@ double bench_sgemm(int64_t n, const float *A, const float *B, float *C, int64_t 
     return (tfc_bench_now() - t) / (double)reps;
 }
 
+/* seconds per product C = A B (+ beta C), strided A and B, `threads` threads */
+double bench_gemm_ex(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam, int64_t sak,
+                     const float *B, int64_t sbk, int64_t sbn, float *C, float beta,
+                     int64_t threads, int64_t reps) {
+    tfc_threads_set((int)threads);
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r)
+        tfc_gemm_f32_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, N, 1.0f, beta, NULL, 0);
+    const double s = (tfc_bench_now() - t) / (double)reps;
+    tfc_threads_set(0);
+    return s;
+}
+
 /* FLOP/s of `iters` rounds of 12 independent vector FMA chains (named locals: registers) */
 double bench_fma_peak(int64_t iters, float *sink) {
     const tfc_vf32 x = (tfc_vf32){0} + 1.0000001f, y = (tfc_vf32){0} + 1e-7f;
@@ -78,6 +91,9 @@ double bench_fma_peak(int64_t iters, float *sink) {
 CDEF = """
 double bench_sgemm(int64_t n, const float *A, const float *B, float *C, int64_t reps);
 double bench_fma_peak(int64_t iters, float *sink);
+double bench_gemm_ex(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam, int64_t sak,
+                     const float *B, int64_t sbk, int64_t sbn, float *C, float beta,
+                     int64_t threads, int64_t reps);
 """
 
 
@@ -134,6 +150,61 @@ def sgemm_table(ffi, lib, sizes: list[int], rounds: int, peak: float) -> None:
             f"{n:>6} {g_tfc:>8.1f} ({g_tfc / peak:4.0%}) {g_np:>8.1f} ({g_np / peak:4.0%})"
             f" {t_tfc / t_np:>13.2f}x {min(rounds_tfc) / min(rounds_np):>11.2f}x"
         )
+
+
+def mlp_products(batch: int) -> list[tuple[str, int, int, int, bool, bool, float]]:
+    """The MLP training step's products (name, M, N, K, A transposed, B transposed, beta) as its
+    MatMul ops and their gradients call the GEMM: dW = Xt dY reduces over the batch (A stored
+    [K, M]), dX = dY Wt reads W transposed (B stored [N, K])."""
+    out = []
+    dims = list(zip(LAYERS[:-1], LAYERS[1:]))
+    for k, (i, o) in enumerate(dims):
+        out.append((f"fwd x{k}.W{k}", batch, o, i, False, False, 0.0))
+    for k, (i, o) in reversed(list(enumerate(dims))):
+        out.append((f"dW{k} = x{k}t.dy", i, o, batch, True, False, 0.0))
+        if k > 0:
+            out.append((f"dx{k} = dy.W{k}t", batch, i, o, False, True, 0.0))
+    return out
+
+
+def shape_table(ffi, lib, batches: list[int], rounds: int) -> None:
+    """Every MLP product at each batch: GFLOP/s on 1 thread and its fraction of the FMA peak
+    measured in the same rounds, then 2 threads and their speedup. Best rounds, all of them: on
+    a shared machine (a neighbour on the core's other hyperthread) the peak itself halves in
+    some rounds, and the best rounds of both are the ones it did not."""
+    print("\nMLP products: GFLOP/s of the best rounds, 1 thread (fraction of the FMA peak")
+    print("measured alongside), 2 threads")
+    print(f"{'batch':>5} {'product':<16} {'M':>5} {'N':>5} {'K':>5} {'1 thread':>15}"
+          f" {'peak':>6} {'2 threads':>10} {'speedup':>8}")  # fmt: skip
+    rng = np.random.default_rng(0)
+    sink = ffi.new("float *")
+    for batch in batches:
+        for name, m, n, k, ta, tb, beta in mlp_products(batch):
+            a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(np.float32)
+            b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
+            c = np.zeros((m, n), np.float32)
+            sam, sak = (1, m) if ta else (k, 1)
+            sbk, sbn = (1, k) if tb else (n, 1)
+            flops = 2.0 * m * n * k
+            reps = max(1, int(1e9 / flops))
+            pa, pb, pc = (ffi.cast("float *", ffi.from_buffer(x)) for x in (a, b, c))
+
+            def timer(threads, d=(m, n, k), p=(pa, pb, pc), s=(sam, sak, sbk, sbn), x=(beta, reps)):
+                return lib.bench_gemm_ex(*d, p[0], s[0], s[1], p[1], s[2], s[3], p[2], x[0],
+                                         threads, x[1])  # fmt: skip
+
+            timer(1), timer(2)
+            t1s, t2s, peaks = [], [], []
+            for _ in range(rounds):  # alternating, so load elsewhere hits all alike
+                t1s.append(timer(1))
+                peaks.append(lib.bench_fma_peak(2_000_000, sink) * 1e-9)
+                t2s.append(timer(2))
+            want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b)
+            np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3 * k**0.5)
+            t1, t2, peak = min(t1s), min(t2s), max(peaks)
+            g1, g2 = flops / t1 * 1e-9, flops / t2 * 1e-9
+            print(f"{batch:>5} {name:<16} {m:>5} {n:>5} {k:>5} {g1:>8.1f} ({g1 / peak:4.0%})"
+                  f" {peak:>6.0f} {g2:>10.1f} {t1 / t2:>7.2f}x")  # fmt: skip
 
 
 # -- the MNIST MLP training step ------------------------------------------------------------------
@@ -272,13 +343,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="64,128,256,384,512,768,1024")
     parser.add_argument("--batches", default="64,256")
     parser.add_argument("--no-mlp", action="store_true")
+    parser.add_argument("--no-sgemm", action="store_true", help="skip the n x n x n table")
+    parser.add_argument("--shapes", action="store_true", help="only the MLP products' table")
     args = parser.parse_args()
     ffi, lib = load_harness()
     peak = fma_peak(ffi, lib, args.rounds)
     print(f"FMA peak, 1 core: {peak:.1f} GFLOP/s (load average {os.getloadavg()[0]:.2f})")
-    sgemm_table(ffi, lib, [int(s) for s in args.sizes.split(",")], args.rounds, peak)
+    batches = [int(b) for b in args.batches.split(",")]
+    shape_table(ffi, lib, batches, args.rounds)
+    if args.shapes:
+        return
+    if not args.no_sgemm:
+        sgemm_table(ffi, lib, [int(s) for s in args.sizes.split(",")], args.rounds, peak)
     if not args.no_mlp:
-        mlp_table([int(b) for b in args.batches.split(",")], args.rounds, peak)
+        mlp_table(batches, args.rounds, peak)
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 
