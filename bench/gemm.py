@@ -1,7 +1,9 @@
 """tfc's GEMM and the MNIST MLP training step, against the peers measured in the same run.
 
-1. The FMA peak of one core: a C loop of independent vector FMAs (12 chains, the micro-kernel's
-   register budget), built with the host flags tfc uses.
+1. The FMA peak of one core: a C loop of independent vector FMAs (12 chains), built with the
+   host flags tfc uses. Then every product of the MLP step below (forward, dW = Xt dY, dX =
+   dY Wt) at each batch, against the peak measured in the same rounds, on 1 and 2 threads; and
+   the GEMVs of batch-1 inference in GB/s against a plain read of the same bytes.
 2. sgemm n x n x n for n = 64..1024: tfc_gemm_f32 (runtime/include/tfc_gemm.h, called from C)
    against NumPy's BLAS (OpenBLAS/MKL), one thread each; GFLOP/s and the fraction of the peak.
 3. The MNIST MLP 784-512-512-10 training step (ReLU, mean sparse softmax cross entropy, Adam),
@@ -15,7 +17,8 @@ peer's (< 1: tfc is faster), of the medians and of the best rounds. The machine 
 (on a time-sliced vCPU even a loop of FMAs swings between rounds): the load average is printed
 with the results.
 
-Run: python bench/gemm.py [--rounds 7] [--sizes 64,128,256,512,1024] [--no-mlp]
+Run: python bench/gemm.py [--rounds 7] [--sizes 64,128,256,512,1024] [--no-mlp] [--no-sgemm]
+     python bench/gemm.py --shapes  (the per-product and GEMV tables only)
 """
 
 from __future__ import annotations
@@ -67,6 +70,32 @@ double bench_gemm_ex(int64_t M, int64_t N, int64_t K, const float *A, int64_t sa
     return s;
 }
 
+/* seconds per pass of `copies` GEMVs y = x W (x one row, W [K, N] row-major), each on the next
+ * of `copies` weight matrices laid end to end (copies past the L2 size: weights from L3) */
+double bench_gemv(int64_t N, int64_t K, const float *x, const float *W, int64_t copies,
+                  float *y, int64_t reps) {
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r)
+        for (int64_t c = 0; c < copies; ++c) tfc_gemm_f32(1, N, K, x, K, 1, W + c * K * N, N, 1, y);
+    return (tfc_bench_now() - t) / (double)(reps * copies);
+}
+
+/* seconds per read of n floats: the same bytes as a GEMV's weights, summed in 8 vector
+ * chains (what streaming them costs without the arithmetic) */
+double bench_read(const float *p, int64_t n, int64_t copies, int64_t reps, float *sink) {
+    enum { VL = (int)(sizeof(tfc_vf32) / sizeof(float)) };
+    tfc_vf32 acc[8] = {{0}};
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r)
+        for (int64_t c = 0; c < copies; ++c)
+            for (int64_t i = 0; i + 8 * VL <= n; i += 8 * VL)
+                for (int v = 0; v < 8; ++v) acc[v] += *(const tfc_vf32u *)(p + c * n + i + v * VL);
+    const double s = (tfc_bench_now() - t) / (double)(reps * copies);
+    for (int v = 1; v < 8; ++v) acc[0] += acc[v];
+    *sink = acc[0][0];
+    return s;
+}
+
 /* FLOP/s of `iters` rounds of 12 independent vector FMA chains (named locals: registers) */
 double bench_fma_peak(int64_t iters, float *sink) {
     const tfc_vf32 x = (tfc_vf32){0} + 1.0000001f, y = (tfc_vf32){0} + 1e-7f;
@@ -94,6 +123,9 @@ double bench_fma_peak(int64_t iters, float *sink);
 double bench_gemm_ex(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam, int64_t sak,
                      const float *B, int64_t sbk, int64_t sbn, float *C, float beta,
                      int64_t threads, int64_t reps);
+double bench_gemv(int64_t N, int64_t K, const float *x, const float *W, int64_t copies,
+                  float *y, int64_t reps);
+double bench_read(const float *p, int64_t n, int64_t copies, int64_t reps, float *sink);
 """
 
 
@@ -205,6 +237,33 @@ def shape_table(ffi, lib, batches: list[int], rounds: int) -> None:
             g1, g2 = flops / t1 * 1e-9, flops / t2 * 1e-9
             print(f"{batch:>5} {name:<16} {m:>5} {n:>5} {k:>5} {g1:>8.1f} ({g1 / peak:4.0%})"
                   f" {peak:>6.0f} {g2:>10.1f} {t1 / t2:>7.2f}x")  # fmt: skip
+
+
+def gemv_table(ffi, lib, rounds: int) -> None:
+    """Batch-1 inference's products (one row: the weights stream once, no packing) in GB/s of
+    weights, with the weights in L2 (one matrix) and from L3 (16 copies, 16x past an L2 of
+    2 MiB), against a plain vector read of the same bytes: a GEMV at the read's rate is
+    bandwidth-bound, and no kernel can beat it by more than the arithmetic it hides."""
+    print("\nGEMV (batch-1 layers): GB/s of weights read, best rounds; 'read' = a vector sum of")
+    print("the same bytes")
+    print(f"{'N':>5} {'K':>5} {'L2: gemv':>10} {'read':>8} {'L3: gemv':>10} {'read':>8}")
+    rng = np.random.default_rng(0)
+    sink = ffi.new("float *")
+    for n, k in ((512, 784), (512, 512), (10, 512)):
+        cells = []
+        for copies in (1, 16):
+            w = rng.uniform(-1, 1, copies * k * n).astype(np.float32)
+            x = rng.uniform(-1, 1, k).astype(np.float32)
+            y = np.zeros(n, np.float32)
+            pw, px, py = (ffi.cast("float *", ffi.from_buffer(v)) for v in (w, x, y))
+            reps = max(1, int(2e7 / (copies * k * n)))
+            gemv = min(lib.bench_gemv(n, k, px, pw, copies, py, reps) for _ in range(rounds))
+            read = min(lib.bench_read(pw, k * n, copies, reps, sink) for _ in range(rounds))
+            np.testing.assert_allclose(y, x.astype(np.float64) @ w[-k * n :].reshape(k, n),
+                                       rtol=1e-4, atol=1e-4 * k**0.5)  # fmt: skip
+            cells += [4 * k * n / gemv * 1e-9, 4 * k * n / read * 1e-9]
+        l2, l2_read, l3, l3_read = cells
+        print(f"{n:>5} {k:>5} {l2:>10.1f} {l2_read:>8.1f} {l3:>10.1f} {l3_read:>8.1f}")
 
 
 # -- the MNIST MLP training step ------------------------------------------------------------------
@@ -344,13 +403,16 @@ def main() -> None:
     parser.add_argument("--batches", default="64,256")
     parser.add_argument("--no-mlp", action="store_true")
     parser.add_argument("--no-sgemm", action="store_true", help="skip the n x n x n table")
-    parser.add_argument("--shapes", action="store_true", help="only the MLP products' table")
+    parser.add_argument(
+        "--shapes", action="store_true", help="only the MLP products' and the GEMV tables"
+    )
     args = parser.parse_args()
     ffi, lib = load_harness()
     peak = fma_peak(ffi, lib, args.rounds)
     print(f"FMA peak, 1 core: {peak:.1f} GFLOP/s (load average {os.getloadavg()[0]:.2f})")
     batches = [int(b) for b in args.batches.split(",")]
     shape_table(ffi, lib, batches, args.rounds)
+    gemv_table(ffi, lib, args.rounds)
     if args.shapes:
         return
     if not args.no_sgemm:
