@@ -512,9 +512,9 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             tfc_gemm_columns_##tag(&g, 0, cols);                                                 \
             return;                                                                              \
         }                                                                                        \
-        /* up to 3 tasks per thread of at least 2 panels: a thread that the OS delays (a shared  \
+        /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
          * machine) leaves its share to the others; a task repacks A, so not smaller */          \
-        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 2) ? tasks * 3 : TFC_IDIV(panels, 2); \
+        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4); \
         if (finer > tasks) tasks = finer;                                                        \
         g.panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                 \
         tasks = TFC_IDIV(panels + g.panels_per_task - 1, g.panels_per_task);                     \
