@@ -569,6 +569,21 @@ CASES = [
         normal(2, 3),
         normal(2, 1, 3),
     ),
+    # SparseTensor ops whose output size is a run-time value (tfc/ops/sparse_ops.py,
+    # tfc/ops/sparse_math.py): Python stages too
+    C(
+        "SparseToDense",
+        lambda v, d: tf.sparse_to_dense(
+            np.array([[0, 1], [1, 0], [2, 2]], np.int32), late([3, 3]), v, d
+        ),
+        normal(3),
+        normal(),
+    ),
+    C(
+        "SparseSegmentSum",
+        lambda x: tf.sparse_segment_sum(x, [0, 2, 2, 1], [0, 0, 2, 2]),
+        normal(3, 2),
+    ),
     # control flow (tfc/ops/functional.py, tfc/ops/tensor_array.py): more in test_control_flow
     C(
         "If",

@@ -237,3 +237,71 @@ def test_string_input_producer_hands_out_names_epoch_after_epoch():
     assert a[:8] != files and a[:8] != a[8:]
     with pytest.raises(ValueError, match="requires a non-null input tensor"):
         tf.train.string_input_producer([])
+
+
+def test_match_filenames_once_feeds_a_string_input_producer(tmp_path):
+    """A local tf.string variable globbed once, when the local variables are initialized (files
+    made later are not seen), read by a reader pipeline as in TF1."""
+    for name, text in [("b.csv", "3\n4\n"), ("a.csv", "1\n2\n"), ("skip.txt", "9\n")]:
+        (tmp_path / name).write_text(text)
+    files = tf.train.match_filenames_once(str(tmp_path / "*.csv"), name="csvs")
+    assert files.op.name == "csvs" and files.dtype == tf.string
+    assert tf.local_variables() == [files] and not tf.global_variables()
+    queue = tf.train.string_input_producer(files, num_epochs=1, shuffle=False)
+    _, line = tf.TextLineReader().read(queue)
+    (value,) = tf.decode_csv(line, [[0]])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value csvs"):
+            sess.run(files)
+    with running() as sess:
+        (tmp_path / "c.csv").write_text("5\n")  # after the glob: not matched
+        expected = [str(tmp_path / n).encode() for n in ("a.csv", "b.csv")]
+        assert sess.run(files).tolist() == expected
+        assert [int(v) for v in read_all(sess, value)] == [1, 2, 3, 4]
+        assert sess.run(tf.report_uninitialized_variables()).tolist() == []
+
+
+def test_batch_and_shuffle_batch_carry_sparse_tensors():
+    """A VarLenFeature's SparseTensor per example, batched as TF1 batches it: serialized into
+    strings through the queue, joined again into one SparseTensor [batch, longest]."""
+
+    def record(ids):
+        feature = tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
+        features = tf.train.Features(feature={"ids": feature})
+        return tf.train.Example(features=features).SerializeToString()
+
+    lists = [[3, 1], [], [4, 1, 5], [9]]
+    records = tf.train.input_producer(
+        tf.constant([record(ids) for ids in lists]), num_epochs=1, shuffle=False
+    ).dequeue()
+    parsed = tf.parse_single_example(records, {"ids": tf.VarLenFeature(tf.int64)})
+    label = tf.strings.length(records)
+    ids, lengths = tf.train.batch([parsed["ids"], label], batch_size=2)
+    assert isinstance(ids, tf.SparseTensor)
+    with running() as sess:
+        batches = read_all(sess, [ids, lengths])
+    assert len(batches) == 2
+    first, second = batches[0][0], batches[1][0]
+    np.testing.assert_array_equal(first.indices, [[0, 0], [0, 1]])
+    np.testing.assert_array_equal(first.values, [3, 1])
+    np.testing.assert_array_equal(first.dense_shape, [2, 2])
+    np.testing.assert_array_equal(second.indices, [[0, 0], [0, 1], [0, 2], [1, 0]])
+    np.testing.assert_array_equal(second.values, [4, 1, 5, 9])
+    np.testing.assert_array_equal(second.dense_shape, [2, 3])
+
+    tf.reset_default_graph()
+    sp = tf.SparseTensor([[0, 0], [1, 1], [2, 0]], [1.0, 2.0, 3.0], [3, 2])
+    in_order = tf.train.batch([sp], batch_size=3, enqueue_many=True)
+    # the runner enqueues the three rows again and again: a shuffled batch holds rows of them
+    mixed = tf.train.shuffle_batch(
+        [sp], batch_size=4, capacity=10, min_after_dequeue=2, enqueue_many=True, seed=3
+    )
+    with running() as sess:
+        got, shuffled = sess.run([in_order, mixed])
+    np.testing.assert_array_equal(got.indices, [[0, 0], [1, 1], [2, 0]])
+    np.testing.assert_array_equal(got.values, np.float32([1, 2, 3]))
+    np.testing.assert_array_equal(got.dense_shape, [3, 2])
+    assert shuffled.dense_shape.tolist()[0] == 4 and len(shuffled.values) == 4
+    rows = {(1.0, 0), (2.0, 1), (3.0, 0)}  # (value, column) of each row
+    assert {(float(v), int(i[1])) for v, i in zip(shuffled.values, shuffled.indices)} <= rows
+    assert shuffled.indices[:, 0].tolist() == [0, 1, 2, 3]

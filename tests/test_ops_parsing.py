@@ -346,9 +346,11 @@ def test_decode_compressed_of_bad_data_is_data_loss():
          ValueError, "FixedLenSequenceFeature requires allow_missing to be True."),
         (lambda: tf.parse_example(["x"], {"x": tf.FixedLenFeature([2], tf.float32, [1.0, 2, 3])}),
          ValueError, "Cannot reshape a tensor with 3 elements to shape \\[2\\]"),
-        (lambda: tf.parse_example(["x"], {"x": tf.VarLenFeature(tf.float32)}),
-         NotImplementedError,
-         "Feature 'x' is a VarLenFeature, which TF parses into a SparseTensor"),
+        (lambda: tf.parse_example(["x"], {"x": tf.VarLenFeature(tf.int32)}), TypeError,
+         "'sparse_types' has DataType int32 not in list of allowed values"),
+        (lambda: tf.parse_example(["x"], {"x": tf.SparseFeature(["i", "j"], "v", tf.float32,
+                                                                [2, 2])}),
+         NotImplementedError, "tfc takes one index_key"),
         (lambda: tf.parse_example([["x"]], {"x": tf.FixedLenFeature([], tf.float32)}),
          ValueError, "Shape must be at most rank 1 but is rank 2"),
         (lambda: tf.parse_single_example(["x"], {"x": tf.FixedLenFeature([], tf.float32)}),
@@ -359,6 +361,49 @@ def test_graph_building_errors_are_tfs(build, error, message):
     with tf.Graph().as_default():
         with pytest.raises(error, match=message):
             build()
+
+
+def test_var_len_and_sparse_features_parse_into_sparse_tensors():
+    records = [
+        example(ids=[3, 1, 4], w=[0.5, 1.5, 2.5], idx=[2, 0], val=[7.0, 8.0], fixed=[1.0]),
+        example(fixed=[2.0], tags=[b"a"]),
+        example(ids=[9], w=[3.0], idx=[1], val=[9.0], fixed=[3.0], tags=[b"b", b"c"]),
+    ]
+    features = {
+        "ids": tf.VarLenFeature(tf.int64),
+        "tags": tf.VarLenFeature(tf.string),
+        "pair": tf.SparseFeature("idx", "val", tf.float32, 4),
+        "fixed": tf.FixedLenFeature([], tf.float32),
+    }
+    with tf.Graph().as_default():
+        batch = tf.parse_example(tf.constant(records), features)
+        one = tf.parse_single_example(records[0], features)
+        assert isinstance(batch["ids"], tf.SparseTensor)
+        with tf.Session() as sess:
+            got, single = sess.run([batch, one])
+    ids = got["ids"]
+    np.testing.assert_array_equal(ids.indices, [[0, 0], [0, 1], [0, 2], [2, 0]])
+    np.testing.assert_array_equal(ids.values, np.int64([3, 1, 4, 9]))
+    np.testing.assert_array_equal(ids.dense_shape, [3, 3])
+    np.testing.assert_array_equal(got["tags"].indices, [[1, 0], [2, 0], [2, 1]])
+    np.testing.assert_array_equal(got["tags"].values, strs("a", "b", "c"))
+    np.testing.assert_array_equal(got["tags"].dense_shape, [3, 2])
+    # a SparseFeature: each value at (example, its index), in row-major order
+    np.testing.assert_array_equal(got["pair"].indices, [[0, 0], [0, 2], [2, 1]])
+    np.testing.assert_array_equal(got["pair"].values, np.float32([8.0, 7.0, 9.0]))
+    np.testing.assert_array_equal(got["pair"].dense_shape, [3, 4])
+    np.testing.assert_array_equal(got["fixed"], np.float32([1, 2, 3]))
+    np.testing.assert_array_equal(single["ids"].indices, [[0], [1], [2]])
+    np.testing.assert_array_equal(single["ids"].dense_shape, [3])
+    np.testing.assert_array_equal(single["pair"].indices, [[0], [2]])
+    np.testing.assert_array_equal(single["pair"].values, np.float32([8.0, 7.0]))
+    np.testing.assert_array_equal(single["pair"].dense_shape, [4])
+    assert single["tags"].values.shape == (0,)
+    with tf.Graph().as_default():
+        wrong = tf.parse_example(tf.constant(records), {"w": tf.VarLenFeature(tf.int64)})
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Data types don't match"):
+                sess.run(wrong["w"].values)
 
 
 def test_native_builds_refuse_the_parsing_ops_by_name():

@@ -271,8 +271,8 @@ def test_graph_build_errors():
         tf.reduce_join([["a"]], [0, 0])
     with pytest.raises(ValueError, match="both scientific and shortest"):
         tf.as_string([1.0], scientific=True, shortest=True)
-    with pytest.raises(NotImplementedError, match="SparseTensor, which tfc does not have"):
-        tf.strings.split(["a b"])
+    with pytest.raises(NotImplementedError, match="RaggedTensor, which tfc does not have"):
+        tf.strings.split(["a b"], result_type="RaggedTensor")
 
 
 def test_hashes_are_deterministic_64_bit_and_spread():

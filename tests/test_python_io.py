@@ -194,6 +194,17 @@ def test_write_file_read_file_and_matching_files(tmp_path):
     assert Interpreter().run(read) == b"new"
 
 
+def test_the_file_ops_are_in_tf_io_too(tmp_path):
+    target = str(tmp_path / "g.txt")
+    assert tf.io.read_file is tf.read_file and tf.io.write_file is tf.write_file
+    assert tf.io.matching_files is tf.matching_files
+    write = tf.io.write_file(target, "abc")
+    with tf.Session() as sess:
+        sess.run(write)
+        assert sess.run(tf.io.read_file(target)) == b"abc"
+        assert sess.run(tf.io.matching_files(str(tmp_path / "*"))).tolist() == [target.encode()]
+
+
 def test_file_op_errors_are_tfs(tmp_path):
     missing = str(tmp_path / "nope")
     with tf.Session() as sess:

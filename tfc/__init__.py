@@ -33,7 +33,7 @@ from tfc.ir.graph import add_to_collections
 from tfc.ir.device import DeviceSpec
 from tfc.ir.errors import OpError
 from tfc.ops.constant import constant, convert_to_tensor, placeholder, placeholder_with_default
-from tfc.ops.constant import convert_to_tensor_or_indexed_slices, convert_to_tensor_or_sparse_tensor
+from tfc.ops.constant import convert_to_tensor_or_indexed_slices
 from tfc.ops.constant import get_static_value, is_tensor
 from tfc.ops.math import *
 from tfc.ops.logic import *
@@ -115,6 +115,10 @@ from tfc.ir.graph import container
 from tfc import queue
 from tfc.ops.parsing import *
 from tfc.ops.io_ops import *
+from tfc import io
+
+for _name in ("read_file", "write_file", "matching_files"):  # tf.io's names for the file ops
+    setattr(io, _name, globals()[_name])
 from tfc.ops.readers import *
 from tfc import python_io
 from tfc import app, config, flags, initializers
@@ -129,3 +133,10 @@ from tfc.ops.clock import timestamp
 from tfc.ops.constant import register_tensor_conversion_function
 from tfc.partitioned_variables import min_max_variable_partitioner, variable_axis_size_partitioner
 from tfc.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
+from tfc.ops.sparse_tensor import *
+from tfc.ops.sparse_ops import *
+from tfc.ops.sparse_math import edit_distance, sparse_matmul, sparse_tensor_dense_matmul
+from tfc.ops.sparse_reduce import *
+from tfc.ops.sparse_math import sparse_segment_mean, sparse_segment_sqrt_n, sparse_segment_sum
+from tfc.ops.sparse_serialize import *
+from tfc import sparse

@@ -50,11 +50,13 @@ class _RunContext(OpContext):
 
 
 def evaluate_python_stage(
-    graph: Graph, inputs: Sequence[np.ndarray], names: Graph | None = None
+    graph: Graph, inputs: Sequence[np.ndarray], names: Graph | None = None, state: Any = None
 ) -> list[np.ndarray]:
     """Evaluate a Python stage's graph (tfc/passes/python_stage.py) on its `inputs`; returns one
     array per fetch of the stage. Errors name the node as it is in `names` (the user's graph)
-    when given, else in `graph`."""
+    when given, else in `graph`. `state` holds the variables a Python stage reads and assigns
+    (`variable(name)`, `assign(name, value)`: tf.string variables, which native code cannot
+    hold), as the interpreter's state does."""
     values: dict[tuple[str, int], Any] = {}
     order = nx.lexicographical_topological_sort(graph.nx, key=lambda n: graph.node(n)["id"])
     for name in order:
@@ -62,18 +64,44 @@ def evaluate_python_stage(
         if node["op"] == "Feed":
             outs = [inputs[node["attrs"]["index"]]]
         else:
-            outs = _run_node(graph, name, [values[src] for src in graph.input_edges(name)], names)
+            args = [values[src] for src in graph.input_edges(name)]
+            _check_read(graph, name, args, names)
+            outs = _run_node(graph, name, args, names, state)
         for i, value in enumerate(outs):
             values[(name, i)] = value
-    return [values[tuple(t)] for t in graph.graph_attrs["fetches"]]
+    fetched = [tuple(t) for t in graph.graph_attrs["fetches"]]
+    for src in fetched:
+        if values[src] is None:
+            raise _uninitialized(graph, src[0], names)
+    return [values[src] for src in fetched]
 
 
-def _run_node(graph: Graph, name: str, args: list, names: Graph | None) -> list:
+def _uninitialized(graph: Graph, variable: str, names: Graph | None) -> errors.OpError:
+    source = names if names is not None and variable in names.nx else graph
+    op = source.get_operation_by_name(variable) if variable in source.nx else None
+    return errors.FailedPreconditionError(
+        None, op, f"Attempting to use uninitialized value {variable}"
+    )
+
+
+def _check_read(graph: Graph, name: str, args: list, names: Graph | None) -> None:
+    """An uninitialized variable (its value None) may only be assigned, as in the
+    interpreter (tfc/ops/evaluate.py)."""
+    opdef = get_opdef(graph.node(name)["op"])
+    for i, (arg, (src, _)) in enumerate(zip(args, graph.input_edges(name))):
+        if arg is None and (i not in opdef.ref_inputs or opdef.reads_ref):
+            raise _uninitialized(graph, src, names)
+
+
+def _run_node(graph: Graph, name: str, args: list, names: Graph | None, state: Any) -> list:
     node = graph.node(name)
     opdef = get_opdef(node["op"])
-    base = OpContext.for_node(graph, name)
+    inputs = graph.input_edges(name)
+    refs = [inputs[i][0] for i in opdef.ref_inputs if i < len(inputs)]
+    base = OpContext.for_node(graph, name, state=state, ref_names=refs)
     ctx = _RunContext(**{f.name: getattr(base, f.name) for f in fields(OpContext)}, values=args)
-    ctx.in_shapes = [tuple(np.shape(a)) for a in args]
+    # an uninitialized variable (None) keeps its static shape
+    ctx.in_shapes = [s if a is None else tuple(np.shape(a)) for a, s in zip(args, ctx.in_shapes)]
     try:
         try:
             inferred = opdef.infer(ctx)
@@ -91,6 +119,9 @@ def _run_node(graph: Graph, name: str, args: list, names: Graph | None) -> list:
         raise
     result = []
     for i, value in enumerate(outs):
+        if value is None and node["op"] == "VariableV2":
+            result.append(None)  # an uninitialized variable: only an assignment may take it
+            continue
         value = np.asarray(value)
         dtype, shape = node["dtypes"][i], ctx.out_shapes[i]
         if value.dtype != dtype.np or merge_shapes(shape, value.shape) is False:
@@ -118,8 +149,10 @@ class PythonStagedProgram:
         compile_native: Callable[[Graph, str], Any],
         run_native: Callable[[Any, list], tuple[int, list]],
         names: Graph | None = None,
+        state: Any = None,
     ) -> None:
         self.name = name
+        self._state = state  # the variables Python stages hold (evaluate_python_stage)
         self.stages = stages
         self.n_fetches = n_fetches
         self._compile_native = compile_native
@@ -152,7 +185,7 @@ class PythonStagedProgram:
             inputs = [feeds[k] if kind == FEED else sent[k] for kind, k in stage.inputs]
             inputs = [v if isinstance(v, np.ndarray) else v.to_host() for v in inputs]
             if stage.device == PYTHON:
-                outputs = evaluate_python_stage(stage.graph, inputs, self._names)
+                outputs = evaluate_python_stage(stage.graph, inputs, self._names, self._state)
             else:
                 program = self._native(i, stage, inputs)
                 rc, outputs = self._run_native(program, inputs)

@@ -140,7 +140,12 @@ def _fetch_element(graph: Graph, fetch: Any) -> Tensor | Operation:
 def convert_feeds(graph: Graph, feed_dict: Any) -> tuple[list[Tensor], list[np.ndarray]]:
     """Resolve feed keys to tensors and convert values to their dtypes, checking shapes."""
     fed: dict[Tensor, np.ndarray] = {}
+    pairs: list = []
     for key, value in (feed_dict or {}).items():
+        components = getattr(key, "feed_components", None)
+        # a SparseTensor: each of its tensors is fed its part of the value
+        pairs.extend(components(value) if components is not None else [(key, value)])
+    for key, value in pairs:
         try:
             tensor = graph.as_graph_element(key)
         except (KeyError, TypeError, ValueError) as e:

@@ -258,6 +258,32 @@ class _InitializedFlags:
             stack += graph.control_input_names(name)
 
 
+class _PythonHeldVariables:
+    """The variables Python stages read and assign (tf.string ones: native code holds no
+    strings), kept in the session's state beside its native buffers, so that initialization,
+    IsVariableInitialized and Session.reset treat them alike."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def variable(self, name: str) -> np.ndarray | None:
+        """Its value; None until it is first assigned (only an assignment may take it then)."""
+        session = self._session
+        key = session._var_key(name)
+        with session._state.lock:
+            if key not in session._state.initialized:
+                return None
+            return session._state.vars.get(key)
+
+    def assign(self, name: str, value: np.ndarray) -> np.ndarray:
+        session = self._session
+        key = session._var_key(name)
+        with session._state.lock:
+            held = session._state.vars[key] = np.array(value, copy=True)
+            session._state.initialized.add(key)
+        return held
+
+
 class Session:
     """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
 
@@ -404,8 +430,11 @@ class Session:
         self._check_open()
         RunRequest(self.graph, fetches)  # bad fetches fail now, as in TF
         for key in feed_list:
+            # a SparseTensor is fed through its three tensors
+            parts = key.components() if hasattr(key, "feed_components") else [key]
             try:
-                self.graph.as_graph_element(key)
+                for part in parts:
+                    self.graph.as_graph_element(part)
             except (KeyError, TypeError, ValueError) as e:
                 raise TypeError(f"Cannot interpret feed_list key as Tensor: {e}") from None
         return RunCallable(self, fetches, list(feed_list), accept_options)
@@ -525,8 +554,9 @@ class Session:
             stages = split_python_stages(graph, verify=self._verify)
             if stages:  # ops only Python runs: native stages compiled per shape, in turn
                 program = PythonStagedProgram(
-                    name, stages, len(fetches), self._compile, self._run_stage, self.graph
-                )
+                    name, stages, len(fetches), self._compile, self._run_stage, self.graph,
+                    _PythonHeldVariables(self),
+                )  # fmt: skip
             else:
                 program = self._compile(graph, name)
             self._programs[key] = program

@@ -114,6 +114,18 @@ DERIVED_TYPE_ATTRS: dict[str, dict[str, str]] = {
     "ImageSummary": {"T": "in1"},
     "TensorSummaryV2": {"T": "in1"},
     "MergeSummary": {"N": "count"},
+    # the SparseTensor ops (tfc/ops/sparse_ops.py): T is their values' dtype
+    **dict.fromkeys(["SparseReorder", "SparseSlice", "SparseSoftmax", "SparseFillEmptyRows",
+                     "SparseSparseMaximum", "SparseSparseMinimum", "SparseReduceSumSparse",
+                     "SparseReduceMaxSparse", "SparseReduceMax"], {"T": "in1"}),
+    **dict.fromkeys(["SparseReshape", "StringSplit", "SparseConcat"], _NONE),
+    "SparseToDense": {"T": "in2", "Tindices": "in0"},
+    "SparseSplit": {"T": "in2"},
+    "EditDistance": {"T": "in1"},
+    **dict.fromkeys(["SerializeSparse", "SerializeManySparse"], {"T": "in1"}),
+    "DeserializeManySparse": _NONE,
+    "SparseAdd": {"T": "in1", "Treal": "in6"},
+    "SparseSegmentSum": {"T": "in0", "Tidx": "in1", "Tsegmentids": "in2"},
 }  # fmt: skip
 _DEFAULT_RULE = {"T": "in0"}
 

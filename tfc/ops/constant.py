@@ -293,11 +293,3 @@ def convert_to_tensor_or_indexed_slices(
             )
         return value
     return convert_to_tensor(value, dtype=dtype, name=name)
-
-
-def convert_to_tensor_or_sparse_tensor(
-    value: Any, dtype: Any = None, name: str | None = None
-) -> Tensor:
-    """`tf.convert_to_tensor_or_sparse_tensor`: tfc has no SparseTensor, so dense values are
-    converted as by convert_to_tensor."""
-    return convert_to_tensor(value, dtype=dtype, name=name)

@@ -2,7 +2,8 @@
 
 tf.decode_csv (DecodeCSV), tf.decode_raw (DecodeRaw, DecodePaddedRaw), tf.decode_compressed,
 tf.parse_tensor / tf.serialize_tensor, and tf.parse_example / tf.parse_single_example
-(ParseExampleV2) with tf.FixedLenFeature and tf.FixedLenSequenceFeature.
+(ParseExampleV2) with tf.FixedLenFeature, tf.FixedLenSequenceFeature, and tf.VarLenFeature and
+tf.SparseFeature (SparseTensors).
 
 Every op here reads or makes tf.string values, so a Session evaluates it with its reference in
 a Python stage (registry.STRING_REASON) and native builds refuse it by name; the numbers it
@@ -33,6 +34,8 @@ from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import TensorShape, shape_str
 from tfc.ops.constant import constant, convert_to_tensor
 from tfc.ops.registry import STRING_REASON, OpContext, OpDef, apply_op, check_dtype, register
+from tfc.ops.sparse_ops import sparse_merge
+from tfc.ops.sparse_tensor import SparseTensor
 
 __all__ = [
     "decode_csv",
@@ -548,13 +551,15 @@ class FixedLenSequenceFeature(NamedTuple):
 
 
 class VarLenFeature(NamedTuple):
-    """`tf.VarLenFeature(dtype)`: parsed by TF into a SparseTensor, which tfc does not have."""
+    """`tf.VarLenFeature(dtype)`: any number of values per example, parsed into a SparseTensor
+    [batch, most values] (indices in batch-then-position order)."""
 
     dtype: Any
 
 
 class SparseFeature(NamedTuple):
-    """`tf.SparseFeature`: parsed by TF into a SparseTensor, which tfc does not have."""
+    """`tf.SparseFeature(index_key, value_key, dtype, size)`: a SparseTensor [batch, size]
+    whose values (feature `value_key`) sit at the positions feature `index_key` gives."""
 
     index_key: Any
     value_key: Any
@@ -584,11 +589,7 @@ def _dense_specs(features: dict) -> list[_Dense]:
     for key in sorted(features):
         f = features[key]
         if isinstance(f, (VarLenFeature, SparseFeature)):
-            raise NotImplementedError(
-                f"Feature {key!r} is a {type(f).__name__}, which TF parses into a SparseTensor; "
-                "tfc has no SparseTensor: use a FixedLenFeature (a fixed number of values) or a "
-                "FixedLenSequenceFeature(allow_missing=True) (padded to the longest example)"
-            )
+            continue  # parsed into SparseTensors: _sparse_specs
         if not isinstance(f, (FixedLenFeature, FixedLenSequenceFeature)):
             raise ValueError(f"Unsupported feature type for {key!r}: {type(f).__name__}")
         dtype = _dt.as_dtype(f.dtype)
@@ -612,6 +613,34 @@ def _dense_specs(features: dict) -> list[_Dense]:
                             f"{dtype.name} not in list of allowed values: {names}")  # fmt: skip
         specs.append(_Dense(key, dtype, shape, sequence, f.default_value))
     return specs
+
+
+def _sparse_specs(features: dict) -> list[tuple[str, _dt.DType]]:
+    """The (key, dtype) of each feature parsed into a SparseTensor, sorted by key: a
+    VarLenFeature's own, and a SparseFeature's index and value features."""
+    specs: dict[str, _dt.DType] = {}
+    for key in sorted(features):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            wanted = [(key, _dt.as_dtype(f.dtype))]
+        elif isinstance(f, SparseFeature):
+            if not isinstance(f.index_key, str):
+                raise NotImplementedError(
+                    f"SparseFeature {key!r}: tfc takes one index_key (a string), not "
+                    f"{f.index_key!r}"
+                )
+            wanted = [(f.index_key, _dt.int64), (f.value_key, _dt.as_dtype(f.dtype))]
+        else:
+            continue
+        for name, dtype in wanted:
+            if dtype not in _FEATURE_TYPES:
+                names = ", ".join(t.name for t in _FEATURE_TYPES)
+                raise TypeError(f"Value passed to parameter 'sparse_types' has DataType "
+                                f"{dtype.name} not in list of allowed values: {names}")  # fmt: skip
+            if specs.setdefault(name, dtype) != dtype:
+                raise ValueError(f"Feature {name!r} is parsed with two dtypes: "
+                                 f"{specs[name].name} and {dtype.name}")  # fmt: skip
+    return sorted(specs.items())
 
 
 def _default_tensor(spec: _Dense) -> Tensor:
@@ -646,13 +675,17 @@ def _parse_example_infer(ctx: OpContext) -> list:
     batch = ctx.in_shapes[0]
     if batch is not None and len(batch) > 1:
         raise ctx.error(f"Shape must be at most rank 1 but is rank {len(batch)}")
-    if ctx.attrs["num_sparse"] or ctx.attrs.get("ragged_value_types"):
-        raise ctx.error("tfc parses dense features only (no SparseTensor or RaggedTensor)")
+    if ctx.attrs.get("ragged_value_types"):
+        raise ctx.error("tfc parses dense and sparse features only (no RaggedTensor)")
     keys = ctx.const(3)
     types, shapes = ctx.attrs["Tdense"], ctx.attrs["dense_shapes"]
     if keys is not None and np.size(keys) != len(types):
         raise ctx.error(f"{np.size(keys)} dense keys for {len(types)} dense types")
-    outs = []
+    sparse_types = ctx.attrs["sparse_types"]
+    rank = None if batch is None else len(batch) + 1
+    outs = [(_dt.int64, (None, rank))] * len(sparse_types)
+    outs += [(dtype, (None,)) for dtype in sparse_types]
+    outs += [(_dt.int64, (rank,))] * len(sparse_types)
     for dtype, shape in zip(types, shapes):
         lead = () if batch is None or len(batch) == 0 else (batch[0],)
         outs.append((dtype, None if batch is None else (*lead, *shape)))
@@ -679,7 +712,11 @@ def _parse_example_reference(
             parsed.append(example_features(record))
         except WireFormatError:
             raise _invalid(f"Could not parse example input, value: '{_text(record)}'") from None
-    outs = []
+    sparse = [
+        _parse_var_len(_text(bytes(key)), dtype, parsed, single, names_list)
+        for key, dtype in zip(np.asarray(sparse_keys).reshape(-1), ctx.attrs["sparse_types"])
+    ]
+    outs = [s[0] for s in sparse] + [s[1] for s in sparse] + [s[2] for s in sparse]
     for key, dtype, shape, default in zip(keys, types, shapes, defaults):
         sequence = len(shape) > 0 and shape[0] is None
         element = tuple(shape[1:]) if sequence else tuple(shape)
@@ -745,6 +782,32 @@ def _parse_example_reference(
     return outs
 
 
+def _parse_var_len(
+    key: str, dtype: _dt.DType, parsed: list, single: bool, names_list: list
+) -> tuple:
+    """A VarLenFeature's (indices, values, dense_shape) over the examples: [N, 2] coordinates
+    (example, position) in that order and [batch, most values]; for one example [N, 1] and
+    [its count]."""
+    indices, values, longest = [], [], 0
+    for i, features in enumerate(parsed):
+        found = features.get(key)
+        if found is None:
+            continue
+        kind, array = found
+        if kind != _KIND_WORDS[dtype]:
+            name = names_list[i] if names_list else "<unknown>"
+            raise _invalid(f"Name: {name}, Feature: {key}.  Data types don't match. Expected "
+                           f"type: {_KIND_WORDS[dtype]}, Actual type: {kind}")  # fmt: skip
+        indices += [(i, j) for j in range(len(array))]
+        values += list(array)
+        longest = max(longest, len(array))
+    coords = np.array(indices, np.int64).reshape(-1, 2)
+    out = _dt.string_array(values) if dtype == _dt.string else np.asarray(values, dtype.np)
+    if single:
+        return coords[:, 1:], out.reshape(-1), np.array([longest], np.int64)
+    return coords, out.reshape(-1), np.array([len(parsed), longest], np.int64)
+
+
 register(
     OpDef(
         "ParseExampleV2",
@@ -759,34 +822,54 @@ register(
 
 def _parse_example_op(serialized: Tensor, names: Any, features: dict, scope: str) -> dict:
     specs = _dense_specs(features)
+    sparse = _sparse_specs(features)
     names_t = convert_to_tensor(
         _dt.string_array(names) if names is not None else np.zeros([0], object),
         dtype=_dt.string,
     )
     empty = constant(np.zeros([0], object), dtype=_dt.string)
+    sparse_keys = constant(_dt.string_array([k for k, _ in sparse]) if sparse else
+                           np.zeros([0], object), dtype=_dt.string, name="sparse_keys")  # fmt: skip
     keys = constant(_dt.string_array([s.key for s in specs]), name="dense_keys")
+    if not specs:
+        keys = constant(np.zeros([0], object), dtype=_dt.string, name="dense_keys")
     defaults = [_default_tensor(s) for s in specs]
     attrs = {
         "Tdense": [s.dtype for s in specs],
-        "num_sparse": 0,
-        "sparse_types": [],
+        "num_sparse": len(sparse),
+        "sparse_types": [d for _, d in sparse],
         "ragged_value_types": [],
         "ragged_split_types": [],
         "dense_shapes": [((None,) if s.sequence else ()) + s.shape for s in specs],
     }
     op = apply_op(
-        "ParseExampleV2", [serialized, names_t, empty, keys, empty, *defaults], attrs,
+        "ParseExampleV2", [serialized, names_t, sparse_keys, keys, empty, *defaults], attrs,
         name="ParseExampleV2",
     )  # fmt: skip
-    return {s.key: out for s, out in zip(specs, op.outputs)}
+    n = len(sparse)
+    parsed: dict[str, Any] = {
+        key: SparseTensor(op.outputs[i], op.outputs[n + i], op.outputs[2 * n + i])
+        for i, (key, _) in enumerate(sparse)
+    }
+    out: dict[str, Any] = {s.key: t for s, t in zip(specs, op.outputs[3 * n :])}
+    for key, f in features.items():
+        if isinstance(f, VarLenFeature):
+            out[key] = parsed[key]
+        elif isinstance(f, SparseFeature):
+            out[key] = sparse_merge(
+                parsed[f.index_key], parsed[f.value_key], int(f.size),
+                already_sorted=f.already_sorted,
+            )  # fmt: skip
+    return out
 
 
 def parse_example(
     serialized: Any, features: dict, name: str | None = None, example_names: Any = None
 ) -> dict[str, Tensor]:
     """`tf.parse_example` (tf.io.parse_example): a batch of serialized `tf.train.Example`s
-    into a dict of dense tensors, one per feature of `features` ([batch] + shape; a
-    FixedLenSequenceFeature [batch, longest] + shape, padded with its default)."""
+    into a dict of tensors, one per feature of `features` ([batch] + shape; a
+    FixedLenSequenceFeature [batch, longest] + shape, padded with its default; a
+    VarLenFeature or SparseFeature a SparseTensor)."""
     with name_scope(name, "ParseExample", [serialized]) as scope:
         x = convert_to_tensor(serialized, dtype=_dt.string, name="serialized")
         return _parse_example_op(x, example_names, features, scope)

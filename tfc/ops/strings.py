@@ -37,11 +37,13 @@ from tfc.ops.registry import (
     normalize_axis,
     register,
 )
+from tfc.ops.sparse_tensor import SparseTensor
 from tfc.ops.string_hash import fingerprint64, legacy_hash64, siphash24
 from tfc.ops.tensor_text import format_template
 
 __all__ = [
     "as_string",
+    "string_split",
     "string_join",
     "reduce_join",
     "regex_replace",
@@ -708,21 +710,86 @@ def string_split_scalar(
     result_type: str = "SparseTensor",
     source: Any = None,
     name: str | None = None,
-) -> Tensor:
-    """`tf.strings.split` of one string (a scalar): its pieces, a 1-D tensor (split at `sep`,
-    or at runs of whitespace when none is given; at most `maxsplit` splits). tfc has no
-    SparseTensor or RaggedTensor, so a batch of strings is not split here."""
+) -> Tensor | SparseTensor:
+    """`tf.strings.split`: each string split at `sep`, or at runs of whitespace when none is
+    given (at most `maxsplit` splits). A vector of strings gives a SparseTensor [rows, most
+    pieces] (TF1's result_type="SparseTensor"); one string (a scalar) gives its pieces, a 1-D
+    tensor."""
     if input is None:
         input = source  # noqa: A001 - TF's older argument name
     with name_scope(name, "StringSplit", [input]) as scope:
         x = convert_to_tensor(input, dtype=_dt.string)
-        if x.shape.ndims != 0:
+        if x.shape.ndims != 0 and result_type != "SparseTensor":
             raise NotImplementedError(
-                f"tf.strings.split of a rank-{x.shape.ndims} tensor gives a "
-                f"{result_type}, which tfc does not have; split one string (a scalar) at a "
-                "time"
+                f"tf.strings.split of a rank-{x.shape.ndims} tensor gives a {result_type}, "
+                "which tfc does not have: pass result_type='SparseTensor'"
             )
-        flat = apply_op("Reshape", [x, convert_to_tensor(np.array([1], np.int32))]).outputs[0]
+        flat = x
+        if x.shape.ndims == 0:
+            flat = apply_op("Reshape", [x, convert_to_tensor(np.array([1], np.int32))]).outputs[0]
         separator = convert_to_tensor(b"" if sep is None else sep, dtype=_dt.string)
         op = apply_op("StringSplitV2", [flat, separator], {"maxsplit": int(maxsplit)}, name=scope)
-        return op.outputs[1]
+        if x.shape.ndims == 0:
+            return op.outputs[1]
+        return SparseTensor(*op.outputs)
+
+
+# -- StringSplit (tf.string_split: TF1's split at any of the delimiter's characters) ------------
+def _string_split_infer(ctx: OpContext) -> list:
+    _strings(ctx, 0)
+    _strings(ctx, 1, "delimiter")
+    shape = ctx.in_shapes[0]
+    if shape is not None and len(shape) != 1:
+        raise ctx.error(f"Shape must be rank 1 but is rank {len(shape)}")
+    return [(_dt.int64, (None, 2)), (_dt.string, (None,)), (_dt.int64, (2,))]
+
+
+def _as_bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+
+
+def _string_split_reference(ctx: OpContext, x: np.ndarray, delimiter: np.ndarray) -> list:
+    delimiters, skip_empty = delimiter.item(), ctx.attrs["skip_empty"]
+    indices, values, longest = [], [], 0
+    for row, text in enumerate(x):
+        if delimiters:
+            pieces = re.split(b"[" + re.escape(_as_bytes(delimiters)) + b"]", _as_bytes(text))
+        else:  # an empty delimiter splits into characters
+            pieces = list(_as_bytes(text).decode("utf-8", "surrogateescape"))
+            pieces = [p.encode("utf-8", "surrogateescape") for p in pieces]
+        if skip_empty:
+            pieces = [p for p in pieces if p]
+        indices += [(row, j) for j in range(len(pieces))]
+        values += pieces
+        longest = max(longest, len(pieces))
+    out_values = np.empty(len(values), dtype=object)
+    out_values[:] = values
+    return [
+        np.array(indices, dtype=np.int64).reshape(-1, 2),
+        out_values,
+        np.array([x.shape[0], longest], dtype=np.int64),
+    ]
+
+
+_register("StringSplit", _string_split_infer, _string_split_reference)
+
+
+def string_split(
+    source: Any,
+    sep: Any = None,
+    skip_empty: bool = True,
+    delimiter: Any = None,
+    result_type: str = "SparseTensor",
+    name: str | None = None,
+) -> SparseTensor:
+    """`tf.string_split`: each string of the vector `source` split at every character of
+    `delimiter` (default " "; empty: into characters), empty pieces dropped unless
+    `skip_empty` is False; a SparseTensor [rows, most pieces] of the pieces."""
+    if result_type != "SparseTensor":
+        raise NotImplementedError(f"tf.string_split: tfc has no {result_type}")
+    delimiter = sep if delimiter is None else delimiter
+    with name_scope(name, "StringSplit", [source]) as scope:
+        x = convert_to_tensor(source, dtype=_dt.string)
+        chars = convert_to_tensor(" " if delimiter is None else delimiter, dtype=_dt.string)
+        attrs = {"skip_empty": bool(skip_empty)}
+        return SparseTensor(*apply_op("StringSplit", [x, chars], attrs, name=scope).outputs)

@@ -183,7 +183,7 @@ def evaluate_python_stages(
     for stage in stages:
         inputs = [feed_values[k] if kind == "feed" else sent[k] for kind, k in stage.inputs]
         if stage.device == PYTHON:
-            outputs = evaluate_python_stage(stage.graph, inputs)
+            outputs = evaluate_python_stage(stage.graph, inputs, state=state)
         else:
             graph = with_feed_shapes(stage, [np.shape(v) for v in inputs])
             outputs = evaluate(interpreter_program(graph), inputs, state)

@@ -23,16 +23,24 @@ from tfc.ir.graph import GraphKeys, Tensor, control_dependencies, name_scope
 from tfc.ir.tensor_shape import TensorShape
 from tfc.ops.array import gather, identity, shape, size
 from tfc.ops.constant import convert_to_tensor
+from tfc.ops.io_ops import matching_files
 from tfc.ops.logging_ops import Assert
 from tfc.ops.logic import greater
 from tfc.ops.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 from tfc.ops.random_sampling import random_shuffle
 from tfc.ops.registry import constant_value
 from tfc.ops.sequences import range as _range
+from tfc.ops.sparse_serialize import (
+    deserialize_many_sparse,
+    serialize_many_sparse,
+    serialize_sparse,
+)
+from tfc.ops.sparse_tensor import SparseTensor
 from tfc.train.queue_runner import QueueRunner, add_queue_runner
 from tfc.variables import Variable
 
 __all__ = [
+    "match_filenames_once",
     "limit_epochs",
     "input_producer",
     "range_input_producer",
@@ -50,6 +58,20 @@ __all__ = [
 
 
 # -- producers ----------------------------------------------------------------------------------
+def match_filenames_once(pattern: Any, name: str | None = None) -> Variable:
+    """`tf.train.match_filenames_once`: a local variable (tf.string, in
+    GraphKeys.LOCAL_VARIABLES) holding the sorted names of the files that match the glob
+    `pattern` when tf.local_variables_initializer runs, as in TF1."""
+    with name_scope(name, "matching_filenames", [pattern]) as scope:
+        return Variable(
+            matching_files(pattern),
+            trainable=False,
+            validate_shape=False,
+            collections=[GraphKeys.LOCAL_VARIABLES],
+            name=scope,
+        )
+
+
 def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = None) -> Tensor:
     """`tensor`, `num_epochs` times: each evaluation counts up the local variable "epochs";
     the one after the last raises OutOfRangeError. None: forever."""
@@ -133,7 +155,7 @@ def string_input_producer(
     """A queue of the strings of `string_tensor` (file names, for a reader), epoch after epoch,
     each shuffled when `shuffle`; an empty tensor fails the first enqueue."""
     not_null = "string_input_producer requires a non-null input tensor"
-    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
+    if not isinstance(string_tensor, (Tensor, Variable)) and not len(string_tensor):
         raise ValueError(not_null)
     with name_scope(name, "input_producer") as scope:
         strings = convert_to_tensor(string_tensor, dtype=_dt.string)
@@ -212,7 +234,40 @@ def _as_original_type(original: Any, dequeued: Any) -> Any:
 def _validate(tensor_list: list) -> list[Tensor]:
     if not tensor_list:
         raise ValueError("Expected at least one tensor in batch().")
-    return [convert_to_tensor(t) for t in tensor_list]
+    return [t if isinstance(t, SparseTensor) else convert_to_tensor(t) for t in tensor_list]
+
+
+def _store_sparse(lists: list[list[Any]], enqueue_many: bool) -> tuple[list[list[Tensor]], list]:
+    """The lists with each SparseTensor serialized into strings (a queue holds tensors of one
+    shape; a SparseTensor's size varies), and per position the (dtype, rank) to restore after
+    the dequeue (None for a tensor), as TF1's batching does."""
+    sparse: list = [None] * len(lists[0])
+    out = []
+    for tensors in lists:
+        stored = []
+        for i, t in enumerate(tensors):
+            if isinstance(t, SparseTensor):
+                rank = t.dense_shape.shape.as_tuple()
+                if rank is None or rank[0] is None:
+                    raise ValueError(f"batching a SparseTensor needs its rank: {t}")
+                sparse[i] = (t.dtype, rank[0] if enqueue_many else rank[0] + 1)
+                t = serialize_many_sparse(t) if enqueue_many else serialize_sparse(t)
+            elif sparse[i] is not None:
+                raise TypeError(f"batch_join: input {i} is a SparseTensor in one list only")
+            stored.append(t)
+        out.append(stored)
+    return out, sparse
+
+
+def _restore_sparse(dequeued: Any, sparse: list) -> Any:
+    """The dequeued batch with the serialized SparseTensors made SparseTensors again."""
+    if not any(sparse):
+        return dequeued
+    items = list(dequeued) if isinstance(dequeued, (list, tuple)) else [dequeued]
+    for i, kind in enumerate(sparse):
+        if kind is not None:
+            items[i] = deserialize_many_sparse(items[i], kind[0], kind[1])
+    return items if isinstance(dequeued, (list, tuple)) else items[0]
 
 
 def _validate_join(tensor_list_list: Any) -> list[list[Tensor]]:
@@ -303,11 +358,13 @@ def _batch(
 ) -> Any:  # fmt: skip
     with name_scope(name, "batch_join" if join else "batch") as scope:
         lists = _validate_join(tensors) if join else [_validate(_as_tensor_list(tensors))]
+        lists, sparse = _store_sparse(lists, enqueue_many)
         types, queue_shapes = _dtypes(lists), _shapes(lists, shapes, enqueue_many)
         kind = PaddingFIFOQueue if dynamic_pad else FIFOQueue
         queue = kind(capacity=capacity, dtypes=types, shapes=queue_shapes, shared_name=shared_name)
         _enqueue(queue, lists, enqueue_many, keep_input, num_threads)
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        dequeued = _restore_sparse(dequeued, sparse)
         return _as_original_type(tensors[0] if join else tensors, dequeued)
 
 
@@ -322,6 +379,7 @@ def _shuffle_batch(
                 f"capacity {capacity} must be bigger than min_after_dequeue {min_after_dequeue}."
             )
         lists = _validate_join(tensors) if join else [_validate(_as_tensor_list(tensors))]
+        lists, sparse = _store_sparse(lists, enqueue_many)
         types, queue_shapes = _dtypes(lists), _shapes(lists, shapes, enqueue_many)
         queue = RandomShuffleQueue(
             capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed, dtypes=types,
@@ -329,6 +387,7 @@ def _shuffle_batch(
         )  # fmt: skip
         _enqueue(queue, lists, enqueue_many, keep_input, num_threads)
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        dequeued = _restore_sparse(dequeued, sparse)
         return _as_original_type(tensors[0] if join else tensors, dequeued)
 
 
