@@ -23,7 +23,7 @@ WHEELS=${TFC_WHEELS:-.whl}
 mode=${1:-gpu}
 
 if [ "$mode" = "--fetch-wheels" ]; then
-    # the GPU machine's python is CPython 3.12 on x86-64 (/work/.library/device/KINDS.md)
+    # the GPU machine's python is CPython 3.12 on x86-64
     exec "$PY" -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 -d "$WHEELS" cffi==2.0.0 pycparser==3.0

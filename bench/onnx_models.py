@@ -17,8 +17,8 @@ inter_op_num_threads=1, sequential execution, every graph optimization, timed pe
 frameworks' rounds interleaved so a change of the machine's load hits them alike; the 1-minute
 load average is printed before and after.
 
-Run with the ONNX environment (it has tfc's dependencies):
-    PYTHONPATH=. /work/venvs/onnx/bin/python bench/onnx_models.py [--rounds 5] [--batches 1,32]
+Run with a python that has onnx and onnxruntime (`pip install -e .[bench]`):
+    PYTHONPATH=. python bench/onnx_models.py [--rounds 5] [--batches 1,32]
 """
 
 from __future__ import annotations
