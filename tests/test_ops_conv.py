@@ -5,6 +5,8 @@ kernel taps in float64 (TF's padding arithmetic spelled out again here), indepen
 references' sliding windows and of the kernels' loop order.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 from opcheck import CaseBatch
@@ -508,6 +510,27 @@ def test_threads_give_the_same_bits(algorithm, dilations):
     np.testing.assert_allclose(
         results[0][2], conv2d_filter_grad_np(x, fs, dy, st, "SAME", dilations), rtol, atol
     )
+
+
+def test_forward_takes_im2col_for_few_output_pixels_and_a_long_reduction():
+    from tfc import dtypes
+    from tfc.ops.conv import Geometry
+    from tfc.ops.conv_algo import default_algorithm
+
+    f32 = dtypes.as_dtype("float32")
+    # ResNet-50's last 3x3 layer at batch 1: 49 GEMM rows, 4608 products each
+    deep = Geometry(1, 7, 7, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1)
+    assert default_algorithm("forward", deep, f32) == "im2col"
+    # the same layer at batch 32, and at 14x14: enough rows for the direct kernel's tiles
+    assert default_algorithm("forward", dataclasses.replace(deep, batch=32), f32) == "direct"
+    wider = dataclasses.replace(deep, in_h=14, in_w=14, out_h=14, out_w=14)
+    assert default_algorithm("forward", wider, f32) == "direct"
+    # a short reduction (64 input channels, 1x1) stays direct at any size
+    short = dataclasses.replace(deep, in_c=64, k_h=1, k_w=1, pad_top=0, pad_left=0)
+    assert default_algorithm("forward", short, f32) == "direct"
+    # the gradients keep their own rule: the filter gradient of the deep layer is long both ways
+    assert default_algorithm("filter", deep, f32) == "im2col"
+    assert default_algorithm("input", short, f32) == "direct"
 
 
 def test_columns_runs_where_it_fits():

@@ -30,6 +30,15 @@ The forward pass no longer takes im2col on its own (2026-11-28, ResNet-50's deep
 3x3 256->256 on 14x14 at batch 1 in 3.0 ms against im2col's 21.5, and at batch 32 3x3
 256->256 (14x14), 3x3 512->512 (7x7) and 1x1 2048->512 (7x7) at 42-62 GFLOP/s against
 im2col's 10-12; the gradients keep the rule above.
+
+With the packed GEMM of tfc_gemm.h (2026-11-28, ResNet-50 at batch 1 and 32, f32, 1 thread,
+load 3-7, each layer both ways in one process, `tfc profile`), im2col wins the forward pass
+only where the GEMM has few rows (batch * out_h * out_w <= IM2COL_FORWARD_MAX_ROWS) and a long
+reduction (k_h*k_w*in_c >= IM2COL_FORWARD_MIN_K): a 7-pixel output row is one 6-pixel tile and
+a 1-pixel one in the direct kernel. At batch 1, 3x3 512->512 on 7x7 took 2.8-3.3 ms against
+direct's 6-9, 1x1 512->2048 and 2048->512 on 7x7 1.3-1.7 against 2.0-5.1, 1x1 stride-2
+1024->2048 (to 7x7) 3.0 against 6.2; at 14x14 (196 rows) and at batch 32 direct led or tied
+(3x3 256->256 on 14x14 at batch 32: 52 ms against 83-88).
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ ALGORITHMS = ("direct", "im2col", "columns")
 VECTOR_BYTES = 32  # the widest SIMD vector tfc_conv.h tiles with (AVX); narrower ones divide it
 IM2COL_MIN_K = 2048
 IM2COL_MIN_N = 256
+IM2COL_FORWARD_MAX_ROWS = 64
+IM2COL_FORWARD_MIN_K = 512
 IM2COL_COLUMN_BYTES = 4 << 20  # images per GEMM: as many as keep the column matrix this small
 ROWS_MAX_VECTORS = 4  # backprop input by row scatters: k_w*in_c up to 4 vectors (12 registers)
 # tfc_conv.h tiles with 64-byte vectors (built with AVX-512) where a tile's channels fill whole
@@ -120,11 +131,20 @@ def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
         return "columns" if columns_fit(kind, g, dtype) else "direct"
     if forced is not None:
         return forced
+    return default_algorithm(kind, g, dtype)
+
+
+def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType) -> str:
+    """The algorithm of op `kind` of `g` when no `_algorithm` attribute forces one."""
     if g.in_c <= 3 and columns_fit(kind, g, dtype):
         return "columns"
     k = g.k_h * g.k_w * g.in_c
+    if kind == "forward":
+        rows = g.batch * g.out_h * g.out_w
+        short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
+        return "im2col" if short else "direct"
     wide = k >= IM2COL_MIN_K and g.out_c >= IM2COL_MIN_N
-    return "im2col" if wide and kind != "forward" else "direct"
+    return "im2col" if wide else "direct"
 
 
 def _channel_block(channels: int, dtype: _dt.DType) -> int:
