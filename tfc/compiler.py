@@ -51,6 +51,7 @@ from tfc.passes.partition import partition_graph
 from tfc.passes.place import place_devices
 from tfc.passes.prune import prune_graph
 from tfc.passes.python_stage import stage_python_ops
+from tfc.passes.scale import fold_channel_scales
 from tfc.passes.schedule import schedule_graph
 from tfc.passes.simplify import simplify_algebra
 from tfc.passes.specialize import specialize_shapes
@@ -109,6 +110,8 @@ PASS_NAMES: dict[Pass, str] = {
     hoist_invariants: "hoist",
     # one node for ops with the same type, attributes and inputs (never stateful or random ones)
     eliminate_common_subexpressions: "cse",
+    # constant per-channel scales (inference batch norm) folded into a conv's or MatMul's filter
+    fold_channel_scales: "scale",
     # chains and trees of element-wise ops become one loop
     fuse_elementwise: "fuse",
     # a full device name on every node (tf.device, tf.colocate_with, variables' groups)
@@ -158,19 +161,21 @@ PIPELINE: list[Pass] = [
     hoist_invariants,
     eliminate_common_subexpressions,
     prune_graph,
+    fold_channel_scales,
     fuse_elementwise,
     schedule_graph,
     plan_memory,
 ]
 
 # The optimizations a user may switch off (CompileOptions, tfc compile --passes); the other
-# passes of PIPELINE are what compiling is. Results are the same either way; speed and memory
-# are not.
+# passes of PIPELINE are what compiling is. Results are the same either way (up to rounding where
+# `scale` multiplies a filter by a batch norm's scale once); speed and memory are not.
 OPTIMIZATIONS: list[Pass] = [
     fold_constants,
     simplify_algebra,
     hoist_invariants,
     eliminate_common_subexpressions,
+    fold_channel_scales,
     fuse_elementwise,
 ]
 
