@@ -8,6 +8,7 @@ model, at batch 1 and one thread, the median time per inference of:
 
   Session.run      `sess.make_callable(probabilities, [features])(x)`
   cffi call        the compiled program of that call, called directly through cffi
+  C loop           that program run by the Session's C timing loop (`Session.time_runs`)
   embedded C       `tfc compile --target embed --inference-only` (model.c, -O3 -march=native,
                    64-byte arena), its `predict` called in a loop by a small C driver this
                    script compiles, timed with clock_gettime(CLOCK_MONOTONIC): no Python
@@ -182,6 +183,22 @@ class PyWay:
         return (time.perf_counter() - t) / calls
 
 
+class SessionLoop:
+    """The Session's own program run by its C timing loop (`Session.time_runs`): the program's
+    time without Python, to set against the cffi call (the call path's cost) and against the
+    embedded library (the same model generated for embedding)."""
+
+    def __init__(self, sess, fetch, feed: dict):
+        self.sess, self.fetch, self.feed, self.calls = sess, fetch, feed, 1
+
+    def calibrate(self, round_s: float) -> None:
+        per_call = self.sess.time_runs(self.fetch, self.feed, runs=20)
+        self.calls = max(1, int(round_s / max(per_call, 1e-9)))
+
+    def round(self) -> float:
+        return self.sess.time_runs(self.fetch, self.feed, runs=self.calls)
+
+
 def tfc_ways(w: dict, x: np.ndarray, weights: list) -> tuple[dict, np.ndarray, object]:
     import tfc as tf
     from tfc.client.request import RunRequest
@@ -207,7 +224,11 @@ def tfc_ways(w: dict, x: np.ndarray, weights: list) -> tuple[dict, np.ndarray, o
                 raise program.error(rc, graph)
 
         direct()
-    ways = {"Session.run (make_callable)": PyWay(lambda: call(x)), "cffi call": PyWay(direct)}
+    ways = {
+        "Session.run (make_callable)": PyWay(lambda: call(x)),
+        "cffi call": PyWay(direct),
+        "Session's program, C loop": SessionLoop(sess, probs, {features: x}),
+    }
     return ways, expected, sess
 
 
