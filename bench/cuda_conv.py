@@ -2,10 +2,14 @@
 (cuDNN), same GPU, same run.
 
 Run: python bench/cuda_conv.py [--runs 50] [--only lenet-c1,lenet-c3,res64]
+Dry run without a GPU (bench/gpu_check.sh --dry-run): TFC_CUDA=emulate, `--batch 1 --runs 1
+--warmup 0`.
 For each shape, Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter each run as one session call
 that computes the op on random float32 tensors held on the GPU (tfc variables, torch tensors)
 and brings back the sum of its result (so each call ends synchronized, in both). Prints the
 median ms per call over `--runs` calls after warm-up, and tfc/torch (below 1: tfc is faster).
+Both compute in fp32 (PyTorch's cudnn.allow_tf32, True by default, is switched off; figures
+before this option compared tfc's fp32 with cuDNN's TF32); `--tf32` lets both use TF32.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def timed(call, runs: int, warmup: int = 5) -> float:
     return statistics.median(times) * 1e3
 
 
-def tfc_calls(xs, fs, stride, padding):
+def tfc_calls(xs, fs, stride, padding, tf32: bool = False):
     graph = tf.Graph()
     with graph.as_default(), tf.device("/gpu:0"):
         x = tf.Variable(tf.random_normal(xs, seed=1))
@@ -52,13 +56,15 @@ def tfc_calls(xs, fs, stride, padding):
         dx, df = tf.gradients(y, [x, f], grad_ys=dy)
         sums = [tf.reduce_sum(t) for t in (y, dx, df)]
         init = tf.global_variables_initializer()
-    sess = tf.Session(graph=graph)
+    sess = tf.Session(graph=graph, config=tf.CompileOptions(allow_tf32=tf32))
     sess.run(init)
     return [lambda s=s: sess.run(s) for s in sums]
 
 
-def torch_calls(xs, fs, stride, padding, device="cuda"):
+def torch_calls(xs, fs, stride, padding, tf32: bool = False, device="cuda"):
     import torch
+
+    torch.backends.cudnn.allow_tf32 = tf32  # PyTorch's default is True: TF32 convolutions
     import torch.nn.functional as F
     from torch.nn.grad import conv2d_input, conv2d_weight
 
@@ -80,7 +86,12 @@ def torch_calls(xs, fs, stride, padding, device="cuda"):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--only", default=",".join(SHAPES))
+    parser.add_argument("--batch", type=int, help="every shape at this batch (dry runs)")
+    parser.add_argument(
+        "--tf32", action="store_true", help="TF32 in both: CompileOptions(allow_tf32=True)"
+    )
     args = parser.parse_args()
     try:
         import torch
@@ -88,13 +99,17 @@ def main() -> None:
         have_torch = torch.cuda.is_available()
     except ImportError:
         have_torch = False
+    print("fp32 and TF32 (tensor cores) in both" if args.tf32 else "fp32 in both (no TF32)")
     print(f"{'shape':10} {'op':22} {'tfc ms':>8} {'torch ms':>9} {'tfc/torch':>9}")
     for name in args.only.split(","):
         xs, fs, stride, padding = SHAPES[name]
-        ours = [timed(c, args.runs) for c in tfc_calls(xs, fs, stride, padding)]
+        xs = (args.batch or xs[0], *xs[1:])
+        calls = tfc_calls(xs, fs, stride, padding, args.tf32)
+        ours = [timed(c, args.runs, args.warmup) for c in calls]
         theirs = [None] * 3
         if have_torch:
-            theirs = [timed(c, args.runs) for c in torch_calls(xs, fs, stride, padding)]
+            calls = torch_calls(xs, fs, stride, padding, args.tf32)
+            theirs = [timed(c, args.runs, args.warmup) for c in calls]
         for op, a, b in zip(OPS, ours, theirs):
             ratio = f"{a / b:9.2f}" if b else "        -"
             other = f"{b:9.3f}" if b else "        -"

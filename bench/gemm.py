@@ -1,7 +1,9 @@
 """tfc's GEMM and the MNIST MLP training step, against the peers measured in the same run.
 
-1. The FMA peak of one core: a C loop of independent vector FMAs (12 chains, the micro-kernel's
-   register budget), built with the host flags tfc uses.
+1. The FMA peak of one core: a C loop of independent vector FMAs (12 chains), built with the
+   host flags tfc uses. Then every product of the MLP step below (forward, dW = Xt dY, dX =
+   dY Wt) at each batch, against the peak measured in the same rounds, on 1 and 2 threads; and
+   the GEMVs of batch-1 inference in GB/s against a plain read of the same bytes.
 2. sgemm n x n x n for n = 64..1024: tfc_gemm_f32 (runtime/include/tfc_gemm.h, called from C)
    against NumPy's BLAS (OpenBLAS/MKL), one thread each; GFLOP/s and the fraction of the peak.
 3. The MNIST MLP 784-512-512-10 training step (ReLU, mean sparse softmax cross entropy, Adam),
@@ -15,7 +17,8 @@ peer's (< 1: tfc is faster), of the medians and of the best rounds. The machine 
 (on a time-sliced vCPU even a loop of FMAs swings between rounds): the load average is printed
 with the results.
 
-Run: python bench/gemm.py [--rounds 7] [--sizes 64,128,256,512,1024] [--no-mlp]
+Run: python bench/gemm.py [--rounds 7] [--sizes 64,128,256,512,1024] [--no-mlp] [--no-sgemm]
+     python bench/gemm.py --shapes  (the per-product and GEMV tables only)
 """
 
 from __future__ import annotations
@@ -54,6 +57,45 @@ double bench_sgemm(int64_t n, const float *A, const float *B, float *C, int64_t 
     return (tfc_bench_now() - t) / (double)reps;
 }
 
+/* seconds per product C = A B (+ beta C), strided A and B, `threads` threads */
+double bench_gemm_ex(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam, int64_t sak,
+                     const float *B, int64_t sbk, int64_t sbn, float *C, float beta,
+                     int64_t threads, int64_t reps) {
+    tfc_threads_set((int)threads);
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r)
+        tfc_gemm_f32_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, N, 1.0f, beta, NULL, 0);
+    const double s = (tfc_bench_now() - t) / (double)reps;
+    tfc_threads_set(0);
+    return s;
+}
+
+/* seconds per pass of `copies` GEMVs y = x W (x one row, W [K, N] row-major), each on the next
+ * of `copies` weight matrices laid end to end (copies past the L2 size: weights from L3) */
+double bench_gemv(int64_t N, int64_t K, const float *x, const float *W, int64_t copies,
+                  float *y, int64_t reps) {
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r)
+        for (int64_t c = 0; c < copies; ++c) tfc_gemm_f32(1, N, K, x, K, 1, W + c * K * N, N, 1, y);
+    return (tfc_bench_now() - t) / (double)(reps * copies);
+}
+
+/* seconds per read of n floats: the same bytes as a GEMV's weights, summed in 8 vector
+ * chains (what streaming them costs without the arithmetic) */
+double bench_read(const float *p, int64_t n, int64_t copies, int64_t reps, float *sink) {
+    enum { VL = (int)(sizeof(tfc_vf32) / sizeof(float)) };
+    tfc_vf32 acc[8] = {{0}};
+    const double t = tfc_bench_now();
+    for (int64_t r = 0; r < reps; ++r)
+        for (int64_t c = 0; c < copies; ++c)
+            for (int64_t i = 0; i + 8 * VL <= n; i += 8 * VL)
+                for (int v = 0; v < 8; ++v) acc[v] += *(const tfc_vf32u *)(p + c * n + i + v * VL);
+    const double s = (tfc_bench_now() - t) / (double)(reps * copies);
+    for (int v = 1; v < 8; ++v) acc[0] += acc[v];
+    *sink = acc[0][0];
+    return s;
+}
+
 /* FLOP/s of `iters` rounds of 12 independent vector FMA chains (named locals: registers) */
 double bench_fma_peak(int64_t iters, float *sink) {
     const tfc_vf32 x = (tfc_vf32){0} + 1.0000001f, y = (tfc_vf32){0} + 1e-7f;
@@ -78,6 +120,12 @@ double bench_fma_peak(int64_t iters, float *sink) {
 CDEF = """
 double bench_sgemm(int64_t n, const float *A, const float *B, float *C, int64_t reps);
 double bench_fma_peak(int64_t iters, float *sink);
+double bench_gemm_ex(int64_t M, int64_t N, int64_t K, const float *A, int64_t sam, int64_t sak,
+                     const float *B, int64_t sbk, int64_t sbn, float *C, float beta,
+                     int64_t threads, int64_t reps);
+double bench_gemv(int64_t N, int64_t K, const float *x, const float *W, int64_t copies,
+                  float *y, int64_t reps);
+double bench_read(const float *p, int64_t n, int64_t copies, int64_t reps, float *sink);
 """
 
 
@@ -134,6 +182,88 @@ def sgemm_table(ffi, lib, sizes: list[int], rounds: int, peak: float) -> None:
             f"{n:>6} {g_tfc:>8.1f} ({g_tfc / peak:4.0%}) {g_np:>8.1f} ({g_np / peak:4.0%})"
             f" {t_tfc / t_np:>13.2f}x {min(rounds_tfc) / min(rounds_np):>11.2f}x"
         )
+
+
+def mlp_products(batch: int) -> list[tuple[str, int, int, int, bool, bool, float]]:
+    """The MLP training step's products (name, M, N, K, A transposed, B transposed, beta) as its
+    MatMul ops and their gradients call the GEMM: dW = Xt dY reduces over the batch (A stored
+    [K, M]), dX = dY Wt reads W transposed (B stored [N, K])."""
+    out = []
+    dims = list(zip(LAYERS[:-1], LAYERS[1:]))
+    for k, (i, o) in enumerate(dims):
+        out.append((f"fwd x{k}.W{k}", batch, o, i, False, False, 0.0))
+    for k, (i, o) in reversed(list(enumerate(dims))):
+        out.append((f"dW{k} = x{k}t.dy", i, o, batch, True, False, 0.0))
+        if k > 0:
+            out.append((f"dx{k} = dy.W{k}t", batch, i, o, False, True, 0.0))
+    return out
+
+
+def shape_table(ffi, lib, batches: list[int], rounds: int) -> None:
+    """Every MLP product at each batch: GFLOP/s on 1 thread and its fraction of the FMA peak
+    measured in the same rounds, then 2 threads and their speedup. Best rounds, all of them: on
+    a shared machine (a neighbour on the core's other hyperthread) the peak itself halves in
+    some rounds, and the best rounds of both are the ones it did not."""
+    print("\nMLP products: GFLOP/s of the best rounds, 1 thread (fraction of the FMA peak")
+    print("measured alongside), 2 threads")
+    print(f"{'batch':>5} {'product':<16} {'M':>5} {'N':>5} {'K':>5} {'1 thread':>15}"
+          f" {'peak':>6} {'2 threads':>10} {'speedup':>8}")  # fmt: skip
+    rng = np.random.default_rng(0)
+    sink = ffi.new("float *")
+    for batch in batches:
+        for name, m, n, k, ta, tb, beta in mlp_products(batch):
+            a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(np.float32)
+            b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
+            c = np.zeros((m, n), np.float32)
+            sam, sak = (1, m) if ta else (k, 1)
+            sbk, sbn = (1, k) if tb else (n, 1)
+            flops = 2.0 * m * n * k
+            reps = max(1, int(1e9 / flops))
+            pa, pb, pc = (ffi.cast("float *", ffi.from_buffer(x)) for x in (a, b, c))
+
+            def timer(threads, d=(m, n, k), p=(pa, pb, pc), s=(sam, sak, sbk, sbn), x=(beta, reps)):
+                return lib.bench_gemm_ex(*d, p[0], s[0], s[1], p[1], s[2], s[3], p[2], x[0],
+                                         threads, x[1])  # fmt: skip
+
+            timer(1), timer(2)
+            t1s, t2s, peaks = [], [], []
+            for _ in range(rounds):  # alternating, so load elsewhere hits all alike
+                t1s.append(timer(1))
+                peaks.append(lib.bench_fma_peak(2_000_000, sink) * 1e-9)
+                t2s.append(timer(2))
+            want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b)
+            np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3 * k**0.5)
+            t1, t2, peak = min(t1s), min(t2s), max(peaks)
+            g1, g2 = flops / t1 * 1e-9, flops / t2 * 1e-9
+            print(f"{batch:>5} {name:<16} {m:>5} {n:>5} {k:>5} {g1:>8.1f} ({g1 / peak:4.0%})"
+                  f" {peak:>6.0f} {g2:>10.1f} {t1 / t2:>7.2f}x")  # fmt: skip
+
+
+def gemv_table(ffi, lib, rounds: int) -> None:
+    """Batch-1 inference's products (one row: the weights stream once, no packing) in GB/s of
+    weights, with the weights in L2 (one matrix) and from L3 (16 copies, 16x past an L2 of
+    2 MiB), against a plain vector read of the same bytes: a GEMV at the read's rate is
+    bandwidth-bound, and no kernel can beat it by more than the arithmetic it hides."""
+    print("\nGEMV (batch-1 layers): GB/s of weights read, best rounds; 'read' = a vector sum of")
+    print("the same bytes")
+    print(f"{'N':>5} {'K':>5} {'L2: gemv':>10} {'read':>8} {'L3: gemv':>10} {'read':>8}")
+    rng = np.random.default_rng(0)
+    sink = ffi.new("float *")
+    for n, k in ((512, 784), (512, 512), (10, 512)):
+        cells = []
+        for copies in (1, 16):
+            w = rng.uniform(-1, 1, copies * k * n).astype(np.float32)
+            x = rng.uniform(-1, 1, k).astype(np.float32)
+            y = np.zeros(n, np.float32)
+            pw, px, py = (ffi.cast("float *", ffi.from_buffer(v)) for v in (w, x, y))
+            reps = max(1, int(2e7 / (copies * k * n)))
+            gemv = min(lib.bench_gemv(n, k, px, pw, copies, py, reps) for _ in range(rounds))
+            read = min(lib.bench_read(pw, k * n, copies, reps, sink) for _ in range(rounds))
+            np.testing.assert_allclose(y, x.astype(np.float64) @ w[-k * n :].reshape(k, n),
+                                       rtol=1e-4, atol=1e-4 * k**0.5)  # fmt: skip
+            cells += [4 * k * n / gemv * 1e-9, 4 * k * n / read * 1e-9]
+        l2, l2_read, l3, l3_read = cells
+        print(f"{n:>5} {k:>5} {l2:>10.1f} {l2_read:>8.1f} {l3:>10.1f} {l3_read:>8.1f}")
 
 
 # -- the MNIST MLP training step ------------------------------------------------------------------
@@ -272,13 +402,23 @@ def main() -> None:
     parser.add_argument("--sizes", default="64,128,256,384,512,768,1024")
     parser.add_argument("--batches", default="64,256")
     parser.add_argument("--no-mlp", action="store_true")
+    parser.add_argument("--no-sgemm", action="store_true", help="skip the n x n x n table")
+    parser.add_argument(
+        "--shapes", action="store_true", help="only the MLP products' and the GEMV tables"
+    )
     args = parser.parse_args()
     ffi, lib = load_harness()
     peak = fma_peak(ffi, lib, args.rounds)
     print(f"FMA peak, 1 core: {peak:.1f} GFLOP/s (load average {os.getloadavg()[0]:.2f})")
-    sgemm_table(ffi, lib, [int(s) for s in args.sizes.split(",")], args.rounds, peak)
+    batches = [int(b) for b in args.batches.split(",")]
+    shape_table(ffi, lib, batches, args.rounds)
+    gemv_table(ffi, lib, args.rounds)
+    if args.shapes:
+        return
+    if not args.no_sgemm:
+        sgemm_table(ffi, lib, [int(s) for s in args.sizes.split(",")], args.rounds, peak)
     if not args.no_mlp:
-        mlp_table([int(b) for b in args.batches.split(",")], args.rounds, peak)
+        mlp_table(batches, args.rounds, peak)
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 

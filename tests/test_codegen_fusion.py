@@ -110,6 +110,39 @@ def test_matmul_bias_add_and_activation_are_one_kernel():
     assert sum(len(s.kernels) for s in kernels) == 1
 
 
+def test_a_product_added_to_a_whole_tensor_accumulates_into_it_in_place():
+    """acc + matmul(a, b) is one GEMM with beta = 1 into the sum's buffer: a loop's gradient
+    accumulator is updated where it lives (no second buffer, no pass over a separate product);
+    an addend that stays alive (a feed) is copied into the output first."""
+    a = tf.placeholder(tf.float32, [6, 5], name="a")
+    b = tf.placeholder(tf.float32, [5, 4], name="b")
+    c = tf.placeholder(tf.float32, [6, 4], name="c")
+
+    def body(i, acc):
+        scaled = a * tf.cast(i + 1, tf.float32)  # a different product every iteration
+        return i + 1, tf.add(acc, tf.matmul(scaled, b), name="accumulate")
+
+    total = tf.while_loop(lambda i, acc: i < 3, body, (0, c), name="loop")[1]
+    once = tf.add(c, tf.matmul(a, b), name="once")
+    feeds = {
+        a: np.linspace(-1, 1, 30, dtype=np.float32).reshape(6, 5),
+        b: np.linspace(0, 2, 20, dtype=np.float32).reshape(5, 4),
+        c: np.arange(24, dtype=np.float32).reshape(6, 4),
+    }
+    g = _program([total, once], feeds, passes=list(OPTIMIZATIONS) + [schedule_graph, plan_memory])
+    body_graph = g.node("loop")["attrs"]["body"]
+    (fused,) = [n for n in body_graph.nx if n.startswith("loop/accumulate")]
+    assert body_graph.node(fused)["attrs"]["accumulate"] is not None
+    assert body_graph.graph_attrs["carried"] == ["direct", "direct"]
+    source = _source([total, once], feeds)
+    assert source.count("1.0f, 1.0f, NULL, 0);") == 2 and "if (y0 != x" in source
+    with tf.Session() as sess:
+        got_total, got_once = sess.run([total, once], feeds)
+    av, bv, cv = (feeds[t].astype(np.float64) for t in (a, b, c))
+    np.testing.assert_allclose(got_total, cv + 6 * av @ bv, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(got_once, cv + av @ bv, rtol=1e-6, atol=1e-6)
+
+
 # -- the same numbers ----------------------------------------------------------------------------
 def test_an_assignment_of_an_element_wise_value_gives_the_same_bits():
     x = tf.placeholder(tf.float32, [5], name="x")

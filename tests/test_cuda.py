@@ -210,15 +210,15 @@ def control_flow_graph() -> tuple:
 
 
 def cuda_source(
-    graph, fetches, feed_dict, name: str, optimize: bool = False
+    graph, fetches, feed_dict, name: str, optimize: bool = False, target=CUDA
 ) -> tuple[str, set[str]]:
     """The CUDA program a GPU session compiles (no optimization pass, or all of them with the
-    CUDA target's options: fused kernels), and its op types."""
+    CUDA target's options: fused kernels), and its op types. `target`: CUDA or CUDA_TF32."""
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     passes = pipeline() if optimize else pipeline([])
     program = run_passes(program, passes, options=CUDA.pass_options())
-    return render_program(lower_program(program, name=name), CUDA), _op_types(program)
+    return render_program(lower_program(program, name=name), target), _op_types(program)
 
 
 def _op_types(graph) -> set[str]:

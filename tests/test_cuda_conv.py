@@ -38,7 +38,8 @@ from test_ops_conv import (
 
 import tfc
 from tfc.backend.cuda import compile_cuda
-from tfc.codegen.cuda import conv_form
+from tfc.codegen.cuda import conv_form, tensor_cores
+from tfc.codegen.targets import CUDA_TF32
 from tfc.ops.registry import apply_op
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
@@ -53,6 +54,14 @@ WIDE = {
     "gemm-s2": ((3, 10, 10, 16), (2, 2, 16, 64), (2, 2), "VALID", (1, 1)),
     "gemm-input-same": ((2, 8, 9, 40), (3, 2, 40, 24), (1, 1), "SAME", (2, 1)),
     "gemm-input-valid": ((1, 6, 7, 36), (3, 3, 36, 8), (1, 1), "VALID", (1, 2)),
+    # 64 pixels: a filter gradient's GEMM in one chunk
+    "gemm-filter-one-chunk": ((1, 8, 8, 8), (3, 3, 8, 32), (1, 1), "SAME", (1, 1)),
+    # strided input gradients: a GEMM per stride phase (phases without taps: zeros)
+    "gemm-input-s2-same": ((2, 9, 8, 32), (3, 3, 32, 16), (2, 2), "SAME", (1, 1)),
+    "gemm-input-s3-valid": ((1, 10, 11, 33), (4, 5, 33, 24), (3, 3), "VALID", (1, 1)),
+    "gemm-input-s2x1-same": ((2, 7, 6, 40), (3, 2, 40, 32), (2, 1), "SAME", (1, 1)),
+    "gemm-input-1x1-s2": ((2, 7, 7, 32), (1, 1, 32, 64), (2, 2), "SAME", (1, 1)),
+    "gemm-input-k2-s3": ((1, 8, 8, 32), (2, 2, 32, 64), (3, 3), "VALID", (1, 1)),
 }
 SHAPES = {**CONVS, **WIDE}
 # shapes also run with the C algorithm forced (`_algorithm`): the CUDA kernels take only the
@@ -100,19 +109,23 @@ def conv_program(dtype: str) -> tuple[tfc.Graph, dict, list[tuple]]:
 def _assert_every_kernel_form_runs(lowered) -> None:
     """The conv steps of `lowered` (the program a session ran) hold each op kind as the direct
     kernel and as the implicit GEMM, a filter gradient with its pixel sum split into chunks and
-    one without, and every tfc_conv.h variant the C plan can name."""
+    one without, strided input gradients as GEMMs per stride phase, and every tfc_conv.h
+    variant the C plan can name."""
     forms: dict[str, set] = {}
     variants: dict[str, set] = {}
+    phased = 0
     for step in lowered.steps:
         if step.op in CONV_OPS:
             spec = step.kernels[0].kernel.spec
             form = conv_form(spec)
+            phased += form.phases > 1
             forms.setdefault(spec.kind, set()).add((form.gemm, form.chunks > 1))
             variants.setdefault(spec.kind, set()).add(spec.plan.kernel)
     assert variants == C_VARIANTS
     for kind, seen in forms.items():
         assert {gemm for gemm, _ in seen} == {False, True}, kind
     assert {chunked for _, chunked in forms["filter"]} == {False, True}
+    assert phased >= 5  # every strided input gradient of WIDE
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
@@ -132,6 +145,89 @@ def test_conv_ops_match_numpy(dtype, cuda_device, monkeypatch):
         assert value.dtype == expected.dtype and value.shape == expected.shape, what
         np.testing.assert_allclose(value, expected, rtol=rtol, atol=atol, err_msg=what)
         np.testing.assert_array_equal(repeat, value, err_msg=f"{what}: a second run")
+
+
+def tf32(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32 as the tensor cores' operands are (cvt.rna: 10 mantissa
+    bits, ties away from zero)."""
+    bits = a.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _references(x, f, dy, st, pad, dil) -> list[np.ndarray]:
+    """NumPy's Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter of (x, f, dy)."""
+    return [
+        conv2d_np(x, f, st, pad, dil),
+        conv2d_input_grad_np(x.shape, f, dy, st, pad, dil),
+        conv2d_filter_grad_np(x, f.shape, dy, st, pad, dil),
+    ]
+
+
+@cache
+def tf32_program() -> tuple[tfc.Graph, dict, list[tuple]]:
+    """The three conv ops of every WIDE shape in float32: (graph, feeds, [(what, tensor, NumPy
+    result of the exact inputs, of the inputs rounded to TF32, (rtol, atol))])."""
+    rng = np.random.default_rng(4545)
+    graph, feeds, cases = tfc.Graph(), {}, []
+    with graph.as_default():
+        for name, (xs, fs, st, pad, dil) in WIDE.items():
+            x = rng.standard_normal(xs).astype("float32")
+            f = rng.standard_normal(fs).astype("float32")
+            dy = rng.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype("float32")
+            attrs = {"strides": [1, *st, 1], "padding": pad, "dilations": [1, *dil, 1]}
+            xt, ft, dyt = (tfc.placeholder(v.dtype, v.shape) for v in (x, f, dy))
+            feeds.update({xt: x, ft: f, dyt: dy})
+            sizes = [tfc.constant(list(xs)), tfc.constant(list(fs))]
+            tensors = [
+                apply_op("Conv2D", [xt, ft], attrs).outputs[0],
+                apply_op("Conv2DBackpropInput", [sizes[0], ft, dyt], attrs).outputs[0],
+                apply_op("Conv2DBackpropFilter", [xt, sizes[1], dyt], attrs).outputs[0],
+            ]
+            exact = _references(x, f, dy, st, pad, dil)
+            rounded = _references(tf32(x), tf32(f), tf32(dy), st, pad, dil)
+            terms = [fs[0] * fs[1] * fs[2], fs[0] * fs[1] * fs[3], dy.size // fs[3]]
+            for op, tensor, e, r, n in zip(CONV_OPS, tensors, exact, rounded, terms):
+                cases.append((f"{op} {name}", tensor, e, r, tol("float32", n)))
+    return graph, feeds, cases
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_tf32_convolutions_multiply_rounded_operands(cuda_device, monkeypatch):
+    """CompileOptions(allow_tf32=True): the float32 GEMMs in one chunk run on tensor cores
+    (wmma; emulated: runtime/include/tfc_cuda_emu_wmma.h) and give the fp32 sums of the
+    operands rounded to TF32, which differ from the exact operands' beyond fp32's tolerance;
+    the other forms keep the fp32 kernels' results."""
+    monkeypatch.setenv("TFC_DEVICE", "gpu")
+    graph, feeds, cases = tf32_program()
+    options = tfc.CompileOptions(passes=[], allow_tf32=True)
+    with tfc.Session(graph=graph, config=options) as sess:
+        got = sess.run([c[1] for c in cases], feed_dict=feeds)
+        (program,) = sess._programs.values()
+    on_cores = {
+        step.node: (step.op, conv_form(spec).phases > 1)
+        for step in program.lowered.steps
+        if step.op in CONV_OPS
+        and tensor_cores(spec := step.kernels[0].kernel.spec, conv_form(spec), True)
+    }
+    assert set(on_cores.values()) == {
+        ("Conv2D", False), ("Conv2DBackpropInput", False), ("Conv2DBackpropInput", True),
+        ("Conv2DBackpropFilter", False),
+    }, on_cores  # fmt: skip
+    coarser = 0
+    for (what, tensor, exact, rounded, (rtol, atol)), value in zip(cases, got):
+        expected = rounded if tensor.op.name in on_cores else exact
+        np.testing.assert_allclose(value, expected, rtol=rtol, atol=atol, err_msg=what)
+        coarser += not np.allclose(value, exact, rtol=rtol, atol=atol)
+    assert coarser >= len(on_cores) // 2  # TF32's rounding shows
+
+
+@needs_nvcc
+def test_tf32_program_compiles_for_sm_90():
+    """The wmma kernels as nvcc builds them for the H100/H200 (and sm_80), warnings as errors."""
+    graph, feeds, cases = tf32_program()
+    source, ops = cuda_source(graph, [c[1] for c in cases], feeds, "tf32", target=CUDA_TF32)
+    assert "wmma::mma_sync" in source and ops >= set(CONV_OPS)
+    assert compile_cuda(source, name="tf32", cuda_arch="sm_80,sm_90", output="ptx").stat().st_size
 
 
 @cache

@@ -5,6 +5,7 @@ and training survives a SIGKILLed worker or ps. Every process has a timeout and 
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import struct
@@ -229,17 +230,24 @@ def test_mpirun_starts_one_ps_and_two_workers(build, tmp_path):
     _check_checkpoints(tmp_path / "ck" / "ps-0", 100)
 
 
-def test_ps_and_workers_are_sanitizer_clean(build, tmp_path):
-    """ASan/UBSan (and LeakSanitizer at exit) over a short sync run and an async one."""
-    tmp, rows, _ = build
+@pytest.fixture(scope="module")
+def asan(build):
+    """The cluster of `build` under ASan/UBSan (LeakSanitizer at exit): (its directory, plan)."""
+    tmp = build[0]
     flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
              "-fno-omit-frame-pointer"]  # fmt: skip
-    asan = tfc_compile(MODEL, tmp / "asan", batch=B, target="generic", cluster=tmp / "cluster.json",
-                       cflags=flags).outdir  # fmt: skip
+    model = tfc_compile(MODEL, tmp / "asan", batch=B, target="generic",
+                        cluster=tmp / "cluster.json", cflags=flags)  # fmt: skip
+    return model.outdir, model.plan
+
+
+def test_ps_and_workers_are_sanitizer_clean(build, asan, tmp_path):
+    """ASan/UBSan (and LeakSanitizer at exit) over a short sync run and an async one."""
+    _, rows, _ = build
     for mode in ("--sync", "--async"):
         ps, workers = _cluster(2)
         hosts = ["--ps-hosts", ps[0], "--worker-hosts", ",".join(workers)]
-        common = [str(asan / "train"), mode, "--steps", "30", "--data", str(rows), *hosts]
+        common = [str(asan[0] / "train"), mode, "--steps", "30", "--data", str(rows), *hosts]
         outs = _run_all(
             [[*common, "--job", "ps", "--task", "0", "--checkpoint-dir", str(tmp_path / mode)],
              [*common, "--job", "worker", "--task", "0"],
@@ -248,6 +256,80 @@ def test_ps_and_workers_are_sanitizer_clean(build, tmp_path):
         )  # fmt: skip
         assert "done at step 30" in outs[0]
         assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
+
+
+def test_workers_fed_through_pipes_are_sanitizer_clean(build, asan, tmp_path):
+    """The workers of TF1 cluster scripts (train --feed-fd/--result-fd): 'S' and a step's
+    inputs give {step, loss}, 'V' the values from the ps; the end of the feed tells the ps the
+    worker is done, and the ps stops once both are."""
+    _, rows, _ = build
+    outdir, plan = asan
+    worker = plan.worker.programs["train"]
+    n_fed = sum(not name.startswith("recv:") for name in worker.input_names)
+    received = sum(int(np.prod(f.shape)) * np.dtype(f.dtype.np).itemsize
+                   for f in worker.lowered.feeds[n_fed:])  # fmt: skip
+    ps, workers = _cluster(2)
+    hosts = ["--ps-hosts", ps[0], "--worker-hosts", ",".join(workers), "--steps", str(1 << 62)]
+    common = [str(outdir / "train"), "--sync", *hosts]
+    data = np.load(rows)
+    procs, pipes = [], []
+    try:
+        procs.append(subprocess.Popen(
+            [*common, "--job", "ps", "--task", "0", "--idle-exit-ms", "60000"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        ))  # fmt: skip
+        for w in range(2):
+            feed_r, feed_w = os.pipe()
+            result_r, result_w = os.pipe()
+            procs.append(subprocess.Popen(
+                [*common, "--job", "worker", "--task", str(w), "--feed-fd", str(feed_r),
+                 "--result-fd", str(result_w)],
+                pass_fds=(feed_r, result_w), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True,
+            ))  # fmt: skip
+            os.close(feed_r)
+            os.close(result_w)
+            pipes.append((os.fdopen(feed_w, "wb", buffering=0), result_r))
+
+        def read(w, n):
+            data = b""
+            while len(data) < n:
+                assert select.select([pipes[w][1]], [], [], TIMEOUT)[0], f"worker {w} hangs"
+                chunk = os.read(pipes[w][1], n - len(data))
+                assert chunk, f"worker {w} exited"
+                data += chunk
+            return data
+
+        def step(w, i):
+            rows_i = data[(i * 2 + w) * B : (i * 2 + w + 1) * B]
+            inputs = [rows_i[:, :64].astype(np.float32), rows_i[:, 64].astype(np.int64),
+                      np.float64(0.002).astype(worker.lowered.feeds[2].dtype.np)]  # fmt: skip
+            pipes[w][0].write(b"S" + b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
+
+        for i in range(5):
+            for w in range(2):
+                step(w, i)
+            for w in range(2):
+                got, loss = struct.unpack("<qd", read(w, 16))
+                assert got == i and np.isfinite(loss)
+        pipes[0][0].write(b"V")
+        assert struct.unpack("<qd", read(0, 16))[0] == 0
+        values = np.frombuffer(read(0, received), np.uint8)
+        assert values.size == received and values.any()
+        for feed, _ in pipes:
+            feed.close()
+        outs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
+    finally:
+        for _, result in pipes:
+            os.close(result)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert all(p.returncode == 0 for p in procs), "\n".join(outs)
+    assert "worker 0 is done" in outs[0] and "worker 1 is done" in outs[0]
+    assert "done at step 5 (0 late gradient sets dropped)" in outs[0]
+    assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
 
 
 def test_whitepaper_style_sample_end_to_end():

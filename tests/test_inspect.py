@@ -338,3 +338,45 @@ def test_digits_model_rows_are_the_training_split():
     assert rows.shape == (1797 - 360, 65)
     assert 0.0 <= rows[:, :64].min() and rows[:, :64].max() <= 1.0
     assert set(rows[:, 64].astype(int)) == set(range(10))
+
+
+def test_the_report_names_each_convolutions_cuda_form():
+    """A stride-1 Conv2D wide enough for the implicit GEMM, and a stride-2 input gradient (a
+    GEMM per stride phase) and a narrow one (the direct kernel): the choices CUDA makes."""
+
+    def build(x):
+        wide = tf.constant(0.5, shape=[3, 3, 32, 64])
+        narrow = tf.constant(0.5, shape=[3, 3, 4, 64])
+        y = tf.nn.conv2d(x, wide, [1, 1, 1, 1], "SAME")  # [4, 8, 8, 64]
+        grad = tf.nn.conv2d_backprop_input([4, 16, 16, 32], wide, y, [1, 2, 2, 1], "SAME")
+        small = tf.nn.conv2d_backprop_input([4, 16, 16, 4], narrow, y, [1, 2, 2, 1], "SAME")
+        return tf.reduce_sum(grad) + tf.reduce_sum(small)
+
+    build.in_shape = [8, 8, 32]
+    for allow_tf32, cores in ((False, ""), (True, ", TF32 tensor cores")):
+        options = CompileOptions(allow_tf32=allow_tf32)
+        report = inspect_model(_single_op_model(build), "predict", 4, options).report()
+        lines = [line.strip() for line in report.splitlines()]
+        at = lines.index("convolutions on a GPU (the CUDA target's choice for each shape):")
+        forms = sorted(line.split(": ", 1)[1] for line in lines[at + 1 : at + 4])
+        assert forms == [
+            "direct",
+            # phases of 4 x 8 x 8 rows (256, whole tiles) at 4 phases; k: 2 x 2 taps x 64
+            "implicit GEMM m=1024 n=32 k=256, 4 stride phases" + cores,
+            "implicit GEMM m=256 n=64 k=288" + cores,
+        ], report
+
+
+def test_cli_inspect_allow_tf32_marks_the_tensor_core_convolutions(tmp_path, capsys):
+    model = tmp_path / "wide_conv.py"
+    model.write_text(
+        "import tfc as tf\n\n\n"
+        "def signatures():\n"
+        "    x = tf.placeholder(tf.float32, [None, 8, 8, 32], name='x')\n"
+        "    y = tf.nn.conv2d(x, tf.constant(0.5, shape=[3, 3, 32, 64]), [1, 1, 1, 1], 'SAME')\n"
+        "    return {'predict': {'inputs': {'features': x}, 'outputs': {'y': y}}}\n"
+    )
+    for flags, cores in (([], ""), (["--allow-tf32"], ", TF32 tensor cores")):
+        assert main(["inspect", str(model), "--signature", "predict", "--batch", "4", *flags]) == 0
+        out = capsys.readouterr().out
+        assert f"  Conv2D Conv2D: implicit GEMM m=256 n=64 k=288{cores}\n" in out, out

@@ -182,6 +182,36 @@ def test_hoist_moves_loop_invariant_work_before_the_loop():
     )
 
 
+def test_hoist_transposes_a_captured_matmul_operand_once_before_the_loop():
+    """A body's matmul(h, w, transpose_b=True) of a captured w (an RNN gradient's dz W^T)
+    reads w transposed once, before the loop: the GEMM packs a row-major operand; a
+    transposed loop variable stays transposed (it changes every iteration)."""
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    w = tf.placeholder(tf.float32, [4, 3], name="w")
+
+    def body(i, h):
+        z = tf.matmul(h, w, transpose_b=True, name="hw")  # [2, 4]
+        return i + 1, tf.matmul(z, h, transpose_a=True, name="zh")[:2, :3] + h
+
+    out = tf.while_loop(lambda i, h: i < 4, body, (0, x), name="loop")[1]
+    g = run(hoist_invariants, front(program([("loop", 1)], [feed("x", (2, 3)), feed("w", (4, 3))])))
+    body = g.node("loop")["attrs"]["body"]
+    assert body.node("loop/hw")["attrs"]["transpose_b"] is False
+    assert body.node("loop/zh")["attrs"]["transpose_a"] is True
+    (hoisted,) = [n for n in g.nx if g.op_type(n) == "Transpose"]
+    assert g.input_edges(hoisted)[0] == ("w", 0) and g.node(hoisted)["shapes"] == [(3, 4)]
+    assert (hoisted, 0) in g.input_edges("loop")
+    assert not any(body.op_type(n) == "Transpose" for n in body.nx)
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+    wv = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    with tf.Session() as sess:
+        got = sess.run(out, {x: xv, w: wv})
+    h = xv.astype(np.float64)
+    for _ in range(4):
+        h = ((h @ wv.T).T @ h)[:2, :3] + h
+    np.testing.assert_allclose(got, h, rtol=1e-5)
+
+
 def test_hoist_keeps_random_ops_and_ops_that_can_fail_in_the_loop():
     x = tf.placeholder(tf.float32, [3], name="x")
     idx = tf.placeholder(tf.int32, [2], name="idx")

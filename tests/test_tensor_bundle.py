@@ -21,7 +21,7 @@ from tfc.io.checkpoint import (
     open_checkpoint,
     write_safetensors,
 )
-from tfc.io.crc32c import crc32c, mask_crc32c, unmask_crc32c
+from tfc.io.crc32c import crc32c, crc32c_numpy, mask_crc32c, unmask_crc32c
 from tfc.io.protowire import Field, WireFormatError, decode_message
 from tfc.io.sstable import TableFormatError, read_table
 
@@ -47,7 +47,8 @@ def _bundle(tmp_path, tensors=None, name="model.ckpt", **options) -> str:
 
 
 # -- CRC-32C ---------------------------------------------------------------------------------------
-def test_crc32c_known_values_and_the_vectorized_path():
+@pytest.mark.parametrize("crc32c", [crc32c, crc32c_numpy], ids=["default", "numpy"])
+def test_crc32c_known_values_and_the_vectorized_path(crc32c):
     assert crc32c(b"123456789") == 0xE3069283  # the CRC catalogue's check value
     assert crc32c(bytes(32)) == 0x8A9136AA  # RFC 3720 B.4
     assert crc32c(b"\xff" * 32) == 0x62A8AB43

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from tfc.codegen.lower import LoweredProgram, lower_program
 from tfc.codegen.render import render_program
-from tfc.codegen.targets import CUDA, C, Target
+from tfc.codegen.targets import CUDA, CUDA_TF32, C, Target
 from tfc.ir.dump import graph_text
 from tfc.ir.graph import Graph
 from tfc.passes.cse import eliminate_common_subexpressions
@@ -227,10 +227,14 @@ def task_pipeline(passes: Sequence[Pass]) -> list[Pass]:
 class CompileOptions:
     """Which optimization passes compile a program: all by default, `passes` to name exactly
     which, or `disable` to switch some off (e.g. CompileOptions(disable=["fuse"])).
-    The results are numerically the same either way; the passes change speed and memory."""
+    The results are numerically the same either way; the passes change speed and memory.
+    `allow_tf32`: a GPU program's float32 convolutions may multiply on tensor cores with
+    TF32 operands (10 mantissa bits; sums in fp32), as PyTorch's allow_tf32 (off by default:
+    float32 is float32)."""
 
     passes: tuple[str, ...] | None = None
     disable: tuple[str, ...] = ()
+    allow_tf32: bool = False
 
     def __post_init__(self) -> None:
         if self.passes is not None:
@@ -338,12 +342,13 @@ def compile_stages(
     name: str,
     allow_soft_placement: bool = False,
     verify: bool = False,
+    allow_tf32: bool = False,
 ) -> list[tuple[Stage, Program]]:
     """The programs of a program graph with ops on a GPU, one per stage in run order: the
     passes of `passes` before fusion, STAGE_CUT, then each stage compiled for its device (CUDA
     or C) with the passes of STAGE_LATE that `passes` has. A program on one device is one stage,
     compiled whole: feeds and fetches in the program's order. The GPU stages of several have
-    run_mixed (their hand-offs may stay in device memory)."""
+    run_mixed (their hand-offs may stay in device memory). `allow_tf32`: CompileOptions'."""
     graph = run_passes(graph, [p for p in passes if p not in STAGE_LATE], verify=verify)
     graph.graph_attrs.update(default_device=GPU_DEVICE, allow_soft_placement=allow_soft_placement)
     graph = run_passes(graph, STAGE_CUT, verify=verify)
@@ -352,7 +357,8 @@ def compile_stages(
     if len(stages) <= 1:
         device = stages[0].device if stages else GPU_DEVICE
         on_gpu = stages[0].on_gpu if stages else True
-        program = compile_program(graph, late, _target(on_gpu), name=name, verify=verify)
+        target = _target(on_gpu, allow_tf32)
+        program = compile_program(graph, late, target, name=name, verify=verify)
         inputs = [(FEED, i) for i in range(len(graph.graph_attrs["feeds"]))]
         outputs = [(FETCH, j) for j in range(len(graph.graph_attrs["fetches"]))]
         whole = Stage(device, program.graph, inputs, outputs)  # type: ignore[arg-type]
@@ -360,7 +366,7 @@ def compile_stages(
     compiled = []
     for i, stage in enumerate(stages):
         program = compile_program(
-            stage.graph, late, _target(stage.on_gpu), name=f"{name}.stage{i}",
+            stage.graph, late, _target(stage.on_gpu, allow_tf32), name=f"{name}.stage{i}",
             mixed_io=stage.on_gpu, verify=verify,
         )  # fmt: skip
         stage.graph = program.graph
@@ -368,8 +374,10 @@ def compile_stages(
     return compiled
 
 
-def _target(on_gpu: bool) -> Target:
-    return CUDA if on_gpu else C
+def _target(on_gpu: bool, allow_tf32: bool) -> Target:
+    if not on_gpu:
+        return C
+    return CUDA_TF32 if allow_tf32 else CUDA
 
 
 def split_python_stages(graph: Graph, verify: bool = False) -> list[Stage]:

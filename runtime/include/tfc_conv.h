@@ -37,6 +37,8 @@ typedef struct {
     int64_t cp;                         /* direct: channels of the padded filter (or gradient);
                                            columns: the width of the bordered planes */
     int64_t chunk;                      /* im2col: images per column matrix */
+    int64_t blocked;                    /* direct forward: the filter read in blocks of co_block
+                                           channels, the blocks outermost (tfc_conv_direct_core) */
 } tfc_conv_plan;
 
 #if defined(__GNUC__) || defined(__clang__)

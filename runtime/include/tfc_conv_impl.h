@@ -107,6 +107,18 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_pad_rows)(const T *restrict f, int64_t
     }
 }
 
+/* fb[t, 0:cb] = f[t, b0 : b0 + cb] for the `rows` rows (taps) of f (row stride c), zeros past
+ * channel c: one block of channels of the filter, contiguous, for the blocked direct kernel */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_filter_block)(const T *restrict f, int64_t rows,
+                                                        int64_t c, int64_t b0, int64_t cb,
+                                                        T *restrict fb) {
+    const int64_t nc = c - b0 < cb ? c - b0 : cb;
+    for (int64_t t = 0; t < rows; ++t) {
+        for (int64_t j = 0; j < nc; ++j) fb[t * cb + j] = f[t * c + b0 + j];
+        for (int64_t j = nc; j < cb; ++j) fb[t * cb + j] = 0;
+    }
+}
+
 /* The taps k in [lo, hi) of kn whose position base + k*step lies in [from, to) */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t step, int64_t kn,
                                                        int64_t from, int64_t to, int64_t *lo,
@@ -118,47 +130,71 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t ste
     *hi = end < kn ? end : kn;
 }
 
+/* The tiles of output row `oh` of image `n`, channels [co0, co0 + CB), of tfc_conv_direct_core:
+ * fb points at those channels' filter values of tap 0, the next tap's `fs` elements on */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
+    int64_t n, int64_t oh, int64_t co0, int64_t hp, int64_t wp, int64_t c, const T *restrict xp,
+    int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
+    int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
+    const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi) {
+    const int64_t full = TFC_IDIV(ow_n, P) * P;
+    const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
+    T *restrict yr = y + (n * oh_n + oh) * ow_n * co;
+    int64_t kh_lo, kh_hi;
+    TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
+    const int64_t nc = co - co0 < CB ? co - co0 : CB;
+    for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
+        /* taps some pixel of the tile reads inside the image */
+        const int64_t last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
+        int64_t kw_lo, kw_hi, unused;
+        TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
+        TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
+        const T *restrict xt = xr + ow0 * sw * c;
+        T *restrict yt = yr + ow0 * co + co0;
+        if (ow0 < full) {
+            TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
+                                       kw_hi, kw_n, c, fb, fs, yt, co, nc, P, CB);
+        } else {
+            TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
+                                       kw_hi, kw_n, c, fb, fs, yt, co, nc, ow_n - full, CB);
+        }
+    }
+}
+
 /* y[n, oh, ow, 0:co] = sum over (kh, kw, ci) of
  *   xp[n, oh*sh + kh*dh, ow*sw + kw*dw, ci] * fp[kh, kw, ci, 0:co]
  * with xp [n_img, hp, wp, c] bordered so that every window is inside, fp [kh_n, kw_n, c, cp];
- * xp is zero outside rows [u_lo, u_hi) and columns [v_lo, v_hi): the taps there are skipped. */
+ * xp is zero outside rows [u_lo, u_hi) and columns [v_lo, v_hi): the taps there are skipped.
+ * With a buffer `fblock` (taps x CB values; NULL: none) the channel blocks go outermost, each
+ * block's filter columns copied into it first (tfc_conv_filter_block): each output row's tiles
+ * read the whole filter, so where it outweighs the images (a CNN's deep layers: 2.4 MB for
+ * 3x3x256x256 against a 14x14x256 image of 200 KB, read 14 times per image, along rows whose
+ * power-of-two stride maps them to a few cache sets) the filter is read from memory once and
+ * each block's contiguous copy stays in cache while every pixel uses it. Each output element
+ * is the same chain of multiply-adds in either order. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
-    const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi) {
-    const int64_t full = TFC_IDIV(ow_n, P) * P;
-    for (int64_t n = 0; n < n_img; ++n) {
-        for (int64_t oh = 0; oh < oh_n; ++oh) {
-            const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
-            T *restrict yr = y + (n * oh_n + oh) * ow_n * co;
-            int64_t kh_lo, kh_hi;
-            TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
-            for (int64_t co0 = 0; co0 < co; co0 += CB) {
-                const int64_t nc = co - co0 < CB ? co - co0 : CB;
-                for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
-                    /* taps some pixel of the tile reads inside the image */
-                    const int64_t last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
-                    int64_t kw_lo, kw_hi, unused;
-                    TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo,
-                                                      &unused);
-                    TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused,
-                                                      &kw_hi);
-                    const T *restrict xt = xr + ow0 * sw * c;
-                    T *restrict yt = yr + ow0 * co + co0;
-                    if (ow0 < full) {
-                        TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi,
-                                                   kw_lo, kw_hi, kw_n, c, fp + co0, cp, yt, co,
-                                                   nc, P, CB);
-                    } else {
-                        TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi,
-                                                   kw_lo, kw_hi, kw_n, c, fp + co0, cp, yt, co,
-                                                   nc, ow_n - full, CB);
-                    }
-                }
-            }
+    const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
+    T *restrict fblock) {
+    if (fblock != NULL) {
+        for (int64_t co0 = 0; co0 < co; co0 += CB) {
+            TFC_CONV_FN(tfc_conv_filter_block)(fp, kh_n * kw_n * c, cp, co0, CB, fblock);
+            for (int64_t n = 0; n < n_img; ++n)
+                for (int64_t oh = 0; oh < oh_n; ++oh)
+                    TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co,
+                                                     kh_n, kw_n, sh, sw, dh, dw, fblock, CB, y,
+                                                     P, CB, u_lo, u_hi, v_lo, v_hi);
         }
+        return;
     }
+    for (int64_t n = 0; n < n_img; ++n)
+        for (int64_t oh = 0; oh < oh_n; ++oh)
+            for (int64_t co0 = 0; co0 < co; co0 += CB)
+                TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
+                                                 kw_n, sh, sw, dh, dw, fp + co0, cp, y, P, CB,
+                                                 u_lo, u_hi, v_lo, v_hi);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
@@ -190,29 +226,35 @@ TFC_CONV_INLINE const T *TFC_CONV_FN(tfc_conv_part_input)(const tfc_conv_plan *g
 }
 
 /* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c], fp (the
- * filter with its rows padded, written by tfc_conv_forward_direct). */
+ * filter with its rows padded, written by tfc_conv_forward_direct; with g->blocked, one
+ * block's buffer [taps, co_block] per part instead). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_plan *g,
                                                                void *call, int64_t part) {
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
     int64_t n0, nb;
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
     const T *src = TFC_CONV_FN(tfc_conv_part_input)(g, k, n0, nb);
-    const T *filter = g->cp != g->out_c ? k->s1 : k->b;
+    const int64_t taps = g->k_h * g->k_w * g->in_c;
+    const int blocked = g->blocked != 0;
+    const T *filter = !blocked && g->cp != g->out_c ? k->s1 : k->b;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
-                                      filter, g->cp, k->y + n0 * g->out_h * g->out_w * g->out_c,
+                                      filter, blocked ? g->out_c : g->cp,
+                                      k->y + n0 * g->out_h * g->out_w * g->out_c,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
-                                      g->pad_left + g->in_w);
+                                      g->pad_left + g->in_w,
+                                      blocked ? k->s1 + part * taps * g->co_block : NULL);
 }
 
 /* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts.
- * Scratch: xp [batch, hp, wp, in_c], fp [k_h*k_w*in_c, cp]. */
+ * Scratch: xp [batch, hp, wp, in_c], fp [k_h*k_w*in_c, cp] (with g->blocked: a block's buffer
+ * [k_h*k_w*in_c, co_block] for each part). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g,
                                                           const T *x, const T *f, T *y, T *xp,
                                                           T *fp, tfc_threads_fn part) {
-    if (g->cp != g->out_c) TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c,
-                                                          g->cp, fp);
+    if (g->blocked == 0 && g->cp != g->out_c)
+        TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
     TFC_CONV_FN(tfc_conv_call) call = {x, f, y, xp, fp, NULL};
     tfc_conv_run_parts(g, part, &call);
 }
@@ -250,7 +292,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1);
+                                      left + (g->out_w - 1) * g->s_w + 1, NULL);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */

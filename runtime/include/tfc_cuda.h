@@ -14,6 +14,7 @@
 
 #ifdef TFC_CUDA_DEVICE_EMULATION
 #include "tfc_cuda_emu.h"
+#include "tfc_cuda_emu_wmma.h"
 #ifndef TFC_NO_CUBLAS
 #define TFC_NO_CUBLAS /* no cuBLAS on the host: GEMM is the tiled kernel, emulated like the rest */
 #endif
@@ -21,6 +22,7 @@
     tfc_emu_launch((blocks), (threads), [&]() { kernel(__VA_ARGS__); })
 #else
 #include <cuda_runtime.h>
+#include <mma.h> /* the tensor-core convolutions (CompileOptions(allow_tf32=True)) */
 #define TFC_CUDA_LAUNCH(kernel, blocks, threads, ...) \
     kernel<<<(blocks), (threads), 0, tfc_cuda_stream>>>(__VA_ARGS__)
 #endif

@@ -28,6 +28,7 @@
 #define __host__
 #define __shared__ static
 #define __forceinline__ inline
+#define __align__(n) __attribute__((aligned(n)))
 
 struct uint3 {
     unsigned x, y, z;

@@ -11,16 +11,27 @@
  *
  * Float types run BLIS-style: the K range in KC blocks, M in MC blocks whose A rows are packed
  * (scaled by alpha) into MR-row panels, N in NR-column panels of packed B, and a register-blocked
- * MR x NR micro-kernel written with GCC/Clang vector extensions (AVX2: 6 x 16 floats in 12
- * accumulators; SSE, NEON and scalar targets get the same source split or lane by lane). Edge
+ * MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512: 6 x 64 floats in 24 of
+ * its 32 registers, B's 4 vectors loaded once per k and A broadcast from the packed panel; AVX2:
+ * 6 x 16 in 12; SSE, NEON and scalar targets get the same source split or lane by lane). Edge
  * tiles go through the same micro-kernel on zero-padded panels, so every element of C is the
- * same chain of multiply-adds over k = 0..K-1 whatever its position, the block sizes or the
- * number of threads: a product computed row by row or split across threads has the same bits.
- * Products of 1 or 2 rows with row-major B skip the packing (B streams once per row into
- * accumulators of TFC_GEMM_ROW_COLS columns): the same chains, so the same bits again.
- * Packing buffers live on the stack ((MC + NR) * KC elements, 160 KiB on hosts, 9 KiB under
- * TFC_EMBED): no allocation, no alignment requirement on any pointer. Large products are
- * split over N panels between the threads of tfc_threads.h (the K reduction is never split).
+ * same chain of multiply-adds over k = 0..K-1 (fma(alpha*a_k, b_k, acc) from 0 or beta*C, then
+ * bias, then relu) whatever its position, the block sizes or the number of threads: a product
+ * computed row by row or split across threads has the same bits. The shape picks the path (the
+ * generated code passes literal sizes, so the choice folds at compile time), every path
+ * computing those same chains:
+ *   - 1 or 2 rows with row-major B (a GEMV: batch-1 inference) skip the packing: B streams
+ *     once per row through blocks of TFC_GEMM_ROW_COLS columns held in registers;
+ *   - at most one vector of columns (a classifier's logits, their gradients): the narrow
+ *     kernel, one vector per row of C, TFC_GEMM_NARROW rows of accumulators, A broadcast in
+ *     place and B in a zero-padded kc x VL panel;
+ *   - few columns for NR-wide panels but many rows: the packed algorithm on C^T = B^T A^T
+ *     (swapped), C's rows filling the vectors, written back through the edge-tile path;
+ *   - otherwise the packed algorithm.
+ * Packing buffers live on the stack ((MC + NR) * KC elements: 208 KiB on AVX-512 hosts, 160 KiB
+ * on other hosts, 9 KiB under TFC_EMBED): no allocation, no alignment requirement on any
+ * pointer. Large products are split between the threads of tfc_threads.h over NR panels (of C^T
+ * when swapped) or over rows (narrow); the K reduction is never split.
  */
 #ifndef TFC_GEMM_H
 #define TFC_GEMM_H
@@ -31,6 +42,19 @@
 #include "tfc_index.h"
 #include "tfc_threads.h"
 
+/* the micro-kernel's vectors: 64 bytes where AVX-512 has 32 registers of that width, 32 where
+ * AVX has 16, else 16 bytes (SSE, NEON; scalar targets split them lane by lane) */
+#if defined(__AVX512F__) && !defined(TFC_EMBED)
+#define TFC_GEMM_VBYTES 64
+#define TFC_GEMM_NV 4 /* MR x NR = 6 x 64 floats: 24 accumulators, 4 of B, 1 broadcast */
+#elif defined(__AVX__)
+#define TFC_GEMM_VBYTES 32
+#define TFC_GEMM_NV 2 /* 6 x 16 floats in 12 of the 16 registers */
+#else
+#define TFC_GEMM_VBYTES 16
+#define TFC_GEMM_NV 2
+#endif
+
 #ifndef TFC_GEMM_KC
 #ifdef TFC_EMBED
 #define TFC_GEMM_KC 64
@@ -39,10 +63,14 @@
 #else
 #define TFC_GEMM_KC 256 /* float; double: half, the same bytes */
 #define TFC_GEMM_MC 144
-#define TFC_GEMM_ROW_COLS 1024
+/* the row kernel's register block, in floats: 16 of AVX-512's 32 registers (a GEMV streams
+ * its weights row by row: the wider the block, the fewer passes), 8 elsewhere */
+#define TFC_GEMM_ROW_COLS (TFC_GEMM_VBYTES == 64 ? 256 : 2 * TFC_GEMM_VBYTES)
 #endif
 #endif
 #define TFC_GEMM_MR 6
+/* rows of accumulators of the narrow kernel (products of at most one vector of columns) */
+#define TFC_GEMM_NARROW 12
 /* products of at most this many rows (B row-major) skip the packing: one pass over B per row */
 #ifndef TFC_GEMM_ROWS_MAX
 #define TFC_GEMM_ROWS_MAX 2
@@ -61,19 +89,50 @@
     ((double)(M) * (double)(N) * (double)(K) < (double)TFC_GEMM_PARALLEL_MIN)
 #endif
 
-/* the micro-kernel's vectors: 32 bytes where AVX has 16 registers of that width, else 16 bytes
- * (SSE, NEON; scalar targets split them lane by lane) */
-#if defined(__AVX512F__) && !defined(TFC_EMBED)
-#define TFC_GEMM_VBYTES 64 /* 32 registers of 64 bytes: 6 x 32 floats in 12 of them */
-#elif defined(__AVX__)
-#define TFC_GEMM_VBYTES 32
-#else
-#define TFC_GEMM_VBYTES 16
-#endif
 typedef float tfc_vf32 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4)));
 typedef int32_t tfc_vi32 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4)));
 typedef double tfc_vf64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)));
 typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)));
+/* the same vectors read and written in place of the elements (loads and stores of any
+ * alignment that may alias float or double: no memcpy, which GCC splits into 32-byte halves
+ * and then reloads through the stack) */
+typedef float tfc_vf32u __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4), may_alias));
+typedef double tfc_vf64u __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8), may_alias));
+
+/* a vector of x in every lane: x - 0 is x for every x (-0 included), so it folds to a broadcast
+ * where 0 + x, which is +0 for x = -0, costs an add */
+#define TFC_GEMM_SPLAT(V, x) ((x) - (V){0})
+
+/* tfc_gemm_tail_load/store_<tag>(p, [v,] n): the first n (<= all) lanes of a vector read from p
+ * (the others zero) or written to p (nothing past them): one masked move on AVX-512, which does
+ * not fault past the end, a copy through memory elsewhere */
+#if TFC_GEMM_VBYTES == 64 && defined(__GNUC__) && !defined(__clang__)
+#define TFC_GEMM_DEFINE_TAIL(tag, T, V, VL, M, LOAD, STORE)                                      \
+    static inline V tfc_gemm_tail_load_##tag(const T *p, int64_t n) {                            \
+        return LOAD(p, (V){0}, (M)((1u << n) - 1u));                                             \
+    }                                                                                            \
+    static inline void tfc_gemm_tail_store_##tag(T *p, V v, int64_t n) {                         \
+        STORE(p, v, (M)((1u << n) - 1u));                                                        \
+    }
+#else
+#define TFC_GEMM_DEFINE_TAIL(tag, T, V, VL, M, LOAD, STORE)                                      \
+    static inline V tfc_gemm_tail_load_##tag(const T *p, int64_t n) {                            \
+        T pad[VL] = {0};                                                                         \
+        memcpy(pad, p, (size_t)n * sizeof(T));                                                   \
+        V v;                                                                                     \
+        memcpy(&v, pad, sizeof(V));                                                              \
+        return v;                                                                                \
+    }                                                                                            \
+    static inline void tfc_gemm_tail_store_##tag(T *p, V v, int64_t n) {                         \
+        T pad[VL];                                                                               \
+        memcpy(pad, &v, sizeof(V));                                                              \
+        memcpy(p, pad, (size_t)n * sizeof(T));                                                   \
+    }
+#endif
+TFC_GEMM_DEFINE_TAIL(f32, float, tfc_vf32, TFC_GEMM_VBYTES / 4, unsigned short,
+                     __builtin_ia32_loadups512_mask, __builtin_ia32_storeups512_mask)
+TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
+                     __builtin_ia32_loadupd512_mask, __builtin_ia32_storeupd512_mask)
 
 /* a*b + c as one fused multiply-add where the target has one (ISO C mode does not contract;
  * clang does within an expression). Macros, not functions: a 32-byte vector passed by value
@@ -89,118 +148,135 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
 #define TFC_GEMM_FMA_f64(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* One float GEMM family per type: T the element, V its 32-byte vector, VI the same-width integer
- * vector, VL lanes, NR = 2 VL columns per micro-tile. */
-#define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VI, VL, KC)                                             \
-    enum { tfc_gemm_nr_##tag = 2 * (VL) };                                                       \
+/* One float GEMM family per type: T the element, V its vector, VU the same read in place, VI the
+ * same-width integer vector, VL lanes, NR = TFC_GEMM_NV * VL columns per micro-tile. */
+#define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VU, VI, VL, KC)                                         \
+    enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
-    /* the micro-kernel: C[MR, NR] (row stride ldc) from packed a[kc][MR] and b[kc][NR];       \
-     * acc starts at 0 (beta == 0), C or beta*C; bias/relu applied before the store */          \
-    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a,                   \
-                                             const T *restrict b, T *restrict c, int64_t ldc,    \
-                                             T beta, const T *restrict bias, int relu) {         \
-        V acc[TFC_GEMM_MR][2];                                                                   \
+    /* the micro-kernel: acc[MR][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
+     * b[kc][NR] (one FMA chain per element, k in order); then bias, relu and the store to C (row\
+     * stride ldc). Loads and stores through VU (may alias T); the accumulators stay registers. */\
+    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b,\
+                                             T *restrict c, int64_t ldc, T beta,                 \
+                                             const T *restrict bias, int relu) {                 \
+        enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR, NR = TFC_GEMM_NV * (VL) };                    \
+        V acc[MR][NV];                                                                           \
         if (beta == (T)0) {                                                                      \
-            for (int r = 0; r < TFC_GEMM_MR; ++r) acc[r][0] = acc[r][1] = (V){0};                \
+            for (int r = 0; r < MR; ++r)                                                         \
+                for (int v = 0; v < NV; ++v) acc[r][v] = (V){0};                                 \
         } else {                                                                                 \
-            for (int r = 0; r < TFC_GEMM_MR; ++r) {                                              \
-                memcpy(&acc[r][0], c + r * ldc, sizeof(V));                                      \
-                memcpy(&acc[r][1], c + r * ldc + (VL), sizeof(V));                               \
-                if (beta != (T)1) {                                                              \
-                    acc[r][0] *= beta;                                                           \
-                    acc[r][1] *= beta;                                                           \
+            for (int r = 0; r < MR; ++r)                                                         \
+                for (int v = 0; v < NV; ++v) {                                                   \
+                    acc[r][v] = *(const VU *)(c + r * ldc + v * (VL));                           \
+                    if (beta != (T)1) acc[r][v] *= beta;                                         \
                 }                                                                                \
-            }                                                                                    \
         }                                                                                        \
         for (int64_t k = 0; k < kc; ++k) {                                                       \
-            V b0, b1;                                                                            \
-            memcpy(&b0, b + k * 2 * (VL), sizeof(V));                                            \
-            memcpy(&b1, b + k * 2 * (VL) + (VL), sizeof(V));                                     \
-            const T *restrict ak = a + k * TFC_GEMM_MR;                                          \
-            for (int r = 0; r < TFC_GEMM_MR; ++r) {                                              \
-                const V ar = (V){0} + ak[r];                                                     \
-                acc[r][0] = TFC_GEMM_FMA_##tag(ar, b0, acc[r][0]);                               \
-                acc[r][1] = TFC_GEMM_FMA_##tag(ar, b1, acc[r][1]);                               \
+            V bv[NV];                                                                            \
+            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * NR + v * (VL));           \
+            const T *restrict ak = a + k * MR;                                                   \
+            for (int r = 0; r < MR; ++r) {                                                       \
+                const V ar = TFC_GEMM_SPLAT(V, ak[r]);                                           \
+                for (int v = 0; v < NV; ++v) acc[r][v] = TFC_GEMM_FMA_##tag(ar, bv[v], acc[r][v]);\
             }                                                                                    \
         }                                                                                        \
         if (bias != NULL) {                                                                      \
-            V bv0, bv1;                                                                          \
-            memcpy(&bv0, bias, sizeof(V));                                                       \
-            memcpy(&bv1, bias + (VL), sizeof(V));                                                \
-            for (int r = 0; r < TFC_GEMM_MR; ++r) {                                              \
-                acc[r][0] += bv0;                                                                \
-                acc[r][1] += bv1;                                                                \
+            for (int v = 0; v < NV; ++v) {                                                       \
+                const V bb = *(const VU *)(bias + v * (VL));                                     \
+                for (int r = 0; r < MR; ++r) acc[r][v] += bb;                                    \
             }                                                                                    \
         }                                                                                        \
         if (relu) {                                                                              \
-            const V zero = {0};                                                                  \
-            for (int r = 0; r < TFC_GEMM_MR; ++r)                                                \
-                for (int h = 0; h < 2; ++h)                                                      \
-                    acc[r][h] = (V)((VI)acc[r][h] & ~(VI)(acc[r][h] < zero));                    \
+            for (int r = 0; r < MR; ++r)                                                         \
+                for (int v = 0; v < NV; ++v)                                                     \
+                    acc[r][v] = (V)((VI)acc[r][v] & ~(VI)(acc[r][v] < (V){0}));                  \
         }                                                                                        \
-        for (int r = 0; r < TFC_GEMM_MR; ++r) {                                                  \
-            memcpy(c + r * ldc, &acc[r][0], sizeof(V));                                          \
-            memcpy(c + r * ldc + (VL), &acc[r][1], sizeof(V));                                   \
-        }                                                                                        \
+        for (int r = 0; r < MR; ++r)                                                             \
+            for (int v = 0; v < NV; ++v) *(VU *)(c + r * ldc + v * (VL)) = acc[r][v];            \
     }                                                                                            \
                                                                                                  \
-    /* rows [i0, i0+mc) x k [p0, p0+kc) of alpha*A into MR-row panels, zero-padded rows */     \
-    static inline void tfc_gemm_pack_a_##tag(int64_t mc, int64_t kc, const T *restrict A,       \
-                                             int64_t sam, int64_t sak, T alpha,                  \
-                                             T *restrict out) {                                  \
-        for (int64_t i = 0; i < mc; i += TFC_GEMM_MR) {                                          \
-            const int64_t rows = mc - i < TFC_GEMM_MR ? mc - i : TFC_GEMM_MR;                    \
+    /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows */     \
+    static inline void tfc_gemm_pack_a_##tag(int64_t mc, int64_t kc, const T *restrict A,        \
+                                             int64_t sam, int64_t sak, T alpha, T *restrict out) {\
+        enum { MR = TFC_GEMM_MR };                                                               \
+        for (int64_t i = 0; i < mc; i += MR) {                                                   \
+            const int64_t rows = mc - i < MR ? mc - i : MR;                                      \
             T *restrict panel = out + i * kc;                                                    \
-            for (int64_t r = 0; r < TFC_GEMM_MR; ++r) {                                          \
+            for (int64_t r = 0; r < MR; ++r) {                                                   \
                 if (r >= rows) {                                                                 \
-                    for (int64_t k = 0; k < kc; ++k) panel[k * TFC_GEMM_MR + r] = 0;             \
+                    for (int64_t k = 0; k < kc; ++k) panel[k * MR + r] = 0;                      \
                     continue;                                                                    \
                 }                                                                                \
                 const T *restrict row = A + (i + r) * sam;                                       \
                 if (alpha == (T)1) {                                                             \
-                    for (int64_t k = 0; k < kc; ++k) panel[k * TFC_GEMM_MR + r] = row[k * sak];  \
+                    for (int64_t k = 0; k < kc; ++k) panel[k * MR + r] = row[k * sak];           \
                 } else {                                                                         \
-                    for (int64_t k = 0; k < kc; ++k)                                             \
-                        panel[k * TFC_GEMM_MR + r] = alpha * row[k * sak];                       \
+                    for (int64_t k = 0; k < kc; ++k) panel[k * MR + r] = alpha * row[k * sak];   \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
-    /* columns [0, nc) (nc <= NR) x kc rows of B into one NR-column panel, zero-padded */        \
-    static inline void tfc_gemm_pack_b_##tag(int64_t nc, int64_t kc, const T *restrict B,       \
-                                             int64_t sbk, int64_t sbn, T *restrict out) {        \
-        enum { NR = 2 * (VL) };                                                                  \
-        if (sbn == 1 && nc == NR) {                                                              \
+    /* columns [0, nc) (nc <= NR) x kc rows of alpha*B into one panel b[kc][NR], zero-padded.    \
+     * Row-major B copies rows; B stored transposed (sbk == 1, a transpose) goes by blocks of 16 \
+     * k: each column's 16 contiguous elements read, 16 rows of the panel written (in L1). */    \
+    static inline void tfc_gemm_pack_b_##tag(int64_t nc, int64_t kc, const T *restrict B,        \
+                                             int64_t sbk, int64_t sbn, T alpha, T *restrict out) {\
+        enum { NR = TFC_GEMM_NV * (VL), KB = 16 };                                               \
+        if (sbn == 1 && alpha == (T)1 && nc == NR) { /* a constant size: vector moves */        \
             for (int64_t k = 0; k < kc; ++k) memcpy(out + k * NR, B + k * sbk, NR * sizeof(T));  \
             return;                                                                              \
         }                                                                                        \
-        for (int64_t j = 0; j < NR; ++j) {                                                       \
-            if (j >= nc) {                                                                       \
-                for (int64_t k = 0; k < kc; ++k) out[k * NR + j] = 0;                            \
-                continue;                                                                        \
+        if (sbn == 1 && alpha == (T)1) {                                                         \
+            for (int64_t k = 0; k < kc; ++k) {                                                   \
+                memcpy(out + k * NR, B + k * sbk, (size_t)nc * sizeof(T));                       \
+                for (int64_t j = nc; j < NR; ++j) out[k * NR + j] = 0;                           \
             }                                                                                    \
-            const T *restrict col = B + j * sbn;                                                 \
-            for (int64_t k = 0; k < kc; ++k) out[k * NR + j] = col[k * sbk];                     \
+            return;                                                                              \
+        }                                                                                        \
+        for (int64_t k0 = 0; k0 < kc; k0 += KB) {                                                \
+            const int64_t kb = kc - k0 < KB ? kc - k0 : KB;                                      \
+            T *restrict o = out + k0 * NR;                                                       \
+            for (int64_t j = 0; j < nc; ++j) {                                                   \
+                const T *restrict col = B + j * sbn + k0 * sbk;                                  \
+                if (alpha == (T)1) {                                                             \
+                    for (int64_t k = 0; k < kb; ++k) o[k * NR + j] = col[k * sbk];               \
+                } else {                                                                         \
+                    for (int64_t k = 0; k < kb; ++k) o[k * NR + j] = alpha * col[k * sbk];       \
+                }                                                                                \
+            }                                                                                    \
+            for (int64_t k = 0; k < kb; ++k)                                                     \
+                for (int64_t j = nc; j < NR; ++j) o[k * NR + j] = 0;                             \
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
+    /* The packed algorithm runs on a view of the product: tile rows i and columns j of A'[i,k] *\
+     * B'[k,j], element (i, j) stored at C[i*csr + j*csc]. Plain, A' = alpha*A, B' = B, csr = ldc,\
+     * csc = 1; swapped (a product with few columns: C' = B^T A^T, its many rows fill NR-wide      \
+     * vectors), A' = B^T, B' = alpha*A^T, csr = 1, csc = ldc, and bias and relu apply per row.  \
+     * Either way every element is the chain fma(alpha*a_k, b_k, acc): the same bits. */         \
     typedef struct {                                                                             \
-        int64_t M, N, K, sam, sak, sbk, sbn, ldc;                                                \
+        int64_t M, N, K, sam, sak, sbk, sbn, ldc; /* the caller's product */                     \
         const T *A, *B, *bias;                                                                   \
         T *C, alpha, beta;                                                                       \
-        int relu;                                                                                \
+        int relu, swap;                                                                          \
         int64_t panels_per_task;                                                                 \
     } tfc_gemm_args_##tag;                                                                       \
                                                                                                  \
-    /* columns [n0, n1) of the product: the whole algorithm on one thread */                    \
-    static inline void tfc_gemm_columns_##tag(const tfc_gemm_args_##tag *g, int64_t n0,         \
+    /* columns [n0, n1) of the view: the whole packed algorithm on one thread */                 \
+    static inline void tfc_gemm_columns_##tag(const tfc_gemm_args_##tag *g, int64_t n0,          \
                                               int64_t n1) {                                      \
-        enum { NR = 2 * (VL), MR = TFC_GEMM_MR };                                                \
+        enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
         T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * (KC)];                                      \
         T bpack[(KC) * NR];                                                                      \
         T tile[MR * NR], tile_bias[NR];                                                          \
-        const int64_t M = g->M, K = g->K, ldc = g->ldc;                                          \
+        const int swap = g->swap;                                                                \
+        const int64_t M = swap ? g->N : g->M, K = g->K;                                          \
+        const T *const A = swap ? g->B : g->A, *const B = swap ? g->A : g->B;                    \
+        const int64_t sam = swap ? g->sbn : g->sam, sak = swap ? g->sbk : g->sak;                \
+        const int64_t sbk = swap ? g->sak : g->sbk, sbn = swap ? g->sam : g->sbn;                \
+        const int64_t csr = swap ? 1 : g->ldc, csc = swap ? g->ldc : 1;                          \
+        const T alpha_a = swap ? (T)1 : g->alpha, alpha_b = swap ? g->alpha : (T)1;              \
         for (int64_t p0 = 0; p0 < K; p0 += (KC)) {                                               \
             const int64_t kc = K - p0 < (KC) ? K - p0 : (KC);                                    \
             const int first = p0 == 0, last = p0 + kc == K;                                      \
@@ -208,102 +284,188 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
             const int relu = last && g->relu;                                                    \
             for (int64_t i0 = 0; i0 < M; i0 += TFC_GEMM_MC) {                                    \
                 const int64_t mc = M - i0 < TFC_GEMM_MC ? M - i0 : TFC_GEMM_MC;                  \
-                tfc_gemm_pack_a_##tag(mc, kc, g->A + i0 * g->sam + p0 * g->sak, g->sam, g->sak,  \
-                                      g->alpha, apack);                                          \
+                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a, apack);\
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
-                    tfc_gemm_pack_b_##tag(nc, kc, g->B + p0 * g->sbk + j0 * g->sbn, g->sbk,      \
-                                          g->sbn, bpack);                                        \
-                    const T *bias = last && g->bias != NULL ? g->bias + j0 : NULL;               \
+                    tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn, alpha_b,    \
+                                          bpack);                                                \
+                    const T *bias = last && !swap && g->bias != NULL ? g->bias + j0 : NULL;      \
                     if (bias != NULL && nc < NR) {                                               \
                         for (int64_t j = 0; j < NR; ++j) tile_bias[j] = j < nc ? bias[j] : 0;    \
                         bias = tile_bias;                                                        \
                     }                                                                            \
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
-                        T *c = g->C + (i0 + i) * ldc + j0;                                       \
-                        if (mr == MR && nc == NR) {                                              \
-                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, ldc, beta, bias, \
+                        T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
+                        if (mr == MR && nc == NR && !swap) {                                     \
+                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta, bias, \
                                                   relu);                                         \
                             continue;                                                            \
                         }                                                                        \
                         for (int64_t r = 0; r < MR; ++r)                                         \
                             for (int64_t j = 0; j < NR; ++j)                                     \
-                                tile[r * NR + j] =                                               \
-                                    r < mr && j < nc && beta != (T)0 ? c[r * ldc + j] : (T)0;    \
+                                tile[r * NR + j] = r < mr && j < nc && beta != (T)0              \
+                                                       ? c[r * csr + j * csc]                    \
+                                                       : (T)0;                                   \
                         tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, tile, NR, beta, bias,   \
-                                              relu);                                             \
-                        for (int64_t r = 0; r < mr; ++r)                                         \
-                            memcpy(c + r * ldc, tile + r * NR, (size_t)nc * sizeof(T));          \
+                                              relu && !swap);                                    \
+                        for (int64_t r = 0; r < mr; ++r) {                                       \
+                            const T *t = tile + r * NR;                                          \
+                            if (!swap) {                                                         \
+                                memcpy(c + r * csr, t, (size_t)nc * sizeof(T));                  \
+                                continue;                                                        \
+                            }                                                                    \
+                            /* the epilogue of a swapped product: its rows are C's columns */    \
+                            const T add = last && g->bias != NULL ? g->bias[i0 + i + r] : (T)0;  \
+                            for (int64_t j = 0; j < nc; ++j) {                                   \
+                                T x = t[j];                                                      \
+                                if (last && g->bias != NULL) x += add;                           \
+                                if (relu && x < (T)0) x = 0;                                     \
+                                c[r + j * csc] = x;                                              \
+                            }                                                                    \
+                        }                                                                        \
                     }                                                                            \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
-    /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows;     \
-     * B streams row by row into accumulators of up to 1024 columns (in L1), each element the    \
-     * same multiply-add chain as in the micro-kernel (a partial vector goes through a padded    \
-     * copy) */                                                                                  \
-    static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c) {     \
-        enum { NB = TFC_GEMM_ROW_COLS / (VL) };                                                  \
+    /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows.  \
+     * Blocks of NB vectors of columns stay in registers while B streams through them, k in order\
+     * (each element the same multiply-add chain as in the micro-kernel); the last partial vector\
+     * goes through a padded copy. */                                                            \
+    static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c) {      \
+        enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                                   \
         const int64_t N = g->N, K = g->K, sak = g->sak, sbk = g->sbk;                            \
-        for (int64_t j0 = 0; j0 < N; j0 += NB * (VL)) {                                          \
-            const int64_t nc = N - j0 < NB * (VL) ? N - j0 : NB * (VL);                          \
-            const int64_t nv = TFC_IDIV(nc + (VL)-1, VL), whole = TFC_IDIV(nc, VL);              \
+        const T alpha = g->alpha, beta = g->beta;                                                \
+        const T *restrict bias = g->bias;                                                        \
+        const int relu = g->relu;                                                                \
+        int64_t j0 = 0;                                                                          \
+        for (; j0 + NB * (VL) <= N; j0 += NB * (VL)) { /* whole blocks: registers */             \
             V acc[NB];                                                                           \
-            T pad[VL];                                                                           \
-            for (int64_t v = 0; v < nv; ++v) {                                                   \
-                for (int64_t l = 0; l < (VL); ++l) {                                             \
-                    const int64_t j = v * (VL) + l;                                              \
-                    pad[l] = j < nc && g->beta != (T)0 ? c[j0 + j] : (T)0;                       \
-                }                                                                                \
-                memcpy(&acc[v], pad, sizeof(V));                                                 \
-                if (g->beta != (T)0 && g->beta != (T)1) acc[v] *= g->beta;                       \
-            }                                                                                    \
-            for (int64_t k = 0; k < K; ++k) {                                                    \
-                const T ak = g->alpha == (T)1 ? a[k * sak] : g->alpha * a[k * sak];              \
-                const V av = (V){0} + ak;                                                        \
-                const T *b = g->B + k * sbk + j0;                                                \
-                for (int64_t v = 0; v < whole; ++v) {                                            \
-                    V bv;                                                                        \
-                    memcpy(&bv, b + v * (VL), sizeof(V));                                        \
-                    acc[v] = TFC_GEMM_FMA_##tag(av, bv, acc[v]);                                 \
-                }                                                                                \
-                if (whole < nv) {                                                                \
-                    V bv;                                                                        \
-                    for (int64_t l = 0; l < (VL); ++l)                                           \
-                        pad[l] = whole * (VL) + l < nc ? b[whole * (VL) + l] : (T)0;             \
-                    memcpy(&bv, pad, sizeof(V));                                                 \
-                    acc[whole] = TFC_GEMM_FMA_##tag(av, bv, acc[whole]);                         \
-                }                                                                                \
-            }                                                                                    \
-            for (int64_t v = 0; v < nv; ++v) {                                                   \
-                if (g->bias != NULL) {                                                           \
-                    V bv;                                                                        \
-                    for (int64_t l = 0; l < (VL); ++l) {                                         \
-                        const int64_t j = v * (VL) + l;                                          \
-                        pad[l] = j < nc ? g->bias[j0 + j] : (T)0;                                \
-                    }                                                                            \
-                    memcpy(&bv, pad, sizeof(V));                                                 \
-                    acc[v] += bv;                                                                \
-                }                                                                                \
-                if (g->relu) acc[v] = (V)((VI)acc[v] & ~(VI)(acc[v] < (V){0}));                  \
-                if (v < whole) {                                                                 \
-                    memcpy(c + j0 + v * (VL), &acc[v], sizeof(V));                               \
+            for (int v = 0; v < NB; ++v) {                                                       \
+                if (beta == (T)0) {                                                              \
+                    acc[v] = (V){0};                                                             \
                 } else {                                                                         \
-                    memcpy(pad, &acc[v], sizeof(V));                                             \
-                    memcpy(c + j0 + v * (VL), pad, (size_t)(nc - v * (VL)) * sizeof(T));         \
+                    acc[v] = *(const VU *)(c + j0 + v * (VL));                                   \
+                    if (beta != (T)1) acc[v] *= beta;                                            \
                 }                                                                                \
+            }                                                                                    \
+            const T *restrict b = g->B + j0;                                                     \
+            for (int64_t k = 0; k < K; ++k) {                                                    \
+                const V av = TFC_GEMM_SPLAT(V, alpha == (T)1 ? a[k * sak] : alpha * a[k * sak]); \
+                for (int v = 0; v < NB; ++v)                                                     \
+                    acc[v] = TFC_GEMM_FMA_##tag(av, *(const VU *)(b + k * sbk + v * (VL)), acc[v]);\
+            }                                                                                    \
+            for (int v = 0; v < NB; ++v) {                                                       \
+                if (bias != NULL) acc[v] += *(const VU *)(bias + j0 + v * (VL));                 \
+                if (relu) acc[v] = (V)((VI)acc[v] & ~(VI)(acc[v] < (V){0}));                     \
+                *(VU *)(c + j0 + v * (VL)) = acc[v];                                             \
             }                                                                                    \
         }                                                                                        \
+        /* the last columns, one vector at a time (the last one partial: tfc_gemm_tail_*) */     \
+        for (; j0 < N; j0 += (VL)) {                                                             \
+            const int64_t n = N - j0 < (VL) ? N - j0 : (VL);                                     \
+            V acc = beta == (T)0 ? (V){0} : tfc_gemm_tail_load_##tag(c + j0, n);                 \
+            if (beta != (T)0 && beta != (T)1) acc *= beta;                                       \
+            const T *b = g->B + j0;                                                              \
+            for (int64_t k = 0; k < K; ++k) {                                                    \
+                const V av = TFC_GEMM_SPLAT(V, alpha == (T)1 ? a[k * sak] : alpha * a[k * sak]); \
+                const V bv = n == (VL) ? (V) * (const VU *)(b + k * sbk)                         \
+                                       : tfc_gemm_tail_load_##tag(b + k * sbk, n);               \
+                acc = TFC_GEMM_FMA_##tag(av, bv, acc);                                           \
+            }                                                                                    \
+            if (bias != NULL) acc += tfc_gemm_tail_load_##tag(bias + j0, n);                     \
+            if (relu) acc = (V)((VI)acc & ~(VI)(acc < (V){0}));                                  \
+            tfc_gemm_tail_store_##tag(c + j0, acc, n);                                           \
+        }                                                                                        \
     }                                                                                            \
-                                                                                                 \
     static inline void tfc_gemm_task_##tag(void *ctx, int64_t task) {                            \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
-        const int64_t n0 = task * g->panels_per_task * 2 * (VL);                                 \
-        const int64_t n1 = n0 + g->panels_per_task * 2 * (VL);                                   \
-        tfc_gemm_columns_##tag(g, n0, n1 < g->N ? n1 : g->N);                                    \
+        const int64_t n0 = task * g->panels_per_task * TFC_GEMM_NV * (VL);                       \
+        const int64_t n1 = n0 + g->panels_per_task * TFC_GEMM_NV * (VL);                         \
+        const int64_t cols = g->swap ? g->M : g->N;                                              \
+        tfc_gemm_columns_##tag(g, n0, n1 < cols ? n1 : cols);                                    \
+    }                                                                                            \
+                                                                                                 \
+    /* Products of at most VL columns (N <= VL, the logits of a classifier and their gradients): \
+     * one vector per row of C, NARROW rows of accumulators, A broadcast in place (no packing), B\
+     * in kc x VL zero-padded panels. The same multiply-add chains as the micro-kernel's. */     \
+    static inline __attribute__((always_inline)) void tfc_gemm_narrow_rows_##tag(               \
+        const tfc_gemm_args_##tag *g, int64_t i0, int64_t rows, int64_t p0, int64_t kc,          \
+        const T *restrict bpack, T beta, int last) {                                             \
+        V acc[TFC_GEMM_NARROW];                                                                  \
+        const int64_t N = g->N, ldc = g->ldc, sam = g->sam, sak = g->sak;                        \
+        const T alpha = g->alpha;                                                                \
+        for (int64_t r = 0; r < TFC_GEMM_NARROW; ++r) {                                          \
+            if (beta == (T)0 || r >= rows) {                                                     \
+                acc[r] = (V){0};                                                                 \
+                continue;                                                                        \
+            }                                                                                    \
+            acc[r] = tfc_gemm_tail_load_##tag(g->C + (i0 + r) * ldc, N);                         \
+            if (beta != (T)1) acc[r] *= beta;                                                    \
+        }                                                                                        \
+        /* all R rows every time (constant trip counts keep acc in registers): rows past the     \
+         * edge repeat the last row, their sums unused */                                        \
+        const T *restrict ar[TFC_GEMM_NARROW];                                                   \
+        for (int r = 0; r < TFC_GEMM_NARROW; ++r)                                                \
+            ar[r] = g->A + (i0 + (r < rows ? r : rows - 1)) * sam + p0 * sak;                    \
+        if (alpha == (T)1) {                                                                     \
+            for (int64_t k = 0; k < kc; ++k) {                                                   \
+                const V bv = *(const VU *)(bpack + k * (VL));                                    \
+                for (int r = 0; r < TFC_GEMM_NARROW; ++r)                                        \
+                    acc[r] = TFC_GEMM_FMA_##tag(TFC_GEMM_SPLAT(V, ar[r][k * sak]), bv, acc[r]);  \
+            }                                                                                    \
+        } else {                                                                                 \
+            for (int64_t k = 0; k < kc; ++k) {                                                   \
+                const V bv = *(const VU *)(bpack + k * (VL));                                    \
+                for (int r = 0; r < TFC_GEMM_NARROW; ++r)                                        \
+                    acc[r] = TFC_GEMM_FMA_##tag(TFC_GEMM_SPLAT(V, alpha * ar[r][k * sak]), bv,   \
+                                                acc[r]);                                         \
+            }                                                                                    \
+        }                                                                                        \
+        V bias = {0};                                                                            \
+        if (last && g->bias != NULL) bias = tfc_gemm_tail_load_##tag(g->bias, N);                \
+        for (int64_t r = 0; r < rows; ++r) {                                                     \
+            if (last && g->bias != NULL) acc[r] += bias;                                         \
+            if (last && g->relu) acc[r] = (V)((VI)acc[r] & ~(VI)(acc[r] < (V){0}));              \
+            tfc_gemm_tail_store_##tag(g->C + (i0 + r) * ldc, acc[r], N);                         \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    /* rows [m0, m1) of a narrow product */                                                      \
+    static inline void tfc_gemm_narrow_##tag(const tfc_gemm_args_##tag *g, int64_t m0,           \
+                                             int64_t m1) {                                       \
+        enum { R = TFC_GEMM_NARROW };                                                            \
+        T bpack[(KC) * (VL)];                                                                    \
+        const int64_t N = g->N, K = g->K;                                                        \
+        for (int64_t p0 = 0; p0 < K; p0 += (KC)) {                                               \
+            const int64_t kc = K - p0 < (KC) ? K - p0 : (KC);                                    \
+            for (int64_t k = 0; k < kc; ++k)                                                     \
+                for (int64_t j = 0; j < (VL); ++j)                                               \
+                    bpack[k * (VL) + j] = j < N ? g->B[(p0 + k) * g->sbk + j * g->sbn] : (T)0;   \
+            const T beta = p0 == 0 ? g->beta : (T)1;                                             \
+            const int last = p0 + kc == K;                                                       \
+            int64_t i = m0;                                                                      \
+            for (; i + R <= m1; i += R)                                                          \
+                tfc_gemm_narrow_rows_##tag(g, i, R, p0, kc, bpack, beta, last);                  \
+            if (i < m1) tfc_gemm_narrow_rows_##tag(g, i, m1 - i, p0, kc, bpack, beta, last);     \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    static inline void tfc_gemm_narrow_task_##tag(void *ctx, int64_t task) {                     \
+        const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
+        const int64_t m0 = task * g->panels_per_task * TFC_GEMM_NARROW;                          \
+        const int64_t m1 = m0 + g->panels_per_task * TFC_GEMM_NARROW;                            \
+        tfc_gemm_narrow_##tag(g, m0, m1 < g->M ? m1 : g->M);                                     \
+    }                                                                                            \
+                                                                                                 \
+    /* whether computing C^T = B^T A^T pads less: a product of few columns and many rows */      \
+    static inline int tfc_gemm_swap_##tag(int64_t M, int64_t N) {                                \
+        enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
+        const int64_t plain = TFC_IDIV(M + MR - 1, MR) * MR * TFC_IDIV(N + NR - 1, NR) * NR;     \
+        const int64_t swapped = TFC_IDIV(N + MR - 1, MR) * MR * TFC_IDIV(M + NR - 1, NR) * NR;   \
+        return 4 * swapped < 3 * plain;                                                          \
     }                                                                                            \
                                                                                                  \
     static inline void tfc_gemm_##tag##_ex(int64_t M, int64_t N, int64_t K, const T *A,          \
@@ -322,22 +484,37 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
             return;                                                                              \
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
-                                 beta, relu, 0};                                                 \
-        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */ \
+                                 beta, relu, 0, 0};                                              \
+        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */\
             for (int64_t i = 0; i < M; ++i) tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc);    \
             return;                                                                              \
         }                                                                                        \
-        const int64_t panels = TFC_IDIV(N + 2 * (VL)-1, 2 * (VL));                               \
+        if (N <= (VL)) { /* one vector per row of C: rows split between the threads */           \
+        const int64_t blocks = TFC_IDIV(M + TFC_GEMM_NARROW - 1, TFC_GEMM_NARROW);             \
+        int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                    \
+        if (tasks > blocks) tasks = blocks;                                                    \
+        if (tasks <= 1) {                                                                      \
+            tfc_gemm_narrow_##tag(&g, 0, M);                                                   \
+            return;                                                                            \
+        }                                                                                      \
+        g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                               \
+        tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                   \
+        tfc_threads_parallel_for(tasks, tfc_gemm_narrow_task_##tag, &g);                       \
+        return;                                                                                \
+    }                                                                                          \
+    g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
+        const int64_t cols = g.swap ? M : N;                                                     \
+        const int64_t panels = TFC_IDIV(cols + TFC_GEMM_NV * (VL)-1, TFC_GEMM_NV * (VL));        \
         int64_t tasks = tfc_threads_count();                                                     \
         if (TFC_GEMM_SERIAL(M, N, K)) tasks = 1;                                                 \
         if (tasks > panels) tasks = panels;                                                      \
         if (tasks <= 1) {                                                                        \
-            tfc_gemm_columns_##tag(&g, 0, N);                                                    \
+            tfc_gemm_columns_##tag(&g, 0, cols);                                                 \
             return;                                                                              \
         }                                                                                        \
         /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
-         * machine) leaves its share to the others; a task repacks A, so not smaller */         \
-        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4);  \
+         * machine) leaves its share to the others; a task repacks A, so not smaller */          \
+        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4); \
         if (finer > tasks) tasks = finer;                                                        \
         g.panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                 \
         tasks = TFC_IDIV(panels + g.panels_per_task - 1, g.panels_per_task);                     \
@@ -349,8 +526,9 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
         tfc_gemm_##tag##_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, N, (T)1, (T)0, NULL, 0);       \
     }
 
-TFC_DEFINE_GEMM_FLOAT(f32, float, tfc_vf32, tfc_vi32, TFC_GEMM_VBYTES / 4, TFC_GEMM_KC)
-TFC_DEFINE_GEMM_FLOAT(f64, double, tfc_vf64, tfc_vi64, TFC_GEMM_VBYTES / 8, TFC_GEMM_KC / 2)
+TFC_DEFINE_GEMM_FLOAT(f32, float, tfc_vf32, tfc_vf32u, tfc_vi32, TFC_GEMM_VBYTES / 4, TFC_GEMM_KC)
+TFC_DEFINE_GEMM_FLOAT(f64, double, tfc_vf64, tfc_vf64u, tfc_vi64, TFC_GEMM_VBYTES / 8,
+                      TFC_GEMM_KC / 2)
 
 /* Integer products (wrapping: the arithmetic is done in the unsigned type W). */
 #define TFC_DEFINE_GEMM_INT(tag, T, W)                                                           \

@@ -76,6 +76,7 @@ from tfc.aot.build import (
     copy_runtime,
     write_if_changed,
 )
+from tfc.aot.cluster_session import ClusterSession  # noqa: F401 (tf.train.Server runtime)
 from tfc.aot.dist_sources import compile_distributed
 from tfc.aot.programs import plan_model
 from tfc.aot.signatures import (

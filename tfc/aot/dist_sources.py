@@ -224,9 +224,17 @@ def compile_distributed(
         from tfc.aot.cuda_build import cuda_toolchain
 
         cuda = cuda_toolchain(cuda_arch, cuda_emulate)
+    opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
+    return write_distributed(plan, outdir, opt, cuda, build)
+
+
+def write_distributed(
+    plan: DistributedPlan, outdir: str | os.PathLike, opt: list[str], cuda=None, build: bool = True
+) -> CompiledModel:
+    """Write the sources of `plan` into `outdir` and (with `build`) build its `train`
+    executable with C flags `opt`; `cuda`: the GPU worker's toolchain."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    opt = list(cflags) if cflags is not None else list(TARGET_FLAGS[target])
     files = dist_sources(plan)
     for stale in outdir.glob("program_*.c*"):  # the worker of another target (make takes .c first)
         if stale.name not in files:

@@ -46,6 +46,7 @@ from tfc.compiler import (
 from tfc.ir.device import DeviceSpec
 from tfc.ir.graph import GraphKeys
 from tfc.ir.program import FeedSpec, make_program_graph
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.place import PlacementError
 from tfc.train.cluster_spec import ClusterSpec
 from tfc.train.training_util import get_global_step
@@ -194,6 +195,22 @@ def _move_worker_to_gpu(graph, gpu: bool) -> bool:
     return gpu
 
 
+def _worker_task_as_task0(graph, task: int) -> None:
+    """Ops asking for /job:worker/task:`task` (nested loop and branch bodies too, which are
+    copied first: they may be the model graph's) ask for task 0."""
+    for n in graph.nx.nodes:
+        node = graph.node(n)
+        spec = DeviceSpec.from_string(node["device"] or "")
+        if spec.job == "worker" and spec.task == task:
+            node["device"] = DeviceSpec(**{**spec.__dict__, "task": 0}).to_string()
+
+    def rewrite(inner, _node, _key):
+        _worker_task_as_task0(inner, task)
+        return inner
+
+    map_subgraphs(graph, rewrite)
+
+
 def _recv_to_feed(graph, node: str, feeds: list) -> None:
     attrs = graph.node(node)["attrs"]
     graph.node(node).update(
@@ -209,9 +226,12 @@ def plan_distributed(
     cluster: Cluster,
     passes: list[Pass] = PIPELINE,
     worker_gpu: bool = False,
+    worker_task: int = 0,
 ) -> DistributedPlan:
     """Place and partition the train step of `sigs` and compile each task role's programs;
-    the worker step as CUDA with `worker_gpu` or when the model places worker ops on a GPU."""
+    the worker step as CUDA with `worker_gpu` or when the model places worker ops on a GPU.
+    Ops placed on /job:worker/task:`worker_task` are the worker step's (a TF1 script builds
+    its graph on its own task: every worker compiles the same step as task 0)."""
     if sigs.train is None:
         raise ModelError("distributed training needs a train signature")
     tr, graph, name, n_ps = sigs.train, sigs.graph, sigs.name, len(cluster.ps)
@@ -220,6 +240,8 @@ def plan_distributed(
     program.graph_attrs.update(
         default_device=WORKER, cluster={"ps": n_ps, "worker": len(cluster.worker)}
     )
+    if worker_task:
+        _worker_task_as_task0(program, worker_task)
     try:
         program = place_on_cluster(program)
         worker_gpu = _move_worker_to_gpu(program, worker_gpu)

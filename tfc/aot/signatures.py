@@ -23,7 +23,7 @@ from tfc.graphdef.importer import parse_tensor_name
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph, Operation, Tensor, get_default_graph
 from tfc.onnx.importer import import_graph as import_onnx
-from tfc.onnx.loading import OnnxImportError
+from tfc.onnx.loading import OnnxImportError, fixed_input_batch
 from tfc.ops.constant import placeholder
 from tfc.tflite import TFLiteImportError
 from tfc.tflite import import_graph as import_tflite
@@ -250,6 +250,23 @@ def imported_model(
     if batch is not None and isinstance(model, OnnxModel):
         changes["batch"] = int(batch)  # the others import the batch dimension as None
     return dataclasses.replace(model, **changes)
+
+
+def default_batch(model: Any, fallback: int) -> int:
+    """The batch `tfc compile` compiles `model` for when no --batch is given: the one an ONNX
+    model's file fixes as its input's first dimension (a model exported at batch 1 often
+    reshapes to [1, ...] inside, which another batch breaks), else `fallback`."""
+    onnx_model = imported_model(model)
+    if not isinstance(onnx_model, OnnxModel):
+        return fallback
+    names = onnx_model.inputs or (None,)
+    if len(names) != 1:
+        return fallback
+    try:
+        fixed = fixed_input_batch(onnx_model.path, names[0])
+    except Exception:  # an unreadable file: the import that follows says why
+        return fallback
+    return fallback if fixed is None else fixed
 
 
 def load_signatures_function(model: Any, batch: int | None = None) -> tuple[str, Callable[[], Any]]:

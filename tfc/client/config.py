@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfc.compiler import CompileOptions
@@ -110,4 +110,4 @@ def with_optimizer_options(options: CompileOptions, graph_options: Any) -> Compi
         off.append("cse")
     if not off:
         return options
-    return CompileOptions(options.passes, tuple(dict.fromkeys([*options.disable, *off])))
+    return replace(options, disable=tuple(dict.fromkeys([*options.disable, *off])))

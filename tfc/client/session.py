@@ -43,7 +43,7 @@ from tfc.client.resources import (
 )
 from tfc.client.run_plan import MISS, RunPlan, plan_key
 from tfc.client.staged import StagedProgram
-from tfc.client.targets import check_session_target
+from tfc.client.targets import check_session_target, cluster_runtime, cluster_task
 from tfc.codegen.lower import LoweredProgram, Slot
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import Program, compile_program, compile_stages, split_python_stages
@@ -287,11 +287,19 @@ class _PythonHeldVariables:
 class Session:
     """`tf.Session`: runs fetches of a graph, compiled ahead of time per feed/fetch signature."""
 
+    def __new__(cls, target: str = "", graph: Graph | None = None, config: Any = None) -> Any:
+        # a task of a cluster of several: the worker session of the compiled cluster runtime
+        server_def = cluster_task(target)
+        if server_def is not None:
+            return cluster_runtime().session(server_def, graph or get_default_graph(), config)
+        return super().__new__(cls)
+
     def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
         check_session_target(target)  # "" or an in-process tf.train.Server's
         self.graph = graph or get_default_graph()
         self.config = config
         self._target = target or ""
+        self._allow_tf32 = compile_options(config).allow_tf32
         self._passes = compile_options(config).pipeline()
         self._closed = False
         self._closed_by_reset: errors.OpError | None = None
@@ -588,7 +596,9 @@ class Session:
 
         soft = bool(getattr(self.config, "allow_soft_placement", False))
         try:
-            compiled = compile_stages(graph, self._passes, name, soft, verify=self._verify)
+            compiled = compile_stages(
+                graph, self._passes, name, soft, verify=self._verify, allow_tf32=self._allow_tf32
+            )
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
             raise errors.InvalidArgumentError(None, op, str(e)) from None
@@ -599,7 +609,7 @@ class Session:
 
     def _stage_program(self, program: Program) -> Any:
         """A compiled stage (or a whole program) loaded where it runs: the GPU or the host."""
-        if program.target is CUDA:
+        if program.target.name == CUDA.name:  # CUDA or CUDA_TF32
             from tfc.backend.cuda import CudaProgram
 
             return CudaProgram(self, program.lowered, program.source)

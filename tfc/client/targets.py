@@ -1,17 +1,31 @@
 """The targets a Session may name: "" (this process) and the targets of this process's
-tf.train.Server objects, which register here when they start."""
+tf.train.Server objects, which register here when they start. A server that is one task of a
+larger cluster registers its ServerDef: Sessions on its target and its join() go to the cluster
+runtime (tfc.aot.cluster_session registers it; it sits above this layer)."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from tfc.ir import errors
 
-__all__ = ["check_session_target", "register_server_target", "unregister_server_target"]
+__all__ = [
+    "check_session_target",
+    "cluster_runtime",
+    "cluster_task",
+    "register_cluster_runtime",
+    "register_cluster_task",
+    "register_server_target",
+    "unregister_server_target",
+]
 
 _lock = threading.Lock()
 # target -> None when a session on it runs in this process, else why it cannot
 _servers: dict[str, str | None] = {}
+# target -> the ServerDef of a task of a cluster of several tasks
+_cluster_tasks: dict[str, Any] = {}
+_runtime: list[Any] = []  # the cluster runtime, once registered
 
 _COMPILED_PATH = (
     "tfc runs distributed training as compiled executables, not through remote sessions: "
@@ -31,6 +45,36 @@ def register_server_target(target: str, refusal: str | None) -> None:
 def unregister_server_target(target: str) -> None:
     with _lock:
         _servers.pop(target, None)
+        _cluster_tasks.pop(target, None)
+
+
+def register_cluster_task(target: str, server_def: Any) -> None:
+    """Sessions on `target` run as task `server_def` of its cluster (the cluster runtime)."""
+    with _lock:
+        _servers.pop(target, None)
+        _cluster_tasks[target] = server_def
+
+
+def cluster_task(target: Any) -> Any:
+    """The ServerDef registered for `target` by register_cluster_task, else None."""
+    with _lock:
+        return _cluster_tasks.get(target) if isinstance(target, str) else None
+
+
+def register_cluster_runtime(runtime: Any) -> None:
+    """`runtime.session(server_def, graph, config)` makes a worker's session and
+    `runtime.join(server_def)` runs a ps task (tfc.aot.cluster_session)."""
+    with _lock:
+        _runtime[:] = [runtime]
+
+
+def cluster_runtime() -> Any:
+    with _lock:
+        if _runtime:
+            return _runtime[0]
+    raise errors.UnimplementedError(
+        None, None, f"no cluster runtime is loaded (import tfc.aot). {_COMPILED_PATH}"
+    )
 
 
 def check_session_target(target: str | None) -> None:

@@ -48,6 +48,18 @@ KernelTemplate = tuple[str, dict]
 
 def kernel_template(kernel: Kernel) -> KernelTemplate | None:
     """The CUDA template of `kernel` and its data; None where the target has none of its own."""
+    return _kernel_template(kernel, tf32=False)
+
+
+def kernel_template_tf32(kernel: Kernel) -> KernelTemplate | None:
+    """`kernel_template` with TF32 allowed (CompileOptions(allow_tf32=True)): the float32
+    convolutions' implicit GEMMs on tensor cores (`tensor_cores`)."""
+    return _kernel_template(kernel, tf32=True)
+
+
+def _kernel_template(kernel: Kernel, tf32: bool) -> KernelTemplate | None:
+    if kernel.template == "conv2d":
+        return conv_kernel(kernel, tf32)
     render = _KINDS.get(kernel.template)
     if render is None and isinstance(kernel.spec, WindowSpec):
         render = window_kernel  # a window op of its own kind: a thread per element
@@ -171,20 +183,62 @@ class ConvForm:
     n: int = 0
     k: int = 0
     chunk_k: int = 0  # the GEMM's k per chunk, a multiple of its tile's
+    phases: int = 1  # a strided input gradient: one GEMM per stride phase (`phase_rows`)
+
+    def describe(self) -> str:
+        """The form in words, as `tfc inspect` shows it."""
+        if not self.gemm:
+            return "direct" + (f", {self.chunks} chunks" if self.chunks > 1 else "")
+        text = f"implicit GEMM m={self.m} n={self.n} k={self.k}"
+        if self.phases > 1:
+            text += f", {self.phases} stride phases"
+        return text + (f", {self.chunks} chunks of k" if self.chunks > 1 else "")
+
+
+def conv_forms(steps: list, allow_tf32: bool = False) -> list[tuple[str, str, str]]:
+    """(node, op, the form in words) of every convolution among lowered `steps`: how the CUDA
+    target computes each (chosen per shape at compile time), on tensor cores where
+    `allow_tf32` lets `tensor_cores` put it there."""
+    forms = []
+    for step in steps:
+        for bound in step.kernels:
+            spec = bound.kernel.spec
+            if isinstance(spec, ConvSpec):
+                form = conv_form(spec)
+                cores = ", TF32 tensor cores" if tensor_cores(spec, form, allow_tf32) else ""
+                forms.append((step.node, step.op, form.describe() + cores))
+    return forms
+
+
+def phase_rows(g: Geometry) -> tuple[int, int, int]:
+    """A strided input gradient's stride phases: the input pixels (ih, iw) whose (ih + pad_top)
+    % s_h and (iw + pad_left) % s_w are equal read the output gradient through the same taps
+    (kh = that remainder + i * s_h, kw likewise), so each phase is a dense GEMM over its own
+    taps (no tap that hits between output pixels). (rows of one phase's grid, ceil(in_h / s_h)
+    x ceil(in_w / s_w) x batch; its columns' count; those rows rounded up to whole tiles, so
+    that a tile never mixes phases)."""
+    rows_h, rows_w = -(-g.in_h // g.s_h), -(-g.in_w // g.s_w)
+    rows = g.batch * rows_h * rows_w
+    bm = CONV_GEMM_TILE[0]
+    return rows, rows_w, -(-rows // bm) * bm
 
 
 def conv_form(spec: ConvSpec) -> ConvForm:
-    """The implicit GEMM where the shape fills its tiles (and the input gradient is at stride
-    1, which skips no pixels), else the direct kernel of the op kind."""
+    """The implicit GEMM where the shape fills its tiles (a strided input gradient as a GEMM per
+    stride phase, undilated), else the direct kernel of the op kind."""
     g = spec.geometry
     taps = g.k_h * g.k_w
     pixels = g.batch * g.out_h * g.out_w
-    gemm = True
+    gemm, phases = True, 1
     if spec.kind == "forward":  # (output pixels, output channels, taps x input channels)
         m, n, k = pixels, g.out_c, taps * g.in_c
     elif spec.kind == "input":  # (input pixels, input channels, taps x output channels)
         m, n, k = g.batch * g.in_h * g.in_w, g.in_c, taps * g.out_c
-        gemm = g.s_h == 1 and g.s_w == 1
+        if g.s_h > 1 or g.s_w > 1:  # a GEMM per stride phase, over its taps (at most k)
+            gemm = g.d_h == 1 and g.d_w == 1
+            phases = g.s_h * g.s_w
+            m = phases * phase_rows(g)[2]
+            k = -(-g.k_h // g.s_h) * -(-g.k_w // g.s_w) * g.out_c
     else:  # (taps x input channels, output channels, output pixels)
         m, n, k = taps * g.in_c, g.out_c, pixels
     if not gemm or n < CONV_GEMM_MIN_N or min(m, k) < CONV_GEMM_MIN_K:
@@ -197,7 +251,7 @@ def conv_form(spec: ConvSpec) -> ConvForm:
         chunks = max(1, min(chunks, CONV_PART_CAP // (m * n)))
     per_chunk = -(-k // chunks)
     chunk_k = -(-per_chunk // bk) * bk  # a multiple of bk
-    return ConvForm(True, -(-k // chunk_k), m, n, k, chunk_k)  # no empty chunk
+    return ConvForm(True, -(-k // chunk_k), m, n, k, chunk_k, phases)  # no empty chunk
 
 
 def _direct_filter_split(g: Geometry) -> tuple[int, int, int, int]:
@@ -216,15 +270,23 @@ def _direct_filter_split(g: Geometry) -> tuple[int, int, int, int]:
     return cb, groups, -(-count // per_chunk), per_chunk  # no empty chunk
 
 
-def conv_kernel(kernel: Kernel) -> KernelTemplate:
-    """The template of the form `conv_form` picks, with the geometry's sizes."""
+def tensor_cores(spec: ConvSpec, form: ConvForm, allow_tf32: bool) -> bool:
+    """Whether the convolution's GEMM runs on tensor cores (wmma, TF32 operands, fp32 sums):
+    only where the user allows TF32, for float32 GEMMs in one chunk (a chunked filter gradient
+    keeps its fp32 partial sums)."""
+    return allow_tf32 and form.gemm and form.chunks == 1 and spec.dtype.name == "float32"
+
+
+def conv_kernel(kernel: Kernel, tf32: bool = False) -> KernelTemplate:
+    """The template of the form `conv_form` picks, with the geometry's sizes; with `tf32`,
+    the tensor-core GEMM where `tensor_cores` allows it."""
     spec: ConvSpec = kernel.spec
     g = spec.geometry
     form = conv_form(spec)
     data: dict = dict(g.__dict__, T=spec.dtype.c_type)
     data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
     if form.gemm:
-        return _conv_gemm(spec, form, data)
+        return _conv_gemm(spec, form, data, tensor_cores(spec, form, tf32))
     if spec.kind == "filter":
         cb, groups, chunks, per_chunk = _direct_filter_split(g)
         total = g.k_h * g.k_w * g.in_c * g.out_c
@@ -269,7 +331,7 @@ def _launch(kernel: str, launch: dict, args: str) -> dict:
     return {"kernel": kernel, "args": f"{launch['blocks']}, {launch['threads']}, {args}"}
 
 
-def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
+def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict, wmma: bool) -> KernelTemplate:
     """The implicit GEMM (conv2d_gemm.cu.j2): A's element of each op kind read in place from
     the image (or the gradient), B as the filter (or the gradient) lies, or the filter
     transposed for the input gradient."""
@@ -342,6 +404,8 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
             *image_at,
         ]
         b_load = b_as_it_lies
+    elif form.phases > 1:
+        comment, a_order, a_load, b_load, store_row, k_end_lines = _input_by_phase(g, form, data)
     else:
         comment = [
             "/* Conv2DBackpropInput (stride 1) as an implicit GEMM: y[p, ci] = sum over k of "
@@ -376,8 +440,11 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
             "    sh->b[kk][c] = v;",
             "}",
         ]
+    if form.phases == 1:
+        store_row, k_end_lines = ["const int64_t row = m;"], []
     data.update(
-        comment=comment, a_order=a_order, a_load=a_load, b_load=b_load,
+        comment=comment, a_order=a_order, a_load=a_load, b_load=b_load, store_row=store_row,
+        k_end_lines=k_end_lines,
         gemm_m=m, gemm_n=n, gemm_k=k, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
         a_rows=bm + 1, b_cols=bn + 1, a_tile=bm * bk, tx_count=bn // tn, ty_count=bm // tm,
         acc_count=tm * tn, tiles_n=tiles_n, gemm_blocks=tiles, gemm_threads=threads,
@@ -385,11 +452,99 @@ def _conv_gemm(spec: ConvSpec, form: ConvForm, data: dict) -> KernelTemplate:
     )  # fmt: skip
     launch = {"blocks": min(tiles * form.chunks, MAX_BLOCKS), "threads": threads}
     data["launches"] = [_launch("_g", launch, "y, x0, x1")]
+    if wmma:  # rows of the staged tiles a multiple of 4 floats: wmma's ldm, 32-byte pieces
+        warps = threads // 32
+        frags = bm * bn // (16 * 16 * warps)
+        data.update(
+            a_rows=bm + 4, b_cols=bn + 4, c_cols=bn + 4, warps=warps, frags=frags,
+            warp_cols=bn // (16 * frags), warp_width=16 * frags, tile_size=bm * bn,
+        )  # fmt: skip
+        return "conv2d_gemm_wmma", data
     if form.chunks == 1:
         return "conv2d_gemm", data
     data.update(sum_parts="parts", sum_chunks=form.chunks, parts=form.chunks * m * n)
     data["launches"].append(_launch("_sum_g", grid(m * n), "y"))
     return "conv2d_gemm_chunked", data
+
+
+def _input_by_phase(
+    g: Geometry, form: ConvForm, data: dict
+) -> tuple[list, str, list, list, list, list]:
+    """The strided input gradient's GEMM per stride phase (`phase_rows`): (comment, A's order,
+    A's load, B's load, the input pixel a row stores to, each tile's k range cut to its
+    phase's taps). Row m is (phase p, n, jh, jw): the input pixel (bh + jh*s_h, bw + jw*s_w),
+    where bh is the first row of the phase; k is (i, j, co) over the phase's th x tw taps."""
+    rows, rows_w, padded = phase_rows(g)
+    rows_h = rows // (g.batch * rows_w)
+    bm, bk, bn = CONV_GEMM_TILE[0], CONV_GEMM_TILE[2], CONV_GEMM_TILE[1]
+    threads = (bm // CONV_GEMM_TILE[3]) * (bn // CONV_GEMM_TILE[4])
+    sh, sw, ph, pw = g.s_h, g.s_w, g.pad_top, g.pad_left
+
+    def phase(row: str) -> list[str]:  # the phase of a GEMM row and its taps' counts
+        return [
+            f"const int64_t p = {row} / {padded}, qh = p / {sw}, qw = p % {sw};",
+            f"const int64_t th = ({g.k_h} - qh + {sh - 1}) / {sh}, "
+            f"tw = ({g.k_w} - qw + {sw - 1}) / {sw};",
+        ]
+
+    first = [  # the phase's first input row and column, and the output pixel they start at
+        f"const int64_t bh = ((qh - {ph}) % {sh} + {sh}) % {sh}, "
+        f"bw = ((qw - {pw}) % {sw} + {sw}) % {sw};",
+    ]
+    comment = [
+        f"/* Conv2DBackpropInput at strides ({sh}, {sw}) as {form.phases} implicit GEMMs, one per "
+        "stride phase (qh, qw): the input",
+        f" * pixels ih = bh + jh*{sh}, iw = bw + jw*{sw} with (ih + {ph}) % {sh} == qh and "
+        f"(iw + {pw}) % {sw} == qw read the gradient",
+        f" * only through the taps kh = qh + i*{sh}, kw = qw + j*{sw}, at oh = (ih + {ph} - kh) / "
+        f"{sh}: y[p, ci] = sum over k = (i,j,co) of",
+        " * x1[n, oh, ow, co] * x0[kh,kw,ci,co], no tap between output pixels. A phase's rows "
+        f"fill whole tiles ({padded} of them,",
+        f" * {rows} used); a tile's k stops at its phase's taps x {g.out_c}. */",
+    ]
+    a_order = f"const int r = e / {bk}, kk = e % {bk}; /* consecutive threads: consecutive taps */"
+    a_load = [
+        *phase("m"),
+        f"const int64_t pr = m % {padded}, co = k % {g.out_c}, tap = k / {g.out_c};",
+        f"if (pr < {rows} && tap < th * tw) {{",
+        "    const int64_t i = tap / tw, j = tap % tw;",
+        f"    const int64_t jw = pr % {rows_w}, jh = pr / {rows_w} % {rows_h}, "
+        f"n = pr / {rows_h * rows_w};",
+        *(f"    {line}" for line in first),
+        f"    const int64_t oh = (bh + {ph} - qh) / {sh} + jh - i;",
+        f"    const int64_t ow = (bw + {pw} - qw) / {sw} + jw - j;",
+        f"    if (oh >= 0 && oh < {g.out_h} && ow >= 0 && ow < {g.out_w})",
+        f"        v = x1[((n * {g.out_h} + oh) * {g.out_w} + ow) * {g.out_c} + co];",
+        "}",
+    ]
+    b_load = [
+        "/* B[k, ci] = x0[kh,kw,ci,co] for the tile's phase: consecutive threads read "
+        "consecutive co */",
+        *phase("m0"),
+        f"for (int e = tid; e < {bk * bn}; e += {threads}) {{",
+        f"    const int kk = e % {bk}, c = e / {bk};",
+        f"    const int64_t k = k0 + kk, ci = n0 + c, co = k % {g.out_c}, tap = k / {g.out_c};",
+        f"    {data['T']} v = 0;",
+        f"    if (ci < {g.in_c} && tap < th * tw) {{",
+        f"        const int64_t kh = qh + tap / tw * {sh}, kw = qw + tap % tw * {sw};",
+        f"        v = x0[((kh * {g.k_w} + kw) * {g.in_c} + ci) * {g.out_c} + co];",
+        "    }",
+        "    sh->b[kk][c] = v;",
+        "}",
+    ]
+    store_row = [
+        f"const int64_t p = m / {padded}, pr = m % {padded}, qh = p / {sw}, qw = p % {sw};",
+        f"if (pr >= {rows}) continue;",
+        *first,
+        f"const int64_t ih = bh + pr / {rows_w} % {rows_h} * {sh}, iw = bw + pr % {rows_w} * {sw};",
+        f"if (ih >= {g.in_h} || iw >= {g.in_w}) continue;",
+        f"const int64_t row = (pr / {rows_h * rows_w} * {g.in_h} + ih) * {g.in_w} + iw;",
+    ]
+    k_end_lines = [
+        *phase(f"(*tile / {-(-form.n // bn)} * {bm})"),
+        f"if (th * tw * {g.out_c} < *k_end) *k_end = th * tw * {g.out_c};",
+    ]
+    return comment, a_order, a_load, b_load, store_row, k_end_lines
 
 
 # -- indexing, searching, sampling: a thread per independent output ----------------------------

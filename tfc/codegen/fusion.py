@@ -98,6 +98,7 @@ class FusedSpec:
     outputs: tuple[int, ...]
     update: FusedUpdate | None
     row_scratch: int | None
+    accumulate: int | None  # the input the product is added into in place (GEMM beta = 1)
     in_dtypes: tuple[_dt.DType, ...]
     in_shapes: tuple[tuple[int, ...], ...]
     plan: Plan
@@ -116,7 +117,7 @@ def lower_fusion(ctx: OpContext) -> list[Kernel]:
     plan = plan_fusion(list(members), list(outputs), list(in_shapes), grad)
     spec = FusedSpec(
         ctx.name, members, outputs, update, ctx.attrs.get("row_scratch"),
-        tuple(ctx.in_dtypes), in_shapes, plan,
+        ctx.attrs.get("accumulate"), tuple(ctx.in_dtypes), in_shapes, plan,
     )  # fmt: skip
     return [Kernel("fused", _params(spec), spec)]
 
@@ -320,6 +321,8 @@ def c_fused_body(kernel: Kernel) -> list[str]:
     reductions, a loop over the dims they keep (phase 1: finishing means, element-wise ops on
     reduced values, a fused update of a reduced gradient)."""
     spec: FusedSpec = kernel.spec
+    if spec.accumulate is not None:
+        return _gemm_accumulate(spec)
     head = _dense_head(spec)
     if head is not None:
         return ["    " + head]
@@ -342,6 +345,23 @@ def c_fused_body(kernel: Kernel) -> list[str]:
     if spec.reduces:
         lines += lowering.phase(1)
     return lines
+
+
+def _gemm_accumulate(spec: FusedSpec) -> list[str]:
+    """MatMul + Add of a whole input: the addend is copied into the output unless the memory
+    plan gave them one buffer (a loop's gradient accumulator updated in place), then one GEMM
+    adds the product to it (beta = 1). No pass over a separate product: the product's rows
+    never leave the micro-kernel's registers. The sum starts from the addend (`acc + a0 b0 +
+    a1 b1 ...`) where the unfused ops round `acc + (a0 b0 + a1 b1 ...)`."""
+    mm, k = spec.members[0], spec.accumulate
+    a, b, depth, sam, sak, sbk, sbn = member_gemm(spec, mm)
+    rows, n = mm.shape
+    one = c_literal(1, mm.dtype)
+    return [
+        f"    if (y0 != x{k}) memcpy(y0, x{k}, {rows * n} * sizeof({mm.dtype.c_type}));",
+        f"    tfc_gemm_{type_tag(mm.dtype)}_ex({rows}, {n}, {depth}, x{a}, {sam}, {sak}, x{b}, "
+        f"{sbk}, {sbn}, y0, {n}, {one}, {one}, NULL, 0);",
+    ]
 
 
 def _dense_head(spec: FusedSpec) -> str | None:

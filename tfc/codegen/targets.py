@@ -8,7 +8,7 @@ from its typed spec (tfc/codegen/c.py, tfc/codegen/cuda.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tfc.codegen import c, cuda
 from tfc.ops.kernels import Kernel
@@ -57,10 +57,19 @@ class Target:
     # kernel launches the whole GEMM first, into an output the size of the product
     fuse_matmul: bool = True
     fuse_row_scratch: bool = True
+    # whether a MatMul + Add group may add its product into the addend's buffer (GEMM beta = 1,
+    # in place: a gradient summed over a loop's iterations); CUDA's GEMM has no beta
+    fuse_accumulate: bool = True
 
     def pass_options(self) -> dict[str, dict]:
         """Keyword arguments of passes for programs of this target (run_passes' `options`)."""
-        return {"fuse": {"matmul_groups": self.fuse_matmul, "row_scratch": self.fuse_row_scratch}}
+        return {
+            "fuse": {
+                "matmul_groups": self.fuse_matmul,
+                "row_scratch": self.fuse_row_scratch,
+                "accumulate": self.fuse_accumulate,
+            }
+        }
 
 
 C = Target(
@@ -97,6 +106,11 @@ CUDA = Target(
     zero_function="tfc_cuda_memset",
     profiles=False,
     fuse_row_scratch=False,
+    fuse_accumulate=False,
 )
+
+# CUDA where the user allows TF32 (CompileOptions(allow_tf32=True)): float32 convolutions on
+# tensor cores
+CUDA_TF32 = replace(CUDA, kernel_template=cuda.kernel_template_tf32)
 
 TARGETS = {"c": C, "cuda": CUDA}

@@ -65,6 +65,27 @@ def load_model(model: Any) -> tuple[Any, str]:
     return proto, source
 
 
+def fixed_input_batch(path: str | os.PathLike, input_name: str | None = None) -> int | None:
+    """The first dimension of the model file's input `input_name` (default: its one graph input
+    that is not an initializer) when the file fixes it to a number; None when it is symbolic,
+    unknown, or the model has no such single input. Reads the graph, not the external weights."""
+    onnx = require_onnx()
+    proto = onnx.load(os.fspath(path), load_external_data=False)
+    graph = proto.graph
+    initializers = {t.name for t in graph.initializer}
+    if input_name is None:
+        fed = [i for i in graph.input if i.name not in initializers]
+    else:
+        infos = [*graph.input, *graph.value_info, *graph.output]
+        fed = [i for i in infos if i.name == input_name][:1]
+    if len(fed) != 1 or fed[0].type.WhichOneof("value") != "tensor_type":
+        return None
+    dims = fed[0].type.tensor_type.shape.dim
+    if not dims or not dims[0].HasField("dim_value") or dims[0].dim_value < 1:
+        return None
+    return int(dims[0].dim_value)
+
+
 def _parse(onnx: Any, decode_error: type, data: bytes, source: str) -> Any:
     proto = onnx.ModelProto()
     try:

@@ -7,7 +7,8 @@ output each. Members are element-wise maps with NumPy broadcasting, free views t
 insert or drop size-1 dims, reductions at the end of a chain (what reads a reduced value runs
 in a loop after them), and at most one rank-2 MatMul whose rows the other members post-process
 (bias-add + activation); attrs["row_scratch"] names a MatMul output that only holds the row
-being post-processed (one row).
+being post-processed (one row); attrs["accumulate"] names the input a MatMul + Add group adds
+its product to in place (`accumulate_input`: the GEMM accumulates into that buffer).
 
 This module is the plan side: which ops can be members (what the fuse pass asks), how their
 values map onto one iteration space (`plan_fusion`), the op's shape rule, NumPy reference,
@@ -523,9 +524,34 @@ def inplace_inputs(
     )
 
 
+def accumulate_input(
+    members: list, outputs: list, in_shapes: list, in_dtypes: list, update: FusedUpdate | None
+) -> int | None:
+    """The input a MatMul + Add group may accumulate its product into (a GEMM with beta = 1
+    writing over that input): the group is a float MatMul and an Add of it and a whole input of
+    its shape and dtype, only the sum leaves it, and there is no update. A gradient summed over
+    a loop's iterations (a weight's, `acc + matmul(x_t, dz_t, transpose_a=True)`) is one."""
+    if update is not None or len(members) != 2 or list(outputs) != [1]:
+        return None
+    mm, add = members
+    if mm.kind != "matmul" or mm.dtype not in (_dt.float32, _dt.float64):
+        return None
+    if add.op not in ("Add", "AddV2") or add.shape != mm.shape or add.dtype != mm.dtype:
+        return None
+    others = [a for a in add.args if a != ("m", 0)]
+    if len(add.args) != 2 or len(others) != 1 or others[0][0] != "in":
+        return None
+    k = others[0][1]
+    if tuple(in_shapes[k]) != mm.shape or in_dtypes[k] != mm.dtype:
+        return None
+    return k
+
+
 def _inplace(ctx: OpContext) -> tuple[int, ...]:
     members, outputs = list(ctx.attrs["members"]), list(ctx.attrs["outputs"])
     update = ctx.attrs.get("update")
+    if ctx.attrs.get("accumulate") is not None:  # the GEMM adds its product to that input
+        return (ctx.attrs["accumulate"],)
     return inplace_inputs(members, outputs, list(ctx.in_shapes), list(ctx.in_dtypes), update)
 
 

@@ -277,7 +277,7 @@ for _type, _fn, _c, _grad in [
     ("Sin", np.sin, "sin{sfx}({0})", lambda op, dy: [dy * cos(op.inputs[0])]),
     ("Cos", np.cos, "cos{sfx}({0})", lambda op, dy: [-dy * sin(op.inputs[0])]),
     ("Tan", np.tan, "tan{sfx}({0})", lambda op, dy: [_realdiv(dy, square(cos(op.inputs[0])))]),
-    ("Tanh", np.tanh, "tanh{sfx}({0})", "TanhGrad"),
+    ("Tanh", np.tanh, "tfc_tanh_{tag}({0})", "TanhGrad"),
 ]:
     if isinstance(_grad, str):  # the fused op computing dy * f'(x) from y = f(x)
         _grad = lambda op, dy, _t=_grad: [_fused(_t, op.outputs[0], dy)]  # noqa: E731

@@ -41,6 +41,7 @@ from tfc.ops.fusion import (
     FusedUpdate,
     Member,
     Unfusable,
+    accumulate_input,
     fused_update_type,
     loads_of,
     member_kind,
@@ -53,15 +54,20 @@ from tfc.passes.nested import map_subgraphs
 from tfc.passes.schedule import dependency_graph
 
 
-def fuse_elementwise(graph: Graph, matmul_groups: bool = True, row_scratch: bool = True) -> Graph:
+def fuse_elementwise(
+    graph: Graph, matmul_groups: bool = True, row_scratch: bool = True, accumulate: bool = True
+) -> Graph:
     """`matmul_groups` False: no MatMul joins a group. `row_scratch` False: no group whose
     product only a scratch block of rows would hold (a target that computes the whole product
-    before the loop, into an output: CUDA). Nested graphs are fused within themselves with the
-    same options: a group never spans a loop or branch boundary (If and While are no members)."""
+    before the loop, into an output: CUDA). `accumulate` False: a MatMul + Add group never adds
+    its product into its addend's buffer in place (a target whose GEMM cannot accumulate:
+    CUDA). Nested graphs are fused within themselves with the same options: a group never spans
+    a loop or branch boundary (If and While are no members)."""
     map_subgraphs(
-        graph, lambda inner, node, key: fuse_elementwise(inner, matmul_groups, row_scratch)
+        graph,
+        lambda inner, node, key: fuse_elementwise(inner, matmul_groups, row_scratch, accumulate),
     )
-    fuser = _Fuser(graph, matmul_groups, row_scratch)
+    fuser = _Fuser(graph, matmul_groups, row_scratch, accumulate)
     for name in fuser.order:
         fuser.place(name)
     for name in fuser.order:
@@ -76,9 +82,16 @@ def fuse_elementwise(graph: Graph, matmul_groups: bool = True, row_scratch: bool
 class _Fuser:
     """Clusters of nodes (each node starts alone); fusable clusters grow by merging."""
 
-    def __init__(self, graph: Graph, matmul_groups: bool = True, row_scratch: bool = True) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        matmul_groups: bool = True,
+        row_scratch: bool = True,
+        accumulate: bool = True,
+    ) -> None:
         self.graph = graph
         self.row_scratch = row_scratch
+        self.accumulate = accumulate
         self.order = list(
             nx.lexicographical_topological_sort(graph.nx, key=lambda n: graph.node(n)["id"])
         )
@@ -374,6 +387,10 @@ def _rewrite(graph: Graph, fuser: _Fuser, group: set[str]) -> None:
     attrs: dict = {"members": tuple(spec.members), "outputs": tuple(spec.outputs)}
     if spec.row_scratch is not None:
         attrs["row_scratch"] = spec.row_scratch
+    in_dtypes = [graph.node(s)["dtypes"][i] for s, i in spec.inputs]
+    added = accumulate_input(spec.members, spec.outputs, spec.in_shapes, in_dtypes, spec.update)
+    if fuser.accumulate and added is not None:
+        attrs["accumulate"] = added
     dtypes = [dtype for dtype, _ in member_outputs(attrs)]
     shapes = [shape for _, shape in member_outputs(attrs)]
     if apply is not None:

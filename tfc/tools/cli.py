@@ -31,7 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     comp.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     comp.add_argument(
-        "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"
+        "--batch",
+        type=int,
+        help="the compiled batch (default 32; 1 for --target embed; the one an ONNX model's "
+        "input fixes, if it does)",
     )
     comp.add_argument(
         "--target",
@@ -144,6 +147,15 @@ def _model(args: argparse.Namespace) -> object:
     return model
 
 
+def _batch(args: argparse.Namespace, fallback: int) -> int:
+    """--batch, or the batch an ONNX model's file fixes, or `fallback`."""
+    if args.batch is not None:
+        return args.batch
+    from tfc.aot.signatures import default_batch
+
+    return default_batch(_model(args), fallback)
+
+
 def _add_embed_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("--target embed")
     g.add_argument(
@@ -196,7 +208,7 @@ def _compile_embed(args: argparse.Namespace) -> int:
         m = compile_embed(
             _model(args),
             args.output,
-            batch=1 if args.batch is None else args.batch,
+            batch=_batch(args, 1),
             prefix=args.prefix,
             inference_only=args.inference_only,
             weights=args.weights,
@@ -229,7 +241,7 @@ def _compile(args: argparse.Namespace) -> int:
         result = compile(
             _model(args),
             args.output,
-            batch=32 if args.batch is None else args.batch,
+            batch=_batch(args, 32),
             target=args.target,
             name=args.name,
             build=not args.no_build,
@@ -265,7 +277,10 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="the program to compile: the train step or predict (default: train if defined)",
     )
     p.add_argument(
-        "--batch", type=int, help="the compiled batch (default 32; 1 for --target embed)"
+        "--batch",
+        type=int,
+        help="the compiled batch (default 32; 1 for --target embed; the one an ONNX model's "
+        "input fixes, if it does)",
     )
     p.add_argument(
         "--passes",
@@ -280,7 +295,8 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
         help="show what the passes do to a model: op counts, kernels, arena, FLOPs",
         description="Compile one signature of MODEL.py pass by pass and print, per pass, the "
         "op count before and after; the kernels of the lowered program; the arena next to its "
-        "lower bound and its naive size; the estimated FLOPs and bytes moved per step.",
+        "lower bound and its naive size; the form of each convolution on a GPU; the estimated "
+        "FLOPs and bytes moved per step.",
     )
     _add_model_arguments(ins)
     ins.add_argument(
@@ -297,6 +313,11 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
     )
     ins.add_argument(
         "-o", "--output", metavar="FILE", help="write the --dump-after text to FILE, not stdout"
+    )
+    ins.add_argument(
+        "--allow-tf32",
+        action="store_true",
+        help="show which GPU convolutions CompileOptions(allow_tf32=True) puts on tensor cores",
     )
     ins.add_argument(
         "--profile",
@@ -339,7 +360,7 @@ def _footprint(args: argparse.Namespace) -> int:
 
     try:
         options = CompileOptions(passes=parse_pass_list(args.passes))
-        batch = 1 if args.batch is None else args.batch
+        batch = _batch(args, 1)
         print(measure(_model(args), batch, options).report(), end="")
     except (ModelError, FileNotFoundError, ValueError, OSError, RuntimeError) as e:
         print(f"tfc inspect: error: {e}", file=sys.stderr)
@@ -354,9 +375,9 @@ def _inspect(args: argparse.Namespace) -> int:
 
     if args.target == "embed":
         return _footprint(args)
-    args.batch = 32 if args.batch is None else args.batch
     try:
-        options = CompileOptions(passes=parse_pass_list(args.passes))
+        args.batch = _batch(args, 32)
+        options = CompileOptions(passes=parse_pass_list(args.passes), allow_tf32=args.allow_tf32)
         result = inspect_model(_model(args), args.signature, args.batch, options, args.dump_after)
         dump = write_dump(result, args.output)
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:
@@ -388,8 +409,8 @@ def _graph(args: argparse.Namespace) -> int:
     from tfc.tools.graphviz import GraphvizNotFound, write_graph
     from tfc.tools.inspect import program_graph
 
-    args.batch = 32 if args.batch is None else args.batch
     try:
+        args.batch = _batch(args, 32)
         options = CompileOptions(passes=parse_pass_list(args.passes))
         name, signature, graph = program_graph(
             _model(args), args.signature, args.batch, options, args.after

@@ -3,8 +3,9 @@ text and pictures.
 
 For one program (a model file's train step or predict at a batch, or what a Session.run would
 compile) it reports the op count before and after every pass, the kernels of the lowered
-program, the arena next to its lower bound and its naive size, and the FLOPs and bytes one run
-computes and moves (tfc/codegen/program_stats.py says how each is counted); it can keep the graph's
+program, the arena next to its lower bound and its naive size, the form the CUDA target gives
+each convolution (direct kernel or implicit GEMM), and the FLOPs and bytes one run computes and
+moves (tfc/codegen/program_stats.py says how each is counted); it can keep the graph's
 text after any pass, and hands the graph after any pass to tfc/tools/graphviz.py to draw.
 """
 
@@ -25,6 +26,7 @@ from tfc.aot.signatures import (
     load_signatures_function,
 )
 from tfc.client.request import RunRequest
+from tfc.codegen.cuda import conv_forms
 from tfc.codegen.lower import LoweredProgram
 from tfc.codegen.program_stats import (
     FALLBACK_FLOPS_PER_ELEMENT,
@@ -89,6 +91,7 @@ class Inspection:
     baseline_kernels: int | None = None  # with no optimization pass, when some ran
     dump: str | None = None  # the graph's text after the --dump-after pass
     dump_pass: str | None = None
+    allow_tf32: bool = False  # CompileOptions': the GPU convolutions that would use tensor cores
 
     @property
     def kernels(self) -> int:
@@ -117,6 +120,10 @@ class Inspection:
             f"{self.arena.naive_bytes:,} B with none (the naive total)"
         )
         lines += control_flow_report(self.graph)
+        forms = conv_forms(self.program.steps, self.allow_tf32)
+        if forms:
+            lines.append("convolutions on a GPU (the CUDA target's choice for each shape):")
+            lines += [f"  {op} {node}: {form}" for node, op, form in forms]
         cost = self.cost
         top = sorted(cost.flops_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
         shares = ", ".join(f"{t} {_percent(f, cost.flops)}" for t, f in top[:4] if f)
@@ -332,6 +339,7 @@ def inspect_model(
         baseline,
         dump,
         dump_pass,
+        (options or CompileOptions()).allow_tf32,
     )
 
 

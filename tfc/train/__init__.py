@@ -32,5 +32,6 @@ from tfc.train.saver import *  # noqa: F401,F403
 from tfc.train.scaffold import *  # noqa: F401,F403
 from tfc.train.session_run_hook import *  # noqa: F401,F403
 from tfc.train.summary_iterator import *  # noqa: F401,F403
+from tfc.train.sync_replicas_optimizer import *  # noqa: F401,F403
 from tfc.train.training_util import *  # noqa: F401,F403
 from tfc.train.warm_start import *  # noqa: F401,F403

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence, ValuesView
 from typing import Any
 
@@ -27,6 +28,20 @@ from tfc.variables import Variable, trainable_variables
 __all__ = ["Optimizer"]
 
 _VALID_DTYPES = (_dt.float32, _dt.float64)
+
+# train op -> the loss minimize() made it for: what a cluster worker's session reports per step
+_TRAIN_LOSSES: weakref.WeakKeyDictionary[Operation, Tensor] = weakref.WeakKeyDictionary()
+
+
+def train_loss(train_op: Operation) -> Tensor | None:
+    """The loss `train_op` was made to minimize by Optimizer.minimize, else None."""
+    return _TRAIN_LOSSES.get(train_op)
+
+
+def record_train_loss(train_op: Operation, loss: Tensor) -> None:
+    """Note that `train_op` minimizes `loss` (minimize does; so do wrappers of apply_gradients
+    that know their loss, such as SyncReplicasOptimizer)."""
+    _TRAIN_LOSSES[train_op] = loss
 
 
 class Optimizer:
@@ -80,7 +95,10 @@ class Optimizer:
                 f"support gradients, between variables {[str(v) for _, v in grads_and_vars]} "
                 f"and loss {loss}."
             )
-        return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+        train_op = self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+        if isinstance(loss, Tensor):
+            record_train_loss(train_op, loss)
+        return train_op
 
     def compute_gradients(
         self,

@@ -1,20 +1,19 @@
-"""`tf.train.Server`: one task of a TF1 cluster, as a description tfc can act on.
+"""`tf.train.Server`: one task of a TF1 cluster, run by tfc's compiled cluster runtime.
 
-tfc serves no remote sessions: a distributed model is compiled into executables that run its
-tasks (`tfc compile MODEL.py --cluster`, docs/distributed.md). A Server's ClusterSpec and task
-are what that compile needs. Where a cluster has a single task (create_local_server()), the
-server's target is this process: tf.Session(server.target) runs here. A Session on a task of
-a larger cluster, or join() of its ps task, is refused with the commands that run it.
+Where a cluster has a single task (create_local_server()), the server's target is this
+process: tf.Session(server.target) runs here. On a larger cluster a worker's
+tf.Session(server.target) (or MonitoredTrainingSession(master=...)) compiles the graph it
+trains into the cluster's executables, and a ps task's join() receives the ps programs from
+the workers and runs them (tfc/aot/cluster_session.py, docs/distributed.md "TF1 cluster
+scripts").
 """
 
 from __future__ import annotations
 
-import json
 import socket
 from typing import Any
 
-from tfc.client.targets import register_server_target
-from tfc.ir import errors
+from tfc.client.targets import cluster_runtime, register_cluster_task, register_server_target
 from tfc.train.cluster_spec import ClusterSpec, ServerDef
 
 __all__ = ["Server"]
@@ -72,9 +71,9 @@ class Server:
     or a ServerDef); the job and index may be left out where the cluster has one of each.
 
     `target` is "grpc://<the task's address>" (an address with port 0 gets a free port). A
-    Session on the target runs in this process when the cluster has this one task; otherwise
-    tf.Session(target) and join() raise UnimplementedError naming the `tfc compile --cluster`
-    and `tfc launch` commands that run the cluster.
+    Session on the target runs in this process when the cluster has this one task; on a
+    cluster of ps and worker tasks a worker's Session trains on the compiled cluster runtime
+    and a ps task's join() serves it (docs/distributed.md, "TF1 cluster scripts").
     """
 
     def __init__(
@@ -121,28 +120,31 @@ class Server:
         if self._is_single_task:
             register_server_target(self._target, None)
         else:
-            tasks = sum(self._cluster.num_tasks(job) for job in self._cluster.jobs)
-            register_server_target(
-                self._target,
-                f"the server of {self._task} is one of the {tasks} tasks of "
-                f"{self._cluster!r}, whose sessions would run their ops on the other tasks",
-            )
+            register_cluster_task(self._target, self._resolved_server_def)
+
+    @property
+    def _resolved_server_def(self) -> ServerDef:
+        """The ServerDef with this task's address as bound (port 0 resolved)."""
+        spec = self._cluster.as_dict()
+        job, task = self._server_def.job_name, self._server_def.task_index
+        address = self._target.partition("://")[2]
+        if isinstance(spec[job], dict):
+            spec[job] = {**spec[job], task: address}
+        else:
+            spec[job] = [address if i == task else a for i, a in enumerate(spec[job])]
+        return ServerDef(
+            cluster=ClusterSpec(spec).as_cluster_def(),
+            job_name=job,
+            task_index=task,
+            protocol=self._server_def.protocol,
+            default_session_config=self._server_def.default_session_config,
+        )
 
     def join(self) -> None:
-        """TF1's ps tasks block here serving the workers; tfc's ps task is a compiled
-        executable instead, so this raises UnimplementedError saying how to run it."""
-        cluster = json.dumps(self._cluster.as_dict(), sort_keys=True)
-        job, task = self._server_def.job_name, self._server_def.task_index
-        raise errors.UnimplementedError(
-            None,
-            None,
-            f"Server.join() of {self._task}: tfc serves no remote sessions; it compiles the "
-            "model into executables that run each task of the cluster. With the cluster in "
-            f"cluster.json ({cluster}): `tfc compile MODEL.py --cluster cluster.json -o OUT` "
-            f"(or tfc.compile(..., cluster=ClusterSpec)), then `OUT/train --job {job} --task "
-            f"{task} --cluster cluster.json` on this task's host, or every task on this "
-            "machine with `tfc launch OUT --ps N --workers M` (docs/distributed.md)",
-        )
+        """A ps task's loop, as in TF1: wait for the workers' compiled ps programs and run
+        them until every worker is done (then return, where TF1 blocks forever). A worker's
+        join() waits for nothing: it returns at once."""
+        cluster_runtime().join(self._resolved_server_def)
 
     @staticmethod
     def create_local_server(config: Any = None, start: bool = True) -> Server:

@@ -18,7 +18,9 @@ typedef struct {
     int64_t task;
     const char *data, *dir, *bind, *wire;
     int64_t steps, seed, log_every, save_every, max_to_keep, replicas, timeout_ms, give_up_ms;
+    int64_t idle_exit_ms; /* a ps that hears from no worker this long exits; 0: never */
     int sync, shuffle, insecure, allow_nonfinite;
+    int feed_fd, result_fd; /* a worker fed through pipes (--feed-fd/--result-fd), else -1 */
     double *hparams;
     char *tf_config_job;
     int64_t tf_config_task;
@@ -48,6 +50,9 @@ int tfc_dist_send(task_ctx *c, const char *address, const char *key, int64_t ste
 /* One aligned buffer per spec (NULL when out of memory); freed with tfc_dist_free_buffers. */
 void **tfc_dist_alloc_buffers(const tfc_tensor_spec *specs, int n);
 void tfc_dist_free_buffers(void **bufs, int n);
+/* The value of a worker's hello that says it is done: the ps stops waiting for it. */
+#define TFC_DIST_HELLO_DONE (-2)
+
 /* The key a worker's tensor travels under: "KEY@wI". */
 void tfc_dist_worker_key(char *buf, size_t cap, const char *key, int w);
 

@@ -19,8 +19,9 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "             [--cluster FILE | --ps-hosts H:P,... --worker-hosts H:P,...]\n"
             "             [--checkpoint-dir DIR] [--save-every M] [--replicas-to-aggregate R]\n"
             "             [--lr X] [--hparam NAME=X] [--seed S] [--no-shuffle] [--log-every K]\n"
-            "             [--timeout-ms T] [--give-up-ms T] [--bind HOST] [--insecure]\n"
-            "             [--wire-dtype float16|bfloat16] [--allow-nonfinite]\n"
+            "             [--timeout-ms T] [--give-up-ms T] [--idle-exit-ms T] [--bind HOST]\n"
+            "             [--insecure] [--wire-dtype float16|bfloat16] [--allow-nonfinite]\n"
+            "             [--feed-fd R --result-fd W]\n"
             "\n"
             "Distributed training of model '%s' (%d ps task(s), batch %" PRId64 " per worker).\n"
             "The cluster comes from --cluster (a JSON ClusterSpec {\"ps\": [...], \"worker\":\n"
@@ -36,10 +37,17 @@ static void usage(const tfc_dist_model *m, FILE *f) {
             "                      resumes from the latest one there\n"
             "  --timeout-ms T      log and send a hello when a wait lasts T ms (default 5000)\n"
             "  --give-up-ms T      a worker exits when no ps answers for T ms (default 120000)\n"
+            "  --idle-exit-ms T    a ps exits when no worker sends it anything for T ms\n"
+            "                      (default 0: it waits for restarted workers forever)\n"
             "  --bind HOST         listen on HOST (default 127.0.0.1); beyond loopback the tasks\n"
             "                      need a shared secret in TFC_CLUSTER_TOKEN, or --insecure\n"
             "  --insecure          listen beyond loopback without a token: anyone who reaches\n"
             "                      the port can send this task tensors and stop it\n"
+            "  --feed-fd R --result-fd W  a worker without --data: each step reads 'S' and its\n"
+            "                      inputs (features, labels, hyperparameters; raw bytes) from\n"
+            "                      fd R and writes {int64 step, double loss} to fd W ({-1, 0}:\n"
+            "                      the ps stopped); 'V' writes {0, 0} and the values received\n"
+            "                      from the ps; at the end of R it tells the ps it is done\n"
             "\n"
             "TFC_CLUSTER_TOKEN: a secret every task of the cluster shares (tfc launch makes one);\n"
             "each connection proves it, and the task it says it is, without sending it.\n",
@@ -226,6 +234,8 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
     o->shuffle = 1;
     o->replicas = -1;
     o->tf_config_task = -1;
+    o->feed_fd = -1;
+    o->result_fd = -1;
     for (int i = 0; i < w->n_hyperparameters; ++i)
         o->hparams[i] = w->hyperparameters[i].default_value;
     const char *cluster_file = NULL, *ps_hosts = NULL, *worker_hosts = NULL;
@@ -274,8 +284,18 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
             INT("--max-to-keep", 0, max_to_keep);
         } else if (OPTION("--replicas-to-aggregate")) {
             INT("--replicas-to-aggregate", 1, replicas);
+        } else if (OPTION("--feed-fd")) {
+            int64_t fd;
+            if (r < 0 || tfc_driver_int(PROG, "--feed-fd", v, 0, &fd)) return 1;
+            o->feed_fd = fd > INT_MAX ? -1 : (int)fd;
+        } else if (OPTION("--result-fd")) {
+            int64_t fd;
+            if (r < 0 || tfc_driver_int(PROG, "--result-fd", v, 0, &fd)) return 1;
+            o->result_fd = fd > INT_MAX ? -1 : (int)fd;
         } else if (OPTION("--timeout-ms")) {
             INT("--timeout-ms", 1, timeout_ms);
+        } else if (OPTION("--idle-exit-ms")) {
+            INT("--idle-exit-ms", 0, idle_exit_ms);
         } else if (OPTION("--give-up-ms")) {
             INT("--give-up-ms", 1, give_up_ms);
         } else if (OPTION("--lr") || OPTION("--hparam")) {
@@ -371,7 +391,9 @@ int tfc_dist_parse_options(const tfc_dist_model *m, int argc, char **argv, dist_
         return tfc_driver_error(PROG, "--replicas-to-aggregate %" PRId64 " exceeds the %d "
                                 "workers", o->replicas, o->n_workers);
     if (o->steps < 0) return tfc_driver_error(PROG, "--steps is required (see train --help)");
-    if (strcmp(o->job, "worker") == 0 && o->data == NULL)
-        return tfc_driver_error(PROG, "a worker needs --data FILE");
+    if ((o->feed_fd >= 0) != (o->result_fd >= 0))
+        return tfc_driver_error(PROG, "--feed-fd and --result-fd go together");
+    if (strcmp(o->job, "worker") == 0 && o->data == NULL && o->feed_fd < 0)
+        return tfc_driver_error(PROG, "a worker needs --data FILE (or --feed-fd/--result-fd)");
     return 0;
 }

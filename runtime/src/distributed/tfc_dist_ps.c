@@ -14,6 +14,7 @@ static const char *const PROG = TFC_DIST_PROG;
 
 typedef struct {
     task_ctx c;
+    const unsigned char *finished; /* workers that said they are done: nothing more to them */
     const tfc_model *pm;
     tfc_model_state st;
     void **serve_out, **apply_in, **scratch; /* scratch: one per apply input */
@@ -46,7 +47,7 @@ static int ps_serve(ps_run *p, int only, int stop, tfc_error *err) {
     char key[TFC_TRANSPORT_MAX_KEY];
     snprintf(key, sizeof(key), "tfc:ctl@ps%d", p->c.task);
     for (int w = 0; w < p->c.o->n_workers; ++w) {
-        if (only >= 0 && w != only) continue;
+        if ((only >= 0 && w != only) || p->finished[w]) continue;
         const char *addr = p->c.o->worker_hosts[w];
         int rc = TFC_OK;
         for (int i = 0; i < m->n_links && rc == TFC_OK && !stop; ++i) {
@@ -105,6 +106,15 @@ static int ps_recv_worker(ps_run *p, int w, void **into, int64_t *step_out, tfc_
     }
     *step_out = step;
     return TFC_OK;
+}
+
+/* The gradient sets that make a step: --replicas-to-aggregate (sync) or 1 (async), at most
+ * as many as the workers that are not done; 0 when every worker is. */
+static int64_t ps_needed(const dist_options *o, const unsigned char *finished, int n) {
+    int64_t live = 0;
+    for (int w = 0; w < n; ++w) live += !finished[w];
+    int64_t want = o->sync ? o->replicas : 1;
+    return want < live ? want : live;
 }
 
 static void ps_accumulate(ps_run *p, int first) {
@@ -197,7 +207,10 @@ int tfc_dist_ps_main(task_ctx *c) {
     char *keybuf = calloc((size_t)(2 * n), TFC_TRANSPORT_MAX_KEY);
     int *have = calloc((size_t)(m->n_links + 1), sizeof(int));
     unsigned char *done = calloc((size_t)n, 1);
-    if (keys == NULL || rotated == NULL || keybuf == NULL || have == NULL || done == NULL)
+    unsigned char *finished = calloc((size_t)n, 1);
+    p.finished = finished;
+    if (keys == NULL || rotated == NULL || keybuf == NULL || have == NULL || done == NULL ||
+        finished == NULL)
         goto oom;
     int first = -1;
     for (int i = 0; i < m->n_links && first < 0; ++i)
@@ -266,19 +279,28 @@ int tfc_dist_ps_main(task_ctx *c) {
         int64_t count = 0;
         double waited = 0;
         memset(done, 0, (size_t)n);
-        while (o->sync ? count < o->replicas : count < 1) {
+        while (count < ps_needed(o, finished, n)) {
             /* poll from the worker after the last one served: none waits behind the others */
             for (int i = 0; i < 2 * n; ++i) rotated[i] = keys[(i + rotation) % (2 * n)];
             int idx;
             int rc = tfc_transport_poll(p.c.t, rotated, 2 * n, TFC_TRANSPORT_ANY_STEP,
                                         o->timeout_ms, &idx, &err);
-            if (rc == TFC_OK) idx = (idx + rotation) % (2 * n);
+            if (rc == TFC_OK) {
+                idx = (idx + rotation) % (2 * n);
+                waited = 0; /* a worker is there */
+            }
             if (rc == TFC_ERR_DEADLINE_EXCEEDED) {
                 waited += (double)o->timeout_ms;
                 fprintf(stderr, "%s: step %" PRId64 ": %" PRId64 " of %" PRId64 " gradients "
                         "after %.0f s; waiting\n", c->name, p.step, count,
                         o->sync ? o->replicas : 1, waited / 1000);
                 fflush(stderr);
+                if (o->idle_exit_ms > 0 && waited >= (double)o->idle_exit_ms) {
+                    tfc_driver_error(PROG, "%s: step %" PRId64 ": no worker sent anything for "
+                                     "%.0f s (--idle-exit-ms): giving up", c->name, p.step,
+                                     waited / 1000);
+                    goto out;
+                }
                 continue;
             }
             if (rc != TFC_OK) {
@@ -292,6 +314,13 @@ int tfc_dist_ps_main(task_ctx *c) {
                 tfc_dist_tensor(&hs, &last_seen, &t);
                 rc = tfc_transport_recv(p.c.t, keys[idx], TFC_TRANSPORT_ANY_STEP, &t, 0, NULL,
                                         &err);
+                if (rc == TFC_OK && last_seen == TFC_DIST_HELLO_DONE) {
+                    finished[idx - n] = 1;
+                    printf("%s: worker %d is done\n", c->name, idx - n);
+                    fflush(stdout);
+                    continue;
+                }
+                if (rc == TFC_OK) finished[idx - n] = 0; /* a worker that came back */
                 /* whatever step it last saw (this ps may have restarted from an older
                  * checkpoint), a worker whose gradients for this step are missing has lost
                  * values or gradients on the way: it gets this step's values again */
@@ -313,6 +342,7 @@ int tfc_dist_ps_main(task_ctx *c) {
             if (o->sync) ps_accumulate(&p, count == 0);
             ++count;
         }
+        if (count == 0) break; /* every worker is done */
         if (o->sync) ps_average(&p, count);
         if (ps_recv_peers(&p, !o->sync, have, &err)) goto out;
         if (tfc_model_run(&p.st, apply, (const void *const *)p.apply_in, NULL, &err) != TFC_OK) {
@@ -351,6 +381,7 @@ out:
     free(keybuf);
     free(have);
     free(done);
+    free(finished);
     tfc_dist_free_buffers(p.serve_out, p.pm->predict ? p.pm->predict->n_outputs : 0);
     tfc_dist_free_buffers(p.apply_in, apply->n_inputs);
     tfc_dist_free_buffers(p.scratch, apply->n_inputs);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include "../tfc_driver.h"
 #include "tfc_dist_internal.h"
@@ -69,14 +71,14 @@ static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], int
     tfc_tensor_spec ctl_spec = {"ctl", TFC_DT_I64, 1, &two, 16};
     tfc_transport_tensor t;
     tfc_dist_tensor(&ctl_spec, ctl, &t);
-    double waited = 0;
+    double since = tfc_driver_seconds(), waited = 0; /* wall time: hellos' connects count */
     for (;;) {
         int rc = tfc_transport_recv(c->t, key, TFC_TRANSPORT_ANY_STEP, &t, c->o->timeout_ms,
                                     NULL, err);
         if (rc != TFC_OK) {
             if (rc != TFC_ERR_DEADLINE_EXCEEDED)
                 return tfc_driver_error(PROG, "%s: %s", c->name, err->msg);
-            waited += (double)c->o->timeout_ms;
+            waited = (tfc_driver_seconds() - since) * 1000;
             fprintf(stderr, "%s: no values from ps %d for %.0f s; saying hello again\n",
                     c->name, k, waited / 1000);
             fflush(stderr);
@@ -119,6 +121,65 @@ static int worker_wait_ps(task_ctx *c, int k, void **inputs, int64_t ctl[2], int
     }
 }
 
+/* Exactly n bytes from fd: 0, 1 at its end before the first byte, -1 on an error. */
+static int read_full(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return r == 0 && got == 0 ? 1 : -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n) {
+    size_t put = 0;
+    while (put < n) {
+        ssize_t r = write(fd, (const char *)buf + put, n - put);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        put += (size_t)r;
+    }
+    return 0;
+}
+
+/* The inputs a fed worker reads each step: those before the first received value. */
+static int fed_inputs(const tfc_dist_model *m) {
+    int n = m->worker->train->n_inputs;
+    for (int i = 0; i < m->n_links; ++i)
+        if (m->links[i].dst == -1 && m->links[i].dst_index < n) n = m->links[i].dst_index;
+    return n;
+}
+
+static int write_result(task_ctx *c, int64_t step, double loss) {
+    unsigned char rec[16];
+    memcpy(rec, &step, 8);
+    memcpy(rec + 8, &loss, 8);
+    if (write_full(c->o->result_fd, rec, sizeof(rec)) == 0) return 0;
+    return tfc_driver_error(PROG, "%s: --result-fd: %s", c->name, strerror(errno));
+}
+
+/* A fed worker's next step: commands from --feed-fd until a step's inputs. 'V': write a
+ * {0, 0} record, then the values received from the ps tasks (raw bytes, in input order); 'S':
+ * the step's inputs follow. 0: read, 1: the feeder is done, -1: a bad command or error. */
+static int read_feeds(task_ctx *c, void **inputs) {
+    const tfc_program *p = c->m->worker->train;
+    int n = fed_inputs(c->m);
+    for (;;) {
+        unsigned char cmd;
+        int rc = read_full(c->o->feed_fd, &cmd, 1);
+        if (rc != 0) return rc;
+        if (cmd == 'S') break;
+        if (cmd != 'V' || write_result(c, 0, 0.0)) return -1;
+        for (int i = n; i < p->n_inputs; ++i)
+            if (write_full(c->o->result_fd, inputs[i], (size_t)p->inputs[i].nbytes)) return -1;
+    }
+    for (int i = 0; i < n; ++i)
+        if (read_full(c->o->feed_fd, inputs[i], (size_t)p->inputs[i].nbytes) != 0) return -1;
+    return 0;
+}
+
 int tfc_dist_worker_main(task_ctx *c) {
     const tfc_dist_model *m = c->m;
     const tfc_model *wm = m->worker;
@@ -145,7 +206,8 @@ int tfc_dist_worker_main(task_ctx *c) {
         tfc_driver_error(PROG, "out of memory");
         goto out;
     }
-    if (tfc_dataset_load(&data, o->data, &err) != TFC_OK) {
+    int fed = o->feed_fd >= 0;
+    if (!fed && tfc_dataset_load(&data, o->data, &err) != TFC_OK) {
         tfc_driver_error(PROG, "%s", msg);
         goto out;
     }
@@ -153,14 +215,15 @@ int tfc_dist_worker_main(task_ctx *c) {
     const tfc_tensor_spec *lin = wm->train_labels >= 0 ? &p->inputs[wm->train_labels] : NULL;
     int64_t n_features = tfc_tensor_example_size(fin);
     int64_t n_labels = lin != NULL ? tfc_tensor_example_size(lin) : 0;
-    if (data.cols != n_features + n_labels) {
+    if (!fed && data.cols != n_features + n_labels) {
         tfc_driver_error(PROG, "%s has %" PRId64 " columns; model '%s' takes %" PRId64,
                          o->data, data.cols, m->name, n_features + n_labels);
         goto out;
     }
-    if ((!o->allow_nonfinite && tfc_dataset_check_finite(&data, 0, data.cols, &err)) ||
-        (lin != NULL && wm->label_classes > 0 &&
-         tfc_dataset_check_labels(&data, n_features, n_labels, wm->label_classes, &err))) {
+    if (!fed &&
+        ((!o->allow_nonfinite && tfc_dataset_check_finite(&data, 0, data.cols, &err)) ||
+         (lin != NULL && wm->label_classes > 0 &&
+          tfc_dataset_check_labels(&data, n_features, n_labels, wm->label_classes, &err)))) {
         tfc_driver_error(PROG, "%s", msg);
         goto out;
     }
@@ -187,8 +250,22 @@ int tfc_dist_worker_main(task_ctx *c) {
             stop |= ctl[1] != 0;
             if (k == (m->global_step_ps >= 0 ? m->global_step_ps : 0)) s = ctl[0];
         }
-        if (stop) break;
-        if (s != next_step || !batcher_ok) {
+        if (stop) {
+            if (fed && write_result(c, -1, 0.0)) goto out;
+            break;
+        }
+        if (fed) {
+            int rc = read_feeds(c, inputs);
+            if (rc < 0) {
+                tfc_driver_error(PROG, "%s: --feed-fd: a bad command, or inputs cut short",
+                                 c->name);
+                goto out;
+            }
+            if (rc > 0) { /* the feeder is done: so is this worker */
+                for (int k = 0; k < m->n_ps; ++k) hello(c, k, TFC_DIST_HELLO_DONE, &err);
+                break;
+            }
+        } else if (s != next_step || !batcher_ok) {
             tfc_batcher_free(&batcher);
             if (tfc_batcher_init(&batcher, data.rows, global, (uint64_t)o->seed, o->shuffle,
                                  s * global, &err) != TFC_OK) {
@@ -197,14 +274,16 @@ int tfc_dist_worker_main(task_ctx *c) {
             }
             batcher_ok = 1;
         }
-        tfc_batcher_next(&batcher, rows);
-        next_step = s + 1;
         const int64_t *mine = rows + c->task * m->batch;
-        if (tfc_dataset_gather(&data, mine, m->batch, 0, n_features, fin->dtype,
+        if (!fed) {
+            tfc_batcher_next(&batcher, rows);
+            next_step = s + 1;
+        }
+        if (!fed && (tfc_dataset_gather(&data, mine, m->batch, 0, n_features, fin->dtype,
                                inputs[wm->train_features], &err) != TFC_OK ||
             (lin != NULL && tfc_dataset_gather(&data, mine, m->batch, n_features, n_labels,
                                                lin->dtype, inputs[wm->train_labels],
-                                               &err) != TFC_OK)) {
+                                               &err) != TFC_OK))) {
             tfc_driver_error(PROG, "%s", msg);
             goto out;
         }
@@ -228,6 +307,9 @@ int tfc_dist_worker_main(task_ctx *c) {
             }
         }
         ++steps_done;
+        if (fed && write_result(c, s, tfc_driver_element(outputs[wm->train_loss],
+                                                         p->outputs[wm->train_loss].dtype, 0)))
+            goto out;
         if (o->log_every > 0 && (s + 1) % o->log_every == 0) {
             double now = tfc_driver_seconds();
             double loss = tfc_driver_element(outputs[wm->train_loss],
