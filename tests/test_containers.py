@@ -35,7 +35,7 @@ def test_container_scopes_name_the_container_of_stateful_ops():
     assert v.op.get_attr("container") == "c1" and after.op.get_attr("container") == "c1"
     assert q.queue_ref.get_attr("container") == "c1"
     assert inner.op.get_attr("container") == "c2"
-    assert "container" not in outside.op.node_def["attr"]  # the default container
+    assert "container" not in outside.op.node_def.attr  # the default container
     assert tf.get_default_graph().current_container == ""
     with pytest.raises(TypeError, match="must be a string"):
         with tf.container(3):

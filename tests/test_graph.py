@@ -150,6 +150,23 @@ def test_device_scopes_merge_like_tf1():
             tf.constant(0)
 
 
+def test_a_device_function_reads_the_node_def_as_tf1_programs_do():
+    # the multi-GPU tower pattern: variables to the parameter device, the rest to the tower's
+    def assign(op):
+        node_def = op if isinstance(op, tf.NodeDef) else op.node_def
+        return "/cpu:0" if node_def.op in ("Variable", "VariableV2") else "/gpu:1"
+
+    with tf.device(assign):
+        w = tf.Variable(tf.zeros([2]), name="w")
+        y = tf.add(w, 1.0, name="y")
+        with tf.control_dependencies([w.initializer]):
+            z = tf.identity(y, name="z")
+    assert w.op.device == "/device:CPU:0" and y.op.device == "/device:GPU:1"
+    nd = z.op.node_def
+    assert (nd.name, nd.op, nd.input, nd.device) == ("z", "Identity", ["y", "^w/Assign"], y.device)
+    assert w.op.node_def.attr["dtype"] == tf.float32
+
+
 def test_collections():
     tf.add_to_collection("stuff", 1)
     tf.add_to_collection("stuff", 2)

@@ -99,6 +99,17 @@ def test_slice_input_producer_keeps_rows_together():
         tf.train.slice_input_producer([])
 
 
+def test_slice_input_producer_over_file_names():
+    # the image-folder pipeline: its row count is the static length of a string tensor, which
+    # the native stage uses as a Range limit; a string row is one element of a string array
+    names = tf.convert_to_tensor(["a.jpg", "b.jpg", "c.jpg"], dtype=tf.string)
+    labels = tf.convert_to_tensor([0, 1, 1], dtype=tf.int32)
+    name, label = tf.train.slice_input_producer([names, labels], num_epochs=1, shuffle=False)
+    with running() as sess:
+        pairs = read_all(sess, [name, label])
+    assert [(n, int(lab)) for n, lab in pairs] == [(b"a.jpg", 0), (b"b.jpg", 1), (b"c.jpg", 1)]
+
+
 def test_batch_groups_in_order_with_a_smaller_final_batch():
     x = np.arange(10, dtype=np.float32).reshape(5, 2)
     row, index = tf.train.slice_input_producer([x, np.arange(5)], num_epochs=2, shuffle=False)

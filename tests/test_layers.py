@@ -81,6 +81,37 @@ def test_reuse_shares_variables_and_names_must_be_new_otherwise():
     np.testing.assert_array_equal(va, vc)
 
 
+def test_a_model_function_called_again_with_reuse_names_its_layers_as_before():
+    # TF1's scope store: entering a scope starts its sub-scope counts afresh, so the second
+    # call's unnamed layers are dense, dense_1 again and find the first call's variables
+    def net(x, reuse):
+        with tf.variable_scope("net", reuse=reuse):
+            return tf.layers.dense(tf.layers.dense(x, 3), 2)
+
+    x = tf.placeholder(tf.float32, [None, 4])
+    train, test = net(x, False), net(x, True)
+    assert _names(tf.global_variables()) == [
+        "net/dense/kernel",
+        "net/dense/bias",
+        "net/dense_1/kernel",
+        "net/dense_1/bias",
+    ]
+    assert test.op.name == "net_1/dense_1/BiasAdd"
+    # an opened scope counts, so a default name made after it avoids it (TF's names)
+    with tf.variable_scope("dense"):
+        pass
+    assert tf.layers.dense(x, 1).op.name == "dense_1/BiasAdd"
+    scopes = []
+    for _ in range(3):
+        with tf.variable_scope(None, default_name="s") as vs:
+            scopes.append(vs.name)
+    assert scopes == ["s", "s_1", "s_2"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        a, b = sess.run([train, test], {x: np.ones((2, 4), np.float32)})
+    np.testing.assert_array_equal(a, b)
+
+
 class Scale(tf.layers.Layer):
     """A layer of the user's own: y = x * w + c, w per feature, c a non-trainable count."""
 

@@ -80,7 +80,7 @@ def test_export_import_restore_predicts_and_trains_the_same(tmp_path):
 
 def _describe(graph) -> dict:
     return {
-        op.name: (op.type, op.device, op.node_def["attr"], [t.name for t in op.inputs],
+        op.name: (op.type, op.device, op.node_def.attr, [t.name for t in op.inputs],
                   [c.name for c in op.control_inputs])
         for op in graph.get_operations()
     }  # fmt: skip

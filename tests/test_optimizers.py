@@ -816,6 +816,9 @@ def test_compute_gradients_pairs_and_gating() -> None:
         opt.minimize(loss, var_list=[u])
     with pytest.raises(NotImplementedError, match="unsupported type"):
         opt.compute_gradients(loss, var_list=[w.value()])
+    # a dict's values(), as GAN programs pass each network's weights
+    by_values = opt.compute_gradients(loss, var_list={"w": w, "u": u}.values())
+    assert [v for _, v in by_values] == [w, u]
 
 
 def test_new_optimizer_arguments_are_checked_as_tf1() -> None:

@@ -440,10 +440,21 @@ def variable_scope(
             raise ValueError("variable_scope needs a name or a default_name")
         full = f"{outer.name}/{base}" if outer.name else base
         if name_or_scope is None:  # default names are made unique, as TF does
-            count = graph.root._variable_scope_counts.get(full, 0)
-            graph.root._variable_scope_counts[full] = count + 1
-            if count:
-                full = f"{full}_{count}"
+            taken = graph.root._variable_scope_counts
+            if taken.get(full, 0):
+                k = 1
+                while taken.get(f"{full}_{k}", 0):
+                    k += 1
+                full = f"{full}_{k}"
+    # As TF1's scope store: opening a scope counts it, so a later default name avoids it, and
+    # starts its sub-scope counts afresh, so a model function called again under the same scope
+    # with reuse names its layers as the first call did (conv2d, conv2d_1, ... again); leaving
+    # it forgets the counts made inside
+    counts = graph.root._variable_scope_counts
+    counts[full] = counts.get(full, 0) + 1
+    saved_counts = dict(counts)
+    for key in [k for k in counts if k.startswith(full + "/")]:
+        del counts[key]
     # None inherits the reuse of the enclosing scope (of a scope object: its own), AUTO_REUSE
     # included, as in TF1; an enclosing reuse=True holds in every sub-scope
     parent_reuse = name_or_scope.reuse if isinstance(name_or_scope, VariableScope) else outer.reuse
@@ -465,6 +476,7 @@ def variable_scope(
             yield scope
     finally:
         stack.pop()
+        graph.root._variable_scope_counts = saved_counts
 
 
 def get_variable(

@@ -68,7 +68,7 @@ def registered_rule(op: Operation) -> tuple[bool, Callable | None]:
     """(found, rule) for `op` from the user's registrations: the rule of its gradient override
     or its type (None: not differentiable). An override naming no registration is a
     LookupError, as in TF."""
-    override = op.node_def["attr"].get("_gradient_op_type")
+    override = op.node_def.attr.get("_gradient_op_type")
     name = override or op.type
     if name in _REGISTERED:
         value = _REGISTERED[name]

@@ -122,8 +122,10 @@ def _run_node(graph: Graph, name: str, args: list, names: Graph | None, state: A
         if value is None and node["op"] == "VariableV2":
             result.append(None)  # an uninitialized variable: only an assignment may take it
             continue
-        value = np.asarray(value)
         dtype, shape = node["dtypes"][i], ctx.out_shapes[i]
+        # a reference that picks one element of a string array (np.take with a scalar index)
+        # returns the bytes object itself, which np.asarray would make a fixed-width array
+        value = np.asarray(value, dtype=object) if dtype.is_string else np.asarray(value)
         if value.dtype != dtype.np or merge_shapes(shape, value.shape) is False:
             raise AssertionError(
                 f"reference of {node['op']} '{name}' returned {value.dtype}{list(value.shape)}, "

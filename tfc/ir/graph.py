@@ -15,6 +15,7 @@ that changes one replaces it, so copies of a graph may share them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -467,6 +468,18 @@ def default_session(what: str) -> Any:
     return _session_lookup(what)
 
 
+@dataclasses.dataclass(frozen=True)
+class NodeDefView:
+    """An operation's NodeDef fields, read-only; attr holds the attribute values themselves
+    (not AttrValue protos)."""
+
+    name: str
+    op: str
+    input: list[str]
+    device: str
+    attr: dict[str, Any]
+
+
 class Operation:
     """A node of the graph, as TF1 shows it: name, type, inputs, outputs, attributes."""
 
@@ -516,13 +529,17 @@ class Operation:
         return attrs[name]
 
     @property
-    def node_def(self) -> dict:
-        return {
-            "name": self.name,
-            "op": self.type,
-            "device": self.device,
-            "attr": dict(self._node["attrs"]),
-        }
+    def node_def(self) -> NodeDefView:
+        """The op's NodeDef fields as TF's proto names them (`node_def.op`, `.attr`): device
+        functions of TF1 programs read `op.node_def.op` to place variables."""
+        return NodeDefView(
+            name=self.name,
+            op=self.type,
+            input=[t._as_node_def_input() for t in self.inputs]
+            + [f"^{c.name}" for c in self.control_inputs],
+            device=self.device,
+            attr=dict(self._node["attrs"]),
+        )
 
     def run(self, feed_dict: Any = None, session: Any = None) -> None:
         """Run this operation in `session` (default: the default session)."""

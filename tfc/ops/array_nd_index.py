@@ -304,7 +304,7 @@ def _batch_dims(ctx: OpContext, tensor: tuple | None, indices: tuple | None) -> 
 
 
 def _batch_attr(op) -> int:
-    return int(op.node_def["attr"].get("batch_dims", 0))
+    return int(op.node_def.attr.get("batch_dims", 0))
 
 
 def _index_dtype(ctx: OpContext, i: int) -> None:

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from tfc.ir.graph import Graph
 from tfc.ir.program import FeedSpec
-from tfc.ops.registry import python_reason
+from tfc.ops.registry import constant_value, python_reason
+from tfc.passes.rewrite import remove_unused
 from tfc.passes.stage import Stage, assign_stages, cut_stages
 
 PYTHON = "/device:PYTHON:0"
@@ -55,6 +58,7 @@ def stage_python_ops(graph: Graph) -> Graph:
         graph.graph_attrs["python_stages"] = []
         return graph
     _fetch_strings_through_identity(graph)
+    _static_string_shapes_as_constants(graph)
     python = python_nodes(graph)
     kind_of = {n: PYTHON if n in python else NATIVE for n in graph.nx.nodes}
     stage_of, kinds = assign_stages(graph, kind_of)
@@ -80,6 +84,28 @@ def stage_python_ops(graph: Graph) -> Graph:
             stage.graph.node(name)["device"] = devices.get(name, "")
     graph.graph_attrs["python_stages"] = stages
     return graph
+
+
+def _static_string_shapes_as_constants(graph: Graph) -> None:
+    """Shape, Size and Rank of a string tensor whose shape is static become Consts. They read
+    no string, so they need no Python stage, and what native ops compute from them stays known
+    at compile time (slice_input_producer over file names: its row count is a Range limit)."""
+    for name in list(graph.nx.nodes):
+        node = graph.node(name)
+        if node["op"] not in ("Shape", "Size", "Rank"):
+            continue
+        ((src, out),) = graph.input_edges(name)
+        if not graph.node(src)["dtypes"][out].is_string:
+            continue
+        value = constant_value(graph, (name, 0))
+        if value is None:
+            continue
+        graph.nx.remove_edge(src, name, key=0)
+        value = np.asarray(value, dtype=node["dtypes"][0].np)
+        value.setflags(write=False)
+        node.update(op="Const", attrs={"value": value, "dtype": node["dtypes"][0]})
+        graph.version += 1
+        remove_unused(graph, [src])
 
 
 def _fetch_strings_through_identity(graph: Graph) -> None:

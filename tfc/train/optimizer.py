@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, ValuesView
 from typing import Any
 
 from tfc.ir import dtypes as _dt
@@ -306,7 +306,9 @@ def _as_op(x: Any) -> Operation:
 
 
 def _flatten(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
+    # a dict's values() too: TF1's nest flattens mapping views, and GAN programs keep each
+    # network's weights in a dict and pass var_list=weights.values()
+    if isinstance(value, (list, tuple, ValuesView)):
         for item in value:
             yield from _flatten(item)
     elif isinstance(value, dict):
