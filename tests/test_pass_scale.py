@@ -54,6 +54,23 @@ def test_a_bias_between_conv_and_scale_is_scaled_too():
     np.testing.assert_array_equal(_const_input(g, "biased", 1), bias * scale.reshape(4))
 
 
+def test_depthwise_and_matmul_filters_take_the_scale_along_their_output_channels():
+    x = tf.placeholder(tf.float32, [1, 5, 5, 3], name="x")
+    v = tf.placeholder(tf.float32, [2, 5], name="v")
+    fd = RNG.standard_normal((3, 3, 3, 2)).astype(np.float32)  # channel c*2 + m
+    w = RNG.standard_normal((4, 5)).astype(np.float32)
+    s6, s4 = (RNG.uniform(0.5, 1.5, n).astype(np.float32) for n in (6, 4))
+    depth = tf.nn.depthwise_conv2d(x, tf.constant(fd), [1, 1, 1, 1], "SAME", name="depth")
+    tf.multiply(depth, s6, name="a")
+    tf.multiply(tf.matmul(v, tf.constant(w), transpose_b=True, name="mm"), s4, name="b")
+    feeds = [feed("x", (1, 5, 5, 3)), feed("v", (2, 5))]
+    g = _fold([("a", 0), ("b", 0)], feeds)
+    assert "Mul" not in _ops(g)
+    (depthwise,) = [n for n in g.node_names() if g.op_type(n) == "DepthwiseConv2dNative"]
+    np.testing.assert_array_equal(_const_input(g, depthwise, 1), fd * s6.reshape(3, 2))
+    np.testing.assert_array_equal(_const_input(g, "mm", 1), w * s4[:, None])
+
+
 def test_what_is_not_a_per_channel_constant_scale_stays():
     x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
     s = tf.placeholder(tf.float32, [4], name="s")
