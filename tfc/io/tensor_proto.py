@@ -37,7 +37,8 @@ _ENUMS: dict[int, tuple[Any, str, str]] = {
     8: (np.complex64, "scomplex_val", "complex64"),
     9: (np.int64, "int64_val", "int64"),
     10: (np.bool_, "bool_val", "bool"),
-    14: (np.uint16, "half_val", "bfloat16"),  # the 16 bits of each value, as tfc holds them
+    # ml_dtypes' bfloat16 where installed, else its 16 bits in a uint16, as tfc holds them
+    14: (_dt.BFLOAT16_NUMPY, "half_val", "bfloat16"),
     17: (np.uint16, "int_val", "uint16"),
     18: (np.complex128, "dcomplex_val", "complex128"),
     19: (np.float16, "half_val", "float16"),
@@ -169,8 +170,9 @@ def make_ndarray(proto: TensorProto) -> np.ndarray:
         return data.astype(np_dtype).reshape(shape)
     _, field, _ = _ENUMS[proto.dtype - _REF_OFFSET if proto.dtype > _REF_OFFSET else proto.dtype]
     values: Any = list(getattr(proto, field))
-    if field == "half_val":
-        values = np.asarray(values, dtype=np.uint16).view(np.float16)
+    if field == "half_val":  # the 16 bits of each value, float16's or bfloat16's
+        bits = np.asarray(values, dtype=np.uint16)
+        values = bits.view(np.float16 if np_dtype == np.float16 else np_dtype)
     elif field in ("scomplex_val", "dcomplex_val"):
         pairs = np.asarray(values, dtype=np.float64).reshape(-1, 2)
         values = pairs[:, 0] + 1j * pairs[:, 1]

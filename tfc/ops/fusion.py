@@ -210,7 +210,8 @@ def plan_fusion(members: list, outputs: list, in_shapes: list, grad: int | None 
         space = arg_shape(members, in_shapes, members[reduces[0]].args[0])
     else:
         sizes = [num_elements(m.shape) for m in members]
-        space = members[max(j for j in range(len(members)) if sizes[j] == max(sizes))].shape
+        largest = max(sizes)  # the last member of the largest size spans the space
+        space = members[max(j for j, size in enumerate(sizes) if size == largest)].shape
     ident = tuple(k if d != 1 else None for k, d in enumerate(space))
 
     out_dims: list = [None] * len(members)
