@@ -18,6 +18,7 @@ from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor
 from tfc.onnx.node import NodeContext, channels_last_perm, converter
 from tfc.ops.constant import constant
+from tfc.ops.conversions import bitcast
 from tfc.ops.einsum import einsum
 from tfc.ops.linalg import matmul
 
@@ -479,6 +480,46 @@ def _cast(ctx: NodeContext) -> list:
     if ctx.attr("saturate", 1) == 0 and to > _types.BFLOAT16:
         raise ctx.error("saturate=0 applies to float8 types, which tfc does not compute")
     return [cast_to(ctx, ctx.input(0), ctx.input_type(0), int(to))]
+
+
+@converter("BitCast")
+def _bitcast(ctx: NodeContext) -> list:
+    to, src = ctx.attr("to"), ctx.input_type(0)
+    if to is None:
+        raise ctx.error("the 'to' attribute is missing")
+    if src is None:
+        raise ctx.error("the type of its input is unknown")
+    dtype = ctx.compute_dtype(int(to), f"the bitcast's target type {_types.name(int(to))}")
+    x = ctx.input(0)
+    width = _types.numpy_dtype(src).itemsize
+    if _types.numpy_dtype(int(to)).itemsize != width:
+        raise ctx.error(
+            f"{_types.name(src)} and {_types.name(int(to))} differ in width (BitCast needs "
+            "equal widths)"
+        )
+    if x.dtype.np.itemsize == width and dtype.np.itemsize == width:
+        return [bitcast(x, dtype)]
+    src_np, to_np = _types.numpy_dtype(src), _types.numpy_dtype(int(to))
+    if src_np.kind in "iub" and to_np.kind in "iub" and width < 8:
+        return [_integer_bits(x, width * 8, to_np.kind, dtype)]
+    raise ctx.error(
+        f"tfc holds {_types.name(src)} or {_types.name(int(to))} in a wider type, so the "
+        "bits of one cannot be read as the other"
+    )
+
+
+def _integer_bits(x: Tensor, bits: int, kind: str, dtype: _dt.DType) -> Tensor:
+    """The `bits` low bits of integers (or bools) held in a wider type, read as an integer of
+    `kind` ('i' signed, 'u' unsigned, 'b' bool) held in `dtype`: a narrow type's BitCast
+    where tfc keeps that type widened."""
+    wide = _dt.int64
+    low = _bitwise.bitwise_and(_math.cast(x, wide), constant((1 << bits) - 1, dtype=wide))
+    if kind == "b":
+        return _logic.not_equal(low, constant(0, dtype=wide))
+    if kind == "i":  # the top bit set: the two's-complement negative value
+        negative = _logic.greater_equal(low, constant(1 << (bits - 1), dtype=wide))
+        low = _logic.where(negative, low - constant(1 << bits, dtype=wide), low)
+    return _math.cast(low, dtype)
 
 
 @converter("CastLike")
