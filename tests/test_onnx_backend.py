@@ -62,6 +62,10 @@ EXCLUDED_RE = [re.compile(p) for p, _ in EXCLUDED]
 
 # node cases per compiled program: the program stays small enough to build in seconds
 BATCH_SIZE = 64
+# model cases per program: networks converted from PyTorch have hundreds of nodes each, and a
+# program of 64 of them spent half an hour in the compiler's list scheduler (its cost grows with
+# the program's nodes times its width)
+MODEL_BATCH_SIZE = 8
 
 
 def _excluded(name: str) -> bool:
@@ -94,6 +98,8 @@ def _register_batches() -> None:
         if _excluded(case.name) or len(case.data_sets) != 1:
             continue
         members.append(Member(case.name, case.model, [_tensor(v) for v in case.data_sets[0][0]]))
+    BATCHES.register(members, BATCH_SIZE)
+    members = []
     for kind in ("simple", "pytorch-converted", "pytorch-operator"):
         for case in load_model_tests(kind=kind):
             if _excluded(case.name) or case.model_dir is None:
@@ -102,7 +108,7 @@ def _register_batches() -> None:
             inputs = _directory_inputs(case.model_dir, model)
             if inputs is not None:
                 members.append(Member(case.name, model, inputs))
-    BATCHES.register(members, BATCH_SIZE)
+    BATCHES.register(members, MODEL_BATCH_SIZE)
 
 
 backend_test = onnx.backend.test.BackendTest(BatchedBackend, __name__)

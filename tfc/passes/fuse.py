@@ -53,6 +53,11 @@ from tfc.ops.registry import get_opdef
 from tfc.passes.nested import map_subgraphs
 from tfc.passes.schedule import dependency_graph
 
+# the most ops one fusion group takes: each merge re-plans the whole group, so an unbounded
+# group makes the pass quadratic in its size (a converted network with thousands of element-wise
+# ops in one chain), and a kernel that large gains nothing more from fusing
+MAX_GROUP_OPS = 128
+
 
 def fuse_elementwise(
     graph: Graph, matmul_groups: bool = True, row_scratch: bool = True, accumulate: bool = True
@@ -121,8 +126,9 @@ class _Fuser:
         if kind != "matmul":  # a GEMM reads whole inputs: it can only start a group
             for src, _ in self.graph.input_edges(name):
                 c = self.cluster[src]
-                if c in self.fusable and c not in merged and self._valid(merged | {c}):
-                    merged.add(c)
+                if c in self.fusable and c not in merged and self._fits(merged | {c}):
+                    if self._valid(merged | {c}):
+                        merged.add(c)
         if kind == "view" and len(merged) == 1:
             return
         self._merge(merged)
@@ -164,6 +170,9 @@ class _Fuser:
         }
 
     # -- checks --------------------------------------------------------------------------------
+    def _fits(self, clusters: set[int]) -> bool:
+        return sum(len(self.nodes[c]) for c in clusters) <= MAX_GROUP_OPS
+
     def _valid(self, clusters: set[int], update: tuple | None = None) -> bool:
         group = set().union(*(self.nodes[c] for c in clusters))
         if update is not None:
