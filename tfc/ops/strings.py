@@ -680,24 +680,30 @@ def _split_infer(ctx: OpContext) -> list:
     return [(_dt.int64, (None, 2)), (_dt.string, (None,)), (_dt.int64, (2,))]
 
 
+def _sparse_rows(rows: list[list]) -> list[np.ndarray]:
+    """The SparseTensor arrays (indices, values, dense_shape) of one row of pieces per string:
+    entry (row, j) is piece j of that row; the dense shape is [rows, most pieces]."""
+    indices = [(row, j) for row, pieces in enumerate(rows) for j in range(len(pieces))]
+    values = np.empty(len(indices), dtype=object)
+    values[:] = [piece for pieces in rows for piece in pieces]
+    longest = max((len(pieces) for pieces in rows), default=0)
+    return [
+        np.array(indices, dtype=np.int64).reshape(-1, 2),
+        values,
+        np.array([len(rows), longest], dtype=np.int64),
+    ]
+
+
 def _split_reference(ctx: OpContext, x: np.ndarray, sep: np.ndarray) -> list:
     separator, maxsplit = sep.item(), ctx.attrs["maxsplit"]
-    indices, values, longest = [], [], 0
-    for row, text in enumerate(x):
+    rows = []
+    for text in x:
         if separator:
             pieces = text.split(separator, maxsplit) if maxsplit >= 0 else text.split(separator)
         else:  # runs of whitespace, none at the ends
             pieces = text.split(None, maxsplit) if maxsplit >= 0 else text.split()
-        indices += [(row, j) for j in range(len(pieces))]
-        values += pieces
-        longest = max(longest, len(pieces))
-    out_values = np.empty(len(values), dtype=object)
-    out_values[:] = values
-    return [
-        np.array(indices, dtype=np.int64).reshape(-1, 2),
-        out_values,
-        np.array([x.shape[0], longest], dtype=np.int64),
-    ]
+        rows.append(pieces)
+    return _sparse_rows(rows)
 
 
 _register("StringSplitV2", _split_infer, _split_reference)
@@ -750,8 +756,8 @@ def _as_bytes(value: Any) -> bytes:
 
 def _string_split_reference(ctx: OpContext, x: np.ndarray, delimiter: np.ndarray) -> list:
     delimiters, skip_empty = delimiter.item(), ctx.attrs["skip_empty"]
-    indices, values, longest = [], [], 0
-    for row, text in enumerate(x):
+    rows = []
+    for text in x:
         if delimiters:
             pieces = re.split(b"[" + re.escape(_as_bytes(delimiters)) + b"]", _as_bytes(text))
         else:  # an empty delimiter splits into characters
@@ -759,16 +765,8 @@ def _string_split_reference(ctx: OpContext, x: np.ndarray, delimiter: np.ndarray
             pieces = [p.encode("utf-8", "surrogateescape") for p in pieces]
         if skip_empty:
             pieces = [p for p in pieces if p]
-        indices += [(row, j) for j in range(len(pieces))]
-        values += pieces
-        longest = max(longest, len(pieces))
-    out_values = np.empty(len(values), dtype=object)
-    out_values[:] = values
-    return [
-        np.array(indices, dtype=np.int64).reshape(-1, 2),
-        out_values,
-        np.array([x.shape[0], longest], dtype=np.int64),
-    ]
+        rows.append(pieces)
+    return _sparse_rows(rows)
 
 
 _register("StringSplit", _string_split_infer, _string_split_reference)
