@@ -376,6 +376,20 @@ def _tap_pool(x: Tensor, kernel, strides, dilations, pads: Pads, fill: float, co
     return y
 
 
+def _separable_max_pool(x: Tensor, kernel, strides, dilations, pads: Pads, fill: float) -> Tensor:
+    """A tap pool by maximum, one spatial dim at a time: the window's maximum is the maximum of
+    its rows' maxima, so a k1 x k2 window takes k1 + k2 slices instead of k1 * k2 (a 60 x 80
+    dilated window of a model converted from PyTorch made 4,800 ops, minutes to compile)."""
+    x = _padded(x, pads, fill)
+    n = len(kernel)
+    for axis in range(n):
+        along = [[1] * n, [1] * n, [1] * n]
+        for values, full in zip(along, (kernel, strides, dilations)):
+            values[axis] = full[axis]
+        x = _tap_pool(x, *along, [(0, 0)] * n, fill, _math.maximum)
+    return x
+
+
 def _tap_counts(
     sizes, kernel, strides, dilations, pads: Pads, extra, include_pad: bool
 ) -> np.ndarray:
@@ -470,7 +484,7 @@ def _max_pool(ctx: NodeContext) -> list:
         pads = _concrete_pads(ctx, pads, sizes, kernel, strides, dilations)
         pads = [(b, a + e) for (b, a), e in zip(pads, extra)]
         low = int(x.dtype.min) if not x.dtype.is_floating else -np.inf
-        y = _tap_pool(xl, kernel, strides, dilations, pads, low, _math.maximum)
+        y = _separable_max_pool(xl, kernel, strides, dilations, pads, low)
         return [ctx.channels_first(y)]
     low = -np.inf
     image = _pool_2d(xl, spatial)
