@@ -34,6 +34,7 @@ from tfc.ops.kernels import (
     Param,
     WindowSpec,
     loop_kernel,
+    product_precision,
     view,
 )
 from tfc.ops.registry import (
@@ -208,7 +209,8 @@ def conv_kernel(
     params.append(Param("x1", ct, True, ins[1]))
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
-    return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype))
+    precision = product_precision(ctx.graph, dtype)
+    return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype, precision))
 
 
 def conv_scratch(ctx: OpContext, kind: str, g: Geometry | None) -> int:

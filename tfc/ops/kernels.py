@@ -23,6 +23,20 @@ import numpy as np
 
 from tfc.ir import dtypes as _dt
 
+# CompileOptions(mixed_precision="bfloat16"): the program graph's attribute MIXED_PRECISION holds
+# BFLOAT16_PRODUCTS, and its float32 matrix products and convolutions round their operands to
+# bfloat16 (to nearest, even) and sum in fp32 (GemmSpec.precision, ConvSpec.precision)
+MIXED_PRECISION = "mixed_precision"
+BFLOAT16_PRODUCTS = "bfloat16"
+
+
+def product_precision(graph: Any, dtype: _dt.DType) -> str | None:
+    """The precision of the operands of a product of `dtype` in `graph` (a program graph):
+    BFLOAT16_PRODUCTS under mixed precision for float32, else None (the dtype's own)."""
+    if graph is None or dtype is not _dt.float32:
+        return None
+    return graph.graph_attrs.get(MIXED_PRECISION)
+
 
 @dataclass(frozen=True)
 class Param:
@@ -108,6 +122,7 @@ class GemmSpec:
     sbn: int
     batch: tuple[int, ...]
     batch_strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    precision: str | None = None  # BFLOAT16_PRODUCTS: operands rounded to bfloat16, fp32 sums
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,9 @@ class ConvPlan:
     fields: dict[str, int]  # every field of tfc_conv_plan, by name
     regions: tuple[int | None, ...]  # element offset of each scratch buffer in the scratch
     scratch_elements: int
+    # mixed precision: the element offsets in the scratch of x0's and x1's copies rounded to
+    # bfloat16, which the kernel reads instead of x0 and x1 (after `regions`)
+    rounded: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +213,7 @@ class ConvSpec:
     geometry: Geometry
     plan: ConvPlan
     dtype: _dt.DType
+    precision: str | None = None  # BFLOAT16_PRODUCTS: operands rounded to bfloat16, fp32 sums
 
 
 @dataclass(frozen=True)

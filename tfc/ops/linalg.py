@@ -20,6 +20,7 @@ from tfc.ops.kernels import (
     collapse,
     contiguous_strides,
     loop_kernel,
+    product_precision,
     view,
 )
 from tfc.ops.registry import (
@@ -132,8 +133,9 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     c_strides = tuple(s * m * n for s in contiguous_strides(batch))
     bounds, (c_st, a_st, b_st) = collapse(batch, [c_strides, a_strides, b_strides])
     spec = GemmSpec(
-        dtype, m, n, k, sam, sak, sbk, sbn, tuple(bounds), (tuple(c_st), tuple(a_st), tuple(b_st))
-    )
+        dtype, m, n, k, sam, sak, sbk, sbn, tuple(bounds), (tuple(c_st), tuple(a_st), tuple(b_st)),
+        product_precision(ctx.graph, dtype),
+    )  # fmt: skip
     params = [
         Param("y", dtype.c_type, False, "out0"),
         Param("x0", dtype.c_type, True, "in0"),
