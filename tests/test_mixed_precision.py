@@ -1,0 +1,181 @@
+"""CompileOptions(mixed_precision="bfloat16"): the float32 products (MatMul, BatchMatMul,
+Conv2D and its two gradients) multiply operands rounded to bfloat16 and sum in fp32, on the host
+(runtime/include/tfc_gemm_bf16.h, the convolutions' rounded copies) and on the CUDA target
+(wmma m16n16k16, emulated by runtime/include/tfc_cuda_emu_wmma.h; the forms off tensor cores
+on rounded copies), against NumPy on the rounded operands; everything else stays float32.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import cache
+
+import numpy as np
+import pytest
+from cuda_devices import DEVICES
+from test_ops_conv import conv2d_filter_grad_np, conv2d_input_grad_np, conv2d_np, out_shape, tol
+
+import tfc
+from tfc.backend.cuda import compile_cuda
+from tfc.client.request import RunRequest
+from tfc.codegen.cuda import bf16_cores, conv_form
+from tfc.codegen.targets import CUDA
+from tfc.compiler import compile_program, pipeline
+from tfc.ir.program import make_program_graph
+from tfc.ops.registry import apply_op
+
+NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
+CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+BF16 = tfc.CompileOptions(passes=[], mixed_precision="bfloat16")
+
+# (a shape, b shape, transpose_a, transpose_b): blocks of A and B past the host's rounding
+# blocks (64 x 128, 128 x 256) and partial ones; the CUDA kernel's partial 32 x 32 tiles; a
+# row (GEMV), few columns (the narrow kernel), transposes; batches (BatchMatMulV2)
+PRODUCTS = [
+    ((70, 300), (300, 270), False, False),
+    ((300, 37), (45, 300), True, True),
+    ((1, 96), (96, 50), False, False),
+    ((65, 140), (10, 140), False, True),
+    ((3, 5, 40), (40, 33), False, False),
+]
+# (x, filter, strides, padding, dilations): the CUDA GEMM forms in one chunk (tensor cores)
+# and direct or chunked ones (rounded copies); the host's direct and row-scatter variants
+CONVS = {
+    "gemm-partial-tiles": ((2, 9, 7, 13), (3, 3, 13, 70), (1, 1), "SAME", (1, 1)),
+    "gemm-input-s2": ((2, 9, 8, 32), (3, 3, 32, 16), (2, 2), "SAME", (1, 1)),
+    "gemm-filter-one-chunk": ((1, 8, 8, 8), (3, 3, 8, 32), (1, 1), "SAME", (1, 1)),
+    "direct-small": ((2, 6, 5, 3), (3, 2, 3, 4), (1, 2), "VALID", (1, 1)),
+}
+
+
+def bf16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (to nearest, even), as float64."""
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+@cache
+def products_program() -> tuple[tfc.Graph, dict, list[tuple]]:
+    """Every product above in one graph: (graph, feeds, [(what, tensor, NumPy on the rounded
+    operands, NumPy on the exact ones, (rtol, atol))])."""
+    rng = np.random.default_rng(2020)
+    graph, feeds, cases = tfc.Graph(), {}, []
+    with graph.as_default():
+        for ash, bsh, ta, tb in PRODUCTS:
+            a = rng.standard_normal(ash).astype("float32")
+            b = rng.standard_normal(bsh).astype("float32")
+            at, bt = tfc.placeholder(tfc.float32, ash), tfc.placeholder(tfc.float32, bsh)
+            feeds.update({at: a, bt: b})
+            tensor = tfc.matmul(at, bt, transpose_a=ta, transpose_b=tb)
+
+            def product(x, y, ta=ta, tb=tb):
+                return np.matmul(np.swapaxes(x, -1, -2) if ta else x, y.T if tb else y)
+
+            k = ash[-2] if ta else ash[-1]
+            cases.append(
+                (f"MatMul {ash} {bsh} {ta} {tb}", tensor, product(bf16(a), bf16(b)),
+                 product(a.astype(np.float64), b.astype(np.float64)), tol("float32", k))
+            )  # fmt: skip
+        for name, (xs, fs, st, pad, dil) in CONVS.items():
+            x = rng.standard_normal(xs).astype("float32")
+            f = rng.standard_normal(fs).astype("float32")
+            dy = rng.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype("float32")
+            attrs = {"strides": [1, *st, 1], "padding": pad, "dilations": [1, *dil, 1]}
+            xt, ft, dyt = (tfc.placeholder(tfc.float32, v.shape) for v in (x, f, dy))
+            feeds.update({xt: x, ft: f, dyt: dy})
+            sizes = [tfc.constant(list(xs)), tfc.constant(list(fs))]
+            tensors = [
+                apply_op("Conv2D", [xt, ft], attrs).outputs[0],
+                apply_op("Conv2DBackpropInput", [sizes[0], ft, dyt], attrs).outputs[0],
+                apply_op("Conv2DBackpropFilter", [xt, sizes[1], dyt], attrs).outputs[0],
+            ]
+            rounded = _conv_references(bf16(x), bf16(f), bf16(dy), st, pad, dil)
+            exact = _conv_references(x, f, dy, st, pad, dil)
+            terms = [fs[0] * fs[1] * fs[2], fs[0] * fs[1] * fs[3], dy.size // fs[3]]
+            for op, tensor, r, e, n in zip(CONV_OPS, tensors, rounded, exact, terms):
+                cases.append((f"{op} {name}", tensor, r, e, tol("float32", n)))
+    return graph, feeds, cases
+
+
+def _conv_references(x, f, dy, st, pad, dil) -> list[np.ndarray]:
+    return [
+        conv2d_np(x, f, st, pad, dil),
+        conv2d_input_grad_np(x.shape, f, dy, st, pad, dil),
+        conv2d_filter_grad_np(x, f.shape, dy, st, pad, dil),
+    ]
+
+
+def _check(cases: list[tuple], got: list[np.ndarray]) -> None:
+    """Each result is the bfloat16 operands' product to fp32's tolerance, and not the float32
+    operands' (bfloat16's 8 bits of mantissa show at that tolerance; float16's 11 would too)."""
+    for (what, _, rounded, exact, (rtol, atol)), value in zip(cases, got):
+        assert value.dtype == np.float32 and value.shape == rounded.shape, what
+        np.testing.assert_allclose(value, rounded, rtol=rtol, atol=atol, err_msg=what)
+        assert not np.allclose(value, exact, rtol=rtol, atol=atol), f"{what}: float32 operands"
+
+
+def test_host_products_multiply_bfloat16_operands():
+    graph, feeds, cases = products_program()
+    with tfc.Session(graph=graph, config=BF16) as sess:
+        got = sess.run([c[1] for c in cases], feed_dict=feeds)
+    _check(cases, got)
+    with tfc.Session(graph=graph, config=tfc.CompileOptions(passes=[])) as sess:
+        plain = sess.run([c[1] for c in cases], feed_dict=feeds)
+    for (what, _, _, exact, (rtol, atol)), value in zip(cases, plain):  # the default: float32
+        np.testing.assert_allclose(value, exact, rtol=rtol, atol=atol, err_msg=what)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_cuda_products_multiply_bfloat16_operands(cuda_device, monkeypatch):
+    """The GPU program: MatMul on the bfloat16 tensor-core GEMM, the convolutions' GEMMs in one
+    chunk on tensor cores, the other forms on rounded copies; all give the host's numbers."""
+    monkeypatch.setenv("TFC_DEVICE", "gpu")
+    graph, feeds, cases = products_program()
+    with tfc.Session(graph=graph, config=BF16) as sess:
+        got = sess.run([c[1] for c in cases], feed_dict=feeds)
+        (program,) = sess._programs.values()
+    assert program.on_device
+    cores = {
+        step.op: bf16_cores(spec := step.kernels[0].kernel.spec, conv_form(spec))
+        for step in program.lowered.steps
+        if step.op in CONV_OPS
+    }
+    assert set(cores) == set(CONV_OPS), cores
+    forms = [
+        bf16_cores(spec, conv_form(spec))
+        for step in program.lowered.steps
+        if step.op in CONV_OPS
+        for spec in [step.kernels[0].kernel.spec]
+    ]
+    assert any(forms) and not all(forms)  # both routes run
+    _check(cases, got)
+
+
+def cuda_program_source() -> str:
+    graph, feeds, cases = products_program()
+    request = RunRequest(graph, [c[1] for c in cases], feeds)
+    program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    compiled = compile_program(program, pipeline([]), CUDA, name="bf16", mixed_precision="bfloat16")
+    return compiled.source
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
+def test_bf16_program_compiles_for_sm_80_and_sm_90():
+    """The bfloat16 wmma kernels as nvcc builds them for the A100 and the H100/H200."""
+    source = cuda_program_source()
+    assert "tfc_cuda_gemm_bf16_f32(" in source and "__nv_bfloat16, wmma::col_major" in source
+    assert "tfc_cuda_round_bf16_f32(" in source
+    assert compile_cuda(source, name="bf16", cuda_arch="sm_80,sm_90", output="ptx").stat().st_size
+
+
+@pytest.mark.parametrize("value", ["float16", "bf16", "mixed_float16", 16, True])
+def test_unknown_precision_is_refused(value):
+    with pytest.raises(ValueError, match=r"mixed_precision=.*known: None, 'float32', 'bfloat16'"):
+        tfc.CompileOptions(mixed_precision=value)
+
+
+def test_float32_and_keras_names():
+    assert tfc.CompileOptions(mixed_precision="float32").mixed_precision is None
+    assert tfc.CompileOptions(mixed_precision="mixed_bfloat16").mixed_precision == "bfloat16"
