@@ -24,6 +24,7 @@ from tfc.codegen.targets import CUDA
 from tfc.compiler import compile_program, pipeline
 from tfc.ir.program import make_program_graph
 from tfc.ops.registry import apply_op
+from tfc.tools.cli import main
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
@@ -179,3 +180,61 @@ def test_unknown_precision_is_refused(value):
 def test_float32_and_keras_names():
     assert tfc.CompileOptions(mixed_precision="float32").mixed_precision is None
     assert tfc.CompileOptions(mixed_precision="mixed_bfloat16").mixed_precision == "bfloat16"
+
+
+def test_cli_inspect_shows_each_products_precision(tmp_path, capsys):
+    model = tmp_path / "conv_dense.py"
+    model.write_text(
+        "import tfc as tf\n\n\n"
+        "def signatures():\n"
+        "    x = tf.placeholder(tf.float32, [None, 8, 8, 32], name='x')\n"
+        "    y = tf.nn.conv2d(x, tf.constant(0.5, shape=[3, 3, 32, 64]), [1, 1, 1, 1], 'SAME')\n"
+        "    z = tf.matmul(tf.reshape(y, [-1, 4096]), tf.constant(0.25, shape=[4096, 10]))\n"
+        "    return {'predict': {'inputs': {'features': x}, 'outputs': {'z': z}}}\n"
+    )
+    mixed = "bfloat16 operands, float32 sums (mixed precision)"
+    for flags, precision, cores in (
+        ([], "float32", ""),
+        (["--mixed-precision", "bfloat16"], mixed, ", bf16 tensor cores"),
+    ):
+        assert main(["inspect", str(model), "--signature", "predict", "--batch", "4", *flags]) == 0
+        out = capsys.readouterr().out
+        assert f"  Conv2D Conv2D: {precision}\n" in out and f"  MatMul MatMul: {precision}\n" in out
+        assert f"  Conv2D Conv2D: implicit GEMM m=256 n=64 k=288{cores}\n" in out, out
+    assert main(["inspect", str(model), "--mixed-precision", "float16"]) != 0
+    assert "mixed_precision='float16'): unknown" in capsys.readouterr().err
+
+
+def _train_mlp(options: tfc.CompileOptions, steps: int = 80) -> tuple[list[float], np.ndarray]:
+    """An MLP (20 -> 64 -> 3, SGD) trained on a fixed synthetic task: (losses, first weights)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((128, 20)).astype("float32")
+    labels = np.argmax(x @ rng.standard_normal((20, 3)), axis=1).astype("int32")
+    graph = tfc.Graph()
+    with graph.as_default():
+        xt = tfc.placeholder(tfc.float32, x.shape)
+        yt = tfc.placeholder(tfc.int32, labels.shape)
+        w1 = tfc.Variable(rng.standard_normal((20, 64)).astype("float32") * 0.3)
+        w2 = tfc.Variable(rng.standard_normal((64, 3)).astype("float32") * 0.3)
+        b1 = tfc.Variable(np.zeros(64, "float32"))
+        logits = tfc.matmul(tfc.nn.relu(tfc.matmul(xt, w1) + b1), w2)
+        loss = tfc.reduce_mean(
+            tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=yt, logits=logits)
+        )
+        train = tfc.train.GradientDescentOptimizer(0.3).minimize(loss)
+        init = tfc.global_variables_initializer()
+    with tfc.Session(graph=graph, config=options) as sess:
+        sess.run(init)
+        losses = [sess.run([loss, train], {xt: x, yt: labels})[0] for _ in range(steps)]
+        return losses, sess.run(w1)
+
+
+def test_mlp_trains_to_float32s_loss():
+    """fp32 master weights and updates, bfloat16 products: the loss falls as float32's does,
+    through different numbers."""
+    losses32, w32 = _train_mlp(tfc.CompileOptions())
+    losses16, w16 = _train_mlp(tfc.CompileOptions(mixed_precision="bfloat16"))
+    assert losses32[-1] < 0.3 * losses32[0]
+    assert losses16[0] == pytest.approx(losses32[0], rel=1e-2)
+    assert losses16[-1] == pytest.approx(losses32[-1], rel=0.1, abs=0.01)
+    assert w16.dtype == np.float32 and not np.array_equal(w16, w32)

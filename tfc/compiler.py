@@ -287,6 +287,20 @@ def mixed_precision_of(value: object) -> str | None:
     raise ValueError(f"CompileOptions(mixed_precision={value!r}): unknown; known: {known}")
 
 
+def mark_mixed_precision(
+    graph: Graph, mixed_precision: str | None, target: Target = C
+) -> dict[str, dict]:
+    """Mark program graph `graph` with CompileOptions' `mixed_precision` (the attribute the
+    products' lowering reads) and return the pass options to compile it with for `target`:
+    under mixed precision no MatMul joins a fusion group (its GEMM is the rounding one)."""
+    options = target.pass_options()
+    mixed_precision = mixed_precision_of(mixed_precision)
+    if mixed_precision is not None:
+        graph.graph_attrs[MIXED_PRECISION] = mixed_precision
+        options["fuse"] = {**options["fuse"], "matmul_groups": False}
+    return options
+
+
 def parse_pass_list(text: str | None) -> Sequence[str] | None:
     """`--passes fold,cse,fuse` (or 'none') as a list of names; None means all optimizations."""
     if text is None:
@@ -365,11 +379,7 @@ def compile_program(
     Session's host programs): updates with use_locking hold the variables' update locks.
     `mixed_precision`: CompileOptions' ("bfloat16" or None): a graph attribute that the
     products' lowering reads; a MatMul then forms no fusion group (its GEMM is the rounding one)."""
-    options = target.pass_options()
-    mixed_precision = mixed_precision_of(mixed_precision)
-    if mixed_precision is not None:
-        graph.graph_attrs[MIXED_PRECISION] = mixed_precision
-        options["fuse"] = {**options["fuse"], "matmul_groups": False}
+    options = mark_mixed_precision(graph, mixed_precision, target)
     graph = run_passes(graph, passes, verify, dump, options=options)
     lowered = lower_program(
         graph, name=name, prefix=prefix, local_prefix=local_prefix, lock_updates=lock_updates
