@@ -107,9 +107,7 @@ def tfc_step(model: str, blocks: int, tf32: bool = False, bf16: bool = False):
         init = tf.global_variables_initializer()
         weights = tf.trainable_variables()
     mixed = "bfloat16" if bf16 else None
-    sess = tf.Session(
-        graph=graph, config=tf.CompileOptions(allow_tf32=tf32, mixed_precision=mixed)
-    )
+    sess = tf.Session(graph=graph, config=tf.CompileOptions(allow_tf32=tf32, mixed_precision=mixed))
     sess.run(init)
     initial = sess.run(weights)
 
