@@ -25,6 +25,7 @@ from tfc.compiler import compile_program, pipeline
 from tfc.ir.program import make_program_graph
 from tfc.ops.registry import apply_op
 from tfc.tools.cli import main
+from tfc.tools.inspect import product_precisions
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
@@ -79,6 +80,17 @@ def products_program() -> tuple[tfc.Graph, dict, list[tuple]]:
                 (f"MatMul {ash} {bsh} {ta} {tb}", tensor, product(bf16(a), bf16(b)),
                  product(a.astype(np.float64), b.astype(np.float64)), tol("float32", k))
             )  # fmt: skip
+        # a MatMul in a loop body (a nested graph: marked as the program is), twice
+        x0 = rng.standard_normal((6, 40)).astype("float32")
+        w = (rng.standard_normal((40, 40)) / 6).astype("float32")
+        xt, wt = tfc.placeholder(tfc.float32, x0.shape), tfc.placeholder(tfc.float32, w.shape)
+        feeds.update({xt: x0, wt: w})
+        body = lambda i, x: (i + 1, tfc.matmul(x, wt))  # noqa: E731
+        _, looped = tfc.while_loop(lambda i, x: i < 2, body, [tfc.constant(0), xt])
+        once = bf16(x0) @ bf16(w)
+        twice = bf16(once.astype(np.float32)) @ bf16(w)
+        exact = x0.astype(np.float64) @ w @ w
+        cases.append(("MatMul in a while loop", looped, twice, exact, tol("float32", 80)))
         for name, (xs, fs, st, pad, dil) in CONVS.items():
             x = rng.standard_normal(xs).astype("float32")
             f = rng.standard_normal(fs).astype("float32")
@@ -259,3 +271,23 @@ def test_mlp_trains_to_float32s_loss():
     assert losses[0] != pytest.approx(exact[0], rel=1e-5)  # bfloat16's rounding shows
     assert losses[-1] == pytest.approx(exact[-1], rel=0.1, abs=0.01)
     assert weights.dtype == np.float32  # the master weights
+
+
+def test_only_float32_products_round():
+    """A float16 product (run in float32 kernels) and a float64 one keep their precision; the
+    lowering alone says so (no build)."""
+    graph, feeds, fetches = tfc.Graph(), {}, []
+    with graph.as_default():
+        for dtype, name in ((tfc.float16, "half"), (tfc.float64, "double"), (tfc.float32, "f")):
+            a, b = tfc.placeholder(dtype, [4, 8]), tfc.placeholder(dtype, [8, 3])
+            feeds.update({a: np.ones((4, 8), dtype.as_numpy_dtype), b: np.ones((8, 3))})
+            fetches.append(tfc.matmul(a, b, name=name))
+    request = RunRequest(graph, fetches, feeds)
+    program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+    lowered = compile_program(program, pipeline([]), mixed_precision="bfloat16").lowered
+    precisions = {node: precision for node, _, precision in product_precisions(lowered.steps)}
+    assert precisions == {
+        "half": "float32",  # its kernels' dtype: the 16-bit floats widened
+        "double": "float64",
+        "f": "bfloat16 operands, float32 sums (mixed precision)",
+    }

@@ -48,6 +48,7 @@ from tfc.passes.guard import guard_updates
 from tfc.passes.hoist import hoist_invariants
 from tfc.passes.memory import plan_memory
 from tfc.passes.native import require_native_ops
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.partition import partition_graph
 from tfc.passes.place import place_devices
 from tfc.passes.prune import prune_graph
@@ -296,9 +297,17 @@ def mark_mixed_precision(
     options = target.pass_options()
     mixed_precision = mixed_precision_of(mixed_precision)
     if mixed_precision is not None:
-        graph.graph_attrs[MIXED_PRECISION] = mixed_precision
+        _mark_graphs(graph, mixed_precision)
         options["fuse"] = {**options["fuse"], "matmul_groups": False}
     return options
+
+
+def _mark_graphs(graph: Graph, mixed_precision: str) -> Graph:
+    """`graph` and (copies of) the graphs nested in its ops, marked: loop bodies and branches
+    lower their products as the program does (the user's nested graphs stay unmarked)."""
+    graph.graph_attrs[MIXED_PRECISION] = mixed_precision
+    map_subgraphs(graph, lambda inner, node, key: _mark_graphs(inner, mixed_precision))
+    return graph
 
 
 def parse_pass_list(text: str | None) -> Sequence[str] | None:

@@ -209,7 +209,7 @@ def conv_kernel(
     params.append(Param("x1", ct, True, ins[1]))
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
-    precision = product_precision(ctx.graph, dtype)
+    precision = product_precision(ctx)
     return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype, precision))
 
 

@@ -173,7 +173,7 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
     """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`; under mixed
     precision (kernels.product_precision), with room for its operands rounded to bfloat16."""
     plan = _plan_algorithm(ctx, kind, g, dtype)
-    if product_precision(ctx.graph, dtype) is None:
+    if product_precision(ctx) is None:
         return plan
     return with_rounded_operands(plan, kind, g)
 

@@ -30,12 +30,17 @@ MIXED_PRECISION = "mixed_precision"
 BFLOAT16_PRODUCTS = "bfloat16"
 
 
-def product_precision(graph: Any, dtype: _dt.DType) -> str | None:
-    """The precision of the operands of a product of `dtype` in `graph` (a program graph):
-    BFLOAT16_PRODUCTS under mixed precision for float32, else None (the dtype's own)."""
-    if graph is None or dtype is not _dt.float32:
+def product_precision(ctx: Any) -> str | None:
+    """The precision of the operands of the product (MatMul, a convolution) whose lowering
+    sees context `ctx`: BFLOAT16_PRODUCTS under mixed precision where the graph holds it as
+    float32, else None (its dtype's own). A 16-bit float product that runs in float32
+    (OpDef.computes_in) keeps its precision."""
+    graph = ctx.graph
+    if graph is None or graph.graph_attrs.get(MIXED_PRECISION) is None:
         return None
-    return graph.graph_attrs.get(MIXED_PRECISION)
+    if ctx.name in graph.nx and graph.node(ctx.name)["dtypes"][0] is not _dt.float32:
+        return None
+    return graph.graph_attrs[MIXED_PRECISION] if ctx.out_dtypes[0] is _dt.float32 else None
 
 
 @dataclass(frozen=True)

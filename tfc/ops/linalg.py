@@ -134,7 +134,7 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     bounds, (c_st, a_st, b_st) = collapse(batch, [c_strides, a_strides, b_strides])
     spec = GemmSpec(
         dtype, m, n, k, sam, sak, sbk, sbn, tuple(bounds), (tuple(c_st), tuple(a_st), tuple(b_st)),
-        product_precision(ctx.graph, dtype),
+        product_precision(ctx),
     )  # fmt: skip
     params = [
         Param("y", dtype.c_type, False, "out0"),
