@@ -291,3 +291,25 @@ def test_only_float32_products_round():
         "double": "float64",
         "f": "bfloat16 operands, float32 sums (mixed precision)",
     }
+
+
+def test_folded_products_round_as_their_kernels():
+    """The fold pass evaluates a product of constants with the op's NumPy reference, which
+    rounds the operands as the kernel would under mixed precision (no build needed)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 300)), rng.standard_normal((300, 3))
+    x, f = rng.standard_normal((1, 5, 5, 3)), rng.standard_normal((3, 3, 3, 4))
+    a, b, x, f = (v.astype("float32") for v in (a, b, x, f))
+    graph = tfc.Graph()
+    with graph.as_default():
+        product = tfc.matmul(tfc.constant(a), tfc.constant(b), name="product")
+        conv = tfc.nn.conv2d(tfc.constant(x), tfc.constant(f), [1, 1, 1, 1], "SAME", name="conv")
+    request = RunRequest(graph, [product, conv], {})
+    for mixed, rounding in ((None, np.float64), ("bfloat16", bf16)):
+        program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+        folded = compile_program(program, pipeline(), mixed_precision=mixed).graph
+        assert folded.node("product")["op"] == "Const" and folded.node("conv")["op"] == "Const"
+        expected = rounding(a) @ rounding(b)
+        np.testing.assert_allclose(folded.node("product")["attrs"]["value"], expected, rtol=1e-5)
+        expected = conv2d_np(rounding(x), rounding(f), (1, 1), "SAME")
+        np.testing.assert_allclose(folded.node("conv")["attrs"]["value"], expected, rtol=1e-5)

@@ -34,6 +34,7 @@ from tfc.ops.kernels import (
     Param,
     WindowSpec,
     loop_kernel,
+    product_operands,
     product_precision,
     view,
 )
@@ -243,6 +244,7 @@ def _conv2d_infer(ctx: OpContext) -> list:
 
 
 def _conv2d_reference(ctx: OpContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    x, f = product_operands(ctx, x, f)
     g = conv_geometry(ctx, x.shape, f.shape)
     if empty_output(g) or empty_sum(g):
         return np.zeros(g.out_shape, x.dtype)

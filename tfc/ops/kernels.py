@@ -43,6 +43,18 @@ def product_precision(ctx: Any) -> str | None:
     return graph.graph_attrs[MIXED_PRECISION] if ctx.out_dtypes[0] is _dt.float32 else None
 
 
+def product_operands(ctx: Any, *operands: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A product's operands as its kernels multiply them: rounded to bfloat16 (as float32
+    values) where `product_precision(ctx)` says so, else as they are. The ops' NumPy references
+    call it, so that folding a product of constants gives what its kernel would."""
+    if product_precision(ctx) is None:
+        return operands
+    return tuple(
+        _dt.to_float32(_dt.as_numpy(np.asarray(v, np.float32), _dt.bfloat16), _dt.bfloat16)
+        for v in operands
+    )
+
+
 @dataclass(frozen=True)
 class Param:
     """One pointer parameter of a kernel function, bound at the call site to a node's buffer."""

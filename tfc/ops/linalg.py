@@ -20,6 +20,7 @@ from tfc.ops.kernels import (
     collapse,
     contiguous_strides,
     loop_kernel,
+    product_operands,
     product_precision,
     view,
 )
@@ -94,6 +95,7 @@ def _batch_matmul_infer(ctx: OpContext) -> list:
 
 # -- NumPy references ----------------------------------------------------------------------------
 def _matmul_reference(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = product_operands(ctx, a, b)
     ta, tb = _flags(ctx)
     a = np.swapaxes(a, -1, -2) if ta else a
     b = np.swapaxes(b, -1, -2) if tb else b
