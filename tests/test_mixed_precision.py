@@ -20,7 +20,7 @@ import tfc
 from tfc.backend.cuda import compile_cuda
 from tfc.client.request import RunRequest
 from tfc.codegen.cuda import bf16_cores, conv_form
-from tfc.codegen.targets import CUDA
+from tfc.codegen.targets import CUDA, C
 from tfc.compiler import compile_program, pipeline
 from tfc.ir.program import make_program_graph
 from tfc.ops.registry import apply_op
@@ -226,29 +226,35 @@ def _mlp_task() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, labels, [w1, np.zeros(64, "float32"), w2]
 
 
-def _train_mlp_numpy() -> list[float]:
-    """The losses of SGD on the task in float64 (each before its step's update)."""
+def _exact(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, np.float64)
+
+
+def _train_mlp_numpy(rounding=_exact, steps: int = MLP_STEPS) -> list[float]:
+    """The losses of SGD on the task in float64 (each before its step's update), the operands
+    of every product passed through `rounding` (bf16: as the kernels under mixed precision)."""
     x, labels, params = _mlp_task()
     x = x.astype(np.float64)
     w1, b1, w2 = (p.astype(np.float64) for p in params)
+    r = lambda a: rounding(np.asarray(a, np.float32))  # noqa: E731  (float32 values, as stored)
     onehot = np.eye(3)[labels]
     losses = []
-    for _ in range(MLP_STEPS):
-        h = np.maximum(x @ w1 + b1, 0)
-        logits = h @ w2
+    for _ in range(steps):
+        h = np.maximum(r(x) @ r(w1) + b1, 0)
+        logits = r(h) @ r(w2)
         z = logits - logits.max(axis=1, keepdims=True)
         p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
         losses.append(float(-np.mean(np.sum(onehot * np.log(p), axis=1))))
         dlogits = (p - onehot) / len(x)
-        dh = (dlogits @ w2.T) * (h > 0)
-        w2 = w2 - MLP_RATE * (h.T @ dlogits)
-        w1, b1 = w1 - MLP_RATE * (x.T @ dh), b1 - MLP_RATE * dh.sum(axis=0)
+        dh = (r(dlogits) @ r(w2).T) * (h > 0)
+        w2 = w2 - MLP_RATE * (r(h).T @ r(dlogits))
+        w1, b1 = w1 - MLP_RATE * (r(x).T @ r(dh)), b1 - MLP_RATE * dh.sum(axis=0)
     return losses
 
 
-def test_mlp_trains_to_float32s_loss():
-    """fp32 master weights and updates, bfloat16 products: the loss falls as full precision's
-    does (NumPy, float64), through different numbers."""
+def _mlp_graph() -> tuple:
+    """The task's MLP: (graph, (x, labels) placeholders, (loss, train op, initializer, first
+    weights), (x, labels) values)."""
     x, labels, (w1, b1, w2) = _mlp_task()
     graph = tfc.Graph()
     with graph.as_default():
@@ -261,12 +267,37 @@ def test_mlp_trains_to_float32s_loss():
         )
         train = tfc.train.GradientDescentOptimizer(MLP_RATE).minimize(loss)
         init = tfc.global_variables_initializer()
+    return graph, (xt, yt), (loss, train, init, v1), (x, labels)
+
+
+def test_fused_products_call_the_bfloat16_gemms():
+    """With every pass, the training step's MatMuls sit in fusion groups (bias, ReLU, the
+    updates): their GEMM calls are the bfloat16 ones on both targets (sources only, no build)."""
+    graph, (xt, yt), (loss, train, _, _), (x, labels) = _mlp_graph()
+    request = RunRequest(graph, [loss, train], {xt: x, yt: labels})
+    gemms = {C: ("tfc_gemm_f32", "tfc_gemm_bf16_f32_ex("),
+             CUDA: ("tfc_cuda_gemm_f32", "tfc_cuda_gemm_bf16_f32(")}  # fmt: skip
+    for target, (fp32, bf16_gemm) in gemms.items():
+        program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
+        compiled = compile_program(program, pipeline(), target, mixed_precision="bfloat16")
+        nodes = [compiled.graph.node(step.node) for step in compiled.lowered.steps]
+        members = [m for node in nodes for m in node["attrs"].get("members", ())]
+        assert sum(m.kind == "matmul" for m in members) >= 2, target.name
+        assert bf16_gemm in compiled.source and fp32 not in compiled.source, target.name
+
+
+def test_mlp_trains_to_float32s_loss():
+    """fp32 master weights and updates, bfloat16 products (fused with their bias, ReLU and
+    updates by the default passes): the first steps' losses are NumPy's with the products'
+    operands rounded, and the loss falls as full precision's does (NumPy, float64)."""
+    graph, (xt, yt), (loss, train, init, v1), (x, labels) = _mlp_graph()
     with tfc.Session(graph=graph, config=tfc.CompileOptions(mixed_precision="bfloat16")) as sess:
         sess.run(init)
         losses = [sess.run([loss, train], {xt: x, yt: labels})[0] for _ in range(MLP_STEPS)]
         weights = sess.run(v1)
     exact = _train_mlp_numpy()
     assert exact[-1] < 0.3 * exact[0]
+    np.testing.assert_allclose(losses[:4], _train_mlp_numpy(bf16, steps=4), rtol=2e-6)
     assert losses[0] == pytest.approx(exact[0], rel=1e-2)
     assert losses[0] != pytest.approx(exact[0], rel=1e-5)  # bfloat16's rounding shows
     assert losses[-1] == pytest.approx(exact[-1], rel=0.1, abs=0.01)

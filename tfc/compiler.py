@@ -292,14 +292,12 @@ def mark_mixed_precision(
     graph: Graph, mixed_precision: str | None, target: Target = C
 ) -> dict[str, dict]:
     """Mark program graph `graph` with CompileOptions' `mixed_precision` (the attribute the
-    products' lowering reads) and return the pass options to compile it with for `target`:
-    under mixed precision no MatMul joins a fusion group (its GEMM is the rounding one)."""
-    options = target.pass_options()
+    products' lowering, fused or not, reads) and return the pass options to compile it with
+    for `target`."""
     mixed_precision = mixed_precision_of(mixed_precision)
     if mixed_precision is not None:
         _mark_graphs(graph, mixed_precision)
-        options["fuse"] = {**options["fuse"], "matmul_groups": False}
-    return options
+    return target.pass_options()
 
 
 def _mark_graphs(graph: Graph, mixed_precision: str) -> Graph:
@@ -387,7 +385,7 @@ def compile_program(
     `lock_updates`: the program may run concurrently with others on the same variables (a
     Session's host programs): updates with use_locking hold the variables' update locks.
     `mixed_precision`: CompileOptions' ("bfloat16" or None): a graph attribute that the
-    products' lowering reads; a MatMul then forms no fusion group (its GEMM is the rounding one)."""
+    products' lowering reads."""
     options = mark_mixed_precision(graph, mixed_precision, target)
     graph = run_passes(graph, passes, verify, dump, options=options)
     lowered = lower_program(
