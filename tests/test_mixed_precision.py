@@ -344,3 +344,16 @@ def test_folded_products_round_as_their_kernels():
         np.testing.assert_allclose(folded.node("product")["attrs"]["value"], expected, rtol=1e-5)
         expected = conv2d_np(rounding(x), rounding(f), (1, 1), "SAME")
         np.testing.assert_allclose(folded.node("conv")["attrs"]["value"], expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
+def test_cuda_training_steps_follow_numpys_bfloat16_sgd(cuda_device, monkeypatch):
+    """The MLP's steps on the GPU (fused: the groups' GEMMs on tensor cores) give NumPy's
+    losses with the products' operands rounded, as the host does."""
+    monkeypatch.setenv("TFC_DEVICE", "gpu")
+    graph, (xt, yt), (loss, train, init, _), (x, labels) = _mlp_graph()
+    with tfc.Session(graph=graph, config=tfc.CompileOptions(mixed_precision="bfloat16")) as sess:
+        sess.run(init)
+        losses = [sess.run([loss, train], {xt: x, yt: labels})[0] for _ in range(4)]
+        assert all(program.on_device for program in sess._programs.values())
+    np.testing.assert_allclose(losses, _train_mlp_numpy(bf16, steps=4), rtol=2e-6)
