@@ -187,13 +187,13 @@ def test_the_cycle_check_of_a_long_chain_stays_near_the_group(monkeypatch):
             lookups.append(node)
             return dict.__getitem__(self, node)
 
-    init = fuse._Fuser.__init__
+    init = fuse.Fuser.__init__
 
     def counting_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self.succ = CountingSuccessors(self.succ)
 
-    monkeypatch.setattr(fuse._Fuser, "__init__", counting_init)
+    monkeypatch.setattr(fuse.Fuser, "__init__", counting_init)
     x = tf.placeholder(tf.float32, [2, 3], name="x")
     y = x
     for _ in range(150):  # softmax joins no group: 150 groups of two, one after the other

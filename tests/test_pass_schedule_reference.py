@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import networkx as nx
 import pytest
 from passcheck import feed, front, program
-from test_pass_schedule import _digits_training_graph
+from test_pass_schedule import digits_training_graph
 
 import tfc as tf
 from tfc.passes.schedule import SCHEDULERS, Costs, dependency_graph, schedule_graph
@@ -160,7 +160,7 @@ def test_the_same_order_as_the_reference_on_programs(graph):
         out, spec = _fan_out(40)
         g = front(program([(out.op.name, 0)], [spec]))
     else:
-        g = _digits_training_graph()
+        g = digits_training_graph()
     order, costs = dependency_graph(g), Costs(g)
     for name, (reverse, peak_aware) in LIST_SCHEDULERS.items():
         expected = reference_list_schedule(order, costs, reverse, peak_aware)

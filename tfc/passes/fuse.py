@@ -72,7 +72,7 @@ def fuse_elementwise(
         graph,
         lambda inner, node, key: fuse_elementwise(inner, matmul_groups, row_scratch, accumulate),
     )
-    fuser = _Fuser(graph, matmul_groups, row_scratch, accumulate)
+    fuser = Fuser(graph, matmul_groups, row_scratch, accumulate)
     for name in fuser.order:
         fuser.place(name)
     for name in fuser.order:
@@ -84,7 +84,7 @@ def fuse_elementwise(
     return graph
 
 
-class _Fuser:
+class Fuser:
     """Clusters of nodes (each node starts alone); fusable clusters grow by merging."""
 
     def __init__(
@@ -270,7 +270,7 @@ def _reads_before_writes(spec: Spec, plan, written: set[int]) -> bool:
     )
 
 
-def _saves_kernels(fuser: _Fuser, c: int) -> bool:
+def _saves_kernels(fuser: Fuser, c: int) -> bool:
     """A group worth a Fusion node: it replaces at least two kernels."""
     update = fuser.update.get(c)
     skipped = {update[0], *update[1]} if update else set()
@@ -300,7 +300,7 @@ def _kind(graph: Graph, name: str) -> str | None:
     return member_kind(node["op"], node["attrs"], in_dtypes, in_shapes, node["shapes"][0], consts)
 
 
-def _views_needed(graph: Graph, fuser: _Fuser, views: list[str], group: set[str]) -> bool:
+def _views_needed(graph: Graph, fuser: Fuser, views: list[str], group: set[str]) -> bool:
     """Whether anything but the fused update reads the views between it and its gradient."""
     return any(
         (v, 0) in fuser.fetched or any(c not in group for c, _ in graph.consumers(v, 0))
@@ -336,7 +336,7 @@ class Spec:
         self.row_scratch: int | None = None  # a MatMul exported only to hold its rows
 
 
-def build_spec(graph: Graph, group: set[str], fuser: _Fuser, update: tuple | None) -> Spec:
+def build_spec(graph: Graph, group: set[str], fuser: Fuser, update: tuple | None) -> Spec:
     spec = Spec()
     spec.names = sorted(group, key=fuser.topo.get)
     index = {n: j for j, n in enumerate(spec.names)}
@@ -402,7 +402,7 @@ def build_spec(graph: Graph, group: set[str], fuser: _Fuser, update: tuple | Non
     return spec
 
 
-def _rewrite(graph: Graph, fuser: _Fuser, group: set[str]) -> None:
+def _rewrite(graph: Graph, fuser: Fuser, group: set[str]) -> None:
     c = fuser.cluster[next(iter(group))]
     update = fuser.update.get(c)
     apply, views, _ = update if update is not None else (None, [], None)
