@@ -51,7 +51,6 @@ EXCLUDED: list[tuple[str, str]] = [
      "ai.onnx.preview.training operators"),
     (r"deform_conv", "DeformConv: no converter (offsets sampled per output position)"),
     (r"roialign", "RoiAlign: no converter (bilinear samples at boxes given at run time)"),
-    (r"col2im", "Col2Im: no converter (blocks added back into the image they overlap in)"),
     (r"test_if_opt|test_if_seq", "If branches returning optionals or sequences"),
     (r"test_loop11", "Loop11: a Slice whose start is the loop counter, a run-time start whose "
      "output shape ONNX leaves open"),
