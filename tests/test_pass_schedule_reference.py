@@ -1,5 +1,4 @@
-"""schedule_graph's list schedulers: the same order as the plain algorithm they replace, on
-random DAGs and on real programs, and near-linear time on a tensor with thousands of readers."""
+"""The list schedulers give the orders of the plain algorithm they replace, in near-linear time."""
 
 from __future__ import annotations
 
