@@ -195,14 +195,14 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
     /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
-     * b[kc][NR] (row stride ldb: a packed panel or B itself; one FMA chain per element, k in    \
-     * order); then bias, relu and the store to C (row stride ldc). mr <= MR rows, a constant    \
-     * where it is called (tfc_gemm_kernel_* below), so an edge tile of fewer rows computes only \
-     * those. Loads and stores through VU (may alias T); the accumulators stay registers. */     \
+     * b[kc][NR] (one FMA chain per element, k in order); then bias, relu and the store to C (row \
+     * stride ldc). mr <= MR rows, a constant where it is called (tfc_gemm_kernel_* below), so an \
+     * edge tile of fewer rows computes only those. Loads and stores through VU (may alias T);   \
+     * the accumulators stay registers. */                                                       \
     static inline __attribute__((always_inline)) void tfc_gemm_kernel_rows_##tag(                \
-        int64_t kc, const T *restrict a, const T *restrict b, int64_t ldb, T *restrict c,        \
-        int64_t ldc, T beta, const T *restrict bias, int relu, const int mr) {                   \
-        enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR };                                             \
+        int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc, T beta, \
+        const T *restrict bias, int relu, const int mr) {                                        \
+        enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR, NR = TFC_GEMM_NV * (VL) };                    \
         V acc[MR][NV];                                                                           \
         if (beta == (T)0) {                                                                      \
             for (int r = 0; r < mr; ++r)                                                         \
@@ -216,7 +216,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         }                                                                                        \
         for (int64_t k = 0; k < kc; ++k) {                                                       \
             V bv[NV];                                                                            \
-            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * ldb + v * (VL));          \
+            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * NR + v * (VL));           \
             const T *restrict ak = a + k * MR;                                                   \
             for (int r = 0; r < mr; ++r) {                                                       \
                 const V ar = TFC_GEMM_SPLAT(V, ak[r]);                                           \
@@ -241,14 +241,14 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     /* the micro-kernel on mr = 2, 4 or MR rows: one inlined copy each (odd row counts run       \
      * rounded up, on the tile buffer) */                                                        \
     static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b, \
-                                             int64_t ldb, T *restrict c, int64_t ldc, T beta,    \
+                                             T *restrict c, int64_t ldc, T beta,                 \
                                              const T *restrict bias, int relu, int64_t mr) {     \
         if (mr <= 2) {                                                                           \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, ldb, c, ldc, beta, bias, relu, 2);              \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 2);                   \
         } else if (mr <= 4) {                                                                    \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, ldb, c, ldc, beta, bias, relu, 4);              \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 4);                   \
         } else {                                                                                 \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, ldb, c, ldc, beta, bias, relu, TFC_GEMM_MR);    \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, TFC_GEMM_MR);         \
         }                                                                                        \
     }                                                                                            \
     /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows.       \
@@ -397,7 +397,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             const int relu = last && g->relu;                                                    \
             for (int64_t i0 = 0; i0 < M; i0 += TFC_GEMM_MC) {                                    \
                 const int64_t mc = M - i0 < TFC_GEMM_MC ? M - i0 : TFC_GEMM_MC;                  \
-                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a,      \
+                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a,        \
                                       apack);                                                    \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
@@ -412,7 +412,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
                         if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
-                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, NR, c, csr, beta,   \
+                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta,       \
                                                   bias, relu, mr);                               \
                             continue;                                                            \
                         }                                                                        \
@@ -421,7 +421,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                 tile[r * NR + j] = r < mr && j < nc && beta != (T)0              \
                                                        ? c[r * csr + j * csc]                    \
                                                        : (T)0;                                   \
-                        tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, NR, tile, NR, beta, bias, \
+                        tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, tile, NR, beta, bias,   \
                                               relu && !swap, mr);                                \
                         for (int64_t r = 0; r < mr; ++r) {                                       \
                             const T *t = tile + r * NR;                                          \
@@ -504,7 +504,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     /* Products of at most VL columns (N <= VL, the logits of a classifier and their gradients): \
      * one vector per row of C, NARROW rows of accumulators, A broadcast in place (no packing), B\
      * in kc x VL zero-padded panels. The same multiply-add chains as the micro-kernel's. */     \
-    static inline __attribute__((always_inline)) void tfc_gemm_narrow_rows_##tag(               \
+    static inline __attribute__((always_inline)) void tfc_gemm_narrow_rows_##tag(                \
         const tfc_gemm_args_##tag *g, int64_t i0, int64_t rows, int64_t p0, int64_t kc,          \
         const T *restrict bpack, T beta, int last) {                                             \
         V acc[TFC_GEMM_NARROW];                                                                  \
