@@ -391,3 +391,33 @@ def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
     )
     assert proc.returncode == 0 and "SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_an_update_after_a_product_splits_its_rows_between_threads_with_the_same_bits():
+    """A weight gradient's Adam update runs block by block after its GEMM, each block's rows
+    split into parts (one per thread, 2 or 3 here: 144 x 200 values a block, 300 rows = two
+    whole blocks and one of 12): the variables after three steps have the same bits at 1, 2
+    and 3 threads, and as the unfused ops compute them."""
+    tf.set_random_seed(9)
+    x = tf.placeholder(tf.float32, [16, 300], name="x")
+    y = tf.placeholder(tf.float32, [16, 200], name="y")
+    out = tf.layers.dense(x, 200, name="wide")
+    loss = tf.reduce_mean(tf.squared_difference(out, y))
+    train = tf.train.AdamOptimizer(0.01).minimize(loss)
+    rng = np.random.default_rng(4)
+    feed = {
+        x: rng.normal(size=(16, 300)).astype(np.float32),
+        y: rng.normal(size=(16, 200)).astype(np.float32),
+    }
+    assert "_rows_at(" in _source([train], feed)
+    init = tf.global_variables_initializer()
+    results = []
+    for options, threads in ((UNFUSED, 1), (FUSED, 1), (FUSED, 2), (FUSED, 3)):
+        options = tf.ConfigProto(intra_op_parallelism_threads=threads, compile_options=options)
+        with tf.Session(config=options) as sess:
+            sess.run(init)
+            for _ in range(3):
+                sess.run(train, feed)
+            results.append(sess.run(tf.global_variables()))
+    for other in results[1:]:
+        _assert_identical(results[0], other)

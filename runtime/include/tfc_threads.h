@@ -9,6 +9,14 @@
  *                            when all are done. Task t always does the same work, so a result
  *                            that does not depend on the order of tasks does not depend on the
  *                            thread count either.
+ *   tfc_threads_parts(n)     how many parts an element-wise pass over n elements splits into:
+ *                            one per thread, but none under TFC_THREADS_ELEMENTS elements (a
+ *                            dispatch costs about what a thread does to that many in cache)
+ *
+ * Built with TFC_THREADS_STATS (TFC_CFLAGS=-DTFC_THREADS_STATS), a program prints at exit how
+ * many calls of more than one task it made and the wall time they took on the caller, whatever
+ * the thread count: run on one thread, the rest of a step's time is what no thread count
+ * shortens (bench/thread_scaling.py reads it).
  *
  * Header-only (static functions, one pool per program that includes it): workers are started on
  * the first parallel call and sleep on a condition variable between calls. Under
@@ -25,12 +33,20 @@
 
 typedef void (*tfc_threads_fn)(void *ctx, int64_t task);
 
+#ifndef TFC_THREADS_ELEMENTS
+#define TFC_THREADS_ELEMENTS 8192
+#endif
+
 /* nvcc compiles CUDA programs as C++ (no C11 atomics), and so does the host compiler emulating
  * them (TFC_CUDA_DEVICE_EMULATION); their host side needs no pool */
 #if defined(TFC_NO_THREADS) || defined(__CUDACC__) || defined(TFC_CUDA_DEVICE_EMULATION)
 
 static inline void tfc_threads_set(int n) { (void)n; }
 static inline int tfc_threads_count(void) { return 1; }
+static inline int64_t tfc_threads_parts(int64_t elements) {
+    (void)elements;
+    return 1;
+}
 static inline void tfc_threads_parallel_for(int64_t tasks, tfc_threads_fn fn, void *ctx) {
     for (int64_t t = 0; t < tasks; ++t) fn(ctx, t);
 }
@@ -40,6 +56,27 @@ static inline void tfc_threads_parallel_for(int64_t tasks, tfc_threads_fn fn, vo
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+
+#ifdef TFC_THREADS_STATS
+#include <stdio.h>
+#include <time.h>
+
+static int64_t tfc_threads_stat_calls, tfc_threads_stat_ns;
+/* calls from inside a task (a worker's, or nested on the caller) are part of an outer one */
+static _Thread_local int tfc_threads_stat_inside;
+
+static inline int64_t tfc_threads_stat_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+__attribute__((destructor)) static void tfc_threads_stat_print(void) {
+    if (tfc_threads_stat_calls > 0)
+        fprintf(stderr, "tfc threads: %lld parallel calls, %.6f s in them\n",
+                (long long)tfc_threads_stat_calls, (double)tfc_threads_stat_ns * 1e-9);
+}
+#endif
 
 /* how long a thread polls before it sleeps: kernels follow each other within microseconds, and
  * a condition-variable wake-up costs about as much as a small GEMM */
@@ -100,6 +137,13 @@ static inline int tfc_threads_count(void) {
     return v > TFC_THREADS_MAX ? TFC_THREADS_MAX : (int)v;
 }
 
+static inline int64_t tfc_threads_parts(int64_t elements) {
+    const int64_t most = elements / TFC_THREADS_ELEMENTS;
+    if (most <= 1) return 1;
+    const int64_t n = tfc_threads_count();
+    return n < most ? n : most;
+}
+
 /* take and run tasks of the current call until none is left; called with the lock held */
 static inline void tfc_threads_drain(tfc_threads_pool *p) {
     while (p->next < p->tasks) {
@@ -117,6 +161,9 @@ static inline void *tfc_threads_worker(void *arg) {
     tfc_threads_pool *p = tfc_threads_state();
     const int id = *(const int *)arg;
     (void)tfc_fp_flush_denormals(); /* a worker runs only compiled steps: their mode for good */
+#ifdef TFC_THREADS_STATS
+    tfc_threads_stat_inside = 1;
+#endif
     pthread_mutex_lock(&p->lock);
     int64_t seen = p->born;
     pthread_mutex_unlock(&p->lock);
@@ -132,7 +179,25 @@ static inline void *tfc_threads_worker(void *arg) {
     return NULL;
 }
 
+
+static inline void tfc_threads_run(int64_t tasks, tfc_threads_fn fn, void *ctx);
+
 static inline void tfc_threads_parallel_for(int64_t tasks, tfc_threads_fn fn, void *ctx) {
+#ifdef TFC_THREADS_STATS
+    if (tasks > 1 && !tfc_threads_stat_inside) {
+        const int64_t t0 = tfc_threads_stat_now();
+        tfc_threads_stat_inside = 1;
+        tfc_threads_run(tasks, fn, ctx);
+        tfc_threads_stat_inside = 0;
+        tfc_threads_stat_ns += tfc_threads_stat_now() - t0;
+        ++tfc_threads_stat_calls;
+        return;
+    }
+#endif
+    tfc_threads_run(tasks, fn, ctx);
+}
+
+static inline void tfc_threads_run(int64_t tasks, tfc_threads_fn fn, void *ctx) {
     tfc_threads_pool *p = tfc_threads_state();
     const int want = tfc_threads_count();
     pthread_mutex_lock(&p->lock);

@@ -145,6 +145,9 @@ def matmul_kernel(kernel: Kernel) -> KernelTemplate:
 
 
 def fused_kernel(kernel: Kernel) -> KernelTemplate:
+    rows = fusion.c_fused_rows(kernel)
+    if rows is not None:
+        return "fused_rows", rows
     return "body", {"body": fusion.c_fused_body(kernel)}
 
 

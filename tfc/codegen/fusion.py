@@ -431,7 +431,10 @@ class _CLowering:
         self.spec = spec
         self.names: dict[int, str] = {}
 
-    def phase(self, phase: int) -> list[str]:
+    def phase(self, phase: int, row_range: tuple[str, str] | None = None) -> list[str]:
+        """The loop nest of `phase`; with `row_range` (phase 0 of a product's post-processing,
+        c_fused_rows), only the rows [begin, end) named by it, their GEMM blocks computed by
+        the caller."""
         spec = self.spec
         plan, members, outputs = spec.plan, spec.members, spec.outputs
         space = plan.space
@@ -491,7 +494,9 @@ class _CLowering:
                 continue
             if m.kind == "matmul":  # its rows land in an output or the scratch; the loop reads them
                 row = outputs[plan.row_buffer]
-                outer, inner = _gemm_rows(spec, m, plan.row_buffer, scratch == j, j in read)
+                outer, inner = _gemm_rows(
+                    spec, m, plan.row_buffer, scratch == j, j in read, call=row_range is None
+                )
                 before.setdefault(0, []).extend(outer)
                 before.setdefault(1, []).extend(inner)
                 if j in read:
@@ -508,7 +513,7 @@ class _CLowering:
             body += update_lines(spec, self.names[grad], nest.index(ref_at))
         if phase == 1 and not body:
             return []
-        return nest_lines(nest.bounds, nest.vars, body, before, after)
+        return nest_lines(nest.bounds, nest.vars, body, before, after, first_range=row_range)
 
     def _reduce(self, j, nest, at, value, phase, body, before, after, read) -> None:
         """Phase 0: accumulate into the output (or a local over a trailing reduced run);
@@ -553,39 +558,90 @@ class _CLowering:
             body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
 
 
-def _gemm_rows(
-    spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, read: bool
-) -> tuple[list[str], list[str]]:
-    """The statements before the row loop and at its top: at every GEMM_ROWS-th row i0 (or
-    once before the loop when one block holds all rows), the next block of rows of the
-    product, into output `row_buffer`'s rows or into the scratch rows, with s_row pointing at
-    row i0's (the same operations per element as the whole product: the same bits)."""
+def _gemm_call(spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, row: str) -> str:
+    """The GEMM call of the block of rows starting at row `row` (a multiple of the block) of
+    MatMul member `m`: into output `row_buffer`'s rows, or into the scratch rows."""
     a, b, k, sam, sak, sbk, sbn = member_gemm(spec, m)
     rows, n = m.shape
     block = gemm_block_rows(m)
     one, zero = c_literal(1, m.dtype), c_literal(0, m.dtype)
-    a_rows = f"x{a} + {index_expr([sam], ['i0'])}"
-    c_rows = "s" if scratch else f"y{row_buffer} + {index_expr([n], ['i0'])}"
+    a_rows = f"x{a} + {index_expr([sam], [row])}"
+    c_rows = "s" if scratch else f"y{row_buffer} + {index_expr([n], [row])}"
     if block == rows:
         a_rows, c_rows = f"x{a}", "s" if scratch else f"y{row_buffer}"
-    count = f"({rows} - i0 < {block} ? {rows} - i0 : {block})" if rows % block else str(block)
+    count = f"({rows} - {row} < {block} ? {rows} - {row} : {block})" if rows % block else str(block)
     if m.dtype.is_floating:
-        call = (
+        return (
             f"{gemm_function(spec, m, 'tfc_gemm')}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, "
             f"x{b}, "
             f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
         )
-    else:  # integer products have no _ex form (nor its alpha, beta, bias): rows of n values
-        call = (
-            f"tfc_gemm_{type_tag(m.dtype)}({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
-            f"{sbk}, {sbn}, {c_rows});"
-        )
+    # integer products have no _ex form (nor its alpha, beta, bias): rows of n values
+    return (
+        f"tfc_gemm_{type_tag(m.dtype)}({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+        f"{sbk}, {sbn}, {c_rows});"
+    )
+
+
+def _gemm_rows(
+    spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, read: bool, call: bool = True
+) -> tuple[list[str], list[str]]:
+    """The statements before the row loop and at its top: at every GEMM_ROWS-th row i0 (or
+    once before the loop when one block holds all rows), the next block of rows of the
+    product, into output `row_buffer`'s rows or into the scratch rows, with s_row pointing at
+    row i0's (the same operations per element as the whole product: the same bits). Without
+    `call`, only s_row: the caller computes the blocks."""
+    rows, n = m.shape
+    block = gemm_block_rows(m)
     in_block = f"TFC_IMOD(i0, {block})"
-    outer, inner = ([call], []) if block == rows else ([], [f"if ({in_block} == 0) {call}"])
+    outer: list[str] = []
+    inner: list[str] = []
+    if call:
+        gemm = _gemm_call(spec, m, row_buffer, scratch, "i0")
+        outer, inner = ([gemm], []) if block == rows else ([], [f"if ({in_block} == 0) {gemm}"])
     if scratch and read:
         offset = "0" if rows == 1 else f"{in_block} * {n}" if block < rows else f"i0 * {n}"
         inner.append(f"const {m.dtype.c_type} *restrict s_row = s + {offset};")
     return outer, inner
+
+
+def c_fused_rows(kernel: Kernel) -> dict | None:
+    """The C kernel of a Fusion node whose MatMul member is post-processed element by element
+    (no reduction: a fused optimizer update of a weight gradient, a ReluGrad), as the data of
+    templates/c/kernels/fused_rows.c.j2: block by block, the GEMM (itself split between the
+    threads) and then that block's rows split between the threads, each part running the
+    element-wise loop over its rows. Every element is computed by the same statements as in
+    the one-thread loop, whatever the part that runs it: the same bits. None for any other
+    Fusion."""
+    spec: FusedSpec = kernel.spec
+    plan = spec.plan
+    if spec.accumulate is not None or spec.reduces or kernel.can_fail:
+        return None
+    if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
+        return None
+    m = spec.members[plan.matmul]
+    if len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
+        return None
+    rows, n = m.shape
+    scratch = spec.row_scratch == plan.matmul
+    # the GEMM's operands and the outputs written after the loop are parameters it never reads
+    unused = ", ".join(f"(void){p.name}" for p in kernel.params)
+    lines = [f"    {unused};", *_CLowering(spec).phase(0, row_range=("begin", "end"))]
+    after = []
+    if spec.row_scratch is not None:  # the scratch output holds the product's last row
+        o = spec.outputs.index(spec.row_scratch)
+        last = (rows - 1) % gemm_block_rows(m) * n
+        after.append(f"memcpy(y{o}, s + {last}, {n} * sizeof({m.dtype.c_type}));")
+    return {
+        "fields": [f"{'const ' if p.const else ''}{p.ctype} *{p.name}" for p in kernel.params],
+        "unpacked": ", ".join(f"c->{p.name}" for p in kernel.params),
+        "rows_body": lines,
+        "rows": rows,
+        "cols": n,
+        "block": gemm_block_rows(m),
+        "gemm": _gemm_call(spec, m, plan.row_buffer, scratch, "b0"),
+        "after": after,
+    }
 
 
 # -- CUDA: the space's points over threads -----------------------------------------------------
