@@ -19,7 +19,9 @@ tfc_gemm_<t>_ex call: packed panels, all threads) into an output's buffer, or in
 scratch memory when no output keeps the product; the body then post-processes those rows while
 they are in cache. A dense head (MatMul [+ bias] [+ Relu], only the last exported) is one GEMM
 call with that epilogue. A fused optimizer update runs in the body (its gradient is
-element-wise) or in a loop after the nest (its gradient is a reduction). An element-wise nest
+element-wise) or in a loop after the nest (its gradient is a reduction). Where a product's
+rows are post-processed without a reduction (`c_fused_rows`: a weight gradient's update), each
+block's rows are split between the threads after the block's GEMM. An element-wise nest
 over rows of a few values (a bias over 6 channels) runs several rows per inner loop, so that
 loop fills whole vectors.
 
@@ -629,9 +631,9 @@ def c_fused_rows(kernel: Kernel) -> dict | None:
     lines = [f"    {unused};", *_CLowering(spec).phase(0, row_range=("begin", "end"))]
     after = []
     if spec.row_scratch is not None:  # the scratch output holds the product's last row
-        o = spec.outputs.index(spec.row_scratch)
-        last = (rows - 1) % gemm_block_rows(m) * n
-        after.append(f"memcpy(y{o}, s + {last}, {n} * sizeof({m.dtype.c_type}));")
+        kept, o = spec.members[spec.row_scratch], spec.outputs.index(spec.row_scratch)
+        last = (kept.shape[0] - 1) % gemm_block_rows(kept) * kept.shape[1]
+        after.append(f"memcpy(y{o}, s + {last}, {kept.shape[1]} * sizeof({kept.dtype.c_type}));")
     return {
         "fields": [f"{'const ' if p.const else ''}{p.ctype} *{p.name}" for p in kernel.params],
         "unpacked": ", ".join(f"c->{p.name}" for p in kernel.params),
