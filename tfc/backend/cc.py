@@ -24,6 +24,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -37,6 +38,10 @@ import numpy as np
 COMMON_FLAGS = ["-std=c11", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
 HOST_FLAGS = ["-O3", "-march=native"]
 GENERIC_FLAGS = ["-O3"]
+# a loaded program is never unloaded: cffi closes a library when its last reference goes, and
+# the workers of its thread pool (tfc_threads.h, detached, waiting inside the library) would
+# then run unmapped code, or wake for the pool of a later library mapped at the same address
+LINK_FLAGS = ["-Wl,-z,nodelete"] if sys.platform.startswith("linux") else []
 
 # counts for tests and measurements: how often each path was taken in this process
 BUILD_STATS = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
@@ -82,7 +87,7 @@ def compiler() -> str:
 
 def build_flags(native: bool = True) -> list[str]:
     extra = shlex.split(os.environ.get("TFC_CFLAGS", ""))
-    return COMMON_FLAGS + (HOST_FLAGS if native else GENERIC_FLAGS) + extra
+    return COMMON_FLAGS + (HOST_FLAGS if native else GENERIC_FLAGS) + LINK_FLAGS + extra
 
 
 def cache_dir() -> Path:
