@@ -14,6 +14,7 @@ templates/cuda/kernels/*pool*.cu.j2, a thread per element of the image the spec 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -198,14 +199,25 @@ def window_kernel(
 
 
 def conv_kernel(
-    ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType, ins: tuple[str, str]
+    ctx: OpContext,
+    kind: str,
+    g: Geometry,
+    dtype: _dt.DType,
+    ins: tuple[str, str],
+    epilogue: Epilogue | None = None,
 ) -> Kernel:
     """A conv2d kernel of `kind` ("forward", "input" or "filter") with the plan conv_algo.py
-    makes for `g`: y, x0, x1, and the scratch when the plan needs some."""
+    makes for `g`: y, x0, x1, the forward `epilogue`'s bias x2 and residual x3, and the scratch
+    when the plan needs some."""
     plan = plan_conv(ctx, kind, g, dtype)
     ct = dtype.c_type
     params = [Param("y", ct, False, "out0"), Param("x0", ct, True, ins[0])]
     params.append(Param("x1", ct, True, ins[1]))
+    if epilogue is not None:
+        plan.fields.update(bias=1, residual=int(epilogue.residual), act=epilogue.act)
+        params.append(Param("x2", ct, True, "in2"))
+        if epilogue.residual:
+            params.append(Param("x3", ct, True, "in3"))
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
     return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype))
@@ -311,6 +323,111 @@ register(
         grad=_conv2d_grad,
         flops=lambda ctx: conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]),
         input_names=("input", "filter"),
+        scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
+    )
+)
+
+
+# -- _FusedConv2D(input, filter, bias [C], [residual]): Conv2D with its epilogue ------------------
+# TensorFlow's grappler op of that name: `fused_ops` names what follows the convolution, in order:
+# "BiasAdd" (input 2, one value per output channel), "Add" (input 3, of the output's shape: a
+# residual), then "Relu" or "Relu6"; `num_args` counts the inputs after the filter. The
+# conv_epilogue pass makes it in C programs (tfc/passes/conv_epilogue.py); tfc_conv.h applies the
+# epilogue to each register tile before storing it (the im2col and columns kernels to the rows
+# they just wrote), so the output is written once instead of re-read by an element-wise kernel.
+# Each step rounds as the separate ops do: the result has the bits of the unfused graph's.
+FUSED_ACTIVATIONS = {"Relu": 1, "Relu6": 2}  # runtime/include/tfc_conv.h's TFC_CONV_ACT_*
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A _FusedConv2D's epilogue: whether a residual is added, and the activation's code."""
+
+    residual: bool
+    act: int
+
+
+def fused_conv_epilogue(ctx: OpContext) -> Epilogue:
+    """The epilogue `fused_ops` and `num_args` name, checked against the node's inputs."""
+    ops = [o.decode() if isinstance(o, bytes) else str(o) for o in ctx.attrs.get("fused_ops", [])]
+    residual = len(ops) > 1 and ops[1] == "Add"
+    rest = ops[2:] if residual else ops[1:]
+    act = FUSED_ACTIVATIONS.get(rest[0]) if len(rest) == 1 else 0 if not rest else None
+    if not ops or ops[0] != "BiasAdd" or act is None:
+        raise ctx.error(
+            f"fused_ops {ops} is not supported: it must be BiasAdd, then optionally Add (a "
+            f"residual), then optionally one of {', '.join(FUSED_ACTIVATIONS)}"
+        )
+    args = 1 + residual
+    if ctx.attrs.get("num_args", args) != args or len(ctx.in_shapes) != 2 + args:
+        raise ctx.error(
+            f"fused_ops {ops} takes {args} argument(s) after the filter; num_args is "
+            f"{ctx.attrs.get('num_args')} and the op has {len(ctx.in_shapes) - 2}"
+        )
+    return Epilogue(residual, act or 0)
+
+
+def _fused_conv2d_infer(ctx: OpContext) -> list:
+    if ctx.attrs.get("data_format", "NHWC") not in ("NHWC", b"NHWC"):
+        raise ctx.error(f"data_format {ctx.attrs['data_format']!r} is not supported (NHWC only)")
+    epilogue = fused_conv_epilogue(ctx)
+    ((dtype, shape),) = _conv2d_infer(ctx)
+    operands = [("bias", 2, (shape[3],))] + ([("residual", 3, shape)] if epilogue.residual else [])
+    for name, i, want in operands:
+        if ctx.in_dtypes[i] != dtype:
+            raise ctx.error(f"{name} is {ctx.in_dtypes[i].name}, the convolution {dtype.name}")
+        got = ctx.in_shapes[i]
+        if (
+            got is None
+            or len(got) != len(want)
+            or any(a is not None and b is not None and a != b for a, b in zip(got, want))
+        ):
+            raise ctx.error(f"{name} must have shape {list(want)}, not {got}")
+    return [(dtype, shape)]
+
+
+def _fused_conv2d_reference(ctx: OpContext, x, f, bias, *residual) -> np.ndarray:
+    epilogue = fused_conv_epilogue(ctx)
+    y = _conv2d_reference(ctx, x, f) + bias  # each step in the dtype, as the unfused ops
+    if residual:
+        y = y + residual[0]
+    if epilogue.act:
+        y = np.where(y < 0, 0, y)
+    if epilogue.act == FUSED_ACTIVATIONS["Relu6"]:
+        y = np.where(y > 6, 6, y)
+    return y.astype(x.dtype)
+
+
+def _fused_conv2d_lower(ctx: OpContext) -> list:
+    g = conv_geometry(ctx, concrete(ctx, 0), concrete(ctx, 1))
+    if empty_output(g):
+        return []
+    if empty_sum(g):
+        raise ctx.error("a filter with no taps or input channels has no fused kernel")
+    epilogue = fused_conv_epilogue(ctx)
+    return [conv_kernel(ctx, "forward", g, ctx.out_dtypes[0], ("in0", "in1"), epilogue)]
+
+
+def _fused_conv2d_flops(ctx: OpContext) -> int:
+    """The convolution's, then one operation per output element and epilogue step."""
+    epilogue = fused_conv_epilogue(ctx)
+    steps = 1 + epilogue.residual + (epilogue.act != 0)
+    return conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]) + elements(ctx.out_shapes[0]) * steps
+
+
+register(
+    OpDef(
+        "_FusedConv2D",
+        infer=_fused_conv2d_infer,
+        reference=_fused_conv2d_reference,
+        lower=_fused_conv2d_lower,
+        differentiable=False,  # made after differentiation, by a compile pass
+        # tfc_conv.h is its only kernel: a GPU program keeps Conv2D and its element-wise ops
+        # (the pass runs only for targets that ask for it), and a _FusedConv2D placed on a GPU
+        # by name runs on the host
+        host_only=True,
+        flops=_fused_conv2d_flops,
+        input_names=("input", "filter", "bias", "residual"),
         scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
     )
 )
