@@ -109,3 +109,31 @@ def test_targets_without_the_kernel_keep_the_graph():
     tf.nn.relu(tf.add(_conv(x), _bias()), name="out")
     g = _fuse([("out", 0)], enabled=False)
     assert _ops(g) == ["Add", "Const", "Const", "Conv2D", "Feed", "Relu"]
+
+
+def test_fused_convs_joined_along_the_channels_write_their_slices():
+    x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
+    a = tf.nn.relu(tf.add(_conv(x, 4, "a"), _bias(4)))
+    b = tf.add(_conv(x, 3, "b"), _bias(3))
+    tf.concat([a, b], 3, name="out")
+    g = _fuse([("out", 0)])
+    (name,) = [n for n in g.node_names() if g.op_type(n) == "_FusedConv2DConcat"]
+    members = g.node(name)["attrs"]["members"]
+    assert [m["fused_ops"] for m in members] == [["BiasAdd", "Relu"], ["BiasAdd"]]
+    assert [src for src, _ in g.input_edges(name)][0::3] == ["x", "x"]
+    assert _ops(g) == ["Const"] * 4 + ["Feed", "_FusedConv2DConcat"]
+    assert g.graph_attrs["fetches"] == [(name, 0)]
+
+
+def test_joins_of_anything_else_stay():
+    x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
+    r = tf.placeholder(tf.float32, [1, 5, 5, 4], name="r")
+    fused = [tf.add(_conv(x, name=f"c{i}"), _bias()) for i in range(6)]
+    tf.concat([fused[0], x], 3, name="with_a_feed")
+    tf.concat([fused[1], fused[2]], 2, name="along_the_width")
+    tf.concat([fused[3], tf.add(fused[4], r)], 3, name="with_a_residual")  # c4 absorbs r
+    tf.concat([fused[5], fused[5]], 3, name="twice")
+    fetches = [(n, 0) for n in ("with_a_feed", "along_the_width", "with_a_residual", "twice")]
+    g = _fuse(fetches, [X, feed("r", (1, 5, 5, 4))])
+    assert "_FusedConv2DConcat" not in _ops(g)
+    assert _ops(g).count("_FusedConv2D") == 6 and _ops(g).count("ConcatV2") == 4

@@ -13,7 +13,10 @@
  * Temporary buffers come from the arena (the op's scratch memory), passed in as pointers.
  * The forward functions also take a bias and a residual for _FusedConv2D's epilogue (plan
  * fields bias, residual, act; NULL where the plan has none): the direct kernel applies it to
- * each register tile before storing it, im2col and columns to the rows they just wrote.
+ * each register tile before storing it, im2col and columns to the rows they just wrote. A
+ * forward convolution may write channels [y_off, y_off + out_c) of pixels ldy elements apart:
+ * its slice of a concatenation along the channels (_FusedConv2DConcat), which then costs no
+ * copy.
  *
  * The functions are instantiated by the kernel templates with a `static const tfc_conv_plan`
  * of literals, and always inlined, so every size is a constant to the compiler. Only string.h
@@ -45,6 +48,9 @@ typedef struct {
     int64_t bias, residual, act;        /* forward epilogue (_FusedConv2D): a bias per channel
                                            added, a tensor of y's shape added, then the
                                            activation (TFC_CONV_ACT_*) */
+    int64_t ldy, y_off;                 /* forward: y's elements per pixel and the first one
+                                           written (out_c and 0, or the channels of a
+                                           concatenation and this convolution's slice) */
 } tfc_conv_plan;
 
 /* the activations of the forward epilogue, as tfc's Relu and Relu6 compute them (NaN stays) */

@@ -141,17 +141,18 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t ste
 
 /* The tiles of output row `oh` of image `n`, channels [co0, co0 + CB), of tfc_conv_direct_core:
  * fb points at those channels' filter values of tap 0, the next tap's `fs` elements on; the
- * epilogue's bias [co] and res (y's shape) are NULL where there are none */
+ * epilogue's bias [co] and res (laid out as y) are NULL where there are none; y's pixels are
+ * ldy elements apart (co, or more: a slice of a wider tensor) */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t n, int64_t oh, int64_t co0, int64_t hp, int64_t wp, int64_t c, const T *restrict xp,
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const T *restrict bias, const T *restrict res, const int64_t act) {
+    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
     const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
-    T *restrict yr = y + (n * oh_n + oh) * ow_n * co;
-    const T *restrict rr = res != NULL ? res + (n * oh_n + oh) * ow_n * co : NULL;
+    T *restrict yr = y + (n * oh_n + oh) * ow_n * ldy;
+    const T *restrict rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
     const T *restrict bt = bias != NULL ? bias + co0 : NULL;
     int64_t kh_lo, kh_hi;
     TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
@@ -163,14 +164,14 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
         TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
         const T *restrict xt = xr + ow0 * sw * c;
-        T *restrict yt = yr + ow0 * co + co0;
-        const T *restrict rt = rr != NULL ? rr + ow0 * co + co0 : NULL;
+        T *restrict yt = yr + ow0 * ldy + co0;
+        const T *restrict rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
         if (ow0 < full) {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
-                                       kw_hi, kw_n, c, fb, fs, yt, co, nc, P, CB, bt, rt, act);
+                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act);
         } else {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
-                                       kw_hi, kw_n, c, fb, fs, yt, co, nc, ow_n - full, CB, bt,
+                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
                                        rt, act);
         }
     }
@@ -187,14 +188,15 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
  * power-of-two stride maps them to a few cache sets) the filter is read from memory once and
  * each block's contiguous copy stays in cache while every pixel uses it. Each output element
  * is the same chain of multiply-adds in either order. The epilogue (bias [co], res of y's
- * shape, activation `act`; NULL, NULL, TFC_CONV_ACT_NONE: none) runs on each tile in registers.
- */
+ * shape, activation `act`; NULL, NULL, TFC_CONV_ACT_NONE: none) runs on each tile in registers;
+ * y's pixels are ldy elements apart. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    T *restrict fblock, const T *restrict bias, const T *restrict res, const int64_t act) {
+    T *restrict fblock, const T *restrict bias, const T *restrict res, const int64_t act,
+    int64_t ldy) {
     if (fblock != NULL) {
         for (int64_t co0 = 0; co0 < co; co0 += CB) {
             TFC_CONV_FN(tfc_conv_filter_block)(fp, kh_n * kw_n * c, cp, co0, CB, fblock);
@@ -203,7 +205,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                     TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co,
                                                      kh_n, kw_n, sh, sw, dh, dw, fblock, CB, y,
                                                      P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
-                                                     act);
+                                                     act, ldy);
         }
         return;
     }
@@ -212,7 +214,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
             for (int64_t co0 = 0; co0 < co; co0 += CB)
                 TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
                                                  kw_n, sh, sw, dh, dw, fp + co0, cp, y, P, CB,
-                                                 u_lo, u_hi, v_lo, v_hi, bias, res, act);
+                                                 u_lo, u_hi, v_lo, v_hi, bias, res, act,
+                                                 ldy);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
@@ -225,21 +228,21 @@ typedef struct {
     const T *bias, *res;
 } TFC_CONV_FN(tfc_conv_call);
 
-/* y[r, j] = act(y[r, j] + bias[j] + res[r, j]) for `rows` rows of out_c values, the terms the
- * plan has (bias, residual, act): the forward epilogue of the kernels that do not run it on
- * their register tiles, on rows they just wrote */
+/* y[r, j] = act(y[r, j] + bias[j] + res[r, j]) for `rows` rows of out_c values ldy apart (res
+ * laid out as y), the terms the plan has (bias, residual, act): the forward epilogue of the
+ * kernels that do not run it on their register tiles, on rows they just wrote */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_epilogue_rows)(const tfc_conv_plan *g, T *restrict y,
                                                          int64_t rows,
                                                          const T *restrict bias,
                                                          const T *restrict res) {
     if (!g->bias && !g->residual && g->act == TFC_CONV_ACT_NONE) return;
-    const int64_t co = g->out_c;
+    const int64_t co = g->out_c, ld = g->ldy;
     for (int64_t r = 0; r < rows; ++r) {
         for (int64_t j = 0; j < co; ++j) {
-            T v = y[r * co + j];
+            T v = y[r * ld + j];
             if (g->bias) v += bias[j];
-            if (g->residual) v += res[r * co + j];
-            y[r * co + j] = TFC_CONV_FN(tfc_conv_act)(v, g->act);
+            if (g->residual) v += res[r * ld + j];
+            y[r * ld + j] = TFC_CONV_FN(tfc_conv_act)(v, g->act);
         }
     }
 }
@@ -276,7 +279,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
     const int64_t taps = g->k_h * g->k_w * g->in_c;
     const int blocked = g->blocked != 0;
     const T *filter = !blocked && g->cp != g->out_c ? k->s1 : k->b;
-    const int64_t y0 = n0 * g->out_h * g->out_w * g->out_c;
+    const int64_t y0 = n0 * g->out_h * g->out_w * g->ldy;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
                                       filter, blocked ? g->out_c : g->cp, k->y + y0,
@@ -285,7 +288,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
                                       g->pad_left + g->in_w,
                                       blocked ? k->s1 + part * taps * g->co_block : NULL,
                                       g->bias ? k->bias : NULL, g->residual ? k->res + y0 : NULL,
-                                      g->act);
+                                      g->act, g->ldy);
 }
 
 /* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts,
@@ -298,7 +301,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g
                                                           tfc_threads_fn part) {
     if (g->blocked == 0 && g->cp != g->out_c)
         TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, xp, fp, NULL, bias, res};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, xp, fp, NULL, bias, res};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -336,7 +339,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
                                       left + (g->out_w - 1) * g->s_w + 1, NULL, NULL, NULL,
-                                      TFC_CONV_ACT_NONE);
+                                      TFC_CONV_ACT_NONE, ci);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */
@@ -540,7 +543,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
     T *xb = k->s0 + part * g->in_c * g->hp * g->cp;
     const int64_t co = g->out_c, wb = g->cp, R = TFC_IDIV(TFC_CONV_CACC, co);
-    const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * co;
+    const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * g->ldy;
     for (int64_t n = n0; n < n0 + nb; ++n) {
         TFC_CONV_FN(tfc_conv_cols_planes)(g, x, n, xb);
         T *restrict yn = y + n * g->out_h * E;
@@ -550,11 +553,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
             for (int64_t w0 = 0; w0 < g->out_w; w0 += TFC_CONV_CL) {
                 const int64_t nw = g->out_w - w0 < TFC_CONV_CL ? g->out_w - w0 : TFC_CONV_CL;
                 if (oh0 < full)
-                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * co, E, nw, R,
-                                                     co);
+                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * g->ldy, E, nw,
+                                                     R, co);
                 else
-                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * co, E, nw,
-                                                     g->out_h - full, co);
+                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * g->ldy, E,
+                                                     nw, g->out_h - full, co);
             }
         }
         TFC_CONV_FN(tfc_conv_epilogue_rows)(g, yn, g->out_h * g->out_w, k->bias,
@@ -569,7 +572,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *
                                                            const T *f, const T *bias,
                                                            const T *res, T *y, T *planes,
                                                            tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, planes, NULL, NULL, bias, res};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, planes, NULL, NULL, bias, res};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -647,10 +650,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col_all)(const tfc_conv_pla
             TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
             rows = cols;
         }
-        TFC_CONV_FN(tfc_gemm)(nb * pix, g->out_c, k, rows, k, 1, f, g->out_c, 1,
-                              y + n0 * pix * g->out_c);
-        TFC_CONV_FN(tfc_conv_epilogue_rows)(g, y + n0 * pix * g->out_c, nb * pix, bias,
-                                            g->residual ? res + n0 * pix * g->out_c : NULL);
+        T *restrict yc = y + n0 * pix * g->ldy;
+        TFC_CONV_CAT(TFC_CONV_FN(tfc_gemm), ex)(nb * pix, g->out_c, k, rows, k, 1, f, g->out_c,
+                                                1, yc, g->ldy, (T)1, (T)0, NULL, 0);
+        TFC_CONV_FN(tfc_conv_epilogue_rows)(g, yc, nb * pix, bias,
+                                            g->residual ? res + n0 * pix * g->ldy : NULL);
     }
 }
 
@@ -704,7 +708,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col)(const tfc_conv_plan *g
                                                           const T *f, const T *bias,
                                                           const T *res, T *y, T *cols,
                                                           tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, cols, NULL, NULL, bias, res};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, cols, NULL, NULL, bias, res};
     (void)g;
     part(&call, 0);
 }

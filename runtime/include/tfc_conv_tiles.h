@@ -165,7 +165,7 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
  * that channel, shared by every output channel, each with its filter value broadcast. So
  * every lane is useful whatever the channel count (NHWC tiles use 6 of 8 or 16 for 6). */
 
-/* R output rows x co channels x L columns at y (row_y apart, co channels interleaved; nw <= L
+/* R output rows x co channels x L columns at y (row_y apart, pixels g->ldy apart; nw <= L
  * columns stored): sums over the taps of the planes xb (c planes of hp rows of wb) at the
  * tile's first row and column times f [k_h, k_w, c, co] */
 TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
@@ -196,7 +196,7 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
         memcpy(t, &acc[r * CO], (size_t)(CO * TFC_CONV_TL) * sizeof(T));
         T *restrict yr = y + r * row_y;
         for (int64_t w = 0; w < nw; ++w) {
-            for (int64_t o = 0; o < CO; ++o) yr[w * CO + o] = t[o * TFC_CONV_TL + w];
+            for (int64_t o = 0; o < CO; ++o) yr[w * g->ldy + o] = t[o * TFC_CONV_TL + w];
         }
     }
 }

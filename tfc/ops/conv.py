@@ -203,21 +203,23 @@ def conv_kernel(
     kind: str,
     g: Geometry,
     dtype: _dt.DType,
-    ins: tuple[str, str],
+    ins: Sequence[str],
     epilogue: Epilogue | None = None,
+    channels: tuple[int, int] | None = None,
 ) -> Kernel:
     """A conv2d kernel of `kind` ("forward", "input" or "filter") with the plan conv_algo.py
-    makes for `g`: y, x0, x1, the forward `epilogue`'s bias x2 and residual x3, and the scratch
-    when the plan needs some."""
+    makes for `g`: y, x0, x1 (`ins`: the buffers of the image and the filter, then those of
+    the forward `epilogue`'s bias x2 and residual x3), and the scratch when the plan needs
+    some. `channels` (a forward convolution's elements per output pixel, and its first
+    channel there): the slice of a wider output it writes."""
     plan = plan_conv(ctx, kind, g, dtype)
     ct = dtype.c_type
-    params = [Param("y", ct, False, "out0"), Param("x0", ct, True, ins[0])]
-    params.append(Param("x1", ct, True, ins[1]))
+    params = [Param("y", ct, False, "out0")]
+    params += [Param(f"x{k}", ct, True, buf) for k, buf in enumerate(ins)]
     if epilogue is not None:
         plan.fields.update(bias=1, residual=int(epilogue.residual), act=epilogue.act)
-        params.append(Param("x2", ct, True, "in2"))
-        if epilogue.residual:
-            params.append(Param("x3", ct, True, "in3"))
+    if channels is not None:
+        plan.fields.update(ldy=channels[0], y_off=channels[1])
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
     return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype))
@@ -405,7 +407,8 @@ def _fused_conv2d_lower(ctx: OpContext) -> list:
     if empty_sum(g):
         raise ctx.error("a filter with no taps or input channels has no fused kernel")
     epilogue = fused_conv_epilogue(ctx)
-    return [conv_kernel(ctx, "forward", g, ctx.out_dtypes[0], ("in0", "in1"), epilogue)]
+    ins = [f"in{k}" for k in range(len(ctx.in_shapes))]
+    return [conv_kernel(ctx, "forward", g, ctx.out_dtypes[0], ins, epilogue)]
 
 
 def _fused_conv2d_flops(ctx: OpContext) -> int:
@@ -429,6 +432,96 @@ register(
         flops=_fused_conv2d_flops,
         input_names=("input", "filter", "bias", "residual"),
         scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
+    )
+)
+
+
+# -- _FusedConv2DConcat(x0, f0, b0, x1, f1, b1, ...): _FusedConv2Ds joined along the channels ---
+# A ConcatV2 of _FusedConv2D outputs along the last axis (SqueezeNet's fire modules: a 1x1 and a
+# 3x3 expansion of one image), each member read by it alone: every member's kernel writes its
+# channels of the output directly (tfc_conv_plan's ldy and y_off), so the join copies nothing.
+# `members` holds each member's attributes (strides, padding, dilations, fused_ops, num_args);
+# its inputs are each member's image, filter and bias in order. The conv_epilogue pass makes it.
+def member_contexts(ctx: OpContext) -> list[OpContext]:
+    """One _FusedConv2D context per member, with its three inputs."""
+    members = ctx.attrs.get("members", ())
+    if len(members) < 1 or len(ctx.in_shapes) != 3 * len(members):
+        raise ctx.error(
+            f"{len(members)} members take {3 * len(members)} inputs (image, filter, bias "
+            f"each); the op has {len(ctx.in_shapes)}"
+        )
+    contexts = []
+    for i, attrs in enumerate(members):
+        sub = slice(3 * i, 3 * i + 3)
+        contexts.append(
+            OpContext(
+                name=f"{ctx.name}:{i}", type="_FusedConv2D", attrs=dict(attrs),
+                in_dtypes=list(ctx.in_dtypes[sub]), in_shapes=list(ctx.in_shapes[sub]),
+                out_dtypes=list(ctx.out_dtypes), graph=ctx.graph, inputs=ctx.inputs[sub],
+            )
+        )  # fmt: skip
+        contexts[-1].out_shapes = [shape for _, shape in _fused_conv2d_infer(contexts[-1])]
+    return contexts
+
+
+def _concat_infer(ctx: OpContext) -> list:
+    outputs = []
+    for sub in member_contexts(ctx):
+        if fused_conv_epilogue(sub).residual:
+            raise ctx.error("a member with a residual is not supported")
+        outputs.append((sub.in_dtypes[0], sub.out_shapes[0]))
+    (dtype, first), channels = outputs[0], 0
+    for d, shape in outputs:
+        if d != dtype or shape[:3] != first[:3]:
+            raise ctx.error(
+                f"members must agree in dtype and in batch, height and width; they give "
+                f"{', '.join(f'{d.name} {list(s)}' for d, s in outputs)}"
+            )
+        channels = None if channels is None or shape[3] is None else channels + shape[3]
+    return [(dtype, (*first[:3], channels))]
+
+
+def _concat_reference(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
+    parts = [
+        _fused_conv2d_reference(sub, *xs[3 * i : 3 * i + 3])
+        for i, sub in enumerate(member_contexts(ctx))
+    ]
+    return np.concatenate(parts, axis=-1)
+
+
+def _concat_lower(ctx: OpContext) -> list:
+    kernels, offset = [], 0
+    total = ctx.out_shapes[0][3]
+    for i, sub in enumerate(member_contexts(ctx)):
+        g = conv_geometry(sub, concrete(sub, 0), concrete(sub, 1))
+        if empty_output(g):
+            return []
+        if empty_sum(g):
+            raise ctx.error("a filter with no taps or input channels has no fused kernel")
+        ins = [f"in{3 * i + k}" for k in range(3)]
+        epilogue = fused_conv_epilogue(sub)
+        dtype = ctx.out_dtypes[0]
+        kernels.append(conv_kernel(sub, "forward", g, dtype, ins, epilogue, (total, offset)))
+        offset += g.out_c
+    return kernels
+
+
+def _concat_scratch(ctx: OpContext) -> int:
+    """The largest member's: the members' kernels run one after another."""
+    subs = member_contexts(ctx)
+    return max(conv_scratch(sub, "forward", _conv2d_geometry(sub)) for sub in subs)
+
+
+register(
+    OpDef(
+        "_FusedConv2DConcat",
+        infer=_concat_infer,
+        reference=_concat_reference,
+        lower=_concat_lower,
+        differentiable=False,  # made after differentiation, by a compile pass
+        host_only=True,  # as _FusedConv2D: tfc_conv.h is its only kernel
+        flops=lambda ctx: sum(_fused_conv2d_flops(sub) for sub in member_contexts(ctx)),
+        scratch=_concat_scratch,
     )
 )
 

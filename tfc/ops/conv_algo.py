@@ -184,6 +184,7 @@ def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvP
     """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`."""
     fields = dict(g.__dict__)
     fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, bias=0, residual=0, act=0)
+    fields.update(ldy=g.out_c, y_off=0)
     fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
     algorithm = _choose(ctx, kind, g, dtype)
     taps = g.k_h * g.k_w * g.in_c

@@ -1,4 +1,5 @@
-"""fuse_conv_epilogues: a convolution absorbs the bias, residual Add and ReLU that follow it."""
+"""fuse_conv_epilogues: a convolution absorbs the bias, residual Add and ReLU that follow it,
+and convolutions joined along the channels write their slices of the join."""
 
 from __future__ import annotations
 
@@ -27,16 +28,58 @@ def fuse_conv_epilogues(graph: Graph, enabled: bool = True) -> Graph:
     next op alone (no other consumer, fetch, target or control output), and the Const has no
     control inputs. `enabled` False (targets without the fused kernel: CUDA) leaves the graph.
 
+    Then a ConcatV2 along the last axis of two or more such _FusedConv2D outputs (without a
+    residual; each read by the ConcatV2 alone, once) becomes one `_FusedConv2DConcat`, whose
+    members' kernels write their channels of its output: SqueezeNet's fire modules join their
+    two expansions without a copy.
+
     Guarantees: the last op's consumers, fetches and control outputs move to the fused node,
-    placed on the Conv2D's device; the matched ops go. Values are bit for bit the unfused
-    graph's: the epilogue adds and clamps in the same order and precision.
+    placed on the Conv2D's device (the ConcatV2's for a join); the matched ops go. Values are
+    bit for bit the unfused graph's: the epilogue adds and clamps in the same order and
+    precision, and a join only places values.
     """
     if not enabled:
         return graph
     for name in list(graph.nx.nodes):
         if name in graph.nx and graph.op_type(name) == "Conv2D":
             _fuse(graph, name)
+    for name in list(graph.nx.nodes):
+        if name in graph.nx and graph.op_type(name) == "ConcatV2":
+            _join(graph, name)
     return graph
+
+
+def _join(graph: Graph, concat: str) -> bool:
+    *parts, axis = graph.input_edges(concat)
+    node = graph.node(concat)
+    rank = len(node["shapes"][0] or ())
+    axis_node = graph.node(axis[0])
+    if axis_node["op"] != "Const" or graph.control_input_names(concat) or len(parts) < 2:
+        return False
+    if int(np.asarray(axis_node["attrs"]["value"])) not in (rank - 1, -1) or rank != 4:
+        return False
+    if len(set(parts)) != len(parts):
+        return False
+    for src, out in parts:
+        member = graph.node(src)
+        if out or member["op"] != "_FusedConv2D" or member["attrs"].get("num_args") != 1:
+            return False
+        if _only_reader(graph, src) != concat:
+            return False
+    operands = [t for src, _ in parts for t in graph.input_edges(src)]
+    members = [dict(graph.node(src)["attrs"]) for src, _ in parts]
+    joined = graph.unique_name(f"{concat}/convs")
+    graph.add_node(
+        joined, "_FusedConv2DConcat", operands, {"members": members},
+        list(node["dtypes"]), list(node["shapes"]), device=node["device"],
+    )  # fmt: skip
+    if replace_node(graph, concat, [(joined, 0)]) != "unused":
+        return True
+    graph.remove_node(concat)
+    for src, _ in parts:
+        graph.remove_node(src)
+    remove_unused(graph, [axis[0]])
+    return True
 
 
 def _fuse(graph: Graph, conv: str) -> bool:
