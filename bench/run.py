@@ -63,12 +63,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
     p.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="FRAMEWORK=INTERPRETER",
+        help="run that framework's workers with another Python (a venv holding a peer that "
+        "cannot share this one's packages, e.g. tf=venvs/tf/bin/python); repeatable",
+    )
+    p.add_argument(
         "--budget",
         type=float,
         default=600,
         help="seconds for the whole run: workers not started by then are skipped",
     )
     return p.parse_args(argv)
+
+
+def parse_interpreters(pairs: list[str]) -> dict[str, str]:
+    """--python's FRAMEWORK=INTERPRETER pairs as {framework: interpreter}."""
+    out = {}
+    for pair in pairs:
+        framework, sep, python = pair.partition("=")
+        if not sep or framework not in orchestrate.FRAMEWORKS or not python:
+            sys.exit(
+                f"--python {pair!r}: expected FRAMEWORK=INTERPRETER with FRAMEWORK one of "
+                + ", ".join(orchestrate.FRAMEWORKS)
+            )
+        if not Path(python).exists():
+            sys.exit(f"--python {pair!r}: no interpreter at {python}")
+        out[framework] = python
+    return out
 
 
 def machine(versions: list[str]) -> dict:
@@ -123,6 +147,7 @@ def select(args: argparse.Namespace) -> tuple[list[dict], list[str], list[int]]:
 def run(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     ws, frameworks, threads = select(args)
+    interpreters = parse_interpreters(args.python)
     plan = Plan.quick() if args.quick else Plan()
     print("FMA peak ...", file=sys.stderr, flush=True)
     with LoadProbe() as probe:
@@ -159,7 +184,9 @@ def run(args: argparse.Namespace) -> dict:
                     ]
                     continue
                 timeout = min(args.timeout, max(60.0, left + 60))
-                rows = orchestrate.run_worker(fw, t, mine, plan, timeout)
+                rows = orchestrate.run_worker(
+                    fw, t, mine, plan, timeout, python=interpreters.get(fw)
+                )
                 for r in rows:
                     if "reason" in r:
                         r["reason"] = r["reason"].replace(tmp, "<tmp>")

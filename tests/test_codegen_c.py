@@ -34,7 +34,7 @@ def test_source_is_deterministic_and_names_every_node():
             sess.run(tf.global_variables_initializer())
             sources.append(sess.source(s, {x: np.zeros((3, 6), np.float32)}))
     assert sources[0] == sources[1]
-    body = sources[0].split("run(void", 1)[1]
+    body = sources[0].split("run_steps(void", 1)[1]
     for node in ["x (Feed)", "w (VariableV2)", "MatMul (MatMul)", "h (Relu)", "s (Sum)"]:
         assert f"/* {node}" in body, node
     # every kernel call sits under the comment of the node it comes from
@@ -203,7 +203,7 @@ def test_a_kernel_writing_a_buffer_it_also_reads_is_not_restrict():
         sess.run(w.initializer)
         np.testing.assert_array_equal(sess.run(doubled), [2.0, 4.0])
         np.testing.assert_array_equal(sess.run(doubled), [4.0, 8.0])
-        kernels = [ln for ln in sess.source(doubled).splitlines() if ln.startswith("static")]
+        kernels = [ln for ln in sess.source(doubled).splitlines() if ln.startswith("static void")]
     assert kernels == ["static void k0(float *y, const float *x0) {"]
 
 

@@ -55,8 +55,10 @@ def run_worker(
     plan: Plan,
     timeout_s: float,
     extra_env: dict | None = None,
+    python: str | None = None,
 ) -> list[dict]:
-    """Run one framework's worker on `workloads` (each with its "data" file)."""
+    """Run one framework's worker on `workloads` (each with its "data" file), with `python`
+    (default: this interpreter)."""
     base = {"framework": framework, "threads": threads}
     env = dict(os.environ)
     env.update(thread_env(threads))
@@ -78,7 +80,7 @@ def run_worker(
         start = time.perf_counter()
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "suite.worker", str(job), str(out)],
+                [python or sys.executable, "-m", "suite.worker", str(job), str(out)],
                 env=env,
                 cwd=str(BENCH),
                 timeout=timeout_s,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tfc_platform.h"
+#include "tfc_fpenv.h"
 
 #include "tfc_hd.h"
 #include "tfc_index.h"

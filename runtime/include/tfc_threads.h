@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "tfc_fpenv.h"
+
 #define TFC_THREADS_MAX 64
 
 typedef void (*tfc_threads_fn)(void *ctx, int64_t task);
@@ -114,6 +116,7 @@ static inline void tfc_threads_drain(tfc_threads_pool *p) {
 static inline void *tfc_threads_worker(void *arg) {
     tfc_threads_pool *p = tfc_threads_state();
     const int id = *(const int *)arg;
+    (void)tfc_fp_flush_denormals(); /* a worker runs only compiled steps: their mode for good */
     pthread_mutex_lock(&p->lock);
     int64_t seen = p->born;
     pthread_mutex_unlock(&p->lock);
