@@ -38,7 +38,8 @@ reduction (k_h*k_w*in_c >= IM2COL_FORWARD_MIN_K): a 7-pixel output row is one 6-
 a 1-pixel one in the direct kernel. At batch 1, 3x3 512->512 on 7x7 took 2.8-3.3 ms against
 direct's 6-9, 1x1 512->2048 and 2048->512 on 7x7 1.3-1.7 against 2.0-5.1, 1x1 stride-2
 1024->2048 (to 7x7) 3.0 against 6.2; at 14x14 (196 rows) and at batch 32 direct led or tied
-(3x3 256->256 on 14x14 at batch 32: 52 ms against 83-88).
+(3x3 256->256 on 14x14 at batch 32: 52 ms against 83-88). A 1x1 convolution at stride 1
+without padding (`pointwise`) taking im2col reads x as its column matrix: no copy, no scratch.
 """
 
 from __future__ import annotations
