@@ -7,6 +7,11 @@ samples/lenet_model.py (batch 64, 1024) and the ResNet-20 of samples/resnet_cifa
 3x32x32 images with batch norm (batch 128, 512); plain SGD on the mean sparse softmax cross
 entropy. PyTorch's TF32 is switched off (tfc computes in fp32): fp32 against fp32; `--tf32`
 lets both use TF32 (tfc: CompileOptions(allow_tf32=True), its convolutions on tensor cores).
+`--precision bf16` (or `both`: each config's fp32 row, then its `-bf16` row) runs bf16 mixed
+precision on both sides: tfc CompileOptions(mixed_precision="bfloat16") (bfloat16 operands of
+the products and convolutions on tensor cores, fp32 sums, fp32 weights and updates) against
+PyTorch's forward and loss under torch.autocast(dtype=torch.bfloat16) (fp32 weights; its
+products also return bfloat16 activations, tfc's stay fp32, so the loss check allows 3e-2).
 For the MLP and the ResNet, PyTorch starts from tfc's initial weights and the first step's
 losses are compared (`loss check`: relative difference, fails above 1e-3).
 Dry runs without a GPU (bench/gpu_check.sh --dry-run): TFC_CUDA=emulate, `--batch 2
@@ -46,6 +51,7 @@ CONFIGS = {
 INPUT_SHAPES = {"mlp": (784,), "lenet": (28, 28, 1), "resnet": (32, 32, 3)}
 LOSS_RTOL = 1e-3
 LOSS_RTOL_TF32 = 1e-2  # both sides round the convolutions' operands to 10 mantissa bits
+LOSS_RTOL_BF16 = 3e-2  # 7 mantissa bits, and autocast's bfloat16 activations
 
 
 def batches(model: str, batch: int, count: int = 8) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -71,7 +77,7 @@ def timed(step, data, steps: int, warmup: int = 10) -> float:
 
 
 # -- tfc --------------------------------------------------------------------------------------
-def tfc_step(model: str, blocks: int, tf32: bool = False):
+def tfc_step(model: str, blocks: int, tf32: bool = False, bf16: bool = False):
     """(step, session, initial weights): one SGD step of `model` on /gpu:0; the weights are the
     trainable variables' values in creation order (samples/resnet_cifar.py's TORCH_ORDER)."""
     graph = tf.Graph()
@@ -100,7 +106,8 @@ def tfc_step(model: str, blocks: int, tf32: bool = False):
             train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
         init = tf.global_variables_initializer()
         weights = tf.trainable_variables()
-    sess = tf.Session(graph=graph, config=tf.CompileOptions(allow_tf32=tf32))
+    mixed = "bfloat16" if bf16 else None
+    sess = tf.Session(graph=graph, config=tf.CompileOptions(allow_tf32=tf32, mixed_precision=mixed))
     sess.run(init)
     initial = sess.run(weights)
 
@@ -148,10 +155,12 @@ def torch_resnet(blocks: int):
 
 
 def torch_step(
-    model: str, blocks: int, device: str, compiled: bool, initial=None, mode="default", tf32=False
-):
+    model: str, blocks: int, device: str, compiled: bool, initial=None, mode="default", tf32=False,
+    bf16=False,
+):  # fmt: skip
     """One SGD step in PyTorch; with `initial` (tfc's weights, in order) for the MLP and the
-    ResNet, the same initial weights as tfc."""
+    ResNet, the same initial weights as tfc; with `bf16`, the forward pass and the loss under
+    torch.autocast to bfloat16 (the backward pass follows its casts)."""
     import torch
     from torch import nn
 
@@ -196,7 +205,8 @@ def torch_step(
             x = x.permute(0, 3, 1, 2)  # NHWC as fed -> NCHW
         y = torch.from_numpy(yb).to(dev)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(forward(x), y)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(forward(x), y)
         loss.backward()
         opt.step()
         return loss.item()
@@ -215,6 +225,13 @@ def main() -> None:
     parser.add_argument("--tfc-only", action="store_true", help="no PyTorch (compute-sanitizer)")
     parser.add_argument(
         "--tf32", action="store_true", help="TF32 in both: CompileOptions(allow_tf32=True)"
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "both"),
+        default="fp32",
+        help="bf16: tfc mixed_precision='bfloat16' vs torch.autocast bfloat16; both: fp32 rows "
+        "and -bf16 rows",
     )
     parser.add_argument(
         "--torch-device", default="cuda", help="cpu: PyTorch on the CPU (dry runs: loss check)"
@@ -237,15 +254,21 @@ def main() -> None:
             pass
     where = args.torch_device if have_torch else "-"
     precision = "TF32" if args.tf32 else "fp32"
+    if args.precision != "fp32":
+        precision += {"bf16": "; bf16 mixed precision", "both": "; fp32 and bf16 rows"}[
+            args.precision
+        ]
     print(f"GPU: {gpu}; torch: {version} on {where}; torch.compile mode: {args.compile_mode}; "
           f"TFC_CUDA={os.environ.get('TFC_CUDA', '')}; {precision}")  # fmt: skip
     rows, failed = [], []
-    for name in args.only.split(","):
-        model, batch = CONFIGS[name]
+    modes = {"fp32": [False], "bf16": [True], "both": [False, True]}[args.precision]
+    for config, bf16 in [(c, b) for c in args.only.split(",") for b in modes]:
+        model, batch = CONFIGS[config]
+        name = f"{config}-bf16" if bf16 else config
         batch = args.batch or batch
         data = batches(model, batch)
         t0 = time.perf_counter()
-        step, sess, initial = tfc_step(model, args.resnet_blocks, args.tf32)
+        step, sess, initial = tfc_step(model, args.resnet_blocks, args.tf32, bf16)
         first = float(step(*data[0]))
         build = time.perf_counter() - t0
         ours = timed(step, data, args.steps, args.warmup)
@@ -254,12 +277,13 @@ def main() -> None:
         check = "-"
         if have_torch:
             theirs, same_weights = torch_step(
-                model, args.resnet_blocks, args.torch_device, False, initial, tf32=args.tf32
-            )
+                model, args.resnet_blocks, args.torch_device, False, initial, tf32=args.tf32,
+                bf16=bf16,
+            )  # fmt: skip
             if same_weights:
                 other = theirs(*data[0])
                 diff = abs(first - other) / max(abs(other), 1e-12)
-                limit = LOSS_RTOL_TF32 if args.tf32 else LOSS_RTOL
+                limit = LOSS_RTOL_BF16 if bf16 else LOSS_RTOL_TF32 if args.tf32 else LOSS_RTOL
                 check = f"{diff:.1e}" + (" FAIL" if diff > limit else "")
                 if diff > limit:
                     failed.append(f"{name}: step-1 loss tfc {first:.6f}, torch {other:.6f}")
@@ -267,19 +291,19 @@ def main() -> None:
             if not args.no_compile:
                 theirs, _ = torch_step(
                     model, args.resnet_blocks, args.torch_device, True, initial,
-                    args.compile_mode, args.tf32,
+                    args.compile_mode, args.tf32, bf16,
                 )  # fmt: skip
                 comp = timed(theirs, data, args.steps, args.warmup)
         rows.append((name, batch, ours, eager, comp, check))
         print(f"{name} (batch {batch}): tfc {ours:.3f} ms (first run incl. build {build:.1f} s, "
               f"loss {first:.5f}), eager {eager}, compile {comp}, loss check {check}",
               flush=True)  # fmt: skip
-    print(f"\n{'config':<11}{'batch':>6}{'tfc ms':>9}{'eager ms':>10}{'compile ms':>12}"
+    print(f"\n{'config':<15}{'batch':>6}{'tfc ms':>10}{'eager ms':>10}{'compile ms':>12}"
           f"{'tfc/eager':>11}{'tfc/compile':>13}{'loss check':>12}")  # fmt: skip
     for name, batch, ours, eager, comp, check in rows:
         e = f"{eager:10.3f}{ours / eager:>11.2f}" if eager else f"{'-':>10}{'-':>11}"
         c = f"{comp:12.3f}{ours / comp:>13.2f}" if comp else f"{'-':>12}{'-':>13}"
-        print(f"{name:<11}{batch:6d}{ours:9.3f}{e[:10]}{c[:12]}{e[10:]}{c[12:]}{check:>12}")
+        print(f"{name:<15}{batch:6d}{ours:10.3f}{e[:10]}{c[:12]}{e[10:]}{c[12:]}{check:>12}")
     if failed:
         raise SystemExit("loss check failed: " + "; ".join(failed))
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU check in one call: the GPU tests, compute-sanitizer on one training step,
-# bench/cuda_conv.py, bench/cuda_train.py and bench/cuda_conv.py with TF32 on both sides, within
+# bench/cuda_conv.py, bench/cuda_train.py, bench/cuda_conv.py with TF32 on both sides and
+# bench/cuda_train.py in bf16 mixed precision (tfc vs PyTorch's autocast), within
 # GPU_CHECK_BUDGET seconds (350: under the 6 minutes a check on a lent H100/H200 may take),
 # logs in one folder.
 #
@@ -11,11 +12,11 @@
 #                                           # (tests/test_gpu_check.py runs it)
 #
 # Logs go to $OUT if set (the device tool's folder), else gpu_logs/: env.log, tests.log,
-# sanitizer.log, conv.log, train.log, conv_tf32.log and summary.txt (each step's exit status,
+# sanitizer.log, conv.log, train.log, conv_tf32.log, train_bf16.log and summary.txt (each step's exit status,
 # time and result lines). The GPU machine has no cffi or pycparser: they are installed from the
 # wheels in $TFC_WHEELS (default .whl/, which the call carries) into a temporary folder.
 # Each step's time limit can be changed: GPU_CHECK_TESTS_S, _SANITIZER_S, _CONV_S, _TRAIN_S,
-# _TF32_S (a step gets at most what is left of the budget).
+# _TF32_S, _BF16_S (a step gets at most what is left of the budget).
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -63,6 +64,7 @@ if [ "$mode" = "--dry-run" ]; then
     tf32_args=(--only lenet-c1 --batch 1 --runs 1 --warmup 0 --tf32)  # emulated wmma is slow
     train_args=(--only resnet128 --batch 1 --resnet-blocks 1 --steps 1 --warmup 0
         --no-compile --torch-device cpu)
+    bf16_args=(--only lenet64 --batch 1 --steps 1 --warmup 0 --no-compile --torch-device cpu)
 else
     tests=(-m cuda -n 8 -rs "${CUDA_TESTS[@]}")
     sanitizer=(compute-sanitizer --tool memcheck --error-exitcode 9)
@@ -70,6 +72,7 @@ else
     conv_args=(--runs 30)
     tf32_args=(--runs 30 --tf32)
     train_args=(--steps 50 --only mlp64,lenet1024,resnet128,resnet512)
+    bf16_args=(--steps 30 --only mlp4096,resnet512 --no-compile)  # against autocast eager
 fi
 
 # step NAME SECONDS LINES COMMAND...: runs COMMAND into NAME.log within SECONDS (or what is left
@@ -116,5 +119,7 @@ step sanitizer "${GPU_CHECK_SANITIZER_S:-60}" 8 "${sanitizer[@]}" "$PY" bench/cu
 step conv "${GPU_CHECK_CONV_S:-50}" 14 "$PY" bench/cuda_conv.py "${conv_args[@]}"
 step train "${GPU_CHECK_TRAIN_S:-150}" 8 "$PY" bench/cuda_train.py "${train_args[@]}"
 step conv_tf32 "${GPU_CHECK_TF32_S:-60}" 14 "$PY" bench/cuda_conv.py "${tf32_args[@]}"
+step train_bf16 "${GPU_CHECK_BF16_S:-45}" 6 "$PY" bench/cuda_train.py --precision bf16 \
+    "${bf16_args[@]}"
 cat "$SUMMARY"
 ! grep -q "^== .*\(FAILED\|TIMED OUT\|not run\)" "$SUMMARY"

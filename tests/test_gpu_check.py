@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "gpu_check.sh"
-STEPS = ("tests", "sanitizer", "conv", "train", "conv_tf32")
+STEPS = ("tests", "sanitizer", "conv", "train", "conv_tf32", "train_bf16")
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
 
 
@@ -57,6 +57,11 @@ def test_dry_run_runs_every_step_and_writes_the_logs(tmp_path):
     for log in ("sanitizer", "train"):  # the table row of the one ResNet step
         text = (logs / f"{log}.log").read_text()
         assert re.search(r"^resnet128 +1 +\d+\.\d+ ", text, re.M), text
+    # bf16 mixed precision: tfc against torch.autocast (on the CPU here; LeNet, the cheapest to
+    # emulate, has no loss check: its flatten order is not PyTorch's)
+    text = (logs / "train_bf16.log").read_text()
+    assert "bf16 mixed precision" in text
+    assert re.search(r"^lenet64-bf16 +1 +\d+\.\d+ +\d+\.\d+ ", text, re.M), text
 
 
 def test_a_step_that_does_not_run_fails_the_check(tmp_path):

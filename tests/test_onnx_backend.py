@@ -32,7 +32,7 @@ EXCLUDED: list[tuple[str, str]] = [
     (r"FLOAT8|float8|_e4m3|_e5m2|E8M0|e8m0|FLOAT4E2M1|float4e2m1", "float8 and float4 types"),
     (r"string|strnorm|regex|StringNormalizer|label_encoder", "string tensors"),
     (r"_sequence|sequence_|SequenceMap|split_to_sequence|loop13_seq|loop16_seq", "sequences"),
-    (r"optional", "optional values"),
+    (r"optional|identity_opt", "optional values"),
     (r"^test_cast_no_saturate|castlike_no_saturate", "saturate=0 applies to float8 types"),
     # operators whose output shape depends on the data, or that are not numeric programs
     (r"test_unique", "Unique: the output's size depends on the values"),
@@ -50,11 +50,10 @@ EXCLUDED: list[tuple[str, str]] = [
     (r"test_adagrad|test_adam|test_momentum|test_nesterov_momentum|test_gradient_of",
      "ai.onnx.preview.training operators"),
     (r"deform_conv", "DeformConv: no converter (offsets sampled per output position)"),
+    (r"roialign", "RoiAlign: no converter (bilinear samples at boxes given at run time)"),
     (r"test_if_opt|test_if_seq", "If branches returning optionals or sequences"),
     (r"test_loop11", "Loop11: a Slice whose start is the loop counter, a run-time start whose "
      "output shape ONNX leaves open"),
-    # models older than the opsets tfc imports
-    (r"test_not_[234]d", "opset 1 (tfc imports opsets 7 and newer)"),
     # every case once, on the CPU: the CUDA target runs the op batches of tests/test_cuda.py
     (r"_cuda$", "the CUDA device (tfc's CUDA kernels are tested by tests/test_cuda.py)"),
 ]  # fmt: skip

@@ -7,6 +7,7 @@ from passcheck import assert_graph, front, run
 import tfc as tf
 from tfc.ir.program import FeedSpec, make_program_graph
 from tfc.ops import training_ops
+from tfc.passes import fuse
 from tfc.passes.fuse import fuse_elementwise
 
 
@@ -174,6 +175,33 @@ def test_groups_are_convex():
         fetches: d/fusion:0
         """,
     )
+
+
+def test_the_cycle_check_of_a_long_chain_stays_near_the_group(monkeypatch):
+    """Each merge's cycle check looks at the nodes ranked up to the group's, not at the rest of
+    the graph (which made the pass quadratic in a chain of thousands of groups)."""
+    lookups = []
+
+    class CountingSuccessors(dict):
+        def __getitem__(self, node):
+            lookups.append(node)
+            return dict.__getitem__(self, node)
+
+    init = fuse.Fuser.__init__
+
+    def counting_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.succ = CountingSuccessors(self.succ)
+
+    monkeypatch.setattr(fuse.Fuser, "__init__", counting_init)
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    y = x
+    for _ in range(150):  # softmax joins no group: 150 groups of two, one after the other
+        y = tf.nn.softmax(tf.exp(tf.negative(y)))
+    g = _program([y], {x: np.ones((2, 3), np.float32)})
+    assert len(_fusions(g)) == 150
+    # a walk to the end of the chain at each check would be about 150 * 450 / 2 lookups
+    assert len(lookups) < 5 * g.nx.number_of_nodes()
 
 
 def test_a_reduction_ends_a_chain_and_what_reads_it_runs_after_the_loop():

@@ -5,7 +5,7 @@ import pytest
 from passcheck import assert_graph, feed, front, program, run
 
 import tfc as tf
-from tfc.passes.memory import ARENA_ALIGN, STRATEGIES, plan_memory
+from tfc.passes.memory import ARENA_ALIGN, STRATEGIES, Buffer, OverlapIndex, plan_memory
 from tfc.passes.schedule import schedule_graph
 from tfc.passes.verify import GraphInvariantError, verify_graph
 
@@ -331,3 +331,39 @@ def test_verifier_catches_scratch_over_a_live_tensor(monkeypatch):
     del g.node("e")["scratch"]
     with pytest.raises(GraphInvariantError, match="needs scratch memory"):
         verify_graph(g)
+
+
+def test_the_overlap_index_finds_exactly_the_overlapping_buffers_a_scan_finds():
+    rng = np.random.default_rng(7)
+    for steps in (1, 2, 7, 64, 300):
+        buffers = []
+        for _ in range(200):
+            first = int(rng.integers(steps))
+            last = min(steps - 1, first + int(rng.geometric(0.2)) - 1)
+            buffers.append(Buffer([], first, last, 64))
+        index, added = OverlapIndex(buffers), []
+        for b, buffer in enumerate(buffers):
+            found = index.overlapping(buffer)
+            assert sorted(found) == [p for p in added if buffers[p].overlaps(buffer)]
+            index.add(b)
+            added.append(b)
+
+
+def test_placing_thousands_of_short_lived_buffers_does_not_scan_them_all(monkeypatch):
+    # a chain: each buffer overlaps only its neighbours, so a placement that scanned every
+    # placed buffer made 3,000 x 3,000 / 2 checks
+    buffers = [Buffer([], i, i + 1, 64 * (1 + i % 3)) for i in range(3000)]
+    checks = []
+    overlaps = Buffer.overlaps
+
+    def counted(self, other):
+        checks.append(1)
+        return overlaps(self, other)
+
+    monkeypatch.setattr(Buffer, "overlaps", counted)
+    offsets, top = STRATEGIES["size"](buffers, ARENA_ALIGN)
+    assert len(checks) < 3000
+    assert top <= 2 * 64 * 3  # two alive at a time
+    for i in range(2999):
+        a, b = buffers[i], buffers[i + 1]
+        assert offsets[i] + a.nbytes <= offsets[i + 1] or offsets[i + 1] + b.nbytes <= offsets[i]

@@ -161,7 +161,7 @@ def test_a_value_needed_late_is_computed_late():
     assert order.index("h2") < order.index("late")
 
 
-def _digits_training_graph(batch=32):
+def digits_training_graph(batch=32):
     spec = importlib.util.spec_from_file_location("digits_mlp_sample", SAMPLES / "digits_mlp.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -174,7 +174,7 @@ def _digits_training_graph(batch=32):
 
 
 def test_every_candidate_obeys_the_dependencies_of_a_training_step():
-    g = run(schedule_graph, _digits_training_graph())
+    g = run(schedule_graph, digits_training_graph())
     order, costs = dependency_graph(g), Costs(g)
     assert order.number_of_edges() > g.nx.number_of_edges()  # the variable rules add edges
     for name, scheduler in SCHEDULERS.items():
@@ -190,7 +190,7 @@ def test_the_training_step_schedule_beats_creation_order_and_is_deterministic():
     schedules = []
     for _ in range(2):
         tf.reset_default_graph()
-        g = run(schedule_graph, _digits_training_graph())
+        g = run(schedule_graph, digits_training_graph())
         schedules.append((g.graph_attrs["schedule"], g.graph_attrs["arena_lower_bound"]))
         peaks = _peaks(g)
         # weight gradients are applied as soon as they exist instead of piling up
@@ -202,7 +202,7 @@ def test_the_training_step_schedule_beats_creation_order_and_is_deterministic():
 
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))
 def test_each_candidate_is_deterministic(name):
-    g = run(schedule_graph, _digits_training_graph())
+    g = run(schedule_graph, digits_training_graph())
     order = dependency_graph(g)
     runs = [SCHEDULERS[name](order, Costs(g)) for _ in range(2)]
     shuffled = nx.DiGraph()  # the same graph, its nodes and edges inserted in another order

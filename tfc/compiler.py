@@ -40,6 +40,7 @@ from tfc.codegen.render import render_program
 from tfc.codegen.targets import CUDA, CUDA_TF32, C, Target
 from tfc.ir.dump import graph_text
 from tfc.ir.graph import Graph
+from tfc.ops.kernels import BFLOAT16_PRODUCTS, MIXED_PRECISION
 from tfc.passes.conv_epilogue import fuse_conv_epilogues
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
@@ -48,6 +49,7 @@ from tfc.passes.guard import guard_updates
 from tfc.passes.hoist import hoist_invariants
 from tfc.passes.memory import plan_memory
 from tfc.passes.native import require_native_ops
+from tfc.passes.nested import map_subgraphs
 from tfc.passes.partition import partition_graph
 from tfc.passes.place import place_devices
 from tfc.passes.prune import prune_graph
@@ -240,13 +242,21 @@ class CompileOptions:
     The results are numerically the same either way; the passes change speed and memory.
     `allow_tf32`: a GPU program's float32 convolutions may multiply on tensor cores with
     TF32 operands (10 mantissa bits; sums in fp32), as PyTorch's allow_tf32 (off by default:
-    float32 is float32)."""
+    float32 is float32).
+    `mixed_precision`: "bfloat16" (Keras' "mixed_bfloat16" too) multiplies the float32 matrix
+    products and convolutions (MatMul, BatchMatMul, Conv2D and its two gradients) with their
+    operands rounded to bfloat16 (to nearest, even) and their sums in fp32, as PyTorch's
+    autocast(dtype=torch.bfloat16) does; variables, optimizer slots and updates, reductions,
+    softmax, losses and element-wise ops stay float32, and so does every tensor's dtype (the
+    rounding is inside the kernels). None or "float32" (the default): float32 throughout."""
 
     passes: tuple[str, ...] | None = None
     disable: tuple[str, ...] = ()
     allow_tf32: bool = False
+    mixed_precision: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "mixed_precision", mixed_precision_of(self.mixed_precision))
         if self.passes is not None:
             object.__setattr__(self, "passes", tuple(self.passes))
         object.__setattr__(self, "disable", tuple(self.disable))
@@ -262,6 +272,45 @@ class CompileOptions:
             )
         enabled = known if self.passes is None else self.passes
         return pipeline([p for p in enabled if p not in self.disable])
+
+
+# CompileOptions(mixed_precision=...)'s values and the precision of products each stands for
+MIXED_PRECISIONS: dict[str | None, str | None] = {
+    None: None,
+    "float32": None,
+    "bfloat16": BFLOAT16_PRODUCTS,
+    "mixed_bfloat16": BFLOAT16_PRODUCTS,
+}
+
+
+def mixed_precision_of(value: object) -> str | None:
+    """CompileOptions' `mixed_precision` as the program's graph attribute holds it ("bfloat16"
+    or None); any other value is refused, naming the ones known."""
+    if isinstance(value, str) or value is None:
+        if value in MIXED_PRECISIONS:
+            return MIXED_PRECISIONS[value]
+    known = ", ".join(repr(k) for k in MIXED_PRECISIONS)
+    raise ValueError(f"CompileOptions(mixed_precision={value!r}): unknown; known: {known}")
+
+
+def mark_mixed_precision(
+    graph: Graph, mixed_precision: str | None, target: Target = C
+) -> dict[str, dict]:
+    """Mark program graph `graph` with CompileOptions' `mixed_precision` (the attribute the
+    products' lowering, fused or not, reads) and return the pass options to compile it with
+    for `target`."""
+    mixed_precision = mixed_precision_of(mixed_precision)
+    if mixed_precision is not None:
+        _mark_graphs(graph, mixed_precision)
+    return target.pass_options()
+
+
+def _mark_graphs(graph: Graph, mixed_precision: str) -> Graph:
+    """`graph` and (copies of) the graphs nested in its ops, marked: loop bodies and branches
+    lower their products as the program does (the user's nested graphs stay unmarked)."""
+    graph.graph_attrs[MIXED_PRECISION] = mixed_precision
+    map_subgraphs(graph, lambda inner, node, key: _mark_graphs(inner, mixed_precision))
+    return graph
 
 
 def parse_pass_list(text: str | None) -> Sequence[str] | None:
@@ -333,13 +382,17 @@ def compile_program(
     verify: bool = False,
     dump: str | os.PathLike | None = None,
     lock_updates: bool = False,
+    mixed_precision: str | None = None,
 ) -> Program:
     """Compile program graph `graph` for `target`: `passes` with the target's pass options,
     then lowering. `name` names the program in its source and its build; `prefix` starts its
     exported symbols, `local_prefix` its file-local ones (several programs in one file).
     `lock_updates`: the program may run concurrently with others on the same variables (a
-    Session's host programs): updates with use_locking hold the variables' update locks."""
-    graph = run_passes(graph, passes, verify, dump, options=target.pass_options())
+    Session's host programs): updates with use_locking hold the variables' update locks.
+    `mixed_precision`: CompileOptions' ("bfloat16" or None): a graph attribute that the
+    products' lowering reads."""
+    options = mark_mixed_precision(graph, mixed_precision, target)
+    graph = run_passes(graph, passes, verify, dump, options=options)
     lowered = lower_program(
         graph, name=name, prefix=prefix, local_prefix=local_prefix, lock_updates=lock_updates
     )
@@ -353,12 +406,14 @@ def compile_stages(
     allow_soft_placement: bool = False,
     verify: bool = False,
     allow_tf32: bool = False,
+    mixed_precision: str | None = None,
 ) -> list[tuple[Stage, Program]]:
     """The programs of a program graph with ops on a GPU, one per stage in run order: the
     passes of `passes` before fusion, STAGE_CUT, then each stage compiled for its device (CUDA
     or C) with the passes of STAGE_LATE that `passes` has. A program on one device is one stage,
     compiled whole: feeds and fetches in the program's order. The GPU stages of several have
-    run_mixed (their hand-offs may stay in device memory). `allow_tf32`: CompileOptions'."""
+    run_mixed (their hand-offs may stay in device memory). `allow_tf32`, `mixed_precision`:
+    CompileOptions'."""
     graph = run_passes(graph, [p for p in passes if p not in STAGE_LATE], verify=verify)
     graph.graph_attrs.update(default_device=GPU_DEVICE, allow_soft_placement=allow_soft_placement)
     graph = run_passes(graph, STAGE_CUT, verify=verify)
@@ -368,7 +423,9 @@ def compile_stages(
         device = stages[0].device if stages else GPU_DEVICE
         on_gpu = stages[0].on_gpu if stages else True
         target = _target(on_gpu, allow_tf32)
-        program = compile_program(graph, late, target, name=name, verify=verify)
+        program = compile_program(
+            graph, late, target, name=name, verify=verify, mixed_precision=mixed_precision
+        )
         inputs = [(FEED, i) for i in range(len(graph.graph_attrs["feeds"]))]
         outputs = [(FETCH, j) for j in range(len(graph.graph_attrs["fetches"]))]
         whole = Stage(device, program.graph, inputs, outputs)  # type: ignore[arg-type]
@@ -377,7 +434,7 @@ def compile_stages(
     for i, stage in enumerate(stages):
         program = compile_program(
             stage.graph, late, _target(stage.on_gpu, allow_tf32), name=f"{name}.stage{i}",
-            mixed_io=stage.on_gpu, verify=verify,
+            mixed_io=stage.on_gpu, verify=verify, mixed_precision=mixed_precision,
         )  # fmt: skip
         stage.graph = program.graph
         compiled.append((stage, program))

@@ -23,6 +23,7 @@
 #else
 #include <cuda_runtime.h>
 #include <mma.h> /* the tensor-core convolutions (CompileOptions(allow_tf32=True)) */
+#include <cuda_bf16.h> /* mixed precision (CompileOptions(mixed_precision="bfloat16")) */
 #define TFC_CUDA_LAUNCH(kernel, blocks, threads, ...) \
     kernel<<<(blocks), (threads), 0, tfc_cuda_stream>>>(__VA_ARGS__)
 #endif
@@ -359,5 +360,84 @@ TFC_CUDA_DEFINE_BLAS_GEMM(f64, double, cublasDgemm)
 #endif
 #define tfc_cuda_gemm_i32 tfc_cuda_gemm_tiled_i32
 #define tfc_cuda_gemm_i64 tfc_cuda_gemm_tiled_i64
+
+/* -- mixed precision (CompileOptions(mixed_precision="bfloat16")): bfloat16 operands, fp32 sums --
+ * tfc_cuda_gemm_bf16_f32: tfc_cuda_gemm_f32's contract with A and B rounded to bfloat16 (to
+ * nearest, even) as a block stages them into shared memory, multiplied on tensor cores (wmma
+ * m16n16k16, sm_80 and newer) into fp32 accumulators: 4 warps, a 32 x 32 tile of C each block,
+ * 16 x 16 per warp, k in steps of 16. Rows of the staged tiles are multiples of 8 bfloat16
+ * values (wmma's ldm) and pieces start on 32 bytes. */
+#define TFC_CUDA_BF16_TILE 32
+#define TFC_CUDA_BF16_K 16
+#define TFC_CUDA_BF16_LDA (TFC_CUDA_BF16_K + 8)
+#define TFC_CUDA_BF16_LDB (TFC_CUDA_BF16_TILE + 8)
+#define TFC_CUDA_BF16_LDC (TFC_CUDA_BF16_TILE + 4)
+typedef union {
+    struct {
+        __nv_bfloat16 a[TFC_CUDA_BF16_TILE][TFC_CUDA_BF16_LDA]; /* A[i, k]: row-major */
+        __nv_bfloat16 b[TFC_CUDA_BF16_K][TFC_CUDA_BF16_LDB];    /* B[k, j]: row-major */
+    } in;
+    float c[TFC_CUDA_BF16_TILE][TFC_CUDA_BF16_LDC];
+} tfc_cuda_bf16_smem;
+
+static __global__ void tfc_cuda_gemm_bf16_kernel(int64_t M, int64_t N, int64_t K, const float *A,
+                                                 int64_t sam, int64_t sak, const float *B,
+                                                 int64_t sbk, int64_t sbn, float *C,
+                                                 int64_t tiles_n) {
+    using namespace nvcuda;
+    __shared__ __align__(32) tfc_cuda_bf16_smem sh;
+    const int tid = (int)threadIdx.x, warp = tid / 32;
+    const int row0 = warp / 2 * 16, col0 = warp % 2 * 16;
+    const int64_t i0 = (int64_t)blockIdx.x / tiles_n * TFC_CUDA_BF16_TILE;
+    const int64_t j0 = (int64_t)blockIdx.x % tiles_n * TFC_CUDA_BF16_TILE;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int64_t k0 = 0; k0 < K; k0 += TFC_CUDA_BF16_K) {
+        for (int e = tid; e < TFC_CUDA_BF16_TILE * TFC_CUDA_BF16_K; e += 128) {
+            const int r = e / TFC_CUDA_BF16_K, k = e % TFC_CUDA_BF16_K; /* A: along k */
+            const int64_t i = i0 + r, ka = k0 + k;
+            sh.in.a[r][k] = __float2bfloat16_rn(i < M && ka < K ? A[i * sam + ka * sak] : 0.0f);
+            const int kb = e / TFC_CUDA_BF16_TILE, c = e % TFC_CUDA_BF16_TILE; /* B: along j */
+            const int64_t kk = k0 + kb, j = j0 + c;
+            sh.in.b[kb][c] = __float2bfloat16_rn(kk < K && j < N ? B[kk * sbk + j * sbn] : 0.0f);
+        }
+        __syncthreads();
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
+        wmma::load_matrix_sync(a, &sh.in.a[row0][0], TFC_CUDA_BF16_LDA);
+        wmma::load_matrix_sync(b, &sh.in.b[0][col0], TFC_CUDA_BF16_LDB);
+        wmma::mma_sync(acc, a, b, acc);
+        __syncthreads();
+    }
+    wmma::store_matrix_sync(&sh.c[row0][col0], acc, TFC_CUDA_BF16_LDC, wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < TFC_CUDA_BF16_TILE * TFC_CUDA_BF16_TILE; e += 128) {
+        const int r = e / TFC_CUDA_BF16_TILE, c = e % TFC_CUDA_BF16_TILE;
+        if (i0 + r < M && j0 + c < N) C[(i0 + r) * N + j0 + c] = sh.c[r][c];
+    }
+}
+
+static inline void tfc_cuda_gemm_bf16_f32(int64_t M, int64_t N, int64_t K, const float *A,
+                                          int64_t sam, int64_t sak, const float *B, int64_t sbk,
+                                          int64_t sbn, float *C) {
+    const int64_t tiles_n = (N + TFC_CUDA_BF16_TILE - 1) / TFC_CUDA_BF16_TILE;
+    const int64_t tiles = (M + TFC_CUDA_BF16_TILE - 1) / TFC_CUDA_BF16_TILE * tiles_n;
+    TFC_CUDA_LAUNCH(tfc_cuda_gemm_bf16_kernel, (unsigned)tiles, 128, M, N, K, A, sam, sak, B, sbk,
+                    sbn, C, tiles_n);
+}
+
+/* y[i] = x[i] rounded to bfloat16, as a float: the operands of the convolution forms that do
+ * not run on tensor cores, which then multiply them as they are */
+static __global__ void tfc_cuda_round_bf16_kernel(const float *x, float *y, int64_t n) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+}
+
+static inline void tfc_cuda_round_bf16_f32(const float *x, float *y, int64_t n) {
+    int64_t blocks = (n + 255) / 256;
+    if (blocks > 4096) blocks = 4096;
+    if (blocks > 0) TFC_CUDA_LAUNCH(tfc_cuda_round_bf16_kernel, (unsigned)blocks, 256, x, y, n);
+}
 
 #endif /* TFC_CUDA_H */

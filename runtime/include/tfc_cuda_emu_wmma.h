@@ -1,13 +1,41 @@
 /* nvcuda::wmma (the warp matrix functions of <mma.h>) under CUDA device emulation: the TF32
- * shape m16n16k8 with float accumulators, what tfc's tensor-core convolution uses. A fragment
+ * shape m16n16k8 and the bfloat16 one m16n16k16 (operands __nv_bfloat16, of <cuda_bf16.h>,
+ * emulated here too) with float accumulators, what tfc's tensor-core kernels use. A fragment
  * holds its whole tile in every thread: each of a warp's threads computes the warp's whole
  * product (the same values 32 times), so the emulation checks a kernel's indexing, strides and
  * rounding, not the per-lane layout of the hardware's fragments (which no tfc kernel reads).
- * __float_to_tf32 rounds as cvt.rna.tf32.f32: to 10 mantissa bits, ties away from zero. */
+ * __float_to_tf32 rounds as cvt.rna.tf32.f32: to 10 mantissa bits, ties away from zero;
+ * __float2bfloat16_rn as cvt.rn.bf16.f32: to 7 mantissa bits, ties to even, NaN stays NaN. A
+ * bfloat16 fragment holds its values as floats (exactly), and products of two bfloat16 values
+ * are exact in fp32, so mma_sync's float arithmetic gives what the tensor cores' fp32 sums do
+ * (up to the order of the sums inside one k16 step, which the hardware does not specify). */
 #ifndef TFC_CUDA_EMU_WMMA_H
 #define TFC_CUDA_EMU_WMMA_H
 
 #include <string.h>
+
+/* <cuda_bf16.h>'s type and conversions */
+struct __nv_bfloat16 {
+    uint16_t bits;
+};
+
+static inline __nv_bfloat16 __float2bfloat16_rn(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    __nv_bfloat16 b;
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quiet, sign kept */
+        b.bits = (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    else
+        b.bits = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return b;
+}
+
+static inline float __bfloat162float(__nv_bfloat16 b) {
+    const uint32_t u = (uint32_t)b.bits << 16;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
 
 namespace nvcuda {
 namespace wmma {
@@ -66,6 +94,21 @@ static inline void load_matrix_sync(fragment<Use, M, N, K, T, col_major> &f, con
                                     unsigned ldm) {
     for (int r = 0; r < f.rows; ++r)
         for (int c = 0; c < f.cols; ++c) f.x[r * f.cols + c] = p[(size_t)c * ldm + r];
+}
+
+/* bfloat16 tiles, read as the floats they hold */
+template <typename Use, int M, int N, int K>
+static inline void load_matrix_sync(fragment<Use, M, N, K, __nv_bfloat16, row_major> &f,
+                                    const __nv_bfloat16 *p, unsigned ldm) {
+    for (int r = 0; r < f.rows; ++r)
+        for (int c = 0; c < f.cols; ++c) f.x[r * f.cols + c] = __bfloat162float(p[(size_t)r * ldm + c]);
+}
+
+template <typename Use, int M, int N, int K>
+static inline void load_matrix_sync(fragment<Use, M, N, K, __nv_bfloat16, col_major> &f,
+                                    const __nv_bfloat16 *p, unsigned ldm) {
+    for (int r = 0; r < f.rows; ++r)
+        for (int c = 0; c < f.cols; ++c) f.x[r * f.cols + c] = __bfloat162float(p[(size_t)c * ldm + r]);
 }
 
 /* d = a * b + c, each output's products added in k order after c's value */

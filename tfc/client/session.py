@@ -300,6 +300,7 @@ class Session:
         self.config = config
         self._target = target or ""
         self._allow_tf32 = compile_options(config).allow_tf32
+        self._mixed_precision = compile_options(config).mixed_precision
         self._passes = compile_options(config).pipeline()
         self._closed = False
         self._closed_by_reset: errors.OpError | None = None
@@ -522,7 +523,7 @@ class Session:
             graph = make_program_graph(self.graph, fetches, targets, request.feeds)
             compiled = compile_program(
                 graph, self._passes, C, name=program_name(fetches, targets), profile=True,
-                verify=self._verify, lock_updates=True,
+                verify=self._verify, lock_updates=True, mixed_precision=self._mixed_precision,
             )  # fmt: skip
             program = CompiledProgram(self, compiled.lowered, compiled.source)
             build = self._profiled[key] = ProfileBuild(compiled.graph, compiled.lowered, program)
@@ -585,8 +586,9 @@ class Session:
         if _placed_on_gpu(graph):
             return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
         compiled = compile_program(
-            graph, self._passes, C, name=name, verify=self._verify, lock_updates=True
-        )
+            graph, self._passes, C, name=name, verify=self._verify, lock_updates=True,
+            mixed_precision=self._mixed_precision,
+        )  # fmt: skip
         return CompiledProgram(self, compiled.lowered, compiled.source)
 
     def _placed_program(self, graph: Graph, name: str, n_fetches: int) -> Any:
@@ -597,8 +599,9 @@ class Session:
         soft = bool(getattr(self.config, "allow_soft_placement", False))
         try:
             compiled = compile_stages(
-                graph, self._passes, name, soft, verify=self._verify, allow_tf32=self._allow_tf32
-            )
+                graph, self._passes, name, soft, verify=self._verify, allow_tf32=self._allow_tf32,
+                mixed_precision=self._mixed_precision,
+            )  # fmt: skip
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
             raise errors.InvalidArgumentError(None, op, str(e)) from None

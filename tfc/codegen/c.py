@@ -17,7 +17,9 @@ from tfc.codegen import fusion
 from tfc.codegen.loops import index_expr, loop_lines, loop_statements
 from tfc.ir import dtypes as _dt
 from tfc.ir.tensor_shape import num_elements
+from tfc.ops.conv_algo import operand_sizes
 from tfc.ops.kernels import (
+    BFLOAT16_PRODUCTS,
     ArgReduceSpec,
     BandSpec,
     ConvSpec,
@@ -130,9 +132,16 @@ def gemm_lines(spec: GemmSpec, function: str) -> list[str]:
     return [*opens, f"{indent}{function}({', '.join(str(a) for a in args)});", *closes]
 
 
+def gemm_function(spec: GemmSpec, prefix: str) -> str:
+    """The runtime GEMM of `spec` named `prefix` + its tag: tfc_gemm_f32, or under mixed
+    precision tfc_gemm_bf16_f32 (tfc_gemm_bf16.h: operands rounded to bfloat16, fp32 sums)."""
+    tag = type_tag(spec.dtype)
+    return f"{prefix}_bf16_{tag}" if spec.precision == BFLOAT16_PRODUCTS else f"{prefix}_{tag}"
+
+
 def matmul_kernel(kernel: Kernel) -> KernelTemplate:
     spec: GemmSpec = kernel.spec
-    return "body", {"body": gemm_lines(spec, f"tfc_gemm_{type_tag(spec.dtype)}")}
+    return "body", {"body": gemm_lines(spec, gemm_function(spec, "tfc_gemm"))}
 
 
 def fused_kernel(kernel: Kernel) -> KernelTemplate:
@@ -200,14 +209,22 @@ def conv_kernel(kernel: Kernel) -> KernelTemplate:
     tag = type_tag(spec.dtype)
     scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in spec.plan.regions]
     fields = spec.plan.fields
-    inputs = ["x0", "x1"]
+    operands, rounding = ["x0", "x1"], []
+    if spec.plan.rounded is not None:  # mixed precision: the kernel multiplies rounded copies
+        operands = [f"s + {offset}" for offset in spec.plan.rounded]
+        sizes = operand_sizes(spec.kind, spec.geometry)
+        rounding = [
+            f"tfc_round_bf16_f32(x{i}, {copy}, {size});"
+            for i, (copy, size) in enumerate(zip(operands, sizes))
+        ]
     if spec.kind == "forward":  # the epilogue's operands (_FusedConv2D), where the plan has them
-        inputs += ["x2" if fields["bias"] else "NULL", "x3" if fields["residual"] else "NULL"]
+        operands += ["x2" if fields["bias"] else "NULL", "x3" if fields["residual"] else "NULL"]
     return "conv2d", {
         "plan": ", ".join(str(fields[k]) for k in PLAN_FIELDS),
         "function": f"{stem}_{tag}",
         "part_function": f"{stem}_part_{tag}",
-        "args": ", ".join([*inputs, "y", *scratch]),
+        "args": ", ".join([*operands, "y", *scratch]),
+        "rounding": rounding,
     }
 
 

@@ -29,7 +29,9 @@ from tfc.codegen.loops import (
     loop_statements,
     unravel,
 )
+from tfc.ops.conv_algo import operand_sizes
 from tfc.ops.kernels import (
+    BFLOAT16_PRODUCTS,
     BandSpec,
     ConvSpec,
     Geometry,
@@ -129,9 +131,10 @@ def reduce_kernel(kernel: Kernel) -> KernelTemplate:
 
 
 def matmul_kernel(kernel: Kernel) -> KernelTemplate:
-    """The GEMM on the stream (cuBLAS, or the tiled kernel); batches loop on the host."""
+    """The GEMM on the stream (cuBLAS, or the tiled kernel; under mixed precision the
+    tensor-core one of bfloat16 operands); batches loop on the host."""
     spec = kernel.spec
-    return "matmul", {"body": c.gemm_lines(spec, f"tfc_cuda_gemm_{c.type_tag(spec.dtype)}")}
+    return "matmul", {"body": c.gemm_lines(spec, c.gemm_function(spec, "tfc_cuda_gemm"))}
 
 
 def rows_kernel(kernel: Kernel) -> KernelTemplate:
@@ -205,7 +208,12 @@ def conv_forms(steps: list, allow_tf32: bool = False) -> list[tuple[str, str, st
             spec = bound.kernel.spec
             if isinstance(spec, ConvSpec):
                 form = conv_form(spec)
-                cores = ", TF32 tensor cores" if tensor_cores(spec, form, allow_tf32) else ""
+                if spec.precision == BFLOAT16_PRODUCTS:
+                    cores = ", bf16 tensor cores" if bf16_cores(spec, form) else ", bf16 operands"
+                elif tensor_cores(spec, form, allow_tf32):
+                    cores = ", TF32 tensor cores"
+                else:
+                    cores = ""
                 forms.append((step.node, step.op, form.describe() + cores))
     return forms
 
@@ -277,14 +285,46 @@ def tensor_cores(spec: ConvSpec, form: ConvForm, allow_tf32: bool) -> bool:
     return allow_tf32 and form.gemm and form.chunks == 1 and spec.dtype.name == "float32"
 
 
+def bf16_cores(spec: ConvSpec, form: ConvForm) -> bool:
+    """Whether a mixed-precision convolution's GEMM runs on tensor cores (wmma m16n16k16,
+    bfloat16 operands converted as they are staged, fp32 sums): as `tensor_cores` allows TF32.
+    The other forms multiply copies of the operands rounded to bfloat16 (`conv_kernel`)."""
+    return spec.precision == BFLOAT16_PRODUCTS and tensor_cores(spec, form, True)
+
+
 def conv_kernel(kernel: Kernel, tf32: bool = False) -> KernelTemplate:
     """The template of the form `conv_form` picks, with the geometry's sizes; with `tf32`,
-    the tensor-core GEMM where `tensor_cores` allows it."""
+    the tensor-core GEMM where `tensor_cores` allows it; under mixed precision the bfloat16
+    one where `bf16_cores` does, else the form's kernel on the operands rounded first into the
+    scratch regions of the plan (ConvPlan.rounded)."""
+    template, data = _conv_kernel(kernel, tf32)
+    spec: ConvSpec = kernel.spec
+    data["rounding"] = []
+    if spec.plan.rounded is not None and template != "conv2d_gemm_wmma_bf16":
+        copies = [f"s + {offset}" for offset in spec.plan.rounded]
+        sizes = operand_sizes(spec.kind, spec.geometry)
+        data["rounding"] = [
+            f"tfc_cuda_round_bf16_f32(x{i}, {copy}, {size});"
+            for i, (copy, size) in enumerate(zip(copies, sizes))
+        ]
+        for launch in data["launches"]:
+            launch["args"] = launch["args"].replace(", x0, x1", f", {copies[0]}, {copies[1]}")
+    return template, data
+
+
+def _conv_kernel(kernel: Kernel, tf32: bool) -> KernelTemplate:
     spec: ConvSpec = kernel.spec
     g = spec.geometry
     form = conv_form(spec)
     data: dict = dict(g.__dict__, T=spec.dtype.c_type)
     data["unused"] = [p.name for p in kernel.params[3:]]  # the C kernel's scratch
+    if form.gemm and bf16_cores(spec, form):
+        _, data = _conv_gemm(spec, form, data, True)
+        # bfloat16 tiles: rows of multiples of 8 values (wmma's ldm for 16-bit operands)
+        return "conv2d_gemm_wmma_bf16", data | {
+            "h_a_rows": data["bm"] + 8,
+            "h_b_cols": data["bn"] + 8,
+        }
     if form.gemm:
         return _conv_gemm(spec, form, data, tensor_cores(spec, form, tf32))
     if spec.kind == "filter":

@@ -71,6 +71,8 @@ from tfc.ops.fusion import (
     value_args,
 )
 from tfc.ops.kernels import (
+    BFLOAT16_PRODUCTS,
+    MIXED_PRECISION,
     Kernel,
     Param,
     c_literal,
@@ -102,6 +104,9 @@ class FusedSpec:
     in_dtypes: tuple[_dt.DType, ...]
     in_shapes: tuple[tuple[int, ...], ...]
     plan: Plan
+    # the program's mixed precision (kernels.MIXED_PRECISION): a float32 MatMul member's GEMM
+    # rounds its operands to bfloat16 (tfc_gemm_bf16_f32_ex, tfc_cuda_gemm_bf16_f32)
+    precision: str | None = None
 
     @property
     def reduces(self) -> list[int]:
@@ -115,11 +120,21 @@ def lower_fusion(ctx: OpContext) -> list[Kernel]:
     grad = update.grad if update is not None else None
     in_shapes = tuple(tuple(s) for s in ctx.in_shapes)
     plan = plan_fusion(list(members), list(outputs), list(in_shapes), grad)
+    precision = ctx.graph.graph_attrs.get(MIXED_PRECISION) if ctx.graph is not None else None
     spec = FusedSpec(
         ctx.name, members, outputs, update, ctx.attrs.get("row_scratch"),
-        ctx.attrs.get("accumulate"), tuple(ctx.in_dtypes), in_shapes, plan,
+        ctx.attrs.get("accumulate"), tuple(ctx.in_dtypes), in_shapes, plan, precision,
     )  # fmt: skip
     return [Kernel("fused", _params(spec), spec)]
+
+
+def gemm_function(spec: FusedSpec, m: Member, prefix: str) -> str:
+    """The runtime GEMM of MatMul member `m` named `prefix` + its tag (tfc_gemm_f32, ...), or
+    its bfloat16-operand form under mixed precision for a float32 product."""
+    tag = type_tag(m.dtype)
+    if spec.precision == BFLOAT16_PRODUCTS and m.dtype is _dt.float32:
+        return f"{prefix}_bf16_{tag}"
+    return f"{prefix}_{tag}"
 
 
 def _params(spec: FusedSpec) -> list[Param]:
@@ -359,7 +374,8 @@ def _gemm_accumulate(spec: FusedSpec) -> list[str]:
     one = c_literal(1, mm.dtype)
     return [
         f"    if (y0 != x{k}) memcpy(y0, x{k}, {rows * n} * sizeof({mm.dtype.c_type}));",
-        f"    tfc_gemm_{type_tag(mm.dtype)}_ex({rows}, {n}, {depth}, x{a}, {sam}, {sak}, x{b}, "
+        f"    {gemm_function(spec, mm, 'tfc_gemm')}_ex({rows}, {n}, {depth}, x{a}, {sam}, {sak}, "
+        f"x{b}, "
         f"{sbk}, {sbn}, y0, {n}, {one}, {one}, NULL, 0);",
     ]
 
@@ -402,7 +418,7 @@ def _dense_head(spec: FusedSpec) -> str | None:
     m_rows, n = mm.shape
     one, zero = c_literal(1, mm.dtype), c_literal(0, mm.dtype)
     return (
-        f"tfc_gemm_{type_tag(mm.dtype)}_ex({m_rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
+        f"{gemm_function(spec, mm, 'tfc_gemm')}_ex({m_rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
         f"{sbk}, {sbn}, y0, {n}, {one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, "
         f"{int(relu)});"
     )
@@ -555,7 +571,8 @@ def _gemm_rows(
     count = f"({rows} - i0 < {block} ? {rows} - i0 : {block})" if rows % block else str(block)
     if m.dtype.is_floating:
         call = (
-            f"tfc_gemm_{type_tag(m.dtype)}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, x{b}, "
+            f"{gemm_function(spec, m, 'tfc_gemm')}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, "
+            f"x{b}, "
             f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
         )
     else:  # integer products have no _ex form (nor its alpha, beta, bias): rows of n values
@@ -655,7 +672,8 @@ class _CudaFusion:
         rows, n = m.shape
         out = f"y{plan.row_buffer}"
         return [
-            f"tfc_cuda_gemm_{type_tag(m.dtype)}({rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
+            f"{gemm_function(self.spec, m, 'tfc_cuda_gemm')}({rows}, {n}, {k}, x{a}, {sam}, {sak}, "
+            f"x{b}, "
             f"{sbk}, {sbn}, {out});"
         ]
 

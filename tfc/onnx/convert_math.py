@@ -255,6 +255,18 @@ def _shrink(ctx: NodeContext) -> list:
 @converter("PRelu")
 def _prelu(ctx: NodeContext) -> list:
     x, slope = ctx.input(0), ctx.input(1)
+    x_shape, slope_shape = x._shape_tuple, slope._shape_tuple
+    if (
+        x_shape is not None
+        and slope_shape is not None
+        and len(slope_shape) == 1
+        and len(x_shape) >= 3
+        and slope_shape[0] not in (1, x_shape[-1])
+        and slope_shape[0] == x_shape[1]
+    ):
+        # one slope per channel, as opset 6 broadcast it (ONNX's version converter keeps
+        # such a slope as it is, which numpy's rules of opset 7 would refuse)
+        slope = _array.reshape(slope, [slope_shape[0], *[1] * (len(x_shape) - 2)])
     return [
         elementwise(
             ctx,

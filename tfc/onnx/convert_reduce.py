@@ -53,7 +53,8 @@ def _reduce_op(
         axes = sorted({a + rank if a < 0 else a for a in axes})
         if x.dtype == _dt.bool_:  # ReduceMax/Min of booleans: any/all, computed on 0 and 1
             ints = fn(_math.cast(x, _dt.int32), axes, keep)
-            return [_math.cast(ints, _dt.bool_)]
+            # > 0, not a cast: an empty max is int32's lowest, which must read False
+            return [_logic.greater(ints, constant(np.int32(0)))]
         twin = ctx.twin(x)
         if twin is not None and keep:
             perm = channels_last_perm(rank)

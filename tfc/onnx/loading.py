@@ -61,8 +61,30 @@ def load_model(model: Any) -> tuple[Any, str]:
             f"import_model takes an onnx.ModelProto, its bytes or a file path, got "
             f"{type(model).__name__}"
         )
+    proto = upgrade_old_opset(onnx, proto, source)
     check_model(onnx, proto, source)
     return proto, source
+
+
+def upgrade_old_opset(onnx: Any, proto: Any, source: str) -> Any:
+    """A model of a default-domain opset older than MIN_OPSET (PyTorch's early exporters wrote
+    opset 6: Add with `broadcast` and `axis`, Dropout with `is_test`) converted to MIN_OPSET by
+    ONNX's own version converter, whose adapters rewrite those operators; a newer model as it
+    is. A model the converter cannot bring forward is refused naming its opset."""
+    opset = default_opset(proto)
+    if not opset or opset >= MIN_OPSET:
+        return proto
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(proto, MIN_OPSET)
+    except (RuntimeError, ValueError, onnx.checker.ValidationError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise OnnxImportError(
+            f"{source}: the model uses opset {opset} of the default ONNX domain, which tfc "
+            f"imports only as ONNX's version converter brings it to opset {MIN_OPSET}, and the "
+            f"converter fails: {first}"
+        ) from None
 
 
 def fixed_input_batch(path: str | os.PathLike, input_name: str | None = None) -> int | None:

@@ -35,6 +35,8 @@ from tfc.ops.kernels import (
     Param,
     WindowSpec,
     loop_kernel,
+    product_operands,
+    product_precision,
     view,
 )
 from tfc.ops.registry import (
@@ -222,7 +224,8 @@ def conv_kernel(
         plan.fields.update(ldy=channels[0], y_off=channels[1])
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
-    return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype))
+    precision = product_precision(ctx)
+    return Kernel("conv2d", params, ConvSpec(kind, g, plan, dtype, precision))
 
 
 def conv_scratch(ctx: OpContext, kind: str, g: Geometry | None) -> int:
@@ -255,6 +258,7 @@ def _conv2d_infer(ctx: OpContext) -> list:
 
 
 def _conv2d_reference(ctx: OpContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    x, f = product_operands(ctx, x, f)
     g = conv_geometry(ctx, x.shape, f.shape)
     if empty_output(g) or empty_sum(g):
         return np.zeros(g.out_shape, x.dtype)

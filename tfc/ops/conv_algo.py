@@ -44,8 +44,10 @@ without padding (`pointwise`) taking im2col reads x as its column matrix: no cop
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tfc.ir import dtypes as _dt
-from tfc.ops.kernels import ConvPlan, Geometry
+from tfc.ops.kernels import ConvPlan, Geometry, product_precision
 from tfc.ops.registry import OpContext
 
 ALGORITHMS = ("direct", "im2col", "columns")
@@ -182,7 +184,35 @@ def _wide_pixels(channels: int, dtype: _dt.DType, pix: int) -> int:
 
 
 def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
-    """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`."""
+    """The plan of op `kind` ("forward", "input" or "filter") of convolution `g`; under mixed
+    precision (kernels.product_precision), with room for its operands rounded to bfloat16."""
+    plan = _plan_algorithm(ctx, kind, g, dtype)
+    if product_precision(ctx) is None:
+        return plan
+    return with_rounded_operands(plan, kind, g)
+
+
+def operand_sizes(kind: str, g: Geometry) -> tuple[int, int]:
+    """Elements of a convolution kernel's operands x0 and x1: (image, filter) forward,
+    (filter, output gradient) for the input gradient, (image, output gradient) for the filter's."""
+    image = g.batch * g.in_h * g.in_w * g.in_c
+    kernel = g.k_h * g.k_w * g.in_c * g.out_c
+    gradient = g.batch * g.out_h * g.out_w * g.out_c
+    return {"forward": (image, kernel), "input": (kernel, gradient), "filter": (image, gradient)}[
+        kind
+    ]
+
+
+def with_rounded_operands(plan: ConvPlan, kind: str, g: Geometry) -> ConvPlan:
+    """`plan` with two more scratch regions after its own: x0 and x1 rounded to bfloat16 (the
+    kernels of every variant then multiply them as they are, summing in fp32)."""
+    start = _round_up(plan.scratch_elements, ALIGN_ELEMENTS)
+    offsets, total = _layout(list(operand_sizes(kind, g)))
+    first, second = (start + (o or 0) for o in offsets)
+    return replace(plan, rounded=(first, second), scratch_elements=start + total)
+
+
+def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     fields = dict(g.__dict__)
     fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, bias=0, residual=0, act=0)
     fields.update(ldy=g.out_c, y_off=0)

@@ -41,7 +41,7 @@ from tfc.ops.conv import (
 from tfc.ops.conv_algo import check_algorithm
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
-from tfc.ops.kernels import Geometry
+from tfc.ops.kernels import Geometry, product_operands
 from tfc.ops.registry import (
     HALVES_IN_FLOAT32,
     OpContext,
@@ -131,6 +131,7 @@ def _backprop_input_infer(ctx: OpContext) -> list:
 def _backprop_input_reference(
     ctx: OpContext, sizes: np.ndarray, f: np.ndarray, dy: np.ndarray
 ) -> np.ndarray:
+    f, dy = product_operands(ctx, f, dy)
     g = conv_geometry(ctx, int_list(sizes), f.shape)
     if empty_output(g) or empty_sum(g) or num_elements(g.in_shape) == 0:
         return np.zeros(g.in_shape, f.dtype)
@@ -200,6 +201,7 @@ def _backprop_filter_infer(ctx: OpContext) -> list:
 def _backprop_filter_reference(
     ctx: OpContext, x: np.ndarray, sizes: np.ndarray, dy: np.ndarray
 ) -> np.ndarray:
+    x, dy = product_operands(ctx, x, dy)
     f_shape = tuple(int_list(sizes))
     g = conv_geometry(ctx, x.shape, f_shape)
     if empty_output(g) or empty_sum(g) or num_elements(g.in_shape) == 0:

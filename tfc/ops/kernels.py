@@ -23,6 +23,37 @@ import numpy as np
 
 from tfc.ir import dtypes as _dt
 
+# CompileOptions(mixed_precision="bfloat16"): the program graph's attribute MIXED_PRECISION holds
+# BFLOAT16_PRODUCTS, and its float32 matrix products and convolutions round their operands to
+# bfloat16 (to nearest, even) and sum in fp32 (GemmSpec.precision, ConvSpec.precision)
+MIXED_PRECISION = "mixed_precision"
+BFLOAT16_PRODUCTS = "bfloat16"
+
+
+def product_precision(ctx: Any) -> str | None:
+    """The precision of the operands of the product (MatMul, a convolution) whose lowering
+    sees context `ctx`: BFLOAT16_PRODUCTS under mixed precision where the graph holds it as
+    float32, else None (its dtype's own). A 16-bit float product that runs in float32
+    (OpDef.computes_in) keeps its precision."""
+    graph = ctx.graph
+    if graph is None or graph.graph_attrs.get(MIXED_PRECISION) is None:
+        return None
+    if ctx.name in graph.nx and graph.node(ctx.name)["dtypes"][0] is not _dt.float32:
+        return None
+    return graph.graph_attrs[MIXED_PRECISION] if ctx.out_dtypes[0] is _dt.float32 else None
+
+
+def product_operands(ctx: Any, *operands: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A product's operands as its kernels multiply them: rounded to bfloat16 (as float32
+    values) where `product_precision(ctx)` says so, else as they are. The ops' NumPy references
+    call it, so that folding a product of constants gives what its kernel would."""
+    if product_precision(ctx) is None:
+        return operands
+    return tuple(
+        _dt.to_float32(_dt.as_numpy(np.asarray(v, np.float32), _dt.bfloat16), _dt.bfloat16)
+        for v in operands
+    )
+
 
 @dataclass(frozen=True)
 class Param:
@@ -108,6 +139,7 @@ class GemmSpec:
     sbn: int
     batch: tuple[int, ...]
     batch_strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    precision: str | None = None  # BFLOAT16_PRODUCTS: operands rounded to bfloat16, fp32 sums
 
 
 @dataclass(frozen=True)
@@ -183,6 +215,9 @@ class ConvPlan:
     fields: dict[str, int]  # every field of tfc_conv_plan, by name
     regions: tuple[int | None, ...]  # element offset of each scratch buffer in the scratch
     scratch_elements: int
+    # mixed precision: the element offsets in the scratch of x0's and x1's copies rounded to
+    # bfloat16, which the kernel reads instead of x0 and x1 (after `regions`)
+    rounded: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +230,7 @@ class ConvSpec:
     geometry: Geometry
     plan: ConvPlan
     dtype: _dt.DType
+    precision: str | None = None  # BFLOAT16_PRODUCTS: operands rounded to bfloat16, fp32 sums
 
 
 @dataclass(frozen=True)

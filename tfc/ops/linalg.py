@@ -20,6 +20,8 @@ from tfc.ops.kernels import (
     collapse,
     contiguous_strides,
     loop_kernel,
+    product_operands,
+    product_precision,
     view,
 )
 from tfc.ops.registry import (
@@ -93,6 +95,7 @@ def _batch_matmul_infer(ctx: OpContext) -> list:
 
 # -- NumPy references ----------------------------------------------------------------------------
 def _matmul_reference(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = product_operands(ctx, a, b)
     ta, tb = _flags(ctx)
     a = np.swapaxes(a, -1, -2) if ta else a
     b = np.swapaxes(b, -1, -2) if tb else b
@@ -132,8 +135,9 @@ def _matmul_lower(ctx: OpContext) -> list[Kernel]:
     c_strides = tuple(s * m * n for s in contiguous_strides(batch))
     bounds, (c_st, a_st, b_st) = collapse(batch, [c_strides, a_strides, b_strides])
     spec = GemmSpec(
-        dtype, m, n, k, sam, sak, sbk, sbn, tuple(bounds), (tuple(c_st), tuple(a_st), tuple(b_st))
-    )
+        dtype, m, n, k, sam, sak, sbk, sbn, tuple(bounds), (tuple(c_st), tuple(a_st), tuple(b_st)),
+        product_precision(ctx),
+    )  # fmt: skip
     params = [
         Param("y", dtype.c_type, False, "out0"),
         Param("x0", dtype.c_type, True, "in0"),

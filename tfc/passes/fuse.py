@@ -72,7 +72,7 @@ def fuse_elementwise(
         graph,
         lambda inner, node, key: fuse_elementwise(inner, matmul_groups, row_scratch, accumulate),
     )
-    fuser = _Fuser(graph, matmul_groups, row_scratch, accumulate)
+    fuser = Fuser(graph, matmul_groups, row_scratch, accumulate)
     for name in fuser.order:
         fuser.place(name)
     for name in fuser.order:
@@ -84,7 +84,7 @@ def fuse_elementwise(
     return graph
 
 
-class _Fuser:
+class Fuser:
     """Clusters of nodes (each node starts alone); fusable clusters grow by merging."""
 
     def __init__(
@@ -106,7 +106,21 @@ class _Fuser:
             n: k for n in self.order
             if (k := _kind(graph, n)) is not None and (matmul_groups or k != "matmul")
         }  # fmt: skip
-        self.succ = _ordering_edges(graph)
+        # successors in the order the scheduler must respect: data and control edges, and the
+        # variable rules (a read before a write it does not depend on; writes of one variable in
+        # creation order); a group that would put a reader after its writer is a cycle
+        order = dependency_graph(graph)
+        self.succ = {n: set(order.successors(n)) for n in order.nodes}
+        # a topological rank in the scheduler's order, and the highest rank of a node in a
+        # cluster of more than one: a path from a node ranked above it meets only single-node
+        # clusters of higher ranks, so the cycle check stops there
+        self.rank = {
+            n: i
+            for i, n in enumerate(
+                nx.lexicographical_topological_sort(order, key=lambda n: graph.node(n)["id"])
+            )
+        }
+        self.merged_rank = -1
         self.cluster = {n: i for i, n in enumerate(self.order)}
         self.nodes: dict[int, set[str]] = {i: {n} for i, n in enumerate(self.order)}
         self.fusable: set[int] = set()  # clusters that are fusion groups
@@ -201,9 +215,19 @@ class _Fuser:
 
     def _acyclic(self, clusters: set[int]) -> bool:
         """Whether merging `clusters` keeps the graph of clusters acyclic: no path leaves them
-        and comes back."""
-        succ = self.succ.__getitem__
-        stack = [self.cluster[w] for c in clusters for n in self.nodes[c] for w in succ(n)]
+        and comes back. Nodes ranked above every member of `clusters` and of any cluster of
+        more than one are not followed: all that is reachable from them is single nodes of
+        still higher ranks (without this bound, each check of a long chain walked the whole
+        rest of the graph)."""
+        succ, rank = self.succ.__getitem__, self.rank
+        bound = max(self.merged_rank, max(rank[n] for c in clusters for n in self.nodes[c]))
+        stack = [
+            self.cluster[w]
+            for c in clusters
+            for n in self.nodes[c]
+            for w in succ(n)
+            if rank[w] <= bound
+        ]
         stack = [k for k in stack if k not in clusters]
         seen: set[int] = set()
         while stack:
@@ -213,6 +237,8 @@ class _Fuser:
             seen.add(k)
             for n in self.nodes[k]:
                 for w in succ(n):
+                    if rank[w] > bound:
+                        continue
                     if self.cluster[w] in clusters:
                         return False
                     stack.append(self.cluster[w])
@@ -226,6 +252,8 @@ class _Fuser:
                 self.nodes[target].add(n)
             self.fusable.discard(c)
         self.fusable.add(target)
+        if len(self.nodes[target]) > 1:
+            self.merged_rank = max(self.merged_rank, *(self.rank[n] for n in self.nodes[target]))
 
 
 def _reads_before_writes(spec: Spec, plan, written: set[int]) -> bool:
@@ -242,20 +270,12 @@ def _reads_before_writes(spec: Spec, plan, written: set[int]) -> bool:
     )
 
 
-def _saves_kernels(fuser: _Fuser, c: int) -> bool:
+def _saves_kernels(fuser: Fuser, c: int) -> bool:
     """A group worth a Fusion node: it replaces at least two kernels."""
     update = fuser.update.get(c)
     skipped = {update[0], *update[1]} if update else set()
     kernels = [n for n in fuser.nodes[c] if n not in skipped and fuser.kinds[n] != "view"]
     return len(kernels) + (1 if update else 0) >= 2
-
-
-def _ordering_edges(graph: Graph) -> dict[str, set[str]]:
-    """The successors of each node in the order the scheduler must respect: data and control
-    edges, and the variable rules (a read before a write it does not depend on; writes of one
-    variable in creation order). A group that would put a reader after its writer is a cycle."""
-    order = dependency_graph(graph)
-    return {n: set(order.successors(n)) for n in order.nodes}
 
 
 def _kind(graph: Graph, name: str) -> str | None:
@@ -280,7 +300,7 @@ def _kind(graph: Graph, name: str) -> str | None:
     return member_kind(node["op"], node["attrs"], in_dtypes, in_shapes, node["shapes"][0], consts)
 
 
-def _views_needed(graph: Graph, fuser: _Fuser, views: list[str], group: set[str]) -> bool:
+def _views_needed(graph: Graph, fuser: Fuser, views: list[str], group: set[str]) -> bool:
     """Whether anything but the fused update reads the views between it and its gradient."""
     return any(
         (v, 0) in fuser.fetched or any(c not in group for c, _ in graph.consumers(v, 0))
@@ -316,7 +336,7 @@ class Spec:
         self.row_scratch: int | None = None  # a MatMul exported only to hold its rows
 
 
-def build_spec(graph: Graph, group: set[str], fuser: _Fuser, update: tuple | None) -> Spec:
+def build_spec(graph: Graph, group: set[str], fuser: Fuser, update: tuple | None) -> Spec:
     spec = Spec()
     spec.names = sorted(group, key=fuser.topo.get)
     index = {n: j for j, n in enumerate(spec.names)}
@@ -382,7 +402,7 @@ def build_spec(graph: Graph, group: set[str], fuser: _Fuser, update: tuple | Non
     return spec
 
 
-def _rewrite(graph: Graph, fuser: _Fuser, group: set[str]) -> None:
+def _rewrite(graph: Graph, fuser: Fuser, group: set[str]) -> None:
     c = fuser.cluster[next(iter(group))]
     update = fuser.update.get(c)
     apply, views, _ = update if update is not None else (None, [], None)

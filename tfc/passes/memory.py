@@ -42,6 +42,7 @@ a second buffer in the While's scratch, and the two swap after each iteration).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -357,7 +358,7 @@ def _best_fit(
     """Place buffers in `order`, each into the smallest gap left between the already placed
     buffers whose lifetimes overlap its own, or on top of them."""
     offsets = [0] * len(buffers)
-    placed: list[int] = []
+    placed = OverlapIndex(buffers)
     top = 0
     for b in order:
         size = _align(buffers[b].nbytes, align)
@@ -365,8 +366,7 @@ def _best_fit(
             continue
         busy = sorted(
             (offsets[p], offsets[p] + _align(buffers[p].nbytes, align))
-            for p in placed
-            if buffers[p].overlaps(buffers[b])
+            for p in placed.overlapping(buffers[b])
         )
         best, best_gap, cursor = None, None, 0
         for start, end in busy:
@@ -375,9 +375,51 @@ def _best_fit(
                 best, best_gap = cursor, gap
             cursor = max(cursor, end)
         offsets[b] = best if best is not None else cursor
-        placed.append(b)
+        placed.add(b)
         top = max(top, offsets[b] + size)
     return offsets, top
+
+
+class OverlapIndex:
+    """Buffers (indices into `buffers`) added one by one, and which of them overlap a lifetime:
+    those alive at its first step (a segment tree over the steps: each buffer is stored at the
+    O(log steps) nodes that cover its lifetime) and those that start within it (a list sorted by
+    first step). A query costs O(log steps) plus what it returns, not a scan of every buffer
+    placed (which made placement quadratic in the buffers of a large program)."""
+
+    def __init__(self, buffers: list[Buffer]) -> None:
+        self.buffers = buffers
+        self.steps = max((b.last for b in buffers), default=0) + 1
+        self.cover: dict[int, list[int]] = {}  # segment tree node -> buffers covering it
+        self.starts: list[tuple[int, int]] = []  # (first step, buffer), sorted
+
+    def add(self, index: int) -> None:
+        b = self.buffers[index]
+        bisect.insort(self.starts, (b.first, index))
+        stack = [(1, 0, self.steps - 1)]
+        while stack:
+            node, lo, hi = stack.pop()
+            if b.last < lo or hi < b.first:
+                continue
+            if b.first <= lo and hi <= b.last:
+                self.cover.setdefault(node, []).append(index)
+                continue
+            mid = (lo + hi) // 2
+            stack += [(2 * node, lo, mid), (2 * node + 1, mid + 1, hi)]
+
+    def overlapping(self, buffer: Buffer) -> list[int]:
+        found = []
+        node, lo, hi, step = 1, 0, self.steps - 1, buffer.first
+        while True:  # alive at its first step
+            found += self.cover.get(node, ())
+            if lo == hi:
+                break
+            mid = (lo + hi) // 2
+            node, lo, hi = (2 * node, lo, mid) if step <= mid else (2 * node + 1, mid + 1, hi)
+        start = bisect.bisect_right(self.starts, (buffer.first, len(self.buffers)))
+        end = bisect.bisect_right(self.starts, (buffer.last, len(self.buffers)))
+        found += [index for _, index in self.starts[start:end]]  # starting within it
+        return found
 
 
 def place_by_size(buffers: list[Buffer], align: int = ARENA_ALIGN) -> tuple[list[int], int]:

@@ -166,6 +166,11 @@ def _list_schedule(order: nx.DiGraph, costs: Costs, reverse: bool, peak_aware: b
     builds the order from the end: placing a node (last among those left) makes the inputs it
     reads last alive and ends its outputs' lives, so each value is computed as late as its
     readers allow; the result is reversed.
+
+    A ready node's effect is kept up to date incrementally: it changes only when a buffer it
+    reads becomes (forward) or stops being (reverse) one whose next reader is its last, which
+    happens once or twice per buffer, so a buffer's readers are revisited at most twice in all,
+    not at every step (a fan-out of thousands of readers made that quadratic).
     """
     size, readers, reads, writes, inplace = (
         costs.size, costs.readers, costs.reads, costs.writes, costs.inplace,
@@ -175,19 +180,22 @@ def _list_schedule(order: nx.DiGraph, costs: Costs, reverse: bool, peak_aware: b
     tie = {n: -i if reverse else i for n, i in costs.id.items()}
     left = dict(readers)  # forward: readers not yet run; reverse: readers not yet placed
     free: list[tuple[int, str]] = []  # heap of ready nodes that touch no arena buffer
-    costly: dict[str, tuple[int, int]] = {}  # ready node -> its effect
+    costly = ReadyByEffect()  # ready nodes that touch arena buffers, by their effect
     live = peak = 0
     result = []
 
+    def starts(t: tuple) -> bool:
+        """Whether the node run (placed) now that reads `t` starts or ends its life."""
+        return left[t] == readers[t] if reverse else left[t] == 1
+
     def effect(n: str) -> tuple[int, int]:
         """(bytes it adds to the live bytes while it runs, change of the live bytes after)."""
+        start = [t for t in reads[n] if starts(t)]
         if reverse:
-            start = [t for t in reads[n] if left[t] == readers[t]]  # n is their last reader
             during = sum(size[t] for t in start)
             during += sum(size[t] for t in writes[n] if not readers[t])
             grow = during - sum(size[t] for t in writes[n])
         else:
-            start = [t for t in reads[n] if left[t] == 1]  # n is their last reader
             during = sum(size[t] for t in writes[n])
             grow = -sum(size[t] for t in start)
             grow += sum(size[t] for t in writes[n] if readers[t])
@@ -197,7 +205,7 @@ def _list_schedule(order: nx.DiGraph, costs: Costs, reverse: bool, peak_aware: b
 
     def make_ready(n: str) -> None:
         if reads[n] or writes[n]:
-            costly[n] = effect(n)
+            costly.add(n, effect(n), tie[n])
         else:
             heapq.heappush(free, (tie[n], n))
 
@@ -209,25 +217,79 @@ def _list_schedule(order: nx.DiGraph, costs: Costs, reverse: bool, peak_aware: b
             n = heapq.heappop(free)[1]
         else:
             if peak_aware:
-                n = min(
-                    costly, key=lambda m: (max(live + costly[m][0], peak), costly[m][1], tie[m])
+                n, (during, grow) = costly.pop_least(
+                    lambda e, live=live, peak=peak: (max(live + e[0], peak), e[1])
                 )
             else:
-                n = min(costly, key=lambda m: (costly[m][1], costly[m][0], tie[m]))
-            during, grow = costly.pop(n)
+                n, (during, grow) = costly.pop_least(lambda e: (e[1], e[0]))
             peak, live = max(peak, live + during), live + grow
+            changed = []
             for t in reads[n]:
+                before = starts(t)
                 left[t] -= 1
-            for t in reads[n]:  # the readers of these buffers may now free or start them
+                if starts(t) != before:
+                    changed.append(t)
+            for t in changed:  # the readers of these buffers may now free or start them
                 for m in costs.model.readers[t]:
                     if m in costly:
-                        costly[m] = effect(m)
+                        costly.update(m, effect(m), tie[m])
         result.append(n)
         for m in after[n]:
             waiting[m] -= 1
             if waiting[m] == 0:
                 make_ready(m)
     return result[::-1] if reverse else result
+
+
+Effect = tuple[int, int]
+
+
+class ReadyByEffect:
+    """Ready nodes grouped by their effect, each group a heap by tie-break rank: choosing the
+    node of least (key(effect), rank) looks at one node per distinct effect, not at every ready
+    node (the thousands of same-size readers of one tensor are one group)."""
+
+    def __init__(self) -> None:
+        self.effect: dict[str, Effect] = {}
+        self.groups: dict[Effect, list[tuple[int, str]]] = {}  # may hold stale entries
+        self.count: dict[Effect, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.effect)
+
+    def __contains__(self, node: str) -> bool:
+        return node in self.effect
+
+    def add(self, node: str, effect: Effect, rank: int) -> None:
+        self.effect[node] = effect
+        heapq.heappush(self.groups.setdefault(effect, []), (rank, node))
+        self.count[effect] = self.count.get(effect, 0) + 1
+
+    def update(self, node: str, effect: Effect, rank: int) -> None:
+        if self.effect[node] != effect:
+            self._leave(node)
+            self.add(node, effect, rank)
+
+    def pop_least(self, key: Callable[[Effect], tuple]) -> tuple[str, Effect]:
+        """Remove and return the node of least (key(its effect), its rank), with its effect."""
+        best = None
+        for effect, heap in self.groups.items():
+            while self.effect.get(heap[0][1]) != effect:  # moved to another group, or run
+                heapq.heappop(heap)
+            candidate = (key(effect), heap[0][0], effect)
+            if best is None or candidate < best:
+                best = candidate
+        assert best is not None, "pop_least of no ready node"
+        effect = best[2]
+        node = heapq.heappop(self.groups[effect])[1]
+        self._leave(node)
+        return node, effect
+
+    def _leave(self, node: str) -> None:
+        effect = self.effect.pop(node)
+        self.count[effect] -= 1
+        if not self.count[effect]:
+            del self.count[effect], self.groups[effect]
 
 
 SCHEDULERS: dict[str, Callable[[nx.DiGraph, Costs], list[str]]] = {

@@ -320,6 +320,12 @@ def _add_inspect_commands(sub: argparse._SubParsersAction) -> None:
         help="show which GPU convolutions CompileOptions(allow_tf32=True) puts on tensor cores",
     )
     ins.add_argument(
+        "--mixed-precision",
+        metavar="DTYPE",
+        help="compile as CompileOptions(mixed_precision=DTYPE) does ('bfloat16': matrix "
+        "products and convolutions multiply bfloat16 operands, sum in fp32)",
+    )
+    ins.add_argument(
         "--profile",
         action="store_true",
         help="also run the program's profile build (random features, labels 0) and print the "
@@ -377,7 +383,11 @@ def _inspect(args: argparse.Namespace) -> int:
         return _footprint(args)
     try:
         args.batch = _batch(args, 32)
-        options = CompileOptions(passes=parse_pass_list(args.passes), allow_tf32=args.allow_tf32)
+        options = CompileOptions(
+            passes=parse_pass_list(args.passes),
+            allow_tf32=args.allow_tf32,
+            mixed_precision=args.mixed_precision,
+        )
         result = inspect_model(_model(args), args.signature, args.batch, options, args.dump_after)
         dump = write_dump(result, args.output)
     except (ModelError, FileNotFoundError, ValueError, OSError) as e:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from tfc.compiler import (
     CompileOptions,
     Pass,
     compile_program,
+    mark_mixed_precision,
     pass_name,
     pipeline,
     run_passes,
@@ -49,6 +50,7 @@ from tfc.compiler import (
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
 from tfc.ir.tensor_shape import num_elements
+from tfc.ops.kernels import BFLOAT16_PRODUCTS, ConvSpec, GemmSpec
 from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
 
 __all__ = [
@@ -120,6 +122,10 @@ class Inspection:
             f"{self.arena.naive_bytes:,} B with none (the naive total)"
         )
         lines += control_flow_report(self.graph)
+        products = product_precisions(self.program.steps)
+        if products:
+            lines.append("matrix products and convolutions (the precision they multiply in):")
+            lines += [f"  {op} {node}: {precision}" for node, op, precision in products]
         forms = conv_forms(self.program.steps, self.allow_tf32)
         if forms:
             lines.append("convolutions on a GPU (the CUDA target's choice for each shape):")
@@ -248,17 +254,20 @@ def pass_position(passes: Sequence[Pass], after: str | int) -> int:
 
 
 def run_pipeline(
-    graph: Graph, passes: Sequence[Pass], first: int = 1
+    graph: Graph,
+    passes: Sequence[Pass],
+    first: int = 1,
+    options: Mapping[str, Mapping[str, object]] | None = None,
 ) -> tuple[Graph, list[PassRecord]]:
     """Run `passes` one at a time, recording op counts and times (positions numbered from
-    `first`). Graph invariants are checked after each pass when TFC_VERIFY is set, as sessions
-    do."""
+    `first`), with run_passes' `options`. Graph invariants are checked after each pass when
+    TFC_VERIFY is set, as sessions do."""
     verify = bool(os.environ.get("TFC_VERIFY"))
     records = []
     for i, p in enumerate(passes, start=first):
         before = len(graph.node_names())
         start = time.perf_counter()
-        graph = run_passes(graph, [p], verify=verify)
+        graph = run_passes(graph, [p], verify=verify, options=options)
         elapsed = time.perf_counter() - start
         records.append(PassRecord(i, pass_name(p), before, len(graph.node_names()), elapsed))
     return graph, records
@@ -277,6 +286,21 @@ def program_graph(
     stop = len(passes) if after is None else pass_position(passes, after)
     name, signature, graph = signature_graph(model, signature, batch)
     return name, signature, run_pipeline(graph, passes[:stop])[0]
+
+
+def product_precisions(steps: list) -> list[tuple[str, str, str]]:
+    """(node, op, precision in words) of every matrix product and convolution among lowered
+    `steps`: its dtype, or under mixed precision its bfloat16 operands and fp32 sums."""
+    products = []
+    for step in steps:
+        for bound in step.kernels:
+            spec = bound.kernel.spec
+            if isinstance(spec, (GemmSpec, ConvSpec)):
+                precision = spec.dtype.name
+                if spec.precision == BFLOAT16_PRODUCTS:
+                    precision = "bfloat16 operands, float32 sums (mixed precision)"
+                products.append((step.node, step.op, precision))
+    return products
 
 
 # -- measures -----------------------------------------------------------------------------------
@@ -307,22 +331,26 @@ def inspect_model(
 ) -> Inspection:
     """Compile one signature of `model` pass by pass and measure the result (see the module
     docstring). `dump_after` keeps the graph's text after that pass (see `pass_position`)."""
-    passes = (options or CompileOptions()).pipeline()
+    options = options or CompileOptions()
+    passes = options.pipeline()
     stop = len(passes) if dump_after is None else pass_position(passes, dump_after)
     name, signature, graph = signature_graph(model, signature, batch)
     unoptimized = pipeline([])
     baseline_graph = graph.copy()
-    graph, records = run_pipeline(graph, passes[:stop])
+    pass_options = mark_mixed_precision(graph, options.mixed_precision)
+    graph, records = run_pipeline(graph, passes[:stop], options=pass_options)
     dump = dump_pass = None
     if dump_after is not None:
         from tfc.ir.dump import graph_text
 
         dump = graph_text(graph)
         dump_pass = f"{stop} ({pass_name(passes[stop - 1])})" if stop else "0 (none)"
-    graph, rest = run_pipeline(graph, passes[stop:], first=stop + 1)
+    graph, rest = run_pipeline(graph, passes[stop:], first=stop + 1, options=pass_options)
     records += rest
     # lowered, not rendered: the passes ran already, one at a time
-    program = compile_program(graph, [], name=f"{name}:{signature}").lowered
+    program = compile_program(
+        graph, [], name=f"{name}:{signature}", mixed_precision=options.mixed_precision
+    ).lowered
     baseline_graph = run_pipeline(baseline_graph, unoptimized)[0]
     baseline = None
     if passes != unoptimized:
@@ -339,7 +367,7 @@ def inspect_model(
         baseline,
         dump,
         dump_pass,
-        (options or CompileOptions()).allow_tf32,
+        options.allow_tf32,
     )
 
 
