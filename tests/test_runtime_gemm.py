@@ -5,6 +5,7 @@ sanitized run of the C directly."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import textwrap
@@ -120,11 +121,11 @@ SIZES = [
     (1, 40, 30),  # one row: the unpacked row path when B is row-major
     (2, 1030, 20),  # two rows, past the row path's 1024-column chunk, a partial vector
     (40, 1, 30),
-    (13, 29, 256),  # K exactly one block
-    (73, 35, 257),  # K one past KC
+    (13, 29, 256),  # K exactly two blocks of KC = 128
+    (73, 35, 257),  # K one past two blocks: three equal blocks
     (151, 21, 40),  # M past one MC block (144 rows)
     (9, 50, 700),  # three K blocks
-    (64, 10, 300),  # few columns (a classifier's logits): the narrow kernel, K past KC
+    (64, 10, 300),  # few columns: the narrow kernel (A stored transposed: the tall one)
     (29, 3, 7),  # narrow, a partial block of rows
     (200, 20, 70),  # few columns, many rows: the swapped product (C^T = B^T A^T)
     (130, 24, 300),  # swapped, K past KC
@@ -221,6 +222,41 @@ def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib, n)
     for i0, rows in ((0, 1), (1, 2), (3, 4), (7, 13), (20, 30)):  # the row path and the packed
         h.h_gemm_plain_f32(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]))
     np.testing.assert_array_equal(by_rows, whole)
+
+
+def test_few_columns_have_the_same_bits_whatever_the_layout(lib):
+    """N = 10: row-major A runs the narrow kernel, A stored transposed the C^T kernel (AVX-512),
+    a row at a time the row path, and a wider ldc the same kernels on a strided C: every one
+    computes the same multiply-add chains, so the products agree to the bit, epilogue included."""
+    ffi, h = lib
+    rng = np.random.default_rng(11)
+    M, N, K = 70, 10, 300
+    a = rng.normal(size=(M, K)).astype(np.float32)
+    at = np.ascontiguousarray(a.T)
+    b = rng.normal(size=(K, N)).astype(np.float32)
+    bias = rng.normal(size=N).astype(np.float32)
+    fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
+    results = []
+    for layout in ("rows", "transposed", "one row at a time"):
+        c = np.zeros((M, N + 3), np.float32)
+        if layout == "rows":
+            h.h_gemm_f32(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(c), N + 3, 0.5, 0.0, fp(bias), 1)
+        elif layout == "transposed":
+            h.h_gemm_f32(M, N, K, fp(at), 1, M, fp(b), N, 1, fp(c), N + 3, 0.5, 0.0, fp(bias), 1)
+        else:
+            for i in range(M):
+                h.h_gemm_f32(1, N, K, fp(a[i:]), K, 1, fp(b), N, 1, fp(c[i:]), N + 3, 0.5, 0.0,
+                             fp(bias), 1)  # fmt: skip
+        results.append(c)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+    want = np.maximum(0.5 * (a.astype(np.float64) @ b) + bias, 0)
+    np.testing.assert_allclose(results[0][:, :N], want, rtol=1e-4, atol=1e-4)
+    # either type (double: the tall kernel's 10 rows of C^T pass its 8 lanes), each epilogue
+    for dtype, ta in itertools.product((np.float32, np.float64), (False, True)):
+        _gemm(lib, M, N, 45, dtype=dtype, ta=ta, alpha=0.5, bias=True, relu=True)
+        _gemm(lib, M, N, 45, dtype=dtype, ta=ta, beta=1.0, ldc_pad=2)
+        _gemm(lib, 37, 3, 45, dtype=dtype, ta=ta, beta=0.5, alpha=2.0)
 
 
 def _task_count() -> int:
@@ -398,7 +434,8 @@ SANITIZED_MAIN = textwrap.dedent(
 
     int main(void) {
         static const int64_t sizes[][3] = {{1, 1, 1}, {7, 17, 5}, {73, 35, 257}, {0, 4, 3},
-                                           {3, 4, 0}, {150, 70, 90}, {64, 100, 300}};
+                                           {3, 4, 0}, {150, 70, 90}, {64, 100, 300},
+                                           {70, 10, 45}, {40, 30, 10}};
         int bad = 0;
         for (int threads = 1; threads <= 2; ++threads) {
             tfc_threads_set(threads);

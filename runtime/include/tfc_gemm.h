@@ -13,22 +13,28 @@
  * (scaled by alpha) into MR-row panels, N in NR-column panels of packed B, and a register-blocked
  * MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512: 6 x 64 floats in 24 of
  * its 32 registers, B's 4 vectors loaded once per k and A broadcast from the packed panel; AVX2:
- * 6 x 16 in 12; SSE, NEON and scalar targets get the same source split or lane by lane). Edge
- * tiles go through the same micro-kernel on zero-padded panels, so every element of C is the
- * same chain of multiply-adds over k = 0..K-1 (fma(alpha*a_k, b_k, acc) from 0 or beta*C, then
- * bias, then relu) whatever its position, the block sizes or the number of threads: a product
- * computed row by row or split across threads has the same bits. The shape picks the path (the
- * generated code passes literal sizes, so the choice folds at compile time), every path
- * computing those same chains:
+ * 6 x 16 in 12; SSE, NEON and scalar targets get the same source split or lane by lane). K goes
+ * in equal blocks of at most KC (a kc x NR panel of B stays in L1); transposed operands are
+ * packed VL x VL blocks at a time, transposed in registers with GCC's shuffles; tiles of 2 or 4
+ * rows (M = 64 is ten tiles of 6 and one of 4) run a micro-kernel of that many rows, other
+ * edge tiles go through the same micro-kernel on a zero-padded buffer, so every element of C
+ * is the same chain of multiply-adds over k = 0..K-1 (fma(alpha*a_k, b_k, acc) from 0 or
+ * beta*C, then bias, then relu) whatever its position, the block sizes or the number of
+ * threads: a product computed row by row or split across threads has the same bits. The shape
+ * picks the path (the generated code passes literal sizes, so the choice folds at compile
+ * time), every path computing those same chains:
  *   - 1 or 2 rows with row-major B (a GEMV: batch-1 inference) skip the packing: B streams
  *     once per row through blocks of TFC_GEMM_ROW_COLS columns held in registers;
- *   - at most one vector of columns (a classifier's logits, their gradients): the narrow
- *     kernel, one vector per row of C, TFC_GEMM_NARROW rows of accumulators, A broadcast in
- *     place and B in a zero-padded kc x VL panel;
+ *   - at most TFC_GEMM_TALL columns with A stored transposed (the gradient of a classifier's
+ *     weights, X^T dY) where there are 32 vector registers: the tall kernel on C^T, two
+ *     vectors of C's rows per column of C, A^T read in place, every lane useful;
+ *   - at most one vector of columns otherwise (a classifier's logits): the narrow kernel, one
+ *     vector per row of C, TFC_GEMM_NARROW rows of accumulators, A broadcast in place and B in
+ *     a zero-padded kc x VL panel;
  *   - few columns for NR-wide panels but many rows: the packed algorithm on C^T = B^T A^T
  *     (swapped), C's rows filling the vectors, written back through the edge-tile path;
  *   - otherwise the packed algorithm.
- * Packing buffers live on the stack ((MC + NR) * KC elements: 208 KiB on AVX-512 hosts, 160 KiB
+ * Packing buffers live on the stack ((MC + NR) * KC elements: 104 KiB on AVX-512 hosts, 80 KiB
  * on other hosts, 9 KiB under TFC_EMBED): no allocation, no alignment requirement on any
  * pointer. Large products are split between the threads of tfc_threads.h over NR panels (of C^T
  * when swapped) or over rows (narrow); the K reduction is never split.
@@ -61,7 +67,7 @@
 #define TFC_GEMM_MC 24
 #define TFC_GEMM_ROW_COLS 256
 #else
-#define TFC_GEMM_KC 256 /* float; double: half, the same bytes */
+#define TFC_GEMM_KC 128 /* float; double: half, the same bytes (kc x NR: 32 KiB) */
 #define TFC_GEMM_MC 144
 /* the row kernel's register block, in floats: 16 of AVX-512's 32 registers (a GEMV streams
  * its weights row by row: the wider the block, the fewer passes), 8 elsewhere */
@@ -70,7 +76,9 @@
 #endif
 #define TFC_GEMM_MR 6
 /* rows of accumulators of the narrow kernel (products of at most one vector of columns) */
-#define TFC_GEMM_NARROW 12
+#define TFC_GEMM_NARROW 8
+/* products of at most this many columns run the C^T kernel where there are 32 registers */
+#define TFC_GEMM_TALL 12
 /* products of at most this many rows (B row-major) skip the packing: one pass over B per row */
 #ifndef TFC_GEMM_ROWS_MAX
 #define TFC_GEMM_ROWS_MAX 2
@@ -148,24 +156,59 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
 #define TFC_GEMM_FMA_f64(a, b, c) ((a) * (b) + (c))
 #endif
 
+/* TFC_GEMM_TRANSPOSE(T, V, VI, VL, r): the VL x VL matrix held in vectors r[0..VL) transposed in
+ * place. With GCC's two-input shuffles: log2(VL) rounds, each swapping the off-diagonal d x d
+ * blocks of every 2d x 2d block (lane masks computed from the lane index, constants once
+ * unrolled); elsewhere through memory (TFC_GEMM_SHUFFLE 0: the packing then keeps its scalar
+ * loops, this only has to compile). */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(TFC_EMBED)
+#define TFC_GEMM_SHUFFLE 1
+#define TFC_GEMM_TRANSPOSE(T, V, VI, VL, r)                                                      \
+    do {                                                                                         \
+        VI lane_;                                                                                \
+        for (int j_ = 0; j_ < (VL); ++j_) lane_[j_] = j_;                                        \
+        for (int d_ = (VL) / 2; d_ >= 1; d_ /= 2) {                                              \
+            const VI odd_ = (VI)((lane_ & d_) != 0) & ((VI){0} + ((VL)-d_));                     \
+            const VI lo_ = lane_ + odd_, hi_ = lane_ + d_ + odd_;                                \
+            for (int i_ = 0; i_ < (VL); ++i_) {                                                  \
+                if (i_ & d_) continue;                                                           \
+                const V a_ = (r)[i_], b_ = (r)[i_ + d_];                                         \
+                (r)[i_] = __builtin_shuffle(a_, b_, lo_);                                        \
+                (r)[i_ + d_] = __builtin_shuffle(a_, b_, hi_);                                   \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+#else
+#define TFC_GEMM_SHUFFLE 0
+#define TFC_GEMM_TRANSPOSE(T, V, VI, VL, r)                                                      \
+    do {                                                                                         \
+        T m_[VL][VL];                                                                            \
+        memcpy(m_, (r), sizeof m_);                                                              \
+        for (int i_ = 0; i_ < (VL); ++i_)                                                        \
+            for (int j_ = 0; j_ < (VL); ++j_) (r)[i_][j_] = m_[j_][i_];                          \
+    } while (0)
+#endif
+
 /* One float GEMM family per type: T the element, V its vector, VU the same read in place, VI the
  * same-width integer vector, VL lanes, NR = TFC_GEMM_NV * VL columns per micro-tile. */
 #define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VU, VI, VL, KC)                                         \
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
-    /* the micro-kernel: acc[MR][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
-     * b[kc][NR] (one FMA chain per element, k in order); then bias, relu and the store to C (row\
-     * stride ldc). Loads and stores through VU (may alias T); the accumulators stay registers. */\
-    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b,\
-                                             T *restrict c, int64_t ldc, T beta,                 \
-                                             const T *restrict bias, int relu) {                 \
+    /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
+     * b[kc][NR] (one FMA chain per element, k in order); then bias, relu and the store to C (row \
+     * stride ldc). mr <= MR rows, a constant where it is called (tfc_gemm_kernel_* below), so an \
+     * edge tile of fewer rows computes only those. Loads and stores through VU (may alias T);   \
+     * the accumulators stay registers. */                                                       \
+    static inline __attribute__((always_inline)) void tfc_gemm_kernel_rows_##tag(                \
+        int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc, T beta, \
+        const T *restrict bias, int relu, const int mr) {                                        \
         enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR, NR = TFC_GEMM_NV * (VL) };                    \
         V acc[MR][NV];                                                                           \
         if (beta == (T)0) {                                                                      \
-            for (int r = 0; r < MR; ++r)                                                         \
+            for (int r = 0; r < mr; ++r)                                                         \
                 for (int v = 0; v < NV; ++v) acc[r][v] = (V){0};                                 \
         } else {                                                                                 \
-            for (int r = 0; r < MR; ++r)                                                         \
+            for (int r = 0; r < mr; ++r)                                                         \
                 for (int v = 0; v < NV; ++v) {                                                   \
                     acc[r][v] = *(const VU *)(c + r * ldc + v * (VL));                           \
                     if (beta != (T)1) acc[r][v] *= beta;                                         \
@@ -175,33 +218,77 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             V bv[NV];                                                                            \
             for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * NR + v * (VL));           \
             const T *restrict ak = a + k * MR;                                                   \
-            for (int r = 0; r < MR; ++r) {                                                       \
+            for (int r = 0; r < mr; ++r) {                                                       \
                 const V ar = TFC_GEMM_SPLAT(V, ak[r]);                                           \
-                for (int v = 0; v < NV; ++v) acc[r][v] = TFC_GEMM_FMA_##tag(ar, bv[v], acc[r][v]);\
+                for (int v = 0; v < NV; ++v) acc[r][v] = TFC_GEMM_FMA_##tag(ar, bv[v], acc[r][v]); \
             }                                                                                    \
         }                                                                                        \
         if (bias != NULL) {                                                                      \
             for (int v = 0; v < NV; ++v) {                                                       \
                 const V bb = *(const VU *)(bias + v * (VL));                                     \
-                for (int r = 0; r < MR; ++r) acc[r][v] += bb;                                    \
+                for (int r = 0; r < mr; ++r) acc[r][v] += bb;                                    \
             }                                                                                    \
         }                                                                                        \
         if (relu) {                                                                              \
-            for (int r = 0; r < MR; ++r)                                                         \
+            for (int r = 0; r < mr; ++r)                                                         \
                 for (int v = 0; v < NV; ++v)                                                     \
                     acc[r][v] = (V)((VI)acc[r][v] & ~(VI)(acc[r][v] < (V){0}));                  \
         }                                                                                        \
-        for (int r = 0; r < MR; ++r)                                                             \
+        for (int r = 0; r < mr; ++r)                                                             \
             for (int v = 0; v < NV; ++v) *(VU *)(c + r * ldc + v * (VL)) = acc[r][v];            \
     }                                                                                            \
                                                                                                  \
-    /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows */     \
-    static inline void tfc_gemm_pack_a_##tag(int64_t mc, int64_t kc, const T *restrict A,        \
-                                             int64_t sam, int64_t sak, T alpha, T *restrict out) {\
+    /* the micro-kernel on mr = 2, 4 or MR rows: one inlined copy each (odd row counts run       \
+     * rounded up, on the tile buffer) */                                                        \
+    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b, \
+                                             T *restrict c, int64_t ldc, T beta,                 \
+                                             const T *restrict bias, int relu, int64_t mr) {     \
+        if (mr <= 2) {                                                                           \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 2);                   \
+        } else if (mr <= 4) {                                                                    \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 4);                   \
+        } else {                                                                                 \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, TFC_GEMM_MR);         \
+        }                                                                                        \
+    }                                                                                            \
+    /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows.       \
+     * A stored transposed (sam == 1) copies each k's MR contiguous values; row-major A with     \
+     * vectors of at least MR lanes goes by VL k at a time: MR rows loaded (the last k block     \
+     * with tail loads), transposed in registers, one overlapping store per k (each one's lanes  \
+     * past MR rewritten by the next; the last one's land in the next panel, packed after it,    \
+     * or in the VL elements of slack after the buffer). */                                      \
+    static __attribute__((noinline, unused)) void tfc_gemm_pack_a_##tag(                         \
+        int64_t mc, int64_t kc, const T *restrict A, int64_t sam, int64_t sak, T alpha,          \
+        T *restrict out) {                                                                       \
         enum { MR = TFC_GEMM_MR };                                                               \
         for (int64_t i = 0; i < mc; i += MR) {                                                   \
             const int64_t rows = mc - i < MR ? mc - i : MR;                                      \
             T *restrict panel = out + i * kc;                                                    \
+            if (rows == MR && sam == 1) {                                                        \
+                const T *restrict col = A + i;                                                   \
+                for (int64_t k = 0; k < kc; ++k)                                                 \
+                    for (int r = 0; r < MR; ++r)                                                 \
+                        panel[k * MR + r] = alpha == (T)1 ? col[k * sak + r]                     \
+                                                          : alpha * col[k * sak + r];            \
+                continue;                                                                        \
+            }                                                                                    \
+            if (TFC_GEMM_SHUFFLE && (VL) >= MR && rows == MR && sak == 1) {                      \
+                for (int64_t k0 = 0; k0 < kc; k0 += (VL)) {                                      \
+                    const int64_t kn = kc - k0 < (VL) ? kc - k0 : (VL);                          \
+                    V v[VL];                                                                     \
+                    for (int t = 0; t < (VL); ++t) {                                             \
+                        const T *p = A + (i + t) * sam + k0;                                     \
+                        v[t] = t >= MR ? (V){0}                                                  \
+                               : kn == (VL) ? (V) * (const VU *)p                                \
+                                            : tfc_gemm_tail_load_##tag(p, kn);                   \
+                    }                                                                            \
+                    if (alpha != (T)1)                                                           \
+                        for (int t = 0; t < MR; ++t) v[t] *= TFC_GEMM_SPLAT(V, alpha);           \
+                    TFC_GEMM_TRANSPOSE(T, V, VI, VL, v);                                         \
+                    for (int t = 0; t < kn; ++t) *(VU *)(panel + (k0 + t) * MR) = v[t];          \
+                }                                                                                \
+                continue;                                                                        \
+            }                                                                                    \
             for (int64_t r = 0; r < MR; ++r) {                                                   \
                 if (r >= rows) {                                                                 \
                     for (int64_t k = 0; k < kc; ++k) panel[k * MR + r] = 0;                      \
@@ -218,12 +305,15 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     }                                                                                            \
                                                                                                  \
     /* columns [0, nc) (nc <= NR) x kc rows of alpha*B into one panel b[kc][NR], zero-padded.    \
-     * Row-major B copies rows; B stored transposed (sbk == 1, a transpose) goes by blocks of 16 \
-     * k: each column's 16 contiguous elements read, 16 rows of the panel written (in L1). */    \
-    static inline void tfc_gemm_pack_b_##tag(int64_t nc, int64_t kc, const T *restrict B,        \
-                                             int64_t sbk, int64_t sbn, T alpha, T *restrict out) {\
+     * Row-major B copies rows; B stored transposed (sbk == 1, a transpose) goes by VL x VL      \
+     * blocks transposed in registers where the compiler has shuffles (partial blocks read with  \
+     * tail loads, zero vectors past column nc), else by blocks of 16 k: each column's 16        \
+     * contiguous elements read, 16 rows of the panel written (in L1). */                        \
+    static __attribute__((noinline, unused)) void tfc_gemm_pack_b_##tag(                         \
+        int64_t nc, int64_t kc, const T *restrict B, int64_t sbk, int64_t sbn, T alpha,          \
+        T *restrict out) {                                                                       \
         enum { NR = TFC_GEMM_NV * (VL), KB = 16 };                                               \
-        if (sbn == 1 && alpha == (T)1 && nc == NR) { /* a constant size: vector moves */        \
+        if (sbn == 1 && alpha == (T)1 && nc == NR) { /* a constant size: vector moves */         \
             for (int64_t k = 0; k < kc; ++k) memcpy(out + k * NR, B + k * sbk, NR * sizeof(T));  \
             return;                                                                              \
         }                                                                                        \
@@ -231,6 +321,25 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             for (int64_t k = 0; k < kc; ++k) {                                                   \
                 memcpy(out + k * NR, B + k * sbk, (size_t)nc * sizeof(T));                       \
                 for (int64_t j = nc; j < NR; ++j) out[k * NR + j] = 0;                           \
+            }                                                                                    \
+            return;                                                                              \
+        }                                                                                        \
+        if (TFC_GEMM_SHUFFLE && sbk == 1) {                                                      \
+            for (int64_t j0 = 0; j0 < NR; j0 += (VL)) {                                          \
+                for (int64_t k0 = 0; k0 < kc; k0 += (VL)) {                                      \
+                    const int64_t kn = kc - k0 < (VL) ? kc - k0 : (VL);                          \
+                    V v[VL];                                                                     \
+                    for (int t = 0; t < (VL); ++t) {                                             \
+                        const T *p = B + (j0 + t) * sbn + k0;                                    \
+                        v[t] = j0 + t >= nc   ? (V){0}                                           \
+                               : kn == (VL) ? (V) * (const VU *)p                                \
+                                            : tfc_gemm_tail_load_##tag(p, kn);                   \
+                    }                                                                            \
+                    if (alpha != (T)1)                                                           \
+                        for (int t = 0; t < (VL); ++t) v[t] *= TFC_GEMM_SPLAT(V, alpha);         \
+                    TFC_GEMM_TRANSPOSE(T, V, VI, VL, v);                                         \
+                    for (int t = 0; t < kn; ++t) *(VU *)(out + (k0 + t) * NR + j0) = v[t];       \
+                }                                                                                \
             }                                                                                    \
             return;                                                                              \
         }                                                                                        \
@@ -249,10 +358,9 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                 for (int64_t j = nc; j < NR; ++j) o[k * NR + j] = 0;                             \
         }                                                                                        \
     }                                                                                            \
-                                                                                                 \
     /* The packed algorithm runs on a view of the product: tile rows i and columns j of A'[i,k] *\
      * B'[k,j], element (i, j) stored at C[i*csr + j*csc]. Plain, A' = alpha*A, B' = B, csr = ldc,\
-     * csc = 1; swapped (a product with few columns: C' = B^T A^T, its many rows fill NR-wide      \
+     * csc = 1; swapped (a product with few columns: C' = B^T A^T, its many rows fill NR-wide    \
      * vectors), A' = B^T, B' = alpha*A^T, csr = 1, csc = ldc, and bias and relu apply per row.  \
      * Either way every element is the chain fma(alpha*a_k, b_k, acc): the same bits. */         \
     typedef struct {                                                                             \
@@ -263,11 +371,14 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         int64_t panels_per_task;                                                                 \
     } tfc_gemm_args_##tag;                                                                       \
                                                                                                  \
-    /* columns [n0, n1) of the view: the whole packed algorithm on one thread */                 \
+    /* columns [n0, n1) of the view: the whole packed algorithm on one thread. K goes in blocks  \
+     * of equal size (at most KC: the kc x NR panel of B stays in L1 while every MR-row panel of \
+     * A passes it), so no block is a sliver; tiles of fewer than MR rows run the micro-kernel   \
+     * on those rows only, and only partial-width and swapped tiles use the tile buffer. */      \
     static inline void tfc_gemm_columns_##tag(const tfc_gemm_args_##tag *g, int64_t n0,          \
                                               int64_t n1) {                                      \
         enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
-        T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * (KC)];                                      \
+        T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * (KC) + (VL)];                               \
         T bpack[(KC) * NR];                                                                      \
         T tile[MR * NR], tile_bias[NR];                                                          \
         const int swap = g->swap;                                                                \
@@ -277,14 +388,17 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         const int64_t sbk = swap ? g->sak : g->sbk, sbn = swap ? g->sam : g->sbn;                \
         const int64_t csr = swap ? 1 : g->ldc, csc = swap ? g->ldc : 1;                          \
         const T alpha_a = swap ? (T)1 : g->alpha, alpha_b = swap ? g->alpha : (T)1;              \
-        for (int64_t p0 = 0; p0 < K; p0 += (KC)) {                                               \
-            const int64_t kc = K - p0 < (KC) ? K - p0 : (KC);                                    \
+        const int64_t blocks = TFC_IDIV(K + (KC)-1, (KC));                                       \
+        const int64_t kb = TFC_IDIV(K + blocks - 1, blocks);                                     \
+        for (int64_t p0 = 0; p0 < K; p0 += kb) {                                                 \
+            const int64_t kc = K - p0 < kb ? K - p0 : kb;                                        \
             const int first = p0 == 0, last = p0 + kc == K;                                      \
             const T beta = first ? g->beta : (T)1;                                               \
             const int relu = last && g->relu;                                                    \
             for (int64_t i0 = 0; i0 < M; i0 += TFC_GEMM_MC) {                                    \
                 const int64_t mc = M - i0 < TFC_GEMM_MC ? M - i0 : TFC_GEMM_MC;                  \
-                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a, apack);\
+                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a,        \
+                                      apack);                                                    \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
                     tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn, alpha_b,    \
@@ -297,9 +411,9 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
-                        if (mr == MR && nc == NR && !swap) {                                     \
-                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta, bias, \
-                                                  relu);                                         \
+                        if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
+                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta,       \
+                                                  bias, relu, mr);                               \
                             continue;                                                            \
                         }                                                                        \
                         for (int64_t r = 0; r < MR; ++r)                                         \
@@ -308,7 +422,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                                        ? c[r * csr + j * csc]                    \
                                                        : (T)0;                                   \
                         tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, tile, NR, beta, bias,   \
-                                              relu && !swap);                                    \
+                                              relu && !swap, mr);                                \
                         for (int64_t r = 0; r < mr; ++r) {                                       \
                             const T *t = tile + r * NR;                                          \
                             if (!swap) {                                                         \
@@ -329,7 +443,6 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
         }                                                                                        \
     }                                                                                            \
-                                                                                                 \
     /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows.  \
      * Blocks of NB vectors of columns stay in registers while B streams through them, k in order\
      * (each element the same multiply-add chain as in the micro-kernel); the last partial vector\
@@ -391,7 +504,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     /* Products of at most VL columns (N <= VL, the logits of a classifier and their gradients): \
      * one vector per row of C, NARROW rows of accumulators, A broadcast in place (no packing), B\
      * in kc x VL zero-padded panels. The same multiply-add chains as the micro-kernel's. */     \
-    static inline __attribute__((always_inline)) void tfc_gemm_narrow_rows_##tag(               \
+    static inline __attribute__((always_inline)) void tfc_gemm_narrow_rows_##tag(                \
         const tfc_gemm_args_##tag *g, int64_t i0, int64_t rows, int64_t p0, int64_t kc,          \
         const T *restrict bpack, T beta, int last) {                                             \
         V acc[TFC_GEMM_NARROW];                                                                  \
@@ -410,7 +523,13 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         const T *restrict ar[TFC_GEMM_NARROW];                                                   \
         for (int r = 0; r < TFC_GEMM_NARROW; ++r)                                                \
             ar[r] = g->A + (i0 + (r < rows ? r : rows - 1)) * sam + p0 * sak;                    \
-        if (alpha == (T)1) {                                                                     \
+        if (alpha == (T)1 && sak == 1) { /* row-major A: each row's pointer steps by one */      \
+            for (int64_t k = 0; k < kc; ++k) {                                                   \
+                const V bv = *(const VU *)(bpack + k * (VL));                                    \
+                for (int r = 0; r < TFC_GEMM_NARROW; ++r)                                        \
+                    acc[r] = TFC_GEMM_FMA_##tag(TFC_GEMM_SPLAT(V, ar[r][k]), bv, acc[r]);        \
+            }                                                                                    \
+        } else if (alpha == (T)1) {                                                              \
             for (int64_t k = 0; k < kc; ++k) {                                                   \
                 const V bv = *(const VU *)(bpack + k * (VL));                                    \
                 for (int r = 0; r < TFC_GEMM_NARROW; ++r)                                        \
@@ -460,6 +579,115 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         tfc_gemm_narrow_##tag(g, m0, m1 < g->M ? m1 : g->M);                                     \
     }                                                                                            \
                                                                                                  \
+    /* Products of at most TFC_GEMM_TALL columns with A stored transposed on targets with 32     \
+     * vector registers (the gradient of a classifier's weights, dW = X^T dY): C^T, one row per  \
+     * column of C, two vectors of C's rows each, so every lane does useful work whatever N is.  \
+     * Per k: two vectors of alpha*A^T (read in place, or packed kc x 2VL by tfc_gemm_pack_b at  \
+     * an edge or with alpha), N broadcasts of B's row k, 2N FMAs into nn x 2 accumulators       \
+     * (nn = N, a constant where it is called). C^T lives in a buffer between K blocks (loaded   \
+     * into registers for a block's k loop: no accumulator lives across the packing) and goes in \
+     * and out of C transposed. fma(b_k, alpha*a_k, acc) is the micro-kernel's                   \
+     * fma(alpha*a_k, b_k, acc): the same chains, the same bits. */                              \
+    static inline __attribute__((always_inline)) void tfc_gemm_tall_block_##tag(                 \
+        int64_t kc, const T *restrict at, int64_t lda, const T *restrict b, int64_t sbk,         \
+        int64_t sbn, int64_t N, T (*restrict buf)[2 * (VL)], const int nn) {                     \
+        V acc0[TFC_GEMM_TALL], acc1[TFC_GEMM_TALL];                                              \
+        for (int n = 0; n < nn; ++n)                                                             \
+            acc0[n] = *(const VU *)buf[n], acc1[n] = *(const VU *)(buf[n] + (VL));               \
+        for (int64_t k = 0; k < kc; ++k) {                                                       \
+            const V a0 = *(const VU *)(at + k * lda), a1 = *(const VU *)(at + k * lda + (VL));   \
+            for (int n = 0; n < nn; ++n) {                                                       \
+                const V bn = TFC_GEMM_SPLAT(V, b[k * sbk + (n < N ? n : N - 1) * sbn]);          \
+                acc0[n] = TFC_GEMM_FMA_##tag(bn, a0, acc0[n]);                                   \
+                acc1[n] = TFC_GEMM_FMA_##tag(bn, a1, acc1[n]);                                   \
+            }                                                                                    \
+        }                                                                                        \
+        for (int n = 0; n < nn; ++n)                                                             \
+            *(VU *)buf[n] = acc0[n], *(VU *)(buf[n] + (VL)) = acc1[n];                           \
+    }                                                                                            \
+                                                                                                 \
+    /* the end of a C^T block of the tall kernel: bias and relu on buf (nn rows of C^T, 2VL      \
+     * columns), then its first mn columns written to C's rows (transposed in registers where    \
+     * there are shuffles, element by element elsewhere) */                                      \
+    static __attribute__((noinline, unused)) void tfc_gemm_tall_store_##tag(                     \
+        const tfc_gemm_args_##tag *g, T (*restrict buf)[2 * (VL)], T *restrict c, int64_t mn,    \
+        int nn) {                                                                                \
+        const int64_t ldc = g->ldc;                                                              \
+        for (int v = 0; v < 2; ++v) {                                                            \
+            enum { X = (VL) > TFC_GEMM_TALL ? (VL) : TFC_GEMM_TALL };                            \
+            V x[X]; /* VL rows to transpose, nn of them nonzero (nn may pass VL: double) */      \
+            for (int n = 0; n < X; ++n) {                                                        \
+                if (n >= nn) {                                                                   \
+                    x[n] = (V){0};                                                               \
+                    continue;                                                                    \
+                }                                                                                \
+                x[n] = *(const VU *)(buf[n] + v * (VL));                                         \
+                if (g->bias != NULL) x[n] += TFC_GEMM_SPLAT(V, g->bias[n]);                      \
+                if (g->relu) x[n] = (V)((VI)x[n] & ~(VI)(x[n] < (V){0}));                        \
+            }                                                                                    \
+            const int64_t rows = mn - v * (VL) < (VL) ? mn - v * (VL) : (VL);                    \
+            if (TFC_GEMM_SHUFFLE && nn <= (VL)) { /* C's rows as vectors, N lanes stored */      \
+                TFC_GEMM_TRANSPOSE(T, V, VI, VL, x);                                             \
+                for (int64_t l = 0; l < rows; ++l)                                               \
+                    tfc_gemm_tail_store_##tag(c + (v * (VL) + l) * ldc, x[l], nn);               \
+            } else {                                                                             \
+                for (int64_t l = 0; l < rows; ++l)                                               \
+                    for (int n = 0; n < nn; ++n) c[(v * (VL) + l) * ldc + n] = x[n][l];          \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    static inline __attribute__((always_inline)) void tfc_gemm_tall_cols_##tag(                  \
+        const tfc_gemm_args_##tag *g, int64_t m0, int64_t m1, const int nn) {                    \
+        enum { NR = TFC_GEMM_NV * (VL), W = 2 * (VL) };                                          \
+        T apack[(KC) * NR];                                                                      \
+        T buf[TFC_GEMM_TALL][W];                                                                 \
+        const int64_t K = g->K, ldc = g->ldc, sbk = g->sbk, sbn = g->sbn;                        \
+        const T alpha = g->alpha, beta = g->beta;                                                \
+        const int64_t blocks = TFC_IDIV(K + (KC)-1, (KC));                                       \
+        const int64_t kb = TFC_IDIV(K + blocks - 1, blocks);                                     \
+        for (int64_t i = m0; i < m1; i += W) {                                                   \
+            const int64_t mn = m1 - i < W ? m1 - i : W;                                          \
+            T *c = g->C + i * ldc;                                                               \
+            memset(buf, 0, sizeof buf);                                                          \
+            if (beta != (T)0)                                                                    \
+                for (int n = 0; n < nn; ++n)                                                     \
+                    for (int64_t l = 0; l < mn; ++l)                                             \
+                        buf[n][l] = beta == (T)1 ? c[l * ldc + n] : beta * c[l * ldc + n];       \
+            for (int64_t p0 = 0; p0 < K; p0 += kb) {                                             \
+                const int64_t kc = K - p0 < kb ? K - p0 : kb;                                    \
+                const T *at = g->A + i * g->sam + p0 * g->sak;                                   \
+                int64_t lda = g->sak;                                                            \
+                if (!(g->sam == 1 && mn == W && alpha == (T)1)) {                                \
+                    tfc_gemm_pack_b_##tag(mn, kc, at, g->sak, g->sam, alpha, apack);             \
+                    at = apack, lda = NR;                                                        \
+                }                                                                                \
+                tfc_gemm_tall_block_##tag(kc, at, lda, g->B + p0 * sbk, sbk, sbn, g->N, buf, nn);\
+            }                                                                                    \
+            tfc_gemm_tall_store_##tag(g, buf, c, mn, (int)g->N);                                 \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    /* rows [m0, m1) of a product of N <= TFC_GEMM_TALL columns: one inlined copy for each of    \
+     * nn = 4, 8, 10 and 12 rows of C^T, N rounded up (the rows past N repeat column N-1 of B    \
+     * and are not stored) */                                                                    \
+    static inline void tfc_gemm_tall_##tag(const tfc_gemm_args_##tag *g, int64_t m0, int64_t m1) { \
+        if (g->N <= 4) {                                                                         \
+            tfc_gemm_tall_cols_##tag(g, m0, m1, 4);                                              \
+        } else if (g->N <= 8) {                                                                  \
+            tfc_gemm_tall_cols_##tag(g, m0, m1, 8);                                              \
+        } else if (g->N <= 10) {                                                                 \
+            tfc_gemm_tall_cols_##tag(g, m0, m1, 10);                                             \
+        } else {                                                                                 \
+            tfc_gemm_tall_cols_##tag(g, m0, m1, TFC_GEMM_TALL);                                  \
+        }                                                                                        \
+    }                                                                                            \
+    static inline void tfc_gemm_tall_task_##tag(void *ctx, int64_t task) {                       \
+        const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
+        const int64_t m0 = task * g->panels_per_task * 2 * (VL);                                 \
+        const int64_t m1 = m0 + g->panels_per_task * 2 * (VL);                                   \
+        tfc_gemm_tall_##tag(g, m0, m1 < g->M ? m1 : g->M);                                       \
+    }                                                                                            \
     /* whether computing C^T = B^T A^T pads less: a product of few columns and many rows */      \
     static inline int tfc_gemm_swap_##tag(int64_t M, int64_t N) {                                \
         enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
@@ -489,20 +717,33 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             for (int64_t i = 0; i < M; ++i) tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc);    \
             return;                                                                              \
         }                                                                                        \
+        if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) { /* C^T, rows split */     \
+            const int64_t blocks = TFC_IDIV(M + 2 * (VL)-1, 2 * (VL));                           \
+            int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                  \
+            if (tasks > blocks) tasks = blocks;                                                  \
+            if (tasks <= 1) {                                                                    \
+                tfc_gemm_tall_##tag(&g, 0, M);                                                   \
+                return;                                                                          \
+            }                                                                                    \
+            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
+            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
+            tfc_threads_parallel_for(tasks, tfc_gemm_tall_task_##tag, &g);                       \
+            return;                                                                              \
+        }                                                                                        \
         if (N <= (VL)) { /* one vector per row of C: rows split between the threads */           \
-        const int64_t blocks = TFC_IDIV(M + TFC_GEMM_NARROW - 1, TFC_GEMM_NARROW);             \
-        int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                    \
-        if (tasks > blocks) tasks = blocks;                                                    \
-        if (tasks <= 1) {                                                                      \
-            tfc_gemm_narrow_##tag(&g, 0, M);                                                   \
-            return;                                                                            \
-        }                                                                                      \
-        g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                               \
-        tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                   \
-        tfc_threads_parallel_for(tasks, tfc_gemm_narrow_task_##tag, &g);                       \
-        return;                                                                                \
-    }                                                                                          \
-    g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
+            const int64_t blocks = TFC_IDIV(M + TFC_GEMM_NARROW - 1, TFC_GEMM_NARROW);           \
+            int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                  \
+            if (tasks > blocks) tasks = blocks;                                                  \
+            if (tasks <= 1) {                                                                    \
+                tfc_gemm_narrow_##tag(&g, 0, M);                                                 \
+                return;                                                                          \
+            }                                                                                    \
+            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
+            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
+            tfc_threads_parallel_for(tasks, tfc_gemm_narrow_task_##tag, &g);                     \
+            return;                                                                              \
+        }                                                                                        \
+        g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
         const int64_t cols = g.swap ? M : N;                                                     \
         const int64_t panels = TFC_IDIV(cols + TFC_GEMM_NV * (VL)-1, TFC_GEMM_NV * (VL));        \
         int64_t tasks = tfc_threads_count();                                                     \
