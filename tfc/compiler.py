@@ -41,6 +41,7 @@ from tfc.codegen.targets import CUDA, CUDA_TF32, C, Target
 from tfc.ir.dump import graph_text
 from tfc.ir.graph import Graph
 from tfc.ops.kernels import BFLOAT16_PRODUCTS, MIXED_PRECISION
+from tfc.passes.conv_epilogue import fuse_conv_epilogues
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
 from tfc.passes.fuse import fuse_elementwise
@@ -114,6 +115,8 @@ PASS_NAMES: dict[Pass, str] = {
     eliminate_common_subexpressions: "cse",
     # constant per-channel scales (inference batch norm) folded into a conv's or MatMul's filter
     fold_channel_scales: "scale",
+    # a convolution's bias, residual Add and ReLU applied by its kernel (targets that have it)
+    fuse_conv_epilogues: "epilogue",
     # chains and trees of element-wise ops become one loop
     fuse_elementwise: "fuse",
     # a full device name on every node (tf.device, tf.colocate_with, variables' groups)
@@ -164,6 +167,7 @@ PIPELINE: list[Pass] = [
     eliminate_common_subexpressions,
     prune_graph,
     fold_channel_scales,
+    fuse_conv_epilogues,
     fuse_elementwise,
     schedule_graph,
     plan_memory,
@@ -178,6 +182,7 @@ OPTIMIZATIONS: list[Pass] = [
     hoist_invariants,
     eliminate_common_subexpressions,
     fold_channel_scales,
+    fuse_conv_epilogues,
     fuse_elementwise,
 ]
 
@@ -187,7 +192,7 @@ OPTIMIZATIONS: list[Pass] = [
 STAGE_CUT: list[Pass] = [place_devices, stage_devices]
 # ... then, per stage, fusion with the pass options of the stage's target (C or CUDA: a fused
 # group never spans devices), its schedule and its memory plan.
-STAGE_LATE: list[Pass] = [fuse_elementwise, schedule_graph, plan_memory]
+STAGE_LATE: list[Pass] = [fuse_conv_epilogues, fuse_elementwise, schedule_graph, plan_memory]
 # where a GPU program's ops go when they name no device (TF1 prefers the GPU when present)
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 

@@ -11,6 +11,12 @@
  * - im2col: the windows of a chunk of images become the rows of a column matrix and one
  *   GEMM (tfc_gemm.h) does the products; backprop input scatters its columns back (col2im).
  * Temporary buffers come from the arena (the op's scratch memory), passed in as pointers.
+ * The forward functions also take a bias and a residual for _FusedConv2D's epilogue (plan
+ * fields bias, residual, act; NULL where the plan has none): the direct kernel applies it to
+ * each register tile before storing it, im2col and columns to the rows they just wrote. A
+ * forward convolution may write channels [y_off, y_off + out_c) of pixels ldy elements apart:
+ * its slice of a concatenation along the channels (_FusedConv2DConcat), which then costs no
+ * copy.
  *
  * The functions are instantiated by the kernel templates with a `static const tfc_conv_plan`
  * of literals, and always inlined, so every size is a constant to the compiler. Only string.h
@@ -39,7 +45,18 @@ typedef struct {
     int64_t chunk;                      /* im2col: images per column matrix */
     int64_t blocked;                    /* direct forward: the filter read in blocks of co_block
                                            channels, the blocks outermost (tfc_conv_direct_core) */
+    int64_t bias, residual, act;        /* forward epilogue (_FusedConv2D): a bias per channel
+                                           added, a tensor of y's shape added, then the
+                                           activation (TFC_CONV_ACT_*) */
+    int64_t ldy, y_off;                 /* forward: y's elements per pixel and the first one
+                                           written (out_c and 0, or the channels of a
+                                           concatenation and this convolution's slice) */
 } tfc_conv_plan;
+
+/* the activations of the forward epilogue, as tfc's Relu and Relu6 compute them (NaN stays) */
+#define TFC_CONV_ACT_NONE 0
+#define TFC_CONV_ACT_RELU 1
+#define TFC_CONV_ACT_RELU6 2
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TFC_CONV_INLINE static inline __attribute__((always_inline))
@@ -116,15 +133,19 @@ static inline void tfc_conv_run_parts(const tfc_conv_plan *g, tfc_threads_fn par
 }
 
 #define TFC_CONV_T float
+#define TFC_CONV_IT int32_t
 #define TFC_CONV_TAG f32
 #include "tfc_conv_impl.h"
 #undef TFC_CONV_T
+#undef TFC_CONV_IT
 #undef TFC_CONV_TAG
 
 #define TFC_CONV_T double
+#define TFC_CONV_IT int64_t
 #define TFC_CONV_TAG f64
 #include "tfc_conv_impl.h"
 #undef TFC_CONV_T
+#undef TFC_CONV_IT
 #undef TFC_CONV_TAG
 
 #endif /* TFC_CONV_H */

@@ -7,6 +7,13 @@
 #define TFC_CONV_VMADD TFC_CONV_CAT(TFC_CONV_VMADD, TFC_CONV_TAG)
 #define T TFC_CONV_T
 
+/* v after activation `act` (TFC_CONV_ACT_*), as the Relu and Relu6 kernels compute it */
+TFC_CONV_INLINE T TFC_CONV_FN(tfc_conv_act)(T v, int64_t act) {
+    if (act == TFC_CONV_ACT_NONE) return v;
+    if (act == TFC_CONV_ACT_RELU6) return v < 0 ? (T)0 : (v > 6 ? (T)6 : v);
+    return v < 0 ? (T)0 : v;
+}
+
 /* SIMD vectors of T (GCC/Clang vector extensions: AVX, SSE, NEON, wasm or plain scalars) */
 typedef T TFC_CONV_FN(tfc_conv_vec) __attribute__((vector_size(TFC_CONV_VBYTES)));
 #define TFC_CONV_TV TFC_CONV_FN(tfc_conv_vec)
@@ -59,9 +66,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                                 int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
                                                 int64_t c, const T *restrict f, int64_t cp,
                                                 T *restrict y, int64_t y_px, int64_t nc,
-                                                const int64_t P, const int64_t CB) {
+                                                const int64_t P, const int64_t CB,
+                                                const T *restrict bias, const T *restrict res,
+                                                const int64_t act) {
     TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
-                                      cp, y, y_px, nc, P, CB));
+                                      cp, y, y_px, nc, P, CB, bias, res, act));
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
@@ -131,15 +140,20 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t ste
 }
 
 /* The tiles of output row `oh` of image `n`, channels [co0, co0 + CB), of tfc_conv_direct_core:
- * fb points at those channels' filter values of tap 0, the next tap's `fs` elements on */
+ * fb points at those channels' filter values of tap 0, the next tap's `fs` elements on; the
+ * epilogue's bias [co] and res (laid out as y) are NULL where there are none; y's pixels are
+ * ldy elements apart (co, or more: a slice of a wider tensor) */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t n, int64_t oh, int64_t co0, int64_t hp, int64_t wp, int64_t c, const T *restrict xp,
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
-    const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi) {
+    const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
+    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
     const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
-    T *restrict yr = y + (n * oh_n + oh) * ow_n * co;
+    T *restrict yr = y + (n * oh_n + oh) * ow_n * ldy;
+    const T *restrict rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
+    const T *restrict bt = bias != NULL ? bias + co0 : NULL;
     int64_t kh_lo, kh_hi;
     TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
     const int64_t nc = co - co0 < CB ? co - co0 : CB;
@@ -150,13 +164,15 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
         TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
         const T *restrict xt = xr + ow0 * sw * c;
-        T *restrict yt = yr + ow0 * co + co0;
+        T *restrict yt = yr + ow0 * ldy + co0;
+        const T *restrict rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
         if (ow0 < full) {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
-                                       kw_hi, kw_n, c, fb, fs, yt, co, nc, P, CB);
+                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act);
         } else {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
-                                       kw_hi, kw_n, c, fb, fs, yt, co, nc, ow_n - full, CB);
+                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
+                                       rt, act);
         }
     }
 }
@@ -171,13 +187,16 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
  * 3x3x256x256 against a 14x14x256 image of 200 KB, read 14 times per image, along rows whose
  * power-of-two stride maps them to a few cache sets) the filter is read from memory once and
  * each block's contiguous copy stays in cache while every pixel uses it. Each output element
- * is the same chain of multiply-adds in either order. */
+ * is the same chain of multiply-adds in either order. The epilogue (bias [co], res of y's
+ * shape, activation `act`; NULL, NULL, TFC_CONV_ACT_NONE: none) runs on each tile in registers;
+ * y's pixels are ldy elements apart. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    T *restrict fblock) {
+    T *restrict fblock, const T *restrict bias, const T *restrict res, const int64_t act,
+    int64_t ldy) {
     if (fblock != NULL) {
         for (int64_t co0 = 0; co0 < co; co0 += CB) {
             TFC_CONV_FN(tfc_conv_filter_block)(fp, kh_n * kw_n * c, cp, co0, CB, fblock);
@@ -185,7 +204,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                 for (int64_t oh = 0; oh < oh_n; ++oh)
                     TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co,
                                                      kh_n, kw_n, sh, sw, dh, dw, fblock, CB, y,
-                                                     P, CB, u_lo, u_hi, v_lo, v_hi);
+                                                     P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
+                                                     act, ldy);
         }
         return;
     }
@@ -194,16 +214,38 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
             for (int64_t co0 = 0; co0 < co; co0 += CB)
                 TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
                                                  kw_n, sh, sw, dh, dw, fp + co0, cp, y, P, CB,
-                                                 u_lo, u_hi, v_lo, v_hi);
+                                                 u_lo, u_hi, v_lo, v_hi, bias, res, act,
+                                                 ldy);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
 
-/* One convolution's buffers, passed to the parts of its batch (tfc_conv_run_parts) */
+/* One convolution's buffers, passed to the parts of its batch (tfc_conv_run_parts); bias and
+ * res: the forward epilogue's (NULL where the plan has none) */
 typedef struct {
     const T *a, *b;
     T *y, *s0, *s1, *s2;
+    const T *bias, *res;
 } TFC_CONV_FN(tfc_conv_call);
+
+/* y[r, j] = act(y[r, j] + bias[j] + res[r, j]) for `rows` rows of out_c values ldy apart (res
+ * laid out as y), the terms the plan has (bias, residual, act): the forward epilogue of the
+ * kernels that do not run it on their register tiles, on rows they just wrote */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_epilogue_rows)(const tfc_conv_plan *g, T *restrict y,
+                                                         int64_t rows,
+                                                         const T *restrict bias,
+                                                         const T *restrict res) {
+    if (!g->bias && !g->residual && g->act == TFC_CONV_ACT_NONE) return;
+    const int64_t co = g->out_c, ld = g->ldy;
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < co; ++j) {
+            T v = y[r * ld + j];
+            if (g->bias) v += bias[j];
+            if (g->residual) v += res[r * ld + j];
+            y[r * ld + j] = TFC_CONV_FN(tfc_conv_act)(v, g->act);
+        }
+    }
+}
 
 /* the images [*n0, *n0 + *nb) of part `part` (chunk images each) */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_part_images)(const tfc_conv_plan *g, int64_t part,
@@ -237,25 +279,29 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
     const int64_t taps = g->k_h * g->k_w * g->in_c;
     const int blocked = g->blocked != 0;
     const T *filter = !blocked && g->cp != g->out_c ? k->s1 : k->b;
+    const int64_t y0 = n0 * g->out_h * g->out_w * g->ldy;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
-                                      filter, blocked ? g->out_c : g->cp,
-                                      k->y + n0 * g->out_h * g->out_w * g->out_c,
+                                      filter, blocked ? g->out_c : g->cp, k->y + y0,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
                                       g->pad_left + g->in_w,
-                                      blocked ? k->s1 + part * taps * g->co_block : NULL);
+                                      blocked ? k->s1 + part * taps * g->co_block : NULL,
+                                      g->bias ? k->bias : NULL, g->residual ? k->res + y0 : NULL,
+                                      g->act, g->ldy);
 }
 
-/* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts.
- * Scratch: xp [batch, hp, wp, in_c], fp [k_h*k_w*in_c, cp] (with g->blocked: a block's buffer
- * [k_h*k_w*in_c, co_block] for each part). */
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g,
-                                                          const T *x, const T *f, T *y, T *xp,
-                                                          T *fp, tfc_threads_fn part) {
+/* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts,
+ * then the plan's epilogue with `bias` and `res` (NULL where it has none). Scratch: xp [batch,
+ * hp, wp, in_c], fp [k_h*k_w*in_c, cp] (with g->blocked: a block's buffer [k_h*k_w*in_c,
+ * co_block] for each part). */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g, const T *x,
+                                                          const T *f, const T *bias,
+                                                          const T *res, T *y, T *xp, T *fp,
+                                                          tfc_threads_fn part) {
     if (g->blocked == 0 && g->cp != g->out_c)
         TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, xp, fp, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, xp, fp, NULL, bias, res};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -292,7 +338,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1, NULL);
+                                      left + (g->out_w - 1) * g->s_w + 1, NULL, NULL, NULL,
+                                      TFC_CONV_ACT_NONE, ci);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */
@@ -311,7 +358,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct)(const tfc_conv_
             }
         }
     }
-    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, dq, ft, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, dq, ft, NULL, NULL, NULL};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -383,7 +430,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_rows)(const tfc_conv_pl
             for (int64_t t = seg; t < lp; ++t) row[t] = 0;
         }
     }
-    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, dxb, ft, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, dxb, ft, NULL, NULL, NULL};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -440,7 +487,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_direct)(const tfc_conv
                                                                   const T *x, const T *dy,
                                                                   T *df, T *xp, T *dp, T *sums,
                                                                   tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, xp, dp, sums};
+    TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, xp, dp, sums, NULL, NULL};
     tfc_conv_run_parts(g, part, &call);
     const int64_t size = g->k_h * g->k_w * g->in_c * g->out_c;
     const int64_t parts = TFC_IDIV(g->batch + g->chunk - 1, g->chunk);
@@ -496,32 +543,36 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
     T *xb = k->s0 + part * g->in_c * g->hp * g->cp;
     const int64_t co = g->out_c, wb = g->cp, R = TFC_IDIV(TFC_CONV_CACC, co);
-    const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * co;
+    const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * g->ldy;
     for (int64_t n = n0; n < n0 + nb; ++n) {
         TFC_CONV_FN(tfc_conv_cols_planes)(g, x, n, xb);
+        T *restrict yn = y + n * g->out_h * E;
         for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += R) {
             const T *restrict xr = xb + oh0 * g->s_h * wb;
             T *restrict yr = y + (n * g->out_h + oh0) * E;
             for (int64_t w0 = 0; w0 < g->out_w; w0 += TFC_CONV_CL) {
                 const int64_t nw = g->out_w - w0 < TFC_CONV_CL ? g->out_w - w0 : TFC_CONV_CL;
                 if (oh0 < full)
-                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * co, E, nw, R,
-                                                     co);
+                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * g->ldy, E, nw,
+                                                     R, co);
                 else
-                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * co, E, nw,
-                                                     g->out_h - full, co);
+                    TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * g->ldy, E,
+                                                     nw, g->out_h - full, co);
             }
         }
+        TFC_CONV_FN(tfc_conv_epilogue_rows)(g, yn, g->out_h * g->out_w, k->bias,
+                                            g->residual ? k->res + (yn - y) : NULL);
     }
 }
 
 /* y = conv2d(x, f) by output columns, `part` (tfc_conv_forward_columns_part with the plan) over
- * the batch's parts: each image is computed the same way whatever the thread count. Scratch:
- * planes [parts, in_c, hp, cp]. */
+ * the batch's parts: each image is computed the same way whatever the thread count, then the
+ * plan's epilogue on its rows. Scratch: planes [parts, in_c, hp, cp]. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *g, const T *x,
-                                                           const T *f, T *y, T *planes,
+                                                           const T *f, const T *bias,
+                                                           const T *res, T *y, T *planes,
                                                            tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, planes, NULL, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, planes, NULL, NULL, bias, res};
     tfc_conv_run_parts(g, part, &call);
 }
 
@@ -582,18 +633,28 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_col2im)(const tfc_conv_plan *g, const 
     }
 }
 
-/* y = conv2d(x, f): per chunk of images, y rows = cols [pixels, k] x f [k, out_c].
- * Scratch: cols [chunk*out_h*out_w, k_h*k_w*in_c]. */
+/* y = conv2d(x, f): per chunk of images, y rows = cols [pixels, k] x f [k, out_c], then the
+ * plan's epilogue on those rows. Scratch: cols [chunk*out_h*out_w, k_h*k_w*in_c], or NULL for
+ * a 1x1 convolution at stride 1 without padding, whose column matrix is x itself. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col_all)(const tfc_conv_plan *g,
                                                           const T *restrict x,
                                                           const T *restrict f, T *restrict y,
-                                                          T *restrict cols) {
+                                                          T *restrict cols,
+                                                          const T *restrict bias,
+                                                          const T *restrict res) {
     const int64_t k = g->k_h * g->k_w * g->in_c, pix = g->out_h * g->out_w;
     for (int64_t n0 = 0; n0 < g->batch; n0 += g->chunk) {
         const int64_t nb = g->batch - n0 < g->chunk ? g->batch - n0 : g->chunk;
-        TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
-        TFC_CONV_FN(tfc_gemm)(nb * pix, g->out_c, k, cols, k, 1, f, g->out_c, 1,
-                              y + n0 * pix * g->out_c);
+        const T *rows = x + n0 * pix * k;
+        if (cols != NULL) {
+            TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
+            rows = cols;
+        }
+        T *restrict yc = y + n0 * pix * g->ldy;
+        TFC_CONV_CAT(TFC_CONV_FN(tfc_gemm), ex)(nb * pix, g->out_c, k, rows, k, 1, f, g->out_c,
+                                                1, yc, g->ldy, (T)1, (T)0, NULL, 0);
+        TFC_CONV_FN(tfc_conv_epilogue_rows)(g, yc, nb * pix, bias,
+                                            g->residual ? res + n0 * pix * g->ldy : NULL);
     }
 }
 
@@ -640,13 +701,14 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col_part)(const tfc_conv_pl
                                                                void *call, int64_t part) {
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
     (void)part;
-    TFC_CONV_FN(tfc_conv_forward_im2col_all)(g, k->a, k->b, k->y, k->s0);
+    TFC_CONV_FN(tfc_conv_forward_im2col_all)(g, k->a, k->b, k->y, k->s0, k->bias, k->res);
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col)(const tfc_conv_plan *g, const T *x,
-                                                          const T *f, T *y, T *cols,
+                                                          const T *f, const T *bias,
+                                                          const T *res, T *y, T *cols,
                                                           tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, f, y, cols, NULL, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, cols, NULL, NULL, bias, res};
     (void)g;
     part(&call, 0);
 }
@@ -661,7 +723,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col_part)(const tfc_
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_im2col)(const tfc_conv_plan *g,
                                                                  const T *f, const T *dy, T *dx,
                                                                  T *cols, tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, cols, NULL, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {f, dy, dx, cols, NULL, NULL, NULL, NULL};
     (void)g;
     part(&call, 0);
 }
@@ -678,7 +740,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv
                                                                   const T *x, const T *dy,
                                                                   T *df, T *cols, T *part_sum,
                                                                   tfc_threads_fn part) {
-    TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, cols, part_sum, NULL};
+    TFC_CONV_FN(tfc_conv_call) call = {x, dy, df, cols, part_sum, NULL, NULL, NULL};
     (void)g;
     part(&call, 0);
 }

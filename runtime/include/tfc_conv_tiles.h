@@ -3,14 +3,50 @@
  * lanes), TFC_CONV_TMADD (acc + a * w) and TFC_CONV_TFN (the functions' names) defined, so the
  * same loops make AVX tiles and, where AVX-512 is there, 64-byte ones. No include guard. */
 
-/* y[0:nc] = the first nc lanes of acc[0:CB/VL] */
+/* y[0:nc] = the first nc lanes of acc[0:CB/VL], with the forward epilogue: plus bias[0:nc]
+ * (NULL: none), plus res[0:nc] (NULL: none), then activation `act` (TFC_CONV_ACT_*), each
+ * step rounded as the separate Add, Add and Relu kernels round it */
 TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *restrict y,
                                                   const TFC_CONV_TV *restrict acc, int64_t nc,
-                                                  const int64_t CB) {
-    if (nc == CB) {
-        memcpy(y, acc, (size_t)CB * sizeof(T));
-    } else {
-        for (int64_t j = 0; j < nc; ++j) y[j] = acc[j / TFC_CONV_TL][j % TFC_CONV_TL];
+                                                  const int64_t CB, const T *restrict bias,
+                                                  const T *restrict res, const int64_t act) {
+    if (bias == NULL && res == NULL && act == TFC_CONV_ACT_NONE) {
+        if (nc == CB) {
+            memcpy(y, acc, (size_t)CB * sizeof(T));
+        } else {
+            for (int64_t j = 0; j < nc; ++j) y[j] = acc[j / TFC_CONV_TL][j % TFC_CONV_TL];
+        }
+        return;
+    }
+    if (nc < CB) {
+        for (int64_t j = 0; j < nc; ++j) {
+            T v = acc[j / TFC_CONV_TL][j % TFC_CONV_TL];
+            if (bias != NULL) v += bias[j];
+            if (res != NULL) v += res[j];
+            y[j] = TFC_CONV_FN(tfc_conv_act)(v, act);
+        }
+        return;
+    }
+    typedef TFC_CONV_IT ivec __attribute__((vector_size(sizeof(TFC_CONV_TV))));
+    const TFC_CONV_TV zero = {0}, six = zero + (T)6;
+    for (int64_t v = 0; v < CB / TFC_CONV_TL; ++v) {
+        TFC_CONV_TV a = acc[v], b;
+        if (bias != NULL) {
+            memcpy(&b, bias + v * TFC_CONV_TL, sizeof(b));
+            a += b;
+        }
+        if (res != NULL) {
+            memcpy(&b, res + v * TFC_CONV_TL, sizeof(b));
+            a += b;
+        }
+        if (act != TFC_CONV_ACT_NONE) { /* lanes below 0 become 0, above 6 (Relu6) 6: NaN stays */
+            a = (TFC_CONV_TV)((ivec)a & ~(ivec)(a < zero));
+            if (act == TFC_CONV_ACT_RELU6) {
+                const ivec over = (ivec)(a > six);
+                a = (TFC_CONV_TV)(((ivec)a & ~over) | ((ivec)six & over));
+            }
+        }
+        memcpy(y + v * TFC_CONV_TL, &a, sizeof(a));
     }
 }
 
@@ -24,7 +60,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                                                  int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
                                                  int64_t c, const T *restrict f, int64_t cp,
                                                  T *restrict y, int64_t y_px, int64_t nc,
-                                                 const int64_t P, const int64_t CB) {
+                                                 const int64_t P, const int64_t CB,
+                                                 const T *restrict bias, const T *restrict res,
+                                                 const int64_t act) {
     const int64_t NV = CB / TFC_CONV_TL;
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
@@ -46,7 +84,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
             }
         }
     }
-    for (int64_t p = 0; p < P; ++p) TFC_CONV_TFN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB);
+    for (int64_t p = 0; p < P; ++p)
+        TFC_CONV_TFN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB, bias,
+                                     res != NULL ? res + p * y_px : NULL, act);
 }
 
 /* One tile of the row-scatter gradient: the dy rows (co channels) of P output pixels dy_p
@@ -114,7 +154,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
             }
         }
     }
-    for (int64_t p = 0; p < P; ++p) TFC_CONV_TFN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB);
+    for (int64_t p = 0; p < P; ++p)
+        TFC_CONV_TFN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB, NULL, NULL,
+                                     TFC_CONV_ACT_NONE);
 }
 
 /* -- columns: vectors of consecutive output columns, per output channel -------------------
@@ -123,7 +165,7 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
  * that channel, shared by every output channel, each with its filter value broadcast. So
  * every lane is useful whatever the channel count (NHWC tiles use 6 of 8 or 16 for 6). */
 
-/* R output rows x co channels x L columns at y (row_y apart, co channels interleaved; nw <= L
+/* R output rows x co channels x L columns at y (row_y apart, pixels g->ldy apart; nw <= L
  * columns stored): sums over the taps of the planes xb (c planes of hp rows of wb) at the
  * tile's first row and column times f [k_h, k_w, c, co] */
 TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
@@ -154,7 +196,7 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
         memcpy(t, &acc[r * CO], (size_t)(CO * TFC_CONV_TL) * sizeof(T));
         T *restrict yr = y + r * row_y;
         for (int64_t w = 0; w < nw; ++w) {
-            for (int64_t o = 0; o < CO; ++o) yr[w * CO + o] = t[o * TFC_CONV_TL + w];
+            for (int64_t o = 0; o < CO; ++o) yr[w * g->ldy + o] = t[o * TFC_CONV_TL + w];
         }
     }
 }

@@ -1048,6 +1048,8 @@ REACHED: dict[str, str] = {
         "SoftsignGrad", "SqrtGrad", "StridedSliceGrad", "SumToShape", "TanhGrad",
     )},
     "MaxPoolGradGrad": "second gradient of MaxPool (gradients of gradients)",
+    "_FusedConv2D": "the epilogue pass makes it from Conv2D + bias [+ residual] [+ ReLU]",
+    "_FusedConv2DConcat": "the epilogue pass makes it from a ConcatV2 of _FusedConv2Ds",
     **{op: "an optimizer's update (minimize)" for op in (
         "ApplyAdagrad", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent",
         "ApplyMomentum", "ApplyRMSProp", "ApplyAdadelta", "ApplyAdagradDA", "ApplyFtrl",

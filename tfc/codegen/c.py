@@ -196,9 +196,10 @@ def in_top_k_kernel(kernel: Kernel) -> KernelTemplate:
 PLAN_FIELDS = (
     "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
     "d_h", "d_w", "pad_top", "pad_left", "pix_block", "pix_wide", "co_block", "hp", "wp", "cp",
-    "chunk", "blocked",
+    "chunk", "blocked", "bias", "residual", "act", "ldy", "y_off",
 )  # fmt: skip
-# the tfc_conv.h function of each op kind; all take (plan, in, in, out, scratch..., part)
+# the tfc_conv.h function of each op kind; all take (plan, in, in, out, scratch..., part), the
+# forward ones (plan, in, in, bias, residual, out, scratch..., part)
 CONV_FUNCTIONS = {"forward": "tfc_conv_forward", "input": "tfc_conv_backprop_input",
                   "filter": "tfc_conv_backprop_filter"}  # fmt: skip
 
@@ -210,6 +211,7 @@ def conv_kernel(kernel: Kernel) -> KernelTemplate:
     stem = f"{CONV_FUNCTIONS[spec.kind]}_{spec.plan.kernel}"
     tag = type_tag(spec.dtype)
     scratch = [f"s + {offset}" if offset is not None else "NULL" for offset in spec.plan.regions]
+    fields = spec.plan.fields
     operands, rounding = ["x0", "x1"], []
     if spec.plan.rounded is not None:  # mixed precision: the kernel multiplies rounded copies
         operands = [f"s + {offset}" for offset in spec.plan.rounded]
@@ -218,8 +220,10 @@ def conv_kernel(kernel: Kernel) -> KernelTemplate:
             f"tfc_round_bf16_f32(x{i}, {copy}, {size});"
             for i, (copy, size) in enumerate(zip(operands, sizes))
         ]
+    if spec.kind == "forward":  # the epilogue's operands (_FusedConv2D), where the plan has them
+        operands += ["x2" if fields["bias"] else "NULL", "x3" if fields["residual"] else "NULL"]
     return "conv2d", {
-        "plan": ", ".join(str(spec.plan.fields[k]) for k in PLAN_FIELDS),
+        "plan": ", ".join(str(fields[k]) for k in PLAN_FIELDS),
         "function": f"{stem}_{tag}",
         "part_function": f"{stem}_part_{tag}",
         "args": ", ".join([*operands, "y", *scratch]),

@@ -60,15 +60,19 @@ class Target:
     # whether a MatMul + Add group may add its product into the addend's buffer (GEMM beta = 1,
     # in place: a gradient summed over a loop's iterations); CUDA's GEMM has no beta
     fuse_accumulate: bool = True
+    # whether a Conv2D may absorb its bias, residual Add and ReLU (_FusedConv2D: its kernel is
+    # tfc_conv.h's; the CUDA target keeps them element-wise kernels)
+    conv_epilogues: bool = True
 
     def pass_options(self) -> dict[str, dict]:
         """Keyword arguments of passes for programs of this target (run_passes' `options`)."""
         return {
+            "epilogue": {"enabled": self.conv_epilogues},
             "fuse": {
                 "matmul_groups": self.fuse_matmul,
                 "row_scratch": self.fuse_row_scratch,
                 "accumulate": self.fuse_accumulate,
-            }
+            },
         }
 
 
@@ -107,6 +111,7 @@ CUDA = Target(
     profiles=False,
     fuse_row_scratch=False,
     fuse_accumulate=False,
+    conv_epilogues=False,
 )
 
 # CUDA where the user allows TF32 (CompileOptions(allow_tf32=True)): float32 convolutions on

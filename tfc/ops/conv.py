@@ -14,6 +14,7 @@ templates/cuda/kernels/*pool*.cu.j2, a thread per element of the image the spec 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -200,14 +201,27 @@ def window_kernel(
 
 
 def conv_kernel(
-    ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType, ins: tuple[str, str]
+    ctx: OpContext,
+    kind: str,
+    g: Geometry,
+    dtype: _dt.DType,
+    ins: Sequence[str],
+    epilogue: Epilogue | None = None,
+    channels: tuple[int, int] | None = None,
 ) -> Kernel:
     """A conv2d kernel of `kind` ("forward", "input" or "filter") with the plan conv_algo.py
-    makes for `g`: y, x0, x1, and the scratch when the plan needs some."""
+    makes for `g`: y, x0, x1 (`ins`: the buffers of the image and the filter, then those of
+    the forward `epilogue`'s bias x2 and residual x3), and the scratch when the plan needs
+    some. `channels` (a forward convolution's elements per output pixel, and its first
+    channel there): the slice of a wider output it writes."""
     plan = plan_conv(ctx, kind, g, dtype)
     ct = dtype.c_type
-    params = [Param("y", ct, False, "out0"), Param("x0", ct, True, ins[0])]
-    params.append(Param("x1", ct, True, ins[1]))
+    params = [Param("y", ct, False, "out0")]
+    params += [Param(f"x{k}", ct, True, buf) for k, buf in enumerate(ins)]
+    if epilogue is not None:
+        plan.fields.update(bias=1, residual=int(epilogue.residual), act=epilogue.act)
+    if channels is not None:
+        plan.fields.update(ldy=channels[0], y_off=channels[1])
     if plan.scratch_elements:
         params.append(Param("s", ct, False, "scratch"))
     precision = product_precision(ctx)
@@ -316,6 +330,202 @@ register(
         flops=lambda ctx: conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]),
         input_names=("input", "filter"),
         scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
+    )
+)
+
+
+# -- _FusedConv2D(input, filter, bias [C], [residual]): Conv2D with its epilogue ------------------
+# TensorFlow's grappler op of that name: `fused_ops` names what follows the convolution, in order:
+# "BiasAdd" (input 2, one value per output channel), "Add" (input 3, of the output's shape: a
+# residual), then "Relu" or "Relu6"; `num_args` counts the inputs after the filter. The
+# conv_epilogue pass makes it in C programs (tfc/passes/conv_epilogue.py); tfc_conv.h applies the
+# epilogue to each register tile before storing it (the im2col and columns kernels to the rows
+# they just wrote), so the output is written once instead of re-read by an element-wise kernel.
+# Each step rounds as the separate ops do: the result has the bits of the unfused graph's.
+FUSED_ACTIVATIONS = {"Relu": 1, "Relu6": 2}  # runtime/include/tfc_conv.h's TFC_CONV_ACT_*
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A _FusedConv2D's epilogue: whether a residual is added, and the activation's code."""
+
+    residual: bool
+    act: int
+
+
+def fused_conv_epilogue(ctx: OpContext) -> Epilogue:
+    """The epilogue `fused_ops` and `num_args` name, checked against the node's inputs."""
+    ops = [o.decode() if isinstance(o, bytes) else str(o) for o in ctx.attrs.get("fused_ops", [])]
+    residual = len(ops) > 1 and ops[1] == "Add"
+    rest = ops[2:] if residual else ops[1:]
+    act = FUSED_ACTIVATIONS.get(rest[0]) if len(rest) == 1 else 0 if not rest else None
+    if not ops or ops[0] != "BiasAdd" or act is None:
+        raise ctx.error(
+            f"fused_ops {ops} is not supported: it must be BiasAdd, then optionally Add (a "
+            f"residual), then optionally one of {', '.join(FUSED_ACTIVATIONS)}"
+        )
+    args = 1 + residual
+    if ctx.attrs.get("num_args", args) != args or len(ctx.in_shapes) != 2 + args:
+        raise ctx.error(
+            f"fused_ops {ops} takes {args} argument(s) after the filter; num_args is "
+            f"{ctx.attrs.get('num_args')} and the op has {len(ctx.in_shapes) - 2}"
+        )
+    return Epilogue(residual, act or 0)
+
+
+def _fused_conv2d_infer(ctx: OpContext) -> list:
+    if ctx.attrs.get("data_format", "NHWC") not in ("NHWC", b"NHWC"):
+        raise ctx.error(f"data_format {ctx.attrs['data_format']!r} is not supported (NHWC only)")
+    epilogue = fused_conv_epilogue(ctx)
+    ((dtype, shape),) = _conv2d_infer(ctx)
+    operands = [("bias", 2, (shape[3],))] + ([("residual", 3, shape)] if epilogue.residual else [])
+    for name, i, want in operands:
+        if ctx.in_dtypes[i] != dtype:
+            raise ctx.error(f"{name} is {ctx.in_dtypes[i].name}, the convolution {dtype.name}")
+        got = ctx.in_shapes[i]
+        if (
+            got is None
+            or len(got) != len(want)
+            or any(a is not None and b is not None and a != b for a, b in zip(got, want))
+        ):
+            raise ctx.error(f"{name} must have shape {list(want)}, not {got}")
+    return [(dtype, shape)]
+
+
+def _fused_conv2d_reference(ctx: OpContext, x, f, bias, *residual) -> np.ndarray:
+    epilogue = fused_conv_epilogue(ctx)
+    y = _conv2d_reference(ctx, x, f) + bias  # each step in the dtype, as the unfused ops
+    if residual:
+        y = y + residual[0]
+    if epilogue.act:
+        y = np.where(y < 0, 0, y)
+    if epilogue.act == FUSED_ACTIVATIONS["Relu6"]:
+        y = np.where(y > 6, 6, y)
+    return y.astype(x.dtype)
+
+
+def _fused_conv2d_lower(ctx: OpContext) -> list:
+    g = conv_geometry(ctx, concrete(ctx, 0), concrete(ctx, 1))
+    if empty_output(g):
+        return []
+    if empty_sum(g):
+        raise ctx.error("a filter with no taps or input channels has no fused kernel")
+    epilogue = fused_conv_epilogue(ctx)
+    ins = [f"in{k}" for k in range(len(ctx.in_shapes))]
+    return [conv_kernel(ctx, "forward", g, ctx.out_dtypes[0], ins, epilogue)]
+
+
+def _fused_conv2d_flops(ctx: OpContext) -> int:
+    """The convolution's, then one operation per output element and epilogue step."""
+    epilogue = fused_conv_epilogue(ctx)
+    steps = 1 + epilogue.residual + (epilogue.act != 0)
+    return conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]) + elements(ctx.out_shapes[0]) * steps
+
+
+register(
+    OpDef(
+        "_FusedConv2D",
+        infer=_fused_conv2d_infer,
+        reference=_fused_conv2d_reference,
+        lower=_fused_conv2d_lower,
+        differentiable=False,  # made after differentiation, by a compile pass
+        # tfc_conv.h is its only kernel: a GPU program keeps Conv2D and its element-wise ops
+        # (the pass runs only for targets that ask for it), and a _FusedConv2D placed on a GPU
+        # by name runs on the host
+        host_only=True,
+        flops=_fused_conv2d_flops,
+        input_names=("input", "filter", "bias", "residual"),
+        scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
+    )
+)
+
+
+# -- _FusedConv2DConcat(x0, f0, b0, x1, f1, b1, ...): _FusedConv2Ds joined along the channels ---
+# A ConcatV2 of _FusedConv2D outputs along the last axis (SqueezeNet's fire modules: a 1x1 and a
+# 3x3 expansion of one image), each member read by it alone: every member's kernel writes its
+# channels of the output directly (tfc_conv_plan's ldy and y_off), so the join copies nothing.
+# `members` holds each member's attributes (strides, padding, dilations, fused_ops, num_args);
+# its inputs are each member's image, filter and bias in order. The conv_epilogue pass makes it.
+def member_contexts(ctx: OpContext) -> list[OpContext]:
+    """One _FusedConv2D context per member, with its three inputs."""
+    members = ctx.attrs.get("members", ())
+    if len(members) < 1 or len(ctx.in_shapes) != 3 * len(members):
+        raise ctx.error(
+            f"{len(members)} members take {3 * len(members)} inputs (image, filter, bias "
+            f"each); the op has {len(ctx.in_shapes)}"
+        )
+    contexts = []
+    for i, attrs in enumerate(members):
+        sub = slice(3 * i, 3 * i + 3)
+        contexts.append(
+            OpContext(
+                name=f"{ctx.name}:{i}", type="_FusedConv2D", attrs=dict(attrs),
+                in_dtypes=list(ctx.in_dtypes[sub]), in_shapes=list(ctx.in_shapes[sub]),
+                out_dtypes=list(ctx.out_dtypes), graph=ctx.graph, inputs=ctx.inputs[sub],
+            )
+        )  # fmt: skip
+        contexts[-1].out_shapes = [shape for _, shape in _fused_conv2d_infer(contexts[-1])]
+    return contexts
+
+
+def _concat_infer(ctx: OpContext) -> list:
+    outputs = []
+    for sub in member_contexts(ctx):
+        if fused_conv_epilogue(sub).residual:
+            raise ctx.error("a member with a residual is not supported")
+        outputs.append((sub.in_dtypes[0], sub.out_shapes[0]))
+    (dtype, first), channels = outputs[0], 0
+    for d, shape in outputs:
+        if d != dtype or shape[:3] != first[:3]:
+            raise ctx.error(
+                f"members must agree in dtype and in batch, height and width; they give "
+                f"{', '.join(f'{d.name} {list(s)}' for d, s in outputs)}"
+            )
+        channels = None if channels is None or shape[3] is None else channels + shape[3]
+    return [(dtype, (*first[:3], channels))]
+
+
+def _concat_reference(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
+    parts = [
+        _fused_conv2d_reference(sub, *xs[3 * i : 3 * i + 3])
+        for i, sub in enumerate(member_contexts(ctx))
+    ]
+    return np.concatenate(parts, axis=-1)
+
+
+def _concat_lower(ctx: OpContext) -> list:
+    kernels, offset = [], 0
+    total = ctx.out_shapes[0][3]
+    for i, sub in enumerate(member_contexts(ctx)):
+        g = conv_geometry(sub, concrete(sub, 0), concrete(sub, 1))
+        if empty_output(g):
+            return []
+        if empty_sum(g):
+            raise ctx.error("a filter with no taps or input channels has no fused kernel")
+        ins = [f"in{3 * i + k}" for k in range(3)]
+        epilogue = fused_conv_epilogue(sub)
+        dtype = ctx.out_dtypes[0]
+        kernels.append(conv_kernel(sub, "forward", g, dtype, ins, epilogue, (total, offset)))
+        offset += g.out_c
+    return kernels
+
+
+def _concat_scratch(ctx: OpContext) -> int:
+    """The largest member's: the members' kernels run one after another."""
+    subs = member_contexts(ctx)
+    return max(conv_scratch(sub, "forward", _conv2d_geometry(sub)) for sub in subs)
+
+
+register(
+    OpDef(
+        "_FusedConv2DConcat",
+        infer=_concat_infer,
+        reference=_concat_reference,
+        lower=_concat_lower,
+        differentiable=False,  # made after differentiation, by a compile pass
+        host_only=True,  # as _FusedConv2D: tfc_conv.h is its only kernel
+        flops=lambda ctx: sum(_fused_conv2d_flops(sub) for sub in member_contexts(ctx)),
+        scratch=_concat_scratch,
     )
 )
 

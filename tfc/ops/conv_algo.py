@@ -38,7 +38,8 @@ reduction (k_h*k_w*in_c >= IM2COL_FORWARD_MIN_K): a 7-pixel output row is one 6-
 a 1-pixel one in the direct kernel. At batch 1, 3x3 512->512 on 7x7 took 2.8-3.3 ms against
 direct's 6-9, 1x1 512->2048 and 2048->512 on 7x7 1.3-1.7 against 2.0-5.1, 1x1 stride-2
 1024->2048 (to 7x7) 3.0 against 6.2; at 14x14 (196 rows) and at batch 32 direct led or tied
-(3x3 256->256 on 14x14 at batch 32: 52 ms against 83-88).
+(3x3 256->256 on 14x14 at batch 32: 52 ms against 83-88). A 1x1 convolution at stride 1
+without padding (`pointwise`) taking im2col reads x as its column matrix: no copy, no scratch.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ ROWS_MAX_VECTORS = 4  # backprop input by row scatters: k_w*in_c up to 4 vectors
 WIDE_VECTOR_BYTES = 64
 WIDE_ACCUMULATORS = 24
 MAX_TILE_PIXELS = 16  # TFC_CONV_MAX_P
+# the forward tile takes this many channel blocks where the output channels are a multiple of
+# them: 12 pixels x 2 64-byte vectors (AVX-512; 3 x 4 32-byte ones with AVX) load 14 values per
+# 24 multiply-adds where 16 x 1 loads 17 per 16, which bounded the deep layers by the load ports
+# (ResNet-50 at batch 1, f32, 1 thread, both builds alternating in one process, load 2.5-3:
+# 3x3 256->256 on 14x14 0.80-0.90x the time, 1x1 at 14x14 0.83-0.88x, the network 0.89x)
+FORWARD_WIDE_BLOCKS = 2
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 # the direct kernels split the batch into this many parts (of `chunk` images) that threads take
 # (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
@@ -119,6 +126,13 @@ def _columns_planes(g: Geometry, dtype: _dt.DType) -> int:
     """Elements of one image's bordered channel planes in the columns kernel."""
     hp, _ = g.padded_size()
     return g.in_c * hp * _columns_width(g, dtype)
+
+
+def pointwise(g: Geometry) -> bool:
+    """Whether `g` is a 1x1 convolution at stride 1 without padding: each output pixel is its
+    input pixel's channels times the filter, so the image is the GEMM's left matrix as it is."""
+    unit = (g.k_h, g.k_w, g.s_h, g.s_w) == (1, 1, 1, 1)
+    return unit and (g.out_h, g.out_w) == (g.in_h, g.in_w)
 
 
 def _batch_parts(ctx: OpContext) -> int:
@@ -200,7 +214,8 @@ def with_rounded_operands(plan: ConvPlan, kind: str, g: Geometry) -> ConvPlan:
 
 def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     fields = dict(g.__dict__)
-    fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0)
+    fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, bias=0, residual=0, act=0)
+    fields.update(ldy=g.out_c, y_off=0)
     fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
     algorithm = _choose(ctx, kind, g, dtype)
     taps = g.k_h * g.k_w * g.in_c
@@ -216,8 +231,10 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         pixels = g.out_h * g.out_w
         per_image = max(pixels * taps * dtype.size, 1)
         chunk = max(1, min(g.batch, IM2COL_COLUMN_BYTES // per_image))
+        if kind == "forward" and pointwise(g):
+            chunk = g.batch  # x is the column matrix: one GEMM, no copy
         fields["chunk"] = chunk
-        sizes = [chunk * pixels * taps]
+        sizes = [0 if kind == "forward" and pointwise(g) else chunk * pixels * taps]
         if kind == "filter":
             sizes.append(taps * g.out_c if chunk < g.batch else 0)
         regions, total = _layout(sizes)
@@ -244,6 +261,8 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
     # direct: the channels of the tile are the output's (the image's for backprop input)
     channels = g.in_c if kind == "input" else g.out_c
     cb = _channel_block(channels, dtype)
+    if kind == "forward" and channels % (FORWARD_WIDE_BLOCKS * cb) == 0:
+        cb *= FORWARD_WIDE_BLOCKS
     cp = _round_up(channels, cb)
     wide = cb > VECTOR_BYTES // dtype.size
     if kind == "filter":
@@ -254,7 +273,8 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         wide_limit = _wide_pixels(cb, dtype, limit)
         pix_wide = -(-taps // -(-taps // wide_limit))
     else:
-        pix = 6 if wide else 8
+        vectors = cb // (VECTOR_BYTES // dtype.size)
+        pix = 8 if vectors == 1 else 12 // vectors  # 8 or 12 of the 16 AVX registers
         pix_wide = _wide_pixels(cb, dtype, pix)
     fields.update(pix_block=pix, pix_wide=pix_wide, co_block=cb, cp=cp)
     if kind == "input":

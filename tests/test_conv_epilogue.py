@@ -1,0 +1,218 @@
+"""_FusedConv2D: the convolution's epilogue (bias, residual, ReLU/ReLU6) on each of tfc_conv.h's
+forward kernels, and _FusedConv2DConcat: convolutions writing their channels of a concatenation,
+against NumPy and bit for bit against the unfused ops."""
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+from opcheck import CaseBatch
+
+import tfc as tf
+from tfc.ops.registry import apply_op
+
+RNG = np.random.default_rng(7)
+F = ["float32", "float64"]
+# the forced kernels (tfc's own choice runs in the end-to-end tests below); the direct kernel
+# applies the epilogue to its register tiles, the others to the rows they wrote (one function)
+ALGORITHMS = ("direct", "im2col", "columns")
+# (x shape, filter shape, stride, padding): full and partial channel blocks (9; 64 = two
+# 32-channel blocks), rows of full and partial pixel tiles (13 columns), a stride, and a shape
+# the columns kernel takes (3 -> 8 channels at stride 1 along the width)
+CONVS = {
+    "c5-o9-s2": ((2, 7, 9, 5), (3, 3, 5, 9), 2, "SAME"),
+    "c8-o64-w13": ((2, 5, 13, 8), (3, 3, 8, 64), 1, "SAME"),
+    "c3-o8-cols": ((1, 6, 11, 3), (3, 3, 3, 8), 1, "VALID"),
+}
+# each part alone and all together (Relu6 clamps at 0 as Relu does, then at 6)
+F64_CONVS = ("c8-o64-w13",)  # float64's vectors hold half the lanes
+EPILOGUES = {
+    "bias": ["BiasAdd"],
+    "bias-relu": ["BiasAdd", "Relu"],
+    "bias-residual-relu6": ["BiasAdd", "Add", "Relu6"],
+}
+
+
+def conv2d_np(x, f, stride, padding):
+    """NHWC x HWIO in float64, TF's SAME split (the odd pixel after)."""
+    kh, kw = f.shape[:2]
+    if padding == "SAME":
+        pads = []
+        for size, k in zip(x.shape[1:3], (kh, kw)):
+            out = -(-size // stride)
+            total = max((out - 1) * stride + k - size, 0)
+            pads.append((total // 2, total - total // 2))
+        x = np.pad(x, [(0, 0), *pads, (0, 0)])
+    windows = sliding_window_view(x.astype(np.float64), (kh, kw), axis=(1, 2))
+    windows = windows[:, ::stride, ::stride]
+    return np.einsum("nhwcij,ijco->nhwo", windows, f.astype(np.float64))
+
+
+def epilogue_np(y, bias, residual, fused_ops, dtype):
+    """The unfused ops in `dtype`: each step rounded."""
+    y = y.astype(dtype) + bias
+    if "Add" in fused_ops:
+        y = y + residual
+    if "Relu" in fused_ops or "Relu6" in fused_ops:
+        y = np.where(y < 0, 0, y)
+    if "Relu6" in fused_ops:
+        y = np.where(y > 6, 6, y)
+    return y.astype(dtype)
+
+
+def _build():
+    b = CaseBatch()
+    pairs = []
+    with b.graph.as_default():
+        for dtype in F:
+            for name, (xs, fs, stride, padding) in CONVS.items():
+                if dtype == "float64" and name not in F64_CONVS:
+                    continue
+                x = RNG.standard_normal(xs).astype(dtype)
+                f = RNG.standard_normal(fs).astype(dtype)
+                bias = RNG.standard_normal(fs[3]).astype(dtype)
+                y = conv2d_np(x, f, stride, padding)
+                residual = RNG.standard_normal(y.shape).astype(dtype) * 2
+                residual.flat[::7] = np.nan  # NaN passes ReLU as the Relu kernel passes it
+                xt, ft, bt, rt = (b.feed(v) for v in (x, f, bias, residual))
+                rtol, atol = (1e-5, 3e-7) if dtype == "float32" else (1e-12, 1e-14)
+                atol *= fs[0] * fs[1] * fs[2]
+                for algorithm in ALGORITHMS:
+                    if algorithm == "columns" and not name.endswith("cols"):
+                        continue  # the direct kernel would run again
+                    attrs = {"strides": [1, stride, stride, 1], "padding": padding}
+                    attrs["_algorithm"] = algorithm
+                    conv = apply_op("Conv2D", [xt, ft], attrs).outputs[0]
+                    for tag, ops in EPILOGUES.items():
+                        if algorithm != "direct" and tag != "bias-residual-relu6":
+                            continue
+                        args = [bt, rt] if "Add" in ops else [bt]
+                        fused_attrs = dict(attrs, fused_ops=ops, num_args=len(args))
+                        fused = apply_op("_FusedConv2D", [xt, ft, *args], fused_attrs).outputs[0]
+                        unfused = tf.nn.bias_add(conv, bt)
+                        if "Add" in ops:
+                            unfused = tf.add(unfused, rt)
+                        if ops[-1] in ("Relu", "Relu6"):
+                            unfused = getattr(tf.nn, ops[-1].lower())(unfused)
+                        case = f"{dtype}-{algorithm}-{name}-{tag}"
+                        want = epilogue_np(y, bias, residual, ops, dtype)
+                        b.add(case, fused, want, rtol, atol)
+                        b.add(f"{case}-unfused", unfused, want, rtol, atol)
+                        pairs.append(case)
+        # joins: each member writes its channels of the concatenation (fire modules: a 1x1
+        # and a 3x3 expansion of one image; members of every kernel, with full and partial
+        # channel blocks)
+        for dtype in F:
+            x = RNG.standard_normal((2, 5, 13, 3)).astype(dtype)
+            xt = b.feed(x)
+            for algorithm in ALGORITHMS if dtype == "float32" else ("direct",):
+                members, fused, wants = [], [], []
+                for k, channels, ops in ((1, 8, ["BiasAdd", "Relu"]), (3, 33, ["BiasAdd"])):
+                    f = RNG.standard_normal((k, k, 3, channels)).astype(dtype)
+                    bias = RNG.standard_normal(channels).astype(dtype)
+                    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+                    attrs["_algorithm"] = algorithm
+                    member = dict(attrs, fused_ops=ops, num_args=1)
+                    inputs = [xt, b.feed(f), b.feed(bias)]
+                    members.append((inputs, member))
+                    fused.append(apply_op("_FusedConv2D", inputs, member).outputs[0])
+                    wants.append(epilogue_np(conv2d_np(x, f, 1, "SAME"), bias, None, ops, dtype))
+                joined = apply_op(
+                    "_FusedConv2DConcat",
+                    [t for inputs, _ in members for t in inputs],
+                    {"members": [m for _, m in members]},
+                ).outputs[0]
+                case = f"{dtype}-{algorithm}-join"
+                rtol, atol = (1e-5, 3e-7 * 27) if dtype == "float32" else (1e-12, 1e-14 * 27)
+                want = np.concatenate(wants, axis=-1)
+                b.add(case, joined, want, rtol, atol)
+                b.add(f"{case}-unfused", tf.concat(fused, 3), want, rtol, atol)
+                pairs.append(case)
+    return b, pairs
+
+
+BATCH, PAIRS = _build()
+
+
+@pytest.mark.parametrize("case", BATCH.ids())
+def test_fused_conv2d(case):
+    BATCH.check(case)
+
+
+def test_the_epilogue_gives_the_bits_of_the_unfused_ops():
+    compiled, _ = BATCH.results()
+    for case in PAIRS:
+        np.testing.assert_array_equal(compiled[case], compiled[f"{case}-unfused"], err_msg=case)
+
+
+def test_bad_epilogues_are_named():
+    x = tf.placeholder(tf.float32, [1, 5, 5, 2])
+    f = tf.constant(np.ones((3, 3, 2, 4), np.float32))
+    b = tf.constant(np.ones(4, np.float32))
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+    with pytest.raises(ValueError, match=r"fused_ops \['Relu'\] is not supported"):
+        apply_op("_FusedConv2D", [x, f, b], dict(attrs, fused_ops=["Relu"], num_args=1))
+    with pytest.raises(ValueError, match="takes 2 argument"):
+        apply_op("_FusedConv2D", [x, f, b], dict(attrs, fused_ops=["BiasAdd", "Add"], num_args=1))
+    with pytest.raises(ValueError, match="2 members take 6 inputs"):
+        member = dict(attrs, fused_ops=["BiasAdd"], num_args=1)
+        apply_op("_FusedConv2DConcat", [x, f, b], {"members": [member, member]})
+    with pytest.raises(ValueError, match="members must agree"):
+        f8 = tf.constant(np.ones((3, 3, 2, 4), np.float32))
+        wide = tf.placeholder(tf.float32, [1, 5, 6, 2])
+        apply_op("_FusedConv2DConcat", [x, f, b, wide, f8, b], {"members": [member, member]})
+    with pytest.raises(ValueError, match=r"bias must have shape \[4\]"):
+        bad = tf.constant(np.ones(3, np.float32))
+        apply_op("_FusedConv2D", [x, f, bad], dict(attrs, fused_ops=["BiasAdd"], num_args=1))
+
+
+def test_resnet_blocks_compile_to_fused_convs_with_the_unfused_values():
+    """A residual block as the ONNX importer leaves it after batch-norm folding: the default
+    pipeline fuses each convolution's epilogue; the result matches the pipeline without it."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2, 6, 6, 32])
+        h = x
+        for i in range(2):
+            f = RNG.standard_normal((3, 3, 32, 32)).astype(np.float32) * 0.1
+            shift = RNG.standard_normal((1, 1, 1, 32)).astype(np.float32)
+            scale = RNG.uniform(0.5, 1.5, 32).astype(np.float32)
+            y = tf.nn.conv2d(h, f, [1, 1, 1, 1], "SAME") * scale + shift
+            h = tf.nn.relu(y + x) if i else tf.nn.relu(y)
+        xv = RNG.standard_normal((2, 6, 6, 32)).astype(np.float32)
+        with tf.Session() as sess:
+            profile = sess.profile(h, {x: xv}, runs=1, warmup=0)
+            got = sess.run(h, {x: xv})
+        with tf.Session(config=tf.CompileOptions(disable=["epilogue"])) as sess:
+            want = sess.run(h, {x: xv})
+    assert [k.ops for k in profile.kernels] == ["_FusedConv2D", "_FusedConv2D"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fire_modules_join_their_expansions_without_a_copy():
+    """SqueezeNet's fire module as imported: squeeze, then a 1x1 and a 3x3 expansion of it
+    concatenated; the default pipeline makes the join one node of two kernels."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [1, 9, 9, 16])
+        h = x
+        for _ in range(2):
+            squeeze = tf.nn.relu(tf.nn.conv2d(h, _filter(1, 16, 8), 1, "SAME") + _filter(1, 8))
+            expand = [
+                tf.nn.relu(tf.nn.conv2d(squeeze, _filter(k, 8, 8), 1, "SAME") + _filter(1, 8))
+                for k in (1, 3)
+            ]
+            h = tf.concat(expand, 3)
+        xv = RNG.standard_normal((1, 9, 9, 16)).astype(np.float32)
+        with tf.Session() as sess:
+            profile = sess.profile(h, {x: xv}, runs=1, warmup=0)
+            got = sess.run(h, {x: xv})
+        with tf.Session(config=tf.CompileOptions(disable=["epilogue"])) as sess:
+            want = sess.run(h, {x: xv})
+    assert [k.ops for k in profile.kernels] == ["_FusedConv2D", "_FusedConv2DConcat"] * 2
+    np.testing.assert_array_equal(got, want)
+
+
+def _filter(k, *channels):
+    """A [k, k, *channels] filter (k = 1 and one channel count: a bias of that many)."""
+    shape = (k, k, *channels) if len(channels) == 2 else channels
+    return (RNG.standard_normal(shape) * 0.3).astype(np.float32)
