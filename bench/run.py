@@ -95,6 +95,20 @@ def parse_interpreters(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _without_interpreter_paths(argv: list[str]) -> list[str]:
+    """argv with each --python's interpreter path replaced by a placeholder: the report is
+    committed, and a path of the measuring machine means nothing elsewhere."""
+    out, after_flag = [], False
+    for a in argv:
+        if after_flag or a.startswith("--python="):
+            prefix = "--python=" if a.startswith("--python=") else ""
+            framework = a.removeprefix(prefix).partition("=")[0]
+            a = f"{prefix}{framework}=PYTHON"
+        after_flag = a == "--python"
+        out.append(a)
+    return out
+
+
 def machine(versions: list[str]) -> dict:
     cpu = platform.processor() or platform.machine()
     flags: set[str] = set()
@@ -194,9 +208,8 @@ def run(args: argparse.Namespace) -> dict:
     for w in ws:
         del w["data"]
     versions = sorted({r["version"] for r in results if r.get("status") == "ok"})
-    cmd = "python bench/run.py" + "".join(
-        f" {a}" for a in (sys.argv[1:] if args.argv is None else args.argv)
-    )
+    argv = sys.argv[1:] if args.argv is None else args.argv
+    cmd = "python bench/run.py" + "".join(f" {a}" for a in _without_interpreter_paths(argv))
     return {
         "command": cmd,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -231,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(doc, indent=1) + "\n")
     full = (
-        doc.get("command", "").strip() == "python bench/run.py"
+        not any(
+            flag in doc.get("command", "")
+            for flag in ("--quick", "--tiny", "--workloads", "--frameworks", "--threads")
+        )
         if args.render
         else not (args.quick or args.tiny or args.workloads or args.frameworks or args.threads)
     )
