@@ -264,8 +264,13 @@ def _task_count() -> int:
 
 
 # past the parallel threshold: N not a panel multiple; few columns (narrow: rows split between
-# the threads); few columns on AVX-512's 64-wide panels (swapped: C's rows split)
-@pytest.mark.parametrize("size", [(150, 203, 300), (600, 10, 300), (700, 24, 100)], ids=str)
+# the threads); few columns on AVX-512's 64-wide panels (swapped: C's rows split); a row or two
+# (the GEMV path: columns split in blocks, the last one ending in a partial vector)
+@pytest.mark.parametrize(
+    "size",
+    [(150, 203, 300), (600, 10, 300), (700, 24, 100), (1, 1000, 300), (2, 600, 400)],
+    ids=str,
+)
 def test_threads_give_identical_bits(lib, size):
     ffi, h = lib
     rng = np.random.default_rng(7)

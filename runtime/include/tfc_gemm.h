@@ -37,7 +37,8 @@
  * Packing buffers live on the stack ((MC + NR) * KC elements: 104 KiB on AVX-512 hosts, 80 KiB
  * on other hosts, 9 KiB under TFC_EMBED): no allocation, no alignment requirement on any
  * pointer. Large products are split between the threads of tfc_threads.h over NR panels (of C^T
- * when swapped) or over rows (narrow); the K reduction is never split.
+ * when swapped), over rows (narrow) or over blocks of TFC_GEMM_ROW_COLS columns (a row or two);
+ * the K reduction is never split.
  */
 #ifndef TFC_GEMM_H
 #define TFC_GEMM_H
@@ -88,13 +89,23 @@
 #define TFC_GEMM_PARALLEL_MIN (1 << 20)
 #endif
 
+/* a row or two (batch-1 inference) split by columns from this many multiply-adds: each thread
+ * always streams the same columns of B, so a B that overflows one core's L2 (a 784x512 layer's
+ * 1.6 MB) stays resident in the threads' L2s together, not only in L3 */
+#ifndef TFC_GEMM_ROW_PARALLEL_MIN
+#define TFC_GEMM_ROW_PARALLEL_MIN (1 << 17)
+#endif
+
 /* whether a product stays on the calling thread: always in a single-threaded build, which
  * then computes no estimate (an embedded build does no double arithmetic) */
 #ifdef TFC_NO_THREADS
 #define TFC_GEMM_SERIAL(M, N, K) 1
+#define TFC_GEMM_ROW_SERIAL(M, N, K) 1
 #else
 #define TFC_GEMM_SERIAL(M, N, K) \
     ((double)(M) * (double)(N) * (double)(K) < (double)TFC_GEMM_PARALLEL_MIN)
+#define TFC_GEMM_ROW_SERIAL(M, N, K) \
+    ((double)(M) * (double)(N) * (double)(K) < (double)TFC_GEMM_ROW_PARALLEL_MIN)
 #endif
 
 typedef float tfc_vf32 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4)));
@@ -446,14 +457,16 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows.  \
      * Blocks of NB vectors of columns stay in registers while B streams through them, k in order\
      * (each element the same multiply-add chain as in the micro-kernel); the last partial vector\
-     * goes through a padded copy. */                                                            \
-    static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c) {      \
+     * goes through a padded copy. Columns [j_begin, j_end): j_begin a multiple of NB vectors,  \
+     * j_end one too or N (the threads' shares of the columns). */                               \
+    static inline void tfc_gemm_row_##tag(const tfc_gemm_args_##tag *g, const T *a, T *c,        \
+                                          int64_t j_begin, int64_t j_end) {                      \
         enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                                   \
-        const int64_t N = g->N, K = g->K, sak = g->sak, sbk = g->sbk;                            \
+        const int64_t N = j_end, K = g->K, sak = g->sak, sbk = g->sbk;                           \
         const T alpha = g->alpha, beta = g->beta;                                                \
         const T *restrict bias = g->bias;                                                        \
         const int relu = g->relu;                                                                \
-        int64_t j0 = 0;                                                                          \
+        int64_t j0 = j_begin;                                                                    \
         for (; j0 + NB * (VL) <= N; j0 += NB * (VL)) { /* whole blocks: registers */             \
             V acc[NB];                                                                           \
             for (int v = 0; v < NB; ++v) {                                                       \
@@ -492,6 +505,16 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             if (relu) acc = (V)((VI)acc & ~(VI)(acc < (V){0}));                                  \
             tfc_gemm_tail_store_##tag(c + j0, acc, n);                                           \
         }                                                                                        \
+    }                                                                                            \
+    /* a thread's columns of a product of a row or two: panels_per_task blocks of the row path */\
+    static inline void tfc_gemm_row_task_##tag(void *ctx, int64_t task) {                        \
+        enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                                   \
+        const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
+        const int64_t j0 = task * g->panels_per_task * NB * (VL);                                \
+        const int64_t j1 = j0 + g->panels_per_task * NB * (VL);                                  \
+        const int64_t end = j1 < g->N ? j1 : g->N;                                               \
+        for (int64_t i = 0; i < g->M; ++i)                                                       \
+            tfc_gemm_row_##tag(g, g->A + i * g->sam, g->C + i * g->ldc, j0, end);                \
     }                                                                                            \
     static inline void tfc_gemm_task_##tag(void *ctx, int64_t task) {                            \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
@@ -714,7 +737,18 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
                                  beta, relu, 0, 0};                                              \
         if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */\
-            for (int64_t i = 0; i < M; ++i) tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc);    \
+            enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                               \
+            const int64_t blocks = TFC_IDIV(N + NB * (VL)-1, NB * (VL));                         \
+            int64_t tasks = TFC_GEMM_ROW_SERIAL(M, N, K) ? 1 : tfc_threads_count();              \
+            if (tasks > blocks) tasks = blocks;                                                  \
+            if (tasks <= 1) {                                                                    \
+                for (int64_t i = 0; i < M; ++i)                                                  \
+                    tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc, 0, N);                      \
+                return;                                                                          \
+            }                                                                                    \
+            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
+            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
+            tfc_threads_parallel_for(tasks, tfc_gemm_row_task_##tag, &g);                        \
             return;                                                                              \
         }                                                                                        \
         if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) { /* C^T, rows split */     \
