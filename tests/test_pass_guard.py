@@ -56,7 +56,7 @@ def test_the_guarded_pipeline_checks_before_any_update():
 
     names = [pass_name(p) for p in guarded(PIPELINE)]
     at = names.index("guard")
-    assert names[at - 1 : at + 2] == ["scale", "guard", "fuse"]
+    assert names[at - 1 : at + 2] == ["epilogue", "guard", "fuse"]
     compiled = compile_program(_sgd_step(), guarded(PIPELINE), C, name="guarded")
     order = compiled.graph.graph_attrs["schedule"]
     updates = [order.index(n) for n in _updates(compiled.graph)]
