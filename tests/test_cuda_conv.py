@@ -21,6 +21,7 @@ import pytest
 from cuda_devices import DEVICES
 from test_cuda import cuda_source
 from test_ops_conv import (
+    CONV_TRIO,
     CONVS,
     POOLS,
     F,
@@ -29,6 +30,8 @@ from test_ops_conv import (
     conv2d_filter_grad_np,
     conv2d_input_grad_np,
     conv2d_np,
+    conv_trio,
+    conv_trio_np,
     max_pool_grad_grad_np,
     max_pool_grad_np,
     max_pool_np,
@@ -44,7 +47,7 @@ from tfc.ops.registry import apply_op
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
-CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+CONV_OPS = CONV_TRIO
 POOL_OPS = ("MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "MaxPoolGradGrad")
 
 # wider than test_ops_conv's: the forward (or the input gradient) runs as the implicit GEMM
@@ -154,15 +157,6 @@ def tf32(a: np.ndarray) -> np.ndarray:
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def _references(x, f, dy, st, pad, dil) -> list[np.ndarray]:
-    """NumPy's Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter of (x, f, dy)."""
-    return [
-        conv2d_np(x, f, st, pad, dil),
-        conv2d_input_grad_np(x.shape, f, dy, st, pad, dil),
-        conv2d_filter_grad_np(x, f.shape, dy, st, pad, dil),
-    ]
-
-
 @cache
 def tf32_program() -> tuple[tfc.Graph, dict, list[tuple]]:
     """The three conv ops of every WIDE shape in float32: (graph, feeds, [(what, tensor, NumPy
@@ -171,21 +165,10 @@ def tf32_program() -> tuple[tfc.Graph, dict, list[tuple]]:
     graph, feeds, cases = tfc.Graph(), {}, []
     with graph.as_default():
         for name, (xs, fs, st, pad, dil) in WIDE.items():
-            x = rng.standard_normal(xs).astype("float32")
-            f = rng.standard_normal(fs).astype("float32")
-            dy = rng.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype("float32")
-            attrs = {"strides": [1, *st, 1], "padding": pad, "dilations": [1, *dil, 1]}
-            xt, ft, dyt = (tfc.placeholder(v.dtype, v.shape) for v in (x, f, dy))
-            feeds.update({xt: x, ft: f, dyt: dy})
-            sizes = [tfc.constant(list(xs)), tfc.constant(list(fs))]
-            tensors = [
-                apply_op("Conv2D", [xt, ft], attrs).outputs[0],
-                apply_op("Conv2DBackpropInput", [sizes[0], ft, dyt], attrs).outputs[0],
-                apply_op("Conv2DBackpropFilter", [xt, sizes[1], dyt], attrs).outputs[0],
-            ]
-            exact = _references(x, f, dy, st, pad, dil)
-            rounded = _references(tf32(x), tf32(f), tf32(dy), st, pad, dil)
-            terms = [fs[0] * fs[1] * fs[2], fs[0] * fs[1] * fs[3], dy.size // fs[3]]
+            fed, tensors, (x, f, dy), terms = conv_trio(rng, xs, fs, st, pad, dil)
+            feeds.update(fed)
+            exact = conv_trio_np(x, f, dy, st, pad, dil)
+            rounded = conv_trio_np(tf32(x), tf32(f), tf32(dy), st, pad, dil)
             for op, tensor, e, r, n in zip(CONV_OPS, tensors, exact, rounded, terms):
                 cases.append((f"{op} {name}", tensor, e, r, tol("float32", n)))
     return graph, feeds, cases

@@ -14,7 +14,7 @@ from functools import cache
 import numpy as np
 import pytest
 from cuda_devices import DEVICES
-from test_ops_conv import conv2d_filter_grad_np, conv2d_input_grad_np, conv2d_np, out_shape, tol
+from test_ops_conv import CONV_TRIO, conv2d_np, conv_trio, conv_trio_np, tol
 
 import tfc
 from tfc.backend.cuda import compile_cuda
@@ -23,12 +23,11 @@ from tfc.codegen.cuda import bf16_cores, conv_form
 from tfc.codegen.targets import CUDA, C
 from tfc.compiler import compile_program, pipeline
 from tfc.ir.program import make_program_graph
-from tfc.ops.registry import apply_op
 from tfc.tools.cli import main
 from tfc.tools.inspect import product_precisions
 
 NVCC = shutil.which(os.environ.get("TFC_NVCC") or "nvcc")
-CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+CONV_OPS = CONV_TRIO
 BF16 = tfc.CompileOptions(passes=[], mixed_precision="bfloat16")
 
 # (a shape, b shape, transpose_a, transpose_b): blocks of A and B past the host's rounding
@@ -92,32 +91,13 @@ def products_program() -> tuple[tfc.Graph, dict, list[tuple]]:
         exact = x0.astype(np.float64) @ w @ w
         cases.append(("MatMul in a while loop", looped, twice, exact, tol("float32", 80)))
         for name, (xs, fs, st, pad, dil) in CONVS.items():
-            x = rng.standard_normal(xs).astype("float32")
-            f = rng.standard_normal(fs).astype("float32")
-            dy = rng.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype("float32")
-            attrs = {"strides": [1, *st, 1], "padding": pad, "dilations": [1, *dil, 1]}
-            xt, ft, dyt = (tfc.placeholder(tfc.float32, v.shape) for v in (x, f, dy))
-            feeds.update({xt: x, ft: f, dyt: dy})
-            sizes = [tfc.constant(list(xs)), tfc.constant(list(fs))]
-            tensors = [
-                apply_op("Conv2D", [xt, ft], attrs).outputs[0],
-                apply_op("Conv2DBackpropInput", [sizes[0], ft, dyt], attrs).outputs[0],
-                apply_op("Conv2DBackpropFilter", [xt, sizes[1], dyt], attrs).outputs[0],
-            ]
-            rounded = _conv_references(bf16(x), bf16(f), bf16(dy), st, pad, dil)
-            exact = _conv_references(x, f, dy, st, pad, dil)
-            terms = [fs[0] * fs[1] * fs[2], fs[0] * fs[1] * fs[3], dy.size // fs[3]]
+            fed, tensors, (x, f, dy), terms = conv_trio(rng, xs, fs, st, pad, dil)
+            feeds.update(fed)
+            rounded = conv_trio_np(bf16(x), bf16(f), bf16(dy), st, pad, dil)
+            exact = conv_trio_np(x, f, dy, st, pad, dil)
             for op, tensor, r, e, n in zip(CONV_OPS, tensors, rounded, exact, terms):
                 cases.append((f"{op} {name}", tensor, r, e, tol("float32", n)))
     return graph, feeds, cases
-
-
-def _conv_references(x, f, dy, st, pad, dil) -> list[np.ndarray]:
-    return [
-        conv2d_np(x, f, st, pad, dil),
-        conv2d_input_grad_np(x.shape, f, dy, st, pad, dil),
-        conv2d_filter_grad_np(x, f.shape, dy, st, pad, dil),
-    ]
 
 
 def _check(cases: list[tuple], got: list[np.ndarray]) -> None:

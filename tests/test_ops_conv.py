@@ -69,6 +69,36 @@ def conv2d_filter_grad_np(x, f_shape, dy, strides, padding, dilations=(1, 1)):
     return df.astype(x.dtype)
 
 
+CONV_TRIO = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+
+
+def conv_trio(rng, xs, fs, st, pad, dil) -> tuple[dict, list, tuple, list[int]]:
+    """Conv2D and both its gradients at one shape, on float32 placeholders in the default graph:
+    (feeds, the three tensors, the fed (x, f, dy), the number of terms in each op's sums)."""
+    x = rng.standard_normal(xs).astype("float32")
+    f = rng.standard_normal(fs).astype("float32")
+    dy = rng.standard_normal(out_shape(xs, fs[:2], st, pad, fs[3], dil)).astype("float32")
+    attrs = {"strides": [1, *st, 1], "padding": pad, "dilations": [1, *dil, 1]}
+    xt, ft, dyt = (tf.placeholder(tf.float32, v.shape) for v in (x, f, dy))
+    sizes = [tf.constant(list(xs)), tf.constant(list(fs))]
+    tensors = [
+        apply_op("Conv2D", [xt, ft], attrs).outputs[0],
+        apply_op("Conv2DBackpropInput", [sizes[0], ft, dyt], attrs).outputs[0],
+        apply_op("Conv2DBackpropFilter", [xt, sizes[1], dyt], attrs).outputs[0],
+    ]
+    terms = [fs[0] * fs[1] * fs[2], fs[0] * fs[1] * fs[3], dy.size // fs[3]]
+    return {xt: x, ft: f, dyt: dy}, tensors, (x, f, dy), terms
+
+
+def conv_trio_np(x, f, dy, st, pad, dil) -> list[np.ndarray]:
+    """NumPy's results of conv_trio's three ops."""
+    return [
+        conv2d_np(x, f, st, pad, dil),
+        conv2d_input_grad_np(x.shape, f, dy, st, pad, dil),
+        conv2d_filter_grad_np(x, f.shape, dy, st, pad, dil),
+    ]
+
+
 def windows_np(x_shape, k, strides, padding):
     """{output pixel: its input pixels in row-major order}."""
     found = {}
