@@ -179,12 +179,8 @@ def test_resnet_blocks_compile_to_fused_convs_with_the_unfused_values():
             y = tf.nn.conv2d(h, f, [1, 1, 1, 1], "SAME") * scale + shift
             h = tf.nn.relu(y + x) if i else tf.nn.relu(y)
         xv = RNG.standard_normal((2, 6, 6, 32)).astype(np.float32)
-        with tf.Session() as sess:
-            profile = sess.profile(h, {x: xv}, runs=1, warmup=0)
-            got = sess.run(h, {x: xv})
-        with tf.Session(config=tf.CompileOptions(disable=["epilogue"])) as sess:
-            want = sess.run(h, {x: xv})
-    assert [k.ops for k in profile.kernels] == ["_FusedConv2D", "_FusedConv2D"]
+        kernels, got, want = _fused_and_unfused(h, {x: xv})
+    assert kernels == ["_FusedConv2D", "_FusedConv2D"]
     np.testing.assert_array_equal(got, want)
 
 
@@ -203,12 +199,8 @@ def test_fire_modules_join_their_expansions_without_a_copy():
             ]
             h = tf.concat(expand, 3)
         xv = RNG.standard_normal((1, 9, 9, 16)).astype(np.float32)
-        with tf.Session() as sess:
-            profile = sess.profile(h, {x: xv}, runs=1, warmup=0)
-            got = sess.run(h, {x: xv})
-        with tf.Session(config=tf.CompileOptions(disable=["epilogue"])) as sess:
-            want = sess.run(h, {x: xv})
-    assert [k.ops for k in profile.kernels] == ["_FusedConv2D", "_FusedConv2DConcat"] * 2
+        kernels, got, want = _fused_and_unfused(h, {x: xv})
+    assert kernels == ["_FusedConv2D", "_FusedConv2DConcat"] * 2
     np.testing.assert_array_equal(got, want)
 
 
@@ -216,3 +208,14 @@ def _filter(k, *channels):
     """A [k, k, *channels] filter (k = 1 and one channel count: a bias of that many)."""
     shape = (k, k, *channels) if len(channels) == 2 else channels
     return (RNG.standard_normal(shape) * 0.3).astype(np.float32)
+
+
+def _fused_and_unfused(fetch, feeds):
+    """(the kernels' ops, the result) of the default pipeline, and the result without the
+    epilogue pass, in the default graph."""
+    with tf.Session() as sess:
+        profile = sess.profile(fetch, feeds, runs=1, warmup=0)
+        got = sess.run(fetch, feeds)
+    with tf.Session(config=tf.CompileOptions(disable=["epilogue"])) as sess:
+        want = sess.run(fetch, feeds)
+    return [k.ops for k in profile.kernels], got, want
