@@ -45,6 +45,9 @@ typedef struct {
     int64_t chunk;                      /* im2col: images per column matrix */
     int64_t blocked;                    /* direct forward: the filter read in blocks of co_block
                                            channels, the blocks outermost (tfc_conv_direct_core) */
+    int64_t packed;                     /* direct forward: the filter comes packed, one block of
+                                           co_block channels after another, each [taps, co_block]
+                                           and zero past out_c (tfc/passes/conv_pack.py) */
     int64_t bias, residual, act;        /* forward epilogue (_FusedConv2D): a bias per channel
                                            added, a tensor of y's shape added, then the
                                            activation (TFC_CONV_ACT_*) */

@@ -187,35 +187,43 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
  * 3x3x256x256 against a 14x14x256 image of 200 KB, read 14 times per image, along rows whose
  * power-of-two stride maps them to a few cache sets) the filter is read from memory once and
  * each block's contiguous copy stays in cache while every pixel uses it. Each output element
- * is the same chain of multiply-adds in either order. The epilogue (bias [co], res of y's
+ * is the same chain of multiply-adds in any order. The epilogue (bias [co], res of y's
  * shape, activation `act`; NULL, NULL, TFC_CONV_ACT_NONE: none) runs on each tile in registers;
- * y's pixels are ldy elements apart. */
+ * y's pixels are ldy elements apart. `outer`: the blocks outermost, each copied into `fblock`
+ * first. With `packed`, fp is the filter already in blocks (each block's [kh_n*kw_n*c, CB]
+ * values one after another, as tfc_conv_filter_block would copy them): each block is read where
+ * it lies, in either order, and nothing is copied (fblock unused). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    T *restrict fblock, const T *restrict bias, const T *restrict res, const int64_t act,
-    int64_t ldy) {
-    if (fblock != NULL) {
+    const int64_t outer, T *restrict fblock, const int64_t packed, const T *restrict bias,
+    const T *restrict res, const int64_t act, int64_t ldy) {
+    const int64_t taps = kh_n * kw_n * c;
+    if (outer) {
         for (int64_t co0 = 0; co0 < co; co0 += CB) {
-            TFC_CONV_FN(tfc_conv_filter_block)(fp, kh_n * kw_n * c, cp, co0, CB, fblock);
+            const T *fb = fp + TFC_IDIV(co0, CB) * taps * CB;
+            if (!packed) {
+                TFC_CONV_FN(tfc_conv_filter_block)(fp, taps, cp, co0, CB, fblock);
+                fb = fblock;
+            }
             for (int64_t n = 0; n < n_img; ++n)
                 for (int64_t oh = 0; oh < oh_n; ++oh)
                     TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co,
-                                                     kh_n, kw_n, sh, sw, dh, dw, fblock, CB, y,
-                                                     P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
-                                                     act, ldy);
+                                                     kh_n, kw_n, sh, sw, dh, dw, fb, CB, y, P,
+                                                     CB, u_lo, u_hi, v_lo, v_hi, bias, res, act,
+                                                     ldy);
         }
         return;
     }
     for (int64_t n = 0; n < n_img; ++n)
         for (int64_t oh = 0; oh < oh_n; ++oh)
             for (int64_t co0 = 0; co0 < co; co0 += CB)
-                TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
-                                                 kw_n, sh, sw, dh, dw, fp + co0, cp, y, P, CB,
-                                                 u_lo, u_hi, v_lo, v_hi, bias, res, act,
-                                                 ldy);
+                TFC_CONV_FN(tfc_conv_direct_row)(
+                    n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
+                    packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0, packed ? CB : cp, y,
+                    P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
@@ -269,7 +277,7 @@ TFC_CONV_INLINE const T *TFC_CONV_FN(tfc_conv_part_input)(const tfc_conv_plan *g
 
 /* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c], fp (the
  * filter with its rows padded, written by tfc_conv_forward_direct; with g->blocked, one
- * block's buffer [taps, co_block] per part instead). */
+ * block's buffer [taps, co_block] per part instead; with g->packed, none: f is in blocks). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_plan *g,
                                                                void *call, int64_t part) {
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
@@ -277,18 +285,18 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
     const T *src = TFC_CONV_FN(tfc_conv_part_input)(g, k, n0, nb);
     const int64_t taps = g->k_h * g->k_w * g->in_c;
-    const int blocked = g->blocked != 0;
-    const T *filter = !blocked && g->cp != g->out_c ? k->s1 : k->b;
+    const int blocked = g->blocked != 0, copied = blocked && !g->packed;
+    const T *filter = !blocked && !g->packed && g->cp != g->out_c ? k->s1 : k->b;
     const int64_t y0 = n0 * g->out_h * g->out_w * g->ldy;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
                                       filter, blocked ? g->out_c : g->cp, k->y + y0,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
-                                      g->pad_left + g->in_w,
-                                      blocked ? k->s1 + part * taps * g->co_block : NULL,
-                                      g->bias ? k->bias : NULL, g->residual ? k->res + y0 : NULL,
-                                      g->act, g->ldy);
+                                      g->pad_left + g->in_w, blocked,
+                                      copied ? k->s1 + part * taps * g->co_block : NULL,
+                                      g->packed, g->bias ? k->bias : NULL,
+                                      g->residual ? k->res + y0 : NULL, g->act, g->ldy);
 }
 
 /* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts,
@@ -299,7 +307,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g
                                                           const T *f, const T *bias,
                                                           const T *res, T *y, T *xp, T *fp,
                                                           tfc_threads_fn part) {
-    if (g->blocked == 0 && g->cp != g->out_c)
+    if (g->blocked == 0 && g->packed == 0 && g->cp != g->out_c)
         TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
     TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, xp, fp, NULL, bias, res};
     tfc_conv_run_parts(g, part, &call);
@@ -338,8 +346,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1, NULL, NULL, NULL,
-                                      TFC_CONV_ACT_NONE, ci);
+                                      left + (g->out_w - 1) * g->s_w + 1, 0, NULL, 0, NULL,
+                                      NULL, TFC_CONV_ACT_NONE, ci);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */
