@@ -81,6 +81,13 @@ typedef struct {
 #define TFC_CONV_FENCE() ((void)0)
 #endif
 #define TFC_CONV_MAX_NV 8
+/* A hint that the cache line at p is read soon, into L2 (nothing where the compiler has no
+ * builtin for it; a prefetch never faults) */
+#if defined(__GNUC__) || defined(__clang__)
+#define TFC_CONV_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#else
+#define TFC_CONV_PREFETCH(p) ((void)(p))
+#endif
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)

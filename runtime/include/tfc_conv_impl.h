@@ -68,9 +68,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                                 T *restrict y, int64_t y_px, int64_t nc,
                                                 const int64_t P, const int64_t CB,
                                                 const T *restrict bias, const T *restrict res,
-                                                const int64_t act) {
+                                                const int64_t act, const char *pf, int64_t pf_n,
+                                                int64_t pf_every) {
     TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
-                                      cp, y, y_px, nc, P, CB, bias, res, act));
+                                      cp, y, y_px, nc, P, CB, bias, res, act, pf, pf_n,
+                                      pf_every));
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
@@ -148,8 +150,12 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy) {
+    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy,
+    const char *pf, int64_t pf_n) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
+    /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
+    const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
+    const int64_t pf_tile = TFC_IDIV(pf_n + tiles - 1, tiles);
     const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
     T *restrict yr = y + (n * oh_n + oh) * ow_n * ldy;
     const T *restrict rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
@@ -166,13 +172,19 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         const T *restrict xt = xr + ow0 * sw * c;
         T *restrict yt = yr + ow0 * ldy + co0;
         const T *restrict rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
+        const int64_t done = TFC_IDIV(ow0, P) * pf_tile;
+        const int64_t n_pf = pf_n - done < pf_tile ? (pf_n > done ? pf_n - done : 0) : pf_tile;
+        const int64_t steps = (kh_hi - kh_lo) * (kw_hi - kw_lo) * c;
+        const int64_t every = n_pf > 0 && steps > n_pf ? TFC_IDIV(steps, n_pf) : 1;
+        const char *pt = pf != NULL ? pf + done * 64 : NULL;
         if (ow0 < full) {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
-                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act);
+                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act,
+                                       pt, pt != NULL ? n_pf : 0, every);
         } else {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
-                                       rt, act);
+                                       rt, act, pt, pt != NULL ? n_pf : 0, every);
         }
     }
 }
@@ -208,12 +220,21 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                 TFC_CONV_FN(tfc_conv_filter_block)(fp, taps, cp, co0, CB, fblock);
                 fb = fblock;
             }
+            /* a packed filter's next block is read from memory while this one's tiles run,
+             * each row prefetching its share of the lines (only the first rows of a block
+             * waited for them otherwise: the deep layers' blocks are 64-600 KB) */
+            const char *next = packed && co0 + CB < co ? (const char *)(fb + taps * CB) : NULL;
+            const int64_t lines = next != NULL ? TFC_IDIV(taps * CB * (int64_t)sizeof(T), 64) : 0;
+            const int64_t per_row = TFC_IDIV(lines + n_img * oh_n - 1, n_img * oh_n);
             for (int64_t n = 0; n < n_img; ++n)
-                for (int64_t oh = 0; oh < oh_n; ++oh)
-                    TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co,
-                                                     kh_n, kw_n, sh, sw, dh, dw, fb, CB, y, P,
-                                                     CB, u_lo, u_hi, v_lo, v_hi, bias, res, act,
-                                                     ldy);
+                for (int64_t oh = 0; oh < oh_n; ++oh) {
+                    const int64_t first = (n * oh_n + oh) * per_row;
+                    const int64_t count = lines - first < per_row ? lines - first : per_row;
+                    TFC_CONV_FN(tfc_conv_direct_row)(
+                        n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
+                        fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
+                        count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0);
+                }
         }
         return;
     }
@@ -223,7 +244,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                 TFC_CONV_FN(tfc_conv_direct_row)(
                     n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
                     packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0, packed ? CB : cp, y,
-                    P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy);
+                    P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy, NULL, 0);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
