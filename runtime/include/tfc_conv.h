@@ -16,7 +16,9 @@
  * each register tile before storing it, im2col and columns to the rows they just wrote. A
  * forward convolution may write channels [y_off, y_off + out_c) of pixels ldy elements apart:
  * its slice of a concatenation along the channels (_FusedConv2DConcat), which then costs no
- * copy.
+ * copy. A constant forward filter may come packed (plan field `packed`, tfc/passes/conv_pack.py):
+ * blocks of co_block output channels, each contiguous, which the direct kernel reads where they
+ * lie, prefetching the next block while the tiles of one run.
  *
  * The functions are instantiated by the kernel templates with a `static const tfc_conv_plan`
  * of literals, and always inlined, so every size is a constant to the compiler. Only string.h
