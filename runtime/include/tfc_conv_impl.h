@@ -151,7 +151,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
     const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy,
-    const char *pf, int64_t pf_n) {
+    const char *pf, int64_t pf_n, int64_t ow_from, int64_t ow_to) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
     /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
     const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
@@ -163,7 +163,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t kh_lo, kh_hi;
     TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
     const int64_t nc = co - co0 < CB ? co - co0 : CB;
-    for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
+    for (int64_t ow0 = ow_from; ow0 < ow_to; ow0 += P) {
         /* taps some pixel of the tile reads inside the image */
         const int64_t last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
         int64_t kw_lo, kw_hi, unused;
@@ -233,18 +233,23 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
                         fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
-                        count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0);
+                        count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0, 0, ow_n);
                 }
         }
         return;
     }
+    /* each tile of pixels through every channel block before the next: the tile's output
+     * lines are whole before they leave L1 (a row of 1x1 expansions' outputs, 56 pixels x
+     * 256 channels, does not fit it), and its input stays there for every block */
     for (int64_t n = 0; n < n_img; ++n)
         for (int64_t oh = 0; oh < oh_n; ++oh)
-            for (int64_t co0 = 0; co0 < co; co0 += CB)
-                TFC_CONV_FN(tfc_conv_direct_row)(
-                    n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
-                    packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0, packed ? CB : cp, y,
-                    P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy, NULL, 0);
+            for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P)
+                for (int64_t co0 = 0; co0 < co; co0 += CB)
+                    TFC_CONV_FN(tfc_conv_direct_row)(
+                        n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
+                        packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0,
+                        packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
+                        NULL, 0, ow0, ow0 + P < ow_n ? ow0 + P : ow_n);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
