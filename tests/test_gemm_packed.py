@@ -38,9 +38,6 @@ HARNESS = textwrap.dedent(
     }
     H_GEMM(f32, float)
     H_GEMM(f64, double)
-    int h_packs_b_f32(int64_t M, int64_t N, int64_t K, int64_t sam, int64_t sbn) {
-        return tfc_gemm_packs_b_f32(M, N, K, sam, sbn);
-    }
     void h_threads_set(int n) { tfc_threads_set(n); }
     """
 )
@@ -55,7 +52,6 @@ void h_ex_f64(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const
 void h_packed_f64(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *,
                   int64_t, int64_t, void *, uint64_t, double *, double, double, const double *,
                   int);
-int h_packs_b_f32(int64_t, int64_t, int64_t, int64_t, int64_t);
 void h_threads_set(int);
 """
 
@@ -122,10 +118,12 @@ class _Product:
 
 
 # the MLP's layers (the plain path); edges of every block (N not a panel multiple, K past KC,
-# M past MC); the paths that never pack B whole and take tfc_gemm_<t>_ex's (a row or two, a
-# few columns: tall, narrow or swapped)
-SIZES = [(64, 512, 784), (7, 100, 300), (150, 203, 260), (13, 70, 5), (1, 300, 40),
-         (2, 300, 40), (40, 10, 33), (300, 24, 50)]  # fmt: skip
+# M past MC); a row or two (LeNet's batch-1 layers; whole row blocks and 8, 4, 2, 1 vectors
+# past them); the paths that take tfc_gemm_<t>_ex's (a threaded row, a few columns: tall,
+# narrow or swapped)
+SIZES = [(64, 512, 784), (7, 100, 300), (150, 203, 260), (13, 70, 5), (1, 120, 400),
+         (2, 84, 120), (1, 300, 40), (2, 517, 30), (1, 600, 300), (40, 10, 33),
+         (300, 24, 50)]  # fmt: skip
 CASES = [
     dict(dtype=np.float32, ta=False, tb=False, bias=True, relu=1),
     dict(dtype=np.float32, ta=True, tb=True, alpha=0.5, beta=1.5),
@@ -158,11 +156,10 @@ def test_packed_products_have_the_unpacked_bits(lib, threads):
         h.h_threads_set(0)
 
 
-def test_panels_are_packed_again_exactly_when_the_epoch_or_the_source_moves(lib):
-    _, h = lib
+@pytest.mark.parametrize("size", [(64, 200, 300), (1, 120, 400)], ids=["panels", "row"])
+def test_panels_are_packed_again_exactly_when_the_epoch_or_the_source_moves(lib, size):
     rng = np.random.default_rng(5)
-    p = _Product(lib, rng, (64, 200, 300), np.float32, ta=False, tb=False, bias=True)
-    assert h.h_packs_b_f32(64, 200, 300, 300, 1)
+    p = _Product(lib, rng, size, np.float32, ta=False, tb=False, bias=True)
     before = p.packed(7)
     np.testing.assert_array_equal(before, p.unpacked())
     p.b *= 2  # a writer that does not bump the epoch: the call answers from the panels

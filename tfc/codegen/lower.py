@@ -33,6 +33,7 @@ EMBED_LIMIT_BYTES = 64 * 1024  # larger constants are passed in by the caller, n
 # a packed copy of a product's weights: the header and the column rounding of tfc_gemm_packed.h
 PACK_HEADER_BYTES = 64
 PACK_COLS = 64
+ROW_PARALLEL_MIN = 1 << 17  # tfc_gemm.h's TFC_GEMM_ROW_PARALLEL_MIN
 
 
 @dataclass
@@ -285,9 +286,9 @@ class _Lowering:
         if storage[root_tensor(storage, source)][0] != "var":
             return kernel
         dtype = graph.node(source[0])["dtypes"][source[1]]
-        # products tfc_gemm.h runs without packing B on every target: a row or two, at most
-        # one vector of columns on the widest (64-byte vectors)
-        if (m <= 2 and sbn == 1) or cols <= 64 // dtype.size:
+        # products no target packs (tfc_gemm_packed.h): a row or two split between threads
+        # (from TFC_GEMM_ROW_PARALLEL_MIN multiply-adds), at most one 64-byte vector of columns
+        if (m <= 2 and sbn == 1 and m * cols * k >= ROW_PARALLEL_MIN) or cols <= 64 // dtype.size:
             return kernel
         nbytes = PACK_HEADER_BYTES + k * -(-cols // PACK_COLS) * PACK_COLS * dtype.size
         self.slot_index[("pack", n)] = len(self.slots)
