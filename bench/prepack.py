@@ -2,7 +2,7 @@
 between calls (the default since issue 20) against the same program packing them on every call.
 
     python bench/prepack.py [--workloads mlp_infer_b64,...] [--rounds 15] [--round-ms 200]
-    python bench/prepack.py --tiny      # the 12-16-5 MLP, short rounds (for tests)
+    python bench/prepack.py --tiny      # a 12-48-24-5 MLP at b=4 and b=1, short rounds (tests)
 
 Per workload of bench/run.py (its models and weights: bench/suite/models_tfc.py), at one
 thread: the Session's program of `probabilities` (weights packed once, tfc_gemm_packed.h) and
@@ -59,6 +59,8 @@ def _programs(w: dict):
     want = sess.run(probs, {features: x})
     request = RunRequest(graph, probs, {features: x}, sess._feed_sources)
     packed = sess._program(request)
+    if not any(slot.kind == "pack" for slot in packed.lowered.slots):
+        raise SystemExit(f"{w['title']}: the Session's program packs no weights")
     program_graph = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     compiled = compile_program(program_graph, sess._passes, C, name="unpacked", lock_updates=True)
     unpacked = CompiledProgram(sess, compiled.lowered, compiled.source)
@@ -73,10 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--round-ms", type=float, default=200.0)
-    parser.add_argument("--tiny", action="store_true", help="the tiny MLP, 3 short rounds")
+    parser.add_argument("--tiny", action="store_true", help="a tiny MLP, 3 short rounds")
     args = parser.parse_args(argv)
     if args.tiny:
-        chosen = [w for w in workloads.tiny() if w["mode"] == "infer"]
+        # wide enough that its hidden layers pack (more than one vector of columns)
+        tiny = next(w for w in workloads.tiny() if w["mode"] == "infer")
+        chosen = [
+            dict(tiny, sizes=[12, 48, 24, 5], batch=batch, title=f"tiny MLP 12-48-24-5, b={batch}")
+            for batch in (4, 1)
+        ]
         args.rounds, args.round_ms = 3, 5.0
     else:
         by_name = {w["name"]: w for w in workloads.full()}
