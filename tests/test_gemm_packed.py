@@ -15,6 +15,7 @@ import pytest
 
 import tfc as tf
 from tfc.backend.cc import build_shared_library, compiler, runtime_dir
+from tfc.client.session import CompiledProgram
 from tfc.codegen.lower import PACK_COLS, PACK_HEADER_BYTES
 from tfc.codegen.targets import CUDA
 from tfc.compiler import PIPELINE, compile_program
@@ -247,6 +248,30 @@ def test_every_change_of_the_weights_reaches_the_packed_program(mlp, tmp_path):
         np.testing.assert_array_equal(packed, seen[0], err_msg="restore")
         sess.run(mlp["halve"])
         check("assign after restore")
+
+
+def test_constant_weights_pack_with_the_unpacked_bits():
+    """A frozen layer (weights as constants, e.g. an imported model) packs them once."""
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((96, 160)).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [32, 96])
+        y = tf.nn.relu(tf.matmul(x, tf.constant(w)) + tf.constant(np.ones(160, np.float32)))
+    feed = rng.standard_normal((32, 96)).astype(np.float32)
+    with tf.Session(graph=graph) as sess:
+        got = sess.run(y, {x: feed})
+        again = sess.run(y, {x: feed})
+        program = _session_program(sess, "Relu")
+        assert [s.kind for s in program.lowered.slots].count("pack") == 1
+    feeds = [FeedSpec((x.op.name, 0), tf.float32, (32, 96))]
+    compiled = compile_program(make_program_graph(graph, [(y.op.name, 0)], [], feeds), PIPELINE)
+    assert not [s for s in compiled.lowered.slots if s.kind == "pack"]
+    with tf.Session(graph=graph) as sess:
+        rc, (want,) = CompiledProgram(sess, compiled.lowered, compiled.source)([feed])
+    assert rc == 0
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(again, want)
 
 
 def test_only_host_programs_may_prepack(mlp):

@@ -134,8 +134,8 @@ def lower_program(
     Session's), so the updates of ops with use_locking hold their variables' lock words.
     `prepack_weights`: the caller passes the state epoch, which all its programs that may
     write variables bump (this one's bumps are generated here) and every other writer bumps
-    too: a program that writes no variable then keeps its products' weights packed between
-    calls, packing again when the epoch moved (tfc_gemm_packed.h)."""
+    too: a program that writes no variable then keeps its products' weights (variables or
+    constants) packed between calls, packing again when the epoch moved (tfc_gemm_packed.h)."""
     attrs = graph.graph_attrs
     storage = _storage(graph)
     fetch_slots = _fetch_slots(graph)
@@ -276,15 +276,15 @@ class _Lowering:
 
     def packed_weights(self, graph: Graph, n: str, kernel: Kernel, storage: dict) -> Kernel:
         """`kernel` reading its product's B from a packed copy kept between calls (a slot of
-        its own, sized for any target's panels) when B is a variable and the program packs
-        weights; otherwise `kernel` as it is."""
+        its own, sized for any target's panels) when B is a variable or a constant and the
+        program packs weights; otherwise `kernel` as it is."""
         weights = _weights_input(kernel) if self.prepack else None
         if weights is None:
             return kernel
         index, (m, cols, k, sbn) = weights
         source = graph.input_edges(n)[index]
-        if storage[root_tensor(storage, source)][0] != "var":
-            return kernel
+        if storage[root_tensor(storage, source)][0] not in ("var", "const"):
+            return kernel  # a constant is packed once per program (its address never moves)
         dtype = graph.node(source[0])["dtypes"][source[1]]
         # products no target packs (tfc_gemm_packed.h): a row or two split between threads
         # (from TFC_GEMM_ROW_PARALLEL_MIN multiply-adds), at most one 64-byte vector of columns
