@@ -15,7 +15,6 @@ import pytest
 
 import tfc as tf
 from tfc.backend.cc import build_shared_library, compiler, runtime_dir
-from tfc.client.session import CompiledProgram
 from tfc.codegen.lower import PACK_COLS, PACK_HEADER_BYTES
 from tfc.codegen.targets import CUDA
 from tfc.compiler import PIPELINE, compile_program
@@ -174,9 +173,11 @@ def test_panels_are_packed_again_exactly_when_the_epoch_or_the_source_moves(lib,
 # -- a Session's programs ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def mlp():
-    """An MLP with its training step, an assign op and a writer that leaves the weights alone
-    (a step counter), all built before the first run: no program of the tests is recompiled."""
+    """An MLP with its training step, an assign op, a writer that leaves the weights alone (a
+    step counter) and a frozen layer (constant weights, as an imported model has), all built
+    before the first run: no program of the tests is recompiled."""
     graph = tf.Graph()
+    rng = np.random.default_rng(0)
     with graph.as_default():
         tf.set_random_seed(11)
         x = tf.placeholder(tf.float32, [None, 96], name="x")
@@ -184,6 +185,8 @@ def mlp():
         h = tf.layers.dense(x, 160, activation=tf.nn.relu, name="hidden")
         logits = tf.layers.dense(h, 80, name="logits")
         probs = tf.nn.softmax(logits)
+        frozen_w = tf.constant(rng.standard_normal((96, 72)).astype(np.float32))
+        frozen = tf.nn.relu(tf.matmul(x, frozen_w) + tf.constant(np.ones(72, np.float32)))
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         )
@@ -194,10 +197,9 @@ def mlp():
         count = tf.assign_add(steps, 1)
         saver = tf.train.Saver()
         init = tf.global_variables_initializer()
-    rng = np.random.default_rng(0)
     feeds = {x: rng.standard_normal((32, 96)).astype(np.float32)}
-    return dict(graph=graph, x=x, labels=labels, probs=probs, train=train, halve=halve,
-                count=count, saver=saver, init=init, feeds=feeds,
+    return dict(graph=graph, x=x, labels=labels, probs=probs, frozen=frozen, train=train,
+                halve=halve, count=count, saver=saver, init=init, feeds=feeds,
                 label_values=rng.integers(0, 80, 32).astype(np.int32))  # fmt: skip
 
 
@@ -205,34 +207,24 @@ def _session_program(sess, fetches):
     return next(p for p in sess._programs.values() if p.lowered.name.startswith(fetches))
 
 
-def test_read_only_programs_pack_and_writers_bump(mlp):
-    with tf.Session(graph=mlp["graph"]) as sess:
-        sess.run(mlp["init"])
-        sess.run(mlp["probs"], mlp["feeds"])
-        sess.run(mlp["train"], {**mlp["feeds"], mlp["labels"]: mlp["label_values"]})
-        read = _session_program(sess, "Softmax")
-        kinds = [s.kind for s in read.lowered.slots]
-        assert kinds.count("pack") == 2 and kinds.count("epoch") == 1
-        assert read.lowered.bumps_epoch is None and "_ex_packed(" in read.source
-        write = _session_program(sess, "GradientDescent")
-        assert [s.kind for s in write.lowered.slots].count("pack") == 0
-        assert write.lowered.slots[write.lowered.bumps_epoch].kind == "epoch"
-        assert "_ex_packed(" not in write.source and "tfc_gemm_packed_bump(" in write.source
-
-
 def test_every_change_of_the_weights_reaches_the_packed_program(mlp, tmp_path):
-    """After each write, the read-only program (packed weights) gives the bits of a writer
-    program that computes the same probabilities unpacked (its only write is a counter)."""
-    probs, feeds = mlp["probs"], mlp["feeds"]
+    """The read-only program packs its three layers' weights (two variables, one constant),
+    the training step packs none and bumps the epoch. After each write of the weights, the
+    read-only program gives the bits of a writer program that computes the same values
+    unpacked (its only write is a counter); the frozen layer's stay the same."""
+    probs, frozen, feeds = mlp["probs"], mlp["frozen"], mlp["feeds"]
     with tf.Session(graph=mlp["graph"]) as sess:
         sess.run(mlp["init"])
         path = mlp["saver"].save(sess, str(tmp_path / "model"))
-        seen = [sess.run(probs, feeds)]
+        first, frozen_first = sess.run([probs, frozen], feeds)
+        seen = [first]
 
         def check(what):
-            packed = sess.run(probs, feeds)
-            unpacked, _ = sess.run([probs, mlp["count"]], feeds)
+            packed, frozen_packed = sess.run([probs, frozen], feeds)
+            unpacked, frozen_unpacked, _ = sess.run([probs, frozen, mlp["count"]], feeds)
             np.testing.assert_array_equal(packed, unpacked, err_msg=what)
+            np.testing.assert_array_equal(frozen_packed, frozen_unpacked, err_msg=what)
+            np.testing.assert_array_equal(frozen_packed, frozen_first, err_msg=what)
             assert not any(np.array_equal(packed, s) for s in seen), what  # it did change
             seen.append(packed)
 
@@ -244,34 +236,19 @@ def test_every_change_of_the_weights_reaches_the_packed_program(mlp, tmp_path):
         sess.write_variable("hidden/kernel", hidden * -1.0)
         check("write_variable")
         mlp["saver"].restore(sess, path)
-        packed = sess.run(probs, feeds)
-        np.testing.assert_array_equal(packed, seen[0], err_msg="restore")
+        packed = sess.run([probs, frozen], feeds)[0]
+        np.testing.assert_array_equal(packed, first, err_msg="restore")
         sess.run(mlp["halve"])
         check("assign after restore")
 
-
-def test_constant_weights_pack_with_the_unpacked_bits():
-    """A frozen layer (weights as constants, e.g. an imported model) packs them once."""
-    rng = np.random.default_rng(2)
-    w = rng.standard_normal((96, 160)).astype(np.float32)
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf.placeholder(tf.float32, [32, 96])
-        y = tf.nn.relu(tf.matmul(x, tf.constant(w)) + tf.constant(np.ones(160, np.float32)))
-    feed = rng.standard_normal((32, 96)).astype(np.float32)
-    with tf.Session(graph=graph) as sess:
-        got = sess.run(y, {x: feed})
-        again = sess.run(y, {x: feed})
-        program = _session_program(sess, "Relu")
-        assert [s.kind for s in program.lowered.slots].count("pack") == 1
-    feeds = [FeedSpec((x.op.name, 0), tf.float32, (32, 96))]
-    compiled = compile_program(make_program_graph(graph, [(y.op.name, 0)], [], feeds), PIPELINE)
-    assert not [s for s in compiled.lowered.slots if s.kind == "pack"]
-    with tf.Session(graph=graph) as sess:
-        rc, (want,) = CompiledProgram(sess, compiled.lowered, compiled.source)([feed])
-    assert rc == 0
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(again, want)
+        read = _session_program(sess, "Softmax")
+        kinds = [s.kind for s in read.lowered.slots]
+        assert kinds.count("pack") == 3 and kinds.count("epoch") == 1
+        assert read.lowered.bumps_epoch is None and read.source.count("_ex_packed(") == 3
+        write = _session_program(sess, "GradientDescent")
+        assert [s.kind for s in write.lowered.slots].count("pack") == 0
+        assert write.lowered.slots[write.lowered.bumps_epoch].kind == "epoch"
+        assert "_ex_packed(" not in write.source and "tfc_gemm_packed_bump(" in write.source
 
 
 def test_only_host_programs_may_prepack(mlp):
@@ -292,25 +269,37 @@ SANITIZED_MAIN = textwrap.dedent(
     #include <stdlib.h>
     #include "tfc_runtime.h"
 
-    int main(void) {
-        enum { M = 13, N = 70, K = 150 };
+    /* packed against unpacked, twice (the second call reads the kept panels), 1 and 2 threads:
+     * 0 when every element has the same bits */
+    static int same_bits(int64_t M, int64_t N, int64_t K) {
         float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
         float *c = malloc(sizeof(float) * M * N), *d = malloc(sizeof(float) * M * N);
+        float *bias = malloc(sizeof(float) * N);
         const size_t bytes = 64 + (size_t)K * ((N + 63) / 64 * 64) * sizeof(float);
         void *cache = aligned_alloc(64, bytes);
+        int rc = 0;
         memset(cache, 0, bytes);
-        for (int i = 0; i < M * K; ++i) a[i] = (float)(i % 7) - 3.0f;
-        for (int i = 0; i < K * N; ++i) b[i] = (float)(i % 5) - 2.0f;
+        for (int64_t i = 0; i < M * K; ++i) a[i] = (float)(i % 7) * 0.37f - 1.1f;
+        for (int64_t i = 0; i < K * N; ++i) b[i] = (float)(i % 5) * 0.53f - 1.3f;
+        for (int64_t j = 0; j < N; ++j) bias[j] = (float)(j % 3) - 1.0f;
         for (int threads = 1; threads <= 2; ++threads) {
             tfc_threads_set(threads);
             for (int call = 0; call < 2; ++call)
                 tfc_gemm_f32_ex_packed(M, N, K, a, K, 1, b, N, 1, cache, 1, c, N, 1.0f, 0.0f,
-                                       NULL, 1);
-            tfc_gemm_f32_ex(M, N, K, a, K, 1, b, N, 1, d, N, 1.0f, 0.0f, NULL, 1);
-            if (memcmp(c, d, sizeof(float) * M * N) != 0) return 1;
+                                       bias, 1);
+            tfc_gemm_f32_ex(M, N, K, a, K, 1, b, N, 1, d, N, 1.0f, 0.0f, bias, 1);
+            if (memcmp(c, d, sizeof(float) * M * N) != 0) rc = 1;
         }
         tfc_threads_set(0);
-        free(a), free(b), free(c), free(d), free(cache);
+        free(a), free(b), free(c), free(d), free(bias), free(cache);
+        return rc;
+    }
+
+    int main(void) {
+        /* the plain path (edges of every block), a row past whole row blocks, a short row */
+        if (same_bits(13, 70, 150) || same_bits(64, 300, 200) || same_bits(1, 300, 40) ||
+            same_bits(2, 84, 120))
+            return 1;
         puts("PACKED-SANITIZED-OK");
         return 0;
     }
@@ -318,24 +307,40 @@ SANITIZED_MAIN = textwrap.dedent(
 )
 
 
-def test_packed_gemm_is_clean_under_sanitizers_and_builds_everywhere(tmp_path):
-    """ASan/UBSan on the packed entry point (1 and 2 threads); the header compiles without
-    warnings in the portable build (no -march) and the embedded one (no threads)."""
+def _build_and_run(tmp_path, name: str, flags: list[str]) -> None:
     cc = compiler()
-    include = ["-I", str(runtime_dir() / "include")]
-    base = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", *include]
     source = tmp_path / "packed_main.c"
     source.write_text("#define _DEFAULT_SOURCE\n#define _ISOC11_SOURCE\n" + SANITIZED_MAIN)
+    binary = tmp_path / name
+    subprocess.run(
+        [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", str(runtime_dir() / "include"),
+         *flags, str(source), "-o", str(binary), "-lm", "-pthread"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "PACKED-SANITIZED-OK" in proc.stdout, proc.stderr[-3000:]
+
+
+def _cpu_has(flag: str) -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return flag in f.read().split()
+    except OSError:
+        return False
+
+
+def test_packed_gemm_has_the_bits_on_every_vector_width_and_is_sanitizer_clean(tmp_path):
+    """Packed against unpacked on the host's vectors under ASan/UBSan, then on 32-byte (AVX2,
+    where the CPU has it) and 16-byte vectors (the portable build, no -march); the header
+    compiles without warnings in the embedded build (no threads)."""
+    cc = compiler()
     found = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
     if os.path.isabs(found.stdout.strip()):
-        binary = tmp_path / "packed_main"
-        subprocess.run(
-            [*base, "-O1", "-march=native", "-g", "-fsanitize=address,undefined",
-             "-fno-sanitize-recover=all", str(source), "-o", str(binary), "-lm", "-pthread"],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0 and "PACKED-SANITIZED-OK" in proc.stdout, proc.stderr[-3000:]
+        sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+        _build_and_run(tmp_path, "native_sanitized", ["-O1", "-march=native", "-g", *sanitize])
+    if _cpu_has("avx2") and _cpu_has("fma"):
+        _build_and_run(tmp_path, "avx2", ["-O2", "-mavx2", "-mfma"])
+    _build_and_run(tmp_path, "portable", ["-O2"])
     user = tmp_path / "packed_user.c"
     user.write_text(
         '#include "tfc_gemm_packed.h"\n'
@@ -344,8 +349,9 @@ def test_packed_gemm_is_clean_under_sanitizers_and_builds_everywhere(tmp_path):
         "                           0.0f, 0, 1);\n"
         "}\n"
     )
-    portable = [*base, "-pedantic", "-O2", "-c", str(user)]
-    subprocess.run([*portable, "-o", str(tmp_path / "g.o")], check=True)
+    include = ["-I", str(runtime_dir() / "include")]
     subprocess.run(
-        [*portable, "-DTFC_EMBED", "-DTFC_NO_THREADS", "-o", str(tmp_path / "e.o")], check=True
-    )
+        [cc, "-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror", *include,
+         "-DTFC_EMBED", "-DTFC_NO_THREADS", "-c", str(user), "-o", str(tmp_path / "e.o")],
+        check=True,
+    )  # fmt: skip
