@@ -4,14 +4,15 @@
  * tfc_gemm_<tag>_ex_packed(M, N, K, A, sam, sak, B, sbk, sbn, cache, epoch, C, ldc, alpha, beta,
  * bias, relu) computes what tfc_gemm_<tag>_ex computes, with the same bits (the same packed
  * algorithm and micro-kernel, the same K blocks, only B's packing moved). `cache` is
- * TFC_GEMM_PACK_HEADER bytes of header followed by room for tfc_gemm_packed_count(N, K)
- * elements (at most K * N rounded up to TFC_GEMM_PACK_COLS columns), 64-byte aligned, zeroed
- * before the first call. The panels are packed again whenever B's address or `epoch` differ
- * from the ones they were packed at: the caller passes a counter that every writer of B's
- * buffer increments, before and after it writes (a Session's state epoch: generated programs
- * that write variables bump it around each call, Python-side writers when they write), so a
- * change of the weights is never answered from stale panels; a write racing a call costs at
- * most that call, the writer's last increment making the next one pack again.
+ * TFC_GEMM_PACK_HEADER bytes of header followed by room for K rows of N elements rounded up to
+ * TFC_GEMM_PACK_COLS, 64-byte aligned, zeroed before the first call. The panels are packed
+ * again whenever B's address or `epoch` differ from the ones they were packed at: the caller
+ * passes a counter that every writer of B's buffer increments, before and after it writes (a
+ * Session's state epoch: generated programs that write variables bump it around each call,
+ * Python-side writers when they write), so a change of the weights is never answered from
+ * stale panels; a write racing a call costs at most that call, the writer's last increment
+ * making the next one pack again. Two concurrent calls that both find the panels stale both
+ * pack them, writing the same values.
  *
  * Two of tfc_gemm.h's paths read packed B: the plain packed algorithm (panels for every K
  * block, as tfc_gemm_columns packs them, read through its "B already packed" pointer), and a
@@ -43,13 +44,8 @@ static inline void tfc_gemm_packed_bump(uint64_t *epoch) {
     __atomic_fetch_add(epoch, 1, __ATOMIC_SEQ_CST);
 }
 
-#define TFC_DEFINE_GEMM_PACKED(tag, T, V, VU, VI, VL, KC)                                         \
-    typedef char tfc_gemm_pack_cols_fit_##tag[TFC_GEMM_PACK_COLS % tfc_gemm_nr_##tag ? -1 : 1]; \
-                                                                                                 \
-    /* elements of the panels of a K x N operand: K rows of N rounded up to whole panels */      \
-    static inline int64_t tfc_gemm_packed_count_##tag(int64_t N, int64_t K) {                    \
-        return K * TFC_IDIV(N + tfc_gemm_nr_##tag - 1, tfc_gemm_nr_##tag) * tfc_gemm_nr_##tag;   \
-    }                                                                                            \
+#define TFC_DEFINE_GEMM_PACKED(tag, T, V, VU, VI, VL, KC)                                       \
+    typedef char tfc_gemm_pack_cols_fit_##tag[TFC_GEMM_PACK_COLS % tfc_gemm_nr_##tag ? -1 : 1];\
                                                                                                  \
     /* whether tfc_gemm_<tag>_ex runs the product on the plain packed algorithm (the paths and   \
      * their order as there): the one path that packs B whole */                                 \
