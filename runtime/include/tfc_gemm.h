@@ -380,6 +380,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         T *C, alpha, beta;                                                                       \
         int relu, swap;                                                                          \
         int64_t panels_per_task;                                                                 \
+        const T *Bp; /* NULL, or B already in panels (tfc_gemm_packed.h; plain products only) */\
     } tfc_gemm_args_##tag;                                                                       \
                                                                                                  \
     /* columns [n0, n1) of the view: the whole packed algorithm on one thread. K goes in blocks  \
@@ -412,8 +413,12 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                       apack);                                                    \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
-                    tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn, alpha_b,    \
-                                          bpack);                                                \
+                    const T *bp = bpack;                                                         \
+                    if (g->Bp != NULL) /* packed before the call: panel j0 / NR of block p0 */   \
+                        bp = g->Bp + p0 * TFC_IDIV(g->N + NR - 1, NR) * NR + j0 * kc;            \
+                    else                                                                         \
+                        tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn,         \
+                                              alpha_b, bpack);                                   \
                     const T *bias = last && !swap && g->bias != NULL ? g->bias + j0 : NULL;      \
                     if (bias != NULL && nc < NR) {                                               \
                         for (int64_t j = 0; j < NR; ++j) tile_bias[j] = j < nc ? bias[j] : 0;    \
@@ -423,7 +428,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
                         if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
-                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta,       \
+                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bp, c, csr, beta,          \
                                                   bias, relu, mr);                               \
                             continue;                                                            \
                         }                                                                        \
@@ -432,7 +437,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                 tile[r * NR + j] = r < mr && j < nc && beta != (T)0              \
                                                        ? c[r * csr + j * csc]                    \
                                                        : (T)0;                                   \
-                        tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, tile, NR, beta, bias,   \
+                        tfc_gemm_kernel_##tag(kc, apack + i * kc, bp, tile, NR, beta, bias,      \
                                               relu && !swap, mr);                                \
                         for (int64_t r = 0; r < mr; ++r) {                                       \
                             const T *t = tile + r * NR;                                          \
@@ -735,7 +740,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             return;                                                                              \
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
-                                 beta, relu, 0, 0};                                              \
+                                 beta, relu, 0, 0, NULL};                                        \
         if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */\
             enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                               \
             const int64_t blocks = TFC_IDIV(N + NB * (VL)-1, NB * (VL));                         \
