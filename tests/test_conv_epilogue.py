@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 from opcheck import CaseBatch
+from passcheck import feed, program
 
 import tfc as tf
+from tfc.codegen.targets import C
+from tfc.compiler import compile_program
+from tfc.ops import conv_algo
 from tfc.ops.conv import pack_filter
 from tfc.ops.conv_algo import forward_filter_block
 from tfc.ops.registry import apply_op
@@ -271,3 +275,62 @@ def _fused_and_unfused(fetch, feeds):
     with tf.Session(config=tf.CompileOptions(disable=["epilogue"])) as sess:
         want = sess.run(fetch, feeds)
     return [k.ops for k in profile.kernels], got, want
+
+
+def test_the_direct_kernel_writes_over_a_dying_residual():
+    """A residual that no op reads later gives its bytes to the output where the direct kernel
+    runs (each tile reads its residual just before writing there), not where im2col runs (its
+    product lands on the output before the residual is added): the same values either way."""
+    xv = RNG.standard_normal((2, 5, 13, 8)).astype(np.float32)
+    f, bias = _filter(3, 8, 64), _filter(1, 64)
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME", fused_ops=["BiasAdd", "Add", "Relu"])
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, xv.shape)
+        ys = {}
+        for algorithm, scale in (("direct", 2.0), ("im2col", 3.0)):
+            residual = tf.tile(x * scale, [1, 1, 1, 8])  # an arena tensor read once
+            inputs = [x, tf.constant(f), tf.constant(bias), residual]
+            fused_attrs = dict(attrs, num_args=2, _algorithm=algorithm)
+            ys[algorithm] = apply_op("_FusedConv2D", inputs, fused_attrs).outputs[0]
+        total = ys["direct"] + ys["im2col"]
+        options = tf.CompileOptions(disable=["pack"])  # a packed filter always runs direct
+        with tf.Session(config=options) as sess:
+            got = sess.run(total, {x: xv})
+        compiled = compile_program(
+            program([(total.op.name, 0)], [feed(x.op.name, xv.shape)]), options.pipeline(), C
+        )
+    cg = compiled.graph
+    inplace = {
+        cg.node(out[0])["attrs"]["_algorithm"]: src
+        for out, src in cg.graph_attrs["arena_inplace"].items()
+        if cg.op_type(out[0]) == "_FusedConv2D"
+    }
+    assert list(inplace) == ["direct"]
+    want = sum(
+        epilogue_np(conv2d_np(xv, f, 1, "SAME"), bias, np.tile(xv * s, 8), ["Add", "Relu"], "f4")
+        for s in (2.0, 3.0)
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_groups_of_rows_through_the_filter_blocks_give_the_same_bits(monkeypatch):
+    """The blocked direct kernel (a filter larger than a part's images) runs groups of output
+    rows through every channel block: groups of 2 of a part's 5 rows (the last one short) give
+    the bits of one group of all, packed (each group prefetches the first block again) or not."""
+    xv = RNG.standard_normal((2, 5, 13, 8)).astype(np.float32)
+    f, bias = _filter(3, 8, 64), _filter(1, 64)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, xv.shape)
+        y = tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME") + bias + tf.tile(x, [1, 1, 1, 8]))
+    per_row = (13 * 64 + 15 * 8) * 4  # a row's outputs and the input row it reads
+    results = []
+    for group_bytes in (conv_algo.L2_GROUP_BYTES, 2 * per_row):
+        monkeypatch.setattr(conv_algo, "L2_GROUP_BYTES", group_bytes)
+        for disable in ([], ["pack"]):
+            with tf.Session(graph=g, config=tf.CompileOptions(disable=disable)) as sess:
+                results.append(sess.run(y, {x: xv}))
+    for got in results[2:]:
+        np.testing.assert_array_equal(got, results[0])
+    np.testing.assert_array_equal(results[1], results[0])

@@ -45,8 +45,9 @@ typedef struct {
     int64_t cp;                         /* direct: channels of the padded filter (or gradient);
                                            columns: the width of the bordered planes */
     int64_t chunk;                      /* im2col: images per column matrix */
-    int64_t blocked;                    /* direct forward: the filter read in blocks of co_block
-                                           channels, the blocks outermost (tfc_conv_direct_core) */
+    int64_t blocked;                    /* direct forward: 0, or the filter read in blocks of
+                                           co_block channels, the blocks outermost within groups
+                                           of this many output rows (tfc_conv_direct_core) */
     int64_t packed;                     /* direct forward: the filter comes packed, one block of
                                            co_block channels after another, each [taps, co_block]
                                            and zero past out_c (tfc/passes/conv_pack.py) */

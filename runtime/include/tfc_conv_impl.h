@@ -65,9 +65,9 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                                 int64_t col, int64_t kh_lo, int64_t kh_hi,
                                                 int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
                                                 int64_t c, const T *restrict f, int64_t cp,
-                                                T *restrict y, int64_t y_px, int64_t nc,
+                                                T *y, int64_t y_px, int64_t nc,
                                                 const int64_t P, const int64_t CB,
-                                                const T *restrict bias, const T *restrict res,
+                                                const T *restrict bias, const T *res,
                                                 const int64_t act, const char *pf, int64_t pf_n,
                                                 int64_t pf_every) {
     TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
@@ -143,22 +143,22 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t ste
 
 /* The tiles of output row `oh` of image `n`, channels [co0, co0 + CB), of tfc_conv_direct_core:
  * fb points at those channels' filter values of tap 0, the next tap's `fs` elements on; the
- * epilogue's bias [co] and res (laid out as y) are NULL where there are none; y's pixels are
- * ldy elements apart (co, or more: a slice of a wider tensor) */
+ * epilogue's bias [co] and res (laid out as y, or y itself: tfc_conv_store) are NULL where
+ * there are none; y's pixels are ldy elements apart (co, or more: a slice of a wider tensor) */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t n, int64_t oh, int64_t co0, int64_t hp, int64_t wp, int64_t c, const T *restrict xp,
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
-    int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
+    int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy,
+    const T *restrict bias, const T *res, const int64_t act, int64_t ldy,
     const char *pf, int64_t pf_n, int64_t ow_from, int64_t ow_to) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
     /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
     const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
     const int64_t pf_tile = TFC_IDIV(pf_n + tiles - 1, tiles);
     const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
-    T *restrict yr = y + (n * oh_n + oh) * ow_n * ldy;
-    const T *restrict rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
+    T *yr = y + (n * oh_n + oh) * ow_n * ldy;
+    const T *rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
     const T *restrict bt = bias != NULL ? bias + co0 : NULL;
     int64_t kh_lo, kh_hi;
     TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
@@ -170,8 +170,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
         TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
         const T *restrict xt = xr + ow0 * sw * c;
-        T *restrict yt = yr + ow0 * ldy + co0;
-        const T *restrict rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
+        T *yt = yr + ow0 * ldy + co0;
+        const T *rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
         const int64_t done = TFC_IDIV(ow0, P) * pf_tile;
         const int64_t n_pf = pf_n - done < pf_tile ? (pf_n > done ? pf_n - done : 0) : pf_tile;
         const int64_t steps = (kh_hi - kh_lo) * (kw_hi - kw_lo) * c;
@@ -201,40 +201,53 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
  * each block's contiguous copy stays in cache while every pixel uses it. Each output element
  * is the same chain of multiply-adds in any order. The epilogue (bias [co], res of y's
  * shape, activation `act`; NULL, NULL, TFC_CONV_ACT_NONE: none) runs on each tile in registers;
- * y's pixels are ldy elements apart. `outer`: the blocks outermost, each copied into `fblock`
- * first. With `packed`, fp is the filter already in blocks (each block's [kh_n*kw_n*c, CB]
+ * y's pixels are ldy elements apart. `outer` (0: none): the blocks outermost within groups of
+ * this many output rows (of all n_img * oh_n), each block copied into `fblock` first. With `packed`, fp is the filter already in blocks (each block's [kh_n*kw_n*c, CB]
  * values one after another, as tfc_conv_filter_block would copy them): each block is read where
  * it lies, in either order, and nothing is copied (fblock unused). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
-    int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
+    int64_t dw, const T *restrict fp, int64_t cp, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
     const int64_t outer, T *restrict fblock, const int64_t packed, const T *restrict bias,
-    const T *restrict res, const int64_t act, int64_t ldy) {
+    const T *res, const int64_t act, int64_t ldy) {
     const int64_t taps = kh_n * kw_n * c;
     if (outer) {
-        for (int64_t co0 = 0; co0 < co; co0 += CB) {
-            const T *fb = fp + TFC_IDIV(co0, CB) * taps * CB;
-            if (!packed) {
-                TFC_CONV_FN(tfc_conv_filter_block)(fp, taps, cp, co0, CB, fblock);
-                fb = fblock;
-            }
-            /* a packed filter's next block is read from memory while this one's tiles run,
-             * each row prefetching its share of the lines (only the first rows of a block
-             * waited for them otherwise: the deep layers' blocks are 64-600 KB) */
-            const char *next = packed && co0 + CB < co ? (const char *)(fb + taps * CB) : NULL;
-            const int64_t lines = next != NULL ? TFC_IDIV(taps * CB * (int64_t)sizeof(T), 64) : 0;
-            const int64_t per_row = TFC_IDIV(lines + n_img * oh_n - 1, n_img * oh_n);
-            for (int64_t n = 0; n < n_img; ++n)
-                for (int64_t oh = 0; oh < oh_n; ++oh) {
-                    const int64_t first = (n * oh_n + oh) * per_row;
+        /* the rows in groups of `outer` (whose outputs and input rows fit in L2), each group
+         * through every block: a group's output lines are written while they are in L2 rather
+         * than coming back to it from memory for each block (a part's outputs of a 1x1
+         * expansion, 1.6 MB at 14x14x1024, do not fit it) */
+        const int64_t rows = n_img * oh_n;
+        const int64_t blocks = TFC_IDIV(co + CB - 1, CB);
+        for (int64_t r0 = 0; r0 < rows; r0 += outer) {
+            const int64_t r1 = r0 + outer < rows ? r0 + outer : rows;
+            for (int64_t b = 0; b < blocks; ++b) {
+                const int64_t co0 = b * CB;
+                const T *fb = fp + b * taps * CB;
+                if (!packed) {
+                    TFC_CONV_FN(tfc_conv_filter_block)(fp, taps, cp, co0, CB, fblock);
+                    fb = fblock;
+                }
+                /* a packed filter's next block (the first again before the next group) is read
+                 * from memory while this one's tiles run, each row prefetching its share of the
+                 * lines (only the first rows of a block waited for them otherwise: the deep
+                 * layers' blocks are 64-600 KB) */
+                const int64_t nb = b + 1 < blocks ? b + 1 : (r1 < rows ? 0 : -1);
+                const char *next = packed && nb >= 0 ? (const char *)(fp + nb * taps * CB) : NULL;
+                const int64_t lines =
+                    next != NULL ? TFC_IDIV(taps * CB * (int64_t)sizeof(T), 64) : 0;
+                const int64_t per_row = TFC_IDIV(lines + (r1 - r0) - 1, r1 - r0);
+                for (int64_t r = r0; r < r1; ++r) {
+                    const int64_t first = (r - r0) * per_row;
                     const int64_t count = lines - first < per_row ? lines - first : per_row;
                     TFC_CONV_FN(tfc_conv_direct_row)(
-                        n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
-                        fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
-                        count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0, 0, ow_n);
+                        TFC_IDIV(r, oh_n), TFC_IMOD(r, oh_n), co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
+                        kw_n, sh, sw, dh, dw, fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
+                        act, ldy, count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0, 0,
+                        ow_n);
                 }
+            }
         }
         return;
     }
@@ -319,7 +332,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
                                       filter, blocked ? g->out_c : g->cp, k->y + y0,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
-                                      g->pad_left + g->in_w, blocked,
+                                      g->pad_left + g->in_w, g->blocked,
                                       copied ? k->s1 + part * taps * g->co_block : NULL,
                                       g->packed, g->bias ? k->bias : NULL,
                                       g->residual ? k->res + y0 : NULL, g->act, g->ldy);

@@ -5,11 +5,13 @@
 
 /* y[0:nc] = the first nc lanes of acc[0:CB/VL], with the forward epilogue: plus bias[0:nc]
  * (NULL: none), plus res[0:nc] (NULL: none), then activation `act` (TFC_CONV_ACT_*), each
- * step rounded as the separate Add, Add and Relu kernels round it */
-TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *restrict y,
+ * step rounded as the separate Add, Add and Relu kernels round it. res may be y itself (the
+ * output written over its residual, tfc/ops/conv.py): each lane is read before it is written,
+ * so neither pointer is restrict. */
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *y,
                                                   const TFC_CONV_TV *restrict acc, int64_t nc,
                                                   const int64_t CB, const T *restrict bias,
-                                                  const T *restrict res, const int64_t act) {
+                                                  const T *res, const int64_t act) {
     if (bias == NULL && res == NULL && act == TFC_CONV_ACT_NONE) {
         if (nc == CB) {
             memcpy(y, acc, (size_t)CB * sizeof(T));
@@ -61,9 +63,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                                                  int64_t col, int64_t kh_lo, int64_t kh_hi,
                                                  int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
                                                  int64_t c, const T *restrict f, int64_t cp,
-                                                 T *restrict y, int64_t y_px, int64_t nc,
+                                                 T *y, int64_t y_px, int64_t nc,
                                                  const int64_t P, const int64_t CB,
-                                                 const T *restrict bias, const T *restrict res,
+                                                 const T *restrict bias, const T *res,
                                                  const int64_t act, const char *pf, int64_t pf_n,
                                                  int64_t pf_every) {
     const int64_t NV = CB / TFC_CONV_TL;

@@ -478,6 +478,21 @@ def _fused_conv2d_lower(ctx: OpContext) -> list:
     return [conv_kernel(ctx, "forward", g, ctx.out_dtypes[0], ins, epilogue)]
 
 
+def _fused_conv2d_inplace(ctx: OpContext) -> tuple[int, ...]:
+    """The residual, where the direct kernel computes the convolution: each register tile reads
+    its residual elements just before it writes the same output elements, so the output may take
+    over a residual that dies here (at a large batch that saves the output's read from memory
+    before it is written: ResNet-50's 1x1 expansions at batch 32). The other kernels write the
+    products first, then add the residual to them."""
+    if not fused_conv_epilogue(ctx).residual:
+        return ()
+    g = _conv2d_geometry(_unpacked(ctx))
+    if g is None:
+        return ()
+    plan = plan_conv(ctx, "forward", g, ctx.out_dtypes[0])
+    return (3,) if plan.kernel == "direct" else ()
+
+
 def _fused_conv2d_flops(ctx: OpContext) -> int:
     """The convolution's, then one operation per output element and epilogue step."""
     epilogue = fused_conv_epilogue(ctx)
@@ -500,6 +515,7 @@ register(
         flops=_fused_conv2d_flops,
         input_names=("input", "filter", "bias", "residual"),
         scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(_unpacked(ctx))),
+        inplace=_fused_conv2d_inplace,
     )
 )
 

@@ -78,6 +78,10 @@ MAX_TILE_PIXELS = 16  # TFC_CONV_MAX_P
 # (ResNet-50 at batch 1, f32, 1 thread, both builds alternating in one process, load 2.5-3:
 # 3x3 256->256 on 14x14 0.80-0.90x the time, 1x1 at 14x14 0.83-0.88x, the network 0.89x)
 FORWARD_WIDE_BLOCKS = 2
+# the blocked direct kernel runs groups of output rows whose outputs and input rows take at most
+# this many bytes through all channel blocks (half the 2 MB L2 of the AVX-512 host: the rest
+# holds a block of the filter and the next one, prefetched)
+L2_GROUP_BYTES = 1 << 20
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 # the direct kernels split the batch into this many parts (of `chunk` images) that threads take
 # (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
@@ -245,6 +249,13 @@ def with_rounded_operands(plan: ConvPlan, kind: str, g: Geometry) -> ConvPlan:
     return replace(plan, rounded=(first, second), scratch_elements=start + total)
 
 
+def _group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
+    """The output rows of a part that the blocked direct kernel runs through every channel block
+    before the next rows: as many as fit L2_GROUP_BYTES with the input rows they read."""
+    per_row = (g.out_w * g.out_c + g.s_h * wp * g.in_c) * dtype.size
+    return max(1, min(chunk * g.out_h, L2_GROUP_BYTES // max(per_row, 1)))
+
+
 def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     fields = dict(g.__dict__)
     fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, packed=0)
@@ -330,7 +341,8 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
             # read once per part rather than once per output row. Not in the embeddable library
             # (one part): on a cacheless MCU the buffer would only grow the arena.
             blocked = _batch_parts(ctx) > 1 and taps * cp > fields["chunk"] * hp * wp * g.in_c
-            fields.update(blocked=int(blocked), packed=int(packed_filter(ctx)))
+            group = _group_rows(g, fields["chunk"], wp, dtype) if blocked else 0
+            fields.update(blocked=group, packed=int(packed_filter(ctx)))
             if fields["packed"]:
                 sizes = [border, 0]  # the blocks are read where they lie
             elif blocked:
