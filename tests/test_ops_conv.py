@@ -347,7 +347,38 @@ def _build() -> CaseBatch:
             tf.nn.max_pool(b.feed(x), [3, 2], [2, 1], "VALID"),
             max_pool_np(x, (3, 2), (2, 1), "VALID"),
         )
+        _explicit_pool_cases(b)
     return b
+
+
+def _explicit_pool_cases(b):
+    """MaxPool and its gradients with explicit padding (ONNX's pads): as the VALID pool of the
+    image padded with -inf, ResNet-50's stem (3x3 at stride 2, 1 on each side) and an uneven
+    split; ties, so that the first maximum must win."""
+    for name, (xs, ks, st, pads) in {
+        "resnet-stem": ((2, 8, 8, 3), (3, 3), (2, 2), ((1, 1), (1, 1))),
+        "uneven": ((1, 7, 6, 2), (3, 2), (2, 1), ((0, 2), (1, 0))),
+    }.items():
+        x = RNG.integers(-2, 3, xs).astype("float32")
+        padded = np.pad(x, [(0, 0), *pads, (0, 0)], constant_values=-np.inf)
+        attrs = {
+            "ksize": [1, *ks, 1], "strides": [1, *st, 1], "padding": "EXPLICIT",
+            "explicit_paddings": [0, 0, *pads[0], *pads[1], 0, 0],
+        }  # fmt: skip
+        xt = b.feed(x)
+        pooled = apply_op("MaxPool", [xt], attrs).outputs[0]
+        b.add(f"max_pool-explicit-{name}", pooled, max_pool_np(padded, ks, st, "VALID"))
+        dy = RNG.standard_normal(out_shape(padded.shape, ks, st, "VALID", xs[3]))
+        (dx,) = tf.gradients(pooled, xt, grad_ys=b.feed(dy.astype("float32")))
+        want = max_pool_grad_np(padded, dy.astype("float32"), ks, st, "VALID")
+        inside = (slice(None), slice(pads[0][0], pads[0][0] + xs[1]))
+        inside += (slice(pads[1][0], pads[1][0] + xs[2]),)
+        b.add(f"max_pool_grad-explicit-{name}", dx, want[inside], *tol("float32", 4))
+        g = RNG.standard_normal(xs).astype("float32")
+        gg = grad_op("MaxPoolGradGrad", [xt, pooled, tf.constant(g)], attrs)
+        g_padded = np.pad(g, [(0, 0), *pads, (0, 0)])
+        want = max_pool_grad_grad_np(padded, g_padded, ks, st, "VALID")
+        b.add(f"max_pool_grad_grad-explicit-{name}", gg, want)
 
 
 BATCH = _build()
@@ -426,6 +457,14 @@ def test_shape_errors_read_as_tensorflow_s():
         tf.nn.conv2d(tf.zeros([1, 3, 3, 1], tf.int32), tf.zeros([1, 1, 1, 1], tf.int32), 1, "SAME")
     with pytest.raises(ValueError, match="Pooling is not yet supported on the batch dimension"):
         tf.nn.max_pool(tf.zeros([2, 4, 4, 1]), [2, 2, 2, 1], [1, 1, 1, 1], "VALID")
+    explicit = {"ksize": [1, 2, 2, 1], "strides": [1, 1, 1, 1], "padding": "EXPLICIT"}
+    with pytest.raises(ValueError, match=r"smaller than its window \[2, 2\]: a window of padding"):
+        pads = [0, 0, 0, 2, 0, 0, 0, 0]
+        apply_op("MaxPool", [tf.zeros([1, 4, 4, 1])], dict(explicit, explicit_paddings=pads), "mp")
+    with pytest.raises(ValueError, match="allowed values"):  # TF's AvgPool has no EXPLICIT
+        apply_op(
+            "AvgPool", [tf.zeros([1, 4, 4, 1])], dict(explicit, explicit_paddings=[0] * 8), "ap"
+        )
     with pytest.raises(ValueError, match="Shape must be rank 4 but is rank 2 for 'AvgPool'"):
         tf.nn.avg_pool(tf.zeros([4, 4]), 2, 2, "VALID")
     with pytest.raises(

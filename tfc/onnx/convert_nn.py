@@ -23,7 +23,7 @@ from tfc.ops.conv_composite import conv2d_transpose
 from tfc.ops.conv_depthwise import depthwise_conv2d
 from tfc.ops.linalg import matmul
 from tfc.ops.lrn import lrn
-from tfc.ops.registry import constant_value
+from tfc.ops.registry import apply_op, constant_value
 
 Pads = list[tuple[int, int]]
 
@@ -498,6 +498,16 @@ def _max_pool(ctx: NodeContext) -> list:
         if any(b or a for b, a in pads):
             if _is_same(pads, _lift(spatial, sizes)[0], kernel, strides, [1, 1]):
                 padding = "SAME"  # TF's SAME max pool never picks the padding either
+            elif all(b < k and a < k for (b, a), k in zip(pads, kernel)):
+                # every window holds a pixel: the pool skips the padding as it skips SAME's,
+                # without a -inf copy of the image (ResNet-50's stem: 3x3 at stride 2, pads 1)
+                explicit = [0, 0, *[p for pair in pads for p in pair], 0, 0]
+                attrs = dict(
+                    ksize=[1, *kernel, 1], strides=[1, *strides, 1], padding="EXPLICIT",
+                    explicit_paddings=explicit, data_format="NHWC",
+                )  # fmt: skip
+                y = apply_op("MaxPool", [image], attrs, name="MaxPool").outputs[0]
+                return [ctx.channels_first(_pool_back(y, spatial))]
             else:
                 image, padding = _padded(image, pads, low), "VALID"
         else:

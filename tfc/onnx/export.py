@@ -443,6 +443,9 @@ def _window_pads(op: Operation, x: Tensor, kernel: Sequence[int], dilations: Seq
     strides = op.get_attr("strides")[1:3]
     if op.get_attr("padding") == "VALID":
         return [0, 0, 0, 0]
+    if op.get_attr("padding") == "EXPLICIT":  # NHWC (before, after) pairs; ONNX: befores first
+        pads = list(op.get_attr("explicit_paddings"))
+        return [pads[2], pads[4], pads[3], pads[5]]
     shape = x._shape_tuple
     if shape is None or shape[1] is None or shape[2] is None:
         raise OnnxExportError(f"op '{op.name}': SAME padding needs the image size to export")

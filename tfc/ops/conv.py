@@ -54,8 +54,9 @@ __all__ = ["conv2d", "max_pool", "avg_pool"]
 FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 _PADDINGS = ("SAME", "VALID")
 # the ops that also take padding "EXPLICIT" (explicit_paddings: before and after of each NHWC
-# dimension, TF's attribute): the fused convolution, into which the epilogue pass folds a Pad
-EXPLICIT_PADDING_OPS = ("_FusedConv2D",)
+# dimension, TF's attribute): the fused convolution, into which the epilogue pass folds a Pad,
+# and the max pool and its gradients, which ONNX's MaxPool with pads imports to (no -inf Pad)
+EXPLICIT_PADDING_OPS = ("_FusedConv2D", "MaxPool", "MaxPoolGrad", "MaxPoolGradGrad")
 
 
 # -- attributes ---------------------------------------------------------------------------------
@@ -73,7 +74,7 @@ def check_window_attrs(ctx: OpContext, pool: bool) -> None:
     strides = ctx.attrs.get("strides", [1, 1, 1, 1])
     padding = ctx.attrs.get("padding")
     if padding == "EXPLICIT" and ctx.type in EXPLICIT_PADDING_OPS:
-        _check_explicit_paddings(ctx)
+        _check_explicit_paddings(ctx, ctx.attrs["ksize"] if pool else None)
     elif padding not in _PADDINGS:
         raise ValueError(
             f"Value for attr 'padding' of \"{padding}\" is not in the list of allowed values: "
@@ -114,12 +115,20 @@ def check_window_attrs(ctx: OpContext, pool: bool) -> None:
         raise ctx.error("Row and column strides should be larger than 0.")
 
 
-def _check_explicit_paddings(ctx: OpContext) -> None:
+def _check_explicit_paddings(ctx: OpContext, ksize: Sequence[int] | None) -> None:
+    """TF's checks of explicit_paddings; for a pool (`ksize`), also each padding below the
+    window's size, so that every window holds a pixel of the image (the pool kernels take the
+    maximum of those; padding never wins)."""
     pads = list(ctx.attrs.get("explicit_paddings", ()))
     if len(pads) != 8 or min(pads) < 0 or pads[:2] != [0, 0] or pads[6:] != [0, 0]:
         raise ctx.error(
             f"explicit_paddings {pads} must be 8 values, (before, after) for N, H, W and C, "
             f"none negative and 0 for N and C"
+        )
+    if ksize is not None and any(p >= ksize[1 + i // 2] for i, p in enumerate(pads[2:6])):
+        raise ctx.error(
+            f"explicit_paddings {pads} of a pool must be smaller than its window "
+            f"{list(ksize[1:3])}: a window of padding alone has no pixel to pool"
         )
 
 
@@ -646,7 +655,9 @@ def _pool_lower(template: str):
 
 
 def pool_attrs(op: Any) -> dict:
-    return attrs_of(op, ("ksize", "strides", "padding", "data_format"))
+    names = ("ksize", "strides", "padding", "data_format")
+    explicit = op.get_attr("padding") == "EXPLICIT"
+    return attrs_of(op, names + ("explicit_paddings",) if explicit else names)
 
 
 def _max_pool_grad(op: Any, dy: Tensor) -> list:
