@@ -263,14 +263,19 @@ def _task_count() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
 
 
-# past the parallel threshold: N not a panel multiple; few columns (narrow: rows split between
-# the threads); few columns on AVX-512's 64-wide panels (swapped: C's rows split); a row or two
-# (the GEMV path: columns split in blocks, the last one ending in a partial vector)
+# past the parallel threshold: N not a panel multiple (C split by rows: each thread packs its
+# rows of A); a batch of 256 (by rows) and of 64 (by NR panels of columns); few columns (narrow:
+# rows split between the threads); few columns on AVX-512's 64-wide panels (swapped: C's rows
+# split); a row or two (the GEMV path: columns split in blocks, the last one ending in a partial
+# vector)
 @pytest.mark.parametrize(
     "size",
-    [(150, 203, 300), (600, 10, 300), (700, 24, 100), (1, 1000, 300), (2, 600, 400)],
+    [
+        (150, 203, 300), (256, 512, 200), (64, 512, 200), (600, 10, 300), (700, 24, 100),
+        (1, 1000, 300), (2, 600, 400),
+    ],
     ids=str,
-)
+)  # fmt: skip
 def test_threads_give_identical_bits(lib, size):
     ffi, h = lib
     rng = np.random.default_rng(7)

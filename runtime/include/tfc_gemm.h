@@ -202,6 +202,31 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
 
 /* One float GEMM family per type: T the element, V its vector, VU the same read in place, VI the
  * same-width integer vector, VL lanes, NR = TFC_GEMM_NV * VL columns per micro-tile. */
+/* the first row of part `part` of `parts` of M rows split between the threads: boundaries at
+ * even rows, so that each part's last tile has 2, 4 or MR rows (micro-kernels of their own,
+ * no tile buffer) */
+static inline int64_t tfc_gemm_row_split(int64_t M, int64_t parts, int64_t part) {
+    const int64_t pairs = TFC_IDIV(M + 1, 2);
+    const int64_t row = 2 * TFC_IDIV(part * pairs, parts);
+    return row < M ? row : M;
+}
+
+/* whether `tasks` threads pack less splitting C by rows than by NR panels of columns (a split
+ * by columns packs all of A on every thread and its panels of B once per MC block of rows; by
+ * rows, its own rows of A and all of B once per MC block of its rows). Large M: the forward
+ * product of a batch of 256 packs 502K values a thread by rows against 602K by columns; at
+ * M = 64 the columns win (251K against 426K). */
+static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tasks, int64_t nr) {
+    const int64_t share = TFC_IDIV(M + tasks - 1, tasks);
+    if (share < 4 * TFC_GEMM_MR) return 0;
+    const int64_t panels = TFC_IDIV(N + nr - 1, nr);
+    const int64_t cols = TFC_IDIV(panels + tasks - 1, tasks) * nr;
+    const int64_t by_cols = M * K + cols * K * TFC_IDIV(M + TFC_GEMM_MC - 1, TFC_GEMM_MC);
+    const int64_t by_rows =
+        share * K + panels * nr * K * TFC_IDIV(share + TFC_GEMM_MC - 1, TFC_GEMM_MC);
+    return by_rows < by_cols;
+}
+
 #define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VU, VI, VL, KC)                                         \
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
@@ -516,6 +541,19 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         for (int64_t i = 0; i < g->M; ++i)                                                       \
             tfc_gemm_row_##tag(g, g->A + i * g->sam, g->C + i * g->ldc, j0, end);                \
     }                                                                                            \
+    /* rows [m0, m1) of C (task of panels_per_task): the packed algorithm on that view, its own  \
+     * rows of A packed and all of B, each element the same chain as in the whole product */     \
+    static inline void tfc_gemm_rows_task_##tag(void *ctx, int64_t task) {                       \
+        const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
+        const int64_t m0 = tfc_gemm_row_split(g->M, g->panels_per_task, task);                   \
+        const int64_t m1 = tfc_gemm_row_split(g->M, g->panels_per_task, task + 1);               \
+        if (m1 <= m0) return;                                                                    \
+        tfc_gemm_args_##tag view = *g;                                                           \
+        view.M = m1 - m0;                                                                        \
+        view.A = g->A + m0 * g->sam;                                                             \
+        view.C = g->C + m0 * g->ldc;                                                             \
+        tfc_gemm_columns_##tag(&view, 0, g->N);                                                  \
+    }                                                                                            \
     static inline void tfc_gemm_task_##tag(void *ctx, int64_t task) {                            \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
         const int64_t n0 = task * g->panels_per_task * TFC_GEMM_NV * (VL);                       \
@@ -748,7 +786,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
             g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
             tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_row_task_##tag, &g);                        \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_row_task_##tag, &g);                      \
             return;                                                                              \
         }                                                                                        \
         if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) { /* C^T, rows split */     \
@@ -761,7 +799,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
             g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
             tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_tall_task_##tag, &g);                       \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_tall_task_##tag, &g);                     \
             return;                                                                              \
         }                                                                                        \
         if (N <= (VL)) { /* one vector per row of C: rows split between the threads */           \
@@ -774,7 +812,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
             g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
             tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_narrow_task_##tag, &g);                     \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_narrow_task_##tag, &g);                   \
             return;                                                                              \
         }                                                                                        \
         g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
@@ -782,18 +820,28 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         const int64_t panels = TFC_IDIV(cols + TFC_GEMM_NV * (VL)-1, TFC_GEMM_NV * (VL));        \
         int64_t tasks = tfc_threads_count();                                                     \
         if (TFC_GEMM_SERIAL(M, N, K)) tasks = 1;                                                 \
+        if (tasks > 1 && !g.swap && tfc_gemm_rows_pay(M, N, K, tasks, TFC_GEMM_NV * (VL))) {     \
+            g.panels_per_task = tasks; /* the row task's count of parts */                       \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_rows_task_##tag, &g);                     \
+            return;                                                                              \
+        }                                                                                        \
         if (tasks > panels) tasks = panels;                                                      \
         if (tasks <= 1) {                                                                        \
             tfc_gemm_columns_##tag(&g, 0, cols);                                                 \
             return;                                                                              \
         }                                                                                        \
+        const int64_t threads = tasks;                                                           \
         /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
          * machine) leaves its share to the others; a task repacks A, so not smaller */          \
         const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4); \
         if (finer > tasks) tasks = finer;                                                        \
         g.panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                 \
         tasks = TFC_IDIV(panels + g.panels_per_task - 1, g.panels_per_task);                     \
-        tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
+        if (tasks <= threads) { /* a task per thread: the same columns on the same thread */     \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_task_##tag, &g);                          \
+        } else {                                                                                 \
+            tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                            \
+        }                                                                                        \
     }                                                                                            \
                                                                                                  \
     static inline void tfc_gemm_##tag(int64_t M, int64_t N, int64_t K, const T *A, int64_t sam,  \
