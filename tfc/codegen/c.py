@@ -148,6 +148,9 @@ def fused_kernel(kernel: Kernel) -> KernelTemplate:
     rows = fusion.c_fused_rows(kernel)
     if rows is not None:
         return "fused_rows", rows
+    cols = fusion.c_fused_cols(kernel)
+    if cols is not None:
+        return "fused_cols", cols
     return "body", {"body": fusion.c_fused_body(kernel)}
 
 
