@@ -685,16 +685,19 @@ _COLUMN_BLOCK = 64
 
 
 def c_fused_cols(kernel: Kernel) -> dict | None:
-    """The C kernel of a Fusion node whose MatMul member's rows are reduced to its columns (a
-    bias gradient: dX = dY W^T, ReluGrad, the column Sum, its Adam update), as the data of
+    """The C kernel of a Fusion node whose MatMul member is post-processed element by element
+    (a weight gradient's update) or reduced over its rows (a bias gradient: dX = dY W^T,
+    ReluGrad, the column Sum, its Adam update), as the data of
     templates/c/kernels/fused_cols.c.j2: the columns split between the threads, each part
-    running the whole kernel on its columns, the GEMM blocks of those columns included. Each
-    column's sum still runs over the rows in order and each product element is the same chain
-    of multiply-adds: the same bits whatever the thread count. None for any other Fusion (and
-    for products of fewer than two blocks of columns)."""
+    running the whole kernel on its columns, the GEMM blocks of those columns included, so a
+    thread post-processes the values it has just computed, in its own cache, and the kernel
+    is one parallel call. Each column's sum still runs over the rows in order and each product
+    element is the same chain of multiply-adds: the same bits whatever the thread count. None
+    for any other Fusion and for products of fewer than two blocks of columns (c_fused_rows
+    splits the rows of those)."""
     spec: FusedSpec = kernel.spec
     plan = spec.plan
-    if spec.accumulate is not None or not spec.reduces or kernel.can_fail:
+    if spec.accumulate is not None or kernel.can_fail:
         return None
     if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
         return None
@@ -702,7 +705,7 @@ def c_fused_cols(kernel: Kernel) -> dict | None:
     if not m.dtype.is_floating or len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
         return None
     rows, n = m.shape
-    if set(plan.reduced) != {0} or n < 2 * _COLUMN_BLOCK:
+    if n < 2 * _COLUMN_BLOCK or (spec.reduces and set(plan.reduced) != {0}):
         return None
     if any(num_elements(spec.members[j].shape) != n for j in spec.reduces):
         return None
@@ -715,7 +718,8 @@ def c_fused_cols(kernel: Kernel) -> dict | None:
         init = c_literal(reduction.identity(spec.members[j].dtype), spec.members[j].dtype)
         lines.append(f"    for (int64_t o = c0; o < c1; ++o) y{spec.outputs.index(j)}[o] = {init};")
     lines += lowering.phase(0, col_range=cols)
-    lines += lowering.phase(1, col_range=cols)
+    if spec.reduces:
+        lines += lowering.phase(1, col_range=cols)
     after = []
     if spec.row_scratch is not None:  # the scratch output holds the product's last row
         kept, o = spec.members[spec.row_scratch], spec.outputs.index(spec.row_scratch)
