@@ -489,6 +489,42 @@ def test_gemm_is_clean_under_sanitizers(tmp_path, sanitizer):
     assert "runtime error" not in proc.stderr and "WARNING: ThreadSanitizer" not in proc.stderr
 
 
+STATS_MAIN = textwrap.dedent(
+    """
+    #include <stdlib.h>
+    #include "tfc_gemm.h"
+
+    int main(void) {
+        float *A = calloc(150 * 300, sizeof(float)), *B = calloc(300 * 203, sizeof(float));
+        float *C = calloc(150 * 203, sizeof(float));
+        tfc_threads_set(2);
+        for (int i = 0; i < 5; ++i) tfc_gemm_f32(150, 203, 300, A, 300, 1, B, 203, 1, C);
+        free(A), free(B), free(C);
+        return 0;
+    }
+    """
+)
+
+
+def test_the_stats_build_reports_calls_and_each_threads_cpu_time(tmp_path):
+    """-DTFC_THREADS_STATS (bench/thread_scaling.py): at exit, the parallel calls and their wall
+    time, then the CPU time in them and in tasks on each thread (the caller, one worker)."""
+    source = tmp_path / "stats_main.c"
+    source.write_text("#define _DEFAULT_SOURCE\n" + STATS_MAIN)
+    binary = tmp_path / "stats_main"
+    subprocess.run(
+        [compiler(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-DTFC_THREADS_STATS",
+         "-I", str(runtime_dir() / "include"), str(source), "-o", str(binary), "-lm", "-pthread"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    calls, cpu = proc.stderr.splitlines()
+    assert calls.startswith("tfc threads: 5 parallel calls, "), proc.stderr
+    head, tasks = cpu.split("tasks by thread:")
+    assert head.startswith("tfc threads cpu: ") and float(head.split()[3]) > 0, proc.stderr
+    assert len(tasks.split()) == 2 and sum(float(t) for t in tasks.split()) > 0, proc.stderr
+
+
 def test_generic_and_embedded_builds_compile_without_warnings(tmp_path):
     """The portable build (no -march) and the embedded one (no threads, no POSIX headers)."""
     source = tmp_path / "gemm_embed.c"

@@ -27,7 +27,9 @@
  * Built with TFC_THREADS_STATS (TFC_CFLAGS=-DTFC_THREADS_STATS), a program prints at exit how
  * many calls of more than one task it made and the wall time they took on the caller, whatever
  * the thread count: run on one thread, the rest of a step's time is what no thread count
- * shortens (bench/thread_scaling.py reads it).
+ * shortens (bench/thread_scaling.py reads it). A second line gives CPU times, which other
+ * processes on the machine inflate far less than wall times: the caller's in those calls, and
+ * each thread's in the tasks it ran (thread 0 the caller, w + 1 worker w).
  *
  * Header-only (static functions, one pool per program that includes it): workers are started on
  * the first parallel call, poll for the next one for a while (TFC_THREADS_SPIN) and then sleep
@@ -76,21 +78,21 @@ static inline void tfc_threads_parallel_parts(int64_t parts, tfc_threads_fn fn, 
 #include <stdio.h>
 #include <time.h>
 
-static int64_t tfc_threads_stat_calls, tfc_threads_stat_ns;
+static int64_t tfc_threads_stat_calls, tfc_threads_stat_ns, tfc_threads_stat_cpu_ns;
+static int64_t tfc_threads_stat_task_ns[TFC_THREADS_MAX];
 /* calls from inside a task (a worker's, or nested on the caller) are part of an outer one */
 static _Thread_local int tfc_threads_stat_inside;
 
-static inline int64_t tfc_threads_stat_now(void) {
+static inline int64_t tfc_threads_stat_clock(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-
-__attribute__((destructor)) static void tfc_threads_stat_print(void) {
-    if (tfc_threads_stat_calls > 0)
-        fprintf(stderr, "tfc threads: %lld parallel calls, %.6f s in them\n",
-                (long long)tfc_threads_stat_calls, (double)tfc_threads_stat_ns * 1e-9);
+static inline int64_t tfc_threads_stat_now(void) { return tfc_threads_stat_clock(CLOCK_MONOTONIC); }
+static inline int64_t tfc_threads_stat_cpu(void) {
+    return tfc_threads_stat_clock(CLOCK_THREAD_CPUTIME_ID);
 }
+
 #endif
 
 /* how long a thread polls before it sleeps: kernels follow each other within microseconds, and
@@ -144,6 +146,21 @@ static inline tfc_threads_pool *tfc_threads_state(void) {
                                     .done = PTHREAD_COND_INITIALIZER};
     return &pool;
 }
+
+#ifdef TFC_THREADS_STATS
+__attribute__((destructor)) static void tfc_threads_stat_print(void) {
+    if (tfc_threads_stat_calls > 0)
+        fprintf(stderr, "tfc threads: %lld parallel calls, %.6f s in them\n",
+                (long long)tfc_threads_stat_calls, (double)tfc_threads_stat_ns * 1e-9);
+    if (tfc_threads_stat_calls > 0) {
+        fprintf(stderr, "tfc threads cpu: %.6f s in the calls; tasks by thread:",
+                (double)tfc_threads_stat_cpu_ns * 1e-9);
+        for (int t = 0; t <= tfc_threads_state()->started; ++t)
+            fprintf(stderr, " %.6f", (double)tfc_threads_stat_task_ns[t] * 1e-9);
+        fprintf(stderr, "\n");
+    }
+}
+#endif
 
 static inline void tfc_threads_set(int n) {
     atomic_store(&tfc_threads_state()->requested,
@@ -240,7 +257,13 @@ static inline void *tfc_threads_worker(void *arg) {
         }
         seen = c >> TFC_THREADS_GEN_SHIFT;
         if (id + 1 >= (int)(c >> 32 & 0x7F)) continue; /* not part of this call */
+#ifdef TFC_THREADS_STATS
+        const int64_t c0 = tfc_threads_stat_cpu();
+#endif
         const int64_t ran = tfc_threads_work(p, c, id + 1);
+#ifdef TFC_THREADS_STATS
+        tfc_threads_stat_task_ns[id + 1] += tfc_threads_stat_cpu() - c0;
+#endif
         if (ran > 0 && atomic_fetch_sub(&p->pending, ran) == ran && atomic_load(&p->waiting)) {
             pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->done);
@@ -255,11 +278,12 @@ static inline void tfc_threads_run(int64_t tasks, tfc_threads_fn fn, void *ctx, 
 static inline void tfc_threads_call(int64_t tasks, tfc_threads_fn fn, void *ctx, int fixed) {
 #ifdef TFC_THREADS_STATS
     if (tasks > 1 && !tfc_threads_stat_inside) {
-        const int64_t t0 = tfc_threads_stat_now();
+        const int64_t t0 = tfc_threads_stat_now(), c0 = tfc_threads_stat_cpu();
         tfc_threads_stat_inside = 1;
         tfc_threads_run(tasks, fn, ctx, fixed);
         tfc_threads_stat_inside = 0;
         tfc_threads_stat_ns += tfc_threads_stat_now() - t0;
+        tfc_threads_stat_cpu_ns += tfc_threads_stat_cpu() - c0;
         ++tfc_threads_stat_calls;
         return;
     }
@@ -346,7 +370,13 @@ static inline void tfc_threads_run(int64_t tasks, tfc_threads_fn fn, void *ctx, 
         pthread_mutex_unlock(&p->lock);
     }
     tfc_threads_inside = 1;
+#ifdef TFC_THREADS_STATS
+    const int64_t c0 = tfc_threads_stat_cpu();
+#endif
     const int64_t ran = tfc_threads_work(p, c, 0);
+#ifdef TFC_THREADS_STATS
+    tfc_threads_stat_task_ns[0] += tfc_threads_stat_cpu() - c0;
+#endif
     tfc_threads_inside = 0;
     if (atomic_fetch_sub(&p->pending, ran) != ran) {
         for (int spin = 0; spin < TFC_THREADS_SPIN && atomic_load(&p->pending) > 0; ++spin)
