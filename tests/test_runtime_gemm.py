@@ -489,6 +489,73 @@ def test_gemm_is_clean_under_sanitizers(tmp_path, sanitizer):
     assert "runtime error" not in proc.stderr and "WARNING: ThreadSanitizer" not in proc.stderr
 
 
+POOL_MAIN = textwrap.dedent(
+    """
+    #include <stdio.h>
+    #include "tfc_threads.h"
+
+    static unsigned char hit[150000], inner[8];
+    static void task(void *ctx, int64_t t) { (void)ctx; ++hit[t]; }
+    static void sub(void *ctx, int64_t t) { ++((unsigned char *)ctx)[t]; }
+    /* a task that makes a call of its own: it runs inline, on one thread */
+    static void nested(void *ctx, int64_t t) {
+        (void)ctx;
+        if (tfc_threads_count() != 1) inner[2 * t] = 99;
+        tfc_threads_parallel_parts(2, sub, inner + 2 * t);
+    }
+
+    int main(void) {
+        int bad = 0;
+        for (int threads = 1; threads <= 3; ++threads) {
+            tfc_threads_set(threads);
+            for (int i = 0; i < 150000; ++i) hit[i] = 0;
+            for (int i = 0; i < 8; ++i) inner[i] = 0;
+            /* more tasks than the call word holds (65535): calls of slices */
+            tfc_threads_parallel_for(140001, task, NULL);
+            tfc_threads_parallel_parts(70000, task, NULL);
+            for (int r = 0; r < 200; ++r) tfc_threads_parallel_parts(threads, task, NULL);
+            tfc_threads_parallel_for(4, nested, NULL);
+            for (int i = 0; i < 150000; ++i) {
+                int want = i < 70000 ? 2 : i < 140001 ? 1 : 0;
+                if (i < threads) want += 200;
+                bad |= hit[i] != want;
+            }
+            for (int i = 0; i < 8; ++i) bad |= inner[i] != 1;
+        }
+        puts(bad ? "MISMATCH" : "POOL-OK");
+        return bad;
+    }
+    """
+)
+
+
+@pytest.mark.parametrize("sanitizer", [None, "thread"])
+def test_the_pool_runs_every_task_once(tmp_path, sanitizer):
+    """tfc_threads.h on 1, 2 and 3 threads: tasks in turn and fixed parts, more tasks than one
+    call holds, a call made inside a task (one thread, inline); TSan: no data race in the
+    hand-offs through the call word."""
+    flags = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-g"]
+    if sanitizer:
+        found = subprocess.run(
+            [compiler(), "-print-file-name=libtsan.so"], capture_output=True, text=True
+        ).stdout.strip()
+        if not os.path.isabs(found):
+            pytest.skip("the C compiler has no libtsan.so")
+        flags += [f"-fsanitize={sanitizer}"]
+    source = tmp_path / "pool_main.c"
+    source.write_text("#define _DEFAULT_SOURCE\n" + POOL_MAIN)
+    binary = tmp_path / "pool_main"
+    subprocess.run(
+        [compiler(), *flags, "-I", str(runtime_dir() / "include"), str(source), "-o",
+         str(binary), "-pthread"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1")
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and "POOL-OK" in proc.stdout, proc.stdout + proc.stderr[-4000:]
+    assert "WARNING: ThreadSanitizer" not in proc.stderr
+
+
 STATS_MAIN = textwrap.dedent(
     """
     #include <stdlib.h>
