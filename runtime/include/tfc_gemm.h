@@ -36,9 +36,10 @@
  *   - otherwise the packed algorithm.
  * Packing buffers live on the stack ((MC + NR) * KC elements: 104 KiB on AVX-512 hosts, 80 KiB
  * on other hosts, 9 KiB under TFC_EMBED): no allocation, no alignment requirement on any
- * pointer. Large products are split between the threads of tfc_threads.h over NR panels (of C^T
- * when swapped), over rows (narrow) or over blocks of TFC_GEMM_ROW_COLS columns (a row or two);
- * the K reduction is never split.
+ * pointer. Large products are split between the threads of tfc_threads.h over rows of C where
+ * each thread then packs less (tfc_gemm_rows_pay: many rows), else over NR panels (of C^T when
+ * swapped), over rows (narrow) or over blocks of TFC_GEMM_ROW_COLS columns (a row or two); one
+ * task per thread goes to the same thread every call. The K reduction is never split.
  */
 #ifndef TFC_GEMM_H
 #define TFC_GEMM_H
