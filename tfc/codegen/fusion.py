@@ -441,8 +441,9 @@ class _CLowering:
     ) -> list[str]:
         """The loop nest of `phase`; with `row_range` (phase 0 of a product's post-processing,
         c_fused_rows), only the rows [begin, end) named by it, their GEMM blocks computed by
-        the caller; with `col_range` (c_fused_cols: a product's rows reduced to columns), only
-        the columns [begin, end) named by it, in both phases, GEMM blocks included."""
+        the caller; with `col_range` (c_fused_cols: a part of the product's columns on one
+        thread), only the columns [begin, end) named by it, in both phases, GEMM blocks
+        included."""
         spec = self.spec
         plan, members, outputs = spec.plan, spec.members, spec.outputs
         space = plan.space
