@@ -33,8 +33,9 @@
  *
  * Header-only (static functions, one pool per program that includes it): workers are started on
  * the first parallel call, poll for the next one for a while (TFC_THREADS_SPIN) and then sleep
- * on a condition variable. A call to polling workers costs a few atomic operations, no lock. Under
- * TFC_NO_THREADS (embedded builds) everything runs on the caller and no POSIX header is used.
+ * on a condition variable. A call to polling workers costs a few atomic operations, no lock.
+ * Under TFC_NO_THREADS (embedded builds) everything runs on the caller and no POSIX header is
+ * used.
  */
 #ifndef TFC_THREADS_H
 #define TFC_THREADS_H
@@ -115,9 +116,9 @@ static inline void tfc_threads_relax(void) {
  * claimed (fixed parts). A thread takes a task or claims a part by a compare-and-swap of the
  * word within its generation, and reads the call's fields only after it succeeded (the call
  * cannot end before that task has run), so a worker late for a call that the others finished
- * touches nothing of it or of the next. The caller waits for `pending` (tasks not yet finished) to reach 0. Polling threads
- * see a call through the atomics alone; the mutex and condition variables serve only threads
- * that went to sleep. */
+ * touches nothing of it or of the next. The caller waits for `pending` (tasks not yet
+ * finished) to reach 0. Polling threads see a call through the atomics alone; the mutex and
+ * condition variables serve only threads that went to sleep. */
 #define TFC_THREADS_GEN_SHIFT 40
 #define TFC_THREADS_FIXED ((uint64_t)1 << 39)
 #define TFC_THREADS_TASKS_MAX 0xFFFF /* tasks and the next task: 16 bits each */
@@ -149,10 +150,9 @@ static inline tfc_threads_pool *tfc_threads_state(void) {
 
 #ifdef TFC_THREADS_STATS
 __attribute__((destructor)) static void tfc_threads_stat_print(void) {
-    if (tfc_threads_stat_calls > 0)
+    if (tfc_threads_stat_calls > 0) {
         fprintf(stderr, "tfc threads: %lld parallel calls, %.6f s in them\n",
                 (long long)tfc_threads_stat_calls, (double)tfc_threads_stat_ns * 1e-9);
-    if (tfc_threads_stat_calls > 0) {
         fprintf(stderr, "tfc threads cpu: %.6f s in the calls; tasks by thread:",
                 (double)tfc_threads_stat_cpu_ns * 1e-9);
         for (int t = 0; t <= tfc_threads_state()->started; ++t)
