@@ -177,11 +177,11 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
 #define TFC_GEMM_TRANSPOSE(T, V, VI, VL, r)                                                      \
     do {                                                                                         \
         VI lane_;                                                                                \
-        for (int j_ = 0; j_ < (VL); ++j_) lane_[j_] = j_;                                        \
-        for (int d_ = (VL) / 2; d_ >= 1; d_ /= 2) {                                              \
+        _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (VL); ++j_) lane_[j_] = j_;               \
+        _Pragma("GCC unroll 4") for (int d_ = (VL) / 2; d_ >= 1; d_ /= 2) {                      \
             const VI odd_ = (VI)((lane_ & d_) != 0) & ((VI){0} + ((VL)-d_));                     \
             const VI lo_ = lane_ + odd_, hi_ = lane_ + d_ + odd_;                                \
-            for (int i_ = 0; i_ < (VL); ++i_) {                                                  \
+            _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (VL); ++i_) {                         \
                 if (i_ & d_) continue;                                                           \
                 const V a_ = (r)[i_], b_ = (r)[i_ + d_];                                         \
                 (r)[i_] = __builtin_shuffle(a_, b_, lo_);                                        \
