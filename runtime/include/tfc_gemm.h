@@ -76,6 +76,13 @@
 #endif
 #endif
 #define TFC_GEMM_MR 6
+/* whether the first tile of a panel packs row-major B as it reads it (a copy of the micro-kernel:
+ * not where code size counts) */
+#ifdef TFC_EMBED
+#define TFC_GEMM_FILL 0
+#else
+#define TFC_GEMM_FILL 1
+#endif
 /* rows of accumulators of the narrow kernel (products of at most one vector of columns) */
 #define TFC_GEMM_NARROW 8
 /* products of at most this many columns run the C^T kernel where there are 32 registers */
@@ -206,13 +213,15 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
     /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
-     * b[kc][NR] (one FMA chain per element, k in order); then bias, relu and the store to C (row \
-     * stride ldc). mr <= MR rows, a constant where it is called (tfc_gemm_kernel_* below), so an \
-     * edge tile of fewer rows computes only those. Loads and stores through VU (may alias T);   \
-     * the accumulators stay registers. */                                                       \
+     * b[kc][NR], b's rows sb apart (NR when packed; one FMA chain per element, k in order);   \
+     * then bias, relu and the store to C (row stride ldc). mr <= MR rows and fill (b's rows    \
+     * also copied into the packed panel bout[kc][NR]) are constants where it is called          \
+     * (tfc_gemm_kernel_* below), so an edge tile of fewer rows computes only those. Loads and   \
+     * stores through VU (may alias T); the accumulators stay registers. */                      \
     static inline __attribute__((always_inline)) void tfc_gemm_kernel_rows_##tag(                \
-        int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc, T beta, \
-        const T *restrict bias, int relu, const int mr) {                                        \
+        int64_t kc, const T *restrict a, const T *restrict b, int64_t sb, T *restrict bout,      \
+        T *restrict c, int64_t ldc, T beta, const T *restrict bias, int relu, const int mr,      \
+        const int fill) {                                                                        \
         enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR, NR = TFC_GEMM_NV * (VL) };                    \
         V acc[MR][NV];                                                                           \
         if (beta == (T)0) {                                                                      \
@@ -227,7 +236,9 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         }                                                                                        \
         for (int64_t k = 0; k < kc; ++k) {                                                       \
             V bv[NV];                                                                            \
-            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * NR + v * (VL));           \
+            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * sb + v * (VL));           \
+            if (fill)                                                                            \
+                for (int v = 0; v < NV; ++v) *(VU *)(bout + k * NR + v * (VL)) = bv[v];          \
             const T *restrict ak = a + k * MR;                                                   \
             for (int r = 0; r < mr; ++r) {                                                       \
                 const V ar = TFC_GEMM_SPLAT(V, ak[r]);                                           \
@@ -254,12 +265,31 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b, \
                                              T *restrict c, int64_t ldc, T beta,                 \
                                              const T *restrict bias, int relu, int64_t mr) {     \
+        enum { NR = TFC_GEMM_NV * (VL) };                                                        \
         if (mr <= 2) {                                                                           \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 2);                   \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, NR, NULL, c, ldc, beta, bias, relu, 2, 0);      \
         } else if (mr <= 4) {                                                                    \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 4);                   \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, NR, NULL, c, ldc, beta, bias, relu, 4, 0);      \
         } else {                                                                                 \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, TFC_GEMM_MR);         \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, NR, NULL, c, ldc, beta, bias, relu,             \
+                                       TFC_GEMM_MR, 0);                                          \
+        }                                                                                        \
+    }                                                                                            \
+    /* the same on a panel of row-major B read in place (row stride sbk), copied into the packed \
+     * panel bout as it goes: the first tile of a panel packs it for the others, its loads from \
+     * L2 or L3 overlapping its multiply-adds instead of a copy loop of their own */             \
+    static inline void tfc_gemm_kernel_fill_##tag(int64_t kc, const T *restrict a,               \
+                                                  const T *restrict b, int64_t sbk,              \
+                                                  T *restrict bout, T *restrict c, int64_t ldc,  \
+                                                  T beta, const T *restrict bias, int relu,      \
+                                                  int64_t mr) {                                  \
+        if (mr <= 2) {                                                                           \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, sbk, bout, c, ldc, beta, bias, relu, 2, 1);     \
+        } else if (mr <= 4) {                                                                    \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, sbk, bout, c, ldc, beta, bias, relu, 4, 1);     \
+        } else {                                                                                 \
+            tfc_gemm_kernel_rows_##tag(kc, a, b, sbk, bout, c, ldc, beta, bias, relu,            \
+                                       TFC_GEMM_MR, 1);                                          \
         }                                                                                        \
     }                                                                                            \
     /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows.       \
@@ -412,8 +442,13 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                       apack);                                                    \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
-                    tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn, alpha_b,    \
-                                          bpack);                                                \
+                    const int64_t mr0 = mc < MR ? mc : (int64_t)MR;                              \
+                    const int fill = TFC_GEMM_FILL && nc == NR && !swap && sbn == 1 &&           \
+                                     alpha_b == (T)1 &&                                          \
+                                     (mr0 == MR || mr0 == 2 || mr0 == 4);                        \
+                    if (!fill)                                                                   \
+                        tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn,         \
+                                              alpha_b, bpack);                                   \
                     const T *bias = last && !swap && g->bias != NULL ? g->bias + j0 : NULL;      \
                     if (bias != NULL && nc < NR) {                                               \
                         for (int64_t j = 0; j < NR; ++j) tile_bias[j] = j < nc ? bias[j] : 0;    \
@@ -422,6 +457,11 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
+                        if (fill && i == 0) {                                                    \
+                            tfc_gemm_kernel_fill_##tag(kc, apack, B + p0 * sbk + j0, sbk, bpack, \
+                                                       c, csr, beta, bias, relu, mr);            \
+                            continue;                                                            \
+                        }                                                                        \
                         if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
                             tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta,       \
                                                   bias, relu, mr);                               \
