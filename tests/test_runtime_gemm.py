@@ -123,7 +123,8 @@ SIZES = [
     (40, 1, 30),
     (13, 29, 256),  # K exactly two blocks of KC = 128
     (73, 35, 257),  # K one past two blocks: three equal blocks
-    (151, 21, 40),  # M past one MC block (144 rows)
+    (151, 21, 40),  # few columns: swapped where panels are 64 wide
+    (271, 128, 40),  # M past one MC block (264 rows)
     (9, 50, 700),  # three K blocks
     (64, 10, 300),  # few columns: the narrow kernel (A stored transposed: the tall one)
     (29, 3, 7),  # narrow, a partial block of rows
@@ -335,12 +336,12 @@ def test_thread_count_from_the_environment(lib, monkeypatch):
 
 # -- through generated code -----------------------------------------------------------------------
 def _mlp_step(threads_config=None, disable=()):
-    """A dense head and its gradients: relu(x W + b) with M = 150 rows (a 144-row GEMM block and
+    """A dense head and its gradients: relu(x W + b) with M = 270 rows (a 264-row GEMM block and
     a partial one), fused updates whose dW lives in scratch."""
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(3)
-        x = tf.placeholder(tf.float32, [150, 70], name="x")
+        x = tf.placeholder(tf.float32, [270, 70], name="x")
         w1 = tf.Variable(tf.random_normal([70, 90], stddev=0.2), name="w1")
         b1 = tf.Variable(tf.random_normal([90], stddev=0.2), name="b1")
         w2 = tf.Variable(tf.random_normal([90, 10], stddev=0.2), name="w2")
@@ -348,7 +349,7 @@ def _mlp_step(threads_config=None, disable=()):
         loss = tf.reduce_mean(tf.square(tf.matmul(h, w2)))
         train = tf.train.AdamOptimizer(0.01).minimize(loss)
         init = tf.global_variables_initializer()
-    feed = {x: np.random.default_rng(0).normal(size=(150, 70)).astype(np.float32)}
+    feed = {x: np.random.default_rng(0).normal(size=(270, 70)).astype(np.float32)}
     config = tf.ConfigProto(compile_options=tf.CompileOptions(disable=list(disable)))
     if threads_config:
         config.intra_op_parallelism_threads = threads_config

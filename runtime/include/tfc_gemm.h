@@ -14,10 +14,13 @@
  * MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512: 6 x 64 floats in 24 of
  * its 32 registers, B's 4 vectors loaded once per k and A broadcast from the packed panel; AVX2:
  * 6 x 16 in 12; SSE, NEON and scalar targets get the same source split or lane by lane). K goes
- * in equal blocks of at most KC (a kc x NR panel of B stays in L1); transposed operands are
- * packed VL x VL blocks at a time, transposed in registers with GCC's shuffles; tiles of 2 or 4
- * rows (M = 64 is ten tiles of 6 and one of 4) run a micro-kernel of that many rows, other
- * edge tiles go through the same micro-kernel on a zero-padded buffer, so every element of C
+ * in equal blocks of at most KC (a kc x NR panel of B stays in L1); row-major B is packed by the
+ * first tile of each panel, which reads it in place and stores each row of the panel as it goes
+ * (its loads from L2 or L3 overlap its multiply-adds; the panel layout, b[kc][NR], is the same
+ * whoever packs it); transposed operands are packed VL x VL blocks at a time, transposed in
+ * registers with GCC's shuffles; tiles of 2 or 4 rows (M = 64 is ten tiles of 6 and one of 4)
+ * run a micro-kernel of that many rows, other edge tiles go through the same micro-kernel on a
+ * zero-padded buffer, so every element of C
  * is the same chain of multiply-adds over k = 0..K-1 (fma(alpha*a_k, b_k, acc) from 0 or
  * beta*C, then bias, then relu) whatever its position, the block sizes or the number of
  * threads: a product computed row by row or split across threads has the same bits. The shape
@@ -34,7 +37,7 @@
  *   - few columns for NR-wide panels but many rows: the packed algorithm on C^T = B^T A^T
  *     (swapped), C's rows filling the vectors, written back through the edge-tile path;
  *   - otherwise the packed algorithm.
- * Packing buffers live on the stack ((MC + NR) * KC elements: 104 KiB on AVX-512 hosts, 80 KiB
+ * Packing buffers live on the stack ((MC + NR) * KC elements: 164 KiB on AVX-512 hosts, 140 KiB
  * on other hosts, 9 KiB under TFC_EMBED): no allocation, no alignment requirement on any
  * pointer. Large products are split between the threads of tfc_threads.h over NR panels (of C^T
  * when swapped), over rows (narrow) or over blocks of TFC_GEMM_ROW_COLS columns (a row or two);
@@ -69,7 +72,9 @@
 #define TFC_GEMM_ROW_COLS 256
 #else
 #define TFC_GEMM_KC 128 /* float; double: half, the same bytes (kc x NR: 32 KiB) */
-#define TFC_GEMM_MC 144
+/* rows of A packed per block (A's block in L2, 132 KiB): 264 covers a batch of 256 in one block,
+ * so B (transposed in dX = dY W^T) is packed once per product; 144 packed it twice there */
+#define TFC_GEMM_MC 264
 /* the row kernel's register block, in floats: 16 of AVX-512's 32 registers (a GEMV streams
  * its weights row by row: the wider the block, the fewer passes), 8 elsewhere */
 #define TFC_GEMM_ROW_COLS (TFC_GEMM_VBYTES == 64 ? 256 : 2 * TFC_GEMM_VBYTES)
