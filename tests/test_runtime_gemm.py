@@ -225,15 +225,19 @@ def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib, n)
     np.testing.assert_array_equal(by_rows, whole)
 
 
+@pytest.mark.parametrize("n", [130, 128], ids=["a-packed", "a-in-place"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
-def test_tiles_that_pack_b_as_they_go_have_the_bits_of_the_others(lib, dtype):
+def test_tiles_that_pack_b_as_they_go_have_the_bits_of_the_others(lib, dtype, n):
     """Row-major B with whole NR-wide panels: the first tile of each panel reads B in place and
     packs it for the tiles below (6, 4 or 2 rows high). Rows computed in blocks put other rows
     first, so every row is sometimes in a packing tile and sometimes not; the last panel (130 is
-    two 64-wide panels and 2 columns) is packed ahead. The epilogue runs on both."""
+    two 64-wide panels and 2 columns) is packed ahead. With 128 columns (whole panels where they
+    are 64 wide) and alpha 1, row-major A is read in place by blocks of 50, 4 and 30 rows and
+    packed by blocks of 3 and 11 (an odd tile). The epilogue runs on both."""
     ffi, h = lib
     rng = np.random.default_rng(6)
-    M, N, K = 50, 130, 300
+    M, N, K = 50, n, 300
+    alpha = 0.5 if n == 130 else 1.0
     a = rng.normal(size=(M, K)).astype(dtype)
     b = rng.normal(size=(K, N)).astype(dtype)
     bias = rng.normal(size=N).astype(dtype)
@@ -242,12 +246,13 @@ def test_tiles_that_pack_b_as_they_go_have_the_bits_of_the_others(lib, dtype):
     fn = h.h_gemm_f32 if dtype == np.float32 else h.h_gemm_f64
     fp = lambda x: ffi.cast(f"{ctype} *", ffi.from_buffer(x))  # noqa: E731
     whole = c0.copy()
-    fn(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole), N, 0.5, 1.0, fp(bias), 1)
+    fn(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole), N, alpha, 1.0, fp(bias), 1)
     by_rows = c0.copy()
     for i0, rows in ((0, 3), (3, 4), (7, 2), (9, 11), (20, 30)):
-        fn(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]), N, 0.5, 1.0, fp(bias), 1)
+        fn(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]), N, alpha, 1.0, fp(bias),
+           1)  # fmt: skip
     np.testing.assert_array_equal(by_rows, whole)
-    want = np.maximum(0.5 * (a.astype(np.float64) @ b) + c0 + bias, 0)
+    want = np.maximum(alpha * (a.astype(np.float64) @ b) + c0 + bias, 0)
     np.testing.assert_allclose(whole, want, rtol=1e-4, atol=1e-4)
 
 

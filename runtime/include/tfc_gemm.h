@@ -10,9 +10,11 @@
  * TF's Relu (x < 0 ? 0 : x). beta = 1 accumulates into an existing gradient buffer.
  *
  * Float types run BLIS-style: the K range in KC blocks, M in MC blocks whose A rows are packed
- * (scaled by alpha) into MR-row panels, N in NR-column panels of packed B, and a register-blocked
- * MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512: 6 x 64 floats in 24 of
- * its 32 registers, B's 4 vectors loaded once per k and A broadcast from the packed panel; AVX2:
+ * (scaled by alpha) into MR-row panels (row-major A with alpha 1 is read in place instead where
+ * every tile of the block is a whole-width one of 2, 4 or MR rows: packing it is a transpose, and
+ * the micro-kernel's broadcasts need no contiguous panel), N in NR-column panels of packed B,
+ * and a register-blocked MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512:
+ * 6 x 64 floats in 24 of its 32 registers, B's 4 vectors loaded once per k and A broadcast; AVX2:
  * 6 x 16 in 12; SSE, NEON and scalar targets get the same source split or lane by lane). K goes
  * in equal blocks of at most KC (a kc x NR panel of B stays in L1); row-major B is packed by the
  * first tile of each panel, which reads it in place and stores each row of the panel as it goes
@@ -217,16 +219,17 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
 #define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VU, VI, VL, KC)                                         \
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
-    /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
-     * b[kc][NR], b's rows sb apart (NR when packed; one FMA chain per element, k in order);   \
+    /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of a[kc][mr] (element   \
+     * (k, r) at a[k*ask + r*asr]: packed, ask = MR and asr = 1; row-major A in place, ask = 1)  \
+     * and b[kc][NR], b's rows sb apart (NR when packed; one FMA chain per element, k in order); \
      * then bias, relu and the store to C (row stride ldc). mr <= MR rows and fill (b's rows    \
      * also copied into the packed panel bout[kc][NR]) are constants where it is called          \
      * (tfc_gemm_kernel_* below), so an edge tile of fewer rows computes only those. Loads and   \
      * stores through VU (may alias T); the accumulators stay registers. */                      \
     static inline __attribute__((always_inline)) void tfc_gemm_kernel_rows_##tag(                \
-        int64_t kc, const T *restrict a, const T *restrict b, int64_t sb, T *restrict bout,      \
-        T *restrict c, int64_t ldc, T beta, const T *restrict bias, int relu, const int mr,      \
-        const int fill) {                                                                        \
+        int64_t kc, const T *restrict a, int64_t ask, int64_t asr, const T *restrict b,          \
+        int64_t sb, T *restrict bout, T *restrict c, int64_t ldc, T beta,                        \
+        const T *restrict bias, int relu, const int mr, const int fill) {                        \
         enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR, NR = TFC_GEMM_NV * (VL) };                    \
         V acc[MR][NV];                                                                           \
         if (beta == (T)0) {                                                                      \
@@ -244,9 +247,9 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * sb + v * (VL));           \
             if (fill)                                                                            \
                 for (int v = 0; v < NV; ++v) *(VU *)(bout + k * NR + v * (VL)) = bv[v];          \
-            const T *restrict ak = a + k * MR;                                                   \
+            const T *restrict ak = a + k * ask;                                                  \
             for (int r = 0; r < mr; ++r) {                                                       \
-                const V ar = TFC_GEMM_SPLAT(V, ak[r]);                                           \
+                const V ar = TFC_GEMM_SPLAT(V, ak[r * asr]);                                     \
                 for (int v = 0; v < NV; ++v) acc[r][v] = TFC_GEMM_FMA_##tag(ar, bv[v], acc[r][v]); \
             }                                                                                    \
         }                                                                                        \
@@ -266,35 +269,55 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     }                                                                                            \
                                                                                                  \
     /* the micro-kernel on mr = 2, 4 or MR rows: one inlined copy each (odd row counts run       \
-     * rounded up, on the tile buffer) */                                                        \
-    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b, \
-                                             T *restrict c, int64_t ldc, T beta,                 \
-                                             const T *restrict bias, int relu, int64_t mr) {     \
-        enum { NR = TFC_GEMM_NV * (VL) };                                                        \
-        if (mr <= 2) {                                                                           \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, NR, NULL, c, ldc, beta, bias, relu, 2, 0);      \
-        } else if (mr <= 4) {                                                                    \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, NR, NULL, c, ldc, beta, bias, relu, 4, 0);      \
-        } else {                                                                                 \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, NR, NULL, c, ldc, beta, bias, relu,             \
-                                       TFC_GEMM_MR, 0);                                          \
+     * rounded up, on the tile buffer), A packed (lda = 0) or read in place (rows lda apart) */  \
+    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, int64_t lda,       \
+                                             const T *restrict b, T *restrict c, int64_t ldc,    \
+                                             T beta, const T *restrict bias, int relu,           \
+                                             int64_t mr) {                                       \
+        enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
+        if (lda == 0) {                                                                          \
+            if (mr <= 2) {                                                                       \
+                tfc_gemm_kernel_rows_##tag(kc, a, MR, 1, b, NR, NULL, c, ldc, beta, bias, relu,  \
+                                           2, 0);                                                \
+            } else if (mr <= 4) {                                                                \
+                tfc_gemm_kernel_rows_##tag(kc, a, MR, 1, b, NR, NULL, c, ldc, beta, bias, relu,  \
+                                           4, 0);                                                \
+            } else {                                                                             \
+                tfc_gemm_kernel_rows_##tag(kc, a, MR, 1, b, NR, NULL, c, ldc, beta, bias, relu,  \
+                                           MR, 0);                                               \
+            }                                                                                    \
+        } else if (TFC_GEMM_FILL) {                                                              \
+            if (mr <= 2) {                                                                       \
+                tfc_gemm_kernel_rows_##tag(kc, a, 1, lda, b, NR, NULL, c, ldc, beta, bias, relu, \
+                                           2, 0);                                                \
+            } else if (mr <= 4) {                                                                \
+                tfc_gemm_kernel_rows_##tag(kc, a, 1, lda, b, NR, NULL, c, ldc, beta, bias, relu, \
+                                           4, 0);                                                \
+            } else {                                                                             \
+                tfc_gemm_kernel_rows_##tag(kc, a, 1, lda, b, NR, NULL, c, ldc, beta, bias, relu, \
+                                           MR, 0);                                               \
+            }                                                                                    \
         }                                                                                        \
     }                                                                                            \
     /* the same on a panel of row-major B read in place (row stride sbk), copied into the packed \
      * panel bout as it goes: the first tile of a panel packs it for the others, its loads from \
      * L2 or L3 overlapping its multiply-adds instead of a copy loop of their own */             \
-    static inline void tfc_gemm_kernel_fill_##tag(int64_t kc, const T *restrict a,               \
+    static inline void tfc_gemm_kernel_fill_##tag(int64_t kc, const T *restrict a, int64_t lda,  \
                                                   const T *restrict b, int64_t sbk,              \
                                                   T *restrict bout, T *restrict c, int64_t ldc,  \
                                                   T beta, const T *restrict bias, int relu,      \
                                                   int64_t mr) {                                  \
+        enum { MR = TFC_GEMM_MR };                                                               \
+        const int64_t ask = lda == 0 ? MR : 1, asr = lda == 0 ? 1 : lda;                         \
         if (mr <= 2) {                                                                           \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, sbk, bout, c, ldc, beta, bias, relu, 2, 1);     \
+            tfc_gemm_kernel_rows_##tag(kc, a, ask, asr, b, sbk, bout, c, ldc, beta, bias, relu,  \
+                                       2, 1);                                                    \
         } else if (mr <= 4) {                                                                    \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, sbk, bout, c, ldc, beta, bias, relu, 4, 1);     \
+            tfc_gemm_kernel_rows_##tag(kc, a, ask, asr, b, sbk, bout, c, ldc, beta, bias, relu,  \
+                                       4, 1);                                                    \
         } else {                                                                                 \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, sbk, bout, c, ldc, beta, bias, relu,            \
-                                       TFC_GEMM_MR, 1);                                          \
+            tfc_gemm_kernel_rows_##tag(kc, a, ask, asr, b, sbk, bout, c, ldc, beta, bias, relu,  \
+                                       MR, 1);                                                   \
         }                                                                                        \
     }                                                                                            \
     /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows.       \
@@ -443,8 +466,16 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             const int relu = last && g->relu;                                                    \
             for (int64_t i0 = 0; i0 < M; i0 += TFC_GEMM_MC) {                                    \
                 const int64_t mc = M - i0 < TFC_GEMM_MC ? M - i0 : TFC_GEMM_MC;                  \
-                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a,        \
-                                      apack);                                                    \
+                /* row-major A is read in place where every tile runs the micro-kernel on C:    \
+                 * no packing pass (it transposes); a block with a partial panel or an odd row  \
+                 * tile packs, for the tile buffer */                                            \
+                const int64_t lda = TFC_GEMM_FILL && sak == 1 && alpha_a == (T)1 && !swap &&     \
+                                            (n1 - n0) % NR == 0 &&                               \
+                                            (mc % MR == 0 || mc % MR == 2 || mc % MR == 4)       \
+                                        ? sam                                                    \
+                                        : 0;                                                     \
+                const T *const ablock = A + i0 * sam + p0 * sak;                                 \
+                if (lda == 0) tfc_gemm_pack_a_##tag(mc, kc, ablock, sam, sak, alpha_a, apack);   \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
                     const int64_t mr0 = mc < MR ? mc : (int64_t)MR;                              \
@@ -462,14 +493,15 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
+                        const T *a = lda ? ablock + i * lda : apack + i * kc;                    \
                         if (fill && i == 0) {                                                    \
-                            tfc_gemm_kernel_fill_##tag(kc, apack, B + p0 * sbk + j0, sbk, bpack, \
-                                                       c, csr, beta, bias, relu, mr);            \
+                            tfc_gemm_kernel_fill_##tag(kc, a, lda, B + p0 * sbk + j0, sbk,       \
+                                                       bpack, c, csr, beta, bias, relu, mr);     \
                             continue;                                                            \
                         }                                                                        \
                         if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
-                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, c, csr, beta,       \
-                                                  bias, relu, mr);                               \
+                            tfc_gemm_kernel_##tag(kc, a, lda, bpack, c, csr, beta, bias, relu,   \
+                                                  mr);                                           \
                             continue;                                                            \
                         }                                                                        \
                         for (int64_t r = 0; r < MR; ++r)                                         \
@@ -477,8 +509,8 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                 tile[r * NR + j] = r < mr && j < nc && beta != (T)0              \
                                                        ? c[r * csr + j * csc]                    \
                                                        : (T)0;                                   \
-                        tfc_gemm_kernel_##tag(kc, apack + i * kc, bpack, tile, NR, beta, bias,   \
-                                              relu && !swap, mr);                                \
+                        tfc_gemm_kernel_##tag(kc, apack + i * kc, 0, bpack, tile, NR, beta,      \
+                                              bias, relu && !swap, mr);                          \
                         for (int64_t r = 0; r < mr; ++r) {                                       \
                             const T *t = tile + r * NR;                                          \
                             if (!swap) {                                                         \
