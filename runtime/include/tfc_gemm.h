@@ -438,6 +438,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         T *C, alpha, beta;                                                                       \
         int relu, swap;                                                                          \
         int64_t panels_per_task;                                                                 \
+        const T *Bp; /* NULL, or B already in panels (tfc_gemm_packed.h; plain products only) */\
     } tfc_gemm_args_##tag;                                                                       \
                                                                                                  \
     /* columns [n0, n1) of the view: the whole packed algorithm on one thread. K goes in blocks  \
@@ -479,10 +480,13 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
                     const int64_t mr0 = mc < MR ? mc : (int64_t)MR;                              \
-                    const int fill = TFC_GEMM_FILL && nc == NR && !swap && sbn == 1 &&           \
-                                     alpha_b == (T)1 &&                                          \
+                    const int fill = TFC_GEMM_FILL && g->Bp == NULL && nc == NR && !swap &&      \
+                                     sbn == 1 && alpha_b == (T)1 &&                              \
                                      (mr0 == MR || mr0 == 2 || mr0 == 4);                        \
-                    if (!fill)                                                                   \
+                    const T *bp = bpack;                                                         \
+                    if (g->Bp != NULL) /* packed before the call: panel j0 / NR of block p0 */   \
+                        bp = g->Bp + p0 * TFC_IDIV(g->N + NR - 1, NR) * NR + j0 * kc;            \
+                    else if (!fill)                                                              \
                         tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn,         \
                                               alpha_b, bpack);                                   \
                     const T *bias = last && !swap && g->bias != NULL ? g->bias + j0 : NULL;      \
@@ -500,8 +504,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                             continue;                                                            \
                         }                                                                        \
                         if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
-                            tfc_gemm_kernel_##tag(kc, a, lda, bpack, c, csr, beta, bias, relu,   \
-                                                  mr);                                           \
+                            tfc_gemm_kernel_##tag(kc, a, lda, bp, c, csr, beta, bias, relu, mr); \
                             continue;                                                            \
                         }                                                                        \
                         for (int64_t r = 0; r < MR; ++r)                                         \
@@ -509,8 +512,8 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                 tile[r * NR + j] = r < mr && j < nc && beta != (T)0              \
                                                        ? c[r * csr + j * csc]                    \
                                                        : (T)0;                                   \
-                        tfc_gemm_kernel_##tag(kc, apack + i * kc, 0, bpack, tile, NR, beta,      \
-                                              bias, relu && !swap, mr);                          \
+                        tfc_gemm_kernel_##tag(kc, apack + i * kc, 0, bp, tile, NR, beta, bias,   \
+                                              relu && !swap, mr);                                \
                         for (int64_t r = 0; r < mr; ++r) {                                       \
                             const T *t = tile + r * NR;                                          \
                             if (!swap) {                                                         \
@@ -812,7 +815,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             return;                                                                              \
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
-                                 beta, relu, 0, 0};                                              \
+                                 beta, relu, 0, 0, NULL};                                        \
         if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */\
             enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                               \
             const int64_t blocks = TFC_IDIV(N + NB * (VL)-1, NB * (VL));                         \
