@@ -303,11 +303,14 @@ def _task_count() -> int:
     [(150, 203, 300), (600, 10, 300), (700, 24, 100), (1, 1000, 300), (2, 600, 400)],
     ids=str,
 )
-def test_threads_give_identical_bits(lib, size):
+@pytest.mark.parametrize("a_layout", ["transposed", "rows"])
+def test_threads_give_identical_bits(lib, size, a_layout):
     ffi, h = lib
     rng = np.random.default_rng(7)
     M, N, K = size
-    a = rng.normal(size=(K, M)).astype(np.float32)  # stored transposed
+    a = rng.normal(size=(K, M)).astype(np.float32)  # A^T
+    # A stored transposed, or the same values row-major (read in place by whole tiles)
+    a_store = a if a_layout == "transposed" else np.ascontiguousarray(a.T)
     b = rng.normal(size=(K, N)).astype(np.float32)
     bias = rng.normal(size=N).astype(np.float32)
     fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
@@ -316,7 +319,9 @@ def test_threads_give_identical_bits(lib, size):
         h.h_threads_set(n)
         assert h.h_threads_count() == n
         c = np.zeros((M, N), np.float32)
-        h.h_gemm_f32(M, N, K, fp(a), 1, M, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias), 1)
+        sam, sak = (1, M) if a_layout == "transposed" else (K, 1)
+        h.h_gemm_f32(M, N, K, fp(a_store), sam, sak, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias),
+                     1)  # fmt: skip
         results.append(c)
     h.h_threads_set(0)
     if _task_count() > 0:
