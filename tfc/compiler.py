@@ -42,6 +42,7 @@ from tfc.ir.dump import graph_text
 from tfc.ir.graph import Graph
 from tfc.ops.kernels import BFLOAT16_PRODUCTS, MIXED_PRECISION
 from tfc.passes.conv_epilogue import fuse_conv_epilogues
+from tfc.passes.conv_pack import pack_conv_filters
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
 from tfc.passes.fuse import fuse_elementwise
@@ -119,6 +120,8 @@ PASS_NAMES: dict[Pass, str] = {
     fuse_conv_epilogues: "epilogue",
     # chains and trees of element-wise ops become one loop
     fuse_elementwise: "fuse",
+    # a fused convolution's constant filter stored in the blocks its kernel reads
+    pack_conv_filters: "pack",
     # a full device name on every node (tf.device, tf.colocate_with, variables' groups)
     place_devices: "place",
     # one subgraph per device, a Send/Recv pair on every cut edge (distributed programs)
@@ -169,6 +172,7 @@ PIPELINE: list[Pass] = [
     fold_channel_scales,
     fuse_conv_epilogues,
     fuse_elementwise,
+    pack_conv_filters,
     schedule_graph,
     plan_memory,
 ]
@@ -184,6 +188,7 @@ OPTIMIZATIONS: list[Pass] = [
     fold_channel_scales,
     fuse_conv_epilogues,
     fuse_elementwise,
+    pack_conv_filters,
 ]
 
 # A Session program with ops on a GPU (tf.device("/gpu:0"), or TFC_DEVICE=gpu). First what
@@ -192,7 +197,9 @@ OPTIMIZATIONS: list[Pass] = [
 STAGE_CUT: list[Pass] = [place_devices, stage_devices]
 # ... then, per stage, fusion with the pass options of the stage's target (C or CUDA: a fused
 # group never spans devices), its schedule and its memory plan.
-STAGE_LATE: list[Pass] = [fuse_conv_epilogues, fuse_elementwise, schedule_graph, plan_memory]
+STAGE_LATE: list[Pass] = [
+    fuse_conv_epilogues, fuse_elementwise, pack_conv_filters, schedule_graph, plan_memory,
+]  # fmt: skip
 # where a GPU program's ops go when they name no device (TF1 prefers the GPU when present)
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 
