@@ -97,10 +97,15 @@ SANITIZED_SCRIPT = textwrap.dedent(
     conv = tf.nn.conv2d(img, tf.truncated_normal([3, 3, 1, 2], seed=4), [1, 1, 1, 1], "SAME")
     pooled = tf.nn.max_pool(tf.nn.relu(conv), [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
     conv_grad = tf.gradients(tf.reduce_sum(pooled * pooled), [img])[0]
+    # a Pad folded into a fused convolution's explicit padding, its constant filter packed in
+    # blocks of 16 channels (the second one partial)
+    f20 = tf.constant(rng.normal(size=(3, 3, 1, 20)).astype(np.float32))
+    padded = tf.pad(img, [[0, 0], [1, 1], [0, 2], [0, 0]])
+    fused = tf.nn.relu(tf.nn.conv2d(padded, f20, [1, 2, 2, 1], "VALID") + tf.ones([20]))
     drop = tf.nn.dropout(h, keep_prob=0.5, seed=1)
     step = tf.assign_add(b, tf.reduce_sum(h, axis=0) * 0.01)
     feed = {x: rng.normal(size=(4, 5)).astype(np.float32), idx: [3, 0, 1]}
-    fetches = [h, p, g, r, q, n, tf.shape(drop), pooled, conv_grad, step]
+    fetches = [h, p, g, r, q, n, tf.shape(drop), pooled, conv_grad, fused, step]
 
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

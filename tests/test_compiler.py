@@ -37,15 +37,15 @@ def _program():
 def test_every_pass_has_the_name_users_give_it():
     assert [pass_name(p) for p in PIPELINE] == [
         "prune", "native", "specialize", "fold", "simplify", "hoist", "cse", "prune", "scale",
-        "epilogue", "fuse", "schedule", "memory",
+        "epilogue", "fuse", "pack", "schedule", "memory",
     ]  # fmt: skip
     assert sorted(PASS_NAMES.values()) == sorted(
         ["prune", "native", "specialize", "fold", "simplify", "hoist", "cse", "scale", "epilogue",
-         "fuse", "place",
+         "fuse", "pack", "place",
          "partition", "stage", "python", "schedule", "memory", "guard"]
     )  # fmt: skip
     assert [pass_name(p) for p in OPTIMIZATIONS] == [
-        "fold", "simplify", "hoist", "cse", "scale", "epilogue", "fuse"
+        "fold", "simplify", "hoist", "cse", "scale", "epilogue", "fuse", "pack"
     ]  # fmt: skip
 
 
@@ -54,7 +54,7 @@ def test_compile_options_choose_the_optimizations_by_name():
     names = [pass_name(p) for p in CompileOptions(disable=["fuse", "cse"]).pipeline()]
     assert names == [
         "prune", "native", "specialize", "fold", "simplify", "hoist", "prune", "scale",
-        "epilogue", "schedule", "memory",
+        "epilogue", "pack", "schedule", "memory",
     ]  # fmt: skip
     assert CompileOptions(passes=["fuse"]).pipeline() == pipeline(["fuse"])
     assert fuse_elementwise not in pipeline([])

@@ -8,6 +8,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 from opcheck import CaseBatch
 
 import tfc as tf
+from tfc.ops.conv import pack_filter
+from tfc.ops.conv_algo import forward_filter_block
 from tfc.ops.registry import apply_op
 
 RNG = np.random.default_rng(7)
@@ -61,7 +63,7 @@ def epilogue_np(y, bias, residual, fused_ops, dtype):
 
 def _build():
     b = CaseBatch()
-    pairs = []
+    pairs, packed_pairs = [], []
     with b.graph.as_default():
         for dtype in F:
             for name, (xs, fs, stride, padding) in CONVS.items():
@@ -98,6 +100,29 @@ def _build():
                         b.add(case, fused, want, rtol, atol)
                         b.add(f"{case}-unfused", unfused, want, rtol, atol)
                         pairs.append(case)
+                        if algorithm == "direct":  # the filter packed (pack_conv_filters)
+                            packed = pack_filter(f, forward_filter_block(fs[3], tf.as_dtype(dtype)))
+                            pt = b.feed(packed)
+                            packed_attrs = dict(fused_attrs, packed_filter=list(fs))
+                            del packed_attrs["_algorithm"]
+                            fused = apply_op("_FusedConv2D", [xt, pt, *args], packed_attrs)
+                            b.add(f"{case}-packed", fused.outputs[0], want, rtol, atol)
+                            packed_pairs.append(case)
+        # explicit paddings (a Pad folded in by the epilogue pass), uneven and on one side only
+        x = RNG.standard_normal((2, 6, 7, 5)).astype(np.float32)
+        f = RNG.standard_normal((3, 3, 5, 9)).astype(np.float32)
+        bias = RNG.standard_normal(9).astype(np.float32)
+        padded = np.pad(x, [(0, 0), (1, 2), (2, 0), (0, 0)])
+        want = epilogue_np(conv2d_np(padded, f, 2, "VALID"), bias, None, ["BiasAdd"], np.float32)
+        attrs = {"strides": [1, 2, 2, 1], "padding": "EXPLICIT", "fused_ops": ["BiasAdd"]}
+        attrs.update(explicit_paddings=[0, 0, 1, 2, 2, 0, 0, 0], num_args=1)
+        inputs = [b.feed(x), b.feed(f), b.feed(bias)]
+        for algorithm in ("direct", "im2col"):
+            fused = apply_op("_FusedConv2D", inputs, dict(attrs, _algorithm=algorithm))
+            b.add(f"explicit-{algorithm}", fused.outputs[0], want, 1e-5, 3e-7 * 45)
+        packed = [inputs[0], b.feed(pack_filter(f, 16)), inputs[2]]
+        fused = apply_op("_FusedConv2D", packed, dict(attrs, packed_filter=[3, 3, 5, 9]))
+        b.add("explicit-packed", fused.outputs[0], want, 1e-5, 3e-7 * 45)
         # joins: each member writes its channels of the concatenation (fire modules: a 1x1
         # and a 3x3 expansion of one image; members of every kernel, with full and partial
         # channel blocks)
@@ -127,10 +152,10 @@ def _build():
                 b.add(case, joined, want, rtol, atol)
                 b.add(f"{case}-unfused", tf.concat(fused, 3), want, rtol, atol)
                 pairs.append(case)
-    return b, pairs
+    return b, pairs, packed_pairs
 
 
-BATCH, PAIRS = _build()
+BATCH, PAIRS, PACKED = _build()
 
 
 @pytest.mark.parametrize("case", BATCH.ids())
@@ -142,6 +167,28 @@ def test_the_epilogue_gives_the_bits_of_the_unfused_ops():
     compiled, _ = BATCH.results()
     for case in PAIRS:
         np.testing.assert_array_equal(compiled[case], compiled[f"{case}-unfused"], err_msg=case)
+
+
+def test_a_packed_filter_gives_the_bits_of_the_hwio_one():
+    compiled, _ = BATCH.results()
+    assert len(PACKED) == 12  # every direct case, float32 and float64
+    for case in PACKED:
+        np.testing.assert_array_equal(compiled[f"{case}-packed"], compiled[case], err_msg=case)
+
+
+def test_pack_filter_lays_out_blocks_of_output_channels():
+    f = np.arange(2 * 1 * 3 * 5, dtype=np.float32).reshape(2, 1, 3, 5)
+    packed = pack_filter(f, 4)
+    assert packed.shape == (2, 6, 4)  # 5 channels in 2 blocks of 4, 6 taps
+    np.testing.assert_array_equal(packed[0], f.reshape(6, 5)[:, :4])
+    np.testing.assert_array_equal(packed[1, :, 0], f.reshape(6, 5)[:, 4])
+    assert not packed[1, :, 1:].any()  # zeros past the last channel
+    x = tf.placeholder(tf.float32, [1, 4, 4, 3])
+    b = tf.constant(np.ones(5, np.float32))
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": ["BiasAdd"]}
+    with pytest.raises(ValueError, match=r"packed from \[2, 1, 3, 5\] must have shape \[1, 6, 8\]"):
+        bad = tf.constant(packed)  # blocks of 4, where a 5-channel tile holds 8
+        apply_op("_FusedConv2D", [x, bad, b], dict(attrs, num_args=1, packed_filter=[2, 1, 3, 5]))
 
 
 def test_bad_epilogues_are_named():
@@ -160,6 +207,11 @@ def test_bad_epilogues_are_named():
         f8 = tf.constant(np.ones((3, 3, 2, 4), np.float32))
         wide = tf.placeholder(tf.float32, [1, 5, 6, 2])
         apply_op("_FusedConv2DConcat", [x, f, b, wide, f8, b], {"members": [member, member]})
+    with pytest.raises(ValueError, match=r"explicit_paddings \[0, 0, 1, 1\] must be 8 values"):
+        pads = dict(attrs, padding="EXPLICIT", explicit_paddings=[0, 0, 1, 1])
+        apply_op("_FusedConv2D", [x, f, b], dict(pads, fused_ops=["BiasAdd"], num_args=1))
+    with pytest.raises(ValueError, match="not in the list of allowed values"):  # fused only
+        apply_op("Conv2D", [x, f], dict(attrs, padding="EXPLICIT", explicit_paddings=[0] * 8))
     with pytest.raises(ValueError, match=r"bias must have shape \[4\]"):
         bad = tf.constant(np.ones(3, np.float32))
         apply_op("_FusedConv2D", [x, f, bad], dict(attrs, fused_ops=["BiasAdd"], num_args=1))

@@ -137,3 +137,43 @@ def test_joins_of_anything_else_stay():
     g = _fuse(fetches, [X, feed("r", (1, 5, 5, 4))])
     assert "_FusedConv2DConcat" not in _ops(g)
     assert _ops(g).count("_FusedConv2D") == 6 and _ops(g).count("ConcatV2") == 4
+
+
+def test_a_pad_of_zeros_before_a_valid_conv_becomes_its_explicit_padding():
+    """ONNX's pads that are not TF's SAME ones (ResNet-50's stride-2 3x3 layers) import as a
+    Pad then a VALID Conv2D; the fused convolution pads its input itself."""
+    x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
+    padded = tf.pad(x, [[0, 0], [1, 1], [0, 2], [0, 0]], name="pad")
+    f = RNG.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    y = tf.nn.conv2d(padded, tf.constant(f), [1, 2, 2, 1], "VALID", name="conv")
+    tf.nn.relu(tf.add(y, _bias()), name="out")
+    g = _fuse([("out", 0)])
+    name, attrs = _fused(g)
+    assert attrs["padding"] == "EXPLICIT"
+    assert attrs["explicit_paddings"] == [0, 0, 1, 1, 0, 2, 0, 0]
+    assert g.input_edges(name)[0] == ("x", 0)
+    assert "Pad" not in _ops(g)
+    assert g.node(name)["shapes"][0] == (1, 3, 3, 4)
+
+
+def test_pads_that_are_not_zero_borders_stay():
+    x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
+    f = tf.constant(RNG.standard_normal((3, 3, 2, 4)).astype(np.float32))
+    ones = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], constant_values=1.0)
+    channels = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 2]])
+    shared = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+    tf.identity(shared, name="also")
+    same = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+    f6 = tf.constant(RNG.standard_normal((3, 3, 4, 4)).astype(np.float32))
+    outs = [
+        tf.add(tf.nn.conv2d(ones, f, 1, "VALID"), _bias(), name="ones"),
+        tf.add(tf.nn.conv2d(channels, f6, 1, "VALID"), _bias(), name="channels"),
+        tf.add(tf.nn.conv2d(shared, f, 1, "VALID"), _bias(), name="shared"),
+        tf.add(tf.nn.conv2d(same, f, 1, "SAME"), _bias(), name="same"),
+    ]
+    g = _fuse([(t.op.name, 0) for t in outs] + [("also", 0)])
+    assert _ops(g).count("_FusedConv2D") == 4
+    assert _ops(g).count("Pad") + _ops(g).count("PadV2") == 4
+    for n in g.node_names():
+        if g.op_type(n) == "_FusedConv2D":
+            assert g.node(n)["attrs"]["padding"] != "EXPLICIT"

@@ -123,7 +123,8 @@ SIZES = [
     (40, 1, 30),
     (13, 29, 256),  # K exactly two blocks of KC = 128
     (73, 35, 257),  # K one past two blocks: three equal blocks
-    (151, 21, 40),  # M past one MC block (144 rows)
+    (151, 21, 40),  # few columns: swapped where panels are 64 wide
+    (271, 128, 40),  # M past one MC block (264 rows)
     (9, 50, 700),  # three K blocks
     (64, 10, 300),  # few columns: the narrow kernel (A stored transposed: the tall one)
     (29, 3, 7),  # narrow, a partial block of rows
@@ -224,6 +225,37 @@ def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib, n)
     np.testing.assert_array_equal(by_rows, whole)
 
 
+@pytest.mark.parametrize("n", [130, 128], ids=["a-packed", "a-in-place"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
+def test_tiles_that_pack_b_as_they_go_have_the_bits_of_the_others(lib, dtype, n):
+    """Row-major B with whole NR-wide panels: the first tile of each panel reads B in place and
+    packs it for the tiles below (6, 4 or 2 rows high). Rows computed in blocks put other rows
+    first, so every row is sometimes in a packing tile and sometimes not; the last panel (130 is
+    two 64-wide panels and 2 columns) is packed ahead. With 128 columns (whole panels where they
+    are 64 wide) and alpha 1, row-major A is read in place by blocks of 50, 4 and 30 rows and
+    packed by blocks of 3 and 11 (an odd tile). The epilogue runs on both."""
+    ffi, h = lib
+    rng = np.random.default_rng(6)
+    M, N, K = 50, n, 300
+    alpha = 0.5 if n == 130 else 1.0
+    a = rng.normal(size=(M, K)).astype(dtype)
+    b = rng.normal(size=(K, N)).astype(dtype)
+    bias = rng.normal(size=N).astype(dtype)
+    c0 = rng.normal(size=(M, N)).astype(dtype)
+    ctype = "float" if dtype == np.float32 else "double"
+    fn = h.h_gemm_f32 if dtype == np.float32 else h.h_gemm_f64
+    fp = lambda x: ffi.cast(f"{ctype} *", ffi.from_buffer(x))  # noqa: E731
+    whole = c0.copy()
+    fn(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole), N, alpha, 1.0, fp(bias), 1)
+    by_rows = c0.copy()
+    for i0, rows in ((0, 3), (3, 4), (7, 2), (9, 11), (20, 30)):
+        fn(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]), N, alpha, 1.0, fp(bias),
+           1)  # fmt: skip
+    np.testing.assert_array_equal(by_rows, whole)
+    want = np.maximum(alpha * (a.astype(np.float64) @ b) + c0 + bias, 0)
+    np.testing.assert_allclose(whole, want, rtol=1e-4, atol=1e-4)
+
+
 def test_few_columns_have_the_same_bits_whatever_the_layout(lib):
     """N = 10: row-major A runs the narrow kernel, A stored transposed the C^T kernel (AVX-512),
     a row at a time the row path, and a wider ldc the same kernels on a strided C: every one
@@ -276,11 +308,14 @@ def _task_count() -> int:
     ],
     ids=str,
 )  # fmt: skip
-def test_threads_give_identical_bits(lib, size):
+@pytest.mark.parametrize("a_layout", ["transposed", "rows"])
+def test_threads_give_identical_bits(lib, size, a_layout):
     ffi, h = lib
     rng = np.random.default_rng(7)
     M, N, K = size
-    a = rng.normal(size=(K, M)).astype(np.float32)  # stored transposed
+    a = rng.normal(size=(K, M)).astype(np.float32)  # A^T
+    # A stored transposed, or the same values row-major (read in place by whole tiles)
+    a_store = a if a_layout == "transposed" else np.ascontiguousarray(a.T)
     b = rng.normal(size=(K, N)).astype(np.float32)
     bias = rng.normal(size=N).astype(np.float32)
     fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
@@ -289,7 +324,9 @@ def test_threads_give_identical_bits(lib, size):
         h.h_threads_set(n)
         assert h.h_threads_count() == n
         c = np.zeros((M, N), np.float32)
-        h.h_gemm_f32(M, N, K, fp(a), 1, M, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias), 1)
+        sam, sak = (1, M) if a_layout == "transposed" else (K, 1)
+        h.h_gemm_f32(M, N, K, fp(a_store), sam, sak, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias),
+                     1)  # fmt: skip
         results.append(c)
     h.h_threads_set(0)
     if _task_count() > 0:
@@ -314,12 +351,12 @@ def test_thread_count_from_the_environment(lib, monkeypatch):
 
 # -- through generated code -----------------------------------------------------------------------
 def _mlp_step(threads_config=None, disable=()):
-    """A dense head and its gradients: relu(x W + b) with M = 150 rows (a 144-row GEMM block and
+    """A dense head and its gradients: relu(x W + b) with M = 270 rows (a 264-row GEMM block and
     a partial one), fused updates whose dW lives in scratch."""
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(3)
-        x = tf.placeholder(tf.float32, [150, 70], name="x")
+        x = tf.placeholder(tf.float32, [270, 70], name="x")
         w1 = tf.Variable(tf.random_normal([70, 90], stddev=0.2), name="w1")
         b1 = tf.Variable(tf.random_normal([90], stddev=0.2), name="b1")
         w2 = tf.Variable(tf.random_normal([90, 10], stddev=0.2), name="w2")
@@ -327,7 +364,7 @@ def _mlp_step(threads_config=None, disable=()):
         loss = tf.reduce_mean(tf.square(tf.matmul(h, w2)))
         train = tf.train.AdamOptimizer(0.01).minimize(loss)
         init = tf.global_variables_initializer()
-    feed = {x: np.random.default_rng(0).normal(size=(150, 70)).astype(np.float32)}
+    feed = {x: np.random.default_rng(0).normal(size=(270, 70)).astype(np.float32)}
     config = tf.ConfigProto(compile_options=tf.CompileOptions(disable=list(disable)))
     if threads_config:
         config.intra_op_parallelism_threads = threads_config

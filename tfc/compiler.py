@@ -42,6 +42,7 @@ from tfc.ir.dump import graph_text
 from tfc.ir.graph import Graph
 from tfc.ops.kernels import BFLOAT16_PRODUCTS, MIXED_PRECISION
 from tfc.passes.conv_epilogue import fuse_conv_epilogues
+from tfc.passes.conv_pack import pack_conv_filters
 from tfc.passes.cse import eliminate_common_subexpressions
 from tfc.passes.fold import fold_constants
 from tfc.passes.fuse import fuse_elementwise
@@ -119,6 +120,8 @@ PASS_NAMES: dict[Pass, str] = {
     fuse_conv_epilogues: "epilogue",
     # chains and trees of element-wise ops become one loop
     fuse_elementwise: "fuse",
+    # a fused convolution's constant filter stored in the blocks its kernel reads
+    pack_conv_filters: "pack",
     # a full device name on every node (tf.device, tf.colocate_with, variables' groups)
     place_devices: "place",
     # one subgraph per device, a Send/Recv pair on every cut edge (distributed programs)
@@ -169,6 +172,7 @@ PIPELINE: list[Pass] = [
     fold_channel_scales,
     fuse_conv_epilogues,
     fuse_elementwise,
+    pack_conv_filters,
     schedule_graph,
     plan_memory,
 ]
@@ -184,6 +188,7 @@ OPTIMIZATIONS: list[Pass] = [
     fold_channel_scales,
     fuse_conv_epilogues,
     fuse_elementwise,
+    pack_conv_filters,
 ]
 
 # A Session program with ops on a GPU (tf.device("/gpu:0"), or TFC_DEVICE=gpu). First what
@@ -192,7 +197,9 @@ OPTIMIZATIONS: list[Pass] = [
 STAGE_CUT: list[Pass] = [place_devices, stage_devices]
 # ... then, per stage, fusion with the pass options of the stage's target (C or CUDA: a fused
 # group never spans devices), its schedule and its memory plan.
-STAGE_LATE: list[Pass] = [fuse_conv_epilogues, fuse_elementwise, schedule_graph, plan_memory]
+STAGE_LATE: list[Pass] = [
+    fuse_conv_epilogues, fuse_elementwise, pack_conv_filters, schedule_graph, plan_memory,
+]  # fmt: skip
 # where a GPU program's ops go when they name no device (TF1 prefers the GPU when present)
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 
@@ -383,6 +390,7 @@ def compile_program(
     dump: str | os.PathLike | None = None,
     lock_updates: bool = False,
     mixed_precision: str | None = None,
+    prepack_weights: bool = False,
 ) -> Program:
     """Compile program graph `graph` for `target`: `passes` with the target's pass options,
     then lowering. `name` names the program in its source and its build; `prefix` starts its
@@ -390,12 +398,18 @@ def compile_program(
     `lock_updates`: the program may run concurrently with others on the same variables (a
     Session's host programs): updates with use_locking hold the variables' update locks.
     `mixed_precision`: CompileOptions' ("bfloat16" or None): a graph attribute that the
-    products' lowering reads."""
+    products' lowering reads. `prepack_weights` (host C programs only; a Session's, which
+    passes its state epoch and bumps it wherever it writes variables itself): a program that
+    writes no variable keeps its products' weights packed between calls, one that may write
+    bumps the epoch around each call (tfc.codegen.lower.lower_program)."""
+    if prepack_weights and target.name != C.name:
+        raise ValueError(f"prepack_weights is for host C programs, not the {target.name} target")
     options = mark_mixed_precision(graph, mixed_precision, target)
     graph = run_passes(graph, passes, verify, dump, options=options)
     lowered = lower_program(
-        graph, name=name, prefix=prefix, local_prefix=local_prefix, lock_updates=lock_updates
-    )
+        graph, name=name, prefix=prefix, local_prefix=local_prefix, lock_updates=lock_updates,
+        prepack_weights=prepack_weights,
+    )  # fmt: skip
     return Program(graph, lowered, target, profile, linkage, mixed_io)
 
 
@@ -407,13 +421,14 @@ def compile_stages(
     verify: bool = False,
     allow_tf32: bool = False,
     mixed_precision: str | None = None,
+    prepack_weights: bool = False,
 ) -> list[tuple[Stage, Program]]:
     """The programs of a program graph with ops on a GPU, one per stage in run order: the
     passes of `passes` before fusion, STAGE_CUT, then each stage compiled for its device (CUDA
     or C) with the passes of STAGE_LATE that `passes` has. A program on one device is one stage,
     compiled whole: feeds and fetches in the program's order. The GPU stages of several have
     run_mixed (their hand-offs may stay in device memory). `allow_tf32`, `mixed_precision`:
-    CompileOptions'."""
+    CompileOptions'. `prepack_weights`: compile_program's, for the host stages."""
     graph = run_passes(graph, [p for p in passes if p not in STAGE_LATE], verify=verify)
     graph.graph_attrs.update(default_device=GPU_DEVICE, allow_soft_placement=allow_soft_placement)
     graph = run_passes(graph, STAGE_CUT, verify=verify)
@@ -424,8 +439,9 @@ def compile_stages(
         on_gpu = stages[0].on_gpu if stages else True
         target = _target(on_gpu, allow_tf32)
         program = compile_program(
-            graph, late, target, name=name, verify=verify, mixed_precision=mixed_precision
-        )
+            graph, late, target, name=name, verify=verify, mixed_precision=mixed_precision,
+            prepack_weights=prepack_weights and not on_gpu,
+        )  # fmt: skip
         inputs = [(FEED, i) for i in range(len(graph.graph_attrs["feeds"]))]
         outputs = [(FETCH, j) for j in range(len(graph.graph_attrs["fetches"]))]
         whole = Stage(device, program.graph, inputs, outputs)  # type: ignore[arg-type]
@@ -435,6 +451,7 @@ def compile_stages(
         program = compile_program(
             stage.graph, late, _target(stage.on_gpu, allow_tf32), name=f"{name}.stage{i}",
             mixed_io=stage.on_gpu, verify=verify, mixed_precision=mixed_precision,
+            prepack_weights=prepack_weights and not stage.on_gpu,
         )  # fmt: skip
         stage.graph = program.graph
         compiled.append((stage, program))

@@ -16,7 +16,9 @@
  * each register tile before storing it, im2col and columns to the rows they just wrote. A
  * forward convolution may write channels [y_off, y_off + out_c) of pixels ldy elements apart:
  * its slice of a concatenation along the channels (_FusedConv2DConcat), which then costs no
- * copy.
+ * copy. A constant forward filter may come packed (plan field `packed`, tfc/passes/conv_pack.py):
+ * blocks of co_block output channels, each contiguous, which the direct kernel reads where they
+ * lie, prefetching the next block while the tiles of one run.
  *
  * The functions are instantiated by the kernel templates with a `static const tfc_conv_plan`
  * of literals, and always inlined, so every size is a constant to the compiler. Only string.h
@@ -45,6 +47,9 @@ typedef struct {
     int64_t chunk;                      /* im2col: images per column matrix */
     int64_t blocked;                    /* direct forward: the filter read in blocks of co_block
                                            channels, the blocks outermost (tfc_conv_direct_core) */
+    int64_t packed;                     /* direct forward: the filter comes packed, one block of
+                                           co_block channels after another, each [taps, co_block]
+                                           and zero past out_c (tfc/passes/conv_pack.py) */
     int64_t bias, residual, act;        /* forward epilogue (_FusedConv2D): a bias per channel
                                            added, a tensor of y's shape added, then the
                                            activation (TFC_CONV_ACT_*) */
@@ -78,6 +83,13 @@ typedef struct {
 #define TFC_CONV_FENCE() ((void)0)
 #endif
 #define TFC_CONV_MAX_NV 8
+/* A hint that the cache line at p is read soon, into L2 (nothing where the compiler has no
+ * builtin for it; a prefetch never faults) */
+#if defined(__GNUC__) || defined(__clang__)
+#define TFC_CONV_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#else
+#define TFC_CONV_PREFETCH(p) ((void)(p))
+#endif
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
 #if defined(__AVX__)

@@ -68,9 +68,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                                 T *restrict y, int64_t y_px, int64_t nc,
                                                 const int64_t P, const int64_t CB,
                                                 const T *restrict bias, const T *restrict res,
-                                                const int64_t act) {
+                                                const int64_t act, const char *pf, int64_t pf_n,
+                                                int64_t pf_every) {
     TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
-                                      cp, y, y_px, nc, P, CB, bias, res, act));
+                                      cp, y, y_px, nc, P, CB, bias, res, act, pf, pf_n,
+                                      pf_every));
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
@@ -148,8 +150,12 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy) {
+    const T *restrict bias, const T *restrict res, const int64_t act, int64_t ldy,
+    const char *pf, int64_t pf_n, int64_t ow_from, int64_t ow_to) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
+    /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
+    const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
+    const int64_t pf_tile = TFC_IDIV(pf_n + tiles - 1, tiles);
     const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
     T *restrict yr = y + (n * oh_n + oh) * ow_n * ldy;
     const T *restrict rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
@@ -157,7 +163,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t kh_lo, kh_hi;
     TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
     const int64_t nc = co - co0 < CB ? co - co0 : CB;
-    for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P) {
+    for (int64_t ow0 = ow_from; ow0 < ow_to; ow0 += P) {
         /* taps some pixel of the tile reads inside the image */
         const int64_t last = ow0 + P - 1 < ow_n ? ow0 + P - 1 : ow_n - 1;
         int64_t kw_lo, kw_hi, unused;
@@ -166,13 +172,19 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         const T *restrict xt = xr + ow0 * sw * c;
         T *restrict yt = yr + ow0 * ldy + co0;
         const T *restrict rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
+        const int64_t done = TFC_IDIV(ow0, P) * pf_tile;
+        const int64_t n_pf = pf_n - done < pf_tile ? (pf_n > done ? pf_n - done : 0) : pf_tile;
+        const int64_t steps = (kh_hi - kh_lo) * (kw_hi - kw_lo) * c;
+        const int64_t every = n_pf > 0 && steps > n_pf ? TFC_IDIV(steps, n_pf) : 1;
+        const char *pt = pf != NULL ? pf + done * 64 : NULL;
         if (ow0 < full) {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
-                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act);
+                                       kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act,
+                                       pt, pt != NULL ? n_pf : 0, every);
         } else {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
-                                       rt, act);
+                                       rt, act, pt, pt != NULL ? n_pf : 0, every);
         }
     }
 }
@@ -187,35 +199,57 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
  * 3x3x256x256 against a 14x14x256 image of 200 KB, read 14 times per image, along rows whose
  * power-of-two stride maps them to a few cache sets) the filter is read from memory once and
  * each block's contiguous copy stays in cache while every pixel uses it. Each output element
- * is the same chain of multiply-adds in either order. The epilogue (bias [co], res of y's
+ * is the same chain of multiply-adds in any order. The epilogue (bias [co], res of y's
  * shape, activation `act`; NULL, NULL, TFC_CONV_ACT_NONE: none) runs on each tile in registers;
- * y's pixels are ldy elements apart. */
+ * y's pixels are ldy elements apart. `outer`: the blocks outermost, each copied into `fblock`
+ * first. With `packed`, fp is the filter already in blocks (each block's [kh_n*kw_n*c, CB]
+ * values one after another, as tfc_conv_filter_block would copy them): each block is read where
+ * it lies, in either order, and nothing is copied (fblock unused). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *restrict y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    T *restrict fblock, const T *restrict bias, const T *restrict res, const int64_t act,
-    int64_t ldy) {
-    if (fblock != NULL) {
+    const int64_t outer, T *restrict fblock, const int64_t packed, const T *restrict bias,
+    const T *restrict res, const int64_t act, int64_t ldy) {
+    const int64_t taps = kh_n * kw_n * c;
+    if (outer) {
         for (int64_t co0 = 0; co0 < co; co0 += CB) {
-            TFC_CONV_FN(tfc_conv_filter_block)(fp, kh_n * kw_n * c, cp, co0, CB, fblock);
+            const T *fb = fp + TFC_IDIV(co0, CB) * taps * CB;
+            if (!packed) {
+                TFC_CONV_FN(tfc_conv_filter_block)(fp, taps, cp, co0, CB, fblock);
+                fb = fblock;
+            }
+            /* a packed filter's next block is read from memory while this one's tiles run,
+             * each row prefetching its share of the lines (only the first rows of a block
+             * waited for them otherwise: the deep layers' blocks are 64-600 KB) */
+            const char *next = packed && co0 + CB < co ? (const char *)(fb + taps * CB) : NULL;
+            const int64_t lines = next != NULL ? TFC_IDIV(taps * CB * (int64_t)sizeof(T), 64) : 0;
+            const int64_t per_row = TFC_IDIV(lines + n_img * oh_n - 1, n_img * oh_n);
             for (int64_t n = 0; n < n_img; ++n)
-                for (int64_t oh = 0; oh < oh_n; ++oh)
-                    TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co,
-                                                     kh_n, kw_n, sh, sw, dh, dw, fblock, CB, y,
-                                                     P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
-                                                     act, ldy);
+                for (int64_t oh = 0; oh < oh_n; ++oh) {
+                    const int64_t first = (n * oh_n + oh) * per_row;
+                    const int64_t count = lines - first < per_row ? lines - first : per_row;
+                    TFC_CONV_FN(tfc_conv_direct_row)(
+                        n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
+                        fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
+                        count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0, 0, ow_n);
+                }
         }
         return;
     }
+    /* each tile of pixels through every channel block before the next: the tile's output
+     * lines are whole before they leave L1 (a row of 1x1 expansions' outputs, 56 pixels x
+     * 256 channels, does not fit it), and its input stays there for every block */
     for (int64_t n = 0; n < n_img; ++n)
         for (int64_t oh = 0; oh < oh_n; ++oh)
-            for (int64_t co0 = 0; co0 < co; co0 += CB)
-                TFC_CONV_FN(tfc_conv_direct_row)(n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
-                                                 kw_n, sh, sw, dh, dw, fp + co0, cp, y, P, CB,
-                                                 u_lo, u_hi, v_lo, v_hi, bias, res, act,
-                                                 ldy);
+            for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P)
+                for (int64_t co0 = 0; co0 < co; co0 += CB)
+                    TFC_CONV_FN(tfc_conv_direct_row)(
+                        n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
+                        packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0,
+                        packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
+                        NULL, 0, ow0, ow0 + P < ow_n ? ow0 + P : ow_n);
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
@@ -269,7 +303,7 @@ TFC_CONV_INLINE const T *TFC_CONV_FN(tfc_conv_part_input)(const tfc_conv_plan *g
 
 /* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c], fp (the
  * filter with its rows padded, written by tfc_conv_forward_direct; with g->blocked, one
- * block's buffer [taps, co_block] per part instead). */
+ * block's buffer [taps, co_block] per part instead; with g->packed, none: f is in blocks). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_plan *g,
                                                                void *call, int64_t part) {
     const TFC_CONV_FN(tfc_conv_call) *k = (const TFC_CONV_FN(tfc_conv_call) *)call;
@@ -277,18 +311,18 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
     TFC_CONV_FN(tfc_conv_part_images)(g, part, &n0, &nb);
     const T *src = TFC_CONV_FN(tfc_conv_part_input)(g, k, n0, nb);
     const int64_t taps = g->k_h * g->k_w * g->in_c;
-    const int blocked = g->blocked != 0;
-    const T *filter = !blocked && g->cp != g->out_c ? k->s1 : k->b;
+    const int blocked = g->blocked != 0, copied = blocked && !g->packed;
+    const T *filter = !blocked && !g->packed && g->cp != g->out_c ? k->s1 : k->b;
     const int64_t y0 = n0 * g->out_h * g->out_w * g->ldy;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
                                       filter, blocked ? g->out_c : g->cp, k->y + y0,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
-                                      g->pad_left + g->in_w,
-                                      blocked ? k->s1 + part * taps * g->co_block : NULL,
-                                      g->bias ? k->bias : NULL, g->residual ? k->res + y0 : NULL,
-                                      g->act, g->ldy);
+                                      g->pad_left + g->in_w, blocked,
+                                      copied ? k->s1 + part * taps * g->co_block : NULL,
+                                      g->packed, g->bias ? k->bias : NULL,
+                                      g->residual ? k->res + y0 : NULL, g->act, g->ldy);
 }
 
 /* y = conv2d(x, f), `part` (tfc_conv_forward_direct_part with the plan) over the batch's parts,
@@ -299,7 +333,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct)(const tfc_conv_plan *g
                                                           const T *f, const T *bias,
                                                           const T *res, T *y, T *xp, T *fp,
                                                           tfc_threads_fn part) {
-    if (g->blocked == 0 && g->cp != g->out_c)
+    if (g->blocked == 0 && g->packed == 0 && g->cp != g->out_c)
         TFC_CONV_FN(tfc_conv_pad_rows)(f, g->k_h * g->k_w * g->in_c, g->out_c, g->cp, fp);
     TFC_CONV_FN(tfc_conv_call) call = {x, f, y + g->y_off, xp, fp, NULL, bias, res};
     tfc_conv_run_parts(g, part, &call);
@@ -338,8 +372,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1, NULL, NULL, NULL,
-                                      TFC_CONV_ACT_NONE, ci);
+                                      left + (g->out_w - 1) * g->s_w + 1, 0, NULL, 0, NULL,
+                                      NULL, TFC_CONV_ACT_NONE, ci);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */

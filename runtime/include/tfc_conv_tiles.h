@@ -54,7 +54,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *restrict y,
  * in y) x CB channels, summed over the taps kh_lo..kh_hi x kw_lo..kw_hi (row, col elements
  * apart in x; the others read only zeros) of kh_n x kw_n and c input channels; f is the padded
  * filter [taps, c, cp] at the tile's first channel. Stores nc <= CB channels. P and CB are
- * constants where it is inlined, so acc lives in vector registers. */
+ * constants where it is inlined, so acc lives in vector registers. `pf` (NULL: none): pf_n
+ * cache lines to prefetch into L2 along the way, one every `pf_every` channels (the tile's share
+ * of the next filter block, which is then in cache when its tiles start). */
 TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
                                                  int64_t col, int64_t kh_lo, int64_t kh_hi,
                                                  int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
@@ -62,13 +64,15 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                                                  T *restrict y, int64_t y_px, int64_t nc,
                                                  const int64_t P, const int64_t CB,
                                                  const T *restrict bias, const T *restrict res,
-                                                 const int64_t act) {
+                                                 const int64_t act, const char *pf, int64_t pf_n,
+                                                 int64_t pf_every) {
     const int64_t NV = CB / TFC_CONV_TL;
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
     for (int64_t p = 0; p < P; ++p) {
         for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
     }
+    int64_t countdown = pf_every;
     for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
         for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
             const T *restrict xk = x + kh * row + kw * col;
@@ -80,6 +84,12 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xk[p * px + ci];
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
+                }
+                if (pf_n > 0 && --countdown == 0) {
+                    TFC_CONV_PREFETCH(pf);
+                    pf += 64;
+                    --pf_n;
+                    countdown = pf_every;
                 }
             }
         }

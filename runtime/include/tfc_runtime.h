@@ -143,6 +143,8 @@ static inline TFC_HD int tfc_error_i64(tfc_error *err, int code, const char *a, 
 #include "tfc_conv.h"
 /* mixed precision: products of operands rounded to bfloat16, fp32 sums */
 #include "tfc_gemm_bf16.h"
+/* products whose weights stay packed between calls (a Session's read-only programs) */
+#include "tfc_gemm_packed.h"
 /* tensor values as text: the host-only kernels of tf.Print, tf.print and tf.Assert */
 #include "tfc_text.h"
 #endif

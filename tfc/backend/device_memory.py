@@ -68,8 +68,11 @@ class DeviceState:
     """A session's variables and random streams on the GPU, coherent with the host copies: each
     slot is fresh on the host, on the device, or both; a program gets its slots where it runs."""
 
-    def __init__(self, host_buffer) -> None:
+    def __init__(self, host_buffer, host_written=None) -> None:
         self._host_buffer = host_buffer  # slot -> the session's host array
+        # called after a download changed a host array (the session bumps its state epoch:
+        # host programs may keep packed copies of the variables)
+        self._host_written = host_written
         self.buffers: dict[tuple[str, str], DeviceBuffer] = {}
         self.fresh: dict[tuple[str, str], str] = {}  # "host", "device" or "both"
 
@@ -90,6 +93,8 @@ class DeviceState:
         if self.fresh.get(key) == "device":
             self.buffers[key].download(self._host_buffer_of(kind, name))
             self.fresh[key] = "both"
+            if self._host_written is not None:
+                self._host_written()
 
     def _host_buffer_of(self, kind: str, name: str) -> np.ndarray:
         from tfc.codegen.lower import Slot

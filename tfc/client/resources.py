@@ -46,6 +46,15 @@ class SessionState:
         self.initialized: set[Key] = set()
         self.update_locks: dict[Key, np.ndarray] = {}
         self.queues: dict[tuple, NativeQueue] = {}
+        # the state epoch: bumped by every write of variables, by the programs that may write
+        # them (in C, around each call) and here by Python's writes, so that the programs that
+        # keep packed copies of weights (tfc.codegen.lower: prepack_weights) see every change
+        self.epoch = aligned_zeros((1,), np.uint64)
+
+    def bump_epoch(self) -> None:
+        """Record a write of variables' buffers (after it, or around it)."""
+        with self.lock:
+            self.epoch[0] += 1
 
     def variable(self, key: Key, dtype: np.dtype | None, shape: tuple) -> np.ndarray:
         """The buffer of variable `key`, made (zeroed) on first use (dtype None: the existing
@@ -55,8 +64,9 @@ class SessionState:
             buf = self.vars.get(key)
             if dtype is None:
                 return buf
-            if buf is None:
+            if buf is None:  # a new buffer may reuse a dropped one's address
                 buf = self.vars[key] = aligned_zeros(shape, dtype)
+                self.bump_epoch()
             elif buf.shape != tuple(shape) or buf.dtype != np.dtype(dtype):
                 raise errors.InvalidArgumentError(
                     None, None, f"Trying to share variable {key[1]} (container '{key[0]}'), but "
@@ -94,6 +104,7 @@ class SessionState:
                 for key in [k for k in table if dropped(k[0])]:
                     del table[key]
             self.initialized = {k for k in self.initialized if not dropped(k[0])}
+            self.bump_epoch()
             for key in [k for k in self.queues if dropped(k[0])]:
                 self.queues.pop(key).cancel()
 

@@ -281,6 +281,7 @@ class _PythonHeldVariables:
         with session._state.lock:
             held = session._state.vars[key] = np.array(value, copy=True)
             session._state.initialized.add(key)
+            session._state.bump_epoch()
         return held
 
 
@@ -524,6 +525,7 @@ class Session:
             compiled = compile_program(
                 graph, self._passes, C, name=program_name(fetches, targets), profile=True,
                 verify=self._verify, lock_updates=True, mixed_precision=self._mixed_precision,
+                prepack_weights=True,
             )  # fmt: skip
             program = CompiledProgram(self, compiled.lowered, compiled.source)
             build = self._profiled[key] = ProfileBuild(compiled.graph, compiled.lowered, program)
@@ -587,7 +589,7 @@ class Session:
             return self._placed_program(graph, name, len(graph.graph_attrs["fetches"]))
         compiled = compile_program(
             graph, self._passes, C, name=name, verify=self._verify, lock_updates=True,
-            mixed_precision=self._mixed_precision,
+            mixed_precision=self._mixed_precision, prepack_weights=True,
         )  # fmt: skip
         return CompiledProgram(self, compiled.lowered, compiled.source)
 
@@ -600,7 +602,7 @@ class Session:
         try:
             compiled = compile_stages(
                 graph, self._passes, name, soft, verify=self._verify, allow_tf32=self._allow_tf32,
-                mixed_precision=self._mixed_precision,
+                mixed_precision=self._mixed_precision, prepack_weights=True,
             )  # fmt: skip
         except PlacementError as e:  # TF1 reports placement failures as InvalidArgumentError
             op = self.graph.get_operation_by_name(e.node) if e.node in self.graph.nx else None
@@ -623,7 +625,7 @@ class Session:
         if self._gpu is None:
             from tfc.backend.device_memory import DeviceState
 
-            self._gpu = DeviceState(self._slot_buffer)
+            self._gpu = DeviceState(self._slot_buffer, self._state.bump_epoch)
         return self._gpu
 
     # -- state (tfc/client/resources.py) ---------------------------------------------------------
@@ -647,7 +649,12 @@ class Session:
 
     def _slot_buffer(self, slot: Any) -> np.ndarray:
         """The session's buffer for a variable, a variable's update lock or a random op's
-        stream, made on first use."""
+        stream, made on first use; the state epoch; a new zeroed buffer for a product's packed
+        weights (each program its own)."""
+        if slot.kind == "pack":
+            return aligned_zeros(slot.shape, np.uint8)
+        if slot.kind == "epoch":
+            return self._state.epoch
         if slot.kind == "var":
             dtype = None if slot.dtype is None else slot.dtype.np  # None: the existing buffer
             return self._state.variable(self._var_key(slot.name), dtype, slot.shape)
@@ -697,6 +704,7 @@ class Session:
             )
         with self._lock:
             self._slot_buffer(Slot("var", name, dtype, shape))[...] = array
+            self._state.bump_epoch()
             if self._gpu is not None:
                 self._gpu.host_wrote("var", name)
             self._mark_initialized([name])

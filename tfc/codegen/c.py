@@ -141,6 +141,13 @@ def gemm_function(spec: GemmSpec, prefix: str) -> str:
 
 def matmul_kernel(kernel: Kernel) -> KernelTemplate:
     spec: GemmSpec = kernel.spec
+    if spec.packed_b:  # one product (no batch dims), its B kept packed between calls
+        args = [
+            spec.m, spec.n, spec.k, "x0", spec.sam, spec.sak, "x1", spec.sbk, spec.sbn, "pk",
+            "*ep", "y", spec.n, c_literal(1, spec.dtype), c_literal(0, spec.dtype), "NULL", 0,
+        ]  # fmt: skip
+        call = f"{gemm_function(spec, 'tfc_gemm')}_ex_packed({', '.join(map(str, args))});"
+        return "body", {"body": [f"    {call}"]}
     return "body", {"body": gemm_lines(spec, gemm_function(spec, "tfc_gemm"))}
 
 
@@ -199,7 +206,7 @@ def in_top_k_kernel(kernel: Kernel) -> KernelTemplate:
 PLAN_FIELDS = (
     "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
     "d_h", "d_w", "pad_top", "pad_left", "pix_block", "pix_wide", "co_block", "hp", "wp", "cp",
-    "chunk", "blocked", "bias", "residual", "act", "ldy", "y_off",
+    "chunk", "blocked", "packed", "bias", "residual", "act", "ldy", "y_off",
 )  # fmt: skip
 # the tfc_conv.h function of each op kind; all take (plan, in, in, out, scratch..., part), the
 # forward ones (plan, in, in, bias, residual, out, scratch..., part)

@@ -109,6 +109,10 @@ class FusedSpec:
     # the program's mixed precision (kernels.MIXED_PRECISION): a float32 MatMul member's GEMM
     # rounds its operands to bfloat16 (tfc_gemm_bf16_f32_ex, tfc_cuda_gemm_bf16_f32)
     precision: str | None = None
+    # the dense head's weights (its product's B, a variable the program only reads) stay in the
+    # GEMM's panel layout between calls: its kernel has the params pk and ep of the packed copy
+    # and the state epoch (tfc_gemm_packed.h)
+    packed_b: bool = False
 
     @property
     def reduces(self) -> list[int]:
@@ -419,11 +423,25 @@ def _dense_head(spec: FusedSpec) -> str | None:
     a, b, k, sam, sak, sbk, sbn = member_gemm(spec, mm)
     m_rows, n = mm.shape
     one, zero = c_literal(1, mm.dtype), c_literal(0, mm.dtype)
+    function, packed = f"{gemm_function(spec, mm, 'tfc_gemm')}_ex", ""
+    if spec.packed_b:
+        function, packed = f"{function}_packed", "pk, *ep, "
     return (
-        f"{gemm_function(spec, mm, 'tfc_gemm')}_ex({m_rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, "
-        f"{sbk}, {sbn}, y0, {n}, {one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, "
-        f"{int(relu)});"
+        f"{function}({m_rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, {sbk}, {sbn}, {packed}y0, {n}, "
+        f"{one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, {int(relu)});"
     )
+
+
+def dense_head_weights(spec: FusedSpec) -> tuple[int, tuple[int, int, int, int]] | None:
+    """(the input of a dense head (one GEMM call, see _dense_head) that is its product's B,
+    (M, N, K, B's column stride)) when its GEMM can read B pre-packed (float32 or float64
+    operands as they are: not under mixed precision, whose GEMM rounds them); None for any
+    other Fusion."""
+    if spec.accumulate is not None or spec.precision is not None or _dense_head(spec) is None:
+        return None
+    mm = spec.members[0]
+    _, b, k, _, _, _, sbn = member_gemm(spec, mm)
+    return b, (mm.shape[0], mm.shape[1], k, sbn)
 
 
 class _CLowering:

@@ -12,24 +12,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from tfc.codegen.fusion import lower_fusion
+from tfc.codegen.fusion import dense_head_weights, lower_fusion
 from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Graph
 from tfc.ir.program import FeedSpec
 from tfc.ir.tensor_shape import num_elements, shape_str
 from tfc.ops.functional import if_layout, while_layout
 from tfc.ops.fusion import describe_members, is_fusion
-from tfc.ops.kernels import Kernel, c_initializer
+from tfc.ops.kernels import Kernel, Param, c_initializer
 from tfc.ops.registry import OpContext, get_opdef
 from tfc.passes.memory import root_tensor
 
 _BUF = re.compile(r"(in|out)(\d+)")
 EMBED_LIMIT_BYTES = 64 * 1024  # larger constants are passed in by the caller, not compiled in
+# a packed copy of a product's weights: the header and the column rounding of tfc_gemm_packed.h
+PACK_HEADER_BYTES = 64
+PACK_COLS = 64
+ROW_PARALLEL_MIN = 1 << 17  # tfc_gemm.h's TFC_GEMM_ROW_PARALLEL_MIN
 
 
 @dataclass
@@ -76,9 +80,12 @@ class ConstArray:
 @dataclass(frozen=True)
 class Slot:
     """A state pointer the caller passes: a variable's buffer, the lock word of a variable's
-    updates with use_locking, or a random op's stream state."""
+    updates with use_locking, a random op's stream state, or (programs lowered with
+    `prepack_weights`) the state epoch, a counter every writer of the variables bumps, and a
+    product's packed copy of its weights, private to the program (zeroed before its first
+    call; `name` is the product's node)."""
 
-    kind: str  # "var", "lock" or "rng"
+    kind: str  # "var", "lock", "rng", "epoch" or "pack"
     name: str  # the variable's (also for "lock") or the random op's node name (in a loop body)
     dtype: _dt.DType
     shape: tuple[int, ...]
@@ -109,6 +116,9 @@ class LoweredProgram:
     # starts the names of the program's static kernels and constants, so that several
     # programs can share one C file (the embeddable library's model.c)
     local_prefix: str = ""
+    # the slot of the state epoch, which this program bumps before and after each call (it may
+    # write variables that another program of its session keeps packed); None: it does not
+    bumps_epoch: int | None = None
 
 
 def lower_program(
@@ -117,12 +127,24 @@ def lower_program(
     prefix: str = "tfc_",
     local_prefix: str = "",
     lock_updates: bool = False,
+    prepack_weights: bool = False,
 ) -> LoweredProgram:
     """The kernels, state slots and constants of a scheduled, memory-planned program graph.
     `lock_updates`: the program may run concurrently with others on the same variables (a
-    Session's), so the updates of ops with use_locking hold their variables' lock words."""
+    Session's), so the updates of ops with use_locking hold their variables' lock words.
+    `prepack_weights`: the caller passes the state epoch, which all its programs that may
+    write variables bump (this one's bumps are generated here) and every other writer bumps
+    too: a program that writes no variable then keeps its products' weights (variables or
+    constants) packed between calls, packing again when the epoch moved (tfc_gemm_packed.h)."""
     attrs = graph.graph_attrs
-    lowering = _Lowering(graph, local_prefix, lock_updates)
+    storage = _storage(graph)
+    fetch_slots = _fetch_slots(graph)
+    read_first, written = _variable_effects(graph, attrs["schedule"], storage, fetch_slots)
+    writes = bool(written) or any(
+        get_opdef(graph.op_type(n)).subgraphs for n in attrs["schedule"]
+    )  # a branch or loop body may write variables: such a program counts as a writer
+    lowering = _Lowering(graph, local_prefix, lock_updates, prepack_weights and not writes)
+    bumps_epoch = lowering.epoch_slot() if prepack_weights and writes else None
     top = Binding(
         arena=0,
         feed=lambda i, t: f"(const {t} *)inputs[{i}]",
@@ -131,9 +153,6 @@ def lower_program(
         output_base={j: f"outputs[{j}]" for j in range(len(attrs["fetches"]))},
     )
     steps = lowering.steps(graph, top)
-    storage = _storage(graph)
-    fetch_slots = _fetch_slots(graph)
-    read_first, written = _variable_effects(graph, attrs["schedule"], storage, fetch_slots)
     fetches = [
         FetchSpec(
             tuple(t), graph.node(t[0])["dtypes"][t[1]], tuple(graph.node(t[0])["shapes"][t[1]])
@@ -153,6 +172,7 @@ def lower_program(
         vars_read_first=read_first,
         vars_written=written,
         local_prefix=local_prefix,
+        bumps_epoch=bumps_epoch,
     )
 
 
@@ -199,9 +219,12 @@ class _Lowering:
     (variables, random streams: those of loop bodies too), the constants, and names for the
     variables the loops' code declares."""
 
-    def __init__(self, graph: Graph, local_prefix: str, lock_updates: bool = False) -> None:
+    def __init__(
+        self, graph: Graph, local_prefix: str, lock_updates: bool = False, prepack: bool = False
+    ) -> None:
         self.local_prefix = local_prefix
         self.lock_updates = lock_updates
+        self.prepack = prepack  # products whose B is a variable keep it packed (read-only)
         self.slots: list[Slot] = []
         self.slot_index: dict[tuple[str, str], int] = {}
         self.constants = _Constants(local_prefix)
@@ -243,6 +266,36 @@ class _Lowering:
                 self.slots.append(Slot("lock", var, _dt.int64, (8,)))  # one cache line
             words.append(f"state[{self.slot_index[('lock', var)]}]")
         return words
+
+    def epoch_slot(self) -> int:
+        """The index of the state epoch's slot, added on first use."""
+        if ("epoch", "") not in self.slot_index:
+            self.slot_index[("epoch", "")] = len(self.slots)
+            self.slots.append(Slot("epoch", "state_epoch", _dt.uint64, (1,)))
+        return self.slot_index[("epoch", "")]
+
+    def packed_weights(self, graph: Graph, n: str, kernel: Kernel, storage: dict) -> Kernel:
+        """`kernel` reading its product's B from a packed copy kept between calls (a slot of
+        its own, sized for any target's panels) when B is a variable or a constant and the
+        program packs weights; otherwise `kernel` as it is."""
+        weights = _weights_input(kernel) if self.prepack else None
+        if weights is None:
+            return kernel
+        index, (m, cols, k, sbn) = weights
+        source = graph.input_edges(n)[index]
+        if storage[root_tensor(storage, source)][0] not in ("var", "const"):
+            return kernel  # a constant is packed once per program (its address never moves)
+        dtype = graph.node(source[0])["dtypes"][source[1]]
+        # products no target packs (tfc_gemm_packed.h): a row or two split between threads
+        # (from TFC_GEMM_ROW_PARALLEL_MIN multiply-adds), at most one 64-byte vector of columns
+        if (m <= 2 and sbn == 1 and m * cols * k >= ROW_PARALLEL_MIN) or cols <= 64 // dtype.size:
+            return kernel
+        nbytes = PACK_HEADER_BYTES + k * -(-cols // PACK_COLS) * PACK_COLS * dtype.size
+        self.slot_index[("pack", n)] = len(self.slots)
+        self.slots.append(Slot("pack", n, _dt.uint8, (nbytes,)))
+        self.epoch_slot()
+        params = [*kernel.params, Param("pk", "uint8_t", False, "pack"), EPOCH_PARAM]
+        return replace(kernel, params=params, spec=replace(kernel.spec, packed_b=True))
 
     def fresh(self, kind: str) -> str:
         """A new name for a C variable of the program's run function."""
@@ -305,6 +358,7 @@ class _Lowering:
             raise NotImplementedError(f"Op '{node['op']}' (node '{n}') has no C kernel in tfc")
         else:
             kernels = opdef.lower(ctx)
+        kernels = [self.packed_weights(graph, n, kernel, storage) for kernel in kernels]
         bound = []
         for kernel in kernels:
             args, buffers = [], []
@@ -312,6 +366,10 @@ class _Lowering:
                 if p.buf == "state":
                     expr = f"(uint64_t *)state[{self.slot_index[('rng', n)]}]"
                     buffers.append(("rng", n))
+                elif p.buf in ("pack", "epoch"):
+                    key = (p.buf, n if p.buf == "pack" else "")
+                    expr = f"({p.ctype} *)state[{self.slot_index[key]}]"
+                    buffers.append(key)
                 elif p.buf == "scratch":
                     if not isinstance(node.get("scratch"), int):
                         raise ValueError(f"kernel of '{n}' uses scratch memory the plan lacks")
@@ -332,6 +390,25 @@ class _Lowering:
             aliased = any(buffers.count(b) > 1 for b in written)
             bound.append(BoundKernel(kernel, args, restrict=not aliased))
         return bound
+
+
+EPOCH_PARAM = Param("ep", "uint64_t", True, "epoch")
+
+
+def _weights_input(kernel: Kernel) -> tuple[int, tuple[int, int, int, int]] | None:
+    """(the input of `kernel`'s node that its one GEMM call reads as B, (M, N, K, B's column
+    stride)) where the call can read B pre-packed (tfc_gemm_<t>_ex_packed: float operands as
+    they are, one product); else None."""
+    spec = kernel.spec
+    if kernel.template == "matmul":
+        if spec.dtype not in (_dt.float32, _dt.float64) or spec.precision is not None:
+            return None
+        if num_elements(spec.batch) != 1:
+            return None
+        return 1, (spec.m, spec.n, spec.k, spec.sbn)
+    if kernel.template == "fused":
+        return dense_head_weights(spec)
+    return None
 
 
 class _Constants:

@@ -195,6 +195,9 @@ def render_program(
         profile_labels=timed or ["NULL"],
         profile_steps=len(timed),
         profile_table_size=max(len(timed), 1),  # C has no empty arrays
+        epoch_bump=[]
+        if program.bumps_epoch is None
+        else [f"tfc_gemm_packed_bump((uint64_t *)state[{program.bumps_epoch}]);"],
         **header,
     )
     template = _env.get_template(f"{target.template_dir}/{target.program_template}")

@@ -14,7 +14,7 @@ templates/cuda/kernels/*pool*.cu.j2, a thread per element of the image the spec 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import Shape, num_elements
 from tfc.ops.constant import convert_to_tensor
-from tfc.ops.conv_algo import check_algorithm, plan_conv
+from tfc.ops.conv_algo import check_algorithm, forward_filter_block, plan_conv
 from tfc.ops.conv_args import channels_first_via_last
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
@@ -53,6 +53,9 @@ __all__ = ["conv2d", "max_pool", "avg_pool"]
 
 FLOATS = _dt.FLOATS  # the 16-bit floats run in float32 (OpDef.computes_in)
 _PADDINGS = ("SAME", "VALID")
+# the ops that also take padding "EXPLICIT" (explicit_paddings: before and after of each NHWC
+# dimension, TF's attribute): the fused convolution, into which the epilogue pass folds a Pad
+EXPLICIT_PADDING_OPS = ("_FusedConv2D",)
 
 
 # -- attributes ---------------------------------------------------------------------------------
@@ -69,7 +72,9 @@ def check_window_attrs(ctx: OpContext, pool: bool) -> None:
             )
     strides = ctx.attrs.get("strides", [1, 1, 1, 1])
     padding = ctx.attrs.get("padding")
-    if padding not in _PADDINGS:
+    if padding == "EXPLICIT" and ctx.type in EXPLICIT_PADDING_OPS:
+        _check_explicit_paddings(ctx)
+    elif padding not in _PADDINGS:
         raise ValueError(
             f"Value for attr 'padding' of \"{padding}\" is not in the list of allowed values: "
             f'"SAME", "VALID" (op \'{ctx.name}\' of type {ctx.type})'
@@ -109,6 +114,15 @@ def check_window_attrs(ctx: OpContext, pool: bool) -> None:
         raise ctx.error("Row and column strides should be larger than 0.")
 
 
+def _check_explicit_paddings(ctx: OpContext) -> None:
+    pads = list(ctx.attrs.get("explicit_paddings", ()))
+    if len(pads) != 8 or min(pads) < 0 or pads[:2] != [0, 0] or pads[6:] != [0, 0]:
+        raise ctx.error(
+            f"explicit_paddings {pads} must be 8 values, (before, after) for N, H, W and C, "
+            f"none negative and 0 for N and C"
+        )
+
+
 def check_rank4(ctx: OpContext, i: int) -> Shape:
     """Input `i` as a rank-4 shape ((None,) * 4 when its rank is unknown); TF's WithRank."""
     shape = ctx.in_shapes[i]
@@ -121,16 +135,23 @@ def check_rank4(ctx: OpContext, i: int) -> Shape:
 
 # -- window arithmetic --------------------------------------------------------------------------
 def windowed_size(
-    ctx: OpContext, size: int | None, k: int | None, stride: int, dilation: int
+    ctx: OpContext, size: int | None, k: int | None, stride: int, dilation: int, dim: int
 ) -> tuple[int | None, int | None]:
-    """(output size, padding before) of one spatial dim: TF's GetWindowedOutputSizeVerboseV2."""
+    """(output size, padding before) of spatial dimension `dim` (1 or 2 of NHWC): TF's
+    GetWindowedOutputSizeVerboseV2."""
     if size is None or k is None:
         return None, None
     effective = (k - 1) * dilation + 1
-    if ctx.attrs["padding"] == "VALID":
+    if ctx.attrs["padding"] in ("VALID", "EXPLICIT"):
+        before, after = (
+            ctx.attrs["explicit_paddings"][2 * dim : 2 * dim + 2]
+            if ctx.attrs["padding"] == "EXPLICIT"
+            else (0, 0)
+        )
+        size += before + after
         numerator = size - effective + stride
         out = numerator // stride if numerator >= 0 else -(-numerator // stride)  # C's division
-        pad = 0
+        pad = before
     else:
         out = (size + stride - 1) // stride
         pad = max((out - 1) * stride + effective - size, 0) // 2  # the odd one goes after
@@ -146,16 +167,16 @@ def conv_geometry(ctx: OpContext, x: Sequence[int], f: Sequence[int]) -> Geometr
     """The geometry of a convolution of input shape `x` with filter shape `f` (HWIO)."""
     _, s_h, s_w, _ = ctx.attrs["strides"]
     _, d_h, d_w, _ = ctx.attrs.get("dilations", [1, 1, 1, 1])
-    out_h, pad_top = windowed_size(ctx, x[1], f[0], s_h, d_h)
-    out_w, pad_left = windowed_size(ctx, x[2], f[1], s_w, d_w)
+    out_h, pad_top = windowed_size(ctx, x[1], f[0], s_h, d_h, 1)
+    out_w, pad_left = windowed_size(ctx, x[2], f[1], s_w, d_w, 2)
     return Geometry(*x, out_h, out_w, f[3], f[0], f[1], s_h, s_w, d_h, d_w, pad_top, pad_left)
 
 
 def pool_geometry(ctx: OpContext, x: Sequence[int]) -> Geometry:
     _, k_h, k_w, _ = ctx.attrs["ksize"]
     _, s_h, s_w, _ = ctx.attrs["strides"]
-    out_h, pad_top = windowed_size(ctx, x[1], k_h, s_h, 1)
-    out_w, pad_left = windowed_size(ctx, x[2], k_w, s_w, 1)
+    out_h, pad_top = windowed_size(ctx, x[1], k_h, s_h, 1, 1)
+    out_w, pad_left = windowed_size(ctx, x[2], k_w, s_w, 1, 2)
     return Geometry(*x, out_h, out_w, x[3], k_h, k_w, s_h, s_w, 1, 1, pad_top, pad_left)
 
 
@@ -373,10 +394,49 @@ def fused_conv_epilogue(ctx: OpContext) -> Epilogue:
     return Epilogue(residual, act or 0)
 
 
+def pack_filter(f: np.ndarray, block: int) -> np.ndarray:
+    """HWIO filter `f` in blocks of `block` output channels, zeros past its last:
+    [ceil(out_c / block), k_h*k_w*in_c, block], as a _FusedConv2D with `packed_filter` reads it."""
+    taps, out_c = int(np.prod(f.shape[:3])), f.shape[3]
+    blocks = -(-out_c // block)
+    padded = np.zeros((taps, blocks * block), f.dtype)
+    padded[:, :out_c] = f.reshape(taps, out_c)
+    return np.ascontiguousarray(padded.reshape(taps, blocks, block).transpose(1, 0, 2))
+
+
+def _unpack_filter(packed: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """The HWIO filter of `shape` that pack_filter made `packed` of."""
+    blocks, taps, block = packed.shape
+    return packed.transpose(1, 0, 2).reshape(taps, blocks * block)[:, : shape[3]].reshape(shape)
+
+
+def _unpacked(ctx: OpContext) -> OpContext:
+    """`ctx` as if its filter were HWIO: with the `packed_filter` attribute (the filter's HWIO
+    shape), input 1 holds it in blocks of the direct tiles' channels (pack_filter), which this
+    checks."""
+    shape = ctx.attrs.get("packed_filter")
+    if not shape:
+        return ctx
+    shape = tuple(int(d) for d in shape)
+    got = tuple(ctx.in_shapes[1] or ())
+    if len(shape) != 4 or ctx.in_dtypes[0] not in (_dt.float32, _dt.float64):
+        raise ctx.error(f"packed_filter {list(shape)} must be an HWIO shape of a float filter")
+    block = forward_filter_block(shape[3], ctx.in_dtypes[0])
+    want = (-(-shape[3] // block), shape[0] * shape[1] * shape[2], block)
+    if got != want:
+        raise ctx.error(
+            f"a filter packed from {list(shape)} must have shape {list(want)}, not {list(got)}"
+        )
+    in_shapes = list(ctx.in_shapes)
+    in_shapes[1] = shape
+    return replace(ctx, in_shapes=in_shapes)
+
+
 def _fused_conv2d_infer(ctx: OpContext) -> list:
     if ctx.attrs.get("data_format", "NHWC") not in ("NHWC", b"NHWC"):
         raise ctx.error(f"data_format {ctx.attrs['data_format']!r} is not supported (NHWC only)")
     epilogue = fused_conv_epilogue(ctx)
+    ctx = _unpacked(ctx)
     ((dtype, shape),) = _conv2d_infer(ctx)
     operands = [("bias", 2, (shape[3],))] + ([("residual", 3, shape)] if epilogue.residual else [])
     for name, i, want in operands:
@@ -394,6 +454,8 @@ def _fused_conv2d_infer(ctx: OpContext) -> list:
 
 def _fused_conv2d_reference(ctx: OpContext, x, f, bias, *residual) -> np.ndarray:
     epilogue = fused_conv_epilogue(ctx)
+    if ctx.attrs.get("packed_filter"):
+        f = _unpack_filter(f, _unpacked(ctx).in_shapes[1])
     y = _conv2d_reference(ctx, x, f) + bias  # each step in the dtype, as the unfused ops
     if residual:
         y = y + residual[0]
@@ -405,6 +467,7 @@ def _fused_conv2d_reference(ctx: OpContext, x, f, bias, *residual) -> np.ndarray
 
 
 def _fused_conv2d_lower(ctx: OpContext) -> list:
+    ctx = _unpacked(ctx)
     g = conv_geometry(ctx, concrete(ctx, 0), concrete(ctx, 1))
     if empty_output(g):
         return []
@@ -419,7 +482,8 @@ def _fused_conv2d_flops(ctx: OpContext) -> int:
     """The convolution's, then one operation per output element and epilogue step."""
     epilogue = fused_conv_epilogue(ctx)
     steps = 1 + epilogue.residual + (epilogue.act != 0)
-    return conv_flops(ctx.out_shapes[0], ctx.in_shapes[1]) + elements(ctx.out_shapes[0]) * steps
+    f = _unpacked(ctx).in_shapes[1]
+    return conv_flops(ctx.out_shapes[0], f) + elements(ctx.out_shapes[0]) * steps
 
 
 register(
@@ -435,7 +499,7 @@ register(
         host_only=True,
         flops=_fused_conv2d_flops,
         input_names=("input", "filter", "bias", "residual"),
-        scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(ctx)),
+        scratch=lambda ctx: conv_scratch(ctx, "forward", _conv2d_geometry(_unpacked(ctx))),
     )
 )
 

@@ -40,6 +40,15 @@ direct's 6-9, 1x1 512->2048 and 2048->512 on 7x7 1.3-1.7 against 2.0-5.1, 1x1 st
 1024->2048 (to 7x7) 3.0 against 6.2; at 14x14 (196 rows) and at batch 32 direct led or tied
 (3x3 256->256 on 14x14 at batch 32: 52 ms against 83-88). A 1x1 convolution at stride 1
 without padding (`pointwise`) taking im2col reads x as its column matrix: no copy, no scratch.
+
+A constant filter of a fused convolution comes packed (tfc/passes/conv_pack.py: blocks of the
+direct tile's output channels, each contiguous, `packed_filter`), and such a convolution always
+runs direct: no per-call copy of the filter into blocks, and a row narrower than a tile is one
+tile of its width (`_row_tile`: 7 pixels x 2 vectors at 7x7). ResNet-50's 7x7 layers at batch 1
+(f32, 1 thread, load 2.7-4, each layer both ways in one process, the best of 5-7 runs) then run
+1.1-1.4x as fast as through im2col: 3x3 512->512 56 against 51 GFLOP/s, 1x1 512->2048 76
+against 54, 2048->512 62 against 52 (the loaded machine halved every figure); its 1x1 layers at
+batch 1 on 56x56 to 14x14 1.05-1.2x as fast as with the filter copied.
 """
 
 from __future__ import annotations
@@ -141,7 +150,22 @@ def _batch_parts(ctx: OpContext) -> int:
     return 1 if threads == 1 else BATCH_PARTS
 
 
+def packed_filter(ctx: OpContext) -> bool:
+    """Whether the op's filter comes packed in blocks of its direct tiles' channels (the
+    attribute `packed_filter` that tfc/passes/conv_pack.py sets on _FusedConv2D)."""
+    return bool(ctx.attrs.get("packed_filter"))
+
+
+def forward_filter_block(out_c: int, dtype: _dt.DType) -> int:
+    """The output channels of a direct forward tile (co_block): one or two vectors, two blocks
+    of them where out_c is a multiple of that. A packed filter is laid out in blocks of it."""
+    cb = _channel_block(out_c, dtype)
+    return cb * FORWARD_WIDE_BLOCKS if out_c % (FORWARD_WIDE_BLOCKS * cb) == 0 else cb
+
+
 def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
+    if kind == "forward" and packed_filter(ctx):
+        return "direct"  # the other kernels read the filter as [taps, out_c]
     forced = ctx.attrs.get("_algorithm")
     if forced == "columns":
         return "columns" if columns_fit(kind, g, dtype) else "direct"
@@ -150,15 +174,17 @@ def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
     return default_algorithm(kind, g, dtype)
 
 
-def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType) -> str:
-    """The algorithm of op `kind` of `g` when no `_algorithm` attribute forces one."""
+def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = False) -> str:
+    """The algorithm of op `kind` of `g` when no `_algorithm` attribute forces one; `packed`:
+    for a forward filter that can come packed in blocks (a constant: tfc/passes/conv_pack.py),
+    which the direct kernel reads where it lies."""
     if g.in_c <= 3 and columns_fit(kind, g, dtype):
         return "columns"
     k = g.k_h * g.k_w * g.in_c
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
-        return "im2col" if short else "direct"
+        return "im2col" if short and not packed else "direct"
     wide = k >= IM2COL_MIN_K and g.out_c >= IM2COL_MIN_N
     return "im2col" if wide else "direct"
 
@@ -181,6 +207,13 @@ def _wide_pixels(channels: int, dtype: _dt.DType, pix: int) -> int:
     if not vectors:
         return pix
     return max(1, min(MAX_TILE_PIXELS, WIDE_ACCUMULATORS // vectors))
+
+
+def _row_tile(width: int, pix: int) -> int:
+    """Pixels per tile of a `width`-pixel output row for tiles of at most `pix`: the whole row
+    where it is narrower, so that its one tile is of a constant size to the compiler (the last
+    tile of a row, of the pixels left over, keeps its sums in memory)."""
+    return min(width, pix)
 
 
 def plan_conv(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
@@ -214,7 +247,8 @@ def with_rounded_operands(plan: ConvPlan, kind: str, g: Geometry) -> ConvPlan:
 
 def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     fields = dict(g.__dict__)
-    fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, bias=0, residual=0, act=0)
+    fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, packed=0)
+    fields.update(bias=0, residual=0, act=0)
     fields.update(ldy=g.out_c, y_off=0)
     fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
     algorithm = _choose(ctx, kind, g, dtype)
@@ -260,9 +294,11 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
 
     # direct: the channels of the tile are the output's (the image's for backprop input)
     channels = g.in_c if kind == "input" else g.out_c
-    cb = _channel_block(channels, dtype)
-    if kind == "forward" and channels % (FORWARD_WIDE_BLOCKS * cb) == 0:
-        cb *= FORWARD_WIDE_BLOCKS
+    cb = (
+        forward_filter_block(channels, dtype)
+        if kind == "forward"
+        else _channel_block(channels, dtype)
+    )
     cp = _round_up(channels, cb)
     wide = cb > VECTOR_BYTES // dtype.size
     if kind == "filter":
@@ -276,6 +312,8 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         vectors = cb // (VECTOR_BYTES // dtype.size)
         pix = 8 if vectors == 1 else 12 // vectors  # 8 or 12 of the 16 AVX registers
         pix_wide = _wide_pixels(cb, dtype, pix)
+        if kind == "forward":
+            pix, pix_wide = _row_tile(g.out_w, pix), _row_tile(g.out_w, pix_wide)
     fields.update(pix_block=pix, pix_wide=pix_wide, co_block=cb, cp=cp)
     if kind == "input":
         hp, wp = g.in_h + (g.k_h - 1) * g.d_h, g.in_w + (g.k_w - 1) * g.d_w
@@ -292,8 +330,10 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
             # read once per part rather than once per output row. Not in the embeddable library
             # (one part): on a cacheless MCU the buffer would only grow the arena.
             blocked = _batch_parts(ctx) > 1 and taps * cp > fields["chunk"] * hp * wp * g.in_c
-            fields["blocked"] = int(blocked)
-            if blocked:
+            fields.update(blocked=int(blocked), packed=int(packed_filter(ctx)))
+            if fields["packed"]:
+                sizes = [border, 0]  # the blocks are read where they lie
+            elif blocked:
                 sizes = [border, parts * taps * cb]
             else:
                 sizes = [border, taps * cp if cp != g.out_c else 0]

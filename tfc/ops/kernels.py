@@ -140,6 +140,9 @@ class GemmSpec:
     batch: tuple[int, ...]
     batch_strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     precision: str | None = None  # BFLOAT16_PRODUCTS: operands rounded to bfloat16, fp32 sums
+    # B (a variable the program only reads) stays in the GEMM's panel layout between calls: the
+    # kernel has the params pk and ep of the packed copy and the state epoch (tfc_gemm_packed.h)
+    packed_b: bool = False
 
 
 @dataclass(frozen=True)

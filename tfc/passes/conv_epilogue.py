@@ -21,6 +21,11 @@ def fuse_conv_epilogues(graph: Graph, enabled: bool = True) -> Graph:
     TensorFlow's grappler names it), whose kernel applies them to each tile of the convolution
     while it is in registers instead of re-reading the output in an element-wise kernel.
 
+    A VALID Conv2D that reads a Pad (or PadV2 of 0) of the height and width by constants, read
+    by it alone, reads the unpadded tensor instead, with padding "EXPLICIT" and those pads as
+    explicit_paddings (TensorFlow's attributes): the kernel borders its input anyway, so the
+    padded copy goes (ResNet-50 as imported from ONNX: four Pads before stride-2 layers).
+
     Matched: a float32 or float64 NHWC Conv2D of concrete, non-empty shapes; b a Const of one
     value per output channel (shape [C], or 1s then C: the shift batch norm leaves after
     fold_channel_scales), added by Add, AddV2 or BiasAdd (NHWC) in either operand order;
@@ -118,6 +123,10 @@ def _fuse(graph: Graph, conv: str) -> bool:
         chain.append(after)
     attrs = {k: v for k, v in node["attrs"].items() if k != "T"}
     attrs.update(fused_ops=fused_ops, num_args=len(operands) - 2)
+    padded = _zero_padding(graph, conv)
+    if padded is not None:
+        operands[0] = padded[0]
+        attrs.update(padding="EXPLICIT", explicit_paddings=padded[1])
     fused = graph.unique_name(f"{conv}/fused")
     graph.add_node(
         fused, "_FusedConv2D", operands, attrs, [node["dtypes"][0]], [tuple(shape)],
@@ -131,6 +140,33 @@ def _fuse(graph: Graph, conv: str) -> bool:
             graph.remove_node(name)
             remove_unused(graph, inputs)
     return True
+
+
+def _zero_padding(graph: Graph, conv: str) -> tuple[tuple[str, int], list[int]] | None:
+    """(the padded tensor, explicit_paddings) where `conv` (VALID) reads a Pad or PadV2 of zeros
+    along the height and width alone, read by it alone: the ONNX importer's form of a
+    convolution's `pads` that are not TF's SAME ones (ResNet-50's stride-2 3x3 layers)."""
+    source = graph.input_edges(conv)[0][0]
+    padding = graph.node(conv)["attrs"].get("padding")
+    if padding != "VALID" or graph.op_type(source) not in ("Pad", "PadV2"):
+        return None
+    if _only_reader(graph, source) != conv or graph.control_input_names(source):
+        return None
+    x, paddings, *value = graph.input_edges(source)
+    consts = [_const_value(graph, t) for t in [paddings, *value]]
+    if any(c is None for c in consts) or (value and np.any(consts[1] != 0)):
+        return None
+    pads = consts[0]
+    if pads.shape != (4, 2) or pads.min() < 0 or pads[0].any() or pads[3].any():
+        return None
+    return x, [int(p) for p in pads.reshape(-1)]
+
+
+def _const_value(graph: Graph, tensor: tuple[str, int]) -> np.ndarray | None:
+    node = graph.node(tensor[0])
+    if node["op"] != "Const" or graph.control_input_names(tensor[0]):
+        return None
+    return np.asarray(node["attrs"]["value"])
 
 
 def _only_reader(graph: Graph, name: str) -> str | None:

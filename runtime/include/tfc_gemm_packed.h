@@ -1,0 +1,215 @@
+/* Products whose B operand (a layer's weights, read-only in the calling program) stays in the
+ * micro-kernel's panel layout between calls, so that a call does not pack it again.
+ *
+ * tfc_gemm_<tag>_ex_packed(M, N, K, A, sam, sak, B, sbk, sbn, cache, epoch, C, ldc, alpha, beta,
+ * bias, relu) computes what tfc_gemm_<tag>_ex computes, with the same bits (the same packed
+ * algorithm and micro-kernel, the same K blocks, only B's packing moved). `cache` is
+ * TFC_GEMM_PACK_HEADER bytes of header followed by room for K rows of N elements rounded up to
+ * TFC_GEMM_PACK_COLS, 64-byte aligned, zeroed before the first call. The panels are packed
+ * again whenever B's address or `epoch` differ from the ones they were packed at: the caller
+ * passes a counter that every writer of B's buffer increments, before and after it writes (a
+ * Session's state epoch: generated programs that write variables bump it around each call,
+ * Python-side writers when they write), so a change of the weights is never answered from
+ * stale panels; a write racing a call costs at most that call, the writer's last increment
+ * making the next one pack again. Two concurrent calls that both find the panels stale both
+ * pack them, writing the same values.
+ *
+ * Two of tfc_gemm.h's paths read packed B: the plain packed algorithm (panels for every K
+ * block, as tfc_gemm_columns packs them, read through its "B already packed" pointer), and a
+ * row or two on one thread whose columns do not fill whole blocks of the row kernel (batch-1
+ * inference: LeNet's 400x120 and 120x84 layers), which tfc_gemm_row_<tag> runs one vector of
+ * columns at a time, a chain of K dependent FMAs each; from B's rows padded to whole vectors
+ * they run in register blocks of 8, 4, 2 and 1 vectors, each column the same chain. Products
+ * on the other paths (tall, narrow, swapped, or a threaded row) call tfc_gemm_<tag>_ex on B
+ * itself and leave the cache alone.
+ */
+#ifndef TFC_GEMM_PACKED_H
+#define TFC_GEMM_PACKED_H
+
+#include "tfc_gemm.h"
+
+/* the header before the panels: one cache line, so the panels keep the buffer's alignment */
+#define TFC_GEMM_PACK_HEADER 64
+/* the cache's columns are rounded up to this many: a multiple of every target's NR (the
+ * caller sizes the cache without knowing the target's vectors) */
+#define TFC_GEMM_PACK_COLS 64
+
+typedef struct {
+    uint64_t epoch;     /* the epoch the panels were packed at */
+    const void *source; /* the B they were packed from; NULL: never packed */
+} tfc_gemm_pack_header;
+
+/* one more write of the state that packed panels may copy (see above) */
+static inline void tfc_gemm_packed_bump(uint64_t *epoch) {
+    __atomic_fetch_add(epoch, 1, __ATOMIC_SEQ_CST);
+}
+
+#define TFC_DEFINE_GEMM_PACKED(tag, T, V, VU, VI, VL, KC)                                       \
+    typedef char tfc_gemm_pack_cols_fit_##tag[TFC_GEMM_PACK_COLS % tfc_gemm_nr_##tag ? -1 : 1];\
+                                                                                                 \
+    /* whether tfc_gemm_<tag>_ex runs the product on the plain packed algorithm (the paths and   \
+     * their order as there): the one path that packs B whole */                                 \
+    static inline int tfc_gemm_packs_b_##tag(int64_t M, int64_t N, int64_t K, int64_t sam,       \
+                                             int64_t sbn) {                                      \
+        if (M <= 0 || N <= 0 || K <= 0) return 0;                                                \
+        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) return 0;                                        \
+        if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) return 0;                   \
+        if (N <= (VL)) return 0;                                                                 \
+        return !tfc_gemm_swap_##tag(M, N);                                                       \
+    }                                                                                            \
+                                                                                                 \
+    /* whether the row path reads B packed: a row or two on one thread with columns past whole \
+     * blocks of the row kernel's NB vectors, which tfc_gemm_row_<tag> runs one vector at a     \
+     * time (each a chain of K dependent FMAs: latency-bound); from B's rows padded to whole    \
+     * vectors they go in register blocks of 8, 4, 2 and 1 vectors instead */                   \
+    static inline int tfc_gemm_packs_rows_##tag(int64_t M, int64_t N, int64_t K, int64_t sbn) {  \
+        enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                                   \
+        if (M <= 0 || N <= (VL) || K <= 0 || M > TFC_GEMM_ROWS_MAX || sbn != 1) return 0;        \
+        return N % (NB * (VL)) != 0 && TFC_GEMM_ROW_SERIAL(M, N, K);                             \
+    }                                                                                            \
+                                                                                                 \
+    /* columns [0, n) (n <= nv vectors) of a row c = relu?(alpha a B + beta c + bias), B's rows  \
+     * ldb apart and padded to whole vectors: every column the chain of tfc_gemm_row_<tag> (beta \
+     * C or 0, fma over k in order, bias, relu), nv a constant where it is inlined */           \
+    static inline __attribute__((always_inline)) void tfc_gemm_packed_cols_##tag(               \
+        int64_t K, const T *restrict a, int64_t sak, T alpha, const T *restrict b, int64_t ldb,  \
+        T *restrict c, T beta, const T *restrict bias, int relu, int64_t n, const int nv) {     \
+        V acc[8];                                                                                \
+        for (int v = 0; v < nv; ++v) {                                                           \
+            const int64_t lanes = n - v * (VL) < (VL) ? n - v * (VL) : (VL);                     \
+            acc[v] = beta == (T)0        ? (V){0}                                                \
+                     : lanes == (VL) ? (V) * (const VU *)(c + v * (VL))                          \
+                                     : tfc_gemm_tail_load_##tag(c + v * (VL), lanes);            \
+            if (beta != (T)0 && beta != (T)1) acc[v] *= beta;                                    \
+        }                                                                                        \
+        for (int64_t k = 0; k < K; ++k) {                                                        \
+            const V av = TFC_GEMM_SPLAT(V, alpha == (T)1 ? a[k * sak] : alpha * a[k * sak]);     \
+            for (int v = 0; v < nv; ++v)                                                         \
+                acc[v] = TFC_GEMM_FMA_##tag(av, *(const VU *)(b + k * ldb + v * (VL)), acc[v]);  \
+        }                                                                                        \
+        for (int v = 0; v < nv; ++v) {                                                           \
+            const int64_t lanes = n - v * (VL) < (VL) ? n - v * (VL) : (VL);                     \
+            if (bias != NULL)                                                                    \
+                acc[v] += lanes == (VL) ? (V) * (const VU *)(bias + v * (VL))                    \
+                                        : tfc_gemm_tail_load_##tag(bias + v * (VL), lanes);      \
+            if (relu) acc[v] = (V)((VI)acc[v] & ~(VI)(acc[v] < (V){0}));                         \
+            if (lanes == (VL))                                                                   \
+                *(VU *)(c + v * (VL)) = acc[v];                                                  \
+            else                                                                                 \
+                tfc_gemm_tail_store_##tag(c + v * (VL), acc[v], lanes);                          \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    /* the row path on B packed as K rows of N padded to whole vectors (ldb apart) */            \
+    static inline void tfc_gemm_packed_rows_##tag(int64_t M, int64_t N, int64_t K, const T *A,   \
+                                                  int64_t sam, int64_t sak, const T *b,          \
+                                                  int64_t ldb, T *C, int64_t ldc, T alpha,       \
+                                                  T beta, const T *bias, int relu) {             \
+        enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                                   \
+        for (int64_t i = 0; i < M; ++i) {                                                        \
+            const T *a = A + i * sam;                                                            \
+            T *c = C + i * ldc;                                                                  \
+            int64_t j0 = 0;                                                                      \
+            for (; j0 + NB * (VL) <= N; j0 += NB * (VL)) { /* whole blocks as the row path */    \
+                const T *bb = bias != NULL ? bias + j0 : NULL;                                   \
+                for (int64_t v0 = 0; v0 < NB; v0 += 8)                                           \
+                    tfc_gemm_packed_cols_##tag(K, a, sak, alpha, b + j0 + v0 * (VL), ldb,        \
+                                               c + j0 + v0 * (VL), beta,                         \
+                                               bb != NULL ? bb + v0 * (VL) : NULL, relu,         \
+                                               8 * (VL), 8);                                     \
+            }                                                                                    \
+            while (j0 < N) {                                                                     \
+                const int64_t vectors = TFC_IDIV(N - j0 + (VL)-1, (VL));                         \
+                const int nv = vectors >= 8 ? 8 : vectors >= 4 ? 4 : vectors >= 2 ? 2 : 1;      \
+                const int64_t n = N - j0 < nv * (VL) ? N - j0 : nv * (VL);                       \
+                const T *bb = bias != NULL ? bias + j0 : NULL;                                   \
+                if (nv == 8)                                                                     \
+                    tfc_gemm_packed_cols_##tag(K, a, sak, alpha, b + j0, ldb, c + j0, beta, bb,  \
+                                               relu, n, 8);                                      \
+                else if (nv == 4)                                                                \
+                    tfc_gemm_packed_cols_##tag(K, a, sak, alpha, b + j0, ldb, c + j0, beta, bb,  \
+                                               relu, n, 4);                                      \
+                else if (nv == 2)                                                                \
+                    tfc_gemm_packed_cols_##tag(K, a, sak, alpha, b + j0, ldb, c + j0, beta, bb,  \
+                                               relu, n, 2);                                      \
+                else                                                                             \
+                    tfc_gemm_packed_cols_##tag(K, a, sak, alpha, b + j0, ldb, c + j0, beta, bb,  \
+                                               relu, n, 1);                                      \
+                j0 += n;                                                                         \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    /* B (K x N, strides sbk, sbn) into panels: for each K block of tfc_gemm_columns (equal      \
+     * blocks of at most KC rows), its NR-column panels in order, kc x NR each, zero-padded */   \
+    static inline void tfc_gemm_pack_panels_##tag(int64_t N, int64_t K, const T *B, int64_t sbk, \
+                                                  int64_t sbn, int64_t kcmax, T *out) {          \
+        enum { NR = tfc_gemm_nr_##tag };                                                         \
+        const int64_t blocks = TFC_IDIV(K + kcmax - 1, kcmax);                                   \
+        const int64_t kb = TFC_IDIV(K + blocks - 1, blocks);                                     \
+        const int64_t width = TFC_IDIV(N + NR - 1, NR) * NR;                                     \
+        for (int64_t p0 = 0; p0 < K; p0 += kb) {                                                 \
+            const int64_t kc = K - p0 < kb ? K - p0 : kb;                                        \
+            for (int64_t j0 = 0; j0 < N; j0 += NR) {                                             \
+                const int64_t nc = N - j0 < NR ? N - j0 : (int64_t)NR;                           \
+                tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn, (T)1,           \
+                                      out + p0 * width + j0 * kc);                               \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
+    static inline void tfc_gemm_##tag##_ex_packed(                                               \
+        int64_t M, int64_t N, int64_t K, const T *A, int64_t sam, int64_t sak, const T *B,       \
+        int64_t sbk, int64_t sbn, void *cache, uint64_t epoch, T *C, int64_t ldc, T alpha,       \
+        T beta, const T *bias, int relu) {                                                       \
+        enum { NR = tfc_gemm_nr_##tag };                                                         \
+        tfc_gemm_pack_header *head = (tfc_gemm_pack_header *)cache;                              \
+        T *panels = (T *)((char *)cache + TFC_GEMM_PACK_HEADER);                                 \
+        const int stale = head->source != (const void *)B || head->epoch != epoch;               \
+        if (tfc_gemm_packs_rows_##tag(M, N, K, sbn)) {                                           \
+            const int64_t ldb = TFC_IDIV(N + (VL)-1, (VL)) * (VL);                               \
+            if (stale) {                                                                         \
+                for (int64_t k = 0; k < K; ++k) {                                                \
+                    memcpy(panels + k * ldb, B + k * sbk, (size_t)N * sizeof(T));                \
+                    for (int64_t j = N; j < ldb; ++j) panels[k * ldb + j] = 0;                   \
+                }                                                                                \
+                head->source = B;                                                                \
+                head->epoch = epoch;                                                             \
+            }                                                                                    \
+            tfc_gemm_packed_rows_##tag(M, N, K, A, sam, sak, panels, ldb, C, ldc, alpha, beta,   \
+                                       bias, relu);                                              \
+            return;                                                                              \
+        }                                                                                        \
+        if (!tfc_gemm_packs_b_##tag(M, N, K, sam, sbn)) {                                        \
+            tfc_gemm_##tag##_ex(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, alpha, beta, bias,    \
+                                relu);                                                           \
+            return;                                                                              \
+        }                                                                                        \
+        if (stale) {                                                                             \
+            tfc_gemm_pack_panels_##tag(N, K, B, sbk, sbn, (KC), panels);                        \
+            head->source = B;                                                                    \
+            head->epoch = epoch;                                                                 \
+        }                                                                                        \
+        tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
+                                 beta, relu, 0, 0, panels};                                      \
+        /* the thread split of tfc_gemm_<tag>_ex's packed path (unswapped) */                    \
+        const int64_t panel_count = TFC_IDIV(N + NR - 1, NR);                                    \
+        int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                      \
+        if (tasks > panel_count) tasks = panel_count;                                            \
+        if (tasks <= 1) {                                                                        \
+            tfc_gemm_columns_##tag(&g, 0, N);                                                    \
+            return;                                                                              \
+        }                                                                                        \
+        const int64_t finer =                                                                    \
+            tasks * 3 < TFC_IDIV(panel_count, 4) ? tasks * 3 : TFC_IDIV(panel_count, 4);         \
+        if (finer > tasks) tasks = finer;                                                        \
+        g.panels_per_task = TFC_IDIV(panel_count + tasks - 1, tasks);                            \
+        tasks = TFC_IDIV(panel_count + g.panels_per_task - 1, g.panels_per_task);                \
+        tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
+    }
+
+TFC_DEFINE_GEMM_PACKED(f32, float, tfc_vf32, tfc_vf32u, tfc_vi32, TFC_GEMM_VBYTES / 4, TFC_GEMM_KC)
+TFC_DEFINE_GEMM_PACKED(f64, double, tfc_vf64, tfc_vf64u, tfc_vi64, TFC_GEMM_VBYTES / 8,
+                       TFC_GEMM_KC / 2)
+
+#endif /* TFC_GEMM_PACKED_H */
