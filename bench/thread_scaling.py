@@ -13,7 +13,15 @@ two threads: the step time outside those calls runs on one thread whatever the t
 (the prediction: the parallel calls split evenly and cost nothing to start; the dispatches per
 step say how many wake-ups that hides). On a shared machine a measured 2-thread figure means
 something only while the load average, printed before and after, stays well below the core
-count; the serial time is what limits the speedup on an idle machine. `--profile` adds the
+count; the serial time is what limits the speedup on an idle machine.
+
+CPU times, which other processes inflate far less than wall times, give a second prediction:
+the 1-thread step's CPU time less the serial time ("work 1t") against the CPU time each thread
+spends in tasks at 2 threads (the pool's second report line). Their ratio ("split cost": the
+sum over the threads over the 1-thread work) is what splitting adds (A or B packed twice,
+caches refilled), and the 1-thread step's CPU time over serial + the busier thread's work
+predicts the speedup on idle cores with the splits as they are ("predicted from work"; it
+leaves out the wake-ups and the two cores' contention for memory). `--profile` adds the
 per-kernel profile at 1 and 2 threads.
 """
 
@@ -24,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,35 +70,55 @@ def _session(threads: int) -> tf.Session:
     return tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=threads))
 
 
-def serial_time(name: str, runs: int) -> dict:
-    """In this (child) process: the 2-thread step of the TFC_THREADS_STATS build, timed; the
-    parent reads the calls and their time from the program's exit report on stderr."""
+def serial_time(name: str, runs: int, threads: int = 2) -> dict:
+    """In this (child) process: the step of the TFC_THREADS_STATS build on `threads` threads,
+    timed; the parent reads the calls and their times from the program's exit report on
+    stderr."""
     with tf.Graph().as_default():
         train, feed = _step(_workload(name))
-        with _session(2) as sess:
+        with _session(threads) as sess:
             sess.run(tf.global_variables_initializer())
+            cpu = time.thread_time()  # the C timing loop runs on this thread
             seconds = sess.time_runs(train, feed, runs=runs)
-    return {"step_s": seconds, "runs": runs}
+            cpu = (time.thread_time() - cpu) / runs
+    return {"step_s": seconds, "cpu_s": cpu, "runs": runs}
 
 
-def measure_serial(name: str, runs: int) -> dict:
+def _stats_child(name: str, runs: int, threads: int) -> tuple[dict, list[str], list[str]]:
+    """The child's result and the training program's exit report (the program with the most
+    calls): its 'tfc threads:' line and its 'tfc threads cpu:' line, split into words."""
     env = dict(os.environ, TFC_CFLAGS=(os.environ.get("TFC_CFLAGS", "") + " -DTFC_THREADS_STATS"))
     env["PYTHONPATH"] = str(BENCH.parent)
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", name, "--runs", str(runs)],
+        [sys.executable, __file__, "--child", name, "--runs", str(runs), "--threads", str(threads)],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    # one report per loaded program: the training step's is the one with the most calls
-    reports = [line.split() for line in proc.stderr.splitlines() if line.startswith("tfc threads:")]
-    calls, seconds = max((int(r[2]), float(r[5])) for r in reports)
+    lines = proc.stderr.splitlines()
+    # each program prints its two lines together at exit
+    pairs = [
+        (line.split(), lines[k + 1].split())
+        for k, line in enumerate(lines[:-1])
+        if line.startswith("tfc threads:") and lines[k + 1].startswith("tfc threads cpu:")
+    ]
+    calls, cpu = max(pairs, key=lambda pair: int(pair[0][2]), default=(None, None))
+    return result, calls, cpu
+
+
+def measure_serial(name: str, runs: int) -> dict:
+    """Serial time, calls per step and the CPU times of the calls (ms per step)."""
+    result, calls, cpu = _stats_child(name, runs, 2)
     step = result["step_s"]
-    parallel = seconds / runs  # the training program ran only in time_runs' loop
+    parallel = float(calls[5]) / runs  # the training program ran only in time_runs' loop
+    tasks = [float(v) / runs * 1e3 for v in cpu[cpu.index("thread:") + 1 :]]
+    one, _, _ = _stats_child(name, runs, 1)
     return {
         "step2_ms": step * 1e3,
         "parallel2_ms": parallel * 1e3,
         "serial_ms": max(step - parallel, 0.0) * 1e3,
-        "calls_per_step": calls / runs,
+        "calls_per_step": int(calls[2]) / runs,
+        "step1_cpu_ms": one["cpu_s"] * 1e3,
+        "tasks2_ms": tasks,
     }
 
 
@@ -128,23 +157,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(serial_time(args.child, args.runs)))
+        print(json.dumps(serial_time(args.child, args.runs, args.threads)))
         return 0
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(
         "| workload | 1 thread ms | 2 threads ms | speedup | serial ms | calls/step "
-        "| predicted speedup on idle cores |"
+        "| predicted speedup on idle cores | work 1t ms | tasks 2t ms by thread | split cost "
+        "| predicted from work |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.workloads.split(","):
         m = measure_threads(name, args.rounds, max(args.runs // 4, 10))
         s = measure_serial(name, args.runs)
         predicted = m[1] / (s["serial_ms"] + (m[1] - s["serial_ms"]) / 2)
+        tasks, step1 = s["tasks2_ms"], s["step1_cpu_ms"]
+        work1 = step1 - s["serial_ms"]
+        from_work = step1 / (s["serial_ms"] + max(tasks))
         print(
             f"| {name} | {m[1]:.3f} | {m[2]:.3f} | {m[1] / m[2]:.2f}x | {s['serial_ms']:.3f} "
-            f"| {s['calls_per_step']:.0f} | {predicted:.2f}x |",
+            f"| {s['calls_per_step']:.0f} | {predicted:.2f}x | {work1:.3f} "
+            f"| {' / '.join(f'{t:.3f}' for t in tasks)} | {sum(tasks) / work1:.3f} "
+            f"| {from_work:.2f}x |",
             flush=True,
         )
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")

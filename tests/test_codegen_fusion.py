@@ -373,7 +373,9 @@ SANITIZED_SCRIPT = textwrap.dedent(
                 sess.run(train, feed)
             results.append(sess.run(fetches, feed))
             source = sess.source([train, loss], feed)
-    for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32_ex(", "e0 < 10; ++e0"):
+    # _cols_at: hidden1's bias gradient, 128 columns (one part on one thread)
+    for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32_ex(", "e0 < 10; ++e0",
+                  "_cols_at("):
         assert fused in source, fused
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
@@ -394,22 +396,59 @@ def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
 
 
 def test_an_update_after_a_product_splits_its_rows_between_threads_with_the_same_bits():
-    """A weight gradient's Adam update runs block by block after its GEMM, each block's rows
-    split into parts (one per thread, 2 or 3 here: 144 x 200 values a block, 300 rows = two
-    whole blocks and one of 12): the variables after three steps have the same bits at 1, 2
-    and 3 threads, and as the unfused ops compute them."""
+    """A weight gradient's Adam update of fewer than 128 columns (more are split by columns:
+    the next test) runs block by block after its GEMM, each block's rows split into parts
+    (one per thread, at most 2 here: 144 x 120 values a block, 700 rows = four whole blocks
+    and one of 124): the variables after three steps have the same bits at 1, 2 and 3
+    threads, and as the unfused ops compute them."""
     tf.set_random_seed(9)
-    x = tf.placeholder(tf.float32, [16, 300], name="x")
-    y = tf.placeholder(tf.float32, [16, 200], name="y")
-    out = tf.layers.dense(x, 200, name="wide")
+    x = tf.placeholder(tf.float32, [16, 700], name="x")
+    y = tf.placeholder(tf.float32, [16, 120], name="y")
+    out = tf.layers.dense(x, 120, name="wide")
     loss = tf.reduce_mean(tf.squared_difference(out, y))
     train = tf.train.AdamOptimizer(0.01).minimize(loss)
     rng = np.random.default_rng(4)
     feed = {
-        x: rng.normal(size=(16, 300)).astype(np.float32),
-        y: rng.normal(size=(16, 200)).astype(np.float32),
+        x: rng.normal(size=(16, 700)).astype(np.float32),
+        y: rng.normal(size=(16, 120)).astype(np.float32),
     }
     assert "_rows_at(" in _source([train], feed)
+    init = tf.global_variables_initializer()
+    results = []
+    for options, threads in ((UNFUSED, 1), (FUSED, 1), (FUSED, 2), (FUSED, 3)):
+        options = tf.ConfigProto(intra_op_parallelism_threads=threads, compile_options=options)
+        with tf.Session(config=options) as sess:
+            sess.run(init)
+            for _ in range(3):
+                sess.run(train, feed)
+            results.append(sess.run(tf.global_variables()))
+    for other in results[1:]:
+        _assert_identical(results[0], other)
+
+
+def test_a_bias_gradient_splits_its_columns_between_threads_with_the_same_bits():
+    """The hidden layer's bias gradient (dX = dY W^T, ReluGrad, the column Sum and its Adam
+    update: one kernel) runs each part of its columns on its own thread, GEMM blocks
+    included: 96 x 300 values make 3 parts at 3 threads (64, 128 and 108 columns, the last
+    one ending in a partial panel); so do both kernels' updates (their gradients' GEMM and
+    Adam, 40 x 300 and 300 x 200). Each column's sum keeps its order over the rows: the
+    variables after three steps have the same bits at 1, 2 and 3 threads, and as the unfused
+    ops compute them."""
+    tf.set_random_seed(11)
+    x = tf.placeholder(tf.float32, [96, 40], name="x")
+    y = tf.placeholder(tf.float32, [96, 200], name="y")
+    h = tf.layers.dense(x, 300, activation=tf.nn.relu, name="hidden")
+    out = tf.layers.dense(h, 200, name="out")
+    loss = tf.reduce_mean(tf.squared_difference(out, y))
+    train = tf.train.AdamOptimizer(0.01).minimize(loss)
+    rng = np.random.default_rng(6)
+    feed = {
+        x: rng.normal(size=(96, 40)).astype(np.float32),
+        y: rng.normal(size=(96, 200)).astype(np.float32),
+    }
+    source = _source([train], feed)
+    assert source.count("_cols_at(c0, c1 < 300 ? c1 : 300") == 2  # hidden's bias and kernel
+    assert source.count("_cols_at(c0, c1 < 200 ? c1 : 200") == 1  # out's kernel
     init = tf.global_variables_initializer()
     results = []
     for options, threads in ((UNFUSED, 1), (FUSED, 1), (FUSED, 2), (FUSED, 3)):

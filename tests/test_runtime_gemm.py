@@ -123,7 +123,8 @@ SIZES = [
     (40, 1, 30),
     (13, 29, 256),  # K exactly two blocks of KC = 128
     (73, 35, 257),  # K one past two blocks: three equal blocks
-    (151, 21, 40),  # M past one MC block (144 rows)
+    (151, 21, 40),  # few columns: swapped where panels are 64 wide
+    (271, 128, 40),  # M past one MC block (264 rows)
     (9, 50, 700),  # three K blocks
     (64, 10, 300),  # few columns: the narrow kernel (A stored transposed: the tall one)
     (29, 3, 7),  # narrow, a partial block of rows
@@ -224,6 +225,37 @@ def test_rows_computed_block_by_block_have_the_bits_of_the_whole_product(lib, n)
     np.testing.assert_array_equal(by_rows, whole)
 
 
+@pytest.mark.parametrize("n", [130, 128], ids=["a-packed", "a-in-place"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
+def test_tiles_that_pack_b_as_they_go_have_the_bits_of_the_others(lib, dtype, n):
+    """Row-major B with whole NR-wide panels: the first tile of each panel reads B in place and
+    packs it for the tiles below (6, 4 or 2 rows high). Rows computed in blocks put other rows
+    first, so every row is sometimes in a packing tile and sometimes not; the last panel (130 is
+    two 64-wide panels and 2 columns) is packed ahead. With 128 columns (whole panels where they
+    are 64 wide) and alpha 1, row-major A is read in place by blocks of 50, 4 and 30 rows and
+    packed by blocks of 3 and 11 (an odd tile). The epilogue runs on both."""
+    ffi, h = lib
+    rng = np.random.default_rng(6)
+    M, N, K = 50, n, 300
+    alpha = 0.5 if n == 130 else 1.0
+    a = rng.normal(size=(M, K)).astype(dtype)
+    b = rng.normal(size=(K, N)).astype(dtype)
+    bias = rng.normal(size=N).astype(dtype)
+    c0 = rng.normal(size=(M, N)).astype(dtype)
+    ctype = "float" if dtype == np.float32 else "double"
+    fn = h.h_gemm_f32 if dtype == np.float32 else h.h_gemm_f64
+    fp = lambda x: ffi.cast(f"{ctype} *", ffi.from_buffer(x))  # noqa: E731
+    whole = c0.copy()
+    fn(M, N, K, fp(a), K, 1, fp(b), N, 1, fp(whole), N, alpha, 1.0, fp(bias), 1)
+    by_rows = c0.copy()
+    for i0, rows in ((0, 3), (3, 4), (7, 2), (9, 11), (20, 30)):
+        fn(rows, N, K, fp(a[i0:]), K, 1, fp(b), N, 1, fp(by_rows[i0:]), N, alpha, 1.0, fp(bias),
+           1)  # fmt: skip
+    np.testing.assert_array_equal(by_rows, whole)
+    want = np.maximum(alpha * (a.astype(np.float64) @ b) + c0 + bias, 0)
+    np.testing.assert_allclose(whole, want, rtol=1e-4, atol=1e-4)
+
+
 def test_few_columns_have_the_same_bits_whatever_the_layout(lib):
     """N = 10: row-major A runs the narrow kernel, A stored transposed the C^T kernel (AVX-512),
     a row at a time the row path, and a wider ldc the same kernels on a strided C: every one
@@ -263,19 +295,27 @@ def _task_count() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
 
 
-# past the parallel threshold: N not a panel multiple; few columns (narrow: rows split between
-# the threads); few columns on AVX-512's 64-wide panels (swapped: C's rows split); a row or two
-# (the GEMV path: columns split in blocks, the last one ending in a partial vector)
+# past the parallel threshold: N not a panel multiple (C split by rows: each thread packs its
+# rows of A); a batch of 256 (by rows) and of 64 (by NR panels of columns); few columns (narrow:
+# rows split between the threads); few columns on AVX-512's 64-wide panels (swapped: C's rows
+# split); a row or two (the GEMV path: columns split in blocks, the last one ending in a partial
+# vector)
 @pytest.mark.parametrize(
     "size",
-    [(150, 203, 300), (600, 10, 300), (700, 24, 100), (1, 1000, 300), (2, 600, 400)],
+    [
+        (150, 203, 300), (256, 512, 200), (64, 512, 200), (600, 10, 300), (700, 24, 100),
+        (1, 1000, 300), (2, 600, 400),
+    ],
     ids=str,
-)
-def test_threads_give_identical_bits(lib, size):
+)  # fmt: skip
+@pytest.mark.parametrize("a_layout", ["transposed", "rows"])
+def test_threads_give_identical_bits(lib, size, a_layout):
     ffi, h = lib
     rng = np.random.default_rng(7)
     M, N, K = size
-    a = rng.normal(size=(K, M)).astype(np.float32)  # stored transposed
+    a = rng.normal(size=(K, M)).astype(np.float32)  # A^T
+    # A stored transposed, or the same values row-major (read in place by whole tiles)
+    a_store = a if a_layout == "transposed" else np.ascontiguousarray(a.T)
     b = rng.normal(size=(K, N)).astype(np.float32)
     bias = rng.normal(size=N).astype(np.float32)
     fp = lambda x: ffi.cast("float *", ffi.from_buffer(x))  # noqa: E731
@@ -284,7 +324,9 @@ def test_threads_give_identical_bits(lib, size):
         h.h_threads_set(n)
         assert h.h_threads_count() == n
         c = np.zeros((M, N), np.float32)
-        h.h_gemm_f32(M, N, K, fp(a), 1, M, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias), 1)
+        sam, sak = (1, M) if a_layout == "transposed" else (K, 1)
+        h.h_gemm_f32(M, N, K, fp(a_store), sam, sak, fp(b), N, 1, fp(c), N, 1.0, 0.0, fp(bias),
+                     1)  # fmt: skip
         results.append(c)
     h.h_threads_set(0)
     if _task_count() > 0:
@@ -309,12 +351,12 @@ def test_thread_count_from_the_environment(lib, monkeypatch):
 
 # -- through generated code -----------------------------------------------------------------------
 def _mlp_step(threads_config=None, disable=()):
-    """A dense head and its gradients: relu(x W + b) with M = 150 rows (a 144-row GEMM block and
+    """A dense head and its gradients: relu(x W + b) with M = 270 rows (a 264-row GEMM block and
     a partial one), fused updates whose dW lives in scratch."""
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(3)
-        x = tf.placeholder(tf.float32, [150, 70], name="x")
+        x = tf.placeholder(tf.float32, [270, 70], name="x")
         w1 = tf.Variable(tf.random_normal([70, 90], stddev=0.2), name="w1")
         b1 = tf.Variable(tf.random_normal([90], stddev=0.2), name="b1")
         w2 = tf.Variable(tf.random_normal([90, 10], stddev=0.2), name="w2")
@@ -322,7 +364,7 @@ def _mlp_step(threads_config=None, disable=()):
         loss = tf.reduce_mean(tf.square(tf.matmul(h, w2)))
         train = tf.train.AdamOptimizer(0.01).minimize(loss)
         init = tf.global_variables_initializer()
-    feed = {x: np.random.default_rng(0).normal(size=(150, 70)).astype(np.float32)}
+    feed = {x: np.random.default_rng(0).normal(size=(270, 70)).astype(np.float32)}
     config = tf.ConfigProto(compile_options=tf.CompileOptions(disable=list(disable)))
     if threads_config:
         config.intra_op_parallelism_threads = threads_config
@@ -482,6 +524,109 @@ def test_gemm_is_clean_under_sanitizers(tmp_path, sanitizer):
     proc = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "GEMM-SANITIZED-OK" in proc.stdout, proc.stderr[-4000:]
     assert "runtime error" not in proc.stderr and "WARNING: ThreadSanitizer" not in proc.stderr
+
+
+POOL_MAIN = textwrap.dedent(
+    """
+    #include <stdio.h>
+    #include "tfc_threads.h"
+
+    static unsigned char hit[150000], inner[8];
+    static void task(void *ctx, int64_t t) { (void)ctx; ++hit[t]; }
+    static void sub(void *ctx, int64_t t) { ++((unsigned char *)ctx)[t]; }
+    /* a task that makes a call of its own: it runs inline, on one thread */
+    static void nested(void *ctx, int64_t t) {
+        (void)ctx;
+        if (tfc_threads_count() != 1) inner[2 * t] = 99;
+        tfc_threads_parallel_parts(2, sub, inner + 2 * t);
+    }
+
+    int main(void) {
+        int bad = 0;
+        for (int threads = 1; threads <= 3; ++threads) {
+            tfc_threads_set(threads);
+            for (int i = 0; i < 150000; ++i) hit[i] = 0;
+            for (int i = 0; i < 8; ++i) inner[i] = 0;
+            /* more tasks than the call word holds (65535): calls of slices */
+            tfc_threads_parallel_for(140001, task, NULL);
+            tfc_threads_parallel_parts(70000, task, NULL);
+            for (int r = 0; r < 200; ++r) tfc_threads_parallel_parts(threads, task, NULL);
+            tfc_threads_parallel_for(4, nested, NULL);
+            for (int i = 0; i < 150000; ++i) {
+                int want = i < 70000 ? 2 : i < 140001 ? 1 : 0;
+                if (i < threads) want += 200;
+                bad |= hit[i] != want;
+            }
+            for (int i = 0; i < 8; ++i) bad |= inner[i] != 1;
+        }
+        puts(bad ? "MISMATCH" : "POOL-OK");
+        return bad;
+    }
+    """
+)
+
+
+@pytest.mark.parametrize("sanitizer", [None, "thread"])
+def test_the_pool_runs_every_task_once(tmp_path, sanitizer):
+    """tfc_threads.h on 1, 2 and 3 threads: tasks in turn and fixed parts, more tasks than one
+    call holds, a call made inside a task (one thread, inline); TSan: no data race in the
+    hand-offs through the call word."""
+    flags = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-g"]
+    if sanitizer:
+        found = subprocess.run(
+            [compiler(), "-print-file-name=libtsan.so"], capture_output=True, text=True
+        ).stdout.strip()
+        if not os.path.isabs(found):
+            pytest.skip("the C compiler has no libtsan.so")
+        flags += [f"-fsanitize={sanitizer}"]
+    source = tmp_path / "pool_main.c"
+    source.write_text("#define _DEFAULT_SOURCE\n" + POOL_MAIN)
+    binary = tmp_path / "pool_main"
+    subprocess.run(
+        [compiler(), *flags, "-I", str(runtime_dir() / "include"), str(source), "-o",
+         str(binary), "-pthread"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1")
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and "POOL-OK" in proc.stdout, proc.stdout + proc.stderr[-4000:]
+    assert "WARNING: ThreadSanitizer" not in proc.stderr
+
+
+STATS_MAIN = textwrap.dedent(
+    """
+    #include <stdlib.h>
+    #include "tfc_gemm.h"
+
+    int main(void) {
+        float *A = calloc(150 * 300, sizeof(float)), *B = calloc(300 * 203, sizeof(float));
+        float *C = calloc(150 * 203, sizeof(float));
+        tfc_threads_set(2);
+        for (int i = 0; i < 5; ++i) tfc_gemm_f32(150, 203, 300, A, 300, 1, B, 203, 1, C);
+        free(A), free(B), free(C);
+        return 0;
+    }
+    """
+)
+
+
+def test_the_stats_build_reports_calls_and_each_threads_cpu_time(tmp_path):
+    """-DTFC_THREADS_STATS (bench/thread_scaling.py): at exit, the parallel calls and their wall
+    time, then the CPU time in them and in tasks on each thread (the caller, one worker)."""
+    source = tmp_path / "stats_main.c"
+    source.write_text("#define _DEFAULT_SOURCE\n" + STATS_MAIN)
+    binary = tmp_path / "stats_main"
+    subprocess.run(
+        [compiler(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-DTFC_THREADS_STATS",
+         "-I", str(runtime_dir() / "include"), str(source), "-o", str(binary), "-lm", "-pthread"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    calls, cpu = proc.stderr.splitlines()
+    assert calls.startswith("tfc threads: 5 parallel calls, "), proc.stderr
+    head, tasks = cpu.split("tasks by thread:")
+    assert head.startswith("tfc threads cpu: ") and float(head.split()[3]) > 0, proc.stderr
+    assert len(tasks.split()) == 2 and sum(float(t) for t in tasks.split()) > 0, proc.stderr
 
 
 def test_generic_and_embedded_builds_compile_without_warnings(tmp_path):

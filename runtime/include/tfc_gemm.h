@@ -10,14 +10,19 @@
  * TF's Relu (x < 0 ? 0 : x). beta = 1 accumulates into an existing gradient buffer.
  *
  * Float types run BLIS-style: the K range in KC blocks, M in MC blocks whose A rows are packed
- * (scaled by alpha) into MR-row panels, N in NR-column panels of packed B, and a register-blocked
- * MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512: 6 x 64 floats in 24 of
- * its 32 registers, B's 4 vectors loaded once per k and A broadcast from the packed panel; AVX2:
+ * (scaled by alpha) into MR-row panels (row-major A with alpha 1 is read in place instead where
+ * every tile of the block is a whole-width one of 2, 4 or MR rows: packing it is a transpose, and
+ * the micro-kernel's broadcasts need no contiguous panel), N in NR-column panels of packed B,
+ * and a register-blocked MR x NR micro-kernel written with GCC/Clang vector extensions (AVX-512:
+ * 6 x 64 floats in 24 of its 32 registers, B's 4 vectors loaded once per k and A broadcast; AVX2:
  * 6 x 16 in 12; SSE, NEON and scalar targets get the same source split or lane by lane). K goes
- * in equal blocks of at most KC (a kc x NR panel of B stays in L1); transposed operands are
- * packed VL x VL blocks at a time, transposed in registers with GCC's shuffles; tiles of 2 or 4
- * rows (M = 64 is ten tiles of 6 and one of 4) run a micro-kernel of that many rows, other
- * edge tiles go through the same micro-kernel on a zero-padded buffer, so every element of C
+ * in equal blocks of at most KC (a kc x NR panel of B stays in L1); row-major B is packed by the
+ * first tile of each panel, which reads it in place and stores each row of the panel as it goes
+ * (its loads from L2 or L3 overlap its multiply-adds; the panel layout, b[kc][NR], is the same
+ * whoever packs it); transposed operands are packed VL x VL blocks at a time, transposed in
+ * registers with GCC's shuffles; tiles of 2 or 4 rows (M = 64 is ten tiles of 6 and one of 4)
+ * run a micro-kernel of that many rows, other edge tiles go through the same micro-kernel on a
+ * zero-padded buffer, so every element of C
  * is the same chain of multiply-adds over k = 0..K-1 (fma(alpha*a_k, b_k, acc) from 0 or
  * beta*C, then bias, then relu) whatever its position, the block sizes or the number of
  * threads: a product computed row by row or split across threads has the same bits. The shape
@@ -34,11 +39,12 @@
  *   - few columns for NR-wide panels but many rows: the packed algorithm on C^T = B^T A^T
  *     (swapped), C's rows filling the vectors, written back through the edge-tile path;
  *   - otherwise the packed algorithm.
- * Packing buffers live on the stack ((MC + NR) * KC elements: 104 KiB on AVX-512 hosts, 80 KiB
+ * Packing buffers live on the stack ((MC + NR) * KC elements: 164 KiB on AVX-512 hosts, 140 KiB
  * on other hosts, 9 KiB under TFC_EMBED): no allocation, no alignment requirement on any
- * pointer. Large products are split between the threads of tfc_threads.h over NR panels (of C^T
- * when swapped), over rows (narrow) or over blocks of TFC_GEMM_ROW_COLS columns (a row or two);
- * the K reduction is never split.
+ * pointer. Large products are split between the threads of tfc_threads.h over rows of C where
+ * each thread then packs less (tfc_gemm_rows_pay: many rows), else over NR panels (of C^T when
+ * swapped), over rows (narrow) or over blocks of TFC_GEMM_ROW_COLS columns (a row or two); one
+ * task per thread goes to the same thread every call. The K reduction is never split.
  */
 #ifndef TFC_GEMM_H
 #define TFC_GEMM_H
@@ -69,13 +75,22 @@
 #define TFC_GEMM_ROW_COLS 256
 #else
 #define TFC_GEMM_KC 128 /* float; double: half, the same bytes (kc x NR: 32 KiB) */
-#define TFC_GEMM_MC 144
+/* rows of A packed per block (A's block in L2, 132 KiB): 264 covers a batch of 256 in one block,
+ * so B (transposed in dX = dY W^T) is packed once per product; 144 packed it twice there */
+#define TFC_GEMM_MC 264
 /* the row kernel's register block, in floats: 16 of AVX-512's 32 registers (a GEMV streams
  * its weights row by row: the wider the block, the fewer passes), 8 elsewhere */
 #define TFC_GEMM_ROW_COLS (TFC_GEMM_VBYTES == 64 ? 256 : 2 * TFC_GEMM_VBYTES)
 #endif
 #endif
 #define TFC_GEMM_MR 6
+/* whether the first tile of a panel packs row-major B as it reads it (a copy of the micro-kernel:
+ * not where code size counts) */
+#ifdef TFC_EMBED
+#define TFC_GEMM_FILL 0
+#else
+#define TFC_GEMM_FILL 1
+#endif
 /* rows of accumulators of the narrow kernel (products of at most one vector of columns) */
 #define TFC_GEMM_NARROW 8
 /* products of at most this many columns run the C^T kernel where there are 32 registers */
@@ -177,11 +192,11 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
 #define TFC_GEMM_TRANSPOSE(T, V, VI, VL, r)                                                      \
     do {                                                                                         \
         VI lane_;                                                                                \
-        for (int j_ = 0; j_ < (VL); ++j_) lane_[j_] = j_;                                        \
-        for (int d_ = (VL) / 2; d_ >= 1; d_ /= 2) {                                              \
+        _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (VL); ++j_) lane_[j_] = j_;               \
+        _Pragma("GCC unroll 4") for (int d_ = (VL) / 2; d_ >= 1; d_ /= 2) {                      \
             const VI odd_ = (VI)((lane_ & d_) != 0) & ((VI){0} + ((VL)-d_));                     \
             const VI lo_ = lane_ + odd_, hi_ = lane_ + d_ + odd_;                                \
-            for (int i_ = 0; i_ < (VL); ++i_) {                                                  \
+            _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (VL); ++i_) {                         \
                 if (i_ & d_) continue;                                                           \
                 const V a_ = (r)[i_], b_ = (r)[i_ + d_];                                         \
                 (r)[i_] = __builtin_shuffle(a_, b_, lo_);                                        \
@@ -202,17 +217,45 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
 
 /* One float GEMM family per type: T the element, V its vector, VU the same read in place, VI the
  * same-width integer vector, VL lanes, NR = TFC_GEMM_NV * VL columns per micro-tile. */
+/* the first row of part `part` of `parts` of M rows split between the threads: boundaries at
+ * even rows, so that each part's last tile has 2, 4 or MR rows (micro-kernels of their own,
+ * no tile buffer) */
+static inline int64_t tfc_gemm_row_split(int64_t M, int64_t parts, int64_t part) {
+    const int64_t pairs = TFC_IDIV(M + 1, 2);
+    const int64_t row = 2 * TFC_IDIV(part * pairs, parts);
+    return row < M ? row : M;
+}
+
+/* whether `tasks` threads pack less splitting C by rows than by NR panels of columns (a split
+ * by columns packs all of A on every thread and its panels of B once per MC block of rows; by
+ * rows, its own rows of A and all of B once per MC block of its rows). Large M: the forward
+ * product of a batch of 256 packs 502K values a thread by rows against 602K by columns; at
+ * M = 64 the columns win (251K against 426K). */
+static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tasks, int64_t nr) {
+    const int64_t share = TFC_IDIV(M + tasks - 1, tasks);
+    if (share < 4 * TFC_GEMM_MR) return 0;
+    const int64_t panels = TFC_IDIV(N + nr - 1, nr);
+    const int64_t cols = TFC_IDIV(panels + tasks - 1, tasks) * nr;
+    const int64_t by_cols = M * K + cols * K * TFC_IDIV(M + TFC_GEMM_MC - 1, TFC_GEMM_MC);
+    const int64_t by_rows =
+        share * K + panels * nr * K * TFC_IDIV(share + TFC_GEMM_MC - 1, TFC_GEMM_MC);
+    return by_rows < by_cols;
+}
+
 #define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VU, VI, VL, KC)                                         \
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
-    /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of packed a[kc][MR] and \
-     * b[kc][NR] (one FMA chain per element, k in order); then bias, relu and the store to C (row \
-     * stride ldc). mr <= MR rows, a constant where it is called (tfc_gemm_kernel_* below), so an \
-     * edge tile of fewer rows computes only those. Loads and stores through VU (may alias T);   \
-     * the accumulators stay registers. */                                                       \
+    /* the micro-kernel: acc[mr][NR] = C, beta*C or 0, plus the products of a[kc][mr] (element   \
+     * (k, r) at a[k*ask + r*asr]: packed, ask = MR and asr = 1; row-major A in place, ask = 1)  \
+     * and b[kc][NR], b's rows sb apart (NR when packed; one FMA chain per element, k in order); \
+     * then bias, relu and the store to C (row stride ldc). mr <= MR rows and fill (b's rows    \
+     * also copied into the packed panel bout[kc][NR]) are constants where it is called          \
+     * (tfc_gemm_kernel_* below), so an edge tile of fewer rows computes only those. Loads and   \
+     * stores through VU (may alias T); the accumulators stay registers. */                      \
     static inline __attribute__((always_inline)) void tfc_gemm_kernel_rows_##tag(                \
-        int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc, T beta, \
-        const T *restrict bias, int relu, const int mr) {                                        \
+        int64_t kc, const T *restrict a, int64_t ask, int64_t asr, const T *restrict b,          \
+        int64_t sb, T *restrict bout, T *restrict c, int64_t ldc, T beta,                        \
+        const T *restrict bias, int relu, const int mr, const int fill) {                        \
         enum { NV = TFC_GEMM_NV, MR = TFC_GEMM_MR, NR = TFC_GEMM_NV * (VL) };                    \
         V acc[MR][NV];                                                                           \
         if (beta == (T)0) {                                                                      \
@@ -227,10 +270,12 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         }                                                                                        \
         for (int64_t k = 0; k < kc; ++k) {                                                       \
             V bv[NV];                                                                            \
-            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * NR + v * (VL));           \
-            const T *restrict ak = a + k * MR;                                                   \
+            for (int v = 0; v < NV; ++v) bv[v] = *(const VU *)(b + k * sb + v * (VL));           \
+            if (fill)                                                                            \
+                for (int v = 0; v < NV; ++v) *(VU *)(bout + k * NR + v * (VL)) = bv[v];          \
+            const T *restrict ak = a + k * ask;                                                  \
             for (int r = 0; r < mr; ++r) {                                                       \
-                const V ar = TFC_GEMM_SPLAT(V, ak[r]);                                           \
+                const V ar = TFC_GEMM_SPLAT(V, ak[r * asr]);                                     \
                 for (int v = 0; v < NV; ++v) acc[r][v] = TFC_GEMM_FMA_##tag(ar, bv[v], acc[r][v]); \
             }                                                                                    \
         }                                                                                        \
@@ -250,16 +295,55 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
     }                                                                                            \
                                                                                                  \
     /* the micro-kernel on mr = 2, 4 or MR rows: one inlined copy each (odd row counts run       \
-     * rounded up, on the tile buffer) */                                                        \
-    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, const T *restrict b, \
-                                             T *restrict c, int64_t ldc, T beta,                 \
-                                             const T *restrict bias, int relu, int64_t mr) {     \
+     * rounded up, on the tile buffer), A packed (lda = 0) or read in place (rows lda apart) */  \
+    static inline void tfc_gemm_kernel_##tag(int64_t kc, const T *restrict a, int64_t lda,       \
+                                             const T *restrict b, T *restrict c, int64_t ldc,    \
+                                             T beta, const T *restrict bias, int relu,           \
+                                             int64_t mr) {                                       \
+        enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
+        if (lda == 0) {                                                                          \
+            if (mr <= 2) {                                                                       \
+                tfc_gemm_kernel_rows_##tag(kc, a, MR, 1, b, NR, NULL, c, ldc, beta, bias, relu,  \
+                                           2, 0);                                                \
+            } else if (mr <= 4) {                                                                \
+                tfc_gemm_kernel_rows_##tag(kc, a, MR, 1, b, NR, NULL, c, ldc, beta, bias, relu,  \
+                                           4, 0);                                                \
+            } else {                                                                             \
+                tfc_gemm_kernel_rows_##tag(kc, a, MR, 1, b, NR, NULL, c, ldc, beta, bias, relu,  \
+                                           MR, 0);                                               \
+            }                                                                                    \
+        } else if (TFC_GEMM_FILL) {                                                              \
+            if (mr <= 2) {                                                                       \
+                tfc_gemm_kernel_rows_##tag(kc, a, 1, lda, b, NR, NULL, c, ldc, beta, bias, relu, \
+                                           2, 0);                                                \
+            } else if (mr <= 4) {                                                                \
+                tfc_gemm_kernel_rows_##tag(kc, a, 1, lda, b, NR, NULL, c, ldc, beta, bias, relu, \
+                                           4, 0);                                                \
+            } else {                                                                             \
+                tfc_gemm_kernel_rows_##tag(kc, a, 1, lda, b, NR, NULL, c, ldc, beta, bias, relu, \
+                                           MR, 0);                                               \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+    /* the same on a panel of row-major B read in place (row stride sbk), copied into the packed \
+     * panel bout as it goes: the first tile of a panel packs it for the others, its loads from \
+     * L2 or L3 overlapping its multiply-adds instead of a copy loop of their own */             \
+    static inline void tfc_gemm_kernel_fill_##tag(int64_t kc, const T *restrict a, int64_t lda,  \
+                                                  const T *restrict b, int64_t sbk,              \
+                                                  T *restrict bout, T *restrict c, int64_t ldc,  \
+                                                  T beta, const T *restrict bias, int relu,      \
+                                                  int64_t mr) {                                  \
+        enum { MR = TFC_GEMM_MR };                                                               \
+        const int64_t ask = lda == 0 ? MR : 1, asr = lda == 0 ? 1 : lda;                         \
         if (mr <= 2) {                                                                           \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 2);                   \
+            tfc_gemm_kernel_rows_##tag(kc, a, ask, asr, b, sbk, bout, c, ldc, beta, bias, relu,  \
+                                       2, 1);                                                    \
         } else if (mr <= 4) {                                                                    \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, 4);                   \
+            tfc_gemm_kernel_rows_##tag(kc, a, ask, asr, b, sbk, bout, c, ldc, beta, bias, relu,  \
+                                       4, 1);                                                    \
         } else {                                                                                 \
-            tfc_gemm_kernel_rows_##tag(kc, a, b, c, ldc, beta, bias, relu, TFC_GEMM_MR);         \
+            tfc_gemm_kernel_rows_##tag(kc, a, ask, asr, b, sbk, bout, c, ldc, beta, bias, relu,  \
+                                       MR, 1);                                                   \
         }                                                                                        \
     }                                                                                            \
     /* rows [0, mc) x k [0, kc) of alpha*A into MR-row panels a[kc][MR], zero-padded rows.       \
@@ -409,14 +493,26 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             const int relu = last && g->relu;                                                    \
             for (int64_t i0 = 0; i0 < M; i0 += TFC_GEMM_MC) {                                    \
                 const int64_t mc = M - i0 < TFC_GEMM_MC ? M - i0 : TFC_GEMM_MC;                  \
-                tfc_gemm_pack_a_##tag(mc, kc, A + i0 * sam + p0 * sak, sam, sak, alpha_a,        \
-                                      apack);                                                    \
+                /* row-major A is read in place where every tile runs the micro-kernel on C:    \
+                 * no packing pass (it transposes); a block with a partial panel or an odd row  \
+                 * tile packs, for the tile buffer */                                            \
+                const int64_t lda = TFC_GEMM_FILL && sak == 1 && alpha_a == (T)1 && !swap &&     \
+                                            (n1 - n0) % NR == 0 &&                               \
+                                            (mc % MR == 0 || mc % MR == 2 || mc % MR == 4)       \
+                                        ? sam                                                    \
+                                        : 0;                                                     \
+                const T *const ablock = A + i0 * sam + p0 * sak;                                 \
+                if (lda == 0) tfc_gemm_pack_a_##tag(mc, kc, ablock, sam, sak, alpha_a, apack);   \
                 for (int64_t j0 = n0; j0 < n1; j0 += NR) {                                       \
                     const int64_t nc = n1 - j0 < NR ? n1 - j0 : (int64_t)NR;                     \
+                    const int64_t mr0 = mc < MR ? mc : (int64_t)MR;                              \
+                    const int fill = TFC_GEMM_FILL && g->Bp == NULL && nc == NR && !swap &&      \
+                                     sbn == 1 && alpha_b == (T)1 &&                              \
+                                     (mr0 == MR || mr0 == 2 || mr0 == 4);                        \
                     const T *bp = bpack;                                                         \
                     if (g->Bp != NULL) /* packed before the call: panel j0 / NR of block p0 */   \
                         bp = g->Bp + p0 * TFC_IDIV(g->N + NR - 1, NR) * NR + j0 * kc;            \
-                    else                                                                         \
+                    else if (!fill)                                                              \
                         tfc_gemm_pack_b_##tag(nc, kc, B + p0 * sbk + j0 * sbn, sbk, sbn,         \
                                               alpha_b, bpack);                                   \
                     const T *bias = last && !swap && g->bias != NULL ? g->bias + j0 : NULL;      \
@@ -427,9 +523,14 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
+                        const T *a = lda ? ablock + i * lda : apack + i * kc;                    \
+                        if (fill && i == 0) {                                                    \
+                            tfc_gemm_kernel_fill_##tag(kc, a, lda, B + p0 * sbk + j0, sbk,       \
+                                                       bpack, c, csr, beta, bias, relu, mr);     \
+                            continue;                                                            \
+                        }                                                                        \
                         if (nc == NR && !swap && (mr == MR || mr == 2 || mr == 4)) {             \
-                            tfc_gemm_kernel_##tag(kc, apack + i * kc, bp, c, csr, beta,          \
-                                                  bias, relu, mr);                               \
+                            tfc_gemm_kernel_##tag(kc, a, lda, bp, c, csr, beta, bias, relu, mr); \
                             continue;                                                            \
                         }                                                                        \
                         for (int64_t r = 0; r < MR; ++r)                                         \
@@ -437,7 +538,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
                                 tile[r * NR + j] = r < mr && j < nc && beta != (T)0              \
                                                        ? c[r * csr + j * csc]                    \
                                                        : (T)0;                                   \
-                        tfc_gemm_kernel_##tag(kc, apack + i * kc, bp, tile, NR, beta, bias,      \
+                        tfc_gemm_kernel_##tag(kc, apack + i * kc, 0, bp, tile, NR, beta, bias,   \
                                               relu && !swap, mr);                                \
                         for (int64_t r = 0; r < mr; ++r) {                                       \
                             const T *t = tile + r * NR;                                          \
@@ -520,6 +621,19 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         const int64_t end = j1 < g->N ? j1 : g->N;                                               \
         for (int64_t i = 0; i < g->M; ++i)                                                       \
             tfc_gemm_row_##tag(g, g->A + i * g->sam, g->C + i * g->ldc, j0, end);                \
+    }                                                                                            \
+    /* rows [m0, m1) of C (task of panels_per_task): the packed algorithm on that view, its own  \
+     * rows of A packed and all of B, each element the same chain as in the whole product */     \
+    static inline void tfc_gemm_rows_task_##tag(void *ctx, int64_t task) {                       \
+        const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
+        const int64_t m0 = tfc_gemm_row_split(g->M, g->panels_per_task, task);                   \
+        const int64_t m1 = tfc_gemm_row_split(g->M, g->panels_per_task, task + 1);               \
+        if (m1 <= m0) return;                                                                    \
+        tfc_gemm_args_##tag view = *g;                                                           \
+        view.M = m1 - m0;                                                                        \
+        view.A = g->A + m0 * g->sam;                                                             \
+        view.C = g->C + m0 * g->ldc;                                                             \
+        tfc_gemm_columns_##tag(&view, 0, g->N);                                                  \
     }                                                                                            \
     static inline void tfc_gemm_task_##tag(void *ctx, int64_t task) {                            \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
@@ -753,7 +867,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
             g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
             tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_row_task_##tag, &g);                        \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_row_task_##tag, &g);                      \
             return;                                                                              \
         }                                                                                        \
         if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) { /* C^T, rows split */     \
@@ -766,7 +880,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
             g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
             tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_tall_task_##tag, &g);                       \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_tall_task_##tag, &g);                     \
             return;                                                                              \
         }                                                                                        \
         if (N <= (VL)) { /* one vector per row of C: rows split between the threads */           \
@@ -779,7 +893,7 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
             }                                                                                    \
             g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
             tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_narrow_task_##tag, &g);                     \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_narrow_task_##tag, &g);                   \
             return;                                                                              \
         }                                                                                        \
         g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
@@ -787,18 +901,28 @@ TFC_GEMM_DEFINE_TAIL(f64, double, tfc_vf64, TFC_GEMM_VBYTES / 8, unsigned char,
         const int64_t panels = TFC_IDIV(cols + TFC_GEMM_NV * (VL)-1, TFC_GEMM_NV * (VL));        \
         int64_t tasks = tfc_threads_count();                                                     \
         if (TFC_GEMM_SERIAL(M, N, K)) tasks = 1;                                                 \
+        if (tasks > 1 && !g.swap && tfc_gemm_rows_pay(M, N, K, tasks, TFC_GEMM_NV * (VL))) {     \
+            g.panels_per_task = tasks; /* the row task's count of parts */                       \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_rows_task_##tag, &g);                     \
+            return;                                                                              \
+        }                                                                                        \
         if (tasks > panels) tasks = panels;                                                      \
         if (tasks <= 1) {                                                                        \
             tfc_gemm_columns_##tag(&g, 0, cols);                                                 \
             return;                                                                              \
         }                                                                                        \
+        const int64_t threads = tasks;                                                           \
         /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
          * machine) leaves its share to the others; a task repacks A, so not smaller */          \
         const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4); \
         if (finer > tasks) tasks = finer;                                                        \
         g.panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                 \
         tasks = TFC_IDIV(panels + g.panels_per_task - 1, g.panels_per_task);                     \
-        tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
+        if (tasks <= threads) { /* a task per thread: the same columns on the same thread */     \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_task_##tag, &g);                          \
+        } else {                                                                                 \
+            tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                            \
+        }                                                                                        \
     }                                                                                            \
                                                                                                  \
     static inline void tfc_gemm_##tag(int64_t M, int64_t N, int64_t K, const T *A, int64_t sam,  \

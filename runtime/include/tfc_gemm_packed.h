@@ -195,6 +195,12 @@ static inline void tfc_gemm_packed_bump(uint64_t *epoch) {
         /* the thread split of tfc_gemm_<tag>_ex's packed path (unswapped) */                    \
         const int64_t panel_count = TFC_IDIV(N + NR - 1, NR);                                    \
         int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                      \
+        /* B already packed: by rows of C each thread packs only its own rows of A */            \
+        if (tasks > 1 && TFC_IDIV(M + tasks - 1, tasks) >= 4 * TFC_GEMM_MR) {                    \
+            g.panels_per_task = tasks; /* the row task's count of parts */                       \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_rows_task_##tag, &g);                     \
+            return;                                                                              \
+        }                                                                                        \
         if (tasks > panel_count) tasks = panel_count;                                            \
         if (tasks <= 1) {                                                                        \
             tfc_gemm_columns_##tag(&g, 0, N);                                                    \

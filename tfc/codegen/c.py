@@ -152,6 +152,9 @@ def matmul_kernel(kernel: Kernel) -> KernelTemplate:
 
 
 def fused_kernel(kernel: Kernel) -> KernelTemplate:
+    cols = fusion.c_fused_cols(kernel)
+    if cols is not None:
+        return "fused_cols", cols
     rows = fusion.c_fused_rows(kernel)
     if rows is not None:
         return "fused_rows", rows

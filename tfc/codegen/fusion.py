@@ -451,10 +451,17 @@ class _CLowering:
         self.spec = spec
         self.names: dict[int, str] = {}
 
-    def phase(self, phase: int, row_range: tuple[str, str] | None = None) -> list[str]:
+    def phase(
+        self,
+        phase: int,
+        row_range: tuple[str, str] | None = None,
+        col_range: tuple[str, str] | None = None,
+    ) -> list[str]:
         """The loop nest of `phase`; with `row_range` (phase 0 of a product's post-processing,
         c_fused_rows), only the rows [begin, end) named by it, their GEMM blocks computed by
-        the caller."""
+        the caller; with `col_range` (c_fused_cols: a part of the product's columns on one
+        thread), only the columns [begin, end) named by it, in both phases, GEMM blocks
+        included."""
         spec = self.spec
         plan, members, outputs = spec.plan, spec.members, spec.outputs
         space = plan.space
@@ -515,7 +522,7 @@ class _CLowering:
             if m.kind == "matmul":  # its rows land in an output or the scratch; the loop reads them
                 row = outputs[plan.row_buffer]
                 outer, inner = _gemm_rows(
-                    spec, m, plan.row_buffer, scratch == j, j in read, call=row_range is None
+                    spec, m, plan.row_buffer, scratch == j, j in read, row_range is None, col_range
                 )
                 before.setdefault(0, []).extend(outer)
                 before.setdefault(1, []).extend(inner)
@@ -533,7 +540,12 @@ class _CLowering:
             body += update_lines(spec, self.names[grad], nest.index(ref_at))
         if phase == 1 and not body:
             return []
-        return nest_lines(nest.bounds, nest.vars, body, before, after, first_range=row_range)
+        ranges = {}
+        if col_range is not None:  # phase 0: rows x columns; phase 1: the kept columns
+            if len(nest.bounds) != 2 - phase or nest.bounds[-1] != space[-1]:
+                raise ValueError(f"no column range in a nest over {nest.bounds}")
+            ranges[len(nest.bounds) - 1] = col_range
+        return nest_lines(nest.bounds, nest.vars, body, before, after, row_range, ranges)
 
     def _reduce(self, j, nest, at, value, phase, body, before, after, read) -> None:
         """Phase 0: accumulate into the output (or a local over a trailing reduced run);
@@ -578,9 +590,18 @@ class _CLowering:
             body.append(f"{out} = " + combine.format(a=out, b=value) + ";")
 
 
-def _gemm_call(spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, row: str) -> str:
+def _gemm_call(
+    spec: FusedSpec,
+    m: Member,
+    row_buffer: int,
+    scratch: bool,
+    row: str,
+    cols: tuple[str, str] | None = None,
+) -> str:
     """The GEMM call of the block of rows starting at row `row` (a multiple of the block) of
-    MatMul member `m`: into output `row_buffer`'s rows, or into the scratch rows."""
+    MatMul member `m`: into output `row_buffer`'s rows, or into the scratch rows; with `cols`
+    (begin, end), only those columns of them (each element the same chain of multiply-adds
+    as in the whole product: the same bits)."""
     a, b, k, sam, sak, sbk, sbn = member_gemm(spec, m)
     rows, n = m.shape
     block = gemm_block_rows(m)
@@ -590,10 +611,16 @@ def _gemm_call(spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, row: 
     if block == rows:
         a_rows, c_rows = f"x{a}", "s" if scratch else f"y{row_buffer}"
     count = f"({rows} - {row} < {block} ? {rows} - {row} : {block})" if rows % block else str(block)
+    b_cols, width = f"x{b}", str(n)
+    if cols is not None:
+        if not m.dtype.is_floating:
+            raise ValueError("a column range of an integer product (no strided output)")
+        begin, end = cols
+        b_cols, c_rows, width = f"x{b} + {begin} * {sbn}", f"{c_rows} + {begin}", f"{end} - {begin}"
     if m.dtype.is_floating:
         return (
-            f"{gemm_function(spec, m, 'tfc_gemm')}_ex({count}, {n}, {k}, {a_rows}, {sam}, {sak}, "
-            f"x{b}, "
+            f"{gemm_function(spec, m, 'tfc_gemm')}_ex({count}, {width}, {k}, {a_rows}, {sam}, "
+            f"{sak}, {b_cols}, "
             f"{sbk}, {sbn}, {c_rows}, {n}, {one}, {zero}, NULL, 0);"
         )
     # integer products have no _ex form (nor its alpha, beta, bias): rows of n values
@@ -604,20 +631,27 @@ def _gemm_call(spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, row: 
 
 
 def _gemm_rows(
-    spec: FusedSpec, m: Member, row_buffer: int, scratch: bool, read: bool, call: bool = True
+    spec: FusedSpec,
+    m: Member,
+    row_buffer: int,
+    scratch: bool,
+    read: bool,
+    call: bool = True,
+    cols: tuple[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """The statements before the row loop and at its top: at every GEMM_ROWS-th row i0 (or
     once before the loop when one block holds all rows), the next block of rows of the
-    product, into output `row_buffer`'s rows or into the scratch rows, with s_row pointing at
-    row i0's (the same operations per element as the whole product: the same bits). Without
-    `call`, only s_row: the caller computes the blocks."""
+    product (only columns `cols` of it, when given), into output `row_buffer`'s rows or into
+    the scratch rows, with s_row pointing at row i0's (the same operations per element as the
+    whole product: the same bits). Without `call`, only s_row: the caller computes the
+    blocks."""
     rows, n = m.shape
     block = gemm_block_rows(m)
     in_block = f"TFC_IMOD(i0, {block})"
     outer: list[str] = []
     inner: list[str] = []
     if call:
-        gemm = _gemm_call(spec, m, row_buffer, scratch, "i0")
+        gemm = _gemm_call(spec, m, row_buffer, scratch, "i0", cols)
         outer, inner = ([gemm], []) if block == rows else ([], [f"if ({in_block} == 0) {gemm}"])
     if scratch and read:
         offset = "0" if rows == 1 else f"{in_block} * {n}" if block < rows else f"i0 * {n}"
@@ -660,6 +694,63 @@ def c_fused_rows(kernel: Kernel) -> dict | None:
         "cols": n,
         "block": gemm_block_rows(m),
         "gemm": _gemm_call(spec, m, plan.row_buffer, scratch, "b0"),
+        "after": after,
+    }
+
+
+# the columns of c_fused_cols' parts come in multiples of this: every target's NR panel width
+# (AVX-512: 64 floats), so no part's GEMM ends in a partial panel that a whole product has not
+_COLUMN_BLOCK = 64
+
+
+def c_fused_cols(kernel: Kernel) -> dict | None:
+    """The C kernel of a Fusion node whose MatMul member is post-processed element by element
+    (a weight gradient's update) or reduced over its rows (a bias gradient: dX = dY W^T,
+    ReluGrad, the column Sum, its Adam update), as the data of
+    templates/c/kernels/fused_cols.c.j2: the columns split between the threads, each part
+    running the whole kernel on its columns, the GEMM blocks of those columns included, so a
+    thread post-processes the values it has just computed, in its own cache, and the kernel
+    is one parallel call. Each column's sum still runs over the rows in order and each product
+    element is the same chain of multiply-adds: the same bits whatever the thread count. None
+    for any other Fusion and for products of fewer than two blocks of columns (c_fused_rows
+    splits the rows of those)."""
+    spec: FusedSpec = kernel.spec
+    plan = spec.plan
+    if spec.accumulate is not None or kernel.can_fail:
+        return None
+    if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
+        return None
+    m = spec.members[plan.matmul]
+    if not m.dtype.is_floating or len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
+        return None
+    rows, n = m.shape
+    if n < 2 * _COLUMN_BLOCK or (spec.reduces and set(plan.reduced) != {0}):
+        return None
+    if any(num_elements(spec.members[j].shape) != n for j in spec.reduces):
+        return None
+    lowering = _CLowering(spec)
+    cols = ("c0", "c1")
+    # the part reads only its columns of each parameter, some of them in none of its loops
+    lines = ["    " + ", ".join(f"(void){p.name}" for p in kernel.params) + ";"]
+    for j in spec.reduces:
+        reduction = member_reduction(spec.members[j])
+        init = c_literal(reduction.identity(spec.members[j].dtype), spec.members[j].dtype)
+        lines.append(f"    for (int64_t o = c0; o < c1; ++o) y{spec.outputs.index(j)}[o] = {init};")
+    lines += lowering.phase(0, col_range=cols)
+    if spec.reduces:
+        lines += lowering.phase(1, col_range=cols)
+    after = []
+    if spec.row_scratch is not None:  # the scratch output holds the product's last row
+        kept, o = spec.members[spec.row_scratch], spec.outputs.index(spec.row_scratch)
+        last = (kept.shape[0] - 1) % gemm_block_rows(kept) * kept.shape[1]
+        after.append(f"memcpy(y{o}, s + {last}, {kept.shape[1]} * sizeof({kept.dtype.c_type}));")
+    return {
+        "fields": [f"{'const ' if p.const else ''}{p.ctype} *{p.name}" for p in kernel.params],
+        "unpacked": ", ".join(f"c->{p.name}" for p in kernel.params),
+        "cols_body": lines,
+        "rows": rows,
+        "cols": n,
+        "column_block": _COLUMN_BLOCK,
         "after": after,
     }
 

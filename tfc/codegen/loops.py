@@ -47,16 +47,21 @@ def nest_lines(
     before: dict[int, list[str]] | None = None,
     after: dict[int, list[str]] | None = None,
     first_range: tuple[str, str] | None = None,
+    ranges: dict[int, tuple[str, str]] | None = None,
 ) -> list[str]:
     """The lines of a loop nest with `body` innermost; before[k] / after[k] are statements run
     just before loop k opens and just after it closes (inside loop k - 1): per-row work such
     as a GEMM row or an accumulator that spans the inner loops. k = len(bounds) is the body's
-    own level. `first_range` (begin, end): the outermost loop runs over [begin, end) only."""
+    own level. `first_range` (begin, end): the outermost loop runs over [begin, end) only;
+    `ranges` {k: (begin, end)}: loop k does."""
     before, after = before or {}, after or {}
     opens, indent, closes = loop_lines(bounds, names)
+    ranges = dict(ranges or {})
     if first_range is not None:
-        begin, end = first_range
-        opens[0] = f"    for (int64_t {names[0]} = {begin}; {names[0]} < {end}; ++{names[0]}) {{"
+        ranges[0] = first_range
+    for k, (begin, end) in ranges.items():
+        pad = "    " * (1 + k)
+        opens[k] = f"{pad}for (int64_t {names[k]} = {begin}; {names[k]} < {end}; ++{names[k]}) {{"
     lines: list[str] = []
     for k in range(len(bounds) + 1):
         pad = "    " * (1 + k)
