@@ -245,7 +245,34 @@ def pool_program() -> tuple[tfc.Graph, dict, list[tuple]]:
                  apply_op("MaxPoolGradGrad", [tt, dyt, gt], attrs).outputs[0],
                  max_pool_grad_grad_np(ties, g, ks, st, pad), (0, 0)),
             ]  # fmt: skip
+        cases += _explicit_max_pool_cases(rng, feeds)
     return graph, feeds, cases
+
+
+def _explicit_max_pool_cases(rng, feeds) -> list[tuple]:
+    """MaxPool and its gradients with explicit padding (ONNX's pads, uneven on purpose): the
+    VALID pool of the image padded with -inf, ties so that the first maximum must win."""
+    xs, ks, st, pads = (2, 7, 6, 3), (3, 2), (2, 1), ((0, 2), (1, 0))
+    attrs = {"ksize": [1, *ks, 1], "strides": [1, *st, 1], "padding": "EXPLICIT",
+             "explicit_paddings": [0, 0, *pads[0], *pads[1], 0, 0]}  # fmt: skip
+    ties = rng.integers(-2, 3, xs).astype(np.float32)
+    padded = np.pad(ties, [(0, 0), *pads, (0, 0)], constant_values=-np.inf)
+    dy = rng.standard_normal(out_shape(padded.shape, ks, st, "VALID", xs[3])).astype(np.float32)
+    g = rng.standard_normal(xs).astype(np.float32)
+    tt, dyt, gt = (tfc.placeholder(v.dtype, v.shape) for v in (ties, dy, g))
+    feeds.update({tt: ties, dyt: dy, gt: g})
+    pooled = apply_op("MaxPool", [tt], attrs).outputs[0]
+    inside = (slice(None), slice(pads[0][0], pads[0][0] + xs[1]))
+    inside += (slice(pads[1][0], pads[1][0] + xs[2]),)
+    g_padded = np.pad(g, [(0, 0), *pads, (0, 0)])
+    return [
+        ("MaxPool explicit", pooled, max_pool_np(padded, ks, st, "VALID"), (0, 0)),
+        ("MaxPoolGrad explicit", apply_op("MaxPoolGrad", [tt, pooled, dyt], attrs).outputs[0],
+         max_pool_grad_np(padded, dy, ks, st, "VALID")[inside], tol("float32", 4)),
+        ("MaxPoolGradGrad explicit",
+         apply_op("MaxPoolGradGrad", [tt, pooled, gt], attrs).outputs[0],
+         max_pool_grad_grad_np(padded, g_padded, ks, st, "VALID"), (0, 0)),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
