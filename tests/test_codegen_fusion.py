@@ -76,6 +76,22 @@ def _assert_identical(a, b):
         np.testing.assert_array_equal(x, y, err_msg=f"fetch {i}")
 
 
+def _assert_same_bits_unfused_and_at_1_2_3_threads(train, feed):
+    """The variables after three training steps: the fused kernels at 1, 2 and 3 threads give
+    the bits of the unfused ops."""
+    init = tf.global_variables_initializer()
+    results = []
+    for options, threads in ((UNFUSED, 1), (FUSED, 1), (FUSED, 2), (FUSED, 3)):
+        options = tf.ConfigProto(intra_op_parallelism_threads=threads, compile_options=options)
+        with tf.Session(config=options) as sess:
+            sess.run(init)
+            for _ in range(3):
+                sess.run(train, feed)
+            results.append(sess.run(tf.global_variables()))
+    for other in results[1:]:
+        _assert_identical(results[0], other)
+
+
 def _source(fetches, feed_dict):
     with tf.Session(config=FUSED) as sess:
         return sess.source(fetches, feed_dict)
@@ -413,17 +429,7 @@ def test_an_update_after_a_product_splits_its_rows_between_threads_with_the_same
         y: rng.normal(size=(16, 120)).astype(np.float32),
     }
     assert "_rows_at(" in _source([train], feed)
-    init = tf.global_variables_initializer()
-    results = []
-    for options, threads in ((UNFUSED, 1), (FUSED, 1), (FUSED, 2), (FUSED, 3)):
-        options = tf.ConfigProto(intra_op_parallelism_threads=threads, compile_options=options)
-        with tf.Session(config=options) as sess:
-            sess.run(init)
-            for _ in range(3):
-                sess.run(train, feed)
-            results.append(sess.run(tf.global_variables()))
-    for other in results[1:]:
-        _assert_identical(results[0], other)
+    _assert_same_bits_unfused_and_at_1_2_3_threads(train, feed)
 
 
 def test_a_bias_gradient_splits_its_columns_between_threads_with_the_same_bits():
@@ -449,14 +455,4 @@ def test_a_bias_gradient_splits_its_columns_between_threads_with_the_same_bits()
     source = _source([train], feed)
     assert source.count("_cols_at(c0, c1 < 300 ? c1 : 300") == 2  # hidden's bias and kernel
     assert source.count("_cols_at(c0, c1 < 200 ? c1 : 200") == 1  # out's kernel
-    init = tf.global_variables_initializer()
-    results = []
-    for options, threads in ((UNFUSED, 1), (FUSED, 1), (FUSED, 2), (FUSED, 3)):
-        options = tf.ConfigProto(intra_op_parallelism_threads=threads, compile_options=options)
-        with tf.Session(config=options) as sess:
-            sess.run(init)
-            for _ in range(3):
-                sess.run(train, feed)
-            results.append(sess.run(tf.global_variables()))
-    for other in results[1:]:
-        _assert_identical(results[0], other)
+    _assert_same_bits_unfused_and_at_1_2_3_threads(train, feed)

@@ -681,11 +681,7 @@ def c_fused_rows(kernel: Kernel) -> dict | None:
     # the GEMM's operands and the outputs written after the loop are parameters it never reads
     unused = ", ".join(f"(void){p.name}" for p in kernel.params)
     lines = [f"    {unused};", *_CLowering(spec).phase(0, row_range=("begin", "end"))]
-    after = []
-    if spec.row_scratch is not None:  # the scratch output holds the product's last row
-        kept, o = spec.members[spec.row_scratch], spec.outputs.index(spec.row_scratch)
-        last = (kept.shape[0] - 1) % gemm_block_rows(kept) * kept.shape[1]
-        after.append(f"memcpy(y{o}, s + {last}, {kept.shape[1]} * sizeof({kept.dtype.c_type}));")
+    after = _last_row_copy(spec)
     return {
         "fields": [f"{'const ' if p.const else ''}{p.ctype} *{p.name}" for p in kernel.params],
         "unpacked": ", ".join(f"c->{p.name}" for p in kernel.params),
@@ -696,6 +692,16 @@ def c_fused_rows(kernel: Kernel) -> dict | None:
         "gemm": _gemm_call(spec, m, plan.row_buffer, scratch, "b0"),
         "after": after,
     }
+
+
+def _last_row_copy(spec: FusedSpec) -> list[str]:
+    """The statement after a split kernel's parts: where the scratch output holds the
+    product's last row, its copy from the last block's buffer (none otherwise)."""
+    if spec.row_scratch is None:
+        return []
+    kept, o = spec.members[spec.row_scratch], spec.outputs.index(spec.row_scratch)
+    last = (kept.shape[0] - 1) % gemm_block_rows(kept) * kept.shape[1]
+    return [f"memcpy(y{o}, s + {last}, {kept.shape[1]} * sizeof({kept.dtype.c_type}));"]
 
 
 # the columns of c_fused_cols' parts come in multiples of this: every target's NR panel width
@@ -739,11 +745,7 @@ def c_fused_cols(kernel: Kernel) -> dict | None:
     lines += lowering.phase(0, col_range=cols)
     if spec.reduces:
         lines += lowering.phase(1, col_range=cols)
-    after = []
-    if spec.row_scratch is not None:  # the scratch output holds the product's last row
-        kept, o = spec.members[spec.row_scratch], spec.outputs.index(spec.row_scratch)
-        last = (kept.shape[0] - 1) % gemm_block_rows(kept) * kept.shape[1]
-        after.append(f"memcpy(y{o}, s + {last}, {kept.shape[1]} * sizeof({kept.dtype.c_type}));")
+    after = _last_row_copy(spec)
     return {
         "fields": [f"{'const ' if p.const else ''}{p.ctype} *{p.name}" for p in kernel.params],
         "unpacked": ", ".join(f"c->{p.name}" for p in kernel.params),
