@@ -838,6 +838,40 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
         return 4 * swapped < 3 * plain;                                                          \
     }                                                                                            \
                                                                                                  \
+    /* the packed algorithm on g (g->swap set), C split between the threads: by rows where each \
+     * thread then packs less (its own rows of A; with B already packed, whenever each thread   \
+     * has rows enough), otherwise by column panels */                                          \
+    static inline void tfc_gemm_packed_split_##tag(tfc_gemm_args_##tag *g) {                     \
+        const int64_t M = g->M, N = g->N, K = g->K;                                              \
+        const int64_t cols = g->swap ? M : N;                                                    \
+        const int64_t panels = TFC_IDIV(cols + TFC_GEMM_NV * (VL)-1, TFC_GEMM_NV * (VL));        \
+        int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                      \
+        const int by_rows = g->Bp != NULL ? TFC_IDIV(M + tasks - 1, tasks) >= 4 * TFC_GEMM_MR    \
+                                          : tfc_gemm_rows_pay(M, N, K, tasks, TFC_GEMM_NV * (VL));\
+        if (tasks > 1 && !g->swap && by_rows) {                                                  \
+            g->panels_per_task = tasks; /* the row task's count of parts */                      \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_rows_task_##tag, g);                      \
+            return;                                                                              \
+        }                                                                                        \
+        if (tasks > panels) tasks = panels;                                                      \
+        if (tasks <= 1) {                                                                        \
+            tfc_gemm_columns_##tag(g, 0, cols);                                                  \
+            return;                                                                              \
+        }                                                                                        \
+        const int64_t threads = tasks;                                                           \
+        /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
+         * machine) leaves its share to the others; a task repacks A, so not smaller */          \
+        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4); \
+        if (finer > tasks) tasks = finer;                                                        \
+        g->panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                \
+        tasks = TFC_IDIV(panels + g->panels_per_task - 1, g->panels_per_task);                   \
+        if (tasks <= threads) { /* a task per thread: the same columns on the same thread */     \
+            tfc_threads_parallel_parts(tasks, tfc_gemm_task_##tag, g);                           \
+        } else {                                                                                 \
+            tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, g);                             \
+        }                                                                                        \
+    }                                                                                            \
+                                                                                                 \
     static inline void tfc_gemm_##tag##_ex(int64_t M, int64_t N, int64_t K, const T *A,          \
                                            int64_t sam, int64_t sak, const T *B, int64_t sbk,    \
                                            int64_t sbn, T *C, int64_t ldc, T alpha, T beta,      \
@@ -897,32 +931,7 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
             return;                                                                              \
         }                                                                                        \
         g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
-        const int64_t cols = g.swap ? M : N;                                                     \
-        const int64_t panels = TFC_IDIV(cols + TFC_GEMM_NV * (VL)-1, TFC_GEMM_NV * (VL));        \
-        int64_t tasks = tfc_threads_count();                                                     \
-        if (TFC_GEMM_SERIAL(M, N, K)) tasks = 1;                                                 \
-        if (tasks > 1 && !g.swap && tfc_gemm_rows_pay(M, N, K, tasks, TFC_GEMM_NV * (VL))) {     \
-            g.panels_per_task = tasks; /* the row task's count of parts */                       \
-            tfc_threads_parallel_parts(tasks, tfc_gemm_rows_task_##tag, &g);                     \
-            return;                                                                              \
-        }                                                                                        \
-        if (tasks > panels) tasks = panels;                                                      \
-        if (tasks <= 1) {                                                                        \
-            tfc_gemm_columns_##tag(&g, 0, cols);                                                 \
-            return;                                                                              \
-        }                                                                                        \
-        const int64_t threads = tasks;                                                           \
-        /* up to 3 tasks per thread of at least 4 panels: a thread that the OS delays (a shared  \
-         * machine) leaves its share to the others; a task repacks A, so not smaller */          \
-        const int64_t finer = tasks * 3 < TFC_IDIV(panels, 4) ? tasks * 3 : TFC_IDIV(panels, 4); \
-        if (finer > tasks) tasks = finer;                                                        \
-        g.panels_per_task = TFC_IDIV(panels + tasks - 1, tasks);                                 \
-        tasks = TFC_IDIV(panels + g.panels_per_task - 1, g.panels_per_task);                     \
-        if (tasks <= threads) { /* a task per thread: the same columns on the same thread */     \
-            tfc_threads_parallel_parts(tasks, tfc_gemm_task_##tag, &g);                          \
-        } else {                                                                                 \
-            tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                            \
-        }                                                                                        \
+        tfc_gemm_packed_split_##tag(&g);                                                         \
     }                                                                                            \
                                                                                                  \
     static inline void tfc_gemm_##tag(int64_t M, int64_t N, int64_t K, const T *A, int64_t sam,  \

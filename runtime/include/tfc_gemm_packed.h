@@ -162,7 +162,6 @@ static inline void tfc_gemm_packed_bump(uint64_t *epoch) {
         int64_t M, int64_t N, int64_t K, const T *A, int64_t sam, int64_t sak, const T *B,       \
         int64_t sbk, int64_t sbn, void *cache, uint64_t epoch, T *C, int64_t ldc, T alpha,       \
         T beta, const T *bias, int relu) {                                                       \
-        enum { NR = tfc_gemm_nr_##tag };                                                         \
         tfc_gemm_pack_header *head = (tfc_gemm_pack_header *)cache;                              \
         T *panels = (T *)((char *)cache + TFC_GEMM_PACK_HEADER);                                 \
         const int stale = head->source != (const void *)B || head->epoch != epoch;               \
@@ -192,26 +191,7 @@ static inline void tfc_gemm_packed_bump(uint64_t *epoch) {
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
                                  beta, relu, 0, 0, panels};                                      \
-        /* the thread split of tfc_gemm_<tag>_ex's packed path (unswapped) */                    \
-        const int64_t panel_count = TFC_IDIV(N + NR - 1, NR);                                    \
-        int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                      \
-        /* B already packed: by rows of C each thread packs only its own rows of A */            \
-        if (tasks > 1 && TFC_IDIV(M + tasks - 1, tasks) >= 4 * TFC_GEMM_MR) {                    \
-            g.panels_per_task = tasks; /* the row task's count of parts */                       \
-            tfc_threads_parallel_parts(tasks, tfc_gemm_rows_task_##tag, &g);                     \
-            return;                                                                              \
-        }                                                                                        \
-        if (tasks > panel_count) tasks = panel_count;                                            \
-        if (tasks <= 1) {                                                                        \
-            tfc_gemm_columns_##tag(&g, 0, N);                                                    \
-            return;                                                                              \
-        }                                                                                        \
-        const int64_t finer =                                                                    \
-            tasks * 3 < TFC_IDIV(panel_count, 4) ? tasks * 3 : TFC_IDIV(panel_count, 4);         \
-        if (finer > tasks) tasks = finer;                                                        \
-        g.panels_per_task = TFC_IDIV(panel_count + tasks - 1, tasks);                            \
-        tasks = TFC_IDIV(panel_count + g.panels_per_task - 1, g.panels_per_task);                \
-        tfc_threads_parallel_for(tasks, tfc_gemm_task_##tag, &g);                                \
+        tfc_gemm_packed_split_##tag(&g); /* unswapped: tfc_gemm_packs_b said so */               \
     }
 
 TFC_DEFINE_GEMM_PACKED(f32, float, tfc_vf32, tfc_vf32u, tfc_vi32, TFC_GEMM_VBYTES / 4, TFC_GEMM_KC)
