@@ -39,9 +39,18 @@ typedef struct {
     const void *source; /* the B they were packed from; NULL: never packed */
 } tfc_gemm_pack_header;
 
-/* one more write of the state that packed panels may copy (see above) */
+/* A Session's state epoch is two counters whose sum is the epoch: [0] the generated programs'
+ * (atomic adds), [1] Python's writes (under the session's lock); each only grows, so any
+ * bump grows the sum, and no writer's increment can be lost to another's. */
+/* one more write of the state that packed panels may copy (see above), by a program */
 static inline void tfc_gemm_packed_bump(uint64_t *epoch) {
-    __atomic_fetch_add(epoch, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&epoch[0], 1, __ATOMIC_SEQ_CST);
+}
+
+/* the epoch a call compares its panels with */
+static inline uint64_t tfc_gemm_packed_epoch(const uint64_t *epoch) {
+    return __atomic_load_n(&epoch[0], __ATOMIC_SEQ_CST) +
+           __atomic_load_n(&epoch[1], __ATOMIC_SEQ_CST);
 }
 
 #define TFC_DEFINE_GEMM_PACKED(tag, T, V, VU, VI, VL, KC)                                       \

@@ -46,15 +46,17 @@ class SessionState:
         self.initialized: set[Key] = set()
         self.update_locks: dict[Key, np.ndarray] = {}
         self.queues: dict[tuple, NativeQueue] = {}
-        # the state epoch: bumped by every write of variables, by the programs that may write
-        # them (in C, around each call) and here by Python's writes, so that the programs that
-        # keep packed copies of weights (tfc.codegen.lower: prepack_weights) see every change
-        self.epoch = aligned_zeros((1,), np.uint64)
+        # the state epoch: bumped by every write of variables, so that the programs that keep
+        # packed copies of weights (tfc.codegen.lower: prepack_weights) see every change. Two
+        # counters, each with its own writers, whose sum is the epoch: [0] by the programs that
+        # may write variables (an atomic add in C around each call), [1] here by Python's
+        # writes under the lock (a += on a word C also adds to could lose one of the two)
+        self.epoch = aligned_zeros((2,), np.uint64)
 
     def bump_epoch(self) -> None:
         """Record a write of variables' buffers (after it, or around it)."""
         with self.lock:
-            self.epoch[0] += 1
+            self.epoch[1] += 1
 
     def variable(self, key: Key, dtype: np.dtype | None, shape: tuple) -> np.ndarray:
         """The buffer of variable `key`, made (zeroed) on first use (dtype None: the existing

@@ -144,7 +144,8 @@ def matmul_kernel(kernel: Kernel) -> KernelTemplate:
     if spec.packed_b:  # one product (no batch dims), its B kept packed between calls
         args = [
             spec.m, spec.n, spec.k, "x0", spec.sam, spec.sak, "x1", spec.sbk, spec.sbn, "pk",
-            "*ep", "y", spec.n, c_literal(1, spec.dtype), c_literal(0, spec.dtype), "NULL", 0,
+            "tfc_gemm_packed_epoch(ep)", "y", spec.n, c_literal(1, spec.dtype),
+            c_literal(0, spec.dtype), "NULL", 0,
         ]  # fmt: skip
         call = f"{gemm_function(spec, 'tfc_gemm')}_ex_packed({', '.join(map(str, args))});"
         return "body", {"body": [f"    {call}"]}

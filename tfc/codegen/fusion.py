@@ -425,7 +425,7 @@ def _dense_head(spec: FusedSpec) -> str | None:
     one, zero = c_literal(1, mm.dtype), c_literal(0, mm.dtype)
     function, packed = f"{gemm_function(spec, mm, 'tfc_gemm')}_ex", ""
     if spec.packed_b:
-        function, packed = f"{function}_packed", "pk, *ep, "
+        function, packed = f"{function}_packed", "pk, tfc_gemm_packed_epoch(ep), "
     return (
         f"{function}({m_rows}, {n}, {k}, x{a}, {sam}, {sak}, x{b}, {sbk}, {sbn}, {packed}y0, {n}, "
         f"{one}, {zero}, {'NULL' if bias is None else f'x{bias}'}, {int(relu)});"

@@ -271,7 +271,7 @@ class _Lowering:
         """The index of the state epoch's slot, added on first use."""
         if ("epoch", "") not in self.slot_index:
             self.slot_index[("epoch", "")] = len(self.slots)
-            self.slots.append(Slot("epoch", "state_epoch", _dt.uint64, (1,)))
+            self.slots.append(Slot("epoch", "state_epoch", _dt.uint64, (2,)))
         return self.slot_index[("epoch", "")]
 
     def packed_weights(self, graph: Graph, n: str, kernel: Kernel, storage: dict) -> Kernel:
