@@ -872,7 +872,8 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
-    static inline void tfc_gemm_##tag##_ex(int64_t M, int64_t N, int64_t K, const T *A,          \
+    static inline __attribute__((always_inline)) void tfc_gemm_##tag##_ex(                       \
+        int64_t M, int64_t N, int64_t K, const T *A,                                              \
                                            int64_t sam, int64_t sak, const T *B, int64_t sbk,    \
                                            int64_t sbn, T *C, int64_t ldc, T alpha, T beta,      \
                                            const T *bias, int relu) {                            \
