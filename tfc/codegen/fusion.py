@@ -778,6 +778,7 @@ def c_fused_row_parts(kernel: Kernel) -> dict | None:
         "block": block,
         "tile": _ROW_TILE,
         "max_parts": min(block // _ROW_TILE, rows // (_PART_TILES * _ROW_TILE)),
+        "depth": member_gemm(spec, m)[2],
     }
 
 
@@ -788,7 +789,8 @@ _COLUMN_BLOCK = 64
 
 def c_fused_cols(kernel: Kernel) -> dict | None:
     """The C kernel of a Fusion node whose MatMul member is post-processed element by element
-    (a weight gradient's update) or reduced over its rows (a bias gradient: dX = dY W^T,
+    (a weight gradient's update that c_fused_row_parts does not split: too few rows) or
+    reduced over its rows (a bias gradient: dX = dY W^T,
     ReluGrad, the column Sum, its Adam update), as the data of
     templates/c/kernels/fused_cols.c.j2: the columns split between the threads, each part
     running the whole kernel on its columns, the GEMM blocks of those columns included, so a
@@ -829,6 +831,7 @@ def c_fused_cols(kernel: Kernel) -> dict | None:
         "cols_body": lines,
         "rows": rows,
         "cols": n,
+        "depth": member_gemm(spec, m)[2],
         "column_block": _COLUMN_BLOCK,
         "after": after,
     }
