@@ -412,8 +412,9 @@ def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
 
 
 def test_an_update_after_a_product_splits_its_rows_between_threads_with_the_same_bits():
-    """A weight gradient's Adam update of fewer than 128 columns (more are split by columns:
-    the next test) runs block by block after its GEMM, each block's rows split into parts
+    """A weight gradient's Adam update of fewer than 128 columns (wider ones split by rows,
+    each part computing its own GEMM blocks: the next test) runs block by block after its
+    GEMM, each block's rows split into parts
     (one per thread, at most 2 here: 144 x 120 values a block, 700 rows = four whole blocks
     and one of 124): the variables after three steps have the same bits at 1, 2 and 3
     threads, and as the unfused ops compute them."""
