@@ -104,6 +104,12 @@ static inline int64_t tfc_threads_stat_cpu(void) {
 #ifndef TFC_THREADS_SPIN_US
 #define TFC_THREADS_SPIN_US 500
 #endif
+/* how long the caller polls for the workers' parts before it sleeps: a running worker ends its
+ * part about when the caller ends its own, and one that the OS has not run needs the CPU that
+ * polling would take */
+#ifndef TFC_THREADS_WAIT_US
+#define TFC_THREADS_WAIT_US 50
+#endif
 
 static inline void tfc_threads_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -121,9 +127,10 @@ static inline int64_t tfc_threads_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* when a thread that starts polling now stops (the clock is read every 64 polls) */
-static inline int64_t tfc_threads_spin_until(void) {
-    return tfc_threads_now_ns() + (int64_t)TFC_THREADS_SPIN_US * 1000;
+/* when a thread that starts polling now for `us` microseconds stops (the clock is read every
+ * 64 polls) */
+static inline int64_t tfc_threads_spin_until(int64_t us) {
+    return tfc_threads_now_ns() + us * 1000;
 }
 
 static inline int tfc_threads_spin_over(int spin, int64_t until) {
@@ -263,7 +270,7 @@ static inline void *tfc_threads_worker(void *arg) {
     uint64_t seen = p->workers[id].born >> TFC_THREADS_GEN_SHIFT;
     for (;;) {
         uint64_t c = atomic_load_explicit(&p->call, memory_order_acquire);
-        const int64_t until = tfc_threads_spin_until();
+        const int64_t until = tfc_threads_spin_until(TFC_THREADS_SPIN_US);
         for (int spin = 1; c >> TFC_THREADS_GEN_SHIFT == seen; ++spin) {
             tfc_threads_relax();
             if (tfc_threads_spin_over(spin, until)) break;
@@ -401,7 +408,7 @@ static inline void tfc_threads_run(int64_t tasks, tfc_threads_fn fn, void *ctx, 
 #endif
     tfc_threads_inside = 0;
     if (atomic_fetch_sub(&p->pending, ran) != ran) {
-        const int64_t until = tfc_threads_spin_until();
+        const int64_t until = tfc_threads_spin_until(TFC_THREADS_WAIT_US);
         for (int spin = 1; atomic_load(&p->pending) > 0 && !tfc_threads_spin_over(spin, until);
              ++spin)
             tfc_threads_relax();
