@@ -10,7 +10,7 @@ from passcheck import feed, program
 
 import tfc as tf
 from tfc.codegen.targets import C
-from tfc.compiler import compile_program
+from tfc.compiler import PIPELINE, compile_program
 from tfc.ops import conv_algo
 from tfc.ops.conv import pack_filter
 from tfc.ops.conv_algo import forward_filter_block
@@ -238,6 +238,38 @@ def test_resnet_blocks_compile_to_fused_convs_with_the_unfused_values():
         kernels, got, want = _fused_and_unfused(h, {x: xv})
     assert kernels == ["_FusedConv2D", "_FusedConv2D"]
     np.testing.assert_array_equal(got, want)
+
+
+def test_variable_biases_fuse_in_inference_and_training_with_the_unfused_bits():
+    """A Session's CNN (filters and biases variables, as samples/lenet_model.py): its training
+    step fuses each bias and ReLU into the convolution, and inference after a step (fused too)
+    gives the bits of the pipeline without the epilogue pass."""
+    xv = RNG.standard_normal((2, 8, 8, 1)).astype(np.float32)
+    init = [_filter(3, 1, 6), _filter(1, 6), _filter(3, 6, 16), _filter(1, 16)]
+    results = {}
+    for disable in ([], ["epilogue"]):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, xv.shape)
+            h = x
+            for i in range(0, 4, 2):
+                f, b = tf.Variable(init[i]), tf.Variable(init[i + 1])
+                h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(h, f, 1, "SAME"), b))
+            step = tf.train.GradientDescentOptimizer(0.01).minimize(tf.reduce_sum(h * h))
+            with tf.Session(config=tf.CompileOptions(disable=disable)) as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(step, {x: xv})
+                if not disable:
+                    kernels = [k.ops for k in sess.profile(h, {x: xv}, runs=1, warmup=0).kernels]
+                results[bool(disable)] = sess.run(h, {x: xv})
+            if not disable:
+                train = compile_program(
+                    program([], [feed(x.op.name, xv.shape)], [step.name]), PIPELINE, C
+                )
+                ops = [train.graph.op_type(n) for n in train.graph.node_names()]
+    assert kernels == ["_FusedConv2D", "_FusedConv2D"]
+    assert ops.count("_FusedConv2D") == 2 and "Conv2D" not in ops
+    np.testing.assert_array_equal(results[False], results[True])
 
 
 def test_fire_modules_join_their_expansions_without_a_copy():
