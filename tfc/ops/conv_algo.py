@@ -83,6 +83,19 @@ FORWARD_WIDE_BLOCKS = 2
 # this many bytes through all channel blocks (half the 2 MB L2 of the AVX-512 host: the rest
 # holds a block of the filter and the next one, prefetched)
 L2_GROUP_BYTES = 1 << 20
+# a 1x1 convolution at stride 1 whose epilogue adds a residual takes im2col (its GEMM on x as it
+# lies, tfc_conv_forward_pointwise) from this many output pixels: ResNet-50's expansions at batch
+# 32 (f32, 1 thread, load 5-6, direct packed against im2col alternating in one process, the
+# minimum of 3, three processes each): 64->256 on 56x56 103-123 ms against 69-130 direct,
+# 256->1024 on 14x14 57-74 against 75-80, 128->512 on 28x28 70-86 against 75-89; at batch 1
+# (3136 pixels and fewer) direct ties or leads (7x7: 0.63-0.71 ms against 0.82-1.09), and
+# without a residual direct leads (256->64 on 56x56 at batch 32: 63-84 ms against 72-88)
+POINTWISE_GEMM_MIN_ROWS = 4096
+# a 1x1 convolution with a residual through im2col (its GEMM on x as it lies) runs its rows in
+# blocks of about this many bytes of output, each block's epilogue reading the block in L2 (half
+# of it: the rest holds the filter's packed panels and the block's rows of x)
+POINTWISE_BLOCK_BYTES = 192 << 10
+POINTWISE_MIN_ROWS = 96
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 # the direct kernels split the batch into this many parts (of `chunk` images) that threads take
 # (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
@@ -149,6 +162,22 @@ def pointwise(g: Geometry) -> bool:
     return unit and (g.out_h, g.out_w) == (g.in_h, g.in_w)
 
 
+def _adds_residual(ctx: OpContext) -> bool:
+    """Whether the op is a _FusedConv2D whose epilogue adds a residual (fused_ops BiasAdd, Add,
+    ...: tfc.ops.conv.fused_conv_epilogue checks them)."""
+    ops = [o.decode() if isinstance(o, bytes) else str(o) for o in ctx.attrs.get("fused_ops", ())]
+    return len(ops) > 1 and ops[1] == "Add"
+
+
+def pointwise_block_rows(g: Geometry, dtype: _dt.DType) -> int:
+    """Rows of a pointwise product per block whose residual epilogue runs from a scratch block
+    (tfc_conv_forward_pointwise): about POINTWISE_BLOCK_BYTES of it, at least POINTWISE_MIN_ROWS
+    (each block's GEMM packs the filter again), whole micro-kernel tiles of 6 rows."""
+    rows = max(POINTWISE_MIN_ROWS, POINTWISE_BLOCK_BYTES // (g.out_c * dtype.size))
+    rows = _round_up(rows, 6)
+    return min(rows, g.batch * g.out_h * g.out_w)
+
+
 def _batch_parts(ctx: OpContext) -> int:
     """The parts the batch is split into: BATCH_PARTS, or 1 in a single-threaded program."""
     threads = ctx.graph.graph_attrs.get("threads") if ctx.graph is not None else None
@@ -176,18 +205,23 @@ def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
         return "columns" if columns_fit(kind, g, dtype) else "direct"
     if forced is not None:
         return forced
-    return default_algorithm(kind, g, dtype)
+    return default_algorithm(kind, g, dtype, residual=_adds_residual(ctx))
 
 
-def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = False) -> str:
+def default_algorithm(
+    kind: str, g: Geometry, dtype: _dt.DType, packed: bool = False, residual: bool = False
+) -> str:
     """The algorithm of op `kind` of `g` when no `_algorithm` attribute forces one; `packed`:
     for a forward filter that can come packed in blocks (a constant: tfc/passes/conv_pack.py),
-    which the direct kernel reads where it lies."""
+    which the direct kernel reads where it lies; `residual`: a forward convolution whose
+    epilogue adds a residual (_FusedConv2D)."""
     if g.in_c <= 3 and columns_fit(kind, g, dtype):
         return "columns"
     k = g.k_h * g.k_w * g.in_c
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
+        if residual and pointwise(g) and rows >= POINTWISE_GEMM_MIN_ROWS:
+            return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
         return "im2col" if short and not packed else "direct"
     wide = k >= IM2COL_MIN_K and g.out_c >= IM2COL_MIN_N
@@ -294,10 +328,14 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         pixels = g.out_h * g.out_w
         per_image = max(pixels * taps * dtype.size, 1)
         chunk = max(1, min(g.batch, IM2COL_COLUMN_BYTES // per_image))
+        sizes = [chunk * pixels * taps]
         if kind == "forward" and pointwise(g):
             chunk = g.batch  # x is the column matrix: one GEMM, no copy
+            # with a residual, the product's rows in blocks that stay in L2 (pix_block)
+            rows = pointwise_block_rows(g, dtype) if _adds_residual(ctx) else 0
+            fields["pix_block"] = max(rows, 1)
+            sizes = [rows * g.out_c]
         fields["chunk"] = chunk
-        sizes = [0 if kind == "forward" and pointwise(g) else chunk * pixels * taps]
         if kind == "filter":
             sizes.append(taps * g.out_c if chunk < g.batch else 0)
         regions, total = _layout(sizes)
