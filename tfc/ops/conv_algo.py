@@ -228,6 +228,23 @@ def default_algorithm(
     return "im2col" if wide else "direct"
 
 
+def describe_plan(kind: str, plan: ConvPlan) -> str:
+    """How tfc_conv.h computes a convolution of `kind` with `plan`, in words (tfc inspect)."""
+    f = plan.fields
+    if plan.kernel == "im2col" and kind == "forward" and f["k_h"] == f["k_w"] == 1:
+        unit = (f["s_h"], f["s_w"], f["in_h"], f["in_w"]) == (1, 1, f["out_h"], f["out_w"])
+        if unit:
+            if f["residual"]:
+                return f"1x1 GEMM on the image, blocks of {f['pix_block']} rows, residual epilogue"
+            return "1x1 GEMM on the image, epilogue in the GEMM"
+    words = {"direct": "direct", "rows": "direct (row scatter)", "im2col": "im2col + GEMM"}
+    text = words.get(plan.kernel, plan.kernel)
+    if plan.kernel == "direct" and kind == "forward":
+        text += ", packed filter" if f["packed"] else ""
+        text += f", filter blocks outermost ({f['blocked']} rows a group)" if f["blocked"] else ""
+    return text
+
+
 def _channel_block(channels: int, dtype: _dt.DType) -> int:
     """Lanes of one tile row: one vector for few channels, two (a wider tile) for more."""
     lanes = VECTOR_BYTES // dtype.size
