@@ -322,12 +322,13 @@ def test_the_direct_kernel_writes_over_a_dying_residual():
 
 
 def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
-    """A 1x1 convolution with a residual over POINTWISE_GEMM_MIN_ROWS output pixels takes its
-    GEMM on x (conv_algo.default_algorithm): its filter stays HWIO (not packed), its rows go in
-    blocks through a scratch block (3072 of 4096 here, then the 1024 left) and its output takes
-    over the dying residual; the bits of the unfused ops, whose Conv2D runs the same GEMM."""
-    assert conv_algo.POINTWISE_GEMM_MIN_ROWS == 4096
-    xv = RNG.standard_normal((1, 64, 64, 8)).astype(np.float32)
+    """A 1x1 convolution with a residual over POINTWISE_GEMM_MIN_ROWS output pixels and few
+    input channels takes its GEMM on x (conv_algo.default_algorithm): its filter stays HWIO
+    (not packed), its rows go in blocks through a scratch block (3072 rows, the last of 16384
+    here 1024) and its output takes over the dying residual; the bits of the unfused ops, whose
+    Conv2D runs the same GEMM."""
+    assert conv_algo.POINTWISE_GEMM_MIN_ROWS == 16384
+    xv = RNG.standard_normal((1, 128, 128, 8)).astype(np.float32)
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, xv.shape)
@@ -346,12 +347,15 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     assert any(out[0] == fused for out in cg.graph_attrs["arena_inplace"])
     assert "tfc_conv_forward_im2col_f32" in compiled.source
     np.testing.assert_array_equal(got, want)
-    # below the threshold (one row fewer), or without a residual, the direct kernel runs
-    big = Geometry(1, 64, 64, 8, 64, 64, 16, 1, 1, 1, 1, 1, 1, 0, 0)
-    small = dataclasses.replace(big, in_h=63, out_h=63)
+    # below the threshold (one row fewer), with more input channels, or without a residual, the
+    # direct kernel runs
+    big = Geometry(1, 128, 128, 8, 128, 128, 16, 1, 1, 1, 1, 1, 1, 0, 0)
+    small = dataclasses.replace(big, in_h=127, out_h=127)
+    deep = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MAX_IN_C + 1)
     f32 = tf.float32
     assert conv_algo.default_algorithm("forward", big, f32, residual=True) == "im2col"
     assert conv_algo.default_algorithm("forward", small, f32, residual=True) == "direct"
+    assert conv_algo.default_algorithm("forward", deep, f32, residual=True) == "direct"
     assert conv_algo.default_algorithm("forward", big, f32) == "direct"
 
 

@@ -379,13 +379,13 @@ def test_the_report_names_each_convolutions_host_kernel():
         y = tf.nn.relu(tf.nn.conv2d(x, f1, 1, "VALID") + bias + tf.tile(x, [1, 1, 1, 2]))
         return tf.nn.conv2d(x, f3, 1, "SAME") + bias + y * 2.0
 
-    build.in_shape = [64, 64, 4]
+    build.in_shape = [128, 128, 4]
     report = inspect_model(_single_op_model(build), "predict", 1).report()
     lines = [line.strip() for line in report.splitlines()]
     at = lines.index("convolutions on the host (tfc_conv.h's choice for each shape):")
     forms = sorted(line.split(": ", 1)[1] for line in lines[at + 1 : at + 3])
     assert forms == [
-        "forward, 1x1 GEMM on the image, blocks of 4096 rows, residual epilogue",  # all 4096
+        "forward, 1x1 GEMM on the image, blocks of 6144 rows, residual epilogue",
         "forward, direct, packed filter",
     ], report
 

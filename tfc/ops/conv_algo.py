@@ -84,13 +84,16 @@ FORWARD_WIDE_BLOCKS = 2
 # holds a block of the filter and the next one, prefetched)
 L2_GROUP_BYTES = 1 << 20
 # a 1x1 convolution at stride 1 whose epilogue adds a residual takes im2col (its GEMM on x as it
-# lies, tfc_conv_forward_pointwise) from this many output pixels: ResNet-50's expansions at batch
-# 32 (f32, 1 thread, load 5-6, direct packed against im2col alternating in one process, the
-# minimum of 3, three processes each): 64->256 on 56x56 103-123 ms against 69-130 direct,
-# 256->1024 on 14x14 57-74 against 75-80, 128->512 on 28x28 70-86 against 75-89; at batch 1
-# (3136 pixels and fewer) direct ties or leads (7x7: 0.63-0.71 ms against 0.82-1.09), and
-# without a residual direct leads (256->64 on 56x56 at batch 32: 63-84 ms against 72-88)
-POINTWISE_GEMM_MIN_ROWS = 4096
+# lies, tfc_conv_forward_pointwise) from this many output pixels, with at most this many input
+# channels. ResNet-50's expansions (f32, 1 thread, the program's thread CPU time through its C
+# loop, both builds alternating in one process, the minimum of 4-15, load 7.5-8.7): 64->256 on
+# 56x56 0.88-0.91x direct's time at batch 32, 0.92x at batch 8 (25088 pixels), 1.00-1.02x at
+# batch 2 (6272); 128->512 on 28x28 at batch 32 1.025-1.03x, 256->1024 on 14x14 0.97-0.99x. So
+# the GEMM pays where the reduction is short (few products per stored output) and the output
+# outgrows the caches; without a residual direct leads (256->64 on 56x56 at batch 32, wall
+# time, load 5-6: 63-84 ms against 72-88)
+POINTWISE_GEMM_MIN_ROWS = 16384
+POINTWISE_GEMM_MAX_IN_C = 64
 # a 1x1 convolution with a residual through im2col (its GEMM on x as it lies) runs its rows in
 # blocks of about this many bytes of output, each block's epilogue reading the block in L2 (half
 # of it: the rest holds the filter's packed panels and the block's rows of x)
@@ -220,7 +223,8 @@ def default_algorithm(
     k = g.k_h * g.k_w * g.in_c
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
-        if residual and pointwise(g) and rows >= POINTWISE_GEMM_MIN_ROWS:
+        short = g.in_c <= POINTWISE_GEMM_MAX_IN_C
+        if residual and pointwise(g) and short and rows >= POINTWISE_GEMM_MIN_ROWS:
             return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
         return "im2col" if short and not packed else "direct"
