@@ -322,8 +322,8 @@ def test_the_direct_kernel_writes_over_a_dying_residual():
 
 
 def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
-    """A 1x1 convolution with a residual over POINTWISE_GEMM_MIN_ROWS output pixels and few
-    input channels takes its GEMM on x (conv_algo.default_algorithm): its filter stays HWIO
+    """A 1x1 convolution over POINTWISE_GEMM_MIN_ROWS output pixels with few input channels
+    (here with a residual) takes its GEMM on x (conv_algo.default_algorithm): its filter stays HWIO
     (not packed), its rows go in blocks through a scratch block (3072 rows, the last of 16384
     here 1024) and its output takes over the dying residual; the bits of the unfused ops, whose
     Conv2D runs the same GEMM."""
@@ -347,16 +347,15 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     assert any(out[0] == fused for out in cg.graph_attrs["arena_inplace"])
     assert "tfc_conv_forward_im2col_f32" in compiled.source
     np.testing.assert_array_equal(got, want)
-    # below the threshold (one row fewer), with more input channels, or without a residual, the
-    # direct kernel runs
+    # below the threshold (one row fewer) or with more input channels the direct kernel runs;
+    # without a residual the GEMM too
     big = Geometry(1, 128, 128, 8, 128, 128, 16, 1, 1, 1, 1, 1, 1, 0, 0)
     small = dataclasses.replace(big, in_h=127, out_h=127)
     deep = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MAX_IN_C + 1)
     f32 = tf.float32
-    assert conv_algo.default_algorithm("forward", big, f32, residual=True) == "im2col"
-    assert conv_algo.default_algorithm("forward", small, f32, residual=True) == "direct"
-    assert conv_algo.default_algorithm("forward", deep, f32, residual=True) == "direct"
-    assert conv_algo.default_algorithm("forward", big, f32) == "direct"
+    assert conv_algo.default_algorithm("forward", big, f32) == "im2col"
+    assert conv_algo.default_algorithm("forward", small, f32) == "direct"
+    assert conv_algo.default_algorithm("forward", deep, f32) == "direct"
 
 
 def test_groups_of_rows_through_the_filter_blocks_give_the_same_bits(monkeypatch):

@@ -83,15 +83,15 @@ FORWARD_WIDE_BLOCKS = 2
 # this many bytes through all channel blocks (half the 2 MB L2 of the AVX-512 host: the rest
 # holds a block of the filter and the next one, prefetched)
 L2_GROUP_BYTES = 1 << 20
-# a 1x1 convolution at stride 1 whose epilogue adds a residual takes im2col (its GEMM on x as it
-# lies, tfc_conv_forward_pointwise) from this many output pixels, with at most this many input
-# channels. ResNet-50's expansions (f32, 1 thread, the program's thread CPU time through its C
-# loop, both builds alternating in one process, the minimum of 4-15, load 7.5-8.7): 64->256 on
-# 56x56 0.88-0.91x direct's time at batch 32, 0.92x at batch 8 (25088 pixels), 1.00-1.02x at
-# batch 2 (6272); 128->512 on 28x28 at batch 32 1.025-1.03x, 256->1024 on 14x14 0.97-0.99x. So
-# the GEMM pays where the reduction is short (few products per stored output) and the output
-# outgrows the caches; without a residual direct leads (256->64 on 56x56 at batch 32, wall
-# time, load 5-6: 63-84 ms against 72-88)
+# a forward 1x1 convolution at stride 1 takes im2col (its GEMM on x as it lies, the epilogue in
+# the GEMM or from blocks of rows in L2: tfc_conv_forward_pointwise) from this many output
+# pixels, with at most this many input channels. ResNet-50's 56x56 layers (f32, 1 thread, the
+# program's thread CPU time through its C loop, both alternating in one process, the minimum of
+# 4-15, load 5.3-8.7): with a residual, 64->256 0.88-0.91x direct's time at batch 32, 0.92x at
+# batch 8 (25088 pixels), 1.00-1.02x at batch 2 (6272); without, 64->256 0.91-0.93x and 64->64
+# 0.85-0.86x at batch 32, where 256->64 took 1.05-1.09x; at batch 32 128->512 on 28x28 with a
+# residual 1.025-1.03x, 256->1024 on 14x14 0.97-0.99x. So the GEMM pays where the reduction is
+# short (few products per stored output) and the output outgrows the caches
 POINTWISE_GEMM_MIN_ROWS = 16384
 POINTWISE_GEMM_MAX_IN_C = 64
 # a 1x1 convolution with a residual through im2col (its GEMM on x as it lies) runs its rows in
@@ -208,23 +208,20 @@ def _choose(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> str:
         return "columns" if columns_fit(kind, g, dtype) else "direct"
     if forced is not None:
         return forced
-    return default_algorithm(kind, g, dtype, residual=_adds_residual(ctx))
+    return default_algorithm(kind, g, dtype)
 
 
-def default_algorithm(
-    kind: str, g: Geometry, dtype: _dt.DType, packed: bool = False, residual: bool = False
-) -> str:
+def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = False) -> str:
     """The algorithm of op `kind` of `g` when no `_algorithm` attribute forces one; `packed`:
     for a forward filter that can come packed in blocks (a constant: tfc/passes/conv_pack.py),
-    which the direct kernel reads where it lies; `residual`: a forward convolution whose
-    epilogue adds a residual (_FusedConv2D)."""
+    which the direct kernel reads where it lies."""
     if g.in_c <= 3 and columns_fit(kind, g, dtype):
         return "columns"
     k = g.k_h * g.k_w * g.in_c
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
         short = g.in_c <= POINTWISE_GEMM_MAX_IN_C
-        if residual and pointwise(g) and short and rows >= POINTWISE_GEMM_MIN_ROWS:
+        if pointwise(g) and short and rows >= POINTWISE_GEMM_MIN_ROWS:
             return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
         return "im2col" if short and not packed else "direct"
