@@ -328,12 +328,12 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     here 1024) and its output takes over the dying residual; the bits of the unfused ops, whose
     Conv2D runs the same GEMM."""
     assert conv_algo.POINTWISE_GEMM_MIN_ROWS == 16384
-    xv = RNG.standard_normal((1, 128, 128, 8)).astype(np.float32)
+    xv = RNG.standard_normal((1, 128, 128, 64)).astype(np.float32)
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, xv.shape)
-        conv = tf.nn.conv2d(x, _filter(1, 8, 16), 1, "VALID") + _filter(1, 16)
-        y = tf.nn.relu(conv + tf.tile(x * 2.0, [1, 1, 1, 2])) * 0.5  # not fetched: arena
+        conv = tf.nn.conv2d(x, _filter(1, 64, 16), 1, "VALID") + _filter(1, 16)
+        y = tf.nn.relu(conv + x[..., :16] * 2.0) * 0.5  # not fetched: arena
         kernels, got, want = _fused_and_unfused(y, {x: xv})
         compiled = compile_program(
             program([(y.op.name, 0)], [feed(x.op.name, xv.shape)]),
@@ -349,13 +349,15 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     np.testing.assert_array_equal(got, want)
     # below the threshold (one row fewer) or with more input channels the direct kernel runs;
     # without a residual the GEMM too
-    big = Geometry(1, 128, 128, 8, 128, 128, 16, 1, 1, 1, 1, 1, 1, 0, 0)
+    big = Geometry(1, 128, 128, 64, 128, 128, 16, 1, 1, 1, 1, 1, 1, 0, 0)
     small = dataclasses.replace(big, in_h=127, out_h=127)
     deep = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MAX_IN_C + 1)
+    shallow = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MIN_IN_C - 1)
     f32 = tf.float32
     assert conv_algo.default_algorithm("forward", big, f32) == "im2col"
     assert conv_algo.default_algorithm("forward", small, f32) == "direct"
     assert conv_algo.default_algorithm("forward", deep, f32) == "direct"
+    assert conv_algo.default_algorithm("forward", shallow, f32) == "direct"
 
 
 def test_groups_of_rows_through_the_filter_blocks_give_the_same_bits(monkeypatch):

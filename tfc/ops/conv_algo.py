@@ -91,8 +91,12 @@ L2_GROUP_BYTES = 1 << 20
 # batch 8 (25088 pixels), 1.00-1.02x at batch 2 (6272); without, 64->256 0.91-0.93x and 64->64
 # 0.85-0.86x at batch 32, where 256->64 took 1.05-1.09x; at batch 32 128->512 on 28x28 with a
 # residual 1.025-1.03x, 256->1024 on 14x14 0.97-0.99x. So the GEMM pays where the reduction is
-# short (few products per stored output) and the output outgrows the caches
+# short (few products per stored output) and the output outgrows the caches; but not shorter
+# still: SqueezeNet at batch 32, whose expansions of 16 and 32 channels to 64 and 128 on 55x55
+# and 27x27 (into a concatenation) took it, ran 1.02-1.06x its time (whole program, thread
+# CPU time, both alternating)
 POINTWISE_GEMM_MIN_ROWS = 16384
+POINTWISE_GEMM_MIN_IN_C = 64
 POINTWISE_GEMM_MAX_IN_C = 64
 # a 1x1 convolution with a residual through im2col (its GEMM on x as it lies) runs its rows in
 # blocks of about this many bytes of output, each block's epilogue reading the block in L2 (half
@@ -220,7 +224,7 @@ def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = F
     k = g.k_h * g.k_w * g.in_c
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
-        short = g.in_c <= POINTWISE_GEMM_MAX_IN_C
+        short = POINTWISE_GEMM_MIN_IN_C <= g.in_c <= POINTWISE_GEMM_MAX_IN_C
         if pointwise(g) and short and rows >= POINTWISE_GEMM_MIN_ROWS:
             return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
