@@ -412,8 +412,9 @@ def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
 
 
 def test_an_update_after_a_product_splits_its_rows_between_threads_with_the_same_bits():
-    """A weight gradient's Adam update of fewer than 128 columns (more are split by columns:
-    the next test) runs block by block after its GEMM, each block's rows split into parts
+    """A weight gradient's Adam update of fewer than 128 columns (wider ones split by rows,
+    each part computing its own GEMM blocks: the next test) runs block by block after its
+    GEMM, each block's rows split into parts
     (one per thread, at most 2 here: 144 x 120 values a block, 700 rows = four whole blocks
     and one of 124): the variables after three steps have the same bits at 1, 2 and 3
     threads, and as the unfused ops compute them."""
@@ -432,16 +433,20 @@ def test_an_update_after_a_product_splits_its_rows_between_threads_with_the_same
     _assert_same_bits_unfused_and_at_1_2_3_threads(train, feed)
 
 
-def test_a_bias_gradient_splits_its_columns_between_threads_with_the_same_bits():
+def test_bias_gradients_split_columns_and_weight_updates_rows_with_the_same_bits():
     """The hidden layer's bias gradient (dX = dY W^T, ReluGrad, the column Sum and its Adam
     update: one kernel) runs each part of its columns on its own thread, GEMM blocks
     included: 96 x 300 values make 3 parts at 3 threads (64, 128 and 108 columns, the last
-    one ending in a partial panel); so do both kernels' updates (their gradients' GEMM and
-    Adam, 40 x 300 and 300 x 200). Each column's sum keeps its order over the rows: the
-    variables after three steps have the same bits at 1, 2 and 3 threads, and as the unfused
-    ops compute them."""
+    one ending in a partial panel); so does the output layer's (96 x 200). The hidden kernel's
+    update (its gradient's GEMM X^T dY and Adam, 200 x 300) splits by rows instead, each part
+    computing its rows' GEMM in blocks of its own: 144-row blocks on one thread (one whole,
+    one of 56), parts of 102 and 98 rows in blocks of 72 at 2 threads, three of 66, 66 and 68
+    rows in blocks of 48 at 3 (a partial tile at the end, the scratch's last row copied out
+    by the last part). Each column's sum keeps its order over the rows: the variables after
+    three steps have the same bits at 1, 2 and 3 threads, and as the unfused ops compute
+    them."""
     tf.set_random_seed(11)
-    x = tf.placeholder(tf.float32, [96, 40], name="x")
+    x = tf.placeholder(tf.float32, [96, 200], name="x")
     y = tf.placeholder(tf.float32, [96, 200], name="y")
     h = tf.layers.dense(x, 300, activation=tf.nn.relu, name="hidden")
     out = tf.layers.dense(h, 200, name="out")
@@ -449,10 +454,11 @@ def test_a_bias_gradient_splits_its_columns_between_threads_with_the_same_bits()
     train = tf.train.AdamOptimizer(0.01).minimize(loss)
     rng = np.random.default_rng(6)
     feed = {
-        x: rng.normal(size=(96, 40)).astype(np.float32),
+        x: rng.normal(size=(96, 200)).astype(np.float32),
         y: rng.normal(size=(96, 200)).astype(np.float32),
     }
     source = _source([train], feed)
-    assert source.count("_cols_at(c0, c1 < 300 ? c1 : 300") == 2  # hidden's bias and kernel
-    assert source.count("_cols_at(c0, c1 < 200 ? c1 : 200") == 1  # out's kernel
+    assert source.count("_cols_at(c0, c1 < 300 ? c1 : 300") == 1  # hidden's bias
+    assert source.count("_cols_at(c0, c1 < 200 ? c1 : 200") == 1  # out's bias
+    assert source.count("_row_parts_at(begin, end < 200 ? end : 200") == 1  # hidden's kernel
     _assert_same_bits_unfused_and_at_1_2_3_threads(train, feed)

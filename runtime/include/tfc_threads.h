@@ -32,7 +32,7 @@
  * each thread's in the tasks it ran (thread 0 the caller, w + 1 worker w).
  *
  * Header-only (static functions, one pool per program that includes it): workers are started on
- * the first parallel call, poll for the next one for a while (TFC_THREADS_SPIN) and then sleep
+ * the first parallel call, poll for the next one for a while (TFC_THREADS_SPIN_US) and then sleep
  * on a condition variable. A call to polling workers costs a few atomic operations, no lock.
  * Under TFC_NO_THREADS (embedded builds) everything runs on the caller and no POSIX header is
  * used.
@@ -74,10 +74,10 @@ static inline void tfc_threads_parallel_parts(int64_t parts, tfc_threads_fn fn, 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifdef TFC_THREADS_STATS
 #include <stdio.h>
-#include <time.h>
 
 static int64_t tfc_threads_stat_calls, tfc_threads_stat_ns, tfc_threads_stat_cpu_ns;
 static int64_t tfc_threads_stat_task_ns[TFC_THREADS_MAX];
@@ -96,10 +96,19 @@ static inline int64_t tfc_threads_stat_cpu(void) {
 
 #endif
 
-/* how long a thread polls before it sleeps: kernels follow each other within microseconds, and
- * a condition-variable wake-up costs about as much as a small GEMM */
-#ifndef TFC_THREADS_SPIN
-#define TFC_THREADS_SPIN 4000
+/* how long a thread polls before it sleeps, in microseconds: kernels follow each other within
+ * microseconds, and the steps of a Python loop (Session.run) within tens of them, while waking a
+ * sleeping worker costs about 70 us on a virtual machine (the first product of a b=64 MLP step
+ * at 2 threads: 1.27x with 4,000 pauses of polling, about 40 us here; 1.68x with 200,000). A
+ * time, not a count of pauses: a pause takes 10 to 140 cycles, depending on the CPU. */
+#ifndef TFC_THREADS_SPIN_US
+#define TFC_THREADS_SPIN_US 500
+#endif
+/* how long the caller polls for the workers' parts before it sleeps: a running worker ends its
+ * part about when the caller ends its own, and one that the OS has not run needs the CPU that
+ * polling would take */
+#ifndef TFC_THREADS_WAIT_US
+#define TFC_THREADS_WAIT_US 50
 #endif
 
 static inline void tfc_threads_relax(void) {
@@ -108,6 +117,24 @@ static inline void tfc_threads_relax(void) {
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* C11's clock (no POSIX feature macro needed): a step of the wall clock only ends one poll
+ * early or late */
+static inline int64_t tfc_threads_now_ns(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* when a thread that starts polling now for `us` microseconds stops (the clock is read every
+ * 64 polls) */
+static inline int64_t tfc_threads_spin_until(int64_t us) {
+    return tfc_threads_now_ns() + us * 1000;
+}
+
+static inline int tfc_threads_spin_over(int spin, int64_t until) {
+    return spin % 64 == 0 && tfc_threads_now_ns() > until;
 }
 
 /* The pool's state. A call publishes its function and context, then its word `call`: the
@@ -243,8 +270,10 @@ static inline void *tfc_threads_worker(void *arg) {
     uint64_t seen = p->workers[id].born >> TFC_THREADS_GEN_SHIFT;
     for (;;) {
         uint64_t c = atomic_load_explicit(&p->call, memory_order_acquire);
-        for (int spin = 0; spin < TFC_THREADS_SPIN && c >> TFC_THREADS_GEN_SHIFT == seen; ++spin) {
+        const int64_t until = tfc_threads_spin_until(TFC_THREADS_SPIN_US);
+        for (int spin = 1; c >> TFC_THREADS_GEN_SHIFT == seen; ++spin) {
             tfc_threads_relax();
+            if (tfc_threads_spin_over(spin, until)) break;
             c = atomic_load_explicit(&p->call, memory_order_acquire);
         }
         if (c >> TFC_THREADS_GEN_SHIFT == seen) { /* sleep: the caller wakes sleepers */
@@ -379,7 +408,9 @@ static inline void tfc_threads_run(int64_t tasks, tfc_threads_fn fn, void *ctx, 
 #endif
     tfc_threads_inside = 0;
     if (atomic_fetch_sub(&p->pending, ran) != ran) {
-        for (int spin = 0; spin < TFC_THREADS_SPIN && atomic_load(&p->pending) > 0; ++spin)
+        const int64_t until = tfc_threads_spin_until(TFC_THREADS_WAIT_US);
+        for (int spin = 1; atomic_load(&p->pending) > 0 && !tfc_threads_spin_over(spin, until);
+             ++spin)
             tfc_threads_relax();
         if (atomic_load(&p->pending) > 0) {
             pthread_mutex_lock(&p->lock);

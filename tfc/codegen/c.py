@@ -153,6 +153,9 @@ def matmul_kernel(kernel: Kernel) -> KernelTemplate:
 
 
 def fused_kernel(kernel: Kernel) -> KernelTemplate:
+    row_parts = fusion.c_fused_row_parts(kernel)
+    if row_parts is not None:
+        return "fused_row_parts", row_parts
     cols = fusion.c_fused_cols(kernel)
     if cols is not None:
         return "fused_cols", cols

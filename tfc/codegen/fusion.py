@@ -456,12 +456,15 @@ class _CLowering:
         phase: int,
         row_range: tuple[str, str] | None = None,
         col_range: tuple[str, str] | None = None,
+        part_rows: tuple[str, str, str] | None = None,
     ) -> list[str]:
         """The loop nest of `phase`; with `row_range` (phase 0 of a product's post-processing,
         c_fused_rows), only the rows [begin, end) named by it, their GEMM blocks computed by
         the caller; with `col_range` (c_fused_cols: a part of the product's columns on one
         thread), only the columns [begin, end) named by it, in both phases, GEMM blocks
-        included."""
+        included; with `part_rows` (begin, end, block: c_fused_row_parts, a part of the rows on
+        one thread), only the rows [begin, end), their GEMM computed in blocks of `block` rows
+        from `begin` into the part's scratch."""
         spec = self.spec
         plan, members, outputs = spec.plan, spec.members, spec.outputs
         space = plan.space
@@ -522,8 +525,9 @@ class _CLowering:
             if m.kind == "matmul":  # its rows land in an output or the scratch; the loop reads them
                 row = outputs[plan.row_buffer]
                 outer, inner = _gemm_rows(
-                    spec, m, plan.row_buffer, scratch == j, j in read, row_range is None, col_range
-                )
+                    spec, m, plan.row_buffer, scratch == j, j in read, row_range is None,
+                    col_range, part_rows,
+                )  # fmt: skip
                 before.setdefault(0, []).extend(outer)
                 before.setdefault(1, []).extend(inner)
                 if j in read:
@@ -545,7 +549,8 @@ class _CLowering:
             if len(nest.bounds) != 2 - phase or nest.bounds[-1] != space[-1]:
                 raise ValueError(f"no column range in a nest over {nest.bounds}")
             ranges[len(nest.bounds) - 1] = col_range
-        return nest_lines(nest.bounds, nest.vars, body, before, after, row_range, ranges)
+        first = part_rows[:2] if part_rows is not None else row_range
+        return nest_lines(nest.bounds, nest.vars, body, before, after, first, ranges)
 
     def _reduce(self, j, nest, at, value, phase, body, before, after, read) -> None:
         """Phase 0: accumulate into the output (or a local over a trailing reduced run);
@@ -597,20 +602,25 @@ def _gemm_call(
     scratch: bool,
     row: str,
     cols: tuple[str, str] | None = None,
+    part_end: tuple[str, str] | None = None,
 ) -> str:
     """The GEMM call of the block of rows starting at row `row` (a multiple of the block) of
     MatMul member `m`: into output `row_buffer`'s rows, or into the scratch rows; with `cols`
     (begin, end), only those columns of them (each element the same chain of multiply-adds
-    as in the whole product: the same bits)."""
+    as in the whole product: the same bits); with `part_end` (end, block), a block of at most
+    `block` rows of a part that ends at row `end`."""
     a, b, k, sam, sak, sbk, sbn = member_gemm(spec, m)
     rows, n = m.shape
     block = gemm_block_rows(m)
     one, zero = c_literal(1, m.dtype), c_literal(0, m.dtype)
     a_rows = f"x{a} + {index_expr([sam], [row])}"
     c_rows = "s" if scratch else f"y{row_buffer} + {index_expr([n], [row])}"
-    if block == rows:
+    last, size = (str(rows), str(block)) if part_end is None else part_end
+    count = f"({last} - {row} < {size} ? {last} - {row} : {size})"
+    if part_end is None and rows % block == 0:
+        count = str(block)
+    if part_end is None and block == rows:
         a_rows, c_rows = f"x{a}", "s" if scratch else f"y{row_buffer}"
-    count = f"({rows} - {row} < {block} ? {rows} - {row} : {block})" if rows % block else str(block)
     b_cols, width = f"x{b}", str(n)
     if cols is not None:
         if not m.dtype.is_floating:
@@ -638,18 +648,27 @@ def _gemm_rows(
     read: bool,
     call: bool = True,
     cols: tuple[str, str] | None = None,
+    part_rows: tuple[str, str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """The statements before the row loop and at its top: at every GEMM_ROWS-th row i0 (or
     once before the loop when one block holds all rows), the next block of rows of the
     product (only columns `cols` of it, when given), into output `row_buffer`'s rows or into
     the scratch rows, with s_row pointing at row i0's (the same operations per element as the
     whole product: the same bits). Without `call`, only s_row: the caller computes the
-    blocks."""
+    blocks. With `part_rows` (begin, end, block), the blocks of a part's rows [begin, end)."""
     rows, n = m.shape
     block = gemm_block_rows(m)
     in_block = f"TFC_IMOD(i0, {block})"
     outer: list[str] = []
     inner: list[str] = []
+    if part_rows is not None:
+        begin, end, block_rows = part_rows
+        in_block = f"TFC_IMOD(i0 - {begin}, {block_rows})"
+        gemm = _gemm_call(spec, m, row_buffer, scratch, "i0", cols, (end, block_rows))
+        inner.append(f"if ({in_block} == 0) {gemm}")
+        if scratch and read:
+            inner.append(f"const {m.dtype.c_type} *restrict s_row = s + {in_block} * {n};")
+        return outer, inner
     if call:
         gemm = _gemm_call(spec, m, row_buffer, scratch, "i0", cols)
         outer, inner = ([gemm], []) if block == rows else ([], [f"if ({in_block} == 0) {gemm}"])
@@ -704,6 +723,65 @@ def _last_row_copy(spec: FusedSpec) -> list[str]:
     return [f"memcpy(y{o}, s + {last}, {kept.shape[1]} * sizeof({kept.dtype.c_type}));"]
 
 
+# c_fused_row_parts' parts and GEMM blocks come in multiples of this many rows (tfc_gemm.h's
+# MR: no part's product ends in a partial tile that the whole product has not); a part has at
+# least _PART_TILES of them
+_ROW_TILE = 6
+_PART_TILES = 4
+
+
+def c_fused_row_parts(kernel: Kernel) -> dict | None:
+    """The C kernel of a Fusion node whose MatMul member is post-processed element by element
+    with no reduction (a weight gradient's optimizer update), as the data of
+    templates/c/kernels/fused_row_parts.c.j2: the rows split between the threads, each part
+    running the whole kernel on its rows, its GEMM in blocks of its own (the scratch block's
+    rows divided between the parts). A split by rows packs each row of A on one thread only
+    and streams each thread's contiguous share of the variables and slots it updates, where a
+    split by columns packs all of A on every thread and walks half of every row. Each element
+    is the same chain of multiply-adds and the same update statements whatever the part: the
+    same bits at any thread count. None for any other Fusion, for fewer than two parts' rows
+    and for products of fewer than two column blocks (c_fused_rows splits those)."""
+    spec: FusedSpec = kernel.spec
+    plan = spec.plan
+    if spec.accumulate is not None or kernel.can_fail or spec.reduces:
+        return None
+    if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
+        return None
+    m = spec.members[plan.matmul]
+    if not m.dtype.is_floating or len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
+        return None
+    rows, n = m.shape
+    block = gemm_block_rows(m)
+    if n < 2 * _COLUMN_BLOCK or rows < 2 * _PART_TILES * _ROW_TILE or block < _ROW_TILE:
+        return None
+    if spec.row_scratch not in (None, plan.matmul):
+        return None
+    lines = ["    " + ", ".join(f"(void){p.name}" for p in kernel.params) + ";"]
+    lines += _CLowering(spec).phase(0, part_rows=("begin", "end", "block"))
+    if spec.row_scratch is not None:  # the part holding the last row keeps it in its output
+        o = spec.outputs.index(spec.row_scratch)
+        lines += [
+            f"    if (end == {rows} && end > begin)",
+            f"        memcpy(y{o}, s + TFC_IMOD(end - 1 - begin, block) * {n}, "
+            f"{n} * sizeof({m.dtype.c_type}));",
+        ]
+    # each part computes its blocks into its own rows of the scratch block
+    unpacked = [
+        f"c->s + part * c->block * {n}" if p.name == "s" else f"c->{p.name}" for p in kernel.params
+    ]
+    return {
+        "fields": [f"{'const ' if p.const else ''}{p.ctype} *{p.name}" for p in kernel.params],
+        "unpacked": ", ".join(unpacked),
+        "rows_body": lines,
+        "rows": rows,
+        "cols": n,
+        "block": block,
+        "tile": _ROW_TILE,
+        "max_parts": min(block // _ROW_TILE, rows // (_PART_TILES * _ROW_TILE)),
+        "depth": member_gemm(spec, m)[2],
+    }
+
+
 # the columns of c_fused_cols' parts come in multiples of this: every target's NR panel width
 # (AVX-512: 64 floats), so no part's GEMM ends in a partial panel that a whole product has not
 _COLUMN_BLOCK = 64
@@ -711,7 +789,8 @@ _COLUMN_BLOCK = 64
 
 def c_fused_cols(kernel: Kernel) -> dict | None:
     """The C kernel of a Fusion node whose MatMul member is post-processed element by element
-    (a weight gradient's update) or reduced over its rows (a bias gradient: dX = dY W^T,
+    (a weight gradient's update that c_fused_row_parts does not split: too few rows) or
+    reduced over its rows (a bias gradient: dX = dY W^T,
     ReluGrad, the column Sum, its Adam update), as the data of
     templates/c/kernels/fused_cols.c.j2: the columns split between the threads, each part
     running the whole kernel on its columns, the GEMM blocks of those columns included, so a
@@ -752,6 +831,7 @@ def c_fused_cols(kernel: Kernel) -> dict | None:
         "cols_body": lines,
         "rows": rows,
         "cols": n,
+        "depth": member_gemm(spec, m)[2],
         "column_block": _COLUMN_BLOCK,
         "after": after,
     }
