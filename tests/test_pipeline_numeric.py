@@ -105,7 +105,8 @@ def test_training_results_with_and_without_cse_are_identical():
         with tf.Session(config=tf.CompileOptions(passes=passes)) as sess:
             sess.run(tf.global_variables_initializer())
             losses = [sess.run([loss, again, train], feed)[:2] for _ in range(5)]
-            return losses, sess.run(tf.trainable_variables())
+            # read from the state: a fetch of the variables would be one more program to build
+            return losses, [sess.read_variable(v.op.name) for v in tf.trainable_variables()]
 
     off, on = run([]), run(["cse"])
     assert all(a.tobytes() == b.tobytes() for p, q in zip(off[0], on[0]) for a, b in zip(p, q))
@@ -257,7 +258,7 @@ def test_results_with_and_without_simplification_are_bit_identical():
         with tf.Session(config=tf.CompileOptions(passes=passes)) as sess:
             sess.run(tf.global_variables_initializer())
             steps = [sess.run([loss, train], feed)[0] for _ in range(4)]
-            return steps, sess.run(tf.trainable_variables())
+            return steps, [sess.read_variable(v.op.name) for v in tf.trainable_variables()]
 
     off, on = run([]), run(["simplify"])
     assert [v.tobytes() for v in off[0]] == [v.tobytes() for v in on[0]]
