@@ -92,12 +92,11 @@ def cell_weights(sess, cell) -> dict:
 
 
 def randomize(sess, variables, scale=0.6):
-    """Every variable set to random values (biases too, which TF1 starts at zero)."""
-    ops = [
-        tf.assign(v, (RNG.standard_normal(v.shape.as_list()) * scale).astype(np.float32))
-        for v in variables
-    ]
-    sess.run(tf.group(*ops))
+    """Every variable set to random values (biases too, which TF1 starts at zero), written from
+    Python: no initializer or program of assignments to compile."""
+    for v in variables:
+        value = (RNG.standard_normal(v.shape.as_list()) * scale).astype(np.float32)
+        sess.write_variable(v.op.name, value)
 
 
 # -- one graph holding every case, compiled once --------------------------------------------------
@@ -158,8 +157,7 @@ def cases():
         add("bidirectional-static", (fw, bw), outs, (st_fw, st_bw))
         variables = tf.global_variables()
         with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            randomize(sess, variables)
+            randomize(sess, variables)  # every variable: none is left to initialize
             feed = {x_tm: xs, seq: lengths}
             results = sess.run({k: (v["outputs"], v["state"]) for k, v in built.items()}, feed)
             for v in built.values():
