@@ -3,7 +3,6 @@ model, the training step (loss and every updated variable, over several steps) a
 forward pass give the same results with all passes, with none, and with each one off (each
 pass off on one of the models)."""
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +20,9 @@ CONFIGS = {"all": tf.CompileOptions(), "none": tf.CompileOptions(passes=[])} | {
 STEPS = 3
 
 
-@pytest.fixture(autouse=True)
-def quick_builds(monkeypatch):
-    """gcc at -O1: the passes, not gcc, are under test here, and -O1 gives every compared number
-    bit for bit as -O3 does (checked on all five models, all passes and none); it compiles
-    these programs 3-4x faster."""
-    monkeypatch.setenv("TFC_CFLAGS", f"{os.environ.get('TFC_CFLAGS', '')} -O1".strip())
+# gcc at -O1 (conftest.quick_builds): the passes, not gcc, are under test here, and -O1 gives
+# every compared number bit for bit as -O3 does (checked on all five models, all passes and none)
+pytestmark = pytest.mark.usefixtures("quick_builds")
 
 
 def _run(path, options, batch=8):

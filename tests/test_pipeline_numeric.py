@@ -89,6 +89,7 @@ def test_cse_multi_output_duplicates_fetched_together_get_their_values():
     assert [v.tolist() for v in got] == [[1.0, 2.0], [1.0, 2.0], [3.0, 4.0]]
 
 
+@pytest.mark.usefixtures("quick_builds")  # a pass, not gcc, under test
 def test_training_results_with_and_without_cse_are_identical():
     def run(passes):
         tf.reset_default_graph()
@@ -183,6 +184,7 @@ def _mlp_adam_step():
     return [loss, train, tf.trainable_variables()[0]], feed
 
 
+@pytest.mark.usefixtures("quick_builds")  # a pass, not gcc, under test
 @pytest.mark.parametrize("build", [_shapes_and_constants, _mlp_adam_step])
 def test_results_with_and_without_folding_are_identical(build):
     off = _results(build, [], runs=3)
@@ -240,6 +242,7 @@ def test_a_fetch_kept_as_an_identity_gets_its_value():
     np.testing.assert_allclose(got[0], np.exp([0.0, 1.0]), rtol=1e-6)
 
 
+@pytest.mark.usefixtures("quick_builds")  # a pass, not gcc, under test
 def test_results_with_and_without_simplification_are_bit_identical():
     def run(passes):
         tf.reset_default_graph()
