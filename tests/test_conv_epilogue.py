@@ -10,7 +10,7 @@ from passcheck import feed, program
 
 import tfc as tf
 from tfc.codegen.targets import C
-from tfc.compiler import compile_program
+from tfc.compiler import PIPELINE, compile_program
 from tfc.ops import conv_algo
 from tfc.ops.conv import pack_filter
 from tfc.ops.conv_algo import forward_filter_block
@@ -238,6 +238,39 @@ def test_resnet_blocks_compile_to_fused_convs_with_the_unfused_values():
         kernels, got, want = _fused_and_unfused(h, {x: xv})
     assert kernels == ["_FusedConv2D", "_FusedConv2D"]
     np.testing.assert_array_equal(got, want)
+
+
+def test_variable_biases_fuse_in_inference_and_training_with_the_unfused_bits():
+    """A Session's CNN (filters and biases variables, as samples/lenet_model.py): its training
+    step and its inference fuse each bias and ReLU into the convolution, and two steps give the
+    bits of the pipeline without the epilogue pass (the second reads the updated biases)."""
+    xv = RNG.standard_normal((2, 8, 8, 1)).astype(np.float32)
+    init = [_filter(3, 1, 6), _filter(1, 6), _filter(3, 6, 16), _filter(1, 16)]
+    results = {}
+    for disable in ([], ["epilogue"]):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, xv.shape)
+            h = x
+            for i in range(0, 4, 2):
+                f, b = tf.Variable(init[i]), tf.Variable(init[i + 1])
+                h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(h, f, 1, "SAME"), b))
+            step = tf.train.GradientDescentOptimizer(0.01).minimize(tf.reduce_sum(h * h))
+            with tf.Session(config=tf.CompileOptions(disable=disable)) as sess:
+                sess.run(tf.global_variables_initializer())
+                results[bool(disable)] = [sess.run([h, step], {x: xv})[0] for _ in range(2)]
+            if not disable:
+                feeds = [feed(x.op.name, xv.shape)]
+                programs = [
+                    program([(h.op.name, 0)], feeds, targets) for targets in ([step.name], [])
+                ]
+                ops = [
+                    [p.graph.op_type(n) for n in p.graph.node_names()]
+                    for p in (compile_program(graph, PIPELINE, C) for graph in programs)
+                ]
+    for kinds in ops:  # the training step, then inference
+        assert kinds.count("_FusedConv2D") == 2 and "Conv2D" not in kinds
+    np.testing.assert_array_equal(results[False], results[True])
 
 
 def test_fire_modules_join_their_expansions_without_a_copy():

@@ -84,6 +84,21 @@ def test_what_is_not_an_epilogue_stays():
     assert _ops(g).count("Conv2D") == 5
 
 
+def test_a_variable_bias_of_one_value_per_channel_is_absorbed():
+    """A Session's model: the bias is a [C] variable (tf.nn.bias_add of tf.get_variable); a
+    variable of another shape stays an element-wise add."""
+    x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
+    bias = tf.Variable(_bias(), name="bias")
+    rows = tf.Variable(_bias(shape=(1, 1, 1, 4)), name="rows")
+    tf.nn.relu(tf.nn.bias_add(_conv(x, name="c1"), bias), name="out")
+    tf.add(_conv(x, name="c2"), rows, name="shaped")
+    g = _fuse([("out", 0), ("shaped", 0)])
+    name, attrs = _fused(g)
+    assert attrs["fused_ops"] == ["BiasAdd", "Relu"]
+    assert g.input_edges(name)[2] == ("bias/read", 0)  # the Identity a training program keeps
+    assert _ops(g).count("Conv2D") == 1 and "Add" in _ops(g)
+
+
 def test_a_fetched_intermediate_ends_the_chain_and_targets_without_it_keep_it():
     x = tf.placeholder(tf.float32, [1, 5, 5, 2], name="x")
     biased = tf.add(_conv(x), _bias(), name="biased")

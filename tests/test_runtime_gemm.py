@@ -16,6 +16,7 @@ import pytest
 
 import tfc as tf
 from tfc.backend.cc import build_shared_library, compiler, runtime_dir
+from tfc.client.config import session_thread_request
 
 HARNESS = textwrap.dedent(
     """
@@ -346,6 +347,24 @@ def test_thread_count_from_the_environment(lib, monkeypatch):
     assert h.h_threads_count() == 1
     h.h_threads_set(2)
     assert h.h_threads_count() == 2
+    h.h_threads_set(0)
+
+
+def test_a_session_leaves_the_environment_to_the_library(lib, monkeypatch):
+    """A Session hands its programs the ConfigProto's count, else set_num_threads's, else 0:
+    the library then reads TFC_NUM_THREADS itself (no os.environ lookup per run)."""
+    _, h = lib
+    monkeypatch.setenv("TFC_NUM_THREADS", "3")
+    assert session_thread_request(None) == 0
+    h.h_threads_set(session_thread_request(None))
+    assert h.h_threads_count() == 3
+    assert session_thread_request(tf.ConfigProto(intra_op_parallelism_threads=2)) == 2
+    tf.set_num_threads(4)
+    try:
+        assert session_thread_request(tf.ConfigProto()) == 4
+        assert session_thread_request(tf.ConfigProto(intra_op_parallelism_threads=2)) == 2
+    finally:
+        tf.set_num_threads(0)
     h.h_threads_set(0)
 
 

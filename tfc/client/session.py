@@ -29,7 +29,7 @@ import numpy as np
 
 from tfc.backend.cc import build_shared_library, load_library
 from tfc.backend.native_queue import clock_ns
-from tfc.client.config import compile_options, fetches_on_device, session_threads
+from tfc.client.config import compile_options, fetches_on_device, session_thread_request
 from tfc.client.profiling import Profile, ProfileBuild, loop_library
 from tfc.client.python_stage import PythonStagedProgram
 from tfc.client.queue_runs import QueueRuns, make_queue
@@ -106,7 +106,7 @@ class CompiledProgram:
 
     def _use_threads(self) -> None:
         """Set the library's thread count to the session's (its programs share the library)."""
-        threads = session_threads(self._config)
+        threads = session_thread_request(self._config)
         self._set_threads(threads)
         _THREADS_SET[self.lib] = threads
 
@@ -142,7 +142,7 @@ class CompiledProgram:
             frame = _CallFrame(self.ffi, self.lowered)
         try:
             held, results = self._point(frame, feeds)  # held: alive until the call returns
-            threads = session_threads(self._config)
+            threads = session_thread_request(self._config)
             if _THREADS_SET.get(self.lib) != threads:
                 self._use_threads()
             rc = self._run(

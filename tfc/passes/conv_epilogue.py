@@ -13,6 +13,7 @@ _ADDS = ("Add", "AddV2", "BiasAdd")
 _ACTIVATIONS = ("Relu", "Relu6")  # tfc.ops.conv.FUSED_ACTIVATIONS
 _CHANNELS_LAST = (None, "NHWC", b"NHWC")
 _DTYPES = (_dt.float32, _dt.float64)  # tfc_conv.h's element types
+_VARIABLE_VALUES = ("VariableV2",)
 
 
 def fuse_conv_epilogues(graph: Graph, enabled: bool = True) -> Graph:
@@ -28,10 +29,11 @@ def fuse_conv_epilogues(graph: Graph, enabled: bool = True) -> Graph:
 
     Matched: a float32 or float64 NHWC Conv2D of concrete, non-empty shapes; b a Const of one
     value per output channel (shape [C], or 1s then C: the shift batch norm leaves after
-    fold_channel_scales), added by Add, AddV2 or BiasAdd (NHWC) in either operand order;
+    fold_channel_scales) or a VariableV2 of shape [C] or its Identity read (a Session's model),
+    added by Add, AddV2 or BiasAdd (NHWC) in either operand order;
     r any tensor of the output's shape and dtype. Each intermediate value must be read by the
-    next op alone (no other consumer, fetch, target or control output), and the Const has no
-    control inputs. `enabled` False (targets without the fused kernel: CUDA) leaves the graph.
+    next op alone (no other consumer, fetch, target or control output), and b has no control
+    inputs. `enabled` False (targets without the fused kernel: CUDA) leaves the graph.
 
     Then a ConcatV2 along the last axis of two or more such _FusedConv2D outputs (without a
     residual; each read by the ConcatV2 alone, once) becomes one `_FusedConv2DConcat`, whose
@@ -183,6 +185,14 @@ def _only_reader(graph: Graph, name: str) -> str | None:
     return reader if len(graph.input_edges(reader)) == len(set(graph.input_edges(reader))) else None
 
 
+def _is_variable_read(graph: Graph, name: str) -> bool:
+    """Whether `name` is an Identity of a variable (TF1's `W/read`)."""
+    if graph.op_type(name) != "Identity":
+        return False
+    (source,) = graph.input_edges(name)
+    return graph.op_type(source[0]) in _VARIABLE_VALUES
+
+
 def _other_operand(graph: Graph, add: str, known: str) -> tuple[str, int] | None:
     """Of two-input `add`, the operand that is not `known`'s output."""
     inputs = graph.input_edges(add)
@@ -193,8 +203,11 @@ def _other_operand(graph: Graph, add: str, known: str) -> tuple[str, int] | None
 
 
 def _bias_operand(graph: Graph, add: str, conv: str, channels: int) -> tuple[str, int] | None:
-    """The Const `add` adds to `conv`'s output as a [channels] vector (a new Const when it is
-    shaped [1, ..., channels]), if it is one."""
+    """The weights `add` adds to `conv`'s output as a [channels] vector, if it is one: a Const
+    (a new Const when it is shaped [1, ..., channels]), or a [channels] variable or its
+    Identity read (a model's bias in a Session; a training program keeps the read of a variable
+    it writes). The schedule orders every reader of a variable before its writers, the fused
+    convolution as the BiasAdd was."""
     kind = graph.op_type(add)
     if kind not in _ADDS or graph.node(add)["attrs"].get("data_format") not in _CHANNELS_LAST:
         return None
@@ -202,6 +215,10 @@ def _bias_operand(graph: Graph, add: str, conv: str, channels: int) -> tuple[str
     if other is None or (kind == "BiasAdd" and graph.input_edges(add)[0] != (conv, 0)):
         return None
     source = graph.node(other[0])
+    if source["op"] in _VARIABLE_VALUES or _is_variable_read(graph, other[0]):
+        shape, dtype = source["shapes"][other[1]], source["dtypes"][other[1]]
+        ok = tuple(shape or ()) == (channels,) and dtype == graph.node(conv)["dtypes"][0]
+        return other if ok and not graph.control_input_names(other[0]) else None
     if source["op"] != "Const" or graph.control_input_names(other[0]):
         return None
     value = np.asarray(source["attrs"]["value"])
