@@ -196,14 +196,16 @@ static int read_frame(tfc_conn *c, int64_t *last, char *why, size_t cap) {
         }
     }
     if (bad && arrived != NULL) tfc_rendezvous_release(t, c->account, nbytes);
+    if (!bad) { /* counted before a receiver can see the tensor: its stats then include it */
+        TFC_STAT_ADD(t, frames_received, 1);
+        TFC_STAT_ADD(t, bytes_received, head_bytes + h.payload_bytes + 4u);
+    }
     pthread_cond_broadcast(&t->cond);
     pthread_mutex_unlock(&t->lock);
     if (bad) {
         if (arrived != NULL) TFC_FREE(arrived), TFC_FREE(dest);
         return FRAME_BAD;
     }
-    TFC_STAT_ADD(t, frames_received, 1);
-    TFC_STAT_ADD(t, bytes_received, head_bytes + h.payload_bytes + 4u);
     *last = tfc_wire_now_ms();
     return FRAME_OK;
 }
