@@ -56,17 +56,26 @@ def _program(fetches, feed_dict=None, targets=(), passes=(fuse_elementwise,)):
     return run_passes(graph, FRONT + list(passes), verify=True)
 
 
-def _both(fetches, feed_dict=None, init=None, steps=1, train=None, pipelines="fuse-alone"):
-    """The fetched values compiled without and with fusion (each in its own session), after
-    `steps` - 1 runs of `train`."""
+def _both(fetches, feed_dict=None, pipelines="fuse-alone"):
+    """The fetched values compiled without and with fusion (each in its own session)."""
     results = []
     for options in PIPELINES[pipelines]:
         with tf.Session(config=options) as sess:
-            if init is not None:
-                sess.run(init)
-            for _ in range(steps - 1):
-                sess.run(train, feed_dict)
             results.append(sess.run(fetches, feed_dict))
+    return results
+
+
+def _trained_both(train, feed_dict, init, steps, watch=(), pipelines="fuse-alone"):
+    """Without and with fusion (each in its own session): the `watch` tensors at each of `steps`
+    runs of `train` (the step's own program computes them), then every variable's value read
+    from the session's state (a fetch of the variables would be one more program to compile)."""
+    results = []
+    for options in PIPELINES[pipelines]:
+        with tf.Session(config=options) as sess:
+            sess.run(init)
+            watched = [sess.run([train, *watch], feed_dict)[1:] for _ in range(steps)]
+            variables = [sess.read_variable(v.op.name) for v in tf.global_variables()]
+        results.append([value for step in watched for value in step] + variables)
     return results
 
 
@@ -87,7 +96,7 @@ def _assert_same_bits_unfused_and_at_1_2_3_threads(train, feed):
             sess.run(init)
             for _ in range(3):
                 sess.run(train, feed)
-            results.append(sess.run(tf.global_variables()))
+            results.append([sess.read_variable(v.op.name) for v in tf.global_variables()])
     for other in results[1:]:
         _assert_identical(results[0], other)
 
@@ -165,7 +174,7 @@ def test_an_assignment_of_an_element_wise_value_gives_the_same_bits():
     v = tf.Variable(tf.ones([5]), name="v")
     step = tf.assign(v, tf.sqrt(v.value() * x + 1.0, name="value"), name="step")
     feed = {x: np.arange(5, dtype=np.float32)}
-    _assert_identical(*_both([v], feed, v.initializer, steps=3, train=step.op))
+    _assert_identical(*_trained_both(step.op, feed, v.initializer, steps=3))
 
 
 def test_an_update_reading_its_variable_element_by_element_gives_the_same_bits():
@@ -175,7 +184,7 @@ def test_an_update_reading_its_variable_element_by_element_gives_the_same_bits()
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
     feed = {x: np.arange(32, dtype=np.float32).reshape(8, 4) / 10}
     init = tf.global_variables_initializer()
-    _assert_identical(*_both([loss, w], feed, init, steps=3, train=train))
+    _assert_identical(*_trained_both(train, feed, init, steps=3, watch=[loss]))
 
 
 def test_an_update_whose_loop_reads_its_variable_elsewhere_gives_the_same_bits():
@@ -184,7 +193,7 @@ def test_an_update_whose_loop_reads_its_variable_elsewhere_gives_the_same_bits()
     step = tf.nn.relu(tf.matmul(x, w, name="mm"), name="step")  # a GEMM row reads all of w
     train = training_ops.apply_gradient_descent(w, 0.5, step, name="sgd")
     feed = {x: np.eye(3, dtype=np.float32)[::-1]}
-    _assert_identical(*_both([w], feed, w.initializer, steps=3, train=train))
+    _assert_identical(*_trained_both(train, feed, w.initializer, steps=3))
 
 
 def test_elementwise_chains_with_broadcasting_give_the_same_bits():
@@ -294,9 +303,8 @@ def _mlp(optimizer, clip=False):
 )
 def test_an_mlp_training_step_gives_the_same_bits(optimizer, clip, pipelines):
     x, loss, train, feed = _mlp(optimizer(), clip)
-    fetches = [loss, *tf.global_variables()]
     init = tf.global_variables_initializer()
-    unfused, fused = _both(fetches, feed, init, steps=6, train=train, pipelines=pipelines)
+    unfused, fused = _trained_both(train, feed, init, 5, watch=[loss], pipelines=pipelines)
     _assert_identical(unfused, fused)
 
 
@@ -317,10 +325,9 @@ def test_linear_layers_without_activations_train_to_the_same_bits(optimizer):
     train = optimizer().minimize(loss)
     rng = np.random.default_rng(4)
     feed = {x: rng.normal(size=(8, 20)).astype(np.float32), y: rng.normal(size=(8, 3))}
-    fetches = [loss, *tf.global_variables()]
     init = tf.global_variables_initializer()
     for pipelines in PIPELINES:
-        unfused, fused = _both(fetches, feed, init, steps=3, train=train, pipelines=pipelines)
+        unfused, fused = _trained_both(train, feed, init, 3, watch=[loss], pipelines=pipelines)
         _assert_identical(unfused, fused)
 
 
@@ -358,9 +365,9 @@ def test_the_digits_training_step_runs_as_at_most_half_the_kernels():
 @pytest.mark.parametrize("pipelines", PIPELINES)
 def test_the_digits_mlp_trains_to_the_same_bits(pipelines):
     x, y, loss, train, accuracy, feed = _digits()
-    fetches = [loss, accuracy, *tf.global_variables()]  # with Adam's slots and beta powers
-    init = tf.global_variables_initializer()
-    unfused, fused = _both(fetches, feed, init, steps=5, train=train, pipelines=pipelines)
+    init = tf.global_variables_initializer()  # the variables: with Adam's slots and beta powers
+    watch = [loss, accuracy]
+    unfused, fused = _trained_both(train, feed, init, 5, watch, pipelines=pipelines)
     _assert_identical(unfused, fused)
 
 
@@ -380,15 +387,17 @@ SANITIZED_SCRIPT = textwrap.dedent(
     clipped = tf.clip_by_value(loss * 2.0, 0.0, 5.0) + tf.reduce_sum(tf.abs(x), axis=0)
     (images, labels), _ = digits_mlp.load_digits()
     feed = {{x: images[:32], y: labels[:32]}}
-    fetches = [loss, accuracy, clipped] + tf.trainable_variables()
+    # one program per session besides the initializer: the step fetches the values, and the
+    # variables are read from the state (each sanitized build takes seconds)
+    fetches = [train, loss, accuracy, clipped]
     results = []
     for options in (tf.CompileOptions(disable=["fuse"]), tf.CompileOptions()):
         with tf.Session(config=options) as sess:
             sess.run(tf.global_variables_initializer())
-            for _ in range(3):
-                sess.run(train, feed)
-            results.append(sess.run(fetches, feed))
-            source = sess.source([train, loss], feed)
+            steps = [sess.run(fetches, feed)[1:] for _ in range(3)]
+            variables = [sess.read_variable(v.op.name) for v in tf.trainable_variables()]
+            results.append([value for step in steps for value in step] + variables)
+            source = sess.source(fetches, feed)
     # _cols_at: hidden1's bias gradient, 128 columns (one part on one thread)
     for fused in ("(FusedApplyAdam)", "(FusedAssign)", "tfc_gemm_f32_ex(", "e0 < 10; ++e0",
                   "_cols_at("):

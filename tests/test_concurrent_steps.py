@@ -65,30 +65,29 @@ def test_a_long_step_does_not_hold_up_another_thread():
     """The session's lock is not held, and the GIL is released, while a program runs."""
     size = 768
     a = tf.Variable(np.eye(size, dtype=np.float32) * 0.5)
-
-    def chain(links):
-        y = a
-        for _ in range(links):
-            y = tf.matmul(y, a)
-        return tf.reduce_sum(y)
-
+    # a loop of products, its length fed: one program (one GEMM call site) runs any length
+    links = tf.placeholder(tf.int32, [], name="links")
+    _, chained = tf.while_loop(
+        lambda i, y: i < links, lambda i, y: (i + 1, tf.matmul(y, a)), (0, a.value())
+    )
+    long = tf.reduce_sum(chained)
     short = tf.reduce_sum(a[0])
     with tf.Session() as sess:
         sess.run(a.initializer)
         sess.run(short)
-        product = chain(1)
-        sess.run(product)  # compiled before it is timed
+        sess.run(long, {links: 1})  # compiled before it is timed
         start = time.monotonic()
-        sess.run(product)
+        sess.run(long, {links: 1})
         one = time.monotonic() - start  # about one product
-        long = chain(max(2, math.ceil(1.5 / max(one, 1e-3))))  # a step of ~1.5 s or more
-        sess.run(long)  # compiled before the race
+        steps = {links: max(2, math.ceil(1.5 / max(one, 1e-3)))}  # a step of ~1.5 s or more
         running = threading.Event()
         done = []
 
         def long_step():
             running.set()
-            done.append(sess.run(long))
+            began = time.monotonic()
+            done.append(sess.run(long, steps))
+            done.append(time.monotonic() - began)
 
         thread = threading.Thread(target=long_step, daemon=True)
         thread.start()
@@ -101,6 +100,9 @@ def test_a_long_step_does_not_hold_up_another_thread():
         assert thread.is_alive() and not done, f"the long step ended first ({short_steps:.3f}s)"
         thread.join(120)
         assert done and np.isfinite(done[0])
+        # short runs that waited for the long one (a lock held while a program runs) end just
+        # before it does: the thread is still returning its result, so is_alive alone passes
+        assert short_steps < done[1] / 2, f"short steps {short_steps:.3f}s, long {done[1]:.3f}s"
 
 
 def test_use_locking_updates_lose_nothing():

@@ -2,6 +2,8 @@
 forward kernels, and _FusedConv2DConcat: convolutions writing their channels of a concatenation,
 against NumPy and bit for bit against the unfused ops."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
@@ -14,6 +16,7 @@ from tfc.compiler import PIPELINE, compile_program
 from tfc.ops import conv_algo
 from tfc.ops.conv import pack_filter
 from tfc.ops.conv_algo import forward_filter_block
+from tfc.ops.kernels import Geometry
 from tfc.ops.registry import apply_op
 
 RNG = np.random.default_rng(7)
@@ -23,11 +26,14 @@ F = ["float32", "float64"]
 ALGORITHMS = ("direct", "im2col", "columns")
 # (x shape, filter shape, stride, padding): full and partial channel blocks (9; 64 = two
 # 32-channel blocks), rows of full and partial pixel tiles (13 columns), a stride, and a shape
-# the columns kernel takes (3 -> 8 channels at stride 1 along the width)
+# the columns kernel takes (3 -> 8 channels at stride 1 along the width), and a 1x1 one (im2col
+# reads x as its GEMM's rows: tfc_conv_forward_pointwise; its blocks of rows with a residual:
+# test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks)
 CONVS = {
     "c5-o9-s2": ((2, 7, 9, 5), (3, 3, 5, 9), 2, "SAME"),
     "c8-o64-w13": ((2, 5, 13, 8), (3, 3, 8, 64), 1, "SAME"),
     "c3-o8-cols": ((1, 6, 11, 3), (3, 3, 3, 8), 1, "VALID"),
+    "c8-o64-1x1": ((2, 5, 13, 8), (1, 1, 8, 64), 1, "VALID"),
 }
 # each part alone and all together (Relu6 clamps at 0 as Relu does, then at 6)
 F64_CONVS = ("c8-o64-w13",)  # float64's vectors hold half the lanes
@@ -89,7 +95,8 @@ def _build():
                     attrs["_algorithm"] = algorithm
                     conv = apply_op("Conv2D", [xt, ft], attrs).outputs[0]
                     for tag, ops in EPILOGUES.items():
-                        if algorithm != "direct" and tag != "bias-residual-relu6":
+                        pointwise = name.endswith("1x1") and algorithm == "im2col"
+                        if algorithm != "direct" and tag != "bias-residual-relu6" and not pointwise:
                             continue
                         args = [bt, rt] if "Add" in ops else [bt]
                         fused_attrs = dict(attrs, fused_ops=ops, num_args=len(args))
@@ -175,7 +182,7 @@ def test_the_epilogue_gives_the_bits_of_the_unfused_ops():
 
 def test_a_packed_filter_gives_the_bits_of_the_hwio_one():
     compiled, _ = BATCH.results()
-    assert len(PACKED) == 12  # every direct case, float32 and float64
+    assert len(PACKED) == 15  # every direct case, float32 and float64
     for case in PACKED:
         np.testing.assert_array_equal(compiled[f"{case}-packed"], compiled[case], err_msg=case)
 
@@ -345,6 +352,45 @@ def test_the_direct_kernel_writes_over_a_dying_residual():
         for s in (2.0, 3.0)
     )
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
+    """A 1x1 convolution over POINTWISE_GEMM_MIN_ROWS output pixels with few input channels
+    (here with a residual) takes its GEMM on x (conv_algo.default_algorithm): its filter stays HWIO
+    (not packed), its rows go in blocks through a scratch block (3072 rows, the last of 16384
+    here 1024) and its output takes over the dying residual; the bits of the unfused ops, whose
+    Conv2D runs the same GEMM."""
+    assert conv_algo.POINTWISE_GEMM_MIN_ROWS == 16384
+    xv = RNG.standard_normal((1, 128, 128, 64)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, xv.shape)
+        conv = tf.nn.conv2d(x, _filter(1, 64, 16), 1, "VALID") + _filter(1, 16)
+        y = tf.nn.relu(conv + x[..., :16] * 2.0) * 0.5  # not fetched: arena
+        kernels, got, want = _fused_and_unfused(y, {x: xv})
+        compiled = compile_program(
+            program([(y.op.name, 0)], [feed(x.op.name, xv.shape)]),
+            tf.CompileOptions().pipeline(),
+            C,
+        )
+    assert "_FusedConv2D" in kernels
+    cg = compiled.graph
+    (fused,) = [n for n in cg.node_names() if cg.op_type(n) == "_FusedConv2D"]
+    assert "packed_filter" not in cg.node(fused)["attrs"]
+    assert any(out[0] == fused for out in cg.graph_attrs["arena_inplace"])
+    assert "tfc_conv_forward_im2col_f32" in compiled.source
+    np.testing.assert_array_equal(got, want)
+    # below the threshold (one row fewer) or with more input channels the direct kernel runs;
+    # without a residual the GEMM too
+    big = Geometry(1, 128, 128, 64, 128, 128, 16, 1, 1, 1, 1, 1, 1, 0, 0)
+    small = dataclasses.replace(big, in_h=127, out_h=127)
+    deep = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MAX_IN_C + 1)
+    shallow = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MIN_IN_C - 1)
+    f32 = tf.float32
+    assert conv_algo.default_algorithm("forward", big, f32) == "im2col"
+    assert conv_algo.default_algorithm("forward", small, f32) == "direct"
+    assert conv_algo.default_algorithm("forward", deep, f32) == "direct"
+    assert conv_algo.default_algorithm("forward", shallow, f32) == "direct"
 
 
 def test_groups_of_rows_through_the_filter_blocks_give_the_same_bits(monkeypatch):

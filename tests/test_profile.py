@@ -29,19 +29,24 @@ PROFILE_SYMBOLS = (
 )
 
 
-def _training_graph():
-    """A two-layer softmax classifier trained by SGD: about a millisecond of kernels a step."""
+def _training_graph(batch=128, width=256):
+    """A two-layer softmax classifier trained by SGD: about a millisecond of kernels a step at
+    the default sizes (the timing test's: kernels long next to the timer calls); the tests that
+    do not time kernels take a smaller one, whose program compiles several times faster."""
     rng = np.random.default_rng(3)
-    x = tf.placeholder(tf.float32, [None, 256], name="x")
+    x = tf.placeholder(tf.float32, [None, width], name="x")
     y = tf.placeholder(tf.int32, [None], name="y")
-    w1 = tf.Variable(rng.standard_normal((256, 256)).astype(np.float32) * 0.05, name="w1")
-    w2 = tf.Variable(rng.standard_normal((256, 10)).astype(np.float32) * 0.05, name="w2")
+    w1 = tf.Variable(rng.standard_normal((width, width)).astype(np.float32) * 0.05, name="w1")
+    w2 = tf.Variable(rng.standard_normal((width, 10)).astype(np.float32) * 0.05, name="w2")
     logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)
     loss = tf.reduce_mean(
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits), name="loss"
     )
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-    feed = {x: rng.standard_normal((128, 256)).astype(np.float32), y: rng.integers(0, 10, 128)}
+    feed = {
+        x: rng.standard_normal((batch, width)).astype(np.float32),
+        y: rng.integers(0, 10, batch),
+    }
     return loss, train, feed
 
 
@@ -88,7 +93,7 @@ def test_default_build_has_no_profiling_code(monkeypatch):
     monkeypatch.delenv("TFC_PROFILE", raising=False)
     graph = tf.Graph()
     with graph.as_default():
-        loss, train, feed = _training_graph()
+        loss, train, feed = _training_graph(batch=8, width=16)
         lowered = _lowered(graph, [loss, train], feed)
     default, profiled = render_program(lowered), render_program(lowered, profile=True)
     assert "tfc_prof" not in default and "clock_gettime" not in default
@@ -141,7 +146,7 @@ def test_time_runs_runs_the_program_in_a_c_loop():
     with graph.as_default():
         counter = tf.Variable(0, dtype=tf.int64, name="counter")
         bump = tf.assign_add(counter, 1)
-        loss, train, feed = _training_graph()
+        loss, train, feed = _training_graph(batch=8, width=16)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             seconds = time_runs(sess, bump, runs=1000)

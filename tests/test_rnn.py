@@ -92,12 +92,11 @@ def cell_weights(sess, cell) -> dict:
 
 
 def randomize(sess, variables, scale=0.6):
-    """Every variable set to random values (biases too, which TF1 starts at zero)."""
-    ops = [
-        tf.assign(v, (RNG.standard_normal(v.shape.as_list()) * scale).astype(np.float32))
-        for v in variables
-    ]
-    sess.run(tf.group(*ops))
+    """Every variable set to random values (biases too, which TF1 starts at zero), written from
+    Python: no initializer or program of assignments to compile."""
+    for v in variables:
+        value = (RNG.standard_normal(v.shape.as_list()) * scale).astype(np.float32)
+        sess.write_variable(v.op.name, value)
 
 
 # -- one graph holding every case, compiled once --------------------------------------------------
@@ -158,8 +157,7 @@ def cases():
         add("bidirectional-static", (fw, bw), outs, (st_fw, st_bw))
         variables = tf.global_variables()
         with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            randomize(sess, variables)
+            randomize(sess, variables)  # every variable: none is left to initialize
             feed = {x_tm: xs, seq: lengths}
             results = sess.run({k: (v["outputs"], v["state"]) for k, v in built.items()}, feed)
             for v in built.values():
@@ -310,13 +308,15 @@ def test_dynamic_rnn_gradients_equal_static_rnn_and_finite_differences():
     grads_s = tf.gradients(loss_s, [x, *cell_s.weights])
     w_value = RNG.standard_normal((2, 4, 5))
     feed = {x: x_value, lengths: lengths_value, weights: w_value}
+    # the cells' weights are all the variables: written from Python, both cells the same values
+    # (an initializer and a program of assignments would be two more programs to compile)
+    names = [v.op.name for v in tf.global_variables()]
+    assert sorted(names) == sorted(w.op.name for w in [*cell_d.weights, *cell_s.weights])
     with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        loads = []  # one program sets both cells' weights to the same values
         for a, b in zip(cell_d.weights, cell_s.weights):
             value = RNG.standard_normal(a.shape.as_list()) * 0.5
-            loads += [tf.assign(a, value), tf.assign(b, value)]
-        sess.run(loads)
+            sess.write_variable(a.op.name, value)
+            sess.write_variable(b.op.name, value)
         got_d, got_s = sess.run([grads_d, grads_s], feed)
         for g_d, g_s in zip(got_d, got_s):
             np.testing.assert_allclose(g_d, g_s, rtol=1e-10, atol=1e-12)

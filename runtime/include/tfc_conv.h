@@ -38,7 +38,9 @@ typedef struct {
     int64_t out_h, out_w, out_c;        /* the forward output */
     int64_t k_h, k_w, s_h, s_w, d_h, d_w;
     int64_t pad_top, pad_left;          /* rows/columns of zeros before the image */
-    int64_t pix_block;                  /* direct: output pixels (or filter taps) per tile */
+    int64_t pix_block;                  /* direct: output pixels (or filter taps) per tile;
+                                           im2col of a 1x1 with a residual: the product's rows
+                                           per block (tfc_conv_forward_pointwise) */
     int64_t pix_wide;                   /* the same for tiles of 64-byte vectors (AVX-512) */
     int64_t co_block;                   /* direct: channels per tile (whole SIMD vectors) */
     int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
@@ -69,6 +71,13 @@ typedef struct {
 #else
 #define TFC_CONV_INLINE static inline
 #endif
+
+/* whether `g` is a 1x1 convolution at stride 1 without padding: x is the product's left matrix
+ * (tfc/ops/conv_algo.py: pointwise) */
+TFC_CONV_INLINE int tfc_conv_pointwise(const tfc_conv_plan *g) {
+    return g->k_h == 1 && g->k_w == 1 && g->s_h == 1 && g->s_w == 1 && g->out_h == g->in_h &&
+           g->out_w == g->in_w;
+}
 
 /* Register tiles: at most this many pixels (or taps) x vectors of channels */
 #define TFC_CONV_MAX_P 16

@@ -691,23 +691,64 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_col2im)(const tfc_conv_plan *g, const 
     }
 }
 
+/* y = conv2d(x, f) of a 1x1 convolution at stride 1 without padding (x is the GEMM's left
+ * matrix as it lies), the epilogue inside the product where it can be: a bias and a ReLU in the
+ * GEMM's own (the same chain of operations as after it, so the same bits). With a residual, the
+ * product's rows go in blocks of pix_block through `blk` [pix_block, out_c] (it stays in L2)
+ * and each block's epilogue reads its residual elements just before it writes the same
+ * elements of y: y may take over the residual's buffer. Where the product's rows were written
+ * to y first and the epilogue ran after the whole product, ResNet-50's 1x1 expansions at batch
+ * 32 read and wrote their 100 MB output twice. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_pointwise)(const tfc_conv_plan *g,
+                                                             const T *restrict x,
+                                                             const T *restrict f, T *y, T *blk,
+                                                             const T *restrict bias,
+                                                             const T *res) {
+    const int64_t rows = g->batch * g->out_h * g->out_w, k = g->in_c, co = g->out_c;
+    const int64_t ld = g->ldy;
+    if (!g->residual) {
+        if (g->act != TFC_CONV_ACT_RELU6) {
+            TFC_CONV_CAT(TFC_CONV_FN(tfc_gemm), ex)(rows, co, k, x, k, 1, f, co, 1, y, ld, (T)1,
+                                                    (T)0, g->bias ? bias : NULL,
+                                                    g->act == TFC_CONV_ACT_RELU);
+            return;
+        }
+        TFC_CONV_CAT(TFC_CONV_FN(tfc_gemm), ex)(rows, co, k, x, k, 1, f, co, 1, y, ld, (T)1, (T)0,
+                                                NULL, 0);
+        TFC_CONV_FN(tfc_conv_epilogue_rows)(g, y, rows, bias, NULL);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += g->pix_block) {
+        const int64_t m = rows - r0 < g->pix_block ? rows - r0 : g->pix_block;
+        TFC_CONV_CAT(TFC_CONV_FN(tfc_gemm), ex)(m, co, k, x + r0 * k, k, 1, f, co, 1, blk, co,
+                                                (T)1, (T)0, g->bias ? bias : NULL, 0);
+        for (int64_t r = 0; r < m; ++r) {
+            const T *restrict b = blk + r * co;
+            const T *rr = res + (r0 + r) * ld;
+            T *yr = y + (r0 + r) * ld;
+            for (int64_t j = 0; j < co; ++j) yr[j] = TFC_CONV_FN(tfc_conv_act)(b[j] + rr[j], g->act);
+        }
+    }
+}
+
 /* y = conv2d(x, f): per chunk of images, y rows = cols [pixels, k] x f [k, out_c], then the
- * plan's epilogue on those rows. Scratch: cols [chunk*out_h*out_w, k_h*k_w*in_c], or NULL for
- * a 1x1 convolution at stride 1 without padding, whose column matrix is x itself. */
+ * plan's epilogue on those rows. Scratch: cols [chunk*out_h*out_w, k_h*k_w*in_c]; a 1x1
+ * convolution at stride 1 without padding, whose column matrix is x itself, goes to
+ * tfc_conv_forward_pointwise with `cols` as its block of rows (NULL without a residual). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_im2col_all)(const tfc_conv_plan *g,
                                                           const T *restrict x,
-                                                          const T *restrict f, T *restrict y,
-                                                          T *restrict cols,
+                                                          const T *restrict f, T *y, T *cols,
                                                           const T *restrict bias,
-                                                          const T *restrict res) {
+                                                          const T *res) {
     const int64_t k = g->k_h * g->k_w * g->in_c, pix = g->out_h * g->out_w;
+    if (tfc_conv_pointwise(g)) {
+        TFC_CONV_FN(tfc_conv_forward_pointwise)(g, x, f, y, cols, bias, res);
+        return;
+    }
     for (int64_t n0 = 0; n0 < g->batch; n0 += g->chunk) {
         const int64_t nb = g->batch - n0 < g->chunk ? g->batch - n0 : g->chunk;
-        const T *rows = x + n0 * pix * k;
-        if (cols != NULL) {
-            TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
-            rows = cols;
-        }
+        TFC_CONV_FN(tfc_conv_im2col)(g, x, n0, nb, cols);
+        const T *rows = cols;
         T *restrict yc = y + n0 * pix * g->ldy;
         TFC_CONV_CAT(TFC_CONV_FN(tfc_gemm), ex)(nb * pix, g->out_c, k, rows, k, 1, f, g->out_c,
                                                 1, yc, g->ldy, (T)1, (T)0, NULL, 0);

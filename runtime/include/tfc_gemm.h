@@ -242,6 +242,15 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
     return by_rows < by_cols;
 }
 
+/* the paths of tfc_gemm_<tag>_ex (tfc_gemm_path_<tag> picks one) */
+enum {
+    TFC_GEMM_PATH_ROWS,    /* a row or two: B streamed */
+    TFC_GEMM_PATH_TALL,    /* few columns, A stored transposed: C^T in registers */
+    TFC_GEMM_PATH_NARROW,  /* at most one vector of columns */
+    TFC_GEMM_PATH_PACKED,  /* the packed algorithm on C */
+    TFC_GEMM_PATH_SWAPPED, /* the packed algorithm on C^T = B^T A^T */
+};
+
 #define TFC_DEFINE_GEMM_FLOAT(tag, T, V, VU, VI, VL, KC)                                         \
     enum { tfc_gemm_nr_##tag = TFC_GEMM_NV * (VL) };                                             \
                                                                                                  \
@@ -837,6 +846,14 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
         const int64_t swapped = TFC_IDIV(N + MR - 1, MR) * MR * TFC_IDIV(M + NR - 1, NR) * NR;   \
         return 4 * swapped < 3 * plain;                                                          \
     }                                                                                            \
+    /* the path tfc_gemm_<tag>_ex takes for a product of M, N, K > 0 (the one place that order   \
+     * is written: tfc_gemm_packed.h asks it which products pack B whole) */                     \
+    static inline int tfc_gemm_path_##tag(int64_t M, int64_t N, int64_t sam, int64_t sbn) {      \
+        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) return TFC_GEMM_PATH_ROWS;                       \
+        if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) return TFC_GEMM_PATH_TALL;  \
+        if (N <= (VL)) return TFC_GEMM_PATH_NARROW;                                              \
+        return tfc_gemm_swap_##tag(M, N) ? TFC_GEMM_PATH_SWAPPED : TFC_GEMM_PATH_PACKED;         \
+    }                                                                                            \
                                                                                                  \
     /* the packed algorithm on g (g->swap set), C split between the threads: by rows where each \
      * thread then packs less (its own rows of A; with B already packed, whenever each thread   \
@@ -890,7 +907,8 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
         }                                                                                        \
         tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,         \
                                  beta, relu, 0, 0, NULL};                                        \
-        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) { /* a row or two: streaming B beats packing it */\
+        const int path = tfc_gemm_path_##tag(M, N, sam, sbn);                                    \
+        if (path == TFC_GEMM_PATH_ROWS) { /* a row or two: streaming B beats packing it */       \
             enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                               \
             const int64_t blocks = TFC_IDIV(N + NB * (VL)-1, NB * (VL));                         \
             int64_t tasks = TFC_GEMM_ROW_SERIAL(M, N, K) ? 1 : tfc_threads_count();              \
@@ -905,7 +923,7 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
             tfc_threads_parallel_parts(tasks, tfc_gemm_row_task_##tag, &g);                      \
             return;                                                                              \
         }                                                                                        \
-        if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) { /* C^T, rows split */     \
+        if (path == TFC_GEMM_PATH_TALL) { /* C^T, rows split */                                  \
             const int64_t blocks = TFC_IDIV(M + 2 * (VL)-1, 2 * (VL));                           \
             int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                  \
             if (tasks > blocks) tasks = blocks;                                                  \
@@ -918,7 +936,7 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
             tfc_threads_parallel_parts(tasks, tfc_gemm_tall_task_##tag, &g);                     \
             return;                                                                              \
         }                                                                                        \
-        if (N <= (VL)) { /* one vector per row of C: rows split between the threads */           \
+        if (path == TFC_GEMM_PATH_NARROW) { /* one vector per row of C: rows split by threads */ \
             const int64_t blocks = TFC_IDIV(M + TFC_GEMM_NARROW - 1, TFC_GEMM_NARROW);           \
             int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                  \
             if (tasks > blocks) tasks = blocks;                                                  \
@@ -931,7 +949,7 @@ static inline int tfc_gemm_rows_pay(int64_t M, int64_t N, int64_t K, int64_t tas
             tfc_threads_parallel_parts(tasks, tfc_gemm_narrow_task_##tag, &g);                   \
             return;                                                                              \
         }                                                                                        \
-        g.swap = tfc_gemm_swap_##tag(M, N);                                                      \
+        g.swap = path == TFC_GEMM_PATH_SWAPPED;                                                  \
         tfc_gemm_packed_split_##tag(&g);                                                         \
     }                                                                                            \
                                                                                                  \

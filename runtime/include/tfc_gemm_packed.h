@@ -56,15 +56,12 @@ static inline uint64_t tfc_gemm_packed_epoch(const uint64_t *epoch) {
 #define TFC_DEFINE_GEMM_PACKED(tag, T, V, VU, VI, VL, KC)                                       \
     typedef char tfc_gemm_pack_cols_fit_##tag[TFC_GEMM_PACK_COLS % tfc_gemm_nr_##tag ? -1 : 1];\
                                                                                                  \
-    /* whether tfc_gemm_<tag>_ex runs the product on the plain packed algorithm (the paths and   \
-     * their order as there): the one path that packs B whole */                                 \
+    /* whether tfc_gemm_<tag>_ex runs the product on the plain packed algorithm: the one path    \
+     * that packs B whole */                                                                     \
     static inline int tfc_gemm_packs_b_##tag(int64_t M, int64_t N, int64_t K, int64_t sam,       \
                                              int64_t sbn) {                                      \
         if (M <= 0 || N <= 0 || K <= 0) return 0;                                                \
-        if (M <= TFC_GEMM_ROWS_MAX && sbn == 1) return 0;                                        \
-        if (TFC_GEMM_VBYTES == 64 && N <= TFC_GEMM_TALL && sam == 1) return 0;                   \
-        if (N <= (VL)) return 0;                                                                 \
-        return !tfc_gemm_swap_##tag(M, N);                                                       \
+        return tfc_gemm_path_##tag(M, N, sam, sbn) == TFC_GEMM_PATH_PACKED;                      \
     }                                                                                            \
                                                                                                  \
     /* whether the row path reads B packed: a row or two on one thread with columns past whole \

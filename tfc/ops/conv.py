@@ -24,7 +24,7 @@ from tfc.ir import dtypes as _dt
 from tfc.ir.graph import Tensor, name_scope
 from tfc.ir.tensor_shape import Shape, num_elements
 from tfc.ops.constant import convert_to_tensor
-from tfc.ops.conv_algo import check_algorithm, forward_filter_block, plan_conv
+from tfc.ops.conv_algo import check_algorithm, forward_filter_block, plan_conv, pointwise
 from tfc.ops.conv_args import channels_first_via_last
 from tfc.ops.flops import elements
 from tfc.ops.grad_ops import shape_tensor
@@ -491,15 +491,17 @@ def _fused_conv2d_inplace(ctx: OpContext) -> tuple[int, ...]:
     """The residual, where the direct kernel computes the convolution: each register tile reads
     its residual elements just before it writes the same output elements, so the output may take
     over a residual that dies here (at a large batch that saves the output's read from memory
-    before it is written: ResNet-50's 1x1 expansions at batch 32). The other kernels write the
-    products first, then add the residual to them."""
+    before it is written: ResNet-50's 1x1 expansions at batch 32); so does a 1x1 convolution's
+    GEMM, whose blocks of rows go through a scratch block before their epilogue. The other
+    kernels write the products first, then add the residual to them."""
     if not fused_conv_epilogue(ctx).residual:
         return ()
     g = _conv2d_geometry(_unpacked(ctx))
     if g is None:
         return ()
     plan = plan_conv(ctx, "forward", g, ctx.out_dtypes[0])
-    return (3,) if plan.kernel == "direct" else ()
+    in_place = plan.kernel == "direct" or (plan.kernel == "im2col" and pointwise(g))
+    return (3,) if in_place else ()
 
 
 def _fused_conv2d_flops(ctx: OpContext) -> int:

@@ -83,6 +83,26 @@ FORWARD_WIDE_BLOCKS = 2
 # this many bytes through all channel blocks (half the 2 MB L2 of the AVX-512 host: the rest
 # holds a block of the filter and the next one, prefetched)
 L2_GROUP_BYTES = 1 << 20
+# a forward 1x1 convolution at stride 1 takes im2col (its GEMM on x as it lies, the epilogue in
+# the GEMM or from blocks of rows in L2: tfc_conv_forward_pointwise) from this many output
+# pixels, with at most this many input channels. ResNet-50's 56x56 layers (f32, 1 thread, the
+# program's thread CPU time through its C loop, both alternating in one process, the minimum of
+# 4-15, load 5.3-8.7): with a residual, 64->256 0.88-0.91x direct's time at batch 32, 0.92x at
+# batch 8 (25088 pixels), 1.00-1.02x at batch 2 (6272); without, 64->256 0.91-0.93x and 64->64
+# 0.85-0.86x at batch 32, where 256->64 took 1.05-1.09x; at batch 32 128->512 on 28x28 with a
+# residual 1.025-1.03x, 256->1024 on 14x14 0.97-0.99x. So the GEMM pays where the reduction is
+# short (few products per stored output) and the output outgrows the caches; but not shorter
+# still: SqueezeNet at batch 32, whose expansions of 16 and 32 channels to 64 and 128 on 55x55
+# and 27x27 (into a concatenation) took it, ran 1.02-1.06x its time (whole program, thread
+# CPU time, both alternating)
+POINTWISE_GEMM_MIN_ROWS = 16384
+POINTWISE_GEMM_MIN_IN_C = 64
+POINTWISE_GEMM_MAX_IN_C = 64
+# a 1x1 convolution with a residual through im2col (its GEMM on x as it lies) runs its rows in
+# blocks of about this many bytes of output, each block's epilogue reading the block in L2 (half
+# of it: the rest holds the filter's packed panels and the block's rows of x)
+POINTWISE_BLOCK_BYTES = 192 << 10
+POINTWISE_MIN_ROWS = 96
 ALIGN_ELEMENTS = 16  # scratch regions start on 64-byte boundaries (for floats)
 # the direct kernels split the batch into this many parts (of `chunk` images) that threads take
 # (tfc_conv_run_parts): a fixed split, so that the filter gradient, a sum of one partial sum per
@@ -149,6 +169,22 @@ def pointwise(g: Geometry) -> bool:
     return unit and (g.out_h, g.out_w) == (g.in_h, g.in_w)
 
 
+def _adds_residual(ctx: OpContext) -> bool:
+    """Whether the op is a _FusedConv2D whose epilogue adds a residual (fused_ops BiasAdd, Add,
+    ...: tfc.ops.conv.fused_conv_epilogue checks them)."""
+    ops = [o.decode() if isinstance(o, bytes) else str(o) for o in ctx.attrs.get("fused_ops", ())]
+    return len(ops) > 1 and ops[1] == "Add"
+
+
+def pointwise_block_rows(g: Geometry, dtype: _dt.DType) -> int:
+    """Rows of a pointwise product per block whose residual epilogue runs from a scratch block
+    (tfc_conv_forward_pointwise): about POINTWISE_BLOCK_BYTES of it, at least POINTWISE_MIN_ROWS
+    (each block's GEMM packs the filter again), whole micro-kernel tiles of 6 rows."""
+    rows = max(POINTWISE_MIN_ROWS, POINTWISE_BLOCK_BYTES // (g.out_c * dtype.size))
+    rows = _round_up(rows, 6)
+    return min(rows, g.batch * g.out_h * g.out_w)
+
+
 def _batch_parts(ctx: OpContext) -> int:
     """The parts the batch is split into: BATCH_PARTS, or 1 in a single-threaded program."""
     threads = ctx.graph.graph_attrs.get("threads") if ctx.graph is not None else None
@@ -188,10 +224,30 @@ def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = F
     k = g.k_h * g.k_w * g.in_c
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
+        short = POINTWISE_GEMM_MIN_IN_C <= g.in_c <= POINTWISE_GEMM_MAX_IN_C
+        if pointwise(g) and short and rows >= POINTWISE_GEMM_MIN_ROWS:
+            return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
         return "im2col" if short and not packed else "direct"
     wide = k >= IM2COL_MIN_K and g.out_c >= IM2COL_MIN_N
     return "im2col" if wide else "direct"
+
+
+def describe_plan(kind: str, plan: ConvPlan) -> str:
+    """How tfc_conv.h computes a convolution of `kind` with `plan`, in words (tfc inspect)."""
+    f = plan.fields
+    if plan.kernel == "im2col" and kind == "forward" and f["k_h"] == f["k_w"] == 1:
+        unit = (f["s_h"], f["s_w"], f["in_h"], f["in_w"]) == (1, 1, f["out_h"], f["out_w"])
+        if unit:
+            if f["residual"]:
+                return f"1x1 GEMM on the image, blocks of {f['pix_block']} rows, residual epilogue"
+            return "1x1 GEMM on the image, epilogue in the GEMM"
+    words = {"direct": "direct", "rows": "direct (row scatter)", "im2col": "im2col + GEMM"}
+    text = words.get(plan.kernel, plan.kernel)
+    if plan.kernel == "direct" and kind == "forward":
+        text += ", packed filter" if f["packed"] else ""
+        text += f", filter blocks outermost ({f['blocked']} rows a group)" if f["blocked"] else ""
+    return text
 
 
 def _channel_block(channels: int, dtype: _dt.DType) -> int:
@@ -294,10 +350,14 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         pixels = g.out_h * g.out_w
         per_image = max(pixels * taps * dtype.size, 1)
         chunk = max(1, min(g.batch, IM2COL_COLUMN_BYTES // per_image))
+        sizes = [chunk * pixels * taps]
         if kind == "forward" and pointwise(g):
             chunk = g.batch  # x is the column matrix: one GEMM, no copy
+            # with a residual, the product's rows in blocks that stay in L2 (pix_block)
+            rows = pointwise_block_rows(g, dtype) if _adds_residual(ctx) else 0
+            fields["pix_block"] = max(rows, 1)
+            sizes = [rows * g.out_c]
         fields["chunk"] = chunk
-        sizes = [0 if kind == "forward" and pointwise(g) else chunk * pixels * taps]
         if kind == "filter":
             sizes.append(taps * g.out_c if chunk < g.batch else 0)
         regions, total = _layout(sizes)

@@ -24,11 +24,13 @@ def pack_conv_filters(graph: Graph) -> Graph:
     then runs 1.1-1.4x as fast, f32, 1 thread).
 
     Left as they are: a filter that is not a Const, or has control inputs; convolutions that an
-    `_algorithm` attribute forces, that take the columns kernel, or that run under mixed
-    precision (their filter is rounded to bfloat16 in its HWIO layout). Values are the same
-    bits as the unpacked op's where that runs direct too (each output is the same chain of
-    multiply-adds over the same values); where it would take im2col, the GEMM sums in another
-    order, so they differ by rounding. The old Const goes when nothing else reads it.
+    `_algorithm` attribute forces, that take the columns kernel or a 1x1 GEMM (few input
+    channels, many pixels: conv_algo.POINTWISE_GEMM_MIN_ROWS; it reads the HWIO filter), or
+    that run under mixed precision (their filter is rounded to bfloat16 in its HWIO layout).
+    Values are the same bits as the unpacked op's where that runs direct too (each output is
+    the same chain of multiply-adds over the same values); where it would take im2col, the GEMM
+    sums in another order, so they differ by rounding. The old Const goes when nothing else
+    reads it.
     """
     if graph.graph_attrs.get(MIXED_PRECISION) is not None:
         return graph
@@ -53,8 +55,8 @@ def _pack(graph: Graph, conv: str) -> bool:
     if value.ndim != 4 or value.dtype != dtype.np or tuple(ctx.in_shapes[1]) != value.shape:
         return False
     g = conv_geometry(ctx, ctx.in_shapes[0], value.shape)
-    if default_algorithm("forward", g, dtype, packed=True) != "direct":  # columns
-        return False
+    if default_algorithm("forward", g, dtype, packed=True) != "direct":
+        return False  # columns, or a 1x1 GEMM
     packed = pack_filter(value, forward_filter_block(g.out_c, dtype))
     packed.setflags(write=False)
     name = graph.unique_name(f"{conv}/packed_filter")

@@ -3,10 +3,11 @@ text and pictures.
 
 For one program (a model file's train step or predict at a batch, or what a Session.run would
 compile) it reports the op count before and after every pass, the kernels of the lowered
-program, the arena next to its lower bound and its naive size, the form the CUDA target gives
-each convolution (direct kernel or implicit GEMM), and the FLOPs and bytes one run computes and
-moves (tfc/codegen/program_stats.py says how each is counted); it can keep the graph's
-text after any pass, and hands the graph after any pass to tfc/tools/graphviz.py to draw.
+program, the arena next to its lower bound and its naive size, the kernel the C target and the
+form the CUDA target give each convolution (direct kernel, im2col, implicit GEMM), and the
+FLOPs and bytes one run computes and moves (tfc/codegen/program_stats.py says how each is
+counted); it can keep the graph's text after any pass, and hands the graph after any pass to
+tfc/tools/graphviz.py to draw.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from tfc.compiler import (
 from tfc.ir.graph import Graph, get_default_graph
 from tfc.ir.program import make_program_graph
 from tfc.ir.tensor_shape import num_elements
+from tfc.ops.conv_algo import describe_plan
 from tfc.ops.kernels import BFLOAT16_PRODUCTS, ConvSpec, GemmSpec
 from tfc.tools.graphviz import graph_dot, graph_html, graph_svg, write_graph
 
@@ -62,6 +64,7 @@ __all__ = [
     "graph_dot",
     "graph_html",
     "graph_svg",
+    "host_conv_forms",
     "inspect_model",
     "parse_arena_line",
     "program_graph",
@@ -126,6 +129,10 @@ class Inspection:
         if products:
             lines.append("matrix products and convolutions (the precision they multiply in):")
             lines += [f"  {op} {node}: {precision}" for node, op, precision in products]
+        host = host_conv_forms(self.program.steps)
+        if host:
+            lines.append("convolutions on the host (tfc_conv.h's choice for each shape):")
+            lines += [f"  {op} {node}: {form}" for node, op, form in host]
         forms = conv_forms(self.program.steps, self.allow_tf32)
         if forms:
             lines.append("convolutions on a GPU (the CUDA target's choice for each shape):")
@@ -301,6 +308,20 @@ def product_precisions(steps: list) -> list[tuple[str, str, str]]:
                     precision = "bfloat16 operands, float32 sums (mixed precision)"
                 products.append((step.node, step.op, precision))
     return products
+
+
+def host_conv_forms(steps: list) -> list[tuple[str, str, str]]:
+    """(node, op, the kernel in words) of every convolution among lowered `steps`: the kernel
+    of runtime/include/tfc_conv.h that the C target calls (tfc/ops/conv_algo.py chose it)."""
+    forms = []
+    for step in steps:
+        for bound in step.kernels:
+            spec = bound.kernel.spec
+            if isinstance(spec, ConvSpec):
+                forms.append(
+                    (step.node, step.op, f"{spec.kind}, {describe_plan(spec.kind, spec.plan)}")
+                )
+    return forms
 
 
 # -- measures -----------------------------------------------------------------------------------
