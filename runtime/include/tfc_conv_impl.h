@@ -591,30 +591,41 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns_part)(const tfc_conv_p
     T *xb = k->s0 + part * g->in_c * g->hp * g->cp;
     const int64_t co = g->out_c, wb = g->cp, R = TFC_IDIV(TFC_CONV_CACC, co);
     const int64_t full = TFC_IDIV(g->out_h, R) * R, E = g->out_w * g->ldy;
+    /* without a residual (added before the activation) the tiles apply the epilogue in
+     * registers; with one, the rows they wrote take all of it afterwards */
+    const T *bias = g->bias && !g->residual ? k->bias : NULL;
+    const int64_t act = g->residual ? TFC_CONV_ACT_NONE : g->act;
     for (int64_t n = n0; n < n0 + nb; ++n) {
         TFC_CONV_FN(tfc_conv_cols_planes)(g, x, n, xb);
         T *restrict yn = y + n * g->out_h * E;
         for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += R) {
             const T *restrict xr = xb + oh0 * g->s_h * wb;
             T *restrict yr = y + (n * g->out_h + oh0) * E;
-            for (int64_t w0 = 0; w0 < g->out_w; w0 += TFC_CONV_CL) {
+            for (int64_t w = 0; w < g->out_w; w += TFC_CONV_CL) {
+                /* a row's last tile ends at its end, over columns of the one before (the same
+                 * sums again, the same bits), so that it too stores whole vectors */
+                const int64_t w0 = w + TFC_CONV_CL > g->out_w && g->out_w >= TFC_CONV_CL
+                                       ? g->out_w - TFC_CONV_CL
+                                       : w;
                 const int64_t nw = g->out_w - w0 < TFC_CONV_CL ? g->out_w - w0 : TFC_CONV_CL;
                 if (oh0 < full)
                     TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * g->ldy, E, nw,
-                                                     R, co);
+                                                     R, co, bias, act);
                 else
                     TFC_CONV_CFN(tfc_conv_cols_tile)(g, xr + w0, wb, f, yr + w0 * g->ldy, E,
-                                                     nw, g->out_h - full, co);
+                                                     nw, g->out_h - full, co, bias, act);
             }
         }
-        TFC_CONV_FN(tfc_conv_epilogue_rows)(g, yn, g->out_h * g->out_w, k->bias,
-                                            g->residual ? k->res + (yn - y) : NULL);
+        if (g->residual)
+            TFC_CONV_FN(tfc_conv_epilogue_rows)(g, yn, g->out_h * g->out_w, k->bias,
+                                                k->res + (yn - y));
     }
 }
 
 /* y = conv2d(x, f) by output columns, `part` (tfc_conv_forward_columns_part with the plan) over
- * the batch's parts: each image is computed the same way whatever the thread count, then the
- * plan's epilogue on its rows. Scratch: planes [parts, in_c, hp, cp]. */
+ * the batch's parts: each image is computed the same way whatever the thread count, with the
+ * plan's epilogue (in the tiles, or on the rows they wrote where there is a residual).
+ * Scratch: planes [parts, in_c, hp, cp]. */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_columns)(const tfc_conv_plan *g, const T *x,
                                                            const T *f, const T *bias,
                                                            const T *res, T *y, T *planes,

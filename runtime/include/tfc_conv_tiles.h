@@ -3,6 +3,20 @@
  * lanes), TFC_CONV_TMADD (acc + a * w) and TFC_CONV_TFN (the functions' names) defined, so the
  * same loops make AVX tiles and, where AVX-512 is there, 64-byte ones. No include guard. */
 
+/* a after activation `act` (TFC_CONV_ACT_*) lane by lane, as tfc_conv_act computes it: lanes
+ * below 0 become 0, above 6 (Relu6) 6; NaN stays */
+TFC_CONV_INLINE TFC_CONV_TV TFC_CONV_TFN(tfc_conv_vact)(TFC_CONV_TV a, const int64_t act) {
+    typedef TFC_CONV_IT ivec __attribute__((vector_size(sizeof(TFC_CONV_TV))));
+    const TFC_CONV_TV zero = {0}, six = zero + (T)6;
+    if (act == TFC_CONV_ACT_NONE) return a;
+    a = (TFC_CONV_TV)((ivec)a & ~(ivec)(a < zero));
+    if (act == TFC_CONV_ACT_RELU6) {
+        const ivec over = (ivec)(a > six);
+        a = (TFC_CONV_TV)(((ivec)a & ~over) | ((ivec)six & over));
+    }
+    return a;
+}
+
 /* y[0:nc] = the first nc lanes of acc[0:CB/VL], with the forward epilogue: plus bias[0:nc]
  * (NULL: none), plus res[0:nc] (NULL: none), then activation `act` (TFC_CONV_ACT_*), each
  * step rounded as the separate Add, Add and Relu kernels round it. res may be y itself (the
@@ -29,8 +43,6 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *y,
         }
         return;
     }
-    typedef TFC_CONV_IT ivec __attribute__((vector_size(sizeof(TFC_CONV_TV))));
-    const TFC_CONV_TV zero = {0}, six = zero + (T)6;
     for (int64_t v = 0; v < CB / TFC_CONV_TL; ++v) {
         TFC_CONV_TV a = acc[v], b;
         if (bias != NULL) {
@@ -41,13 +53,7 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *y,
             memcpy(&b, res + v * TFC_CONV_TL, sizeof(b));
             a += b;
         }
-        if (act != TFC_CONV_ACT_NONE) { /* lanes below 0 become 0, above 6 (Relu6) 6: NaN stays */
-            a = (TFC_CONV_TV)((ivec)a & ~(ivec)(a < zero));
-            if (act == TFC_CONV_ACT_RELU6) {
-                const ivec over = (ivec)(a > six);
-                a = (TFC_CONV_TV)(((ivec)a & ~over) | ((ivec)six & over));
-            }
-        }
+        a = TFC_CONV_TFN(tfc_conv_vact)(a, act);
         memcpy(y + v * TFC_CONV_TL, &a, sizeof(a));
     }
 }
@@ -171,20 +177,59 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
                                      TFC_CONV_ACT_NONE);
 }
 
+/* before the columns kernels' loops over rows, channels and lanes (constant trip counts, at
+ * most 24): rolled, GCC keeps their vectors on the stack */
+#ifndef TFC_CONV_COLS_UNROLL
+#if defined(__GNUC__) || defined(__clang__)
+#define TFC_CONV_COLS_UNROLL _Pragma("GCC unroll 24")
+#else
+#define TFC_CONV_COLS_UNROLL
+#endif
+#endif
+
 /* -- columns: vectors of consecutive output columns, per output channel -------------------
  * For s_w == 1, the output columns ow..ow+L-1 of one row read, at tap (kh, kw, ci), the input
  * columns ow+kw*d_w.. of one row of channel ci: one (unaligned) load of the bordered plane of
  * that channel, shared by every output channel, each with its filter value broadcast. So
  * every lane is useful whatever the channel count (NHWC tiles use 6 of 8 or 16 for 6). */
 
+/* y[0 : CO * L] = the CO vectors v (channel o's L consecutive output columns) as NHWC pixels:
+ * y[w * CO + o] = v[o][w]. Each vector of y takes lanes of every channel: two channels at a
+ * time through GCC's two-input shuffle, then a select of that pair's lanes (masks computed
+ * from the lane index, constants once CO is and the loops are unrolled). Whole vector stores:
+ * element by element, this store was about a third of LeNet's conv1 at batch 1. */
+#if TFC_GEMM_SHUFFLE
+TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_interleave)(T *y, const TFC_CONV_TV *v,
+                                                            const int64_t CO) {
+    typedef TFC_CONV_IT ivec __attribute__((vector_size(sizeof(TFC_CONV_TV))));
+    TFC_CONV_COLS_UNROLL for (int64_t k = 0; k < CO; ++k) {
+        TFC_CONV_TV out = {0};
+        TFC_CONV_COLS_UNROLL for (int64_t p = 0; p < CO; p += 2) {
+            ivec idx, take;
+            TFC_CONV_COLS_UNROLL for (int64_t i = 0; i < TFC_CONV_TL; ++i) {
+                const int64_t e = k * TFC_CONV_TL + i, o = e % CO;
+                idx[i] = (TFC_CONV_IT)(e / CO + (o == p + 1 ? TFC_CONV_TL : 0));
+                take[i] = o == p || o == p + 1 ? -1 : 0;
+            }
+            const TFC_CONV_TV s = __builtin_shuffle(v[p], v[p + 1 < CO ? p + 1 : p], idx);
+            out = (TFC_CONV_TV)(((ivec)s & take) | ((ivec)out & ~take));
+        }
+        memcpy(y + k * TFC_CONV_TL, &out, sizeof(out));
+    }
+}
+#endif
+
 /* R output rows x co channels x L columns at y (row_y apart, pixels g->ldy apart; nw <= L
  * columns stored): sums over the taps of the planes xb (c planes of hp rows of wb) at the
- * tile's first row and column times f [k_h, k_w, c, co] */
+ * tile's first row and column times f [k_h, k_w, c, co], plus bias[o] (NULL: none), then
+ * activation `act` (TFC_CONV_ACT_*), each step rounded as tfc_conv_epilogue_rows rounds it */
 TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
                                                       const T *restrict xb, int64_t wb,
                                                       const T *restrict f, T *restrict y,
                                                       int64_t row_y, int64_t nw,
-                                                      const int64_t R, const int64_t CO) {
+                                                      const int64_t R, const int64_t CO,
+                                                      const T *restrict bias,
+                                                      const int64_t act) {
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_COLS_MAX_ACC];
     for (int64_t i = 0; i < R * CO; ++i) acc[i] = zero;
@@ -203,12 +248,22 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_cols_tile)(const tfc_conv_plan *g,
             }
         }
     }
-    for (int64_t r = 0; r < R; ++r) {
-        T t[TFC_CONV_COLS_MAX_ACC * TFC_CONV_TL];
-        memcpy(t, &acc[r * CO], (size_t)(CO * TFC_CONV_TL) * sizeof(T));
+    TFC_CONV_COLS_UNROLL for (int64_t r = 0; r < R; ++r) {
+        TFC_CONV_TV t[TFC_CONV_COLS_MAX_ACC];
+        TFC_CONV_COLS_UNROLL for (int64_t o = 0; o < CO; ++o) {
+            t[o] = acc[r * CO + o];
+            if (bias != NULL) t[o] += bias[o];
+            t[o] = TFC_CONV_TFN(tfc_conv_vact)(t[o], act);
+        }
+#if TFC_GEMM_SHUFFLE
+        if (nw == TFC_CONV_TL && g->ldy == CO) { /* the tile's pixels are contiguous in y */
+            TFC_CONV_TFN(tfc_conv_cols_interleave)(y + r * row_y, t, CO);
+            continue;
+        }
+#endif
         T *restrict yr = y + r * row_y;
         for (int64_t w = 0; w < nw; ++w) {
-            for (int64_t o = 0; o < CO; ++o) yr[w * g->ldy + o] = t[o * TFC_CONV_TL + w];
+            for (int64_t o = 0; o < CO; ++o) yr[w * g->ldy + o] = t[o][w];
         }
     }
 }
