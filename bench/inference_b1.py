@@ -200,16 +200,10 @@ class SessionLoop:
 
 
 def tfc_ways(w: dict, x: np.ndarray, weights: list) -> tuple[dict, np.ndarray, object]:
-    import tfc as tf
     from tfc.client.request import RunRequest
 
-    graph = tf.Graph()
+    graph, sess, sigs = models_tfc.loaded_session(w, weights)
     with graph.as_default():
-        sigs = models_tfc.build(w)
-        sess = tf.Session(graph=graph)
-        sess.run(tf.global_variables_initializer())
-        for var, value in zip(sigs["_weights"], weights):
-            var.load(value, sess)
         features = sigs["predict"]["inputs"]["features"]
         probs = sigs["predict"]["outputs"]["probabilities"]
         call = sess.make_callable(probs, [features])

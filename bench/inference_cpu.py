@@ -35,7 +35,6 @@ from suite import data as bench_data  # noqa: E402
 from suite import models_tfc, workloads  # noqa: E402
 from suite.runners import layouts  # noqa: E402
 
-import tfc as tf  # noqa: E402
 from tfc.client.request import RunRequest  # noqa: E402
 
 DEFAULT = "lenet_infer_b1,mlp_infer_b1,mlp_infer_b64"
@@ -43,13 +42,8 @@ DEFAULT = "lenet_infer_b1,mlp_infer_b1,mlp_infer_b64"
 
 def tfc_ways(w: dict, d: dict, xs: list[np.ndarray]) -> tuple[dict, np.ndarray]:
     """{way: step(i)} for tfc's two ways, and the probabilities of batch 0."""
-    graph = tf.Graph()
+    graph, sess, sigs = models_tfc.loaded_session(w, d["weights"])
     with graph.as_default():
-        sigs = models_tfc.build(w)
-        sess = tf.Session(graph=graph)
-        sess.run(tf.global_variables_initializer())
-        for var, value in zip(sigs["_weights"], d["weights"]):
-            var.load(value, sess)
         features = sigs["train"]["inputs"]["features"]
         probabilities = sigs["predict"]["outputs"]["probabilities"]
         call = sess.make_callable(probabilities, [features])

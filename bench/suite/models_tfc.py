@@ -76,6 +76,21 @@ def build(w: dict) -> dict:
     return _signatures(w)
 
 
+def loaded_session(w: dict, weights: list):
+    """(graph, session, signatures) of the workload in a new graph, its variables initialized
+    and then set to `weights` (in `_weights` order: the values every framework starts from)."""
+    import tfc as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        sigs = build(w)
+        sess = tf.Session(graph=graph)
+        sess.run(tf.global_variables_initializer())
+        for var, value in zip(sigs["_weights"], weights):
+            var.load(value, sess)
+    return graph, sess, sigs
+
+
 @functools.cache
 def _initial_weights(key: str) -> list:
     import json

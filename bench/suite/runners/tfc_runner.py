@@ -24,13 +24,8 @@ VERSION = f"tfc {getattr(tf, '__version__', '')}".strip()
 
 
 def run_session(w: dict, d: dict, threads: int, plan) -> list[dict]:
-    graph = tf.Graph()
+    graph, sess, sigs = models_tfc.loaded_session(w, d["weights"])
     with graph.as_default():
-        sigs = models_tfc.build(w)
-        sess = tf.Session(graph=graph)
-        sess.run(tf.global_variables_initializer())
-        for var, value in zip(sigs["_weights"], d["weights"]):
-            var.load(value, sess)
         train = sigs["train"]
         features, labels = train["inputs"]["features"], train["inputs"]["labels"]
         if w["mode"] == "train":
