@@ -678,6 +678,22 @@ def _gemm_rows(
     return outer, inner
 
 
+def _row_split_product(kernel: Kernel):
+    """The MatMul member of a Fusion kernel that a row split can run (its product over the
+    kernel's whole 2-D space, post-processed element by element: no accumulation, reduction or
+    failure), else None."""
+    spec: FusedSpec = kernel.spec
+    plan = spec.plan
+    if spec.accumulate is not None or spec.reduces or kernel.can_fail:
+        return None
+    if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
+        return None
+    m = spec.members[plan.matmul]
+    if len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
+        return None
+    return m
+
+
 def c_fused_rows(kernel: Kernel) -> dict | None:
     """The C kernel of a Fusion node whose MatMul member is post-processed element by element
     (no reduction: a fused optimizer update of a weight gradient, a ReluGrad), as the data of
@@ -688,12 +704,8 @@ def c_fused_rows(kernel: Kernel) -> dict | None:
     Fusion."""
     spec: FusedSpec = kernel.spec
     plan = spec.plan
-    if spec.accumulate is not None or spec.reduces or kernel.can_fail:
-        return None
-    if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
-        return None
-    m = spec.members[plan.matmul]
-    if len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
+    m = _row_split_product(kernel)
+    if m is None:
         return None
     rows, n = m.shape
     scratch = spec.row_scratch == plan.matmul
@@ -743,12 +755,8 @@ def c_fused_row_parts(kernel: Kernel) -> dict | None:
     and for products of fewer than two column blocks (c_fused_rows splits those)."""
     spec: FusedSpec = kernel.spec
     plan = spec.plan
-    if spec.accumulate is not None or kernel.can_fail or spec.reduces:
-        return None
-    if plan.matmul is None or not plan.needed[plan.matmul] or _dense_head(spec) is not None:
-        return None
-    m = spec.members[plan.matmul]
-    if not m.dtype.is_floating or len(plan.space) != 2 or tuple(plan.space) != tuple(m.shape):
+    m = _row_split_product(kernel)
+    if m is None or not m.dtype.is_floating:
         return None
     rows, n = m.shape
     block = gemm_block_rows(m)
