@@ -123,6 +123,13 @@
     ((double)(M) * (double)(N) * (double)(K) < (double)TFC_GEMM_ROW_PARALLEL_MIN)
 #endif
 
+/* how many parts a fused kernel splits its M x N (depth K) product and epilogue into: one where
+ * the GEMM would not split the product, else as an element-wise pass over M x N elements */
+static inline int64_t tfc_gemm_fused_parts(int64_t M, int64_t N, int64_t K) {
+    (void)K; /* unread in a single-threaded build */
+    return TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_parts(M * N);
+}
+
 typedef float tfc_vf32 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4)));
 typedef int32_t tfc_vi32 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4)));
 typedef double tfc_vf64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)));
