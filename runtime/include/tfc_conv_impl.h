@@ -189,6 +189,41 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     }
 }
 
+/* The input rows that output row `oh` of image `n` does not read and the next output row does
+ * (the first rows of image n + 1 after the last row; none after the part's last image), as
+ * `*lines` cache lines from `*next`: the direct kernel's tiles of row oh prefetch them into L2,
+ * spread over the row (the images come from memory once: a 1x1 reduction of 256 channels on
+ * 56x56 reads each tile's 14 KB along 14 pixels' lines at once, a pattern the hardware's
+ * prefetchers do not follow). None where a 1x1 filter strides along the row: it reads every
+ * s_w-th pixel only. */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_next_rows)(int64_t n, int64_t oh, int64_t n_img,
+                                                     int64_t hp, int64_t wp, int64_t c,
+                                                     const T *xp, int64_t oh_n, int64_t kh_n,
+                                                     int64_t kw_n, int64_t sh, int64_t sw,
+                                                     int64_t dh, const char **next,
+                                                     int64_t *lines) {
+    int64_t first, last; /* rows [first, last] of image n (of n + 1: from 0) */
+    *next = NULL;
+    *lines = 0;
+    if (kw_n == 1 && sw > 1) return;
+    if (oh + 1 < oh_n) {
+        const int64_t read_to = oh * sh + (kh_n - 1) * dh; /* the last row oh reads */
+        first = (oh + 1) * sh;
+        first = first > read_to ? first : read_to + 1;
+        last = (oh + 1) * sh + (kh_n - 1) * dh;
+    } else if (n + 1 < n_img) {
+        ++n;
+        first = 0;
+        last = (kh_n - 1) * dh;
+    } else {
+        return;
+    }
+    if (last >= hp) last = hp - 1;
+    if (last < first) return;
+    *next = (const char *)(xp + (n * hp + first) * wp * c);
+    *lines = TFC_IDIV((last - first + 1) * wp * c * (int64_t)sizeof(T), 64);
+}
+
 /* y[n, oh, ow, 0:co] = sum over (kh, kw, ci) of
  *   xp[n, oh*sh + kh*dh, ow*sw + kw*dw, ci] * fp[kh, kw, ci, 0:co]
  * with xp [n_img, hp, wp, c] bordered so that every window is inside, fp [kh_n, kw_n, c, cp];
@@ -255,14 +290,20 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
      * lines are whole before they leave L1 (a row of 1x1 expansions' outputs, 56 pixels x
      * 256 channels, does not fit it), and its input stays there for every block */
     for (int64_t n = 0; n < n_img; ++n)
-        for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+            const char *next;
+            int64_t lines;
+            TFC_CONV_FN(tfc_conv_next_rows)(n, oh, n_img, hp, wp, c, xp, oh_n, kh_n, kw_n, sh,
+                                            sw, dh, &next, &lines);
             for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P)
                 for (int64_t co0 = 0; co0 < co; co0 += CB)
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
                         packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0,
                         packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
-                        NULL, 0, ow0, ow0 + P < ow_n ? ow0 + P : ow_n);
+                        co0 == 0 ? next : NULL, co0 == 0 ? lines : 0, ow0,
+                        ow0 + P < ow_n ? ow0 + P : ow_n);
+        }
 }
 
 /* -- direct ------------------------------------------------------------------------------ */
