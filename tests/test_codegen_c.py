@@ -152,6 +152,62 @@ def test_generated_code_is_clean_under_asan_and_ubsan(tmp_path):
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
 
 
+# The direct convolution kernel's prefetches (the next filter block, the input rows the next
+# output row reads first, the output slice written next) turned into reads of the byte they
+# name: AddressSanitizer then reports any that lies outside its buffer. The shapes take every
+# branch: channel blocks outermost in groups of rows (the group size shrunk so that there are
+# several), the last group of a part, an output written over its residual, pixel tiles that do
+# not divide the row, a part of several images, a strided 1x1 filter, feeds and fetches as
+# the convolutions' own buffers (NumPy's, each its own allocation).
+PREFETCH_SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    import tfc as tf
+    from tfc.ops import conv_algo
+    from tfc.reference.interp import Interpreter
+
+    conv_algo.L2_GROUP_BYTES = 3000  # a few output rows a group
+    rng = np.random.default_rng(0)
+
+    def fused(x, k, cin, cout, stride, padding, residual=None):
+        f = tf.constant(rng.normal(size=(k, k, cin, cout)).astype(np.float32) * 0.2)
+        y = tf.nn.conv2d(x, f, [1, stride, stride, 1], padding)
+        y = y + tf.constant(rng.normal(size=cout).astype(np.float32))
+        return tf.nn.relu(y if residual is None else y + residual)
+
+    blocked_x = tf.placeholder(tf.float32, [3, 6, 6, 8])
+    wide_x = tf.placeholder(tf.float32, [40, 5, 31, 8])
+    blocked = fused(blocked_x, 3, 8, 64, 1, "SAME")
+    expanded = fused(blocked, 1, 64, 64, 1, "VALID", residual=blocked * 2.0)
+    wide = fused(wide_x, 3, 8, 32, 1, "SAME")
+    strided = fused(wide_x, 1, 8, 48, 2, "VALID")
+    feed = {
+        blocked_x: rng.normal(size=(3, 6, 6, 8)).astype(np.float32),
+        wide_x: rng.normal(size=(40, 5, 31, 8)).astype(np.float32),
+    }
+    fetches = [blocked, expanded, wide, strided]
+    with tf.Session() as sess:
+        compiled = sess.run(fetches, feed)
+    expected = Interpreter().run(fetches, feed)
+    for got, want in zip(compiled, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    print("PREFETCH-OK")
+    """
+)
+
+
+def test_the_convolution_kernels_prefetch_only_inside_their_buffers(tmp_path):
+    env = _sanitizer_env(tmp_path)
+    env["TFC_CFLAGS"] += " -DTFC_CONV_PREFETCH_READS"
+    script = tmp_path / "prefetch.py"
+    script.write_text(PREFETCH_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0 and "PREFETCH-OK" in proc.stdout, proc.stderr[-4000:]
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
 @pytest.mark.parametrize(
     "body, report",
     [

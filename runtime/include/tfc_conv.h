@@ -93,12 +93,19 @@ TFC_CONV_INLINE int tfc_conv_pointwise(const tfc_conv_plan *g) {
 #define TFC_CONV_FENCE() ((void)0)
 #endif
 #define TFC_CONV_MAX_NV 8
-/* A hint that the cache line at p is read soon, into L2 (nothing where the compiler has no
- * builtin for it; a prefetch never faults) */
-#if defined(__GNUC__) || defined(__clang__)
+/* A hint that the cache line at p is read soon, into L2, or written soon (nothing where the
+ * compiler has no builtin for it; a prefetch never faults). With TFC_CONV_PREFETCH_READS
+ * (tests, under AddressSanitizer) each is a read of the byte at p instead, so that an address
+ * outside the buffers it means to prefetch is reported. */
+#if defined(TFC_CONV_PREFETCH_READS)
+#define TFC_CONV_PREFETCH(p) ((void)*(const volatile char *)(p))
+#define TFC_CONV_PREFETCH_WRITE(p) ((void)*(const volatile char *)(p))
+#elif defined(__GNUC__) || defined(__clang__)
 #define TFC_CONV_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#define TFC_CONV_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
 #else
 #define TFC_CONV_PREFETCH(p) ((void)(p))
+#define TFC_CONV_PREFETCH_WRITE(p) ((void)(p))
 #endif
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */

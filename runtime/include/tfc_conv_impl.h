@@ -69,10 +69,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                                 const int64_t P, const int64_t CB,
                                                 const T *restrict bias, const T *res,
                                                 const int64_t act, const char *pf, int64_t pf_n,
-                                                int64_t pf_every) {
+                                                int64_t pf_every, const char *pw, int64_t pw_n,
+                                                int64_t pw_run, int64_t pw_stride) {
     TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
                                       cp, y, y_px, nc, P, CB, bias, res, act, pf, pf_n,
-                                      pf_every));
+                                      pf_every, pw, pw_n, pw_run, pw_stride));
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
@@ -151,8 +152,14 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
     const T *restrict bias, const T *res, const int64_t act, int64_t ldy,
-    const char *pf, int64_t pf_n, int64_t ow_from, int64_t ow_to) {
+    const char *pf, int64_t pf_n, const T *ynext, int64_t ynext_px, int64_t ow_from,
+    int64_t ow_to) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
+    /* each tile prefetches for writing the lines of the output slice written next, of its
+     * pixels (ynext: pixel ow_from's; at most ynext_px of them): they come from memory (the
+     * residual, read there first, too), a slice of 128 bytes per pixel 1-4 KB apart, a
+     * pattern the hardware's prefetchers miss */
+    const int64_t pw_run = TFC_IDIV(CB * (int64_t)sizeof(T) + 63, 64);
     /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
     const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
     const int64_t pf_tile = TFC_IDIV(pf_n + tiles - 1, tiles);
@@ -175,18 +182,37 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         const int64_t done = TFC_IDIV(ow0, P) * pf_tile;
         const int64_t n_pf = pf_n - done < pf_tile ? (pf_n > done ? pf_n - done : 0) : pf_tile;
         const int64_t steps = (kh_hi - kh_lo) * (kw_hi - kw_lo) * c;
-        const int64_t every = n_pf > 0 && steps > n_pf ? TFC_IDIV(steps, n_pf) : 1;
         const char *pt = pf != NULL ? pf + done * 64 : NULL;
+        const int64_t n_pt = pt != NULL ? n_pf : 0;
+        const char *pw = ynext != NULL ? (const char *)(ynext + (ow0 - ow_from) * ldy) : NULL;
+        const int64_t px_pw = last - ow0 + 1 < ynext_px ? last - ow0 + 1 : ynext_px;
+        const int64_t n_pw = pw != NULL ? px_pw * pw_run : 0;
+        const int64_t every =
+            n_pt + n_pw > 0 && steps > n_pt + n_pw ? TFC_IDIV(steps, n_pt + n_pw) : 1;
         if (ow0 < full) {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act,
-                                       pt, pt != NULL ? n_pf : 0, every);
+                                       pt, n_pt, every, pw, n_pw, pw_run,
+                                       ldy * (int64_t)sizeof(T));
         } else {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
-                                       rt, act, pt, pt != NULL ? n_pf : 0, every);
+                                       rt, act, pt, n_pt, every, pw, n_pw, pw_run,
+                                       ldy * (int64_t)sizeof(T));
         }
     }
+}
+
+/* The output slice the blocked direct kernel writes after row r (of all images' rows) of the
+ * block at channel co0 of the group of rows [r0, r1): row r + 1's, the group's first row's in
+ * the next block after its last row, the next group's first row's in block 0 after the last
+ * block; NULL after all of them. Its pixel 0's pointer. */
+TFC_CONV_INLINE T *TFC_CONV_FN(tfc_conv_next_slice)(T *y, int64_t r, int64_t r0, int64_t r1,
+                                                    int64_t rows, int64_t ow_n, int64_t ldy,
+                                                    int64_t co0, int64_t co, int64_t cb) {
+    if (r + 1 < r1) return y + (r + 1) * ow_n * ldy + co0;
+    if (co0 + cb < co) return y + r0 * ow_n * ldy + co0 + cb;
+    return r1 < rows ? y + r1 * ow_n * ldy : NULL;
 }
 
 /* The input rows that output row `oh` of image `n` does not read and the next output row does
@@ -279,8 +305,10 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         TFC_IDIV(r, oh_n), TFC_IMOD(r, oh_n), co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
                         kw_n, sh, sw, dh, dw, fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
-                        act, ldy, count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0, 0,
-                        ow_n);
+                        act, ldy, count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0,
+                        TFC_CONV_FN(tfc_conv_next_slice)(y, r, r0, r1, rows, ow_n, ldy, co0, co,
+                                                         CB),
+                        P, 0, ow_n);
                 }
             }
         }
@@ -301,7 +329,12 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                         n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
                         packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0,
                         packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
-                        co0 == 0 ? next : NULL, co0 == 0 ? lines : 0, ow0,
+                        co0 == 0 ? next : NULL, co0 == 0 ? lines : 0,
+                        co0 + CB < co
+                            ? y + ((n * oh_n + oh) * ow_n + ow0) * ldy + co0 + CB
+                            : (ow0 + P < ow_n ? y + ((n * oh_n + oh) * ow_n + ow0 + P) * ldy
+                                              : NULL),
+                        co0 + CB < co ? P : ow_n - ow0 - P, ow0,
                         ow0 + P < ow_n ? ow0 + P : ow_n);
         }
 }

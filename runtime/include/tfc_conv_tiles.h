@@ -64,7 +64,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *y,
  * filter [taps, c, cp] at the tile's first channel. Stores nc <= CB channels. P and CB are
  * constants where it is inlined, so acc lives in vector registers. `pf` (NULL: none): pf_n
  * cache lines to prefetch into L2 along the way, one every `pf_every` channels (the tile's share
- * of the next filter block, which is then in cache when its tiles start). */
+ * of the next filter block, which is then in cache when its tiles start), then pw_n lines
+ * to write next, in runs of pw_run lines pw_stride bytes apart (the pixels of the output
+ * slice the next tile writes). */
 TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
                                                  int64_t col, int64_t kh_lo, int64_t kh_hi,
                                                  int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
@@ -73,14 +75,15 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                                                  const int64_t P, const int64_t CB,
                                                  const T *restrict bias, const T *res,
                                                  const int64_t act, const char *pf, int64_t pf_n,
-                                                 int64_t pf_every) {
+                                                 int64_t pf_every, const char *pw, int64_t pw_n,
+                                                 int64_t pw_run, int64_t pw_stride) {
     const int64_t NV = CB / TFC_CONV_TL;
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
     for (int64_t p = 0; p < P; ++p) {
         for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
     }
-    int64_t countdown = pf_every;
+    int64_t countdown = pf_every, pw_line = 0;
     /* where a kernel row's taps lie next to each other in x (col == c: no dilation), its
      * (kw, ci) pairs are one run of (kw_hi - kw_lo) * c values in x and in f: one loop over
      * them, in the same order (a 7x7 filter on 3 channels ran 3-iteration loops otherwise) */
@@ -99,11 +102,20 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                     const T a = xk[p * px + ci];
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
                 }
-                if (pf_n > 0 && --countdown == 0) {
-                    TFC_CONV_PREFETCH(pf);
-                    pf += 64;
-                    --pf_n;
+                if (pf_n + pw_n > 0 && --countdown == 0) {
                     countdown = pf_every;
+                    if (pf_n > 0) {
+                        TFC_CONV_PREFETCH(pf);
+                        pf += 64;
+                        --pf_n;
+                    } else {
+                        TFC_CONV_PREFETCH_WRITE(pw + pw_line * 64);
+                        if (++pw_line == pw_run) {
+                            pw_line = 0;
+                            pw += pw_stride;
+                        }
+                        --pw_n;
+                    }
                 }
             }
         }
