@@ -356,20 +356,23 @@ def test_the_direct_kernel_writes_over_a_dying_residual():
 
 def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     """A 1x1 convolution over POINTWISE_GEMM_MIN_ROWS output pixels with few input channels
-    (here with a residual) takes its GEMM on x (conv_algo.default_algorithm): its filter stays HWIO
-    (not packed), its rows go in blocks through a scratch block (3072 rows, the last of 16384
-    here 1024) and its output takes over the dying residual; the bits of the unfused ops, whose
-    Conv2D runs the same GEMM."""
+    (here with a residual) whose filter is not a constant takes its GEMM on x
+    (conv_algo.default_algorithm): its filter stays HWIO (not packed), its rows go in blocks
+    through a scratch block (3072 rows, the last of 16384 here 1024) and its output takes over
+    the dying residual; the bits of the unfused ops, whose Conv2D runs the same GEMM. A constant
+    filter comes packed and runs direct."""
     assert conv_algo.POINTWISE_GEMM_MIN_ROWS == 16384
     xv = RNG.standard_normal((1, 128, 128, 64)).astype(np.float32)
+    wv = _filter(1, 64, 16)
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, xv.shape)
-        conv = tf.nn.conv2d(x, _filter(1, 64, 16), 1, "VALID") + _filter(1, 16)
+        w = tf.placeholder(tf.float32, wv.shape)
+        conv = tf.nn.conv2d(x, w, 1, "VALID") + _filter(1, 16)
         y = tf.nn.relu(conv + x[..., :16] * 2.0) * 0.5  # not fetched: arena
-        kernels, got, want = _fused_and_unfused(y, {x: xv})
+        kernels, got, want = _fused_and_unfused(y, {x: xv, w: wv})
         compiled = compile_program(
-            program([(y.op.name, 0)], [feed(x.op.name, xv.shape)]),
+            program([(y.op.name, 0)], [feed(x.op.name, xv.shape), feed(w.op.name, wv.shape)]),
             tf.CompileOptions().pipeline(),
             C,
         )
@@ -391,6 +394,7 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     assert conv_algo.default_algorithm("forward", small, f32) == "direct"
     assert conv_algo.default_algorithm("forward", deep, f32) == "direct"
     assert conv_algo.default_algorithm("forward", shallow, f32) == "direct"
+    assert conv_algo.default_algorithm("forward", big, f32, packed=True) == "direct"
 
 
 def test_groups_of_rows_through_the_filter_blocks_give_the_same_bits(monkeypatch):

@@ -369,11 +369,11 @@ def test_the_report_names_each_convolutions_cuda_form():
 
 def test_the_report_names_each_convolutions_host_kernel():
     """tfc_conv.h's kernel of each convolution as conv_algo chose it: a 1x1 one with a residual
-    over POINTWISE_GEMM_MIN_ROWS pixels as a GEMM on the image, a 3x3 one direct on its packed
-    filter."""
+    over POINTWISE_GEMM_MIN_ROWS pixels on a variable filter as a GEMM on the image, a 3x3 one
+    direct on its packed filter."""
 
     def build(x):
-        f1 = tf.constant(0.5, shape=[1, 1, 64, 8])
+        f1 = tf.Variable(tf.constant(0.5, shape=[1, 1, 64, 8]))
         f3 = tf.constant(0.25, shape=[3, 3, 64, 8])
         bias = tf.constant(1.0, shape=[8])
         y = tf.nn.relu(tf.nn.conv2d(x, f1, 1, "VALID") + bias + x[..., :8])
