@@ -397,7 +397,8 @@ def test_a_pointwise_gemm_only_where_the_output_channels_fill_its_panels():
     """The 1x1 GEMM runs only where out_c is a whole number of the AVX-512 build's 64-float
     panels (POINTWISE_GEMM_OUT_BYTES): SqueezeNet's 64->16 squeeze on 55x55 at batch 32 (96800
     rows) runs direct, as do 32, 48, 80 and 96 channels, which leave a panel part empty; 64 and
-    256 (ResNet-50's 56x56 layers) and 128 take the GEMM; in float64 32 channels fill one."""
+    256 (ResNet-50's 56x56 layers, where it pays) take the GEMM, as does 128 (whole panels); in
+    float64 32 channels fill one."""
     squeeze = Geometry(32, 55, 55, 64, 55, 55, 16, 1, 1, 1, 1, 1, 1, 0, 0)
     f32, f64 = tf.float32, tf.float64
     for out_c in (16, 32, 48, 80, 96, 200):

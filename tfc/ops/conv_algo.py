@@ -98,7 +98,8 @@ L2_GROUP_BYTES = 1 << 20
 # (NR = 64 floats with AVX-512, 16 with AVX): SqueezeNet's 64->16 squeeze on 55x55 at batch 32,
 # which still took it, and 64 -> 32, 48, 80 and 96 there (f32, 1 thread, thread CPU time of each
 # kernel, both programs' profiles alternating in one process, the minimum of 12-15, load 3-4)
-# ran 1.0-1.4x direct's time at 16 channels, 2.2-2.5x at the others; so out_c fills whole panels
+# ran 1.0-1.5x direct's time at 16 channels, 2.2-2.6x at the others; so out_c fills whole panels
+# (there 64 ran 0.93-1.09x, 256 0.89x; 128, which no measured network has, 0.95-1.13x)
 POINTWISE_GEMM_MIN_ROWS = 16384
 POINTWISE_GEMM_MIN_IN_C = 64
 POINTWISE_GEMM_MAX_IN_C = 64
