@@ -338,6 +338,9 @@ def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
     return losses, weights
 
 
+# the CPU's numbers are the reference there: built at -O1 (conftest.quick_builds: -O3's numbers,
+# a third of gcc's time); the CUDA programs under test build as they always do
+@pytest.mark.usefixtures("quick_builds")
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("model", ["digits_model", "lenet_model", "layers_cnn_model"])
 def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
@@ -351,6 +354,7 @@ def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
         )
 
 
+@pytest.mark.usefixtures("quick_builds")  # the CPU's reference numbers, as above
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", ["optimizers", "gradients", "scatters"])
 def test_training_graphs_on_gpu_equal_cpu(name, cuda_device, monkeypatch):
