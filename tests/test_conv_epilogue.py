@@ -356,17 +356,17 @@ def test_the_direct_kernel_writes_over_a_dying_residual():
 
 def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     """A 1x1 convolution over POINTWISE_GEMM_MIN_ROWS output pixels with few input channels
-    (here with a residual) takes its GEMM on x (conv_algo.default_algorithm): its filter stays HWIO
-    (not packed), its rows go in blocks through a scratch block (3072 rows, the last of 16384
-    here 1024) and its output takes over the dying residual; the bits of the unfused ops, whose
-    Conv2D runs the same GEMM."""
+    and output channels that fill the GEMM's panels (here with a residual) takes its GEMM on x
+    (conv_algo.default_algorithm): its filter stays HWIO (not packed), its rows go in blocks
+    through a scratch block (768 rows, the last of 16384 here 256) and its output takes over the
+    dying residual; the bits of the unfused ops, whose Conv2D runs the same GEMM."""
     assert conv_algo.POINTWISE_GEMM_MIN_ROWS == 16384
     xv = RNG.standard_normal((1, 128, 128, 64)).astype(np.float32)
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, xv.shape)
-        conv = tf.nn.conv2d(x, _filter(1, 64, 16), 1, "VALID") + _filter(1, 16)
-        y = tf.nn.relu(conv + x[..., :16] * 2.0) * 0.5  # not fetched: arena
+        conv = tf.nn.conv2d(x, _filter(1, 64, 64), 1, "VALID") + _filter(1, 64)
+        y = tf.nn.relu(conv + x * 2.0) * 0.5  # not fetched: arena
         kernels, got, want = _fused_and_unfused(y, {x: xv})
         compiled = compile_program(
             program([(y.op.name, 0)], [feed(x.op.name, xv.shape)]),
@@ -382,7 +382,7 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     np.testing.assert_array_equal(got, want)
     # below the threshold (one row fewer) or with more input channels the direct kernel runs;
     # without a residual the GEMM too
-    big = Geometry(1, 128, 128, 64, 128, 128, 16, 1, 1, 1, 1, 1, 1, 0, 0)
+    big = Geometry(1, 128, 128, 64, 128, 128, 64, 1, 1, 1, 1, 1, 1, 0, 0)
     small = dataclasses.replace(big, in_h=127, out_h=127)
     deep = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MAX_IN_C + 1)
     shallow = dataclasses.replace(big, in_c=conv_algo.POINTWISE_GEMM_MIN_IN_C - 1)
@@ -391,6 +391,26 @@ def test_a_pointwise_gemm_with_a_residual_writes_over_it_in_blocks():
     assert conv_algo.default_algorithm("forward", small, f32) == "direct"
     assert conv_algo.default_algorithm("forward", deep, f32) == "direct"
     assert conv_algo.default_algorithm("forward", shallow, f32) == "direct"
+
+
+def test_a_pointwise_gemm_only_where_the_output_channels_fill_its_panels():
+    """The 1x1 GEMM runs only where out_c is a whole number of the AVX-512 build's 64-float
+    panels (POINTWISE_GEMM_OUT_BYTES): SqueezeNet's 64->16 squeeze on 55x55 at batch 32 (96800
+    rows) runs direct, as do 32, 48, 80 and 96 channels, which leave a panel part empty; 64 and
+    256 (ResNet-50's 56x56 layers, where it pays) take the GEMM, as does 128 (whole panels); in
+    float64 32 channels fill one."""
+    squeeze = Geometry(32, 55, 55, 64, 55, 55, 16, 1, 1, 1, 1, 1, 1, 0, 0)
+    f32, f64 = tf.float32, tf.float64
+    for out_c in (16, 32, 48, 80, 96, 200):
+        geometry = dataclasses.replace(squeeze, out_c=out_c)
+        assert conv_algo.default_algorithm("forward", geometry, f32) == "direct", out_c
+    for out_c in (64, 128, 256):
+        geometry = dataclasses.replace(squeeze, out_c=out_c)
+        assert conv_algo.default_algorithm("forward", geometry, f32) == "im2col", out_c
+    assert conv_algo.default_algorithm("forward", dataclasses.replace(squeeze, out_c=32), f64) == (
+        "im2col"
+    )
+    assert conv_algo.default_algorithm("forward", squeeze, f64) == "direct"
 
 
 def test_groups_of_rows_through_the_filter_blocks_give_the_same_bits(monkeypatch):

@@ -368,16 +368,16 @@ def test_the_report_names_each_convolutions_cuda_form():
 
 
 def test_the_report_names_each_convolutions_host_kernel():
-    """tfc_conv.h's kernel of each convolution as conv_algo chose it: a 1x1 one with a residual
-    over POINTWISE_GEMM_MIN_ROWS pixels as a GEMM on the image, a 3x3 one direct on its packed
-    filter."""
+    """tfc_conv.h's kernel of each convolution as conv_algo chose it: a 1x1 one 64->64 with a
+    residual over POINTWISE_GEMM_MIN_ROWS pixels as a GEMM on the image, a 3x3 one direct on its
+    packed filter."""
 
     def build(x):
-        f1 = tf.constant(0.5, shape=[1, 1, 64, 8])
+        f1 = tf.constant(0.5, shape=[1, 1, 64, 64])
         f3 = tf.constant(0.25, shape=[3, 3, 64, 8])
         bias = tf.constant(1.0, shape=[8])
-        y = tf.nn.relu(tf.nn.conv2d(x, f1, 1, "VALID") + bias + x[..., :8])
-        return tf.nn.conv2d(x, f3, 1, "SAME") + bias + y * 2.0
+        y = tf.nn.relu(tf.nn.conv2d(x, f1, 1, "VALID") + tf.constant(1.0, shape=[64]) + x)
+        return tf.nn.conv2d(x, f3, 1, "SAME") + bias + y[..., :8] * 2.0
 
     build.in_shape = [128, 128, 64]
     report = inspect_model(_single_op_model(build), "predict", 1).report()
@@ -385,7 +385,7 @@ def test_the_report_names_each_convolutions_host_kernel():
     at = lines.index("convolutions on the host (tfc_conv.h's choice for each shape):")
     forms = sorted(line.split(": ", 1)[1] for line in lines[at + 1 : at + 3])
     assert forms == [
-        "forward, 1x1 GEMM on the image, blocks of 6144 rows, residual epilogue",
+        "forward, 1x1 GEMM on the image, blocks of 768 rows, residual epilogue",
         "forward, direct, packed filter",
     ], report
 

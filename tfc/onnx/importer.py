@@ -183,7 +183,9 @@ class _Importer:
         fed = [n for n in input_names if n not in self.constants]
         inputs = [self.values[n] for n in fed]
         needed = self._needed_nodes(g, set(input_names), list(output_names))
-        used = {n for node in needed for n in node.input}
+        # in the order the nodes first read them: a set's order, which the hash seed sets, made
+        # each process's graph (and generated source) differ, so no build cache hit across them
+        used = dict.fromkeys(n for node in needed for n in node.input)
         for name in [*used, *output_names]:
             if name in initializers and name not in self.values:
                 self._initializer(initializers[name])

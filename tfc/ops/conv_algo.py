@@ -94,10 +94,16 @@ L2_GROUP_BYTES = 1 << 20
 # short (few products per stored output) and the output outgrows the caches; but not shorter
 # still: SqueezeNet at batch 32, whose expansions of 16 and 32 channels to 64 and 128 on 55x55
 # and 27x27 (into a concatenation) took it, ran 1.02-1.06x its time (whole program, thread
-# CPU time, both alternating)
+# CPU time, both alternating). Nor where the output channels leave the GEMM's panels part empty
+# (NR = 64 floats with AVX-512, 16 with AVX): SqueezeNet's 64->16 squeeze on 55x55 at batch 32,
+# which still took it, and 64 -> 32, 48, 80 and 96 there (f32, 1 thread, thread CPU time of each
+# kernel, both programs' profiles alternating in one process, the minimum of 12-15, load 3-4)
+# ran 1.0-1.5x direct's time at 16 channels, 2.2-2.6x at the others; so out_c fills whole panels
+# (there 64 ran 0.93-1.09x, 256 0.89x; 128, which no measured network has, 0.95-1.13x)
 POINTWISE_GEMM_MIN_ROWS = 16384
 POINTWISE_GEMM_MIN_IN_C = 64
 POINTWISE_GEMM_MAX_IN_C = 64
+POINTWISE_GEMM_OUT_BYTES = 256  # out_c a multiple of this many bytes: the AVX-512 build's NR
 # a 1x1 convolution with a residual through im2col (its GEMM on x as it lies) runs its rows in
 # blocks of about this many bytes of output, each block's epilogue reading the block in L2 (half
 # of it: the rest holds the filter's packed panels and the block's rows of x)
@@ -225,7 +231,8 @@ def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = F
     if kind == "forward":
         rows = g.batch * g.out_h * g.out_w
         short = POINTWISE_GEMM_MIN_IN_C <= g.in_c <= POINTWISE_GEMM_MAX_IN_C
-        if pointwise(g) and short and rows >= POINTWISE_GEMM_MIN_ROWS:
+        panels = g.out_c * dtype.size % POINTWISE_GEMM_OUT_BYTES == 0
+        if pointwise(g) and short and panels and rows >= POINTWISE_GEMM_MIN_ROWS:
             return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
         return "im2col" if short and not packed else "direct"
