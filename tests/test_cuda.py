@@ -265,9 +265,9 @@ def test_every_op_compiles_with_nvcc_without_warnings(shard):
 
     def build(item):
         # the op batches' programs are large: their device code is checked (PTX, nvcc's own
-        # warnings: cicc's front end, without its optimizer, which gives no diagnostics of its
-        # own and took four fifths of the time); the training programs are compiled whole,
-        # host code and all, the optimizer and ptxas too
+        # warnings: those of cicc's front end, run without the optimizer behind it, which took
+        # four fifths of the time); the training programs are compiled whole, host code and
+        # all, the device optimizer and ptxas too
         name, (source, _) = item
         if name.startswith("test_"):
             return compile_cuda(

@@ -127,8 +127,8 @@ def compile_cuda(
     """nvcc `source` into a shared library; or an object ("object": device and host code
     compiled, not linked) or PTX ("ptx": the device side only, the quickest check), which need
     no GPU. Cached on disk by content like C builds. `optimize_device=False` runs cicc without
-    its optimizer (-Xcicc -O0): the same front end and so the same diagnostics, for a check
-    that nvcc accepts the source; it cuts the device side's time about five-fold."""
+    its optimizer (-Xcicc -O0): the same front end and its diagnostics, for a check that nvcc
+    accepts the source warning-free; it cuts the device side's time about five-fold."""
     if shutil.which(nvcc()) is None:
         raise CompileError(f"nvcc ('{nvcc()}') not found; install the CUDA toolkit or set TFC_NVCC")
     suffix = _OUTPUTS[output]
