@@ -265,10 +265,15 @@ def test_every_op_compiles_with_nvcc_without_warnings(shard):
 
     def build(item):
         # the op batches' programs are large: their device code is checked (PTX, nvcc's own
-        # warnings); the training programs are compiled whole, host code and all
+        # warnings: those of cicc's front end, run without the optimizer behind it, which took
+        # four fifths of the time); the training programs are compiled whole, host code and
+        # all, the device optimizer and ptxas too
         name, (source, _) = item
-        output = "ptx" if name.startswith("test_") else "object"
-        return compile_cuda(source, name=name, cuda_arch="sm_80", output=output)
+        if name.startswith("test_"):
+            return compile_cuda(
+                source, name=name, cuda_arch="sm_80", output="ptx", optimize_device=False
+            )
+        return compile_cuda(source, name=name, cuda_arch="sm_80", output="object")
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         objects = list(pool.map(build, programs))
@@ -333,6 +338,9 @@ def _train(model: str, steps: int, device: str, shape) -> tuple[list, dict]:
     return losses, weights
 
 
+# the CPU's numbers are the reference there: built at -O1 (conftest.quick_builds: -O3's numbers,
+# a third of gcc's time); the CUDA programs under test build as they always do
+@pytest.mark.usefixtures("quick_builds")
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("model", ["digits_model", "lenet_model", "layers_cnn_model"])
 def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
@@ -346,6 +354,7 @@ def test_training_steps_on_gpu_equal_cpu(model, cuda_device):
         )
 
 
+@pytest.mark.usefixtures("quick_builds")  # the CPU's reference numbers, as above
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", ["optimizers", "gradients", "scatters"])
 def test_training_graphs_on_gpu_equal_cpu(name, cuda_device, monkeypatch):

@@ -300,4 +300,8 @@ def test_conv_and_pool_programs_compile_with_nvcc_without_warnings():
     for name, (graph, feeds, cases) in programs.items():
         source, ops = cuda_source(graph, [c[1] for c in cases], feeds, name)
         assert ops >= set(CONV_OPS) or ops >= set(POOL_OPS), name
-        assert compile_cuda(source, name=name, cuda_arch="sm_80", output="ptx").stat().st_size
+        # the front end's diagnostics are the check (test_cuda's op batches do the same)
+        ptx = compile_cuda(
+            source, name=name, cuda_arch="sm_80", output="ptx", optimize_device=False
+        )
+        assert ptx.stat().st_size

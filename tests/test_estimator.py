@@ -9,6 +9,9 @@ import pytest
 import tfc as tf
 
 DIGITS = Path(__file__).resolve().parent.parent / "samples" / "data" / "digits.npz"
+# gcc at -O1 (conftest.quick_builds): the Estimator's loop, checkpoints and hooks are under test
+# here, not the generated code; -O1 gives -O3's numbers and builds in a third of the time
+pytestmark = pytest.mark.usefixtures("quick_builds")
 
 
 def _digits():

@@ -122,10 +122,13 @@ def compile_cuda(
     name: str = "program",
     cuda_arch: str | Sequence[str] | None = None,
     output: str = "shared",
+    optimize_device: bool = True,
 ) -> Path:
     """nvcc `source` into a shared library; or an object ("object": device and host code
     compiled, not linked) or PTX ("ptx": the device side only, the quickest check), which need
-    no GPU. Cached on disk by content like C builds."""
+    no GPU. Cached on disk by content like C builds. `optimize_device=False` runs cicc without
+    its optimizer (-Xcicc -O0): the same front end and its diagnostics, for a check that nvcc
+    accepts the source warning-free; it cuts the device side's time about five-fold."""
     if shutil.which(nvcc()) is None:
         raise CompileError(f"nvcc ('{nvcc()}') not found; install the CUDA toolkit or set TFC_NVCC")
     suffix = _OUTPUTS[output]
@@ -134,6 +137,8 @@ def compile_cuda(
     if output == "ptx":  # one virtual architecture: PTX is not a fat binary
         flags = [f for f in flags if not f.startswith(("-gencode", "arch="))]
         flags += ["-arch", arch_flags(cuda_arch)[-1].split("=")[-1]]
+    if not optimize_device:
+        flags += ["-Xcicc", "-O0"]
     include = str(runtime_dir() / "include")
     return cached_build(
         source, name, cache_key(source, flags + mode, nvcc()), ".cu", suffix, "nvcc",

@@ -78,19 +78,27 @@ class Interpreter:
     def __init__(self, graph: Graph | None = None) -> None:
         self.graph = graph or get_default_graph()
         self.state = InterpState()
+        # the scheduled program of each run signature, as Session keeps its compiled ones: a
+        # training loop plans its step once, not on every run
+        self._programs: dict[tuple, Graph] = {}
 
     def run(self, fetches: Any, feed_dict: Any = None) -> Any:
         state = self.state
         request = RunRequest(self.graph, fetches, feed_dict, state.iterators, state.queue_runs)
-        program = make_program_graph(self.graph, request.fetch_keys, request.targets, request.feeds)
-        program.graph_attrs["session_side_ops"] = True  # the queue ops run around it, as run()'s
-        stages = split_python_stages(program)
-        if stages:  # ops only Python runs (py_func, strings, shapes that depend on values)
-            n = len(request.fetch_keys)
-            values = evaluate_python_stages(stages, request.feed_values, n, self.state)
-            request.finish(values)
-            return request.results(values)
-        program = interpreter_program(program)
+        key = (request.signature(), self.graph.version)
+        program = self._programs.get(key)
+        if program is None:
+            program = make_program_graph(
+                self.graph, request.fetch_keys, request.targets, request.feeds
+            )
+            program.graph_attrs["session_side_ops"] = True  # the queue ops run around it
+            stages = split_python_stages(program)
+            if stages:  # ops only Python runs (py_func, strings, shapes that depend on values)
+                n = len(request.fetch_keys)
+                values = evaluate_python_stages(stages, request.feed_values, n, self.state)
+                request.finish(values)
+                return request.results(values)
+            program = self._programs[key] = interpreter_program(program)
         values = evaluate(program, request.feed_values, state)
         request.finish(values)
         return request.results(values)
