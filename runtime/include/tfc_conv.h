@@ -2,12 +2,13 @@
  * and padding (the padding is a size here; TF's SAME/VALID arithmetic is done in Python).
  *
  * Each op has two algorithms, picked per shape at compile time (tfc/ops/conv_algo.py):
- * - direct: the input is copied once into a zero-bordered buffer, so every window lies inside
- *   it, then register tiles of `pix_block` output pixels x `co_block` output channels are
+ * - direct: register tiles of `pix_block` output pixels x `co_block` output channels are
  *   accumulated over the taps (an implicit GEMM: no column matrix, the filter row of each tap
- *   is one vector load, each input value one broadcast). Backprop input is the same forward
- *   kernel on the zero-stuffed, bordered gradient with the filter flipped and transposed;
- *   backprop filter tiles `pix_block` filter taps x `co_block` channels over all pixels.
+ *   is one vector load, each input value one broadcast), the forward kernel's on the image
+ *   itself (its tiles at an edge read zeros for the taps outside it, tfc_conv_edge_tile),
+ *   backprop filter's on a zero-bordered copy, so that every window lies inside. Backprop
+ *   input is the same forward kernel on the zero-stuffed, bordered gradient with the filter
+ *   flipped and transposed; backprop filter tiles `pix_block` filter taps x `co_block` channels over all pixels.
  * - im2col: the windows of a chunk of images become the rows of a column matrix and one
  *   GEMM (tfc_gemm.h) does the products; backprop input scatters its columns back (col2im).
  * Temporary buffers come from the arena (the op's scratch memory), passed in as pointers.
@@ -43,7 +44,8 @@ typedef struct {
                                            per block (tfc_conv_forward_pointwise) */
     int64_t pix_wide;                   /* the same for tiles of 64-byte vectors (AVX-512) */
     int64_t co_block;                   /* direct: channels per tile (whole SIMD vectors) */
-    int64_t hp, wp;                     /* direct: the bordered buffer's height and width */
+    int64_t hp, wp;                     /* direct: the bordered buffer's height and width
+                                           (in_h and in_w: the image itself, no copy) */
     int64_t cp;                         /* direct: channels of the padded filter (or gradient);
                                            columns: the width of the bordered planes */
     int64_t chunk;                      /* im2col: images per column matrix */

@@ -76,6 +76,17 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                       pf_every, pw, pw_n, pw_run, pw_stride));
 }
 
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_edge_tile)(
+    const T *restrict xr, int64_t row, int64_t kh_lo, int64_t kh_hi, int64_t col0, int64_t sw,
+    int64_t dw, int64_t wp, int64_t kw_lo, int64_t kw_hi, int64_t kw_n, int64_t c,
+    const T *restrict f, int64_t cp, T *y, int64_t y_px, int64_t nc, const int64_t P,
+    const int64_t CB, const T *restrict bias, const T *res, const int64_t act, const char *pf,
+    int64_t pf_n, const char *pw, int64_t pw_n, int64_t pw_run, int64_t pw_stride) {
+    TFC_CONV_PICK(tfc_conv_edge_tile, CB, (xr, row, kh_lo, kh_hi, col0, sw, dw, wp, kw_lo,
+                                           kw_hi, kw_n, c, f, cp, y, y_px, nc, P, CB, bias, res,
+                                           act, pf, pf_n, pw, pw_n, pw_run, pw_stride));
+}
+
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
                                                      int64_t co, const T *restrict ft,
                                                      int64_t lp, T *dxb, int64_t seg_p,
@@ -151,7 +162,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const T *restrict bias, const T *res, const int64_t act, int64_t ldy,
+    const int64_t image, const T *restrict bias, const T *res, const int64_t act, int64_t ldy,
     const char *pf, int64_t pf_n, const T *ynext, int64_t ynext_px, int64_t ow_from,
     int64_t ow_to) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
@@ -163,12 +174,16 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
     const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
     const int64_t pf_tile = TFC_IDIV(pf_n + tiles - 1, tiles);
-    const T *restrict xr = xp + (n * hp + oh * sh) * wp * c;
+    /* with `image`, xp is the images themselves, at (u_lo, v_lo) of the padded coordinates */
+    const int64_t oy = image ? u_lo : 0, ox = image ? v_lo : 0;
+    const T *restrict xi = xp + n * hp * wp * c;
     T *yr = y + (n * oh_n + oh) * ow_n * ldy;
     const T *rr = res != NULL ? res + (n * oh_n + oh) * ow_n * ldy : NULL;
     const T *restrict bt = bias != NULL ? bias + co0 : NULL;
     int64_t kh_lo, kh_hi;
     TFC_CONV_FN(tfc_conv_taps_inside)(oh * sh, dh, kh_n, u_lo, u_hi, &kh_lo, &kh_hi);
+    const int64_t nkh = kh_hi > kh_lo ? kh_hi - kh_lo : 0;
+    const int64_t ih = oh * sh + kh_lo * dh - oy; /* xp's row of the first kernel row read */
     const int64_t nc = co - co0 < CB ? co - co0 : CB;
     for (int64_t ow0 = ow_from; ow0 < ow_to; ow0 += P) {
         /* taps some pixel of the tile reads inside the image */
@@ -176,7 +191,15 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         int64_t kw_lo, kw_hi, unused;
         TFC_CONV_FN(tfc_conv_taps_inside)(last * sw, dw, kw_n, v_lo, v_hi, &kw_lo, &unused);
         TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
-        const T *restrict xt = xr + ow0 * sw * c;
+        const int64_t nkw = kw_hi > kw_lo ? kw_hi - kw_lo : 0;
+        /* xp's columns of the first pixel's first tap read and of the last pixel's last: an
+         * image without a border lacks the columns outside it, which the edge tile reads as
+         * zeros; the other tiles' x is their first pixel's first tap read, inside the image */
+        const int64_t col0 = ow0 * sw + kw_lo * dw - ox;
+        const int64_t col1 = last * sw + (kw_lo + nkw - 1) * dw - ox;
+        const int none = nkh == 0 || nkw == 0;
+        const int edge = image && !none && (col0 < 0 || col1 >= wp);
+        const T *restrict xt = none || edge ? xi : xi + (ih * wp + col0) * c;
         T *yt = yr + ow0 * ldy + co0;
         const T *rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
         const int64_t done = TFC_IDIV(ow0, P) * pf_tile;
@@ -189,16 +212,20 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         const int64_t n_pw = pw != NULL ? px_pw * pw_run : 0;
         const int64_t every =
             n_pt + n_pw > 0 && steps > n_pt + n_pw ? TFC_IDIV(steps, n_pt + n_pw) : 1;
-        if (ow0 < full) {
+        const int64_t pw_stride = ldy * (int64_t)sizeof(T);
+        if (edge) {
+            TFC_CONV_FN(tfc_conv_edge_tile)(xi + ih * wp * c, dh * wp * c, kh_lo, kh_hi, col0, sw,
+                                            dw, wp, kw_lo, kw_hi, kw_n, c, fb, fs, yt, ldy, nc,
+                                            ow0 < full ? P : ow_n - full, CB, bt, rt, act, pt,
+                                            n_pt, pw, n_pw, pw_run, pw_stride);
+        } else if (ow0 < full) {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act,
-                                       pt, n_pt, every, pw, n_pw, pw_run,
-                                       ldy * (int64_t)sizeof(T));
+                                       pt, n_pt, every, pw, n_pw, pw_run, pw_stride);
         } else {
             TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
-                                       rt, act, pt, n_pt, every, pw, n_pw, pw_run,
-                                       ldy * (int64_t)sizeof(T));
+                                       rt, act, pt, n_pt, every, pw, n_pw, pw_run, pw_stride);
         }
     }
 }
@@ -226,7 +253,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_next_rows)(int64_t n, int64_t oh, int6
                                                      int64_t hp, int64_t wp, int64_t c,
                                                      const T *xp, int64_t oh_n, int64_t kh_n,
                                                      int64_t kw_n, int64_t sh, int64_t sw,
-                                                     int64_t dh, const char **next,
+                                                     int64_t dh, int64_t oy, const char **next,
                                                      int64_t *lines) {
     int64_t first, last; /* rows [first, last] of image n (of n + 1: from 0) */
     *next = NULL;
@@ -244,6 +271,9 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_next_rows)(int64_t n, int64_t oh, int6
     } else {
         return;
     }
+    first -= oy; /* the padded coordinates' rows as xp's (oy: its first row's) */
+    last -= oy;
+    if (first < 0) first = 0;
     if (last >= hp) last = hp - 1;
     if (last < first) return;
     *next = (const char *)(xp + (n * hp + first) * wp * c);
@@ -271,8 +301,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const int64_t outer, T *restrict fblock, const int64_t packed, const T *restrict bias,
-    const T *res, const int64_t act, int64_t ldy) {
+    const int64_t image, const int64_t outer, T *restrict fblock, const int64_t packed,
+    const T *restrict bias, const T *res, const int64_t act, int64_t ldy) {
     const int64_t taps = kh_n * kw_n * c;
     if (outer) {
         /* the rows in groups of `outer` (whose outputs and input rows fit in L2), each group
@@ -304,8 +334,9 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                     const int64_t count = lines - first < per_row ? lines - first : per_row;
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         TFC_IDIV(r, oh_n), TFC_IMOD(r, oh_n), co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
-                        kw_n, sh, sw, dh, dw, fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res,
-                        act, ldy, count > 0 ? next + first * 64 : NULL, count > 0 ? count : 0,
+                        kw_n, sh, sw, dh, dw, fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, image,
+                        bias, res, act, ldy, count > 0 ? next + first * 64 : NULL,
+                        count > 0 ? count : 0,
                         TFC_CONV_FN(tfc_conv_next_slice)(y, r, r0, r1, rows, ow_n, ldy, co0, co,
                                                          CB),
                         P, 0, ow_n);
@@ -322,13 +353,14 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
             const char *next;
             int64_t lines;
             TFC_CONV_FN(tfc_conv_next_rows)(n, oh, n_img, hp, wp, c, xp, oh_n, kh_n, kw_n, sh,
-                                            sw, dh, &next, &lines);
+                                            sw, dh, image ? u_lo : 0, &next, &lines);
             for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P)
                 for (int64_t co0 = 0; co0 < co; co0 += CB)
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
                         packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0,
-                        packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, bias, res, act, ldy,
+                        packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, image, bias, res,
+                        act, ldy,
                         co0 == 0 ? next : NULL, co0 == 0 ? lines : 0,
                         co0 + CB < co
                             ? y + ((n * oh_n + oh) * ow_n + ow0) * ldy + co0 + CB
@@ -406,7 +438,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
                                       filter, blocked ? g->out_c : g->cp, k->y + y0,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
-                                      g->pad_left + g->in_w, g->blocked,
+                                      g->pad_left + g->in_w,
+                                      g->hp == g->in_h && g->wp == g->in_w, g->blocked,
                                       copied ? k->s1 + part * taps * g->co_block : NULL,
                                       g->packed, g->bias ? k->bias : NULL,
                                       g->residual ? k->res + y0 : NULL, g->act, g->ldy);
@@ -459,7 +492,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1, 0, NULL, 0, NULL,
+                                      left + (g->out_w - 1) * g->s_w + 1, 0, 0, NULL, 0, NULL,
                                       NULL, TFC_CONV_ACT_NONE, ci);
 }
 

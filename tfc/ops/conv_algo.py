@@ -335,6 +335,19 @@ def with_rounded_operands(plan: ConvPlan, kind: str, g: Geometry) -> ConvPlan:
     return replace(plan, rounded=(first, second), scratch_elements=start + total)
 
 
+# whether the forward direct kernel reads a zero-bordered copy of a padded image rather than
+# the image itself, whose edge tiles then read zeros for the taps outside it
+# (tfc_conv_edge_tile): the copy is 1.7-3.4 MB per part in ResNet-50's 3x3 layers at batch 32
+FORWARD_BORDERED = False
+
+
+def bordered_input(kind: str, g: Geometry) -> bool:
+    """Whether the direct kernel of op `kind` reads its image (the gradient for backprop filter)
+    from a zero-bordered copy: plan fields hp, wp are then the copy's size, else the image's."""
+    padded = g.padded_size() != (g.in_h, g.in_w)
+    return padded and (kind != "forward" or FORWARD_BORDERED)
+
+
 def _group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
     """The output rows of a part that the blocked direct kernel runs through every channel block
     before the next rows: as many as fit L2_GROUP_BYTES with the input rows they read."""
@@ -424,8 +437,9 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         sizes = [g.batch * hp * wp * g.out_c, g.k_h * g.k_w * g.out_c * cp]
     else:
         hp, wp = g.padded_size()
-        fields.update(hp=hp, wp=wp)
-        bordered = (hp, wp) != (g.in_h, g.in_w)
+        bordered = bordered_input(kind, g)
+        if bordered:
+            fields.update(hp=hp, wp=wp)
         border = g.batch * hp * wp * g.in_c if bordered else 0
         if kind == "forward":
             # the channel blocks outermost, each copied into a buffer of the part first

@@ -1,0 +1,123 @@
+"""The forward direct convolution on the image itself, without a zero-bordered copy: its edge
+tiles read zeros for the taps outside the image (tfc_conv_edge_tile) and give the bits of the
+bordered kernel, which multiplies those zeros, over every kind of edge."""
+
+import numpy as np
+import pytest
+
+import tfc as tf
+from tfc.ops import conv_algo
+from tfc.ops.kernels import Geometry
+from tfc.ops.registry import apply_op
+
+RNG = np.random.default_rng(18)
+# name: (x shape, filter shape, strides, dilations, (top, bottom, left, right) or SAME/VALID).
+# Rows of several pixel tiles (widths 13, 30), each tile at an edge or not; a stride of 2 whose
+# SAME padding lies after the image only; dilation; explicit paddings, uneven, one-sided and
+# wider than the kernel (output rows and columns with no tap inside the image); images smaller
+# than the kernel; 3, 8 and 64 input channels; 9 (a partial block), 32 and 64 (two blocks)
+# output channels; a small image under a large filter (the blocked kernel: filter blocks
+# outermost).
+CONVS = {
+    "same-s1-w13": ((2, 5, 13, 8), (3, 3, 8, 32), (1, 1), (1, 1), "SAME"),
+    "same-s1-w30-o9": ((1, 4, 30, 3), (3, 3, 3, 9), (1, 1), (1, 1), "SAME"),
+    "same-s2-even": ((2, 8, 14, 8), (3, 3, 8, 64), (2, 2), (1, 1), "SAME"),
+    "same-s2-odd": ((2, 7, 9, 5), (3, 3, 5, 9), (2, 2), (1, 1), "SAME"),
+    "same-dilated": ((1, 7, 11, 4), (3, 3, 4, 16), (1, 1), (2, 2), "SAME"),
+    "same-5x5-on-2x3": ((2, 2, 3, 8), (5, 5, 8, 16), (1, 1), (1, 1), "SAME"),
+    "same-7x7-s2": ((1, 9, 12, 3), (7, 7, 3, 16), (2, 2), (1, 1), "SAME"),
+    "valid-s1": ((1, 6, 13, 8), (3, 3, 8, 32), (1, 1), (1, 1), "VALID"),
+    "explicit-uneven": ((2, 6, 7, 5), (3, 3, 5, 9), (2, 2), (1, 1), (1, 2, 2, 0)),
+    "explicit-wide": ((1, 3, 4, 8), (3, 3, 8, 16), (1, 1), (1, 1), (4, 1, 5, 3)),
+    "explicit-dilated-s2": ((1, 8, 10, 8), (3, 3, 8, 32), (2, 2), (2, 3), (3, 0, 0, 4)),
+    "blocked-3x3": ((4, 3, 3, 64), (3, 3, 64, 64), (1, 1), (1, 1), "SAME"),
+}
+
+
+def _pads(x_shape, f_shape, strides, dilations, padding):
+    """(top, bottom, left, right) as TF pads: SAME's odd pixel after."""
+    if not isinstance(padding, str):
+        return padding
+    pads = []
+    for size, k, s, d in zip(x_shape[1:3], f_shape[:2], strides, dilations):
+        span = (k - 1) * d + 1
+        out = -(-size // s) if padding == "SAME" else -(-(size - span + 1) // s)
+        total = max((out - 1) * s + span - size, 0) if padding == "SAME" else 0
+        pads += [total // 2, total - total // 2]
+    return tuple(pads)
+
+
+def conv2d_np(x, f, strides, dilations, pads):
+    """NHWC x HWIO in float64 with zero padding `pads` (top, bottom, left, right)."""
+    top, bottom, left, right = pads
+    xp = np.pad(x.astype(np.float64), [(0, 0), (top, bottom), (left, right), (0, 0)])
+    kh, kw = f.shape[:2]
+    (sh, sw), (dh, dw) = strides, dilations
+    oh = (xp.shape[1] - (kh - 1) * dh - 1) // sh + 1
+    ow = (xp.shape[2] - (kw - 1) * dw - 1) // sw + 1
+    y = np.zeros((x.shape[0], oh, ow, f.shape[3]))
+    for i in range(kh):
+        for j in range(kw):
+            window = xp[:, i * dh : i * dh + (oh - 1) * sh + 1 : sh]
+            window = window[:, :, j * dw : j * dw + (ow - 1) * sw + 1 : sw]
+            y += np.einsum("nhwc,co->nhwo", window, f[i, j].astype(np.float64))
+    return y
+
+
+def _graph():
+    """Every case as a forced-direct _FusedConv2D (bias, Relu) of fed tensors; the feeds and
+    the float64 results each should be near."""
+    g = tf.Graph()
+    feeds, outputs, wants = {}, [], []
+    with g.as_default():
+        for xs, fs, strides, dilations, padding in CONVS.values():
+            x = RNG.standard_normal(xs).astype(np.float32)
+            f = RNG.standard_normal(fs).astype(np.float32)
+            bias = RNG.standard_normal(fs[3]).astype(np.float32)
+            pads = _pads(xs, fs, strides, dilations, padding)
+            attrs = {"strides": [1, *strides, 1], "dilations": [1, *dilations, 1]}
+            if isinstance(padding, str):
+                attrs["padding"] = padding
+            else:
+                attrs.update(padding="EXPLICIT", explicit_paddings=[0, 0, *pads, 0, 0])
+            attrs.update(fused_ops=["BiasAdd", "Relu"], num_args=1, _algorithm="direct")
+            inputs = []
+            for value in (x, f, bias):
+                inputs.append(tf.placeholder(tf.float32, value.shape))
+                feeds[inputs[-1]] = value
+            outputs.append(apply_op("_FusedConv2D", inputs, attrs).outputs[0])
+            wants.append(np.maximum(conv2d_np(x, f, strides, dilations, pads) + bias, 0))
+    return g, feeds, outputs, wants
+
+
+@pytest.fixture(scope="module")
+def results():
+    """Each case's outputs from the kernel on the image and from the bordered kernel."""
+    g, feeds, outputs, wants = _graph()
+    got = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for bordered in (False, True):
+            mp.setattr(conv_algo, "FORWARD_BORDERED", bordered)
+            with tf.Session(graph=g, config=tf.CompileOptions(passes=[])) as sess:
+                got[bordered] = sess.run(outputs, feeds)
+    return got, wants
+
+
+@pytest.mark.parametrize("index, case", list(enumerate(CONVS)), ids=list(CONVS))
+def test_the_image_without_a_border_gives_the_bordered_bits(results, index, case):
+    got, wants = results
+    unbordered, bordered = got[False][index], got[True][index]
+    taps = np.prod(CONVS[case][1][:3])
+    np.testing.assert_allclose(unbordered, wants[index], rtol=1e-5, atol=3e-7 * taps)
+    np.testing.assert_array_equal(unbordered, bordered)
+
+
+def test_only_padded_forward_convolutions_skip_the_copy():
+    """The plan's hp, wp: the image's own size where the forward kernel reads it as it is,
+    the padded size for the kernels that still read a bordered copy."""
+    g = Geometry(1, 5, 6, 8, 5, 6, 16, 3, 3, 1, 1, 1, 1, 1, 1)
+    assert g.padded_size() == (7, 8)
+    assert not conv_algo.bordered_input("forward", g)
+    assert conv_algo.bordered_input("filter", g)
+    valid = Geometry(1, 5, 6, 8, 3, 4, 16, 3, 3, 1, 1, 1, 1, 0, 0)
+    assert not conv_algo.bordered_input("filter", valid)
