@@ -8,7 +8,8 @@
  *   itself (its tiles at an edge read zeros for the taps outside it, tfc_conv_edge_tile),
  *   backprop filter's on a zero-bordered copy, so that every window lies inside. Backprop
  *   input is the same forward kernel on the zero-stuffed, bordered gradient with the filter
- *   flipped and transposed; backprop filter tiles `pix_block` filter taps x `co_block` channels over all pixels.
+ *   flipped and transposed; backprop filter tiles `pix_block` filter taps x `co_block`
+ *   channels over all pixels.
  * - im2col: the windows of a chunk of images become the rows of a column matrix and one
  *   GEMM (tfc_gemm.h) does the products; backprop input scatters its columns back (col2im).
  * Temporary buffers come from the arena (the op's scratch memory), passed in as pointers.
