@@ -1,13 +1,13 @@
-"""The forward direct convolution on the image itself, without a zero-bordered copy: its edge
-tiles read zeros for the taps outside the image (tfc_conv_edge_tile) and give the bits of the
-bordered kernel, which multiplies those zeros, over every kind of edge."""
+"""The forward direct convolution on the image itself, without a zero-bordered copy: its tiles
+at an edge run on a copy of their windows with zeros outside the image (tfc_conv_strip) and give
+the bits of the bordered kernel over every kind of edge."""
 
 import numpy as np
 import pytest
 
 import tfc as tf
 from tfc.ops import conv_algo
-from tfc.ops.kernels import Geometry
+from tfc.ops.kernels import ConvPlan, Geometry
 from tfc.ops.registry import apply_op
 
 RNG = np.random.default_rng(18)
@@ -16,8 +16,8 @@ RNG = np.random.default_rng(18)
 # SAME padding lies after the image only; dilation; explicit paddings, uneven, one-sided and
 # wider than the kernel (output rows and columns with no tap inside the image); images smaller
 # than the kernel; 3, 8 and 64 input channels; 9 (a partial block), 32 and 64 (two blocks)
-# output channels; a small image under a large filter (the blocked kernel: filter blocks
-# outermost).
+# output channels; a small image under a large filter (the blocked kernel, filter blocks
+# outermost, which keeps the bordered copy).
 CONVS = {
     "same-s1-w13": ((2, 5, 13, 8), (3, 3, 8, 32), (1, 1), (1, 1), "SAME"),
     "same-s1-w30-o9": ((1, 4, 30, 3), (3, 3, 3, 9), (1, 1), (1, 1), "SAME"),
@@ -114,10 +114,20 @@ def test_the_image_without_a_border_gives_the_bordered_bits(results, index, case
 
 def test_only_padded_forward_convolutions_skip_the_copy():
     """The plan's hp, wp: the image's own size where the forward kernel reads it as it is,
-    the padded size for the kernels that still read a bordered copy."""
+    the padded size for the kernels that still read a bordered copy (backprop filter, and the
+    blocked forward kernel, whose strips would be copied once per filter block)."""
     g = Geometry(1, 5, 6, 8, 5, 6, 16, 3, 3, 1, 1, 1, 1, 1, 1)
     assert g.padded_size() == (7, 8)
     assert not conv_algo.bordered_input("forward", g)
+    assert conv_algo.bordered_input("forward", g, blocked=True)
     assert conv_algo.bordered_input("filter", g)
     valid = Geometry(1, 5, 6, 8, 3, 4, 16, 3, 3, 1, 1, 1, 1, 0, 0)
     assert not conv_algo.bordered_input("filter", valid)
+
+
+def test_inspect_names_the_bordered_copy_only_where_there_is_one():
+    fields = dict(in_h=5, in_w=6, hp=5, wp=6, packed=0, blocked=0, k_h=3, k_w=3)
+    on_image = ConvPlan("direct", "direct", fields, (None, None), 0)
+    assert conv_algo.describe_plan("forward", on_image) == "direct"
+    copy = ConvPlan("direct", "direct", dict(fields, hp=7, wp=8), (0, None), 0)
+    assert conv_algo.describe_plan("forward", copy) == "direct, on a zero-bordered copy"

@@ -5,7 +5,7 @@
  * - direct: register tiles of `pix_block` output pixels x `co_block` output channels are
  *   accumulated over the taps (an implicit GEMM: no column matrix, the filter row of each tap
  *   is one vector load, each input value one broadcast), the forward kernel's on the image
- *   itself (its tiles at an edge read zeros for the taps outside it, tfc_conv_edge_tile),
+ *   itself (a tile at an edge on a copy of its windows, zeros outside: tfc_conv_strip),
  *   backprop filter's on a zero-bordered copy, so that every window lies inside. Backprop
  *   input is the same forward kernel on the zero-stuffed, bordered gradient with the filter
  *   flipped and transposed; backprop filter tiles `pix_block` filter taps x `co_block`

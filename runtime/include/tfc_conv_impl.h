@@ -76,17 +76,6 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                       pf_every, pw, pw_n, pw_run, pw_stride));
 }
 
-TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_edge_tile)(
-    const T *restrict xr, int64_t row, int64_t kh_lo, int64_t kh_hi, int64_t col0, int64_t sw,
-    int64_t dw, int64_t wp, int64_t kw_lo, int64_t kw_hi, int64_t kw_n, int64_t c,
-    const T *restrict f, int64_t cp, T *y, int64_t y_px, int64_t nc, const int64_t P,
-    const int64_t CB, const T *restrict bias, const T *res, const int64_t act, const char *pf,
-    int64_t pf_n, const char *pw, int64_t pw_n, int64_t pw_run, int64_t pw_stride) {
-    TFC_CONV_PICK(tfc_conv_edge_tile, CB, (xr, row, kh_lo, kh_hi, col0, sw, dw, wp, kw_lo,
-                                           kw_hi, kw_n, c, f, cp, y, y_px, nc, P, CB, bias, res,
-                                           act, pf, pf_n, pw, pw_n, pw_run, pw_stride));
-}
-
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
                                                      int64_t co, const T *restrict ft,
                                                      int64_t lp, T *dxb, int64_t seg_p,
@@ -153,16 +142,42 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_taps_inside)(int64_t base, int64_t ste
     *hi = end < kn ? end : kn;
 }
 
+/* strip[r, j, 0:c] = row ih + r*dh of the image xi (w columns of c values) at column col0 + j,
+ * zeros where that lies outside it: rows [0, nr) and columns [0, nw) of one tile's windows,
+ * as a zero-bordered copy of the image holds them */
+TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_strip)(const T *restrict xi, int64_t w, int64_t c,
+                                                 int64_t ih, int64_t dh, int64_t nr,
+                                                 int64_t col0, int64_t nw, T *restrict strip) {
+    const int64_t lo = col0 < 0 ? -col0 : 0, hi = w - col0 < nw ? w - col0 : nw;
+    for (int64_t r = 0; r < nr; ++r) {
+        T *dst = strip + r * nw * c;
+        for (int64_t i = 0; i < lo * c; ++i) dst[i] = 0;
+        if (hi > lo)
+            memcpy(dst + lo * c, xi + ((ih + r * dh) * w + col0 + lo) * c,
+                   (size_t)((hi - lo) * c) * sizeof(T));
+        for (int64_t i = (hi > lo ? hi : lo) * c; i < nw * c; ++i) dst[i] = 0;
+    }
+}
+
+/* The elements of the strip buffer of tfc_conv_direct_row for tiles of P pixels */
+TFC_CONV_INLINE int64_t TFC_CONV_FN(tfc_conv_strip_size)(const tfc_conv_plan *g, int64_t P) {
+    return g->k_h * ((P - 1) * g->s_w + (g->k_w - 1) * g->d_w + 1) * g->in_c;
+}
+
 /* The tiles of output row `oh` of image `n`, channels [co0, co0 + CB), of tfc_conv_direct_core:
  * fb points at those channels' filter values of tap 0, the next tap's `fs` elements on; the
  * epilogue's bias [co] and res (laid out as y, or y itself: tfc_conv_store) are NULL where
- * there are none; y's pixels are ldy elements apart (co, or more: a slice of a wider tensor) */
+ * there are none; y's pixels are ldy elements apart (co, or more: a slice of a wider tensor).
+ * With `image`, xp is the images themselves (no border) and `strip` the buffer of the tiles at
+ * an edge (tfc_conv_strip_size), which with `strip_ready` already holds the one tile's windows
+ * (copied for the previous channel block). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     int64_t n, int64_t oh, int64_t co0, int64_t hp, int64_t wp, int64_t c, const T *restrict xp,
     int64_t oh_n, int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, const T *restrict fb, int64_t fs, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const int64_t image, const T *restrict bias, const T *res, const int64_t act, int64_t ldy,
+    const int64_t image, T *restrict strip, int64_t strip_ready, const T *restrict bias,
+    const T *res, const int64_t act, int64_t ldy,
     const char *pf, int64_t pf_n, const T *ynext, int64_t ynext_px, int64_t ow_from,
     int64_t ow_to) {
     const int64_t full = TFC_IDIV(ow_n, P) * P;
@@ -174,7 +189,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
     /* each tile prefetches its share of the row's pf_n lines, spread over its channels */
     const int64_t tiles = TFC_IDIV(ow_n + P - 1, P);
     const int64_t pf_tile = TFC_IDIV(pf_n + tiles - 1, tiles);
-    /* with `image`, xp is the images themselves, at (u_lo, v_lo) of the padded coordinates */
+    /* with `image`, xp's images lie at (u_lo, v_lo) of the padded coordinates */
     const int64_t oy = image ? u_lo : 0, ox = image ? v_lo : 0;
     const T *restrict xi = xp + n * hp * wp * c;
     T *yr = y + (n * oh_n + oh) * ow_n * ldy;
@@ -193,13 +208,22 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         TFC_CONV_FN(tfc_conv_taps_inside)(ow0 * sw, dw, kw_n, v_lo, v_hi, &unused, &kw_hi);
         const int64_t nkw = kw_hi > kw_lo ? kw_hi - kw_lo : 0;
         /* xp's columns of the first pixel's first tap read and of the last pixel's last: an
-         * image without a border lacks the columns outside it, which the edge tile reads as
-         * zeros; the other tiles' x is their first pixel's first tap read, inside the image */
+         * image without a border lacks the columns outside it, so a tile that reads them runs
+         * on a copy of its windows with zeros there (the strip: tfc_conv_strip), the bits of
+         * the bordered kernel; the others read the image from their first pixel's first tap */
         const int64_t col0 = ow0 * sw + kw_lo * dw - ox;
         const int64_t col1 = last * sw + (kw_lo + nkw - 1) * dw - ox;
         const int none = nkh == 0 || nkw == 0;
         const int edge = image && !none && (col0 < 0 || col1 >= wp);
         const T *restrict xt = none || edge ? xi : xi + (ih * wp + col0) * c;
+        int64_t row = dh * wp * c;
+        if (edge) {
+            const int64_t nw = col1 - col0 + 1;
+            if (!strip_ready)
+                TFC_CONV_FN(tfc_conv_strip)(xi, wp, c, ih, dh, nkh, col0, nw, strip);
+            xt = strip;
+            row = nw * c;
+        }
         T *yt = yr + ow0 * ldy + co0;
         const T *rt = rr != NULL ? rr + ow0 * ldy + co0 : NULL;
         const int64_t done = TFC_IDIV(ow0, P) * pf_tile;
@@ -213,17 +237,12 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_row)(
         const int64_t every =
             n_pt + n_pw > 0 && steps > n_pt + n_pw ? TFC_IDIV(steps, n_pt + n_pw) : 1;
         const int64_t pw_stride = ldy * (int64_t)sizeof(T);
-        if (edge) {
-            TFC_CONV_FN(tfc_conv_edge_tile)(xi + ih * wp * c, dh * wp * c, kh_lo, kh_hi, col0, sw,
-                                            dw, wp, kw_lo, kw_hi, kw_n, c, fb, fs, yt, ldy, nc,
-                                            ow0 < full ? P : ow_n - full, CB, bt, rt, act, pt,
-                                            n_pt, pw, n_pw, pw_run, pw_stride);
-        } else if (ow0 < full) {
-            TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
+        if (ow0 < full) {
+            TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, row, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, P, CB, bt, rt, act,
                                        pt, n_pt, every, pw, n_pw, pw_run, pw_stride);
         } else {
-            TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, dh * wp * c, dw * c, kh_lo, kh_hi, kw_lo,
+            TFC_CONV_FN(tfc_conv_tile)(xt, sw * c, row, dw * c, kh_lo, kh_hi, kw_lo,
                                        kw_hi, kw_n, c, fb, fs, yt, ldy, nc, ow_n - full, CB, bt,
                                        rt, act, pt, n_pt, every, pw, n_pw, pw_run, pw_stride);
         }
@@ -301,7 +320,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
-    const int64_t image, const int64_t outer, T *restrict fblock, const int64_t packed,
+    const int64_t image, T *restrict strip, const int64_t outer, T *restrict fblock,
+    const int64_t packed,
     const T *restrict bias, const T *res, const int64_t act, int64_t ldy) {
     const int64_t taps = kh_n * kw_n * c;
     if (outer) {
@@ -335,7 +355,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         TFC_IDIV(r, oh_n), TFC_IMOD(r, oh_n), co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n,
                         kw_n, sh, sw, dh, dw, fb, CB, y, P, CB, u_lo, u_hi, v_lo, v_hi, image,
-                        bias, res, act, ldy, count > 0 ? next + first * 64 : NULL,
+                        strip, 0, bias, res, act, ldy, count > 0 ? next + first * 64 : NULL,
                         count > 0 ? count : 0,
                         TFC_CONV_FN(tfc_conv_next_slice)(y, r, r0, r1, rows, ow_n, ldy, co0, co,
                                                          CB),
@@ -359,8 +379,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
                     TFC_CONV_FN(tfc_conv_direct_row)(
                         n, oh, co0, hp, wp, c, xp, oh_n, ow_n, co, kh_n, kw_n, sh, sw, dh, dw,
                         packed ? fp + TFC_IDIV(co0, CB) * taps * CB : fp + co0,
-                        packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, image, bias, res,
-                        act, ldy,
+                        packed ? CB : cp, y, P, CB, u_lo, u_hi, v_lo, v_hi, image, strip,
+                        co0 > 0, bias, res, act, ldy,
                         co0 == 0 ? next : NULL, co0 == 0 ? lines : 0,
                         co0 + CB < co
                             ? y + ((n * oh_n + oh) * ow_n + ow0) * ldy + co0 + CB
@@ -420,7 +440,9 @@ TFC_CONV_INLINE const T *TFC_CONV_FN(tfc_conv_part_input)(const tfc_conv_plan *g
     return xp;
 }
 
-/* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c], fp (the
+/* y = conv2d(x, f) for the images of one part. Scratch: xp [batch, hp, wp, in_c] (where hp, wp
+ * are in_h, in_w: the tiles read x itself, and xp holds each part's strip, of
+ * tfc_conv_strip_size of the plan's larger tile, for the tiles at its edges instead), fp (the
  * filter with its rows padded, written by tfc_conv_forward_direct; with g->blocked, one
  * block's buffer [taps, co_block] per part instead; with g->packed, none: f is in blocks). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_plan *g,
@@ -433,13 +455,19 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
     const int blocked = g->blocked != 0, copied = blocked && !g->packed;
     const T *filter = !blocked && !g->packed && g->cp != g->out_c ? k->s1 : k->b;
     const int64_t y0 = n0 * g->out_h * g->out_w * g->ldy;
+    const int image = g->hp == g->in_h && g->wp == g->in_w;
+    const int64_t most = g->pix_block > g->pix_wide ? g->pix_block : g->pix_wide;
+    /* none (NULL) where the image is not padded: no tile reads outside it */
+    T *strip = image && k->s0 != NULL
+                   ? k->s0 + part * TFC_CONV_FN(tfc_conv_strip_size)(g, most)
+                   : NULL;
     TFC_CONV_FN(tfc_conv_direct_core)(nb, g->hp, g->wp, g->in_c, src, g->out_h, g->out_w,
                                       g->out_c, g->k_h, g->k_w, g->s_h, g->s_w, g->d_h, g->d_w,
                                       filter, blocked ? g->out_c : g->cp, k->y + y0,
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       g->pad_top, g->pad_top + g->in_h, g->pad_left,
                                       g->pad_left + g->in_w,
-                                      g->hp == g->in_h && g->wp == g->in_w, g->blocked,
+                                      image, strip, g->blocked,
                                       copied ? k->s1 + part * taps * g->co_block : NULL,
                                       g->packed, g->bias ? k->bias : NULL,
                                       g->residual ? k->res + y0 : NULL, g->act, g->ldy);
@@ -492,8 +520,8 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       TFC_CONV_FN(tfc_conv_pix)(g, g->co_block), g->co_block,
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
-                                      left + (g->out_w - 1) * g->s_w + 1, 0, 0, NULL, 0, NULL,
-                                      NULL, TFC_CONV_ACT_NONE, ci);
+                                      left + (g->out_w - 1) * g->s_w + 1, 0, NULL, 0, NULL, 0,
+                                      NULL, NULL, TFC_CONV_ACT_NONE, ci);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */

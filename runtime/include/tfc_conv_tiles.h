@@ -126,58 +126,6 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
                                      res != NULL ? res + p * y_px : NULL, act);
 }
 
-/* tfc_conv_tile for a tile some of whose pixels' windows leave an image that has no zero border
- * (x: the image itself): kernel rows [kh_lo, kh_hi) of x (row elements apart, kh_lo's at xr,
- * column 0); pixel p reads, at tap kw of [kw_lo, kw_hi), column col0 + p*sw + (kw - kw_lo)*dw
- * of the wp columns, and a zero where that lies outside them. So each output element is the
- * same chain of multiply-adds as on a zero-bordered copy, zeros included, in the same order
- * (bit for bit). f: the filter at tap 0 (kw_n taps a kernel row). The tile's share of
- * prefetches (as tfc_conv_tile's) is issued at its end. */
-TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_edge_tile)(
-    const T *restrict xr, int64_t row, int64_t kh_lo, int64_t kh_hi, int64_t col0, int64_t sw,
-    int64_t dw, int64_t wp, int64_t kw_lo, int64_t kw_hi, int64_t kw_n, int64_t c,
-    const T *restrict f, int64_t cp, T *y, int64_t y_px, int64_t nc, const int64_t P,
-    const int64_t CB, const T *restrict bias, const T *res, const int64_t act, const char *pf,
-    int64_t pf_n, const char *pw, int64_t pw_n, int64_t pw_run, int64_t pw_stride) {
-    const int64_t NV = CB / TFC_CONV_TL;
-    const TFC_CONV_TV zero = {0};
-    TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
-    for (int64_t p = 0; p < P; ++p) {
-        for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
-    }
-    for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
-        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
-            /* each pixel's column of this tap, or NULL: outside the image, reads zeros */
-            const T *src[TFC_CONV_MAX_P];
-            for (int64_t p = 0; p < P; ++p) {
-                const int64_t col = col0 + p * sw + (kw - kw_lo) * dw;
-                src[p] = col >= 0 && col < wp ? xr + (kh - kh_lo) * row + col * c : NULL;
-            }
-            const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
-            for (int64_t ci = 0; ci < c; ++ci) {
-                TFC_CONV_TV w[TFC_CONV_MAX_NV];
-                for (int64_t v = 0; v < NV; ++v)
-                    memcpy(&w[v], fk + ci * cp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
-                for (int64_t p = 0; p < P; ++p) {
-                    const T a = src[p] != NULL ? src[p][ci] : (T)0;
-                    for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
-                }
-            }
-        }
-    }
-    for (; pf_n > 0; --pf_n, pf += 64) TFC_CONV_PREFETCH(pf);
-    for (int64_t line = 0; pw_n > 0; --pw_n) {
-        TFC_CONV_PREFETCH_WRITE(pw + line * 64);
-        if (++line == pw_run) {
-            line = 0;
-            pw += pw_stride;
-        }
-    }
-    for (int64_t p = 0; p < P; ++p)
-        TFC_CONV_TFN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB, bias,
-                                     res != NULL ? res + p * y_px : NULL, act);
-}
-
 /* One tile of the row-scatter gradient: the dy rows (co channels) of P output pixels dy_p
  * apart times the transposed filter row ft [co, lp] of one kh, added to the P input segments
  * of lp elements, seg_p apart in the bordered gradient dxb. The caller takes the P pixels from

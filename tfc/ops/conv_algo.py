@@ -257,6 +257,8 @@ def describe_plan(kind: str, plan: ConvPlan) -> str:
     words = {"direct": "direct", "rows": "direct (row scatter)", "im2col": "im2col + GEMM"}
     text = words.get(plan.kernel, plan.kernel)
     if plan.kernel == "direct" and kind == "forward":
+        bordered = (f["hp"], f["wp"]) != (f["in_h"], f["in_w"])
+        text += ", on a zero-bordered copy" if bordered else ""
         text += ", packed filter" if f["packed"] else ""
         text += f", filter blocks outermost ({f['blocked']} rows a group)" if f["blocked"] else ""
     return text
@@ -336,16 +338,20 @@ def with_rounded_operands(plan: ConvPlan, kind: str, g: Geometry) -> ConvPlan:
 
 
 # whether the forward direct kernel reads a zero-bordered copy of a padded image rather than
-# the image itself, whose edge tiles then read zeros for the taps outside it
-# (tfc_conv_edge_tile): the copy is 1.7-3.4 MB per part in ResNet-50's 3x3 layers at batch 32
+# the image itself, whose tiles at an edge then run on a copy of their windows with zeros
+# outside it (tfc_conv_strip): the copy is 1.7-3.4 MB per part in ResNet-50's 3x3 layers at
+# batch 32, a strip 12-92 KB
 FORWARD_BORDERED = False
 
 
-def bordered_input(kind: str, g: Geometry) -> bool:
+def bordered_input(kind: str, g: Geometry, blocked: bool = False) -> bool:
     """Whether the direct kernel of op `kind` reads its image (the gradient for backprop filter)
-    from a zero-bordered copy: plan fields hp, wp are then the copy's size, else the image's."""
+    from a zero-bordered copy: plan fields hp, wp are then the copy's size, else the image's.
+    `blocked`: a forward kernel's filter blocks go outermost, so each row's tiles at an edge would
+    copy their strips once per block (ResNet-50's 7x7 layers, one tile a row: 1.24-1.27x the
+    bordered kernel's time at batch 32, where the 56x56 layers took 0.87-0.92x)."""
     padded = g.padded_size() != (g.in_h, g.in_w)
-    return padded and (kind != "forward" or FORWARD_BORDERED)
+    return padded and (kind != "forward" or blocked or FORWARD_BORDERED)
 
 
 def _group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
@@ -437,10 +443,7 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         sizes = [g.batch * hp * wp * g.out_c, g.k_h * g.k_w * g.out_c * cp]
     else:
         hp, wp = g.padded_size()
-        bordered = bordered_input(kind, g)
-        if bordered:
-            fields.update(hp=hp, wp=wp)
-        border = g.batch * hp * wp * g.in_c if bordered else 0
+        blocked = False
         if kind == "forward":
             # the channel blocks outermost, each copied into a buffer of the part first
             # (tfc_conv_direct_core), where the filter has more values than a part's images:
@@ -449,6 +452,16 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
             blocked = _batch_parts(ctx) > 1 and taps * cp > fields["chunk"] * hp * wp * g.in_c
             group = _group_rows(g, fields["chunk"], wp, dtype) if blocked else 0
             fields.update(blocked=group, packed=int(packed_filter(ctx)))
+        bordered = bordered_input(kind, g, blocked)
+        if bordered:
+            fields.update(hp=hp, wp=wp)
+        border = g.batch * hp * wp * g.in_c if bordered else 0
+        if kind == "forward" and not bordered and (hp, wp) != (g.in_h, g.in_w):
+            # each part's strip: the windows of one tile at an edge, zeros outside the image
+            # (tfc_conv_strip_size of the larger tile)
+            most = max(fields["pix_block"], fields["pix_wide"])
+            border = parts * g.k_h * ((most - 1) * g.s_w + (g.k_w - 1) * g.d_w + 1) * g.in_c
+        if kind == "forward":
             if fields["packed"]:
                 sizes = [border, 0]  # the blocks are read where they lie
             elif blocked:
