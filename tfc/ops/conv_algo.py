@@ -236,8 +236,8 @@ def default_algorithm(kind: str, g: Geometry, dtype: _dt.DType, packed: bool = F
         rows = g.batch * g.out_h * g.out_w
         short = POINTWISE_GEMM_MIN_IN_C <= g.in_c <= POINTWISE_GEMM_MAX_IN_C
         panels = g.out_c * dtype.size % POINTWISE_GEMM_OUT_BYTES == 0
-        unpacked = short and panels and not packed
-        if pointwise(g) and unpacked and rows >= POINTWISE_GEMM_MIN_ROWS:
+        gemm = pointwise(g) and short and panels and not packed
+        if gemm and rows >= POINTWISE_GEMM_MIN_ROWS:
             return "im2col"
         short = rows <= IM2COL_FORWARD_MAX_ROWS and k >= IM2COL_FORWARD_MIN_K
         return "im2col" if short and not packed else "direct"
