@@ -167,6 +167,7 @@ PREFETCH_SCRIPT = textwrap.dedent(
     from tfc.reference.interp import Interpreter
 
     conv_algo.L2_GROUP_BYTES = 3000  # a few output rows a group
+    conv_algo.PREFETCH_ROWS_MIN_BYTES = 1  # the input rows prefetched at 8 channels too
     rng = np.random.default_rng(0)
 
     def fused(x, k, cin, cout, stride, padding, residual=None):

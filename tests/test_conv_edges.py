@@ -131,3 +131,22 @@ def test_inspect_names_the_bordered_copy_only_where_there_is_one():
     assert conv_algo.describe_plan("forward", on_image) == "direct"
     copy = ConvPlan("direct", "direct", dict(fields, hp=7, wp=8), (0, None), 0)
     assert conv_algo.describe_plan("forward", copy) == "direct, on a zero-bordered copy"
+
+
+def test_the_input_rows_are_prefetched_where_a_pixel_spans_more_than_a_cache_line():
+    """Plan field prefetch_rows: the forward direct kernel prefetches the next output row's
+    input rows from 17 float32 channels (68 bytes a pixel) on, not at 16 (64) nor at SqueezeNet
+    conv1's 3; 9 float64 channels (72) on. Backprop input always; backprop filter never."""
+    from tfc.ops.registry import OpContext
+
+    def plan(kind, in_c, dtype=tf.float32, out_c=32):
+        g = Geometry(1, 8, 8, in_c, 8, 8, out_c, 3, 3, 1, 1, 1, 1, 1, 1)
+        ctx = OpContext("conv", "Conv2D", {"_algorithm": "direct"}, [dtype], [])
+        return conv_algo.plan_conv(ctx, kind, g, dtype).fields["prefetch_rows"]
+
+    assert [plan("forward", c) for c in (3, 16, 17, 64)] == [0, 0, 1, 1]
+    assert [plan("forward", c, tf.float64) for c in (8, 9)] == [0, 1]
+    # backprop input's direct kernel (not the row scatter of few input channels) reads the
+    # gradient's out_c channels a pixel: 3 or 64
+    assert [plan("input", 64, out_c=c) for c in (3, 64)] == [1, 1]
+    assert [plan("filter", c) for c in (3, 64)] == [0, 0]

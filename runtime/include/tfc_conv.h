@@ -56,6 +56,9 @@ typedef struct {
     int64_t packed;                     /* direct forward: the filter comes packed, one block of
                                            co_block channels after another, each [taps, co_block]
                                            and zero past out_c (tfc/passes/conv_pack.py) */
+    int64_t prefetch_rows;              /* direct forward and backprop input: each output row's
+                                           tiles prefetch the input rows the next one reads
+                                           first (tfc_conv_next_rows) */
     int64_t bias, residual, act;        /* forward epilogue (_FusedConv2D): a bias per channel
                                            added, a tensor of y's shape added, then the
                                            activation (TFC_CONV_ACT_*) */

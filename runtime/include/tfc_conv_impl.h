@@ -314,14 +314,15 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_next_rows)(int64_t n, int64_t oh, int6
  * y's pixels are ldy elements apart. `outer` (0: none): the blocks outermost within groups of
  * this many output rows (of all n_img * oh_n), each block copied into `fblock` first. With `packed`, fp is the filter already in blocks (each block's [kh_n*kw_n*c, CB]
  * values one after another, as tfc_conv_filter_block would copy them): each block is read where
- * it lies, in either order, and nothing is copied (fblock unused). */
+ * it lies, in either order, and nothing is copied (fblock unused). With `prefetch_rows`, each
+ * output row's tiles prefetch the input rows the next one reads first (tfc_conv_next_rows). */
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
     int64_t n_img, int64_t hp, int64_t wp, int64_t c, const T *restrict xp, int64_t oh_n,
     int64_t ow_n, int64_t co, int64_t kh_n, int64_t kw_n, int64_t sh, int64_t sw, int64_t dh,
     int64_t dw, const T *restrict fp, int64_t cp, T *y, const int64_t P,
     const int64_t CB, int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi,
     const int64_t image, T *restrict strip, const int64_t outer, T *restrict fblock,
-    const int64_t packed,
+    const int64_t packed, const int64_t prefetch_rows,
     const T *restrict bias, const T *res, const int64_t act, int64_t ldy) {
     const int64_t taps = kh_n * kw_n * c;
     if (outer) {
@@ -370,10 +371,11 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_direct_core)(
      * 256 channels, does not fit it), and its input stays there for every block */
     for (int64_t n = 0; n < n_img; ++n)
         for (int64_t oh = 0; oh < oh_n; ++oh) {
-            const char *next;
-            int64_t lines;
-            TFC_CONV_FN(tfc_conv_next_rows)(n, oh, n_img, hp, wp, c, xp, oh_n, kh_n, kw_n, sh,
-                                            sw, dh, image ? u_lo : 0, &next, &lines);
+            const char *next = NULL;
+            int64_t lines = 0;
+            if (prefetch_rows)
+                TFC_CONV_FN(tfc_conv_next_rows)(n, oh, n_img, hp, wp, c, xp, oh_n, kh_n, kw_n,
+                                                sh, sw, dh, image ? u_lo : 0, &next, &lines);
             for (int64_t ow0 = 0; ow0 < ow_n; ow0 += P)
                 for (int64_t co0 = 0; co0 < co; co0 += CB)
                     TFC_CONV_FN(tfc_conv_direct_row)(
@@ -469,7 +471,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_forward_direct_part)(const tfc_conv_pl
                                       g->pad_left + g->in_w,
                                       image, strip, g->blocked,
                                       copied ? k->s1 + part * taps * g->co_block : NULL,
-                                      g->packed, g->bias ? k->bias : NULL,
+                                      g->packed, g->prefetch_rows, g->bias ? k->bias : NULL,
                                       g->residual ? k->res + y0 : NULL, g->act, g->ldy);
 }
 
@@ -521,7 +523,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_input_direct_part)(const tfc_
                                       top < 0 ? 0 : top,
                                       top + (g->out_h - 1) * g->s_h + 1, left < 0 ? 0 : left,
                                       left + (g->out_w - 1) * g->s_w + 1, 0, NULL, 0, NULL, 0,
-                                      NULL, NULL, TFC_CONV_ACT_NONE, ci);
+                                      g->prefetch_rows, NULL, NULL, TFC_CONV_ACT_NONE, ci);
 }
 
 /* dx over the batch's parts; ft (shared by them) is made first. Scratch: dq, ft as above. */

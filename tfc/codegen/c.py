@@ -210,7 +210,7 @@ def in_top_k_kernel(kernel: Kernel) -> KernelTemplate:
 PLAN_FIELDS = (
     "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h", "s_w",
     "d_h", "d_w", "pad_top", "pad_left", "pix_block", "pix_wide", "co_block", "hp", "wp", "cp",
-    "chunk", "blocked", "packed", "bias", "residual", "act", "ldy", "y_off",
+    "chunk", "blocked", "packed", "prefetch_rows", "bias", "residual", "act", "ldy", "y_off",
 )  # fmt: skip
 # the tfc_conv.h function of each op kind; all take (plan, in, in, out, scratch..., part), the
 # forward ones (plan, in, in, bias, residual, out, scratch..., part)

@@ -354,6 +354,26 @@ def bordered_input(kind: str, g: Geometry, blocked: bool = False) -> bool:
     return padded and (kind != "forward" or blocked or FORWARD_BORDERED)
 
 
+# the forward direct kernel's output rows prefetch the input rows the next one reads first only
+# where a pixel's input channels take more than a cache line: there a tile's pixels read lines a
+# pixel apart at once, which the hardware's prefetchers do not follow (ResNet-50's layers, 64+
+# channels), while a few channels' rows are read as one run of lines, which they follow, and the
+# prefetches only cost. SqueezeNet at batch 1 (f32, 1 thread, bench/onnx_ab.py, 5 processes per
+# build, load 0.8-1.1, the same bits): conv1 (3 channels, 3x3 stride 2) took 1.12x 4ec231f's
+# time with them, 0.90-0.92x the prefetching build's without; its expansions of 16 channels
+# (64 bytes) 0.985-0.99x without, of 32 (128 bytes) 1.02x. Backprop input keeps them (not
+# measured there).
+PREFETCH_ROWS_MIN_BYTES = 65
+
+
+def prefetch_input_rows(kind: str, g: Geometry, dtype: _dt.DType) -> bool:
+    """Whether the direct kernel of op `kind` prefetches, from each output row's tiles, the input
+    rows the next row reads first (plan field prefetch_rows)."""
+    if kind == "filter":
+        return False  # its kernel reads the image along the taps, not by output rows
+    return kind == "input" or g.in_c * dtype.size >= PREFETCH_ROWS_MIN_BYTES
+
+
 def _group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
     """The output rows of a part that the blocked direct kernel runs through every channel block
     before the next rows: as many as fit L2_GROUP_BYTES with the input rows they read."""
@@ -363,7 +383,7 @@ def _group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
 
 def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
     fields = dict(g.__dict__)
-    fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, packed=0)
+    fields.update(pix_block=1, pix_wide=1, co_block=1, blocked=0, packed=0, prefetch_rows=0)
     fields.update(bias=0, residual=0, act=0)
     fields.update(ldy=g.out_c, y_off=0)
     fields.update(hp=g.in_h, wp=g.in_w, cp=g.out_c, chunk=g.batch)
@@ -437,6 +457,7 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
             most = _wide_row_pixels(cb, dtype, pix_wide)
             pix, pix_wide = min(g.out_w, pix), _row_tile(g.out_w, pix_wide, most)
     fields.update(pix_block=pix, pix_wide=pix_wide, co_block=cb, cp=cp)
+    fields["prefetch_rows"] = int(prefetch_input_rows(kind, g, dtype))
     if kind == "input":
         hp, wp = g.in_h + (g.k_h - 1) * g.d_h, g.in_w + (g.k_w - 1) * g.d_w
         fields.update(hp=hp, wp=wp)
