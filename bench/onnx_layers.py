@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
-from onnx_models import Tfc, loadavg, with_random_weights  # noqa: E402
+from onnx_models import Tfc, loadavg, ort_options, with_random_weights  # noqa: E402
 
 
 def conv_geometry(model: onnx.ModelProto) -> list[tuple[str, tuple]]:
@@ -59,12 +59,7 @@ def geometry_name(g: tuple) -> str:
 
 def ort_kernels(model: onnx.ModelProto, x: np.ndarray, runs: int) -> list[dict[str, float]]:
     """Per run, ONNX Runtime's node times in seconds (keyed by node name and op type)."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
+    options = ort_options()
     options.enable_profiling = True
     with tempfile.TemporaryDirectory() as tmp:
         options.profile_file_prefix = os.path.join(tmp, "ort")

@@ -123,14 +123,20 @@ class Tfc:
         return self.sess.time_runs(self.out, {self.fed: x}, runs=runs)
 
 
+def ort_options() -> ort.SessionOptions:
+    """ONNX Runtime's settings for the comparison: 1 thread, every graph optimization."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return options
+
+
 class OnnxRuntime:
     def __init__(self, model: onnx.ModelProto) -> None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
+        options = ort_options()
         self.sess = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
