@@ -13,7 +13,7 @@ The model is bench/onnx_models.py's (seeded random weights, the batch set on the
 once by this process and written to a file that each tree's process imports. 1 thread.
 
 Run with a python that has onnx, each tree a checkout of tfc (e.g. `git worktree add --detach
-/tmp/old REV`):
+../old REV`):
     python bench/onnx_ab.py OLD_TREE NEW_TREE [--model squeezenet] [--batch 32] [--rounds 6]
         [--runs 5] [--cpu 1]
 """
