@@ -105,13 +105,20 @@ TFC_CONV_INLINE int tfc_conv_pointwise(const tfc_conv_plan *g) {
  * outside the buffers it means to prefetch is reported. */
 #if defined(TFC_CONV_PREFETCH_READS)
 #define TFC_CONV_PREFETCH(p) ((void)*(const volatile char *)(p))
+#define TFC_CONV_PREFETCH_L1(p) ((void)*(const volatile char *)(p))
 #define TFC_CONV_PREFETCH_WRITE(p) ((void)*(const volatile char *)(p))
 #elif defined(__GNUC__) || defined(__clang__)
 #define TFC_CONV_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#define TFC_CONV_PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
 #define TFC_CONV_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
 #else
 #define TFC_CONV_PREFETCH(p) ((void)(p))
+#define TFC_CONV_PREFETCH_L1(p) ((void)(p))
 #define TFC_CONV_PREFETCH_WRITE(p) ((void)(p))
+#endif
+/* The direct tile's filter rows prefetched into L1 this many rows ahead of the one read */
+#ifndef TFC_CONV_FILTER_AHEAD
+#define TFC_CONV_FILTER_AHEAD 16
 #endif
 #define TFC_CONV_COLS_MAX_ACC 24
 /* The SIMD width the tiles are made of: co_block (chosen in Python) is a multiple of it */
