@@ -118,12 +118,13 @@ class _Product:
 
 
 # the MLP's layers (the plain path); edges of every block (N not a panel multiple, K past KC,
-# M past MC); a row or two (LeNet's batch-1 layers; whole row blocks and 8, 4, 2, 1 vectors
-# past them); the paths that take tfc_gemm_<t>_ex's (a threaded row, a few columns: tall,
-# narrow or swapped)
+# M past MC); a row or two from the row panels (LeNet's batch-1 layers; whole row blocks and
+# 8, 4, 2, 1 vectors past them, the last one partial; a classifier's 1000 columns, split
+# between threads by whole row blocks; a row of two vectors); the paths that take
+# tfc_gemm_<t>_ex's (a few columns: tall, narrow or swapped)
 SIZES = [(64, 512, 784), (7, 100, 300), (150, 203, 260), (13, 70, 5), (1, 120, 400),
-         (2, 84, 120), (1, 300, 40), (2, 517, 30), (1, 600, 300), (40, 10, 33),
-         (300, 24, 50)]  # fmt: skip
+         (2, 84, 120), (1, 300, 40), (2, 517, 30), (1, 600, 300), (1, 1000, 150),
+         (2, 1000, 70), (1, 17, 5), (40, 10, 33), (300, 24, 50)]  # fmt: skip
 CASES = [
     dict(dtype=np.float32, ta=False, tb=False, bias=True, relu=1),
     dict(dtype=np.float32, ta=True, tb=True, alpha=0.5, beta=1.5),
@@ -299,9 +300,12 @@ SANITIZED_MAIN = textwrap.dedent(
     }
 
     int main(void) {
-        /* the plain path (edges of every block), a row past whole row blocks, a short row */
+        /* the plain path (edges of every block); rows from the row panels: past whole row
+         * blocks, a short row, a classifier's 1000 columns (serial, and split between the
+         * threads), a row of two vectors */
         if (same_bits(13, 70, 150) || same_bits(64, 300, 200) || same_bits(1, 300, 40) ||
-            same_bits(2, 84, 120))
+            same_bits(2, 84, 120) || same_bits(1, 1000, 60) || same_bits(2, 1000, 300) ||
+            same_bits(1, 17, 5))
             return 1;
         puts("PACKED-SANITIZED-OK");
         return 0;
@@ -333,14 +337,19 @@ def _cpu_has(flag: str) -> bool:
 
 
 def test_packed_gemm_has_the_bits_on_every_vector_width_and_is_sanitizer_clean(tmp_path):
-    """Packed against unpacked on the host's vectors under ASan/UBSan, then on 32-byte (AVX2,
+    """Packed against unpacked on the host's vectors under ASan/UBSan (each prefetch a read),
+    then on 32-byte (AVX2,
     where the CPU has it) and 16-byte vectors (the portable build, no -march); the header
     compiles without warnings in the embedded build (no threads)."""
     cc = compiler()
     found = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
     if os.path.isabs(found.stdout.strip()):
         sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-        _build_and_run(tmp_path, "native_sanitized", ["-O1", "-march=native", "-g", *sanitize])
+        # the row panels' prefetches as reads of the byte they name: ASan reports one outside
+        reads = "-DTFC_GEMM_PREFETCH_READS"
+        _build_and_run(
+            tmp_path, "native_sanitized", ["-O1", "-march=native", "-g", reads, *sanitize]
+        )
     if _cpu_has("avx2") and _cpu_has("fma"):
         _build_and_run(tmp_path, "avx2", ["-O2", "-mavx2", "-mfma"])
     _build_and_run(tmp_path, "portable", ["-O2"])

@@ -33,7 +33,6 @@ EMBED_LIMIT_BYTES = 64 * 1024  # larger constants are passed in by the caller, n
 # a packed copy of a product's weights: the header and the column rounding of tfc_gemm_packed.h
 PACK_HEADER_BYTES = 64
 PACK_COLS = 64
-ROW_PARALLEL_MIN = 1 << 17  # tfc_gemm.h's TFC_GEMM_ROW_PARALLEL_MIN
 
 
 @dataclass
@@ -281,14 +280,13 @@ class _Lowering:
         weights = _weights_input(kernel) if self.prepack else None
         if weights is None:
             return kernel
-        index, (m, cols, k, sbn) = weights
+        index, (_, cols, k, _) = weights
         source = graph.input_edges(n)[index]
         if storage[root_tensor(storage, source)][0] not in ("var", "const"):
             return kernel  # a constant is packed once per program (its address never moves)
         dtype = graph.node(source[0])["dtypes"][source[1]]
-        # products no target packs (tfc_gemm_packed.h): a row or two split between threads
-        # (from TFC_GEMM_ROW_PARALLEL_MIN multiply-adds), at most one 64-byte vector of columns
-        if (m <= 2 and sbn == 1 and m * cols * k >= ROW_PARALLEL_MIN) or cols <= 64 // dtype.size:
+        # products no target packs (tfc_gemm_packed.h): at most one 64-byte vector of columns
+        if cols <= 64 // dtype.size:
             return kernel
         nbytes = PACK_HEADER_BYTES + k * -(-cols // PACK_COLS) * PACK_COLS * dtype.size
         self.slot_index[("pack", n)] = len(self.slots)
