@@ -300,10 +300,12 @@ SANITIZED_MAIN = textwrap.dedent(
     }
 
     int main(void) {
-        /* the plain path (edges of every block); rows from the row panels: past whole row
-         * blocks, a short row, a classifier's 1000 columns (serial, and split between the
-         * threads), a row of two vectors */
-        if (same_bits(13, 70, 150) || same_bits(64, 300, 200) || same_bits(1, 300, 40) ||
+        /* the plain path (edges of every block; rows past MC: panels read again per block
+         * of rows, the next panel prefetched in the last); rows from the row panels: past
+         * whole row blocks, a short row, a classifier's 1000 columns (serial, and split
+         * between the threads), a row of two vectors */
+        if (same_bits(13, 70, 150) || same_bits(64, 300, 200) || same_bits(300, 130, 260) ||
+            same_bits(1, 300, 40) ||
             same_bits(2, 84, 120) || same_bits(1, 1000, 60) || same_bits(2, 1000, 300) ||
             same_bits(1, 17, 5))
             return 1;

@@ -42,17 +42,6 @@
 #ifndef TFC_GEMM_ROW_AHEAD
 #define TFC_GEMM_ROW_AHEAD 4096
 #endif
-/* a hint that the line at p is read soon (a prefetch never faults); with
- * TFC_GEMM_PREFETCH_READS (tests, under AddressSanitizer) a read of the byte at p instead, so
- * that an address outside the panels is reported */
-#if defined(TFC_GEMM_PREFETCH_READS)
-#define TFC_GEMM_PREFETCH(p) ((void)*(const volatile char *)(p))
-#elif defined(__GNUC__) || defined(__clang__)
-#define TFC_GEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
-#else
-#define TFC_GEMM_PREFETCH(p) ((void)(p))
-#endif
-
 typedef struct {
     uint64_t epoch;     /* the epoch the panels were packed at */
     const void *source; /* the B they were packed from; NULL: never packed */
