@@ -125,6 +125,24 @@ def test_only_padded_forward_convolutions_skip_the_copy():
     assert not conv_algo.bordered_input("filter", valid)
 
 
+def test_the_blocked_kernel_splits_a_part_into_equal_groups_of_rows():
+    """As few groups as fit conv_algo.L2_GROUP_BYTES, of equal size (a last group of a row or
+    two read the whole filter for little work)."""
+    f32 = tf.float32
+    # ResNet-50's 3x3 stride-2 512->512 into 7x7, 2 images a part: 14 rows, 13 fit
+    strided = Geometry(32, 14, 14, 512, 7, 7, 512, 3, 3, 2, 2, 1, 1, 0, 0)
+    assert conv_algo.group_rows(strided, 2, 15, f32) == 7
+    # 1x1 1024->512 on 14x14: 28 rows, 12 fit
+    wide = Geometry(32, 14, 14, 1024, 14, 14, 512, 1, 1, 1, 1, 1, 1, 0, 0)
+    assert conv_algo.group_rows(wide, 2, 14, f32) == 10
+    # all the rows where they fit, one row where not even two do
+    assert (
+        conv_algo.group_rows(Geometry(2, 7, 7, 8, 7, 7, 8, 1, 1, 1, 1, 1, 1, 0, 0), 2, 7, f32) == 14
+    )
+    huge = Geometry(1, 9, 4096, 64, 9, 4096, 64, 1, 1, 1, 1, 1, 1, 0, 0)
+    assert conv_algo.group_rows(huge, 1, 4096, f32) == 1
+
+
 def test_inspect_names_the_bordered_copy_only_where_there_is_one():
     fields = dict(in_h=5, in_w=6, hp=5, wp=6, packed=0, blocked=0, k_h=3, k_w=3)
     on_image = ConvPlan("direct", "direct", fields, (None, None), 0)

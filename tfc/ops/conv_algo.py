@@ -374,11 +374,19 @@ def prefetch_input_rows(kind: str, g: Geometry, dtype: _dt.DType) -> bool:
     return kind == "input" or g.in_c * dtype.size >= PREFETCH_ROWS_MIN_BYTES
 
 
-def _group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
+def group_rows(g: Geometry, chunk: int, wp: int, dtype: _dt.DType) -> int:
     """The output rows of a part that the blocked direct kernel runs through every channel block
-    before the next rows: as many as fit L2_GROUP_BYTES with the input rows they read."""
+    before the next rows: the part's rows in as few groups as fit L2_GROUP_BYTES with the input
+    rows they read, of equal size. Each group reads the whole filter, so the count of groups
+    sets its traffic; equal groups then keep the largest one small. The largest that fit had
+    left a group of a few rows: 13 + 1 for 3x3 stride-2 512->512 into 7x7, 12 + 12 + 4 for 1x1
+    1024->512 on 14x14 at batch 32 (chunk 2), the latter 0.90-0.94x the time as 10 + 9 + 9
+    (f32, 1 thread, pinned, min of 6 profiles, load 1.5-2 with another engineer's benchmark)."""
     per_row = (g.out_w * g.out_c + g.s_h * wp * g.in_c) * dtype.size
-    return max(1, min(chunk * g.out_h, L2_GROUP_BYTES // max(per_row, 1)))
+    rows = chunk * g.out_h
+    most = max(1, min(rows, L2_GROUP_BYTES // max(per_row, 1)))
+    groups = -(-rows // most)
+    return -(-rows // groups)
 
 
 def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) -> ConvPlan:
@@ -471,7 +479,7 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
             # read once per part rather than once per output row. Not in the embeddable library
             # (one part): on a cacheless MCU the buffer would only grow the arena.
             blocked = _batch_parts(ctx) > 1 and taps * cp > fields["chunk"] * hp * wp * g.in_c
-            group = _group_rows(g, fields["chunk"], wp, dtype) if blocked else 0
+            group = group_rows(g, fields["chunk"], wp, dtype) if blocked else 0
             fields.update(blocked=group, packed=int(packed_filter(ctx)))
         bordered = bordered_input(kind, g, blocked)
         if bordered:
