@@ -347,10 +347,11 @@ def test_packed_gemm_has_the_bits_on_every_vector_width_and_is_sanitizer_clean(t
     found = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
     if os.path.isabs(found.stdout.strip()):
         sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-        # the row panels' prefetches as reads of the byte they name: ASan reports one outside
-        reads = "-DTFC_GEMM_PREFETCH_READS"
+        # the prefetches (the row panels', the next panel's: from any size of B here) as reads
+        # of the byte they name: ASan reports one outside
+        reads = ["-DTFC_GEMM_PREFETCH_READS", "-DTFC_GEMM_STREAM_BYTES=1"]
         _build_and_run(
-            tmp_path, "native_sanitized", ["-O1", "-march=native", "-g", reads, *sanitize]
+            tmp_path, "native_sanitized", ["-O1", "-march=native", "-g", *reads, *sanitize]
         )
     if _cpu_has("avx2") and _cpu_has("fma"):
         _build_and_run(tmp_path, "avx2", ["-O2", "-mavx2", "-mfma"])

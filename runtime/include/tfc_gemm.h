@@ -84,6 +84,13 @@
 #endif
 #endif
 #define TFC_GEMM_MR 6
+/* packed B of at least this many bytes streams from L3 or memory, past any core's L2: the
+ * packed algorithm then prefetches the next panel (below it is in L2 already, and the
+ * prefetches made the MNIST MLP's inference at batch 64, 784 x 512 and 512 x 512 layers,
+ * 1.10x slower: bench/run.py mlp_infer_b64, 3 rounds per tree alternating, load 1.0) */
+#ifndef TFC_GEMM_STREAM_BYTES
+#define TFC_GEMM_STREAM_BYTES (4 << 20)
+#endif
 /* whether the first tile of a panel packs row-major B as it reads it (a copy of the micro-kernel:
  * not where code size counts) */
 #ifdef TFC_EMBED
@@ -558,7 +565,8 @@ enum {
                      * resnet50 --batch 32 --rounds 2 --runs 3) */                            \
                     const char *ahead = NULL;                                                    \
                     int64_t ahead_lines = 0, ahead_per = 0;                                      \
-                    if (g->Bp != NULL && i0 + mc >= M) {                                         \
+                    if (g->Bp != NULL && i0 + mc >= M &&                                         \
+                        (double)K * (double)g->N * sizeof(T) >= TFC_GEMM_STREAM_BYTES) {         \
                         if (j0 + NR < n1) {                                                      \
                             ahead = (const char *)(bp + kc * NR);                                \
                             ahead_lines = TFC_IDIV(kc * NR * (int64_t)sizeof(T), 64);            \
