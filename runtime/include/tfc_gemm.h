@@ -577,7 +577,7 @@ enum {
                     const char *ahead = NULL;                                                    \
                     int64_t ahead_lines = 0, ahead_per = 0;                                      \
                     if (g->Bp != NULL && i0 + mc >= M &&                                         \
-                        (double)K * (double)g->N * sizeof(T) >= TFC_GEMM_STREAM_BYTES) {         \
+                        (uint64_t)K * (uint64_t)g->N >= TFC_GEMM_STREAM_BYTES / sizeof(T)) {     \
                         if (j0 + NR < n1) {                                                      \
                             ahead = (const char *)(bp + kc * NR);                                \
                             ahead_lines = TFC_IDIV(kc * NR * (int64_t)sizeof(T), 64);            \
@@ -593,7 +593,7 @@ enum {
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
-                        for (int64_t l = i / MR * ahead_per, e = l + ahead_per;                  \
+                        for (int64_t l = TFC_IDIV(i, MR) * ahead_per, e = l + ahead_per;         \
                              l < e && l < ahead_lines; ++l)                                      \
                             TFC_GEMM_PREFETCH_L2(ahead + l * 64);                                \
                         const T *a = lda ? ablock + i * lda : apack + i * kc;                    \
