@@ -161,6 +161,17 @@ typedef int64_t tfc_vi64 __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8)
 typedef float tfc_vf32u __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(4), may_alias));
 typedef double tfc_vf64u __attribute__((vector_size(TFC_GEMM_VBYTES), aligned(8), may_alias));
 
+/* The tasks that `blocks` blocks of a product's work split into between the threads: one
+ * where `serial` or fewer than two blocks, else at most one per thread, *per_task blocks each
+ * (set only then). */
+static inline int64_t tfc_gemm_block_tasks(int64_t blocks, int serial, int64_t *per_task) {
+    int64_t tasks = serial ? 1 : tfc_threads_count();
+    if (tasks > blocks) tasks = blocks;
+    if (tasks <= 1) return 1;
+    *per_task = TFC_IDIV(blocks + tasks - 1, tasks);
+    return TFC_IDIV(blocks + *per_task - 1, *per_task);
+}
+
 /* a vector of x in every lane: x - 0 is x for every x (-0 included), so it folds to a broadcast
  * where 0 + x, which is +0 for x = -0, costs an add */
 #define TFC_GEMM_SPLAT(V, x) ((x) - (V){0})
@@ -566,7 +577,7 @@ enum {
                     const char *ahead = NULL;                                                    \
                     int64_t ahead_lines = 0, ahead_per = 0;                                      \
                     if (g->Bp != NULL && i0 + mc >= M &&                                         \
-                        (double)K * (double)g->N * sizeof(T) >= TFC_GEMM_STREAM_BYTES) {         \
+                        (uint64_t)K * (uint64_t)g->N >= TFC_GEMM_STREAM_BYTES / sizeof(T)) {     \
                         if (j0 + NR < n1) {                                                      \
                             ahead = (const char *)(bp + kc * NR);                                \
                             ahead_lines = TFC_IDIV(kc * NR * (int64_t)sizeof(T), 64);            \
@@ -582,7 +593,7 @@ enum {
                     for (int64_t i = 0; i < mc; i += MR) {                                       \
                         const int64_t mr = mc - i < MR ? mc - i : (int64_t)MR;                   \
                         T *c = g->C + (i0 + i) * csr + j0 * csc;                                 \
-                        for (int64_t l = i / MR * ahead_per, e = l + ahead_per;                  \
+                        for (int64_t l = TFC_IDIV(i, MR) * ahead_per, e = l + ahead_per;         \
                              l < e && l < ahead_lines; ++l)                                      \
                             TFC_GEMM_PREFETCH_L2(ahead + l * 64);                                \
                         const T *a = lda ? ablock + i * lda : apack + i * kc;                    \
@@ -964,41 +975,35 @@ enum {
         if (path == TFC_GEMM_PATH_ROWS) { /* a row or two: streaming B beats packing it */       \
             enum { NB = TFC_GEMM_ROW_COLS * 4 / TFC_GEMM_VBYTES };                               \
             const int64_t blocks = TFC_IDIV(N + NB * (VL)-1, NB * (VL));                         \
-            int64_t tasks = TFC_GEMM_ROW_SERIAL(M, N, K) ? 1 : tfc_threads_count();              \
-            if (tasks > blocks) tasks = blocks;                                                  \
+            const int64_t tasks = tfc_gemm_block_tasks(                                          \
+                blocks, TFC_GEMM_ROW_SERIAL(M, N, K), &g.panels_per_task);                       \
             if (tasks <= 1) {                                                                    \
                 for (int64_t i = 0; i < M; ++i)                                                  \
                     tfc_gemm_row_##tag(&g, A + i * sam, C + i * ldc, 0, N);                      \
                 return;                                                                          \
             }                                                                                    \
-            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
-            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
             tfc_threads_parallel_parts(tasks, tfc_gemm_row_task_##tag, &g);                      \
             return;                                                                              \
         }                                                                                        \
         if (path == TFC_GEMM_PATH_TALL) { /* C^T, rows split */                                  \
             const int64_t blocks = TFC_IDIV(M + 2 * (VL)-1, 2 * (VL));                           \
-            int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                  \
-            if (tasks > blocks) tasks = blocks;                                                  \
+            const int64_t tasks = tfc_gemm_block_tasks(                                          \
+                blocks, TFC_GEMM_SERIAL(M, N, K), &g.panels_per_task);                           \
             if (tasks <= 1) {                                                                    \
                 tfc_gemm_tall_##tag(&g, 0, M);                                                   \
                 return;                                                                          \
             }                                                                                    \
-            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
-            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
             tfc_threads_parallel_parts(tasks, tfc_gemm_tall_task_##tag, &g);                     \
             return;                                                                              \
         }                                                                                        \
         if (path == TFC_GEMM_PATH_NARROW) { /* one vector per row of C: rows split by threads */ \
             const int64_t blocks = TFC_IDIV(M + TFC_GEMM_NARROW - 1, TFC_GEMM_NARROW);           \
-            int64_t tasks = TFC_GEMM_SERIAL(M, N, K) ? 1 : tfc_threads_count();                  \
-            if (tasks > blocks) tasks = blocks;                                                  \
+            const int64_t tasks = tfc_gemm_block_tasks(                                          \
+                blocks, TFC_GEMM_SERIAL(M, N, K), &g.panels_per_task);                           \
             if (tasks <= 1) {                                                                    \
                 tfc_gemm_narrow_##tag(&g, 0, M);                                                 \
                 return;                                                                          \
             }                                                                                    \
-            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
-            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
             tfc_threads_parallel_parts(tasks, tfc_gemm_narrow_task_##tag, &g);                   \
             return;                                                                              \
         }                                                                                        \

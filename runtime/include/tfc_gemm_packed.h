@@ -230,14 +230,12 @@ static inline uint64_t tfc_gemm_packed_epoch(const uint64_t *epoch) {
             tfc_gemm_args_##tag g = {M, N, K, sam, sak, sbk, sbn, ldc, A, B, bias, C, alpha,     \
                                      beta, relu, 0, 0, panels};                                  \
             const int64_t blocks = TFC_IDIV(N + NB * (VL)-1, NB * (VL));                         \
-            int64_t tasks = TFC_GEMM_ROW_SERIAL(M, N, K) ? 1 : tfc_threads_count();              \
-            if (tasks > blocks) tasks = blocks;                                                  \
+            const int64_t tasks = tfc_gemm_block_tasks(                                          \
+                blocks, TFC_GEMM_ROW_SERIAL(M, N, K), &g.panels_per_task);                       \
             if (tasks <= 1) {                                                                    \
                 tfc_gemm_packed_rows_##tag(&g, 0, N);                                            \
                 return;                                                                          \
             }                                                                                    \
-            g.panels_per_task = TFC_IDIV(blocks + tasks - 1, tasks);                             \
-            tasks = TFC_IDIV(blocks + g.panels_per_task - 1, g.panels_per_task);                 \
             tfc_threads_parallel_parts(tasks, tfc_gemm_packed_row_task_##tag, &g);               \
             return;                                                                              \
         }                                                                                        \
