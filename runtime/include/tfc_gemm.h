@@ -577,7 +577,8 @@ enum {
                     const char *ahead = NULL;                                                    \
                     int64_t ahead_lines = 0, ahead_per = 0;                                      \
                     if (g->Bp != NULL && i0 + mc >= M &&                                         \
-                        (uint64_t)K * (uint64_t)g->N >= TFC_GEMM_STREAM_BYTES / sizeof(T)) {     \
+                        (uint64_t)K * (uint64_t)g->N * sizeof(T) >=                              \
+                            (uint64_t)TFC_GEMM_STREAM_BYTES) {                                   \
                         if (j0 + NR < n1) {                                                      \
                             ahead = (const char *)(bp + kc * NR);                                \
                             ahead_lines = TFC_IDIV(kc * NR * (int64_t)sizeof(T), 64);            \
