@@ -156,6 +156,12 @@ def _launch(dist, args, ps=1, workers=2, kill=None, timeout=TIMEOUT):
     return result.get("rc"), launcher
 
 
+def _log(launcher, n=40) -> str:
+    """The last n lines the tasks printed (the launcher's progress lines would crowd them out)."""
+    lines = [line for line in launcher.lines if not line.startswith("[launch] global_step")]
+    return "\n".join(lines[-n:])
+
+
 def _check_checkpoints(directory: Path, final_step: int) -> None:
     files = sorted(directory.glob("model.ckpt-*.safetensors"))
     assert files and not list(directory.glob("*.tmp*"))
@@ -172,7 +178,7 @@ def test_async_reaches_target_accuracy(build, tmp_path):
         "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
         "--wire-dtype", "bfloat16",  # the whitepaper's lossy 16-bit transfers
     ])  # fmt: skip
-    assert rc == 0, "\n".join(launcher.lines[-30:])
+    assert rc == 0, _log(launcher)
     _check_checkpoints(tmp_path / "ck" / "ps-0", 800)
     assert _accuracy(tmp_path / "ck" / "ps-0" / "model.ckpt-800.safetensors") >= 0.9
     assert any("[worker:1]" in line for line in launcher.lines)
@@ -184,7 +190,7 @@ def test_backup_workers_late_gradients_are_dropped(build, tmp_path):
         "--sync", "--replicas-to-aggregate", "2", "--data", str(rows), "--steps", "600",
         "--log-every", "100", "--checkpoint-dir", str(tmp_path / "ck"), "--timeout-ms", "1000",
     ], workers=3)  # fmt: skip
-    log = "\n".join(launcher.lines[-30:])
+    log = _log(launcher)
     assert rc == 0, log
     done = next(line for line in launcher.lines if "ps:0: done at step 600" in line)
     assert int(re.search(r"\((\d+) late gradient sets dropped\)", done).group(1)) > 0, log
@@ -200,7 +206,7 @@ def test_training_survives_a_killed_task(build, tmp_path, victim):
         "--save-every", "100", "--checkpoint-dir", str(tmp_path / "ck"),
         "--timeout-ms", "300",
     ], kill=(*victim, 300))  # fmt: skip
-    log = "\n".join(launcher.lines[-40:])
+    log = _log(launcher)
     assert rc == 0, log
     task = next(t for t in launcher.tasks if (t.job, t.index) == victim)
     # killed once; on a loaded machine its restart may itself time out (300 ms) and be
@@ -258,30 +264,29 @@ def test_ps_and_workers_are_sanitizer_clean(build, asan, tmp_path):
         assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
 
 
-def test_workers_fed_through_pipes_are_sanitizer_clean(build, asan, tmp_path):
-    """The workers of TF1 cluster scripts (train --feed-fd/--result-fd): 'S' and a step's
-    inputs give {step, loss}, 'V' the values from the ps; the end of the feed tells the ps the
-    worker is done, and the ps stops once both are."""
-    _, rows, _ = build
-    outdir, plan = asan
-    worker = plan.worker.programs["train"]
-    n_fed = sum(not name.startswith("recv:") for name in worker.input_names)
-    received = sum(int(np.prod(f.shape)) * np.dtype(f.dtype.np).itemsize
-                   for f in worker.lowered.feeds[n_fed:])  # fmt: skip
-    ps, workers = _cluster(2)
-    hosts = ["--ps-hosts", ps[0], "--worker-hosts", ",".join(workers), "--steps", str(1 << 62)]
-    common = [str(outdir / "train"), "--sync", *hosts]
-    data = np.load(rows)
-    procs, pipes = [], []
-    try:
-        procs.append(subprocess.Popen(
-            [*common, "--job", "ps", "--task", "0", "--idle-exit-ms", "60000"],
+class _FedCluster:
+    """A ps and workers fed through pipes (train --feed-fd/--result-fd), as the workers of TF1
+    cluster scripts run: 'S' and a step's inputs give {step, loss}, 'V' the values from the ps,
+    the end of the feed says the worker is done."""
+
+    def __init__(self, build, asan, n_workers, *args, ps_args=()):
+        outdir, plan = asan
+        self.worker = plan.worker.programs["train"]
+        self.n_fed = sum(not name.startswith("recv:") for name in self.worker.input_names)
+        self.data = np.load(build[1])
+        self.n = n_workers
+        ps, workers = _cluster(n_workers)
+        common = [str(outdir / "train"), "--ps-hosts", ps[0], "--worker-hosts",
+                  ",".join(workers), *args]  # fmt: skip
+        self.procs, self.pipes = [], []
+        self.procs.append(subprocess.Popen(
+            [*common, "--job", "ps", "--task", "0", *ps_args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         ))  # fmt: skip
-        for w in range(2):
+        for w in range(n_workers):
             feed_r, feed_w = os.pipe()
             result_r, result_w = os.pipe()
-            procs.append(subprocess.Popen(
+            self.procs.append(subprocess.Popen(
                 [*common, "--job", "worker", "--task", str(w), "--feed-fd", str(feed_r),
                  "--result-fd", str(result_w)],
                 pass_fds=(feed_r, result_w), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -289,46 +294,106 @@ def test_workers_fed_through_pipes_are_sanitizer_clean(build, asan, tmp_path):
             ))  # fmt: skip
             os.close(feed_r)
             os.close(result_w)
-            pipes.append((os.fdopen(feed_w, "wb", buffering=0), result_r))
+            self.pipes.append((os.fdopen(feed_w, "wb", buffering=0), result_r))
 
-        def read(w, n):
-            data = b""
-            while len(data) < n:
-                assert select.select([pipes[w][1]], [], [], TIMEOUT)[0], f"worker {w} hangs"
-                chunk = os.read(pipes[w][1], n - len(data))
-                assert chunk, f"worker {w} exited"
-                data += chunk
-            return data
+    def received_bytes(self) -> int:
+        return sum(int(np.prod(f.shape)) * np.dtype(f.dtype.np).itemsize
+                   for f in self.worker.lowered.feeds[self.n_fed:])  # fmt: skip
 
-        def step(w, i):
-            rows_i = data[(i * 2 + w) * B : (i * 2 + w + 1) * B]
-            inputs = [rows_i[:, :64].astype(np.float32), rows_i[:, 64].astype(np.int64),
-                      np.float64(0.002).astype(worker.lowered.feeds[2].dtype.np)]  # fmt: skip
-            pipes[w][0].write(b"S" + b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
+    def read(self, w, n):
+        data = b""
+        while len(data) < n:
+            assert select.select([self.pipes[w][1]], [], [], TIMEOUT)[0], f"worker {w} hangs"
+            chunk = os.read(self.pipes[w][1], n - len(data))
+            assert chunk, f"worker {w} exited"
+            data += chunk
+        return data
 
-        for i in range(5):
-            for w in range(2):
-                step(w, i)
-            for w in range(2):
-                got, loss = struct.unpack("<qd", read(w, 16))
-                assert got == i and np.isfinite(loss)
-        pipes[0][0].write(b"V")
-        assert struct.unpack("<qd", read(0, 16))[0] == 0
-        values = np.frombuffer(read(0, received), np.uint8)
-        assert values.size == received and values.any()
-        for feed, _ in pipes:
+    def step(self, w, i):
+        """Feed worker w the rows of step i; its {step, loss} record is read with result()."""
+        rows = self.data[(i * self.n + w) * B : (i * self.n + w + 1) * B]
+        lr = np.float64(0.002).astype(self.worker.lowered.feeds[2].dtype.np)
+        inputs = [rows[:, :64].astype(np.float32), rows[:, 64].astype(np.int64), lr]
+        self.pipes[w][0].write(b"S" + b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
+
+    def result(self, w):
+        return struct.unpack("<qd", self.read(w, 16))
+
+    def finish(self, timeout=TIMEOUT):
+        """Close the feeds and wait for every task: their outputs."""
+        try:
+            for feed, _ in self.pipes:
+                feed.close()
+            return [p.communicate(timeout=timeout)[0] for p in self.procs]
+        finally:
+            self.close()
+
+    def close(self):
+        for feed, result in self.pipes:
             feed.close()
-        outs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
-    finally:
-        for _, result in pipes:
-            os.close(result)
-        for p in procs:
+            if result is not None:
+                os.close(result)
+        self.pipes = [(feed, None) for feed, _ in self.pipes]
+        for p in self.procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert all(p.returncode == 0 for p in procs), "\n".join(outs)
+
+
+def test_workers_fed_through_pipes_are_sanitizer_clean(build, asan, tmp_path):
+    """The end of the feed tells the ps the worker is done, and the ps stops once both are."""
+    fed = _FedCluster(build, asan, 2, "--sync", "--steps", str(1 << 62),
+                      ps_args=("--idle-exit-ms", "60000"))  # fmt: skip
+    try:
+        for i in range(5):
+            for w in range(2):
+                fed.step(w, i)
+            for w in range(2):
+                got, loss = fed.result(w)
+                assert got == i and np.isfinite(loss)
+        fed.pipes[0][0].write(b"V")
+        assert fed.result(0)[0] == 0
+        received = fed.received_bytes()
+        values = np.frombuffer(fed.read(0, received), np.uint8)
+        assert values.size == received and values.any()
+        outs = fed.finish()
+    finally:
+        fed.close()
+    assert all(p.returncode == 0 for p in fed.procs), "\n".join(outs)
     assert "worker 0 is done" in outs[0] and "worker 1 is done" in outs[0]
     assert "done at step 5 (0 late gradient sets dropped)" in outs[0]
+    assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
+
+
+@pytest.mark.parametrize("ps_state", ["waiting", "gone"])
+def test_a_worker_whose_last_step_ends_after_the_ps_still_stops(build, asan, ps_state):
+    """A backup worker still computing when the ps reaches --steps: its gradients find the ps
+    waiting for it to say it is done, or (past --timeout-ms) a ps that is gone. Either way it
+    reads the stop and exits; it used to retry connecting to the finished ps for --give-up-ms."""
+    timeout_ms = 20000 if ps_state == "waiting" else 300
+    fed = _FedCluster(build, asan, 2, "--sync", "--replicas-to-aggregate", "1", "--steps", "3",
+                      "--timeout-ms", str(timeout_ms), "--give-up-ms", "300000")  # fmt: skip
+    try:
+        ps = fed.procs[0]
+        for i in range(3):  # worker 1 waits for its feed meanwhile
+            fed.step(0, i)
+            assert fed.result(0)[0] == i
+        assert fed.result(0)[0] == -1  # worker 0 got the stop
+        start = time.monotonic()
+        if ps_state == "gone":
+            ps.wait(timeout=TIMEOUT)  # it waited --timeout-ms for worker 1, then exited
+        fed.step(1, 0)
+        assert fed.result(1)[0] == 0
+        assert fed.result(1)[0] == -1
+        outs = fed.finish(timeout=TIMEOUT / 2)
+        took = time.monotonic() - start
+    finally:
+        fed.close()
+    assert all(p.returncode == 0 for p in fed.procs), "\n".join(outs)
+    assert "done at step 3" in outs[0]
+    if ps_state == "waiting":  # worker 1 said it was done: the ps did not wait out its 20 s
+        assert took < timeout_ms / 1000 / 2, (took, outs)
+        assert "sending to ps" not in outs[2], outs[2]
     assert not any("Sanitizer" in out for out in outs), "\n".join(outs)
 
 

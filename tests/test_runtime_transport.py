@@ -405,6 +405,12 @@ def test_tasks_start_in_either_order(plain_cluster, tmp_path):
     answer = lone(f"connect 127.0.0.1:{port + 1 if port < 65535 else port - 1}")
     assert answer.startswith("ERR 14 ") and "cannot reach" in answer, answer
     assert 0.25 < time.monotonic() - start < 5
+    # a caller's own bound (a worker's gradients to a ps that may have finished)
+    patient = plain_cluster.listening(CONNECT_MS=120000)
+    start = time.monotonic()
+    answer = patient(f"connect 127.0.0.1:{port + 1 if port < 65535 else port - 1} 300")
+    assert answer.startswith("ERR 14 ") and "within 300 ms" in answer, answer
+    assert 0.25 < time.monotonic() - start < 5
 
 
 def test_send_reconnects_to_a_restarted_peer(plain_cluster):

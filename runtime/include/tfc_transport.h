@@ -191,6 +191,15 @@ int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_
 int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step,
                        const tfc_transport_tensor *tensor, tfc_error *err);
 
+/* tfc_transport_connect and tfc_transport_send with their own bound on connecting, retries
+ * included: within_ms (> 0; 0: connect_timeout_ms). For a send that must not wait long on a
+ * peer that may be gone for good: a worker's gradients to a ps that has finished. */
+int tfc_transport_connect_within(tfc_transport *t, const char *address, int64_t within_ms,
+                                 int *peer, tfc_error *err);
+int tfc_transport_send_within(tfc_transport *t, int peer, const char *key, int64_t step,
+                              const tfc_transport_tensor *tensor, int64_t within_ms,
+                              tfc_error *err);
+
 /* Wait for the tensor sent under (key, step) (step may be TFC_TRANSPORT_ANY_STEP) and copy it
  * into `tensor`, at most timeout_ms milliseconds (-1: no limit, 0: only if already here).
  * *step_out (may be NULL) receives the step it was sent with. The tensor is consumed: a second

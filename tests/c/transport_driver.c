@@ -4,7 +4,8 @@
  *   listen PORT [WIRE]                 -> "port N"           (WIRE: f32, f16, bf16; the
  *                                         environment sets the rest of the config: NAME, BIND,
  *                                         INSECURE, IO_MS, IDLE_MS, MAX_CONNS, ROUTES, ...)
- *   connect HOST:PORT                  -> "peer ID"
+ *   connect HOST:PORT [MS]             -> "peer ID"          (MS: give up connecting after
+ *                                         MS, not the configured CONNECT_MS)
  *   send PEER KEY STEP DTYPE DIMS HEX  -> "ok"               (DIMS: "2,3", "-" for a scalar)
  *   recv KEY STEP DTYPE DIMS TIMEOUT   -> "tensor STEP DIMS HEX" (STEP "*": any; DIMS "*": any)
  *   poll STEP TIMEOUT KEY...           -> "index I"
@@ -243,9 +244,11 @@ static int command(char *line) {
         cfg.routes = ROUTES;
         if (report(tfc_transport_create(&cfg, &T, &ERR)) == TFC_OK)
             printf("port %d\n", tfc_transport_port(T));
-    } else if (strcmp(cmd, "connect") == 0 && argc == 2) {
+    } else if (strcmp(cmd, "connect") == 0 && (argc == 2 || argc == 3)) {
         int peer = -1;
-        if (report(tfc_transport_connect(T, argv[1], &peer, &ERR)) == TFC_OK)
+        int rc = argc == 3 ? tfc_transport_connect_within(T, argv[1], atoll(argv[2]), &peer, &ERR)
+                           : tfc_transport_connect(T, argv[1], &peer, &ERR);
+        if (report(rc) == TFC_OK)
             printf("peer %d\n", peer);
     } else if (strcmp(cmd, "send") == 0 && argc >= 6) {
         tfc_transport_tensor x;

@@ -44,9 +44,10 @@ typedef struct {
 int tfc_dist_make_transport(task_ctx *c, const char *address, tfc_error *err);
 /* A transport tensor over `data` with the shape and dtype of `spec`. */
 void tfc_dist_tensor(const tfc_tensor_spec *spec, void *data, tfc_transport_tensor *t);
-/* Connect (or reuse the connection) to `address` and send one tensor. */
+/* Connect (or reuse the connection) to `address` and send one tensor, trying to connect for
+ * at most within_ms (0: --give-up-ms). */
 int tfc_dist_send(task_ctx *c, const char *address, const char *key, int64_t step,
-                  const tfc_transport_tensor *tensor, tfc_error *err);
+                  const tfc_transport_tensor *tensor, int64_t within_ms, tfc_error *err);
 /* One aligned buffer per spec (NULL when out of memory); freed with tfc_dist_free_buffers. */
 void **tfc_dist_alloc_buffers(const tfc_tensor_spec *specs, int n);
 void tfc_dist_free_buffers(void **bufs, int n);

@@ -12,7 +12,13 @@
  * hello ("tfc:hello@wI") so that a restarted ps serves it again; a restarted worker's hello
  * makes the ps resend the current values. A ps writes its variables to
  * --checkpoint-dir/ps-K (atomic safetensors) every --save-every steps and resumes from there.
- * Gradients of another step than the ps's (from before a restart) are dropped. */
+ * Gradients of another step than the ps's (from before a restart) are dropped.
+ *
+ * The end: a ps at --steps saves, sends every worker a stop and waits (at most --timeout-ms)
+ * until each has said it is done, so a worker still sending gradients of the last step finds
+ * the ps there. A worker's gradients never wait longer than --timeout-ms for a ps to accept a
+ * connection: a ps that is gone is the wait for its values' business (hellos, --give-up-ms),
+ * and a stop already received ends that wait at once. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
@@ -160,10 +166,10 @@ void tfc_dist_tensor(const tfc_tensor_spec *spec, void *data, tfc_transport_tens
 }
 
 int tfc_dist_send(task_ctx *c, const char *address, const char *key, int64_t step,
-                   const tfc_transport_tensor *tensor, tfc_error *err) {
+                   const tfc_transport_tensor *tensor, int64_t within_ms, tfc_error *err) {
     int peer;
-    int rc = tfc_transport_connect(c->t, address, &peer, err);
-    if (rc == TFC_OK) rc = tfc_transport_send(c->t, peer, key, step, tensor, err);
+    int rc = tfc_transport_connect_within(c->t, address, within_ms, &peer, err);
+    if (rc == TFC_OK) rc = tfc_transport_send_within(c->t, peer, key, step, tensor, within_ms, err);
     return rc;
 }
 

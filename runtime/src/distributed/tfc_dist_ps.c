@@ -55,11 +55,11 @@ static int ps_serve(ps_run *p, int only, int stop, tfc_error *err) {
             if (l->src != p->c.task || l->dst != -1) continue;
             tfc_transport_tensor t;
             tfc_dist_tensor(&serve->outputs[l->src_index], p->serve_out[l->src_index], &t);
-            rc = tfc_dist_send(&p->c, addr, l->key, p->step, &t, err);
+            rc = tfc_dist_send(&p->c, addr, l->key, p->step, &t, 0, err);
         }
         tfc_transport_tensor t;
         tfc_dist_tensor(&ctl_spec, ctl, &t);
-        if (rc == TFC_OK) rc = tfc_dist_send(&p->c, addr, key, p->step, &t, err);
+        if (rc == TFC_OK) rc = tfc_dist_send(&p->c, addr, key, p->step, &t, 0, err);
         if (rc != TFC_OK) {
             fprintf(stderr, "%s: worker %d (%s) unreachable at step %" PRId64 ": %s\n",
                     p->c.name, w, addr, p->step, err->msg);
@@ -71,7 +71,8 @@ static int ps_serve(ps_run *p, int only, int stop, tfc_error *err) {
         if (l->src != p->c.task || l->dst < 0) continue;
         tfc_transport_tensor t;
         tfc_dist_tensor(&serve->outputs[l->src_index], p->serve_out[l->src_index], &t);
-        if (tfc_dist_send(&p->c, p->c.o->ps_hosts[l->dst], l->key, p->step, &t, err) != TFC_OK) {
+        if (tfc_dist_send(&p->c, p->c.o->ps_hosts[l->dst], l->key, p->step, &t, 0, err) !=
+            TFC_OK) {
             fprintf(stderr, "%s: ps %d unreachable: %s\n", p->c.name, l->dst, err->msg);
             fflush(stderr);
         }
@@ -152,6 +153,33 @@ static void ps_average(ps_run *p, int64_t count) {
             for (int64_t k = 0; k < s->nbytes / 4; ++k) ((float *)acc)[k] /= (float)count;
         else if (s->dtype == TFC_DT_F64)
             for (int64_t k = 0; k < s->nbytes / 8; ++k) ((double *)acc)[k] /= (double)count;
+    }
+}
+
+/* After the stop: wait, at most --timeout-ms, until every worker that was not done has said
+ * it is. Meanwhile a worker's last gradients still find this task; they are not read. */
+static void ps_linger(ps_run *p, const char *const *hello_keys, unsigned char *finished) {
+    char msg[256];
+    tfc_error err = {msg, sizeof(msg), NULL};
+    int n = p->c.o->n_workers;
+    double end = tfc_driver_seconds() + (double)p->c.o->timeout_ms / 1000;
+    for (;;) {
+        int left = 0;
+        for (int w = 0; w < n; ++w) left += !finished[w];
+        double wait_s = end - tfc_driver_seconds();
+        if (left == 0 || wait_s <= 0) return;
+        int idx;
+        if (tfc_transport_poll(p->c.t, hello_keys, n, TFC_TRANSPORT_ANY_STEP,
+                               (int64_t)(wait_s * 1000) + 1, &idx, &err) != TFC_OK)
+            return;
+        int64_t said = 0;
+        tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
+        tfc_transport_tensor t;
+        tfc_dist_tensor(&hs, &said, &t);
+        if (tfc_transport_recv(p->c.t, hello_keys[idx], TFC_TRANSPORT_ANY_STEP, &t, 0, NULL,
+                               &err) == TFC_OK &&
+            said == TFC_DIST_HELLO_DONE)
+            finished[idx] = 1;
     }
 }
 
@@ -371,6 +399,7 @@ int tfc_dist_ps_main(task_ctx *c) {
     printf("%s: done at step %" PRId64 " (%" PRId64 " late gradient sets dropped)\n", c->name,
            p.step, dropped);
     fflush(stdout);
+    ps_linger(&p, keys + n, finished);
     status = 0;
     goto out;
 oom:

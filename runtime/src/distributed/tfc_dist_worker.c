@@ -24,19 +24,32 @@ static int set_scalar(void *buf, int dtype, double value) {
     }
 }
 
-/* Tell ps k the newest step this worker has all values of (-1: none): a ps that is further
- * sends it the current values. Only after a wait timed out: values may be on their way. */
-static void hello(task_ctx *c, int k, int64_t last, tfc_error *err) {
+static int send_hello(task_ctx *c, int k, int64_t last, int64_t within_ms, tfc_error *err) {
     tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
     char key[64];
     snprintf(key, sizeof(key), "tfc:hello@w%d", c->task);
     tfc_transport_tensor t;
     tfc_dist_tensor(&hs, &last, &t);
     c->hello_step += 1;
-    if (tfc_dist_send(c, c->o->ps_hosts[k], key, c->hello_step, &t, err) != TFC_OK) {
+    return tfc_dist_send(c, c->o->ps_hosts[k], key, c->hello_step, &t, within_ms, err);
+}
+
+/* Tell ps k the newest step this worker has all values of (-1: none): a ps that is further
+ * sends it the current values. Only after a wait timed out: values may be on their way. */
+static void hello(task_ctx *c, int k, int64_t last, tfc_error *err) {
+    if (send_hello(c, k, last, 0, err) != TFC_OK) {
         fprintf(stderr, "%s: ps %d (%s): %s\n", c->name, k, c->o->ps_hosts[k], err->msg);
         fflush(stderr);
     }
+}
+
+/* After a stop: tell every ps that this worker is done, so that it stops waiting for it. A ps
+ * that is gone already stopped waiting: nothing to report. */
+static void say_done(task_ctx *c) {
+    char msg[256];
+    tfc_error err = {msg, sizeof(msg), NULL};
+    for (int k = 0; k < c->m->n_ps; ++k)
+        send_hello(c, k, TFC_DIST_HELLO_DONE, c->o->timeout_ms, &err);
 }
 
 /* Drop values of ps k that arrived without their control tensor: the ps sends them again. */
@@ -251,6 +264,7 @@ int tfc_dist_worker_main(task_ctx *c) {
             if (k == (m->global_step_ps >= 0 ? m->global_step_ps : 0)) s = ctl[0];
         }
         if (stop) {
+            say_done(c);
             if (fed && write_result(c, -1, 0.0)) goto out;
             break;
         }
@@ -299,8 +313,10 @@ int tfc_dist_worker_main(task_ctx *c) {
             tfc_transport_tensor t;
             tfc_dist_tensor(&p->outputs[l->src_index], outputs[l->src_index], &t);
             tfc_dist_worker_key(key, sizeof(key), l->key, c->task);
-            if (tfc_dist_send(c, o->ps_hosts[l->dst], key, ps_step[l->dst], &t, &err) != TFC_OK) {
-                /* a lost ps: its replacement serves us again after our hello */
+            if (tfc_dist_send(c, o->ps_hosts[l->dst], key, ps_step[l->dst], &t, o->timeout_ms,
+                              &err) != TFC_OK) {
+                /* a lost ps: its replacement serves us again after our hello; one that
+                 * finished has sent its stop, which the wait for its values finds */
                 fprintf(stderr, "%s: sending to ps %d: %s\n", c->name, l->dst, msg);
                 fflush(stderr);
                 break;

@@ -87,9 +87,9 @@ static int connect_once(tfc_transport *t, const struct addrinfo *ai, int64_t wai
     return fd;
 }
 
-/* Connect and handshake, retrying with exponential backoff until connect_timeout_ms. The
+/* Connect and handshake, retrying with exponential backoff for up to `within_ms`. The
  * caller holds p->lock. */
-static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
+static int connect_peer(tfc_transport *t, tfc_peer *p, int64_t within_ms, tfc_error *err) {
     char host[256], port[16];
     if (split_address(p->address, host, sizeof host, port, sizeof port) != 0)
         return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
@@ -99,7 +99,7 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
-    int64_t end = tfc_wire_now_ms() + t->connect_timeout_ms, backoff = 10;
+    int64_t end = tfc_wire_now_ms() + within_ms, backoff = 10;
     char last[512] = "no attempt";
     int attempts = 0;
     for (;;) {
@@ -146,13 +146,23 @@ static int connect_peer(tfc_transport *t, tfc_peer *p, tfc_error *err) {
             return tfc_error_setf(err, TFC_ERR_UNAVAILABLE,
                                       "transport connect: cannot reach %s within %" PRId64
                                       " ms (%d attempts): %s",
-                                      p->address, t->connect_timeout_ms, attempts, last);
+                                      p->address, within_ms, attempts, last);
         backoff_sleep(t, backoff < left ? backoff : left);
         backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
     }
 }
 
+/* The configured connect timeout, or the caller's (> 0). */
+static int64_t connect_bound(const tfc_transport *t, int64_t within_ms) {
+    return within_ms > 0 ? within_ms : t->connect_timeout_ms;
+}
+
 int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_error *err) {
+    return tfc_transport_connect_within(t, address, 0, peer, err);
+}
+
+int tfc_transport_connect_within(tfc_transport *t, const char *address, int64_t within_ms,
+                                 int *peer, tfc_error *err) {
     if (t == NULL || address == NULL || peer == NULL)
         return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT,
                                   "transport connect: needs a transport, an address and peer");
@@ -190,7 +200,7 @@ int tfc_transport_connect(tfc_transport *t, const char *address, int *peer, tfc_
     tfc_peer *p = t->peers[id];
     pthread_mutex_unlock(&t->peers_lock);
     pthread_mutex_lock(&p->lock);
-    int rc = p->fd >= 0 ? TFC_OK : connect_peer(t, p, err);
+    int rc = p->fd >= 0 ? TFC_OK : connect_peer(t, p, connect_bound(t, within_ms), err);
     pthread_mutex_unlock(&p->lock);
     *peer = id;
     return rc;
@@ -268,6 +278,12 @@ static int write_frame(tfc_transport *t, tfc_peer *p, const char *key, int64_t s
 
 int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step,
                        const tfc_transport_tensor *tensor, tfc_error *err) {
+    return tfc_transport_send_within(t, peer, key, step, tensor, 0, err);
+}
+
+int tfc_transport_send_within(tfc_transport *t, int peer, const char *key, int64_t step,
+                              const tfc_transport_tensor *tensor, int64_t within_ms,
+                              tfc_error *err) {
     if (t == NULL)
         return tfc_error_setf(err, TFC_ERR_INVALID_ARGUMENT, "transport send: t is NULL");
     size_t key_len = key != NULL ? strlen(key) : 0;
@@ -312,7 +328,7 @@ int tfc_transport_send(tfc_transport *t, int peer, const char *key, int64_t step
     int64_t wire_bytes = 0;
     for (int attempt = 0; attempt < 2 && (io == TFC_IO_CLOSED || io == TFC_IO_ERROR); ++attempt) {
         if (p->fd < 0) {
-            rc = connect_peer(t, p, err);
+            rc = connect_peer(t, p, connect_bound(t, within_ms), err);
             if (rc != TFC_OK) {
                 pthread_mutex_unlock(&p->lock);
                 return rc;
