@@ -162,3 +162,63 @@ def test_cached_objects_of_tfc_compile_are_checked(tmp_path, monkeypatch):
                         target="generic")  # fmt: skip
     assert built.train.exists()  # it links: the planted bytes were not used
     assert loose.read_bytes() != b"not an object" and stat.S_IMODE(loose.stat().st_mode) == 0o600
+
+
+# -- the precompiled runtime header --------------------------------------------------------------
+
+GRAPH = """
+import numpy as np
+import tfc as tf
+x = tf.placeholder(tf.float32, [2, 6, 6, 3], name="x")
+w = tf.constant(np.random.default_rng(0).standard_normal((3, 3, 3, 4)).astype(np.float32))
+y = tf.reduce_mean(tf.nn.relu(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")), axis=[1, 2])
+z = tf.matmul(y, tf.ones([4, 2]))
+with tf.Session() as sess:
+    print(sess.run(z, {x: np.ones((2, 6, 6, 3), np.float32)}).sum())
+"""
+
+
+def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_code(
+    tmp_path, monkeypatch
+):
+    from tfc.backend import cc
+
+    if not cc._is_gcc(cc.compiler()):
+        pytest.skip("precompiled headers are gcc's")
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
+    flags = cc.build_flags()
+    include = str(cc.runtime_dir() / "include")
+    programs = [f'#include "tfc_runtime.h"\nint tfc_probe{i}(void) {{ return {i}; }}\n'
+                for i in range(cc.PCH_AFTER + 2)]  # fmt: skip
+    monkeypatch.setattr(cc, "_pch_compiles", {})  # as in a new process
+    built = cc.BUILD_STATS["pch_builds"]
+    present = []
+    for source in programs:
+        cc.build_shared_library(source, "probe")
+        present.append(len(list((tmp_path / "cache").glob("pch-*/tfc_runtime.h.gch"))))
+    assert present == [0] * cc.PCH_AFTER + [1, 1]
+    assert cc.BUILD_STATS["pch_builds"] == built + 1  # made once, then found in the cache
+    pch = cc.precompiled_header_dir(cc.compiler(), flags, programs[0])
+    gch = pch / "tfc_runtime.h.gch"
+    # a source whose first directive is not the runtime header gets none
+    assert cc.precompiled_header_dir(cc.compiler(), flags, "#include <math.h>\n") is None
+    # a real program (a convolution, a product): gcc reads the .gch, and the object is the same
+    dump = tmp_path / "dump"
+    env = dict(os.environ, TFC_DUMP_DIR=str(dump), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", GRAPH], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    source = max(dump.glob("*.c"), key=lambda p: p.stat().st_size)
+    assert "tfc_conv" in source.read_text()
+    objects = []
+    for extra in (["-I", str(pch), "-H"], []):
+        out = tmp_path / f"o{len(objects)}.o"
+        compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
+        cmd = [cc.compiler(), *compile_flags, "-pthread", *extra, "-I", include, "-c",
+               str(source), "-o", str(out)]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        if extra:
+            assert f"! {gch}" in proc.stderr.splitlines()[0], proc.stderr[:500]
+        objects.append(out.read_bytes())
+    assert objects[0] == objects[1]

@@ -383,7 +383,7 @@ def test_a_worker_whose_last_step_ends_after_the_ps_still_stops(build, asan, ps_
         if ps_state == "gone":
             ps.wait(timeout=TIMEOUT)  # it waited --timeout-ms for worker 1, then exited
         fed.step(1, 0)
-        assert fed.result(1)[0] == 0
+        assert 0 <= fed.result(1)[0] < 3  # the newest step whose values it had taken
         assert fed.result(1)[0] == -1
         outs = fed.finish(timeout=TIMEOUT / 2)
         took = time.monotonic() - start
