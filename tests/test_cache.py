@@ -169,12 +169,10 @@ def test_cached_objects_of_tfc_compile_are_checked(tmp_path, monkeypatch):
 GRAPH = """
 import numpy as np
 import tfc as tf
-x = tf.placeholder(tf.float32, [2, 6, 6, 3], name="x")
-w = tf.constant(np.random.default_rng(0).standard_normal((3, 3, 3, 4)).astype(np.float32))
-y = tf.reduce_mean(tf.nn.relu(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")), axis=[1, 2])
-z = tf.matmul(y, tf.ones([4, 2]))
+x = tf.placeholder(tf.float32, [4, 10], name="x")
+y = tf.nn.softmax(tf.tanh(x) * 3.0)
 with tf.Session() as sess:
-    print(sess.run(z, {x: np.ones((2, 6, 6, 3), np.float32)}).sum())
+    print(sess.run(tf.reduce_max(y), {x: np.ones((4, 10), np.float32)}))
 """
 
 
@@ -202,14 +200,14 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
     gch = pch / "tfc_runtime.h.gch"
     # a source whose first directive is not the runtime header gets none
     assert cc.precompiled_header_dir(cc.compiler(), flags, "#include <math.h>\n") is None
-    # a real program (a convolution, a product): gcc reads the .gch, and the object is the same
+    # a generated program: gcc reads the .gch, and the object is the same
     dump = tmp_path / "dump"
     env = dict(os.environ, TFC_DUMP_DIR=str(dump), PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-c", GRAPH], env=env, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     source = max(dump.glob("*.c"), key=lambda p: p.stat().st_size)
-    assert "tfc_conv" in source.read_text()
+    assert source.read_text().count('#include "tfc_runtime.h"') == 1
     objects = []
     for extra in (["-I", str(pch), "-H"], []):
         out = tmp_path / f"o{len(objects)}.o"
