@@ -375,6 +375,9 @@ def test_a_worker_whose_last_step_ends_after_the_ps_still_stops(build, asan, ps_
                       "--timeout-ms", str(timeout_ms), "--give-up-ms", "300000")  # fmt: skip
     try:
         ps = fed.procs[0]
+        fed.pipes[1][0].write(b"V")  # answered once worker 1 holds step 0's values
+        assert fed.result(1)[0] == 0
+        fed.read(1, fed.received_bytes())
         for i in range(3):  # worker 1 waits for its feed meanwhile
             fed.step(0, i)
             assert fed.result(0)[0] == i
@@ -383,8 +386,16 @@ def test_a_worker_whose_last_step_ends_after_the_ps_still_stops(build, asan, ps_
         if ps_state == "gone":
             ps.wait(timeout=TIMEOUT)  # it waited --timeout-ms for worker 1, then exited
         fed.step(1, 0)
-        assert 0 <= fed.result(1)[0] < 3  # the newest step whose values it had taken
-        assert fed.result(1)[0] == -1
+        steps = [fed.result(1)[0]]
+        # the stop may still be on its way to worker 1 (the ps sends to worker 0 first): until
+        # it arrives, worker 1 takes the newest values it holds and waits for its next feed
+        while steps[-1] != -1 and len(steps) < 5:
+            try:
+                fed.step(1, len(steps))
+            except BrokenPipeError:  # it read the stop meanwhile and exited
+                pass
+            steps.append(fed.result(1)[0])
+        assert steps[0] == 0 and steps[-1] == -1, steps  # step 0: the values it had taken
         outs = fed.finish(timeout=TIMEOUT / 2)
         took = time.monotonic() - start
     finally:
