@@ -181,7 +181,7 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
 ):
     from tfc.backend import cc
 
-    if not cc._is_gcc(cc.compiler()):
+    if not cc.is_gcc(cc.compiler()):
         pytest.skip("precompiled headers are gcc's")
     monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
     flags = cc.build_flags()
@@ -196,7 +196,7 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
         present.append(len(list((tmp_path / "cache").glob("pch-*/tfc_runtime.h.gch"))))
     assert present == [0] * cc.PCH_AFTER + [1, 1]
     assert cc.BUILD_STATS["pch_builds"] == built + 1  # made once, then found in the cache
-    pch = cc.precompiled_header_dir(cc.compiler(), flags, programs[0])
+    pch = cc.precompiled_header_dir(cc.compiler(), [*flags, "-pthread"], programs[0])
     gch = pch / "tfc_runtime.h.gch"
     # a source whose first directive is not the runtime header gets none
     assert cc.precompiled_header_dir(cc.compiler(), flags, "#include <math.h>\n") is None
@@ -220,3 +220,24 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
             assert f"! {gch}" in proc.stderr.splitlines()[0], proc.stderr[:500]
         objects.append(out.read_bytes())
     assert objects[0] == objects[1]
+
+
+def test_the_emulated_cuda_header_is_precompiled_for_cpp(tmp_path, monkeypatch):
+    """Device emulation compiles its programs as C++: their header gets a C++ .gch."""
+    from tfc.backend import cc, cuda_emu
+
+    cxx, flags = cuda_emu.host_cxx(), cuda_emu.emulation_flags()
+    if not cc.is_gcc(cxx):
+        pytest.skip("precompiled headers are gcc's")
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cc, "PCH_AFTER", 0)
+    source = '#include "tfc_cuda.h"\nint tfc_probe(void) { return 1; }\n'
+    pch = cc.precompiled_header_dir(cxx, flags, source)
+    assert pch is not None and (pch / "tfc_cuda.h.gch").is_file()
+    src = tmp_path / "probe.cu"
+    src.write_text(source)
+    include = str(cc.runtime_dir() / "include")
+    cmd = [cxx, *flags, "-I", str(pch), "-I", include, "-H", "-o", str(tmp_path / "p.so"), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(f"! {pch / 'tfc_cuda.h.gch'}"), proc.stderr[:300]

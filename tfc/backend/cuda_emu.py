@@ -22,7 +22,7 @@ from typing import Any
 
 import cffi
 
-from tfc.backend.cc import cache_key, cached_build, runtime_dir
+from tfc.backend.cc import cache_key, cached_build, precompiled_header_dir, runtime_dir
 
 # the programs are C++ (templates, overloads); warnings are errors, as nvcc's builds make them
 EMULATION_FLAGS = [
@@ -82,10 +82,15 @@ def compile_emulated(source: str, name: str = "program") -> Path:
     kernels run on the CPU; cached by content, flags and compiler like every build."""
     cxx, flags = host_cxx(), emulation_flags()
     include = str(runtime_dir() / "include")
+
+    def command(src: Path, out: Path) -> list[str]:
+        pch = precompiled_header_dir(cxx, flags, source)
+        first = ["-I", str(pch)] if pch is not None else []
+        return [cxx, *flags, *first, "-I", include, "-o", str(out), str(src)]
+
     return cached_build(
         source, name, cache_key(source, flags, cxx), ".cu", ".so",
-        f"{cxx} (CUDA device emulation)",
-        lambda src, out: [cxx, *flags, "-I", include, "-o", str(out), str(src)],
+        f"{cxx} (CUDA device emulation)", command,
         rejects=lambda proc: proc.returncode != 0 or "warning" in proc.stderr,
     )  # fmt: skip
 
