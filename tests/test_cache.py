@@ -1,5 +1,6 @@
 """The compiled-program cache: a second process running the same graph starts no compiler."""
 
+import logging
 import os
 import stat
 import subprocess
@@ -241,3 +242,34 @@ def test_the_emulated_cuda_header_is_precompiled_for_cpp(tmp_path, monkeypatch):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith(f"! {pch / 'tfc_cuda.h.gch'}"), proc.stderr[:300]
+
+
+def test_a_precompile_that_fails_only_costs_the_header(tmp_path, monkeypatch, caplog):
+    """No room for the .gch (or a compiler that rejects the header): a warning, and the
+    programs compile as before."""
+    from tfc.backend import cc
+
+    if not cc.is_gcc(cc.compiler()):
+        pytest.skip("precompiled headers are gcc's")
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cc, "PCH_AFTER", 0)
+    monkeypatch.setattr(cc, "_pch_failed", set())
+
+    def full_disk(source, target, mode=0o600):
+        if str(target).endswith(".gch"):
+            raise OSError(28, "No space left on device")
+        return install(source, target, mode)
+
+    install = cc.install_cache_file
+    monkeypatch.setattr(cc, "install_cache_file", full_disk)
+    source = '#include "tfc_runtime.h"\nint tfc_probe(void) { return 7; }\n'
+    logger = logging.getLogger("tfc")  # tfc's logger need not propagate to the root
+    logger.addHandler(caplog.handler)
+    try:
+        flags = [*cc.build_flags(), "-pthread"]
+        assert cc.precompiled_header_dir(cc.compiler(), flags, source) is None
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert "No space left on device" in caplog.text
+    assert cc.build_shared_library(source, "probe").is_file()
+    assert not list((tmp_path / "cache").glob("pch-*/*.gch"))

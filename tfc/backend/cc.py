@@ -291,19 +291,24 @@ def precompiled_header_dir(cc: str, flags: list[str], source: str) -> Path | Non
         seen = _pch_compiles[key] = _pch_compiles.get(key, 0) + 1
     if seen <= PCH_AFTER or key in _pch_failed:
         return None
-    directory.mkdir(mode=0o700, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
-        out = Path(tmp) / gch.name
-        cmd = [cc, *header_flags, "-x", f"{language}-header", str(path), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        BUILD_STATS["pch_builds"] += 1
-        if proc.returncode != 0 or proc.stderr.strip():  # never fatal: compiled without it
-            _log.warning("tfc: precompiling %s failed; compiling without it:\n%s\n%s",
-                         header, " ".join(cmd), proc.stderr.strip())  # fmt: skip
-            _pch_failed.add(key)
-            return None
-        install_cache_file(out, gch)
-    return directory
+    cmd = [cc, *header_flags, "-x", f"{language}-header", str(path), "-o"]
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
+            out = Path(tmp) / gch.name
+            proc = subprocess.run([*cmd, str(out)], capture_output=True, text=True)
+            BUILD_STATS["pch_builds"] += 1
+            if proc.returncode == 0 and not proc.stderr.strip():
+                install_cache_file(out, gch)
+                return directory
+            why = proc.stderr.strip()
+    except OSError as e:  # a full disk, say
+        why = str(e)
+    # never fatal: the programs compile without it
+    _log.warning("tfc: precompiling %s failed; compiling without it:\n%s\n%s",
+                 header, " ".join(cmd), why)  # fmt: skip
+    _pch_failed.add(key)
+    return None
 
 
 def cached_build(
