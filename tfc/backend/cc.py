@@ -230,8 +230,7 @@ def build_shared_library(source: str, name: str = "program", native: bool = True
     key = cache_key(source, flags, cc)
 
     def command(src: Path, out: Path) -> list[str]:
-        pch = precompiled_header_dir(cc, [*flags, "-pthread"], source)
-        first = ["-I", str(pch)] if pch is not None else []
+        first = precompiled_header_flags(cc, [*flags, "-pthread"], source)
         return [cc, *flags, *first, "-I", include, "-o", str(out), str(src), "-lm", "-pthread"]
 
     return cached_build(source, name, key, ".c", ".so", cc, command)
@@ -309,6 +308,12 @@ def precompiled_header_dir(cc: str, flags: list[str], source: str) -> Path | Non
                  header, " ".join(cmd), why)  # fmt: skip
     _pch_failed.add(key)
     return None
+
+
+def precompiled_header_flags(cc: str, flags: list[str], source: str) -> list[str]:
+    """The -I that puts precompiled_header_dir ahead of runtime/include, or nothing."""
+    pch = precompiled_header_dir(cc, flags, source)
+    return ["-I", str(pch)] if pch is not None else []
 
 
 def cached_build(

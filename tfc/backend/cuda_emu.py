@@ -22,7 +22,7 @@ from typing import Any
 
 import cffi
 
-from tfc.backend.cc import cache_key, cached_build, precompiled_header_dir, runtime_dir
+from tfc.backend.cc import cache_key, cached_build, precompiled_header_flags, runtime_dir
 
 # the programs are C++ (templates, overloads); warnings are errors, as nvcc's builds make them
 EMULATION_FLAGS = [
@@ -84,8 +84,7 @@ def compile_emulated(source: str, name: str = "program") -> Path:
     include = str(runtime_dir() / "include")
 
     def command(src: Path, out: Path) -> list[str]:
-        pch = precompiled_header_dir(cxx, flags, source)
-        first = ["-I", str(pch)] if pch is not None else []
+        first = precompiled_header_flags(cxx, flags, source)
         return [cxx, *flags, *first, "-I", include, "-o", str(out), str(src)]
 
     return cached_build(

@@ -156,6 +156,15 @@ static void ps_average(ps_run *p, int64_t count) {
     }
 }
 
+/* Take the hello that is waiting under `key` into *said (the step a worker last saw, or
+ * TFC_DIST_HELLO_DONE). */
+static int ps_take_hello(ps_run *p, const char *key, int64_t *said, tfc_error *err) {
+    tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
+    tfc_transport_tensor t;
+    tfc_dist_tensor(&hs, said, &t);
+    return tfc_transport_recv(p->c.t, key, TFC_TRANSPORT_ANY_STEP, &t, 0, NULL, err);
+}
+
 /* After the stop: wait, at most --timeout-ms, until every worker that was not done has said
  * it is. Meanwhile a worker's last gradients still find this task; they are not read. */
 static void ps_linger(ps_run *p, const char *const *hello_keys, unsigned char *finished) {
@@ -173,11 +182,7 @@ static void ps_linger(ps_run *p, const char *const *hello_keys, unsigned char *f
                                (int64_t)(wait_s * 1000) + 1, &idx, &err) != TFC_OK)
             return;
         int64_t said = 0;
-        tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
-        tfc_transport_tensor t;
-        tfc_dist_tensor(&hs, &said, &t);
-        if (tfc_transport_recv(p->c.t, hello_keys[idx], TFC_TRANSPORT_ANY_STEP, &t, 0, NULL,
-                               &err) == TFC_OK &&
+        if (ps_take_hello(p, hello_keys[idx], &said, &err) == TFC_OK &&
             said == TFC_DIST_HELLO_DONE)
             finished[idx] = 1;
     }
@@ -337,11 +342,7 @@ int tfc_dist_ps_main(task_ctx *c) {
             }
             if (idx >= n) { /* a worker waited too long: a lost task or lost frames */
                 int64_t last_seen = 0;
-                tfc_tensor_spec hs = {"hello", TFC_DT_I64, 0, NULL, 8};
-                tfc_transport_tensor t;
-                tfc_dist_tensor(&hs, &last_seen, &t);
-                rc = tfc_transport_recv(p.c.t, keys[idx], TFC_TRANSPORT_ANY_STEP, &t, 0, NULL,
-                                        &err);
+                rc = ps_take_hello(&p, keys[idx], &last_seen, &err);
                 if (rc == TFC_OK && last_seen == TFC_DIST_HELLO_DONE) {
                     finished[idx - n] = 1;
                     printf("%s: worker %d is done\n", c->name, idx - n);
