@@ -168,3 +168,65 @@ def test_the_input_rows_are_prefetched_where_a_pixel_spans_more_than_a_cache_lin
     # gradient's out_c channels a pixel: 3 or 64
     assert [plan("input", 64, out_c=c) for c in (3, 64)] == [1, 1]
     assert [plan("filter", c) for c in (3, 64)] == [0, 0]
+
+
+def _packed_graph():
+    """Forward convolutions of constant filters (packed in blocks by tfc/passes/conv_pack.py),
+    with bias and Relu fused, on rows of 7 (one tile), 13 and 30 pixels, out_c 64 (two blocks
+    of 32) and 40 (a partial block); f32 and f64. The feeds, outputs and float64 results."""
+    rng = np.random.default_rng(29)
+    g = tf.Graph()
+    feeds, outputs, wants = {}, [], []
+    cases = [
+        ((2, 7, 7, 16), (3, 3, 16, 64), tf.float32),
+        ((1, 5, 13, 8), (3, 3, 8, 40), tf.float32),
+        ((1, 3, 30, 24), (1, 1, 24, 64), tf.float32),
+        ((1, 6, 7, 8), (3, 3, 8, 32), tf.float64),
+    ]
+    with g.as_default():
+        for xs, fs, dtype in cases:
+            x = rng.standard_normal(xs).astype(dtype.as_numpy_dtype)
+            f = rng.standard_normal(fs).astype(dtype.as_numpy_dtype)
+            bias = rng.standard_normal(fs[3]).astype(dtype.as_numpy_dtype)
+            xt = tf.placeholder(dtype, xs)
+            feeds[xt] = x
+            y = tf.nn.conv2d(xt, tf.constant(f), [1, 1, 1, 1], "SAME")
+            outputs.append(tf.nn.relu(tf.nn.bias_add(y, tf.constant(bias))))
+            pads = _pads(xs, fs, (1, 1), (1, 1), "SAME")
+            wants.append(np.maximum(conv2d_np(x, f, (1, 1), (1, 1), pads) + bias, 0))
+    return g, feeds, outputs, wants
+
+
+@pytest.mark.skipif(
+    __import__("platform").machine() not in ("x86_64", "AMD64"), reason="x86 vector flags"
+)
+@pytest.mark.parametrize("flags", ["-mno-avx512f", "-mno-avx"], ids=["avx", "sse"])
+def test_the_narrow_tiles_give_the_numbers_on_32_and_16_byte_vectors(monkeypatch, flags):
+    """The forward tiles of vectors narrower than 64 bytes run a block of channels in parts of
+    at most TFC_CONV_NARROW_ACC accumulators (tfc_conv_narrow_part): 6 pixels x 2 vectors, or
+    a 7-pixel row. Built without AVX-512 (32-byte vectors, what an AVX2 host builds) and
+    without AVX (16-byte ones), every case above and the packed filters' match float64."""
+    monkeypatch.setenv("TFC_CFLAGS", f"{__import__('os').environ.get('TFC_CFLAGS', '')} {flags}")
+    for make, passes in ((_graph, []), (_packed_graph, None)):
+        g, feeds, outputs, wants = make()
+        config = tf.CompileOptions(passes=passes) if passes is not None else None
+        with tf.Session(graph=g, config=config) as sess:
+            got = sess.run(outputs, feeds)
+        for out, want, value in zip(outputs, wants, got):
+            taps = np.prod(out.op.inputs[0].shape.as_list()[3:]) * 9
+            tol = 3e-7 if out.dtype == tf.float32 else 1e-14
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=tol * taps, err_msg=out.name)
+
+
+def test_a_narrow_forward_tile_is_six_pixels_or_a_row_of_seven():
+    """The plan's pix_block for the tiles of 32-byte vectors: 6 pixels (x 2 vectors per part)
+    on wide rows, the whole row where it has at most NARROW_ROW_PIXELS."""
+    from tfc.ops.registry import OpContext
+
+    def pix(width, out_c=64):
+        g = Geometry(1, 9, width, 64, 9, width, out_c, 3, 3, 1, 1, 1, 1, 1, 1)
+        ctx = OpContext("conv", "Conv2D", {"_algorithm": "direct"}, [tf.float32], [])
+        return conv_algo.plan_conv(ctx, "forward", g, tf.float32).fields["pix_block"]
+
+    assert [pix(w) for w in (56, 14, 8, 7, 5, 3)] == [6, 6, 6, 7, 5, 3]
+    assert pix(56, out_c=8) == 8  # one vector of channels: 8 pixels

@@ -14,7 +14,9 @@ TFC_CONV_INLINE T TFC_CONV_FN(tfc_conv_act)(T v, int64_t act) {
     return v < 0 ? (T)0 : v;
 }
 
-/* SIMD vectors of T (GCC/Clang vector extensions: AVX, SSE, NEON, wasm or plain scalars) */
+/* SIMD vectors of T (GCC/Clang vector extensions: AVX, SSE, NEON, wasm or plain scalars) and
+ * their lanes */
+#define TFC_CONV_NL ((int64_t)(TFC_CONV_VBYTES / sizeof(T)))
 typedef T TFC_CONV_FN(tfc_conv_vec) __attribute__((vector_size(TFC_CONV_VBYTES)));
 #define TFC_CONV_TV TFC_CONV_FN(tfc_conv_vec)
 #define TFC_CONV_TL ((int64_t)(sizeof(TFC_CONV_TV) / sizeof(T)))
@@ -61,6 +63,16 @@ TFC_CONV_INLINE int64_t TFC_CONV_FN(tfc_conv_pix)(const tfc_conv_plan *g, int64_
     return g->pix_block;
 }
 
+/* The vectors of channels of one part of a narrow tile of P pixels x CB channels: all of them
+ * where the accumulators fit TFC_CONV_NARROW_ACC, else half as many until they do (while they
+ * halve evenly). With AVX (16 registers) ResNet's blocks of 32 channels run as two 6 x 2 tiles
+ * rather than one 3 x 4: a filter row held in two registers, 8 loads per 12 multiply-adds. */
+TFC_CONV_INLINE int64_t TFC_CONV_FN(tfc_conv_narrow_part)(const int64_t P, const int64_t CB) {
+    int64_t sv = CB / TFC_CONV_NL;
+    while (sv % 2 == 0 && P * sv > TFC_CONV_NARROW_ACC) sv /= 2;
+    return sv;
+}
+
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px, int64_t row,
                                                 int64_t col, int64_t kh_lo, int64_t kh_hi,
                                                 int64_t kw_lo, int64_t kw_hi, int64_t kw_n,
@@ -71,9 +83,26 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_tile)(const T *restrict x, int64_t px,
                                                 const int64_t act, const char *pf, int64_t pf_n,
                                                 int64_t pf_every, const char *pw, int64_t pw_n,
                                                 int64_t pw_run, int64_t pw_stride) {
-    TFC_CONV_PICK(tfc_conv_tile, CB, (x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f,
-                                      cp, y, y_px, nc, P, CB, bias, res, act, pf, pf_n,
-                                      pf_every, pw, pw_n, pw_run, pw_stride));
+#if defined(TFC_CONV_WBYTES)
+    if (TFC_CONV_WIDE(CB)) {
+        TFC_CONV_CAT(TFC_CONV_FN(tfc_conv_tile), wide)(x, px, row, col, kh_lo, kh_hi, kw_lo,
+                                                       kw_hi, kw_n, c, f, cp, y, y_px, nc, P,
+                                                       CB, bias, res, act, pf, pf_n, pf_every,
+                                                       pw, pw_n, pw_run, pw_stride);
+        return;
+    }
+#endif
+    /* narrower vectors: the block's channels in parts of SV vectors, each part a tile of its
+     * own over all the taps, so that its P x SV accumulators stay in registers */
+    const int64_t SV = TFC_CONV_FN(tfc_conv_narrow_part)(P, CB);
+    for (int64_t o = 0; o < CB && o < nc; o += SV * TFC_CONV_NL) {
+        const int64_t first = o == 0;
+        TFC_CONV_CAT(TFC_CONV_FN(tfc_conv_tile), narrow)(
+            x, px, row, col, kh_lo, kh_hi, kw_lo, kw_hi, kw_n, c, f + o, cp, y + o, y_px,
+            nc - o < SV * TFC_CONV_NL ? nc - o : SV * TFC_CONV_NL, P, SV * TFC_CONV_NL,
+            bias != NULL ? bias + o : NULL, res != NULL ? res + o : NULL, act, pf,
+            first ? pf_n : 0, pf_every, pw, first ? pw_n : 0, pw_run, pw_stride);
+    }
 }
 
 TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_rows_tile)(const T *restrict dy, int64_t dy_p,
@@ -984,6 +1013,7 @@ TFC_CONV_INLINE void TFC_CONV_FN(tfc_conv_backprop_filter_im2col)(const tfc_conv
 #undef T
 #undef TFC_CONV_WIDE
 #undef TFC_CONV_PICK
+#undef TFC_CONV_NL
 #undef TFC_CONV_VMADD
 #undef TFC_CONV_FN
 #undef TFC_CONV_CAT

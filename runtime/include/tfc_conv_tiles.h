@@ -28,7 +28,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_store)(T *y,
                                                   const T *res, const int64_t act) {
     if (bias == NULL && res == NULL && act == TFC_CONV_ACT_NONE) {
         if (nc == CB) {
-            memcpy(y, acc, (size_t)CB * sizeof(T));
+            TFC_CONV_TILE_UNROLL
+            for (int64_t v = 0; v < CB / TFC_CONV_TL; ++v)
+                memcpy(y + v * TFC_CONV_TL, &acc[v], sizeof(TFC_CONV_TV));
         } else {
             for (int64_t j = 0; j < nc; ++j) y[j] = acc[j / TFC_CONV_TL][j % TFC_CONV_TL];
         }
@@ -81,7 +83,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
     const int64_t NV = CB / TFC_CONV_TL;
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    TFC_CONV_TILE_UNROLL
     for (int64_t p = 0; p < P; ++p) {
+        TFC_CONV_TILE_UNROLL
         for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
     }
     int64_t countdown = pf_every, pw_line = 0;
@@ -105,17 +109,21 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
             const T *restrict fk = f + (kh * kw_n + kw) * c * cp;
             for (int64_t ci = 0; ci < run_n; ++ci) {
                 TFC_CONV_TV w[TFC_CONV_MAX_NV];
+                TFC_CONV_TILE_UNROLL
                 for (int64_t v = 0; v < NV; ++v)
                     memcpy(&w[v], fk + ci * cp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
                 {
                     const int64_t ahead =
                         ((kh * kw_n + kw) * c + ci + TFC_CONV_FILTER_AHEAD) * cp;
                     const char *fa = (const char *)(f + (ahead < f_last ? ahead : f_last));
+                    TFC_CONV_TILE_UNROLL
                     for (int64_t v = 0; v < CB * (int64_t)sizeof(T); v += 64)
                         TFC_CONV_PREFETCH_L1(fa + v);
                 }
+                TFC_CONV_TILE_UNROLL
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xk[p * px + ci];
+                    TFC_CONV_TILE_UNROLL
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
                 }
                 if (pf_n + pw_n > 0 && --countdown == 0) {
@@ -136,6 +144,7 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_tile)(const T *restrict x, int64_t px
             }
         }
     }
+    TFC_CONV_TILE_UNROLL
     for (int64_t p = 0; p < P; ++p)
         TFC_CONV_TFN(tfc_conv_store)(y + p * y_px, acc[p], nc, CB, bias,
                                      res != NULL ? res + p * y_px : NULL, act);
@@ -152,20 +161,27 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_rows_tile)(const T *restrict dy, int6
     const int64_t NV = lp / TFC_CONV_TL;
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    TFC_CONV_TILE_UNROLL
     for (int64_t p = 0; p < P; ++p) {
+        TFC_CONV_TILE_UNROLL
         for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
     }
     for (int64_t o = 0; o < co; ++o) {
         TFC_CONV_TV w[TFC_CONV_MAX_NV];
+        TFC_CONV_TILE_UNROLL
         for (int64_t v = 0; v < NV; ++v)
             memcpy(&w[v], ft + o * lp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
+        TFC_CONV_TILE_UNROLL
         for (int64_t p = 0; p < P; ++p) {
             const T a = dy[p * dy_p + o];
+            TFC_CONV_TILE_UNROLL
             for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
         }
     }
+    TFC_CONV_TILE_UNROLL
     for (int64_t p = 0; p < P; ++p) {
         T *seg = dxb + p * seg_p;
+        TFC_CONV_TILE_UNROLL
         for (int64_t v = 0; v < NV; ++v) {
             TFC_CONV_TV cur;
             memcpy(&cur, seg + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
@@ -186,7 +202,9 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
     const int64_t NV = CB / TFC_CONV_TL;
     const TFC_CONV_TV zero = {0};
     TFC_CONV_TV acc[TFC_CONV_MAX_P][TFC_CONV_MAX_NV];
+    TFC_CONV_TILE_UNROLL
     for (int64_t p = 0; p < P; ++p) {
+        TFC_CONV_TILE_UNROLL
         for (int64_t v = 0; v < NV; ++v) acc[p][v] = zero;
     }
     const int64_t c = g->in_c, cp = g->cp;
@@ -197,15 +215,19 @@ TFC_CONV_INLINE void TFC_CONV_TFN(tfc_conv_filter_tile)(const tfc_conv_plan *g,
             for (int64_t ow = 0; ow < g->out_w; ++ow) {
                 const T *restrict xo = xr + ow * g->s_w * c;
                 TFC_CONV_TV w[TFC_CONV_MAX_NV];
+                TFC_CONV_TILE_UNROLL
                 for (int64_t v = 0; v < NV; ++v)
                     memcpy(&w[v], gr + ow * cp + v * TFC_CONV_TL, sizeof(TFC_CONV_TV));
+                TFC_CONV_TILE_UNROLL
                 for (int64_t p = 0; p < P; ++p) {
                     const T a = xo[off[p]];
+                    TFC_CONV_TILE_UNROLL
                     for (int64_t v = 0; v < NV; ++v) acc[p][v] = TFC_CONV_TMADD(acc[p][v], a, w[v]);
                 }
             }
         }
     }
+    TFC_CONV_TILE_UNROLL
     for (int64_t p = 0; p < P; ++p)
         TFC_CONV_TFN(tfc_conv_store)(df + p * g->out_c, acc[p], nc, CB, NULL, NULL,
                                      TFC_CONV_ACT_NONE);
