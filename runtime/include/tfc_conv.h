@@ -93,7 +93,9 @@ TFC_CONV_INLINE int tfc_conv_pointwise(const tfc_conv_plan *g) {
  * row into w[] as a loop of 16-byte moves through the stack and stored every accumulator back
  * each step: ResNet-50's 3x3 64->64 on 56x56 ran at 14 GFLOP/s of a 101 GFLOP/s peak. */
 #ifndef TFC_CONV_TILE_UNROLL
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__OPTIMIZE_SIZE__)
+#define TFC_CONV_TILE_UNROLL /* -Os (the embeddable library): as the size heuristics decide */
+#elif defined(__GNUC__) && !defined(__clang__)
 #define TFC_CONV_TILE_UNROLL _Pragma("GCC unroll 16")
 #elif defined(__clang__)
 #define TFC_CONV_TILE_UNROLL _Pragma("unroll")
