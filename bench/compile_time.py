@@ -62,8 +62,7 @@ def measure(cache: str) -> tuple[float, float, int, int]:
 PRECOMPILE = """
 from tfc.backend import cc
 cc.PCH_AFTER = 0
-print(cc.precompiled_header_dir(cc.compiler(), [*cc.build_flags(), "-pthread"],
-                                '#include "tfc_runtime.h"'))
+print(cc.precompiled_header_dir(cc.compiler(), cc.program_flags(), '#include "tfc_runtime.h"'))
 """
 
 

@@ -100,9 +100,9 @@ def test_a_cache_others_may_write_is_refused(tmp_path, monkeypatch, mode):
     cache.mkdir()
     cache.chmod(mode)
     marker = tmp_path / "ran"
-    from tfc.backend.cc import build_flags, cache_key, compiler
+    from tfc.backend.cc import cache_key, compiler, program_flags
 
-    _plant(cache / f"{cache_key(PROGRAM, build_flags(False), compiler())}.so", marker)
+    _plant(cache / f"{cache_key(PROGRAM, program_flags(False), compiler())}.so", marker)
     with pytest.raises(UnsafeCacheError, match=rf"{cache} is writable by group or others"):
         _load(monkeypatch, cache)
     assert not marker.exists()
@@ -126,11 +126,11 @@ def test_a_cache_of_another_user_is_refused(tmp_path, monkeypatch):
 def test_a_planted_or_loose_cached_library_is_never_loaded(tmp_path, monkeypatch):
     """A library under the right key that is not this user's alone is built again, not
     loaded: its constructor never runs."""
-    from tfc.backend.cc import build_flags, cache_key, compiler
+    from tfc.backend.cc import cache_key, compiler, program_flags
 
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    target = cache / f"{cache_key(PROGRAM, build_flags(False), compiler())}.so"
+    target = cache / f"{cache_key(PROGRAM, program_flags(False), compiler())}.so"
     cases = [("group-writable", 0o664, None), ("world-writable", 0o646, None)]
     if os.getuid() == 0:
         cases.append(("another user's", 0o644, 65534))
@@ -185,7 +185,7 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
     if not cc.is_gcc(cc.compiler()):
         pytest.skip("precompiled headers are gcc's")
     monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
-    flags = cc.build_flags()
+    flags = cc.program_flags()
     include = str(cc.runtime_dir() / "include")
     programs = [f'#include "tfc_runtime.h"\nint tfc_probe{i}(void) {{ return {i}; }}\n'
                 for i in range(cc.PCH_AFTER + 2)]  # fmt: skip
@@ -197,7 +197,7 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
         present.append(len(list((tmp_path / "cache").glob("pch-*/tfc_runtime.h.gch"))))
     assert present == [0] * cc.PCH_AFTER + [1, 1]
     assert cc.BUILD_STATS["pch_builds"] == built + 1  # made once, then found in the cache
-    pch = cc.precompiled_header_dir(cc.compiler(), [*flags, "-pthread"], programs[0])
+    pch = cc.precompiled_header_dir(cc.compiler(), flags, programs[0])
     gch = pch / "tfc_runtime.h.gch"
     # a source whose first directive is not the runtime header gets none
     assert cc.precompiled_header_dir(cc.compiler(), flags, "#include <math.h>\n") is None
@@ -213,7 +213,7 @@ def test_the_runtime_header_is_precompiled_after_a_few_programs_and_changes_no_c
     for extra in (["-I", str(pch), "-H"], []):
         out = tmp_path / f"o{len(objects)}.o"
         compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
-        cmd = [cc.compiler(), *compile_flags, "-pthread", *extra, "-I", include, "-c",
+        cmd = [cc.compiler(), *compile_flags, *extra, "-I", include, "-c",
                str(source), "-o", str(out)]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -266,7 +266,7 @@ def test_a_precompile_that_fails_only_costs_the_header(tmp_path, monkeypatch, ca
     logger = logging.getLogger("tfc")  # tfc's logger need not propagate to the root
     logger.addHandler(caplog.handler)
     try:
-        flags = [*cc.build_flags(), "-pthread"]
+        flags = cc.program_flags()
         assert cc.precompiled_header_dir(cc.compiler(), flags, source) is None
     finally:
         logger.removeHandler(caplog.handler)

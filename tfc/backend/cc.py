@@ -223,15 +223,21 @@ def cache_key(source: str, flags: list[str], cc: str) -> str:
     return h.hexdigest()[:32]
 
 
+def program_flags(native: bool = True) -> list[str]:
+    """The flags build_shared_library compiles a program with (its runtime header's .gch is
+    precompiled with the same ones)."""
+    return [*build_flags(native), "-pthread"]
+
+
 def build_shared_library(source: str, name: str = "program", native: bool = True) -> Path:
     """Compile `source` into a shared library (or find it in the cache); returns its path."""
-    cc, flags = compiler(), build_flags(native)
+    cc, flags = compiler(), program_flags(native)
     include = str(runtime_dir() / "include")
     key = cache_key(source, flags, cc)
 
     def command(src: Path, out: Path) -> list[str]:
-        first = precompiled_header_flags(cc, [*flags, "-pthread"], source)
-        return [cc, *flags, *first, "-I", include, "-o", str(out), str(src), "-lm", "-pthread"]
+        first = precompiled_header_flags(cc, flags, source)
+        return [cc, *flags, *first, "-I", include, "-o", str(out), str(src), "-lm"]
 
     return cached_build(source, name, key, ".c", ".so", cc, command)
 
