@@ -2,6 +2,9 @@
 at an edge run on a copy of their windows with zeros outside the image (tfc_conv_strip) and give
 the bits of the bordered kernel over every kind of edge."""
 
+import os
+import platform
+
 import numpy as np
 import pytest
 
@@ -170,52 +173,63 @@ def test_the_input_rows_are_prefetched_where_a_pixel_spans_more_than_a_cache_lin
     assert [plan("filter", c) for c in (3, 64)] == [0, 0]
 
 
+# (x shape, filter shape, dtype, a residual added): rows of 7 (one tile), 13 and 30 pixels,
+# out_c 64 (two blocks of 32) and 40 (a partial block), a 1x1 filter; f32 and f64
+PACKED = [
+    ((2, 7, 7, 16), (3, 3, 16, 64), tf.float32, True),
+    ((1, 5, 13, 8), (3, 3, 8, 40), tf.float32, True),
+    ((1, 3, 30, 24), (1, 1, 24, 64), tf.float32, False),
+    ((1, 6, 7, 8), (3, 3, 8, 32), tf.float64, False),
+]
+
+
 def _packed_graph():
-    """Forward convolutions of constant filters (packed in blocks by tfc/passes/conv_pack.py),
-    with bias and Relu fused, on rows of 7 (one tile), 13 and 30 pixels, out_c 64 (two blocks
-    of 32) and 40 (a partial block); f32 and f64. The feeds, outputs and float64 results."""
+    """The PACKED forward convolutions of constant filters (packed in blocks by
+    tfc/passes/conv_pack.py), bias, residual and Relu fused, SAME: the feeds, outputs and
+    float64 results."""
     rng = np.random.default_rng(29)
     g = tf.Graph()
     feeds, outputs, wants = {}, [], []
-    cases = [
-        ((2, 7, 7, 16), (3, 3, 16, 64), tf.float32),
-        ((1, 5, 13, 8), (3, 3, 8, 40), tf.float32),
-        ((1, 3, 30, 24), (1, 1, 24, 64), tf.float32),
-        ((1, 6, 7, 8), (3, 3, 8, 32), tf.float64),
-    ]
     with g.as_default():
-        for xs, fs, dtype in cases:
+        for xs, fs, dtype, residual in PACKED:
             x = rng.standard_normal(xs).astype(dtype.as_numpy_dtype)
             f = rng.standard_normal(fs).astype(dtype.as_numpy_dtype)
             bias = rng.standard_normal(fs[3]).astype(dtype.as_numpy_dtype)
             xt = tf.placeholder(dtype, xs)
             feeds[xt] = x
-            y = tf.nn.conv2d(xt, tf.constant(f), [1, 1, 1, 1], "SAME")
-            outputs.append(tf.nn.relu(tf.nn.bias_add(y, tf.constant(bias))))
+            y = tf.nn.bias_add(tf.nn.conv2d(xt, tf.constant(f), [1, 1, 1, 1], "SAME"), bias)
             pads = _pads(xs, fs, (1, 1), (1, 1), "SAME")
-            wants.append(np.maximum(conv2d_np(x, f, (1, 1), (1, 1), pads) + bias, 0))
+            want = conv2d_np(x, f, (1, 1), (1, 1), pads) + bias
+            if residual:
+                r = rng.standard_normal(want.shape).astype(dtype.as_numpy_dtype)
+                rt = tf.placeholder(dtype, r.shape)
+                feeds[rt] = r
+                y, want = y + rt, want + r
+            outputs.append(tf.nn.relu(y))
+            wants.append(np.maximum(want, 0))
     return g, feeds, outputs, wants
 
 
-@pytest.mark.skipif(
-    __import__("platform").machine() not in ("x86_64", "AMD64"), reason="x86 vector flags"
-)
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 vector flags")
 @pytest.mark.parametrize("flags", ["-mno-avx512f", "-mno-avx"], ids=["avx", "sse"])
 def test_the_narrow_tiles_give_the_numbers_on_32_and_16_byte_vectors(monkeypatch, flags):
     """The forward tiles of vectors narrower than 64 bytes run a block of channels in parts of
     at most TFC_CONV_NARROW_ACC accumulators (tfc_conv_narrow_part): 6 pixels x 2 vectors, or
     a 7-pixel row. Built without AVX-512 (32-byte vectors, what an AVX2 host builds) and
-    without AVX (16-byte ones), every case above and the packed filters' match float64."""
-    monkeypatch.setenv("TFC_CFLAGS", f"{__import__('os').environ.get('TFC_CFLAGS', '')} {flags}")
-    for make, passes in ((_graph, []), (_packed_graph, None)):
+    without AVX (16-byte ones), every case above and the packed filters match float64, to a
+    tolerance per product summed (each output's taps)."""
+    monkeypatch.setenv("TFC_CFLAGS", f"{os.environ.get('TFC_CFLAGS', '')} {flags}")
+    runs = [
+        (_graph, tf.CompileOptions(passes=[]), [np.prod(c[1][:3]) for c in CONVS.values()]),
+        (_packed_graph, None, [np.prod(case[1][:3]) for case in PACKED]),
+    ]
+    for make, config, taps in runs:
         g, feeds, outputs, wants = make()
-        config = tf.CompileOptions(passes=passes) if passes is not None else None
         with tf.Session(graph=g, config=config) as sess:
             got = sess.run(outputs, feeds)
-        for out, want, value in zip(outputs, wants, got):
-            taps = np.prod(out.op.inputs[0].shape.as_list()[3:]) * 9
-            tol = 3e-7 if out.dtype == tf.float32 else 1e-14
-            np.testing.assert_allclose(value, want, rtol=1e-5, atol=tol * taps, err_msg=out.name)
+        for out, want, value, n in zip(outputs, wants, got, taps, strict=True):
+            rtol, eps = (1e-5, 3e-7) if out.dtype == tf.float32 else (1e-12, 1e-15)
+            np.testing.assert_allclose(value, want, rtol=rtol, atol=eps * n, err_msg=out.name)
 
 
 def test_a_narrow_forward_tile_is_six_pixels_or_a_row_of_seven():

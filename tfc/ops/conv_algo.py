@@ -471,7 +471,7 @@ def _plan_algorithm(ctx: OpContext, kind: str, g: Geometry, dtype: _dt.DType) ->
         vectors = cb // (VECTOR_BYTES // dtype.size)
         # 8 or 12 of the 16 AVX registers; a tile of more than two vectors runs in parts of
         # two (tfc_conv_narrow_part), each 6 pixels x 2 vectors
-        pix = 8 if vectors == 1 else 12 // min(vectors, 2)
+        pix = 8 if vectors == 1 else 6
         pix_wide = _wide_pixels(cb, dtype, pix)
         if kind == "forward":
             # the AVX tiles (16 registers) keep the row's leftover pixels: not measured here
