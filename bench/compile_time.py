@@ -2,8 +2,9 @@
 
 Run: python bench/compile_time.py [--repeats 5]
 Each measurement runs in a fresh process (so nothing is cached in memory): "cold" with an
-empty cache directory (passes + codegen + cc), "new program" with only the runtime header
-precompiled in the cache (as it is once any few programs were built with the same flags),
+empty cache directory (passes + codegen + cc, and the GEMM's paths compiled into the cache),
+"new program" with only the runtime header precompiled and the GEMM's paths compiled in the
+cache (as they are once any few programs were built with the same flags),
 "warm" with the cache the cold run filled (passes + codegen, no compiler). Prints medians and
 the spread.
 """
@@ -63,11 +64,14 @@ PRECOMPILE = """
 from tfc.backend import cc
 cc.PCH_AFTER = 0
 print(cc.precompiled_header_dir(cc.compiler(), cc.program_flags(), '#include "tfc_runtime.h"'))
+if cc.GEMM_LINKED in cc.program_flags():
+    cc.gemm_paths_archive(cc.compiler(), cc.program_flags())
 """
 
 
 def precompile_header(cache: str) -> bool:
-    """Leave the runtime header precompiled in `cache`; False where there is none (not gcc)."""
+    """Leave the runtime header precompiled (and the GEMM's paths compiled) in `cache`; False
+    where there is no precompiled header (not gcc)."""
     env = dict(os.environ, TFC_CACHE_DIR=cache, PYTHONPATH=str(REPO))
     out = subprocess.run(
         [sys.executable, "-c", PRECOMPILE], env=env, capture_output=True, text=True, check=True
@@ -79,6 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    from tfc.backend import cc
+
+    linked = cc.GEMM_LINKED in cc.program_flags()
     cold, fresh, warm, steady = [], [], [], []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as cache:
@@ -86,7 +93,8 @@ def main() -> None:
                 fresh.append(measure(cache)[0])
         with tempfile.TemporaryDirectory() as cache:
             first, again, n_ops, compiles = measure(cache)
-            assert compiles == 2  # the initializer's program, then the timed one
+            # the initializer's program, the GEMM's paths (unless TFC_GEMM_INLINE), the timed one
+            assert compiles == (3 if linked else 2), compiles
             cold.append(first)
             first, again, _, compiles = measure(cache)
             assert compiles == 0

@@ -668,3 +668,78 @@ def test_generic_and_embedded_builds_compile_without_warnings(tmp_path):
     included = [line.split()[-1] for line in proc.stderr.splitlines() if line.startswith(".")]
     for header in ("pthread.h", "stdio.h", "stdlib.h"):
         assert not any(path.endswith("/" + header) for path in included), header
+
+
+# -- the paths linked from one archive (tfc/backend/cc.py: gemm_paths_archive) -----------------
+
+# a product on each path: packed (K in three blocks), past one MC block, swapped, narrow, tall
+# where A is stored transposed (AVX-512), one row, two rows past the row path's chunk
+LINKED_CASES = [
+    dict(M=73, N=35, K=257), dict(M=271, N=128, K=40), dict(M=200, N=20, K=70),
+    dict(M=29, N=3, K=7), dict(M=64, N=10, K=300, ta=True), dict(M=1, N=40, K=30),
+    dict(M=2, N=1030, K=20), dict(M=151, N=21, K=40, tb=True, beta=0.5, bias=True, relu=True),
+]  # fmt: skip
+
+
+def test_linked_paths_have_the_bits_of_the_inline_ones(lib, monkeypatch):
+    monkeypatch.setenv("TFC_GEMM_INLINE", "1")
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    inline = ffi, ffi.dlopen(str(build_shared_library(HARNESS, name="gemm_harness_inline")))
+    for case in LINKED_CASES:
+        for dtype in (np.float32, np.float64):
+            linked_c = _gemm(lib, dtype=dtype, seed=3, **case)
+            inline_c = _gemm(inline, dtype=dtype, seed=3, **case)
+            assert linked_c.tobytes() == inline_c.tobytes(), (case, dtype)
+
+
+def _matmul_program(rows: int, cols: int) -> np.ndarray:
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.constant(np.arange(rows * 5, dtype=np.float32).reshape(rows, 5) / 7)
+        w = tf.placeholder(tf.float32, [5, cols])
+        return sess.run(tf.matmul(x, w), {w: np.ones((5, cols), np.float32)})
+
+
+def test_programs_link_one_archive_of_the_paths_built_once(tmp_path, monkeypatch):
+    import shutil
+
+    from tfc.backend import cc
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TFC_CACHE_DIR", str(cache))
+    monkeypatch.delenv("TFC_GEMM_INLINE", raising=False)
+    before = cc.BUILD_STATS["compiles"]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        assert sess.run(tf.constant([1.0, 2.0]) * 3.0).tolist() == [3.0, 6.0]
+    assert len(list(cache.glob("gemm-*.a"))) == 1
+    assert cc.BUILD_STATS["compiles"] - before == 2  # the archive, the program
+    for rows, cols in [(3, 4), (40, 70)]:
+        want = (np.arange(rows * 5, dtype=np.float64).reshape(rows, 5) / 7).sum(1, keepdims=True)
+        np.testing.assert_allclose(_matmul_program(rows, cols), np.repeat(want, cols, 1), 1e-6)
+    assert len(list(cache.glob("gemm-*.a"))) == 1
+    assert cc.BUILD_STATS["compiles"] - before == 4  # two more programs, the archive reused
+    if shutil.which("nm"):  # the linker took the paths only into the programs that multiply
+        defined = {}
+        for so in cache.glob("*.so"):
+            names = subprocess.run(["nm", str(so)], capture_output=True, text=True).stdout
+            defined[so] = "tfc_gemm_columns_f32" in names
+        assert sorted(defined.values()) == [False, True, True], defined
+
+
+def test_without_an_archiver_each_program_compiles_the_paths(tmp_path, monkeypatch):
+    import shutil
+
+    from tfc.backend import cc
+
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TFC_GEMM_INLINE", raising=False)
+    which = shutil.which
+    monkeypatch.setattr(
+        shutil, "which", lambda name, *a, **k: None if name == "ar" else which(name, *a, **k)
+    )
+    got = _matmul_program(7, 9)
+    np.testing.assert_allclose(
+        got, np.repeat((np.arange(35).reshape(7, 5) / 7).sum(1)[:, None], 9, 1), 1e-6
+    )
+    assert not list((tmp_path / "cache").glob("gemm-*.a"))
+    assert cc.gemm_paths_archive(cc.compiler(), cc.program_flags()) is None

@@ -55,6 +55,21 @@
 #include "tfc_index.h"
 #include "tfc_threads.h"
 
+/* The float types' three packing paths (columns, narrow, tall: most of the code a product
+ * compiles to) are TFC_GEMM_PATHs. Header-only by default (executables, the embeddable
+ * library): static inline. Under TFC_GEMM_LINKED (the Session's programs, tfc/backend/cc.py)
+ * they are only declared, and runtime/src/gemm/tfc_gemm_paths.c (TFC_GEMM_LIBRARY) defines them
+ * once per flag set, linked into each program; the dispatcher, the thread tasks and the row path
+ * stay inline, so the choice of path still folds at each call. Either way the same source, so
+ * the same bits. */
+#if defined(TFC_GEMM_LIBRARY)
+#define TFC_GEMM_PATH(name, params, ...) __attribute__((visibility("hidden"))) void name params __VA_ARGS__
+#elif defined(TFC_GEMM_LINKED)
+#define TFC_GEMM_PATH(name, params, ...) __attribute__((visibility("hidden"))) void name params;
+#else
+#define TFC_GEMM_PATH(name, params, ...) static inline void name params __VA_ARGS__
+#endif
+
 /* the micro-kernel's vectors: 64 bytes where AVX-512 has 32 registers of that width, 32 where
  * AVX has 16, else 16 bytes (SSE, NEON; scalar targets split them lane by lane) */
 #if defined(__AVX512F__) && !defined(TFC_EMBED)
@@ -519,8 +534,8 @@ enum {
      * of equal size (at most KC: the kc x NR panel of B stays in L1 while every MR-row panel of \
      * A passes it), so no block is a sliver; tiles of fewer than MR rows run the micro-kernel   \
      * on those rows only, and only partial-width and swapped tiles use the tile buffer. */      \
-    static inline void tfc_gemm_columns_##tag(const tfc_gemm_args_##tag *g, int64_t n0,          \
-                                              int64_t n1) {                                      \
+    TFC_GEMM_PATH(tfc_gemm_columns_##tag,                                                        \
+                  (const tfc_gemm_args_##tag *g, int64_t n0, int64_t n1), {                      \
         enum { NR = TFC_GEMM_NV * (VL), MR = TFC_GEMM_MR };                                      \
         T apack[((TFC_GEMM_MC + MR - 1) / MR) * MR * (KC) + (VL)];                               \
         T bpack[(KC) * NR];                                                                      \
@@ -633,7 +648,7 @@ enum {
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
-    }                                                                                            \
+    })                                                                                           \
     /* one row of C when B's rows are contiguous (sbn == 1): no packing, no padding to MR rows.  \
      * Blocks of NB vectors of columns stay in registers while B streams through them, k in order\
      * (each element the same multiply-add chain as in the micro-kernel); the last partial vector\
@@ -769,8 +784,8 @@ enum {
     }                                                                                            \
                                                                                                  \
     /* rows [m0, m1) of a narrow product */                                                      \
-    static inline void tfc_gemm_narrow_##tag(const tfc_gemm_args_##tag *g, int64_t m0,           \
-                                             int64_t m1) {                                       \
+    TFC_GEMM_PATH(tfc_gemm_narrow_##tag,                                                         \
+                  (const tfc_gemm_args_##tag *g, int64_t m0, int64_t m1), {                      \
         enum { R = TFC_GEMM_NARROW };                                                            \
         T bpack[(KC) * (VL)];                                                                    \
         const int64_t N = g->N, K = g->K;                                                        \
@@ -786,7 +801,7 @@ enum {
                 tfc_gemm_narrow_rows_##tag(g, i, R, p0, kc, bpack, beta, last);                  \
             if (i < m1) tfc_gemm_narrow_rows_##tag(g, i, m1 - i, p0, kc, bpack, beta, last);     \
         }                                                                                        \
-    }                                                                                            \
+    })                                                                                           \
                                                                                                  \
     static inline void tfc_gemm_narrow_task_##tag(void *ctx, int64_t task) {                     \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
@@ -887,7 +902,8 @@ enum {
     /* rows [m0, m1) of a product of N <= TFC_GEMM_TALL columns: one inlined copy for each of    \
      * nn = 4, 8, 10 and 12 rows of C^T, N rounded up (the rows past N repeat column N-1 of B    \
      * and are not stored) */                                                                    \
-    static inline void tfc_gemm_tall_##tag(const tfc_gemm_args_##tag *g, int64_t m0, int64_t m1) { \
+    TFC_GEMM_PATH(tfc_gemm_tall_##tag,                                                           \
+                  (const tfc_gemm_args_##tag *g, int64_t m0, int64_t m1), {                      \
         if (g->N <= 4) {                                                                         \
             tfc_gemm_tall_cols_##tag(g, m0, m1, 4);                                              \
         } else if (g->N <= 8) {                                                                  \
@@ -897,7 +913,7 @@ enum {
         } else {                                                                                 \
             tfc_gemm_tall_cols_##tag(g, m0, m1, TFC_GEMM_TALL);                                  \
         }                                                                                        \
-    }                                                                                            \
+    })                                                                                           \
     static inline void tfc_gemm_tall_task_##tag(void *ctx, int64_t task) {                       \
         const tfc_gemm_args_##tag *g = (const tfc_gemm_args_##tag *)ctx;                         \
         const int64_t m0 = task * g->panels_per_task * 2 * (VL);                                 \

@@ -4,7 +4,8 @@ The cache key hashes the source, the flags, the compiler binary (path, size, mti
 is started to ask its version), the runtime headers and, for -march=native builds, the CPU.
 A second process compiling the same program finds the library and starts no compiler.
 Environment: TFC_CC (or CC) picks the compiler, TFC_CFLAGS adds flags (sanitizers, say),
-TFC_CACHE_DIR moves the cache, TFC_DUMP_DIR receives a copy of every generated source file.
+TFC_CACHE_DIR moves the cache, TFC_DUMP_DIR receives a copy of every generated source file,
+TFC_GEMM_INLINE=1 compiles the GEMM's paths into each program instead of linking them.
 
 The key is a hash anyone can compute, and what the cache holds is loaded into this process, so
 the cache must be the user's alone (as ssh and pip require of theirs): its directories are
@@ -223,23 +224,85 @@ def cache_key(source: str, flags: list[str], cc: str) -> str:
     return h.hexdigest()[:32]
 
 
+GEMM_LINKED = "-DTFC_GEMM_LINKED"
+
+
 def program_flags(native: bool = True) -> list[str]:
     """The flags build_shared_library compiles a program with (its runtime header's .gch is
-    precompiled with the same ones)."""
-    return [*build_flags(native), "-pthread"]
+    precompiled with the same ones): the GEMM's paths linked (gemm_paths_archive) unless
+    TFC_GEMM_INLINE is set."""
+    inline = os.environ.get("TFC_GEMM_INLINE", "") not in ("", "0")
+    return [*build_flags(native), "-pthread", *([] if inline else [GEMM_LINKED])]
 
 
 def build_shared_library(source: str, name: str = "program", native: bool = True) -> Path:
-    """Compile `source` into a shared library (or find it in the cache); returns its path."""
+    """Compile `source` into a shared library (or find it in the cache); returns its path.
+    Programs link the GEMM's paths from gemm_paths_archive (the linker takes them only where a
+    product calls them), or compile them themselves where that cannot be built."""
     cc, flags = compiler(), program_flags(native)
     include = str(runtime_dir() / "include")
+    archive = None
+    if GEMM_LINKED in flags:  # kernels of the runtime (convolutions) multiply too
+        archive = gemm_paths_archive(cc, flags)
+        if archive is None:
+            flags = [f for f in flags if f != GEMM_LINKED]
     key = cache_key(source, flags, cc)
 
     def command(src: Path, out: Path) -> list[str]:
         first = precompiled_header_flags(cc, flags, source)
-        return [cc, *flags, *first, "-I", include, "-o", str(out), str(src), "-lm"]
+        linked = [str(archive)] if archive is not None else []
+        return [cc, *flags, *first, "-I", include, "-o", str(out), str(src), *linked, "-lm"]
 
     return cached_build(source, name, key, ".c", ".so", cc, command)
+
+
+# -- the GEMM's paths, compiled once ---------------------------------------------------------
+# The packing paths of tfc_gemm.h are most of what a program with a matrix product compiles
+# (0.5 of its 0.86 s on average in the test suite): their source does not depend on the shapes,
+# which the inline dispatcher passes at run time anyway, so they are compiled once per flag set
+# (runtime/src/gemm/tfc_gemm_paths.c) into an archive in the cache and linked into the program.
+GEMM_PATHS_SOURCE = "src/gemm/tfc_gemm_paths.c"
+_gemm_failed: set[str] = set()
+
+
+def gemm_paths_archive(cc: str, flags: list[str]) -> Path | None:
+    """The archive of the GEMM's paths compiled with a program's `flags` (built into the cache
+    when absent), or None where it cannot be built (no `ar`, a compiler that fails): the
+    program then compiles them itself, as the header does by default."""
+    source = (runtime_dir() / GEMM_PATHS_SOURCE).read_text()
+    object_flags = [
+        f for f in flags if f not in ("-shared", GEMM_LINKED) and not f.startswith(("-Wl,", "-l"))
+    ]
+    key = cache_key(source, [*object_flags, "-c"], cc)
+    target = cache_dir() / f"gemm-{key}.a"
+    if trusted_cache_file(target):
+        return target
+    archiver = shutil.which("ar")
+    if archiver is None or key in _gemm_failed:
+        return None
+    include = str(runtime_dir() / "include")
+    compile_cmd = [cc, *object_flags, "-c", "-I", include, "-o"]
+    try:
+        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="build-") as tmp:
+            src, obj, out = (Path(tmp) / n for n in ("tfc_gemm_paths.c", "paths.o", "paths.a"))
+            src.write_text(source)
+            proc = subprocess.run(
+                [*compile_cmd, str(obj), str(src)], capture_output=True, text=True
+            )
+            BUILD_STATS["compiles"] += 1
+            if proc.returncode == 0 and not proc.stderr.strip():
+                proc = subprocess.run([archiver, "rcs", str(out), str(obj)], capture_output=True,
+                                      text=True)  # fmt: skip
+                if proc.returncode == 0:
+                    install_cache_file(out, target)
+                    return target
+            why = proc.stderr.strip()
+    except OSError as e:  # a full disk, say
+        why = str(e)
+    _log.warning("tfc: building the GEMM's paths failed; each program compiles them:\n%s\n%s",
+                 " ".join(compile_cmd), why)  # fmt: skip
+    _gemm_failed.add(key)
+    return None
 
 
 # -- the precompiled runtime header ------------------------------------------------------------

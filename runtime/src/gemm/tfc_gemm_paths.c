@@ -1,0 +1,5 @@
+/* The GEMM's packing paths (tfc_gemm.h's TFC_GEMM_PATHs, float and double) as one object:
+ * compiled once per flag set and linked into the Session's programs, which declare them
+ * (TFC_GEMM_LINKED) instead of compiling them again in every program. */
+#define TFC_GEMM_LIBRARY
+#include "tfc_runtime.h"
