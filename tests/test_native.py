@@ -287,6 +287,24 @@ def test_executables_need_only_libc_and_libm(build):
         assert libs and all(lib.rsplit("/", 1)[-1].startswith(allowed) for lib in libs), libs
 
 
+def test_the_programs_link_the_gemms_paths_from_the_runtime_archive(build):
+    """The program files only declare the GEMM's packing paths (TFC_GEMM_LINKED); the runtime's
+    archive defines them, compiled once (runtime/src/tfc_gemm_paths.c)."""
+    if shutil.which("nm") is None:
+        pytest.skip("nm is not installed")
+
+    def symbols(path):
+        return subprocess.run(["nm", str(path)], capture_output=True, text=True, check=True).stdout
+
+    archive = symbols(build / "obj" / "libtfcrt.a")
+    for path in ("columns", "narrow", "tall"):
+        assert re.search(rf" T tfc_gemm_{path}_f32$", archive, re.M), path
+    programs = [symbols(p) for p in sorted((build / "obj").glob("program_*.o"))]
+    assert programs and any(re.search(r" U tfc_gemm_\w+_f32$", p, re.M) for p in programs)
+    for p in programs:
+        assert not re.search(r" [tT] tfc_gemm_(columns|narrow|tall)_f(32|64)$", p, re.M), p
+
+
 def test_makefile_rebuilds_from_the_directory_alone(build, sanitized, tmp_path, safetensors):
     """The copy was rebuilt by `make` (with sanitizers) and trains exactly as the original."""
     env = {**os.environ, **SANITIZER_ENV}

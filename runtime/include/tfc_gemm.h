@@ -56,12 +56,12 @@
 #include "tfc_threads.h"
 
 /* The float types' three packing paths (columns, narrow, tall: most of the code a product
- * compiles to) are TFC_GEMM_PATHs. Header-only by default (executables, the embeddable
- * library): static inline. Under TFC_GEMM_LINKED (the Session's programs, tfc/backend/cc.py)
- * they are only declared, and runtime/src/gemm/tfc_gemm_paths.c (TFC_GEMM_LIBRARY) defines them
- * once per flag set, linked into each program; the dispatcher, the thread tasks and the row path
- * stay inline, so the choice of path still folds at each call. Either way the same source, so
- * the same bits. */
+ * compiles to) are TFC_GEMM_PATHs. Header-only by default (the embeddable library, CUDA
+ * sources): static inline. Under TFC_GEMM_LINKED (the Session's programs, tfc/backend/cc.py;
+ * the native executables' C sources, tfc/aot/sources.py) they are only declared, and
+ * runtime/src/tfc_gemm_paths.c (TFC_GEMM_LIBRARY) defines them once per flag set, linked into
+ * each program; the dispatcher, the thread tasks and the row path stay inline, so the choice of
+ * path still folds at each call. Either way the same source, so the same bits. */
 #if defined(TFC_GEMM_LIBRARY)
 #define TFC_GEMM_PATH(name, params, ...) __attribute__((visibility("hidden"))) void name params __VA_ARGS__
 #elif defined(TFC_GEMM_LINKED)

@@ -7,6 +7,7 @@ the templates in tfc/templates/c/ only lay them out.
 from __future__ import annotations
 
 from tfc.aot.programs import SUMMARY_OUTPUT_PREFIX, ModelError, ModelPlan, Program
+from tfc.backend.cc import GEMM_LINKED
 from tfc.codegen.render import get_template
 from tfc.ir import dtypes as _dt
 from tfc.ops.kernels import c_initializer, c_string
@@ -22,8 +23,10 @@ _DT = {
 }
 ROLES = ("init", "train", "predict", "predict_one")
 EXECUTABLES = {"train": "tfc_train_main", "predict": "tfc_predict_main"}
-# compiled into every object; CFLAGS (optimization, sanitizers, -Werror) come on top
-BASE_CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-pedantic", "-fno-math-errno"]
+# compiled into every object; CFLAGS (optimization, sanitizers, -Werror) come on top. The
+# GEMM's paths are linked from the runtime's archive (runtime/src/tfc_gemm_paths.c), not
+# compiled again in every program file.
+BASE_CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-pedantic", "-fno-math-errno", GEMM_LINKED]
 
 
 def model_symbol(plan: ModelPlan) -> str:

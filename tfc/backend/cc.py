@@ -260,8 +260,9 @@ def build_shared_library(source: str, name: str = "program", native: bool = True
 # The packing paths of tfc_gemm.h are most of what a program with a matrix product compiles
 # (0.5 of its 0.86 s on average in the test suite): their source does not depend on the shapes,
 # which the inline dispatcher passes at run time anyway, so they are compiled once per flag set
-# (runtime/src/gemm/tfc_gemm_paths.c) into an archive in the cache and linked into the program.
-GEMM_PATHS_SOURCE = "src/gemm/tfc_gemm_paths.c"
+# (runtime/src/tfc_gemm_paths.c) into an archive in the cache and linked into the program. The
+# native executables link the same source as one of their runtime objects (tfc/aot/build.py).
+GEMM_PATHS_SOURCE = "src/tfc_gemm_paths.c"
 _gemm_failed: set[str] = set()
 
 
