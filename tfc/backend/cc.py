@@ -282,28 +282,49 @@ def gemm_paths_archive(cc: str, flags: list[str]) -> Path | None:
     if archiver is None or key in _gemm_failed:
         return None
     include = str(runtime_dir() / "include")
-    compile_cmd = [cc, *object_flags, "-c", "-I", include, "-o"]
+
+    def commands(tmp: Path) -> list[list[str]]:
+        (tmp / "tfc_gemm_paths.c").write_text(source)
+        compile_cmd = [cc, *object_flags, "-c", "-I", include, "-o", str(tmp / "paths.o")]
+        return [[*compile_cmd, str(tmp / "tfc_gemm_paths.c")],
+                [archiver, "rcs", str(tmp / target.name), str(tmp / "paths.o")]]  # fmt: skip
+
+    ok = build_optional(target, commands, "compiles", "building the GEMM's paths",
+                        "each program compiles them")  # fmt: skip
+    if not ok:
+        _gemm_failed.add(key)
+    return target if ok else None
+
+
+def build_optional(
+    target: Path,
+    commands: Callable[[Path], list[list[str]]],
+    stat: str,
+    what: str,
+    otherwise: str,
+) -> bool:
+    """Build `target` (a cache file the builds can do without; its directory made 0700 if
+    absent) by running commands(tmp) one after the other in a new directory beside it, each
+    of which must succeed without a word on stderr, then moving tmp/<target's name> into place;
+    BUILD_STATS[stat] counts the builds. False, with a warning saying `what` failed and what
+    happens `otherwise`, if any did not: never fatal."""
+    cmd: list[str] = []
     try:
-        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="build-") as tmp:
-            src, obj, out = (Path(tmp) / n for n in ("tfc_gemm_paths.c", "paths.o", "paths.a"))
-            src.write_text(source)
-            proc = subprocess.run(
-                [*compile_cmd, str(obj), str(src)], capture_output=True, text=True
-            )
-            BUILD_STATS["compiles"] += 1
-            if proc.returncode == 0 and not proc.stderr.strip():
-                proc = subprocess.run([archiver, "rcs", str(out), str(obj)], capture_output=True,
-                                      text=True)  # fmt: skip
-                if proc.returncode == 0:
-                    install_cache_file(out, target)
-                    return target
-            why = proc.stderr.strip()
+        target.parent.mkdir(mode=0o700, exist_ok=True)  # a .gch's own directory
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix="build-") as tmp:
+            BUILD_STATS[stat] += 1
+            for cmd in commands(Path(tmp)):
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0 or proc.stderr.strip():
+                    why = proc.stderr.strip() or f"exit status {proc.returncode}"
+                    break
+            else:
+                install_cache_file(Path(tmp) / target.name, target)
+                return True
     except OSError as e:  # a full disk, say
         why = str(e)
-    _log.warning("tfc: building the GEMM's paths failed; each program compiles them:\n%s\n%s",
-                 " ".join(compile_cmd), why)  # fmt: skip
-    _gemm_failed.add(key)
-    return None
+    _log.warning("tfc: %s failed; %s:\n%s\n%s", what, otherwise, " ".join(cmd), why)
+    return False
 
 
 # -- the precompiled runtime header ------------------------------------------------------------
@@ -360,22 +381,17 @@ def precompiled_header_dir(cc: str, flags: list[str], source: str) -> Path | Non
         seen = _pch_compiles[key] = _pch_compiles.get(key, 0) + 1
     if seen <= PCH_AFTER or key in _pch_failed:
         return None
-    cmd = [cc, *header_flags, "-x", f"{language}-header", str(path), "-o"]
-    try:
-        directory.mkdir(mode=0o700, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=directory, prefix="build-") as tmp:
-            out = Path(tmp) / gch.name
-            proc = subprocess.run([*cmd, str(out)], capture_output=True, text=True)
-            BUILD_STATS["pch_builds"] += 1
-            if proc.returncode == 0 and not proc.stderr.strip():
-                install_cache_file(out, gch)
-                return directory
-            why = proc.stderr.strip()
-    except OSError as e:  # a full disk, say
-        why = str(e)
+
+    def commands(tmp: Path) -> list[list[str]]:
+        return [
+            [cc, *header_flags, "-x", f"{language}-header", str(path), "-o", str(tmp / gch.name)]
+        ]
+
     # never fatal: the programs compile without it
-    _log.warning("tfc: precompiling %s failed; compiling without it:\n%s\n%s",
-                 header, " ".join(cmd), why)  # fmt: skip
+    if build_optional(
+        gch, commands, "pch_builds", f"precompiling {header}", "compiling without it"
+    ):
+        return directory
     _pch_failed.add(key)
     return None
 
