@@ -681,14 +681,18 @@ LINKED_CASES = [
 ]  # fmt: skip
 
 
-def test_linked_paths_have_the_bits_of_the_inline_ones(lib, monkeypatch):
-    monkeypatch.setenv("TFC_GEMM_INLINE", "1")
+def test_linked_paths_have_the_bits_of_the_inline_ones(monkeypatch):
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
-    inline = ffi, ffi.dlopen(str(build_shared_library(HARNESS, name="gemm_harness_inline")))
+    paths = {}
+    for mode in ("0", "1"):  # each build whatever the environment says (the same key as lib's)
+        monkeypatch.setenv("TFC_GEMM_INLINE", mode)
+        paths[mode] = build_shared_library(HARNESS, name="gemm_harness")
+    assert paths["0"] != paths["1"]  # two programs: linked, and with the paths compiled in
+    linked, inline = ((ffi, ffi.dlopen(str(paths[m]))) for m in ("0", "1"))
     for case in LINKED_CASES:
         for dtype in (np.float32, np.float64):
-            linked_c = _gemm(lib, dtype=dtype, seed=3, **case)
+            linked_c = _gemm(linked, dtype=dtype, seed=3, **case)
             inline_c = _gemm(inline, dtype=dtype, seed=3, **case)
             assert linked_c.tobytes() == inline_c.tobytes(), (case, dtype)
 

@@ -266,15 +266,22 @@ GEMM_PATHS_SOURCE = "src/tfc_gemm_paths.c"
 _gemm_failed: set[str] = set()
 
 
-def gemm_paths_archive(cc: str, flags: list[str]) -> Path | None:
-    """The archive of the GEMM's paths compiled with a program's `flags` (built into the cache
-    when absent), or None where it cannot be built (no `ar`, a compiler that fails): the
-    program then compiles them itself, as the header does by default."""
+@cache
+def _gemm_paths_build(cc: str, flags: tuple[str, ...]) -> tuple[str, list[str], str]:
+    """(the source, the flags compiling it to an object, its cache key) for a program's flags:
+    worked out once per process (reading and hashing them was half of a cache hit's time)."""
     source = (runtime_dir() / GEMM_PATHS_SOURCE).read_text()
     object_flags = [
         f for f in flags if f not in ("-shared", GEMM_LINKED) and not f.startswith(("-Wl,", "-l"))
     ]
-    key = cache_key(source, [*object_flags, "-c"], cc)
+    return source, object_flags, cache_key(source, [*object_flags, "-c"], cc)
+
+
+def gemm_paths_archive(cc: str, flags: list[str]) -> Path | None:
+    """The archive of the GEMM's paths compiled with a program's `flags` (built into the cache
+    when absent), or None where it cannot be built (no `ar`, a compiler that fails): the
+    program then compiles them itself, as the header does by default."""
+    source, object_flags, key = _gemm_paths_build(cc, tuple(flags))
     target = cache_dir() / f"gemm-{key}.a"
     if trusted_cache_file(target):
         return target
