@@ -1,16 +1,18 @@
 """The GEMM's paths linked from one archive (the default) against compiled into each program
 (TFC_GEMM_INLINE=1): what the Session's programs lose at run time, and what they save in gcc.
 
-    python bench/gemm_linked.py [--rounds 9]
+    python bench/gemm_linked.py [--workloads mlp_train_b64,...] [--rounds 9] [--round-ms 200]
 
-MLPs (MNIST 784-512-512-10 and Iris 4-10-10-3; Adam training steps and inference) at one
-thread. Each graph is compiled both ways in this one process, the programs run by the Session's
-C timing loop (tfc.tools.profile.time_runs), rounds interleaved (each round times both, in
-alternating order) so a drifting load weighs on both; the table gives the medians and the
-ratio linked / inline (< 1: linking is faster), of the medians and of the best rounds, and the
-fetched values are checked to be the same bits. Then the compile time of each graph's program
-both ways (a new cache, the runtime header precompiled and the archive built first: the time
-of a new program once a few were built), and the load average.
+Per workload of bench/run.py (its models and weights: bench/suite/models_tfc.py), at one
+thread: the program of the training step (`train_op`) or of the inference (`probabilities`),
+compiled both ways in this one process and bound to the same session state and feeds, each run
+by the Session's C timing loop (tfc.tools.profile.time_runs). Rounds are interleaved (each
+round times both, in alternating order) so a drifting load weighs on both; the table gives the
+medians per call, the ratio linked / inline (< 1: linking is faster) of the medians and of the
+best rounds, and the other processes' load. The two inference programs' probabilities (the
+training programs' losses) are checked to be the same bits. Then each program's compile time
+both ways: a new cache, with the runtime header precompiled and the archive built first (as
+they are once a few programs were built with the same flags).
 """
 
 from __future__ import annotations
@@ -18,81 +20,89 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-import tfc as tf
-from tfc.backend import cc
-from tfc.tools.profile import time_runs
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))
+os.environ.setdefault("TFC_NUM_THREADS", "1")
 
-CASES = [  # name, layer sizes, batch, training, runs per timing
-    ("MNIST MLP training step, b=64", [784, 512, 512, 10], 64, True, 20),
-    ("MNIST MLP training step, b=256", [784, 512, 512, 10], 256, True, 6),
-    ("MNIST MLP inference, b=1", [784, 512, 512, 10], 1, False, 400),
-    ("MNIST MLP inference, b=64", [784, 512, 512, 10], 64, False, 40),
-    ("Iris MLP training step, b=32", [4, 10, 10, 3], 32, True, 3000),
-    ("Iris MLP inference, b=1", [4, 10, 10, 3], 1, False, 5000),
-]
+from suite import models_tfc, workloads  # noqa: E402
+from suite.measure import LoadProbe  # noqa: E402
+
+import tfc as tf  # noqa: E402
+from tfc.backend import cc  # noqa: E402
+from tfc.tools.profile import time_runs  # noqa: E402
+
+DEFAULT = "mlp_train_b64,mlp_train_b256,mlp_infer_b1,mlp_infer_b64,iris_train_b32,lenet_train_b64"
 MODES = {"linked": "0", "inline": "1"}  # TFC_GEMM_INLINE
-ONE_THREAD = tf.ConfigProto(intra_op_parallelism_threads=1)
 
 
-def mlp(sizes: list[int], batch: int, train: bool):
-    """The graph, the op to run (the Adam step or the logits), its initializer and a feed."""
-    rng = np.random.RandomState(0)
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf.placeholder(tf.float32, [batch, sizes[0]])
-        y = tf.placeholder(tf.int32, [batch])
-        h = x
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            w = tf.Variable(rng.randn(a, b).astype(np.float32) * 0.05)
-            h = tf.matmul(h, w) + tf.Variable(np.zeros(b, np.float32))
-            if i < len(sizes) - 2:
-                h = tf.nn.relu(h)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
-        op = tf.train.AdamOptimizer(1e-3).minimize(loss) if train else h
-        init = tf.global_variables_initializer()
-    feed = {x: rng.rand(batch, sizes[0]).astype(np.float32), y: rng.randint(0, sizes[-1], batch)}
-    return graph, op, init, feed, loss
+def title(w: dict) -> str:
+    return w["title"].split(" (tfc:")[0]  # here every workload runs in the Session
 
 
 def set_mode(mode: str) -> None:
     os.environ["TFC_GEMM_INLINE"] = MODES[mode]
 
 
-def run_times(rounds: int) -> None:
-    print(f"{'workload':34s} {'linked ms':>10s} {'inline ms':>10s} {'ratio':>6s} {'best':>6s}")
-    for name, sizes, batch, train, runs in CASES:
-        graph, op, init, feed, loss = mlp(sizes, batch, train)
+def workload_graph(w: dict):
+    """(graph, what to run, what must have the same bits, its initializer, a feed) of `w`."""
+    graph = tf.Graph()
+    with graph.as_default():
+        sigs = models_tfc.build(w)
+        init = tf.global_variables_initializer()
+    rng = np.random.default_rng(0)
+    features = sigs["train"]["inputs"]["features"]
+    labels = sigs["train"]["inputs"]["labels"]
+    feed = {
+        features: rng.standard_normal((w["batch"], *workloads.input_shape(w))).astype(np.float32),
+        labels: rng.integers(0, workloads.n_classes(w), w["batch"]).astype(np.int32),
+    }
+    if w["mode"] == "train":
+        return graph, sigs["train"]["train_op"], sigs["train"]["loss"], init, feed
+    probs = sigs["predict"]["outputs"]["probabilities"]
+    return graph, probs, probs, init, {features: feed[features]}
+
+
+def run_times(chosen: list[dict], rounds: int, round_ms: float) -> None:
+    print("| workload | linked (ms) | inline (ms) | linked / inline | best rounds | other load |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for w in chosen:
+        graph, op, checked, init, feed = workload_graph(w)
         sessions, values = {}, {}
-        for mode in MODES:
+        for mode in MODES:  # each session compiles its programs with its mode
             set_mode(mode)
-            sess = sessions[mode] = tf.Session(graph=graph, config=ONE_THREAD)
+            sess = sessions[mode] = tf.Session(graph=graph)
             sess.run(init)
-            values[mode] = sess.run([loss, op] if train else op, feed)  # compiled in this mode
-        if train:  # the step-1 loss, and the same state after it: the same bits
-            assert values["linked"][0].tobytes() == values["inline"][0].tobytes(), name
-        else:
-            assert values["linked"].tobytes() == values["inline"].tobytes(), name
+            values[mode] = sess.run(checked, feed)  # before any step: the same state both ways
+            sess.run(op, feed)
+        assert values["linked"].tobytes() == values["inline"].tobytes(), w["name"]
+        once = time_runs(sessions["linked"], op, feed, runs=3)
+        runs = max(3, int(round_ms * 1e-3 / max(once, 1e-7)))
         times: dict[str, list[float]] = {mode: [] for mode in MODES}
-        for r in range(rounds):
-            for mode in list(MODES)[:: 1 if r % 2 else -1]:
-                set_mode(mode)
-                times[mode].append(time_runs(sessions[mode], op, feed, runs=runs))
+        with LoadProbe() as probe:
+            for r in range(rounds):
+                for mode in list(MODES)[:: 1 if r % 2 else -1]:
+                    set_mode(mode)
+                    times[mode].append(time_runs(sessions[mode], op, feed, runs=runs))
         med = {mode: statistics.median(t) for mode, t in times.items()}
+        load = "-" if probe.other_cpus is None else f"{probe.other_cpus:.2f}"
         print(
-            f"{name:34s} {med['linked'] * 1e3:10.4f} {med['inline'] * 1e3:10.4f} "
-            f"{med['linked'] / med['inline']:6.3f} "
-            f"{min(times['linked']) / min(times['inline']):6.3f}",
+            f"| {title(w)} | {med['linked'] * 1e3:.4f} | {med['inline'] * 1e3:.4f} | "
+            f"{med['linked'] / med['inline']:.3f} | "
+            f"{min(times['linked']) / min(times['inline']):.3f} | {load} |",
             flush=True,
         )
 
 
-def compile_times() -> None:
-    print(f"\n{'program compiled (new, header precompiled)':44s} {'linked s':>9s} {'inline s':>9s}")
+def compile_times(chosen: list[dict]) -> None:
+    print("\n| program, new to the cache | linked (s) | inline (s) |\n|---|---:|---:|")
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TFC_CACHE_DIR"] = cache
         cc.PCH_AFTER = 0
@@ -103,30 +113,39 @@ def compile_times() -> None:
             if cc.GEMM_LINKED in flags:
                 start = time.perf_counter()
                 cc.gemm_paths_archive(cc.compiler(), flags)
-                print(f"{'the archive of the paths, once per flag set':44s} "
-                      f"{time.perf_counter() - start:9.2f}")  # fmt: skip
-        for name, sizes, batch, train, _ in CASES:
-            graph, op, init, feed, _ = mlp(sizes, batch, train)
+                print(f"| the archive of the paths, once per flag set | "
+                      f"{time.perf_counter() - start:.2f} | - |")  # fmt: skip
+        for w in chosen:
+            graph, op, _, init, feed = workload_graph(w)
             seconds = {}
             for mode in MODES:
                 set_mode(mode)
-                sess = tf.Session(graph=graph, config=ONE_THREAD)
+                sess = tf.Session(graph=graph)
                 sess.run(init)
                 start = time.perf_counter()
                 sess.run(op, feed)
                 seconds[mode] = time.perf_counter() - start
-            print(f"{name:44s} {seconds['linked']:9.2f} {seconds['inline']:9.2f}")
+            print(f"| {title(w)} | {seconds['linked']:.2f} | {seconds['inline']:.2f} |")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args()
-    load = os.getloadavg()[0]
-    run_times(args.rounds)
-    compile_times()
-    print(f"\nload average {load:.2f} before, {os.getloadavg()[0]:.2f} after (1 thread used)")
+    parser.add_argument("--round-ms", type=float, default=200.0)
+    args = parser.parse_args(argv)
+    by_name = {w["name"]: w for w in workloads.full()}
+    names = [n for n in args.workloads.split(",") if n]
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"unknown workloads {unknown}; known: {', '.join(by_name)}")
+    chosen = [by_name[n] for n in names]
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    run_times(chosen, args.rounds, args.round_ms)
+    compile_times(chosen)
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
