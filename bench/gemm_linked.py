@@ -134,12 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--round-ms", type=float, default=200.0)
     args = parser.parse_args(argv)
-    by_name = {w["name"]: w for w in workloads.full()}
-    names = [n for n in args.workloads.split(",") if n]
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise SystemExit(f"unknown workloads {unknown}; known: {', '.join(by_name)}")
-    chosen = [by_name[n] for n in names]
+    chosen = workloads.by_names(args.workloads)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     run_times(chosen, args.rounds, args.round_ms)
     compile_times(chosen)

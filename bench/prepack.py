@@ -87,12 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         args.rounds, args.round_ms = 3, 5.0
     else:
-        by_name = {w["name"]: w for w in workloads.full()}
-        names = [n for n in args.workloads.split(",") if n]
-        unknown = [n for n in names if n not in by_name]
-        if unknown:
-            raise SystemExit(f"unknown workloads {unknown}; known: {', '.join(by_name)}")
-        chosen = [by_name[n] for n in names]
+        chosen = workloads.by_names(args.workloads)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     print(
         "| workload | packed (ms) | unpacked (ms) | packed / unpacked | CPU time: packed / "

@@ -123,6 +123,17 @@ def tiny() -> list[dict]:
     ]
 
 
+def by_names(names: str) -> list[dict]:
+    """The workloads of full() named in a comma-separated list, in its order; unknown names
+    end the program with the known ones."""
+    known = {w["name"]: w for w in full()}
+    wanted = [n for n in names.split(",") if n]
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown workloads {unknown}; known: {', '.join(known)}")
+    return [known[n] for n in wanted]
+
+
 def input_shape(w: dict) -> list[int]:
     """One example's feature shape (NHWC for images)."""
     return [w["sizes"][0]] if w["model"] == "mlp" else [LENET_IMAGE, LENET_IMAGE, 1]
