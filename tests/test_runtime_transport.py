@@ -387,6 +387,17 @@ def test_many_tensors_and_steps_and_poll(cluster):
     assert step == 5 and got.tolist() == [1.0, 2.0]
 
 
+def test_a_recv_that_times_out_takes_nothing(cluster):
+    """A recv giving up at its deadline let go of the table's lock before taking its request
+    out: a reader that came in between filled the request after the recv had returned, into
+    a buffer the caller had freed, through an entry on a stack that was gone (a worker draining
+    values with 0 ms recvs after a ps restart died of "double free or corruption")."""
+    server, client = _pair(cluster)
+    client.post("stress_send 0 4 2500")
+    assert server("stress_drain 4 2500 10000", timeout=30) == "taken 10000"
+    assert client.answer() == "ok"
+
+
 def test_tasks_start_in_either_order(plain_cluster, tmp_path):
     with socket.socket() as s:  # a port nobody listens on, for now
         s.bind(("127.0.0.1", 0))

@@ -205,7 +205,8 @@ int tfc_transport_send_within(tfc_transport *t, int peer, const char *key, int64
  * *step_out (may be NULL) receives the step it was sent with. The tensor is consumed: a second
  * recv of the same (key, step) waits for a second send. A tensor sent again under the same
  * (key, step) before it was received replaces the first (a resend carries the newer value).
- * TFC_ERR_DEADLINE_EXCEEDED on timeout. */
+ * TFC_ERR_DEADLINE_EXCEEDED on timeout: no tensor was taken, and none is written into the
+ * buffer after the return. */
 int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
                        tfc_transport_tensor *tensor, int64_t timeout_ms, int64_t *step_out,
                        tfc_error *err);

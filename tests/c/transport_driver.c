@@ -12,6 +12,9 @@
  *   post KEY STEP DTYPE DIMS -> "request I";  wait I TIMEOUT -> as recv;  abandon I -> "ok"
  *   stress_send PEER KEYS STEPS        -> "ok": KEYS tensors per step, content from (key, step)
  *   stress_recv KEYS STEPS TIMEOUT     -> "ok" once every one arrived with the right bytes
+ *   stress_drain KEYS STEPS MS         -> "taken N": the same tensors taken by recvs that give up
+ *                                         at once, until all came or MS passed (a recv that
+ *                                         timed out must have taken nothing)
  *   cancel | quit
  *   stats -> "stats" and tfc_transport_stats' fields in order
  *   bench_send PEER BYTES REPS / bench_recv BYTES REPS  -> "seconds S" (receiver, after rep 0)
@@ -335,6 +338,36 @@ static int command(char *line) {
                 }
             }
         if (rc == TFC_OK) printf("ok\n");
+    } else if (strcmp(cmd, "stress_drain") == 0 && argc == 4) {
+        int keys = atoi(argv[1]), steps = atoi(argv[2]), rc = TFC_OK;
+        int64_t taken = 0;
+        double end = now_s() + 1e-3 * (double)atoll(argv[3]);
+        char key[64];
+        while (rc == TFC_OK && taken < (int64_t)keys * steps && now_s() < end)
+            for (int k = 0; k < keys && rc == TFC_OK; ++k) {
+                /* a buffer that lives no longer than its recv, as in a caller that frees it
+                 * when the recv fails: a reader must not write it after the recv returned */
+                float want[35], *got = (float *)malloc(sizeof want);
+                tfc_transport_tensor w, x;
+                stress_tensor(k, 0, want, &w);
+                x = w;
+                x.data = got;
+                snprintf(key, sizeof key, "/job:worker/task:0;/job:ps/task:0;t%d:0", k);
+                int64_t step;
+                int status = tfc_transport_recv(T, key, TFC_TRANSPORT_ANY_STEP, &x, 0, &step, &ERR);
+                if (status == TFC_OK) {
+                    ++taken;
+                    stress_tensor(k, step, want, &w);
+                    if (memcmp(want, got, (size_t)w.nbytes) != 0) {
+                        printf("ERR -1 wrong bytes in %s at step %" PRId64 "\n", key, step);
+                        rc = -1;
+                    }
+                } else if (status != TFC_ERR_DEADLINE_EXCEEDED) {
+                    rc = report(status);
+                }
+                free(got);
+            }
+        if (rc == TFC_OK) printf("taken %" PRId64 "\n", taken);
     } else if (strcmp(cmd, "cancel") == 0) {
         tfc_transport_cancel(T);
         printf("ok\n");

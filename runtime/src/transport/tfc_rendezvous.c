@@ -333,9 +333,13 @@ struct tfc_transport_request {
 
 /* Wait (t->lock held, released on return) until the request is filled, the deadline passes
  * (TFC_ERR_DEADLINE_EXCEEDED: the request stays posted, *finished = 0) or the transport is
- * cancelled. Otherwise the request is out of the table and *finished = 1. */
+ * cancelled. Otherwise the request is out of the table and *finished = 1. With `withdraw` a
+ * request past its deadline leaves the table too, before the lock is released: a reader that
+ * took the lock in between would fill it after its recv returned: through an entry on a stack
+ * that is gone, into a buffer the caller may have freed. */
 static int await_request(tfc_transport *t, tfc_transport_request *req, int64_t deadline,
-                         int64_t timeout_ms, int64_t *step_out, tfc_error *err, int *finished) {
+                         int64_t timeout_ms, int withdraw, int64_t *step_out, tfc_error *err,
+                         int *finished) {
     tfc_entry *e = &req->entry;
     *finished = 1;
     for (;;) {
@@ -361,8 +365,9 @@ static int await_request(tfc_transport *t, tfc_transport_request *req, int64_t d
                                       req->key);
             }
             if (deadline >= 0 && tfc_wire_now_ms() >= deadline) {
+                if (withdraw) tfc_rendezvous_unlink(t, e);
                 pthread_mutex_unlock(&t->lock);
-                *finished = 0;
+                *finished = withdraw;
                 return tfc_error_setf(err, TFC_ERR_DEADLINE_EXCEEDED,
                                       "transport recv '%s' at step %" PRId64
                                       ": nothing arrived within %" PRId64 " ms",
@@ -408,13 +413,7 @@ int tfc_transport_recv(tfc_transport *t, const char *key, int64_t step,
     rc = post_request(t, &req, key, step, tensor, err);
     if (rc != TFC_OK) return rc;
     int finished;
-    rc = await_request(t, &req, deadline, timeout_ms, step_out, err, &finished);
-    if (!finished) {
-        pthread_mutex_lock(&t->lock);
-        tfc_rendezvous_unlink(t, &req.entry); /* POSTED: no reader holds it */
-        pthread_mutex_unlock(&t->lock);
-    }
-    return rc;
+    return await_request(t, &req, deadline, timeout_ms, 1, step_out, err, &finished);
 }
 
 int tfc_transport_recv_post(tfc_transport *t, const char *key, int64_t step,
@@ -456,7 +455,7 @@ int tfc_transport_recv_wait(tfc_transport *t, tfc_transport_request *req, int64_
     int64_t deadline = timeout_ms < 0 ? -1 : tfc_wire_now_ms() + timeout_ms;
     int finished;
     pthread_mutex_lock(&t->lock);
-    int rc = await_request(t, req, deadline, timeout_ms, step_out, err, &finished);
+    int rc = await_request(t, req, deadline, timeout_ms, 0, step_out, err, &finished);
     if (finished) TFC_FREE(req->key_copy), TFC_FREE(req);
     return rc;
 }
