@@ -27,6 +27,13 @@ def quick_builds(monkeypatch):
     monkeypatch.setenv("TFC_CFLAGS", f"{os.environ.get('TFC_CFLAGS', '')} -O1".strip())
 
 
+@pytest.fixture(scope="session")
+def sanitized_cache(tmp_path_factory):
+    """One build cache (TFC_CACHE_DIR) for the sanitized Session programs of this test worker:
+    their flag set's GEMM archive and precompiled header are built once, not once per test."""
+    return tmp_path_factory.mktemp("sanitized-cache")
+
+
 @pytest.fixture
 def cuda_device(request, monkeypatch) -> str:
     """Selects the device of a test parametrized over cuda_devices.DEVICES: the GPU, or the CPU

@@ -122,7 +122,10 @@ SANITIZED_SCRIPT = textwrap.dedent(
 )
 
 
-def _sanitizer_env(tmp_path):
+def sanitizer_env(cache):
+    """The environment of a sanitized Session run; `cache` is its build cache (TFC_CACHE_DIR),
+    the `sanitized_cache` fixture's, so that the sanitized GEMM archive and header are built
+    once per test worker."""
     libasan = subprocess.run(
         ["cc", "-print-file-name=libasan.so"], capture_output=True, text=True
     ).stdout.strip()
@@ -132,7 +135,7 @@ def _sanitizer_env(tmp_path):
     env.update(
         TFC_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all "
         "-fno-omit-frame-pointer -O1",
-        TFC_CACHE_DIR=str(tmp_path / "cache"),
+        TFC_CACHE_DIR=str(cache),
         LD_PRELOAD=libasan,
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
@@ -141,8 +144,8 @@ def _sanitizer_env(tmp_path):
     return env
 
 
-def test_generated_code_is_clean_under_asan_and_ubsan(tmp_path):
-    env = _sanitizer_env(tmp_path)
+def test_generated_code_is_clean_under_asan_and_ubsan(tmp_path, sanitized_cache):
+    env = sanitizer_env(sanitized_cache)
     script = tmp_path / "model.py"
     script.write_text(SANITIZED_SCRIPT)
     proc = subprocess.run(
@@ -197,8 +200,8 @@ PREFETCH_SCRIPT = textwrap.dedent(
 )
 
 
-def test_the_convolution_kernels_prefetch_only_inside_their_buffers(tmp_path):
-    env = _sanitizer_env(tmp_path)
+def test_the_convolution_kernels_prefetch_only_inside_their_buffers(tmp_path, sanitized_cache):
+    env = sanitizer_env(sanitized_cache)
     env["TFC_CFLAGS"] += " -DTFC_CONV_PREFETCH_READS"
     script = tmp_path / "prefetch.py"
     script.write_text(PREFETCH_SCRIPT)
@@ -220,9 +223,9 @@ def test_the_convolution_kernels_prefetch_only_inside_their_buffers(tmp_path):
     ],
     ids=["out-of-bounds-write", "signed-overflow"],
 )
-def test_the_sanitizer_harness_catches_real_bugs(tmp_path, body, report):
+def test_the_sanitizer_harness_catches_real_bugs(tmp_path, sanitized_cache, body, report):
     """Positive control: the same environment must report a bug planted in C."""
-    env = _sanitizer_env(tmp_path)
+    env = sanitizer_env(sanitized_cache)
     src = tmp_path / "bug.c"
     src.write_text(f"#include <stdlib.h>\nvoid bug(int i) {{ {body} }}\n")
     lib = tmp_path / "bug.so"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_codegen_c import _sanitizer_env
+from test_codegen_c import sanitizer_env
 
 import tfc as tf
 from tfc.codegen.lower import lower_program
@@ -426,8 +426,8 @@ SANITIZED_SCRIPT = textwrap.dedent(
 )
 
 
-def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path):
-    env = _sanitizer_env(tmp_path)
+def test_fused_kernels_are_clean_under_asan_and_ubsan(tmp_path, sanitized_cache):
+    env = sanitizer_env(sanitized_cache)
     script = tmp_path / "fused.py"
     script.write_text(SANITIZED_SCRIPT.format(samples=str(REPO / "samples")))
     proc = subprocess.run(

@@ -749,3 +749,20 @@ def test_launch_gives_its_tasks_a_token_through_the_environment(tmp_path, monkey
     monkeypatch.setenv("TFC_CLUSTER_TOKEN", "mine")
     assert Launcher(outdir, 1, 2, [], out=open(os.devnull, "w"), timeout=30).run() == 0
     assert {p.read_text().strip() for p in record.glob("*.token")} == {"mine"}
+
+
+def test_the_makefile_rebuilds_what_an_edited_header_of_the_transport_reaches(build):
+    """`make` in the output directory: nothing to do after `tfc compile`; an edited header of
+    runtime/src's subdirectories (the transport's) makes it compile the objects again."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    dist = build[2]
+    header = "runtime/src/transport/tfc_transport_internal.h"
+    assert (dist / header).is_file()
+
+    def dry_run(*args):
+        return subprocess.run(["make", "-n", *args], cwd=dist, capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+
+    assert "runtime/src/transport/tfc_transport.c" not in dry_run()
+    assert "runtime/src/transport/tfc_transport.c" in dry_run("-W", header)

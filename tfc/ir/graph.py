@@ -118,36 +118,46 @@ class Graph:
         self._handles.pop(name, None)
         self.version += 1
 
+    # The accessors below read networkx's own dicts of a MultiDiGraph (`_node`: name ->
+    # attributes; `_pred`/`_succ`: node -> neighbour -> edge key -> edge data) rather than its
+    # views, which are built anew on every call: these are the compiler's hottest calls, several
+    # times faster this way. Changes still go through networkx's methods.
     def node(self, name: str) -> dict:
-        return self.nx.nodes[name]
+        return self.nx._node[name]
 
     def op_type(self, name: str) -> str:
-        return self.nx.nodes[name]["op"]
+        return self.nx._node[name]["op"]
 
     def input_edges(self, name: str) -> list[tuple[str, int]]:
         """The (producer, output index) of each data input of `name`, in input order."""
-        edges = sorted(
+        edges = [
             (k, u, d["out"])
-            for u, _, k, d in self.nx.in_edges(name, keys=True, data=True)
+            for u, keys in self.nx._pred[name].items()
+            for k, d in keys.items()
             if k != CONTROL
-        )
+        ]
+        edges.sort()
         return [(u, out) for _, u, out in edges]
 
     def control_input_names(self, name: str) -> list[str]:
-        srcs = {u for u, _, k in self.nx.in_edges(name, keys=True) if k == CONTROL}
-        return sorted(srcs, key=lambda n: self.nx.nodes[n]["id"])
+        nodes = self.nx._node
+        srcs = [u for u, keys in self.nx._pred[name].items() if CONTROL in keys]
+        return sorted(srcs, key=lambda n: nodes[n]["id"])
 
     def consumers(self, name: str, out: int | None = None) -> list[tuple[str, int]]:
         """The (consumer, input index) of each data edge leaving `name` (output `out` if given)."""
+        nodes = self.nx._node
         result = [
-            (v, k)
-            for _, v, k, d in self.nx.out_edges(name, keys=True, data=True)
+            (nodes[v]["id"], k, v)
+            for v, keys in self.nx._succ[name].items()
+            for k, d in keys.items()
             if k != CONTROL and (out is None or d["out"] == out)
         ]
-        return sorted(result, key=lambda e: (self.nx.nodes[e[0]]["id"], e[1]))
+        result.sort()
+        return [(v, k) for _, k, v in result]
 
     def control_output_names(self, name: str) -> list[str]:
-        return [v for _, v, k in self.nx.out_edges(name, keys=True) if k == CONTROL]
+        return [v for v, keys in self.nx._succ[name].items() if CONTROL in keys]
 
     def set_input(self, dst: str, index: int, src: tuple[str, int]) -> None:
         """Point input `index` of `dst` at output src[1] of node src[0]."""
@@ -164,7 +174,8 @@ class Graph:
 
     def node_names(self) -> list[str]:
         """All node names in creation order."""
-        return sorted(self.nx.nodes, key=lambda n: self.nx.nodes[n]["id"])
+        nodes = self.nx._node
+        return sorted(nodes, key=lambda n: nodes[n]["id"])
 
     def copy(self) -> Graph:
         """An independent graph with the same nodes (attribute values shared, containers not)."""

@@ -29,7 +29,7 @@ def verify_graph(graph: Graph, after: str = "") -> None:
             fail(f"node '{name}' has unregistered op type '{node['op']}'")
         if len(node["dtypes"]) != len(node["shapes"]):
             fail(f"node '{name}' has {len(node['dtypes'])} dtypes but {len(node['shapes'])} shapes")
-        keys = sorted(k for _, _, k in graph.nx.in_edges(name, keys=True) if k != CONTROL)
+        keys = sorted(k for edges in graph.nx.pred[name].values() for k in edges if k != CONTROL)
         if keys != list(range(len(keys))):
             fail(f"node '{name}' has input indices {keys}, not 0..n-1 (one producer per input)")
         for src, out in graph.input_edges(name):
