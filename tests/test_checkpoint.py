@@ -548,7 +548,7 @@ def test_unreadable_state_file_is_ignored_as_tf_does(tmp_path, caplog):
 # process started from scratch is, without the second of Python and tfc start-up each pays.
 FORK_SERVER = textwrap.dedent(
     """
-    import os, sys, time
+    import os, sys, time, traceback
     import numpy as np
     import tfc as tf
 
@@ -607,12 +607,17 @@ FORK_SERVER = textwrap.dedent(
         name, *args = line.split()
         pid = os.fork()
         if pid == 0:
+            status = 0
             try:
                 print("PID", os.getpid(), flush=True)
                 globals()[name](*args)
+            except BaseException:
+                traceback.print_exc()
+                status = 1
             finally:
                 sys.stdout.flush()
-                os._exit(0)
+                sys.stderr.flush()
+                os._exit(status)  # never back into the server's loop
         _, status = os.waitpid(pid, 0)  # reaped: its pid is gone before the next one starts
         print("ENDED", os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0, flush=True)
     """
