@@ -543,76 +543,144 @@ def test_unreadable_state_file_is_ignored_as_tf_does(tmp_path, caplog):
 
 
 # -- atomicity: a writer killed in the middle of a save ------------------------------------------
-KILLED_WRITER = textwrap.dedent(
+# The writers run as child processes forked by one server per module, which imports tfc once:
+# each child is a fresh process (its own pid, its own Saver, a default graph of its own), as a
+# process started from scratch is, without the second of Python and tfc start-up each pays.
+FORK_SERVER = textwrap.dedent(
     """
-    import os, sys
+    import os, sys, time, traceback
     import numpy as np
     import tfc as tf
 
-    directory, stage, second_step = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    big = tf.Variable(tf.zeros([1 << 20]), name="big")  # 4 MiB: four 1 MiB writes
-    saver = tf.train.Saver()
-    sess = tf.Session()
-    sess.write_variable("big", np.full(1 << 20, 1.0, np.float32))
-    print(saver.save(sess, os.path.join(directory, "model.ckpt"), global_step=1), flush=True)
-    sess.write_variable("big", np.full(1 << 20, 2.0, np.float32))
+    SERVER = os.getpid()
+
 
     def pause():
         print("PAUSED", flush=True)
-        sys.stdin.read()  # the parent SIGKILLs this process here
+        while os.getppid() == SERVER:  # the test SIGKILLs this process here
+            time.sleep(0.05)
+        os._exit(3)  # the server (the test) is gone
 
-    real_write, real_fsync, calls = os.write, os.fsync, {"write": 0, "fsync": 0}
 
-    def write(fd, data):
-        calls["write"] += 1
-        if stage == "mid-data" and calls["write"] == 3:  # header + 1 MiB are on disk
-            pause()
-        return real_write(fd, data)
+    def killed_writer(directory, stage, second_step):
+        second_step = int(second_step)
+        big = tf.Variable(tf.zeros([1 << 20]), name="big")  # 4 MiB: four 1 MiB writes
+        saver = tf.train.Saver()
+        sess = tf.Session()
+        sess.write_variable("big", np.full(1 << 20, 1.0, np.float32))
+        print(saver.save(sess, os.path.join(directory, "model.ckpt"), global_step=1), flush=True)
+        sess.write_variable("big", np.full(1 << 20, 2.0, np.float32))
 
-    def fsync(fd):
-        calls["fsync"] += 1
-        # fsyncs: 1 the data file, 2 its directory after the rename, 3 the state file
-        if (stage, calls["fsync"]) in (("before-rename", 1), ("before-state", 3)):
-            pause()
-        return real_fsync(fd)
+        real_write, real_fsync, calls = os.write, os.fsync, {"write": 0, "fsync": 0}
 
-    os.write, os.fsync = write, fsync
-    saver.save(sess, os.path.join(directory, "model.ckpt"), global_step=second_step)
-    print("NOT KILLED", flush=True)
+        def write(fd, data):
+            calls["write"] += 1
+            if stage == "mid-data" and calls["write"] == 3:  # header + 1 MiB are on disk
+                pause()
+            return real_write(fd, data)
+
+        def fsync(fd):
+            calls["fsync"] += 1
+            # fsyncs: 1 the data file, 2 its directory after the rename, 3 the state file
+            if (stage, calls["fsync"]) in (("before-rename", 1), ("before-state", 3)):
+                pause()
+            return real_fsync(fd)
+
+        os.write, os.fsync = write, fsync
+        saver.save(sess, os.path.join(directory, "model.ckpt"), global_step=second_step)
+        print("NOT KILLED", flush=True)
+
+
+    def killed_loop(directory, step):
+        v = tf.Variable(tf.zeros([1 << 18]), name="v")  # 1 MiB: saves take a while
+        saver = tf.train.Saver(max_to_keep=3)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            step = int(step)
+            print("READY", flush=True)
+            while True:
+                step += 1
+                saver.save(sess, os.path.join(directory, "model.ckpt"), global_step=step)
+
+
+    for line in iter(sys.stdin.readline, ""):
+        name, *args = line.split()
+        pid = os.fork()
+        if pid == 0:
+            status = 0
+            try:
+                print("PID", os.getpid(), flush=True)
+                globals()[name](*args)
+            except BaseException:
+                traceback.print_exc()
+                status = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)  # never back into the server's loop
+        _, status = os.waitpid(pid, 0)  # reaped: its pid is gone before the next one starts
+        print("ENDED", os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0, flush=True)
     """
 )
 
 
+@pytest.fixture(scope="module")
+def fork_server(tmp_path_factory):
+    """A server forking FORK_SERVER's functions on request: `start(name, *args)` returns the
+    child's pid, `line()` reads the next line the child (or the server) prints."""
+    script = tmp_path_factory.mktemp("fork") / "server.py"
+    script.write_text(FORK_SERVER)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+
+    class Server:
+        def line(self) -> str:
+            return proc.stdout.readline().strip()
+
+        def start(self, name: str, *args) -> int:
+            proc.stdin.write(" ".join([name, *map(str, args)]) + "\n")
+            proc.stdin.flush()
+            first = self.line()
+            assert first.startswith("PID "), first
+            return int(first.split()[1])
+
+        def kill(self, pid: int) -> int:
+            """SIGKILL the child (if it still runs); the signal that ended it."""
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            while not (last := self.line()).startswith("ENDED"):
+                assert last, "the fork server ended"
+            return int(last.split()[1])
+
+    yield Server()
+    proc.stdin.close()
+    proc.kill()
+    proc.wait(timeout=30)
+
+
 @pytest.mark.parametrize("second_step", [2, 1], ids=["new-prefix", "same-prefix"])
 @pytest.mark.parametrize("stage", ["mid-data", "before-rename", "before-state"])
-def test_a_writer_killed_mid_save_leaves_the_previous_checkpoint(tmp_path, stage, second_step):
+def test_a_writer_killed_mid_save_leaves_the_previous_checkpoint(
+    fork_server, tmp_path, stage, second_step
+):
     """Kill the second of two saves at a chosen point: the first stays whole, readable and
     named by the state file, even when the second save rewrites the same checkpoint."""
-    script = tmp_path / "writer.py"
-    script.write_text(KILLED_WRITER)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(ckpt), stage, str(second_step)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    pid = fork_server.start("killed_writer", ckpt, stage, second_step)
     try:
-        first = proc.stdout.readline().strip()
-        assert first == str(ckpt / "model.ckpt-1"), proc.stderr.read()
-        assert proc.stdout.readline().strip() == "PAUSED", proc.stderr.read()
+        first = fork_server.line()
+        assert first == str(ckpt / "model.ckpt-1")
+        assert fork_server.line() == "PAUSED"
         temps = [p for p in ckpt.iterdir() if ".tmp-" in p.name]
         if stage == "mid-data":  # the new file is half written
             assert len(temps) == 1 and 0 < temps[0].stat().st_size < 4 << 20
-        os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.kill()
-        proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+        ended_by = fork_server.kill(pid)
+    assert ended_by == signal.SIGKILL
 
     # the state file still names checkpoint 1, which is whole and restores; it holds the
     # second save's values only where that save had renamed its complete file into place
@@ -695,43 +763,20 @@ def test_a_first_save_removes_what_interrupted_saves_left(tmp_path, max_to_keep)
     assert max_to_keep is None or not any((tmp_path / n).exists() for n in orphans)
 
 
-KILLED_LOOP = textwrap.dedent(
-    """
-    import os, sys
-    import numpy as np
-    import tfc as tf
-
-    v = tf.Variable(tf.zeros([1 << 18]), name="v")  # 1 MiB: saves take a while
-    saver = tf.train.Saver(max_to_keep=3)
-    with tf.Session() as sess:
-        sess.run(v.initializer)
-        step = int(sys.argv[2])
-        print("READY", flush=True)
-        while True:
-            step += 1
-            saver.save(sess, os.path.join(sys.argv[1], "model.ckpt"), global_step=step)
-    """
-)
-
-
-def test_saves_killed_again_and_again_leave_nothing_behind(tmp_path):
+def test_saves_killed_again_and_again_leave_nothing_behind(fork_server, tmp_path):
     """The issue's 30 SIGKILLs during saves, bounded: each restart cleans what the killed
     process left, so temporaries and orphans never pile up."""
-    script = tmp_path / "loop.py"
-    script.write_text(KILLED_LOOP)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     rng = np.random.default_rng(0)
     for k in range(6):
-        proc = subprocess.Popen([sys.executable, str(script), str(ckpt), str(1000 * k)],
-                                stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        pid = fork_server.start("killed_loop", ckpt, 1000 * k)
         try:
-            assert proc.stdout.readline().strip() == "READY"
+            assert fork_server.line() == "READY"
             time.sleep(float(rng.uniform(0.2, 0.6)))
         finally:
-            proc.kill()
-            proc.wait()
+            ended_by = fork_server.kill(pid)
+        assert ended_by == signal.SIGKILL
     v = tf.Variable(tf.zeros([1 << 18]), name="v")
     with tf.Session() as sess:
         sess.run(v.initializer)
