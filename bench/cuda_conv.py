@@ -3,7 +3,7 @@
 
 Run: python bench/cuda_conv.py [--runs 50] [--only lenet-c1,lenet-c3,res64]
 Dry run without a GPU (bench/gpu_check.sh --dry-run): TFC_CUDA=emulate, `--batch 1 --runs 1
---warmup 0`.
+--warmup 0` (emulated, tfc alone: PyTorch is not imported).
 For each shape, Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter each run as one session call
 that computes the op on random float32 tensors held on the GPU (tfc variables, torch tensors)
 and brings back the sum of its result (so each call ends synchronized, in both). Prints the
@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import tfc as tf  # noqa: E402
+from tfc.backend.cuda_emu import emulating  # noqa: E402
 
 # name: (input NHWC, filter HWIO, stride, padding)
 SHAPES = {
@@ -93,12 +94,14 @@ def main() -> None:
         "--tf32", action="store_true", help="TF32 in both: CompileOptions(allow_tf32=True)"
     )
     args = parser.parse_args()
-    try:
-        import torch
+    have_torch = False
+    if not emulating():  # emulated tfc against PyTorch's GPU would compare nothing: no import
+        try:
+            import torch
 
-        have_torch = torch.cuda.is_available()
-    except ImportError:
-        have_torch = False
+            have_torch = torch.cuda.is_available()
+        except ImportError:
+            pass
     print("fp32 and TF32 (tensor cores) in both" if args.tf32 else "fp32 in both (no TF32)")
     print(f"{'shape':10} {'op':22} {'tfc ms':>8} {'torch ms':>9} {'tfc/torch':>9}")
     for name in args.only.split(","):

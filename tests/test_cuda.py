@@ -7,6 +7,7 @@ MLP and LeNet samples against the CPU and NumPy, and a failing kernel's report. 
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import importlib
@@ -57,6 +58,7 @@ NOT_ON_GPU = {op for op, d in REGISTRY.items() if d.host_only}
 
 
 def op_batches() -> dict[str, CaseBatch]:
+    """Every op test module's CaseBatch, by `module.NAME` (importing the modules builds them)."""
     batches = {}
     for name in OP_TEST_MODULES:
         module = importlib.import_module(name)
@@ -64,6 +66,41 @@ def op_batches() -> dict[str, CaseBatch]:
             if isinstance(value, CaseBatch):
                 batches[f"{name}.{attr}"] = value
     return batches
+
+
+@functools.cache
+def op_batch_names() -> list[str]:
+    """The names op_batches() has, read from the modules' source without building a batch (the
+    tests are parametrized by them at collection: building every batch took seconds in every test
+    worker); test_every_op_is_in_a_cuda_program checks that they are op_batches()'s. A batch is a
+    name assigned at module level (in `with`/`if` blocks too) the value of `CaseBatch()` or of a
+    module-level function annotated `-> CaseBatch`."""
+    names = []
+    for module in OP_TEST_MODULES:
+        tree = ast.parse((ROOT / "tests" / f"{module}.py").read_text())
+        builders = {"CaseBatch"} | {
+            f.name
+            for f in tree.body
+            if isinstance(f, ast.FunctionDef)
+            and f.returns
+            and ast.unparse(f.returns) == "CaseBatch"
+        }
+        statements = list(tree.body)
+        while statements:
+            node = statements.pop(0)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            value = getattr(node, "value", None)
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in builders
+            ):
+                names += [f"{module}.{t.id}" for t in node.targets if isinstance(t, ast.Name)]
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                statements += getattr(node, field, [])
+    return sorted(names)
 
 
 def training_graphs() -> dict[str, tuple]:
@@ -214,11 +251,16 @@ def cuda_source(
 ) -> tuple[str, set[str]]:
     """The CUDA program a GPU session compiles (no optimization pass, or all of them with the
     CUDA target's options: fused kernels), and its op types. `target`: CUDA or CUDA_TF32."""
+    program = gpu_program_graph(graph, fetches, feed_dict, optimize)
+    return render_program(lower_program(program, name=name), target), _op_types(program)
+
+
+def gpu_program_graph(graph, fetches, feed_dict, optimize: bool):
+    """The program graph a GPU session compiles, after no pass or all of them (CUDA's options)."""
     request = RunRequest(graph, fetches, feed_dict)
     program = make_program_graph(graph, request.fetch_keys, request.targets, request.feeds)
     passes = pipeline() if optimize else pipeline([])
-    program = run_passes(program, passes, options=CUDA.pass_options())
-    return render_program(lower_program(program, name=name), target), _op_types(program)
+    return run_passes(program, passes, options=CUDA.pass_options())
 
 
 def _op_types(graph) -> set[str]:
@@ -233,21 +275,31 @@ def _op_types(graph) -> set[str]:
 
 
 @functools.cache
-def all_cuda_programs() -> dict[str, tuple[str, set[str]]]:
-    """Every op batch's CUDA program and every training graph's (plain and fused), rendered
-    once per process: the coverage test and the nvcc shards share them."""
-    programs = {}
-    for name, batch in op_batches().items():
+def _training_graphs_to_render() -> dict[str, tuple]:
+    return training_graphs()
+
+
+def cuda_program_names() -> list[str]:
+    """Every op batch's CUDA program and every training graph's (plain and `.fused`)."""
+    training = [name + suffix for name in _training_graphs_to_render() for suffix in ("", ".fused")]
+    return sorted(op_batch_names() + training)
+
+
+@functools.cache
+def cuda_program_graph(name: str):
+    """The program graph of cuda_program_names()'s `name`, once per process: the coverage test
+    needs only these, the nvcc shards render their own share of them."""
+    if name in op_batch_names():
+        batch = op_batches()[name]
         tensors = [case[0] for case in batch.cases.values()]
-        programs[name] = cuda_source(batch.graph, tensors, batch.feed_dict, name)
-    for name, (graph, fetches, feed) in training_graphs().items():
-        programs[name] = cuda_source(graph, fetches, feed, name)
-        programs[name + ".fused"] = cuda_source(graph, fetches, feed, name + ".fused", True)
-    return programs
+        return gpu_program_graph(batch.graph, tensors, batch.feed_dict, optimize=False)
+    graph, fetches, feed = _training_graphs_to_render()[name.removesuffix(".fused")]
+    return gpu_program_graph(graph, fetches, feed, optimize=name.endswith(".fused"))
 
 
 def test_every_op_is_in_a_cuda_program():
-    covered = set().union(*(ops for _, ops in all_cuda_programs().values()))
+    assert op_batch_names() == sorted(op_batches())  # the parametrization misses no batch
+    covered = set().union(*(_op_types(cuda_program_graph(n)) for n in cuda_program_names()))
     lowered = {op for op, d in REGISTRY.items() if d.lower is not None or is_fusion(op)}
     kernels = lowered - NO_KERNEL - NOT_ON_GPU
     kernels = {op for op in kernels if not op.startswith("Fused")}
@@ -261,24 +313,28 @@ NVCC_SHARDS = 4  # the programs split so that parallel test workers share nvcc's
 @needs_nvcc
 @pytest.mark.parametrize("shard", range(NVCC_SHARDS))
 def test_every_op_compiles_with_nvcc_without_warnings(shard):
-    programs = sorted(all_cuda_programs().items())[shard::NVCC_SHARDS]
+    names = cuda_program_names()[shard::NVCC_SHARDS]
+    sources = {n: render_program(lower_program(cuda_program_graph(n), name=n), CUDA) for n in names}
 
-    def build(item):
+    def build(name):
         # the op batches' programs are large: their device code is checked (PTX, nvcc's own
         # warnings: those of cicc's front end, run without the optimizer behind it, which took
         # four fifths of the time), and so are the initializers' (their host code is the
-        # training programs' runtime); the training programs are compiled whole, host code and
-        # all, the device optimizer and ptxas too
-        name, (source, _) = item
+        # training programs' runtime); the fused training programs, those a GPU session runs,
+        # are compiled whole, host code and all, the device optimizer and ptxas too; the plain
+        # ones' device code through the optimizer and ptxas (a cubin: their host code is built
+        # from the same templates as the fused programs', and compiling it took half the time)
+        source = sources[name]
         if name.startswith("test_") or ".init" in name:
             return compile_cuda(
                 source, name=name, cuda_arch="sm_80", output="ptx", optimize_device=False
             )
-        return compile_cuda(source, name=name, cuda_arch="sm_80", output="object")
+        output = "object" if name.endswith(".fused") else "cubin"
+        return compile_cuda(source, name=name, cuda_arch="sm_80", output=output)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objects = list(pool.map(build, programs))
-    assert programs and all(o.stat().st_size > 0 for o in objects)
+        objects = list(pool.map(build, names))
+    assert names and all(o.stat().st_size > 0 for o in objects)
 
 
 @needs_nvcc
@@ -307,7 +363,7 @@ def test_gpu_placement_without_a_gpu_says_why(monkeypatch):
 
 # -- on a GPU, and emulated on the CPU ---------------------------------------------------------
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
-@pytest.mark.parametrize("name", sorted(op_batches()))
+@pytest.mark.parametrize("name", op_batch_names())
 def test_op_batch_on_gpu_matches_numpy(name, cuda_device, monkeypatch):
     monkeypatch.setenv("TFC_DEVICE", "gpu")
     batch = op_batches()[name]

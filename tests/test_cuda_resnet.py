@@ -41,6 +41,9 @@ def _train(monkeypatch, device: str) -> tuple[list, dict]:
     return losses, weights
 
 
+# the CPU's numbers are the reference: built at -O1 (conftest.quick_builds: -O3's numbers, a
+# fraction of gcc's time on the ResNet's program); the CUDA programs under test build as always
+@pytest.mark.usefixtures("quick_builds")
 @pytest.mark.parametrize("cuda_device", DEVICES, indirect=True)
 def test_resnet_training_steps_on_gpu_equal_cpu(cuda_device, monkeypatch):
     cpu_losses, cpu_weights = _train(monkeypatch, "cpu")

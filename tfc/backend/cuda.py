@@ -114,7 +114,7 @@ def executable_flags(cuda_arch: str | Sequence[str] | None = None) -> tuple[list
     return flags, libs + ["-lcudart"] + (["-lcublas"] if has_cublas() else []) + ["-lstdc++"]
 
 
-_OUTPUTS = {"shared": ".so", "object": ".o", "ptx": ".ptx"}
+_OUTPUTS = {"shared": ".so", "object": ".o", "ptx": ".ptx", "cubin": ".cubin"}
 
 
 def compile_cuda(
@@ -125,18 +125,22 @@ def compile_cuda(
     optimize_device: bool = True,
 ) -> Path:
     """nvcc `source` into a shared library; or an object ("object": device and host code
-    compiled, not linked) or PTX ("ptx": the device side only, the quickest check), which need
-    no GPU. Cached on disk by content like C builds. `optimize_device=False` runs cicc without
-    its optimizer (-Xcicc -O0): the same front end and its diagnostics, for a check that nvcc
-    accepts the source warning-free; it cuts the device side's time about five-fold."""
+    compiled, not linked), a cubin ("cubin": the device side only, through cicc's optimizer and
+    ptxas, for the newest architecture given) or PTX ("ptx": the device side only, the quickest
+    check), which need no GPU. Cached on disk by content like C builds. `optimize_device=False`
+    runs cicc without its optimizer (-Xcicc -O0): the same front end and its diagnostics, for a
+    check that nvcc accepts the source warning-free; it cuts the device side's time about
+    five-fold."""
     if shutil.which(nvcc()) is None:
         raise CompileError(f"nvcc ('{nvcc()}') not found; install the CUDA toolkit or set TFC_NVCC")
     suffix = _OUTPUTS[output]
     flags = build_flags(cuda_arch)
-    mode = {"shared": _link_flags(), "object": ["-c"], "ptx": ["--ptx"]}[output]
-    if output == "ptx":  # one virtual architecture: PTX is not a fat binary
+    mode = {"shared": _link_flags(), "object": ["-c"], "ptx": ["--ptx"], "cubin": ["--cubin"]}
+    mode = mode[output]
+    if output in ("ptx", "cubin"):  # one architecture: neither is a fat binary
         flags = [f for f in flags if not f.startswith(("-gencode", "arch="))]
-        flags += ["-arch", arch_flags(cuda_arch)[-1].split("=")[-1]]
+        newest = arch_flags(cuda_arch)[-1].split("=")[-1]  # compute_XY
+        flags += ["-arch", newest if output == "ptx" else newest.replace("compute_", "sm_")]
     if not optimize_device:
         flags += ["-Xcicc", "-O0"]
     include = str(runtime_dir() / "include")
