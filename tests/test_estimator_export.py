@@ -3,6 +3,7 @@ predictions are the Estimator's."""
 
 import csv
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +74,11 @@ def _run_signature(export_dir, rows):
         return sess.run(predict.outputs, {predict.features: rows}), sigs
 
 
-def test_exported_custom_model_predicts_what_the_estimator_does(trained, tmp_path):
+def test_exported_custom_model_predicts_what_the_estimator_does(trained, tmp_path, monkeypatch):
     custom, _, test_x, test_y, _ = trained
+    # Python's default, whatever PYTHONDONTWRITEBYTECODE says here: checking the export's
+    # model.py must not leave its bytecode (__pycache__) in the directory
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
     matrix = np.stack([test_x[k] for k in NAMES], 1)
     export_dir = custom.export_saved_model(str(tmp_path), _serve_matrix)
     assert isinstance(export_dir, bytes)  # as TF1 returns it

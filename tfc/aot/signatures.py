@@ -291,10 +291,11 @@ def load_signatures_function(model: Any, batch: int | None = None) -> tuple[str,
         if spec is None or spec.loader is None:
             raise ModelError(f"{path} is not a Python file")
         module = importlib.util.module_from_spec(spec)
-        # the model file may import modules beside it, as `python MODEL.py` would allow
+        # run as `python MODEL.py` runs it: it may import modules beside it, and no bytecode of
+        # it is written there (an exported model directory keeps exactly its files)
         sys.path.insert(0, str(path.resolve().parent))
         try:
-            spec.loader.exec_module(module)
+            exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)
         finally:
             sys.path.remove(str(path.resolve().parent))
     fn = getattr(module, "signatures", None)
