@@ -276,6 +276,8 @@ def _op_types(graph) -> set[str]:
 
 @functools.cache
 def _training_graphs_to_render() -> dict[str, tuple]:
+    """training_graphs() once per process, for rendering only: the tests that run a training
+    step build fresh graphs (the same seeds give the same initial weights)."""
     return training_graphs()
 
 

@@ -115,6 +115,7 @@ def executable_flags(cuda_arch: str | Sequence[str] | None = None) -> tuple[list
 
 
 _OUTPUTS = {"shared": ".so", "object": ".o", "ptx": ".ptx", "cubin": ".cubin"}
+_MODES = {"object": ["-c"], "ptx": ["--ptx"], "cubin": ["--cubin"]}  # nvcc's flag for each
 
 
 def compile_cuda(
@@ -135,8 +136,7 @@ def compile_cuda(
         raise CompileError(f"nvcc ('{nvcc()}') not found; install the CUDA toolkit or set TFC_NVCC")
     suffix = _OUTPUTS[output]
     flags = build_flags(cuda_arch)
-    mode = {"shared": _link_flags(), "object": ["-c"], "ptx": ["--ptx"], "cubin": ["--cubin"]}
-    mode = mode[output]
+    mode = _link_flags() if output == "shared" else _MODES[output]
     if output in ("ptx", "cubin"):  # one architecture: neither is a fat binary
         flags = [f for f in flags if not f.startswith(("-gencode", "arch="))]
         newest = arch_flags(cuda_arch)[-1].split("=")[-1]  # compute_XY
